@@ -1,0 +1,12 @@
+"""fedprox_cli: an experiment runner for composite federated learning.
+
+The public Python API next to the ``fedrun`` command line:
+
+- :func:`fedprox_cli.data.load` -- train/test tensors exactly as training sees them;
+- :func:`fedprox_cli.data.load_partition` -- a run's saved per-client index arrays;
+- :func:`fedprox_cli.regularizers.build`, :func:`fedprox_cli.models.build`,
+  :func:`fedprox_cli.algorithms.build` -- the pieces a run is made of;
+- :func:`fedprox_cli.runner.run` -- one run from a config, into a folder.
+"""
+
+__version__ = "0.1.0"

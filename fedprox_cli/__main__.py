@@ -1,0 +1,5 @@
+"""``python -m fedprox_cli`` is ``fedrun``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,120 @@
+"""The algorithm interface and the environment a round runs in.
+
+An algorithm never touches modules, data loaders or devices. ``round(state, env, t)`` sees:
+
+- ``env.grad(X, t, k)``: stochastic gradients at the rows of X (one row per participating client);
+- ``env.prox(v, step)``: prox_{step h}(v), counted per vector (a row = one client's call);
+- ``env.up(V)``: client-to-server messages (rows), compressed by the run's uplink compressor
+  (identity unless the algorithm takes one), bytes counted;
+- ``env.down(*vectors)``: a server broadcast to every participating client, bytes counted;
+- ``env.clients``: the participating clients' ids this round; ``env.n``, ``env.K``, ``env.T``.
+
+The counters make the per-round communication and prox accounting a fact of the code as
+written, which tests compare with the table in ALGORITHMS.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+import torch
+
+from ..compressors import DENSE_BYTES, Compressor
+from ..errors import require
+from ..oracle import Oracle, stream_seed
+from ..regularizers import Regularizer
+
+_REGISTRY: dict[str, type["Algorithm"]] = {}
+
+
+def register(cls):
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def build(name: str, **params) -> "Algorithm":
+    """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``."""
+    require(name in _REGISTRY, f"unknown algorithm '{name}' (choose from: {', '.join(names())})")
+    cls = _REGISTRY[name]
+    allowed = [f.name for f in fields(cls)]
+    unknown = sorted(set(params) - set(allowed))
+    require(not unknown, f"algorithm {name} has no parameter {', '.join(unknown)} "
+                         f"(it takes: {', '.join(allowed)})")
+    alg = cls(**params)
+    for f in fields(alg):
+        v = getattr(alg, f.name)
+        if f.type in ("float", float):
+            require(isinstance(v, (int, float)) and v > 0,
+                    f"algorithm.{f.name} of {name} must be > 0, got {v!r}")
+    return alg
+
+
+@dataclass(kw_only=True)
+class Algorithm:
+    """Base class: subclasses are kw-only dataclasses whose float fields are the paper's
+    step sizes (validated > 0)."""
+    name: ClassVar[str]
+    partial_participation: ClassVar[bool] = False  # defines rounds over a client subset
+    takes_compressor: ClassVar[bool] = False       # defines a compressed uplink
+    smooth_only: ClassVar[bool] = False            # defined for h = 0 only
+
+    def init(self, z0: torch.Tensor, n: int) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def round(self, state: dict, env: "Env", t: int) -> dict[str, torch.Tensor]:
+        raise NotImplementedError
+
+    def output(self, state: dict) -> torch.Tensor:
+        """The model evaluated (default: the server state z)."""
+        return state["z"]
+
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
+        """The largest value each prox parameter takes over T rounds, by name (validated
+        against 1/rho of h before training)."""
+        return {}
+
+    def stationarity_step(self, K: int) -> float:
+        """The step s of the proximal gradient mapping G_s reported as ``stationarity``."""
+        raise NotImplementedError
+
+
+class Env:
+    """Oracle, counted prox and counted links for one run (see module docstring)."""
+
+    def __init__(self, oracle: Oracle, h: Regularizer, compressor: Compressor, n: int, K: int,
+                 T: int, participation: float = 1.0, seed: int = 0):
+        self.oracle, self.h, self.compressor = oracle, h, compressor
+        self.n, self.K, self.T = n, K, T
+        self.participation, self.seed = participation, seed
+        self.m = max(1, round(participation * n))
+        self.device = oracle.device
+        self.bytes_up = self.bytes_down = self.prox_calls = 0
+        self.clients = torch.arange(n, device=self.device)
+        self.t = 0
+
+    def start_round(self, t: int) -> None:
+        """Draw round t's participating clients (all of them at participation 1)."""
+        self.t = t
+        if self.m < self.n:
+            gen = torch.Generator().manual_seed(stream_seed(self.seed, t, -1))
+            self.clients = torch.randperm(self.n, generator=gen)[:self.m].sort().values.to(self.device)
+
+    def grad(self, X: torch.Tensor, t: int, k: int) -> torch.Tensor:
+        return self.oracle.grad(X, t, k, self.clients)[0]
+
+    def prox(self, v: torch.Tensor, step: float) -> torch.Tensor:
+        self.prox_calls += 1 if v.dim() == 1 else v.shape[0]
+        return self.h.prox(v, step)
+
+    def up(self, V: torch.Tensor) -> torch.Tensor:
+        out, nbytes = self.compressor(V, stream_seed(self.seed, self.t, -2))
+        self.bytes_up += nbytes
+        return out
+
+    def down(self, *vectors: torch.Tensor) -> None:
+        self.bytes_down += DENSE_BYTES * len(self.clients) * sum(v.numel() for v in vectors)

@@ -1,0 +1,36 @@
+"""FedAvg (McMahan et al. 2017) with a server step size; defined for h = 0 only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class FedAvg(Algorithm):
+    """X <- z; K steps X <- X - beta G(X); z <- z + alpha mean_i (x_i - z).
+
+    alpha = 1 is the original FedAvg (the server takes the clients' average)."""
+    name: ClassVar[str] = "fedavg"
+    partial_participation: ClassVar[bool] = True
+    smooth_only: ClassVar[bool] = True
+    alpha: float = 1.0   # server step size
+    beta: float = 0.02   # local step size
+
+    def init(self, z0, n):
+        return {"z": z0.clone()}
+
+    def round(self, s, env, t):
+        z = s["z"]
+        X = z.expand(len(env.clients), -1).clone()
+        for k in range(env.K):
+            X -= self.beta * env.grad(X, t, k)
+        z = z + self.alpha * env.up(X - z).mean(0)
+        env.down(z)
+        return {"z": z}
+
+    def stationarity_step(self, K):
+        return self.alpha * K * self.beta

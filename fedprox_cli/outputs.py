@@ -1,0 +1,45 @@
+"""A run folder's files, each written atomically (temp file + rename): a reader never sees a
+half-written file, and concurrent jobs never share one.
+
+- ``metrics.csv``: one row per evaluated round (columns in :data:`metrics.COLUMNS`)
+- ``config.yaml``: the resolved config
+- ``partition.npz``: per-client index arrays into the training set
+- ``summary.json``: status (running / finished / diverged / interrupted / error), final
+  metrics, versions, device
+- ``metrics.png``: train loss and test accuracy against round
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from . import __version__
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_metrics(path: Path, rows: list[dict]) -> None:
+    atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
+
+
+def write_summary(path: Path, status: str, **fields) -> None:
+    summary = {"status": status, **fields,
+               "versions": {"fedprox_cli": __version__, "torch": torch.__version__,
+                            "python": platform.python_version()},
+               "command": " ".join(sys.argv)}
+    atomic_write_text(path, json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def read_summary(run_dir: Path) -> dict:
+    return json.loads((Path(run_dir) / "summary.json").read_text())
