@@ -1,0 +1,37 @@
+# Two commands: `make run` (set up everything on a fresh machine, then run the default
+# experiment) and `make test` (set up, then run the test suite).
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+ARCH   := $(shell uname -m)
+# PyTorch + torchvision pairs that install together (x86_64: CUDA build, runs on CPU too).
+ifeq ($(ARCH),aarch64)
+TORCH  := torch==2.9.1 torchvision==0.24.1
+else
+TORCH  := torch==2.14.1 torchvision==0.29.1
+endif
+
+.PHONY: setup data run test bench
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch, torchvision" 2>/dev/null || $(PY) -m pip install -q $(TORCH)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+# Fashion-MNIST from Debian's package where apt-get exists (offline machines); elsewhere
+# torchvision downloads it on first use.
+data:
+	@if command -v apt-get >/dev/null && ! dpkg -s dataset-fashion-mnist >/dev/null 2>&1; then \
+	  apt-get install -y -q dataset-fashion-mnist >/dev/null || \
+	  (apt-get update -q >/dev/null && apt-get install -y -q dataset-fashion-mnist >/dev/null) || \
+	  echo "note: could not install dataset-fashion-mnist; fmnist will be downloaded by torchvision"; \
+	fi
+
+run: setup data
+	$(VENV)/bin/fedrun
+
+test: setup data
+	$(PY) -m pytest
