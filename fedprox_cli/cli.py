@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from . import runner
+from .config import CONF_DIR
 
 _JOBS: list[tuple[Path, int]] = []  # (run folder, exit code) of each job in this process
 
@@ -37,9 +38,6 @@ def one_line(exc: BaseException) -> str:
         lines.append(line.rstrip(":") + ":" if line.startswith("Available options") else line)
     text = " ".join(lines).replace(": ", ": ", 1)
     return text.replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
-
-
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")

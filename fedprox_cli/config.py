@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from .errors import require
 from .oracle import ENGINES
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -65,3 +68,11 @@ def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
     """A config group's entries as keyword arguments (without its ``name``)."""
     d = OmegaConf.to_container(group, resolve=True)
     return {k: v for k, v in d.items() if k not in drop}
+
+
+def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
+    e.g. ``runner.build(compose(["dataset=digits", "K=5"]))``."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides))
