@@ -94,8 +94,9 @@ class Regularizer:
 
 
 def soft_threshold(x: torch.Tensor, tau: float) -> torch.Tensor:
-    """prox of tau ||.||_1: sign(x) max(|x| - tau, 0)."""
-    return torch.sign(x) * torch.clamp(x.abs() - tau, min=0.0)
+    """prox of tau ||.||_1: sign(x) max(|x| - tau, 0), computed as x - clip(x, -tau, tau)
+    (two passes over memory)."""
+    return x - torch.clamp(x, -tau, tau)
 
 
 @register
@@ -171,7 +172,7 @@ class MCP(Regularizer):
                            torch.full_like(a, self.theta * self.lam ** 2 / 2)).sum(-1)
 
     def _prox(self, x, step):
-        firm = soft_threshold(x, step * self.lam) / (1.0 - step / self.theta)
+        firm = soft_threshold(x, step * self.lam) * (self.theta / (self.theta - step))
         return torch.where(x.abs() > self.theta * self.lam, x, firm)
 
 
@@ -182,7 +183,8 @@ class SCAD(Regularizer):
     lam |x| for |x| <= lam, (2 a lam |x| - x^2 - lam^2) / (2 (a - 1)) up to a lam,
     lam^2 (a + 1) / 2 beyond; 1/(a-1)-weakly convex. For step < a - 1 the prox is
     soft(x, step lam) for |x| <= (1 + step) lam, ((a-1) x - sign(x) step a lam) / (a - 1 - step)
-    up to |x| = a lam, x beyond (Fan and Li's thresholding rule, there with step = 1)."""
+    up to |x| = a lam, x beyond (Fan and Li's thresholding rule, there with step = 1). The middle
+    piece is (a-1)/(a-1-step) soft(x, step a lam / (a-1)), as |x| > step a lam / (a-1) there."""
     name: ClassVar[str] = "scad"
     lam: float = 1e-5
     a: float = 3.7
@@ -205,7 +207,7 @@ class SCAD(Regularizer):
     def _prox(self, x, step):
         a, lam = self.a, self.lam
         t = x.abs()
-        middle = ((a - 1) * x - torch.sign(x) * (step * a * lam)) / (a - 1 - step)
+        middle = soft_threshold(x, step * a * lam / (a - 1)) * ((a - 1) / (a - 1 - step))
         return torch.where(t <= (1 + step) * lam, soft_threshold(x, step * lam),
                            torch.where(t <= a * lam, middle, x))
 
