@@ -36,7 +36,7 @@ def names() -> list[str]:
 
 
 def build(name: str, **params) -> "Regularizer":
-    """The regularizer ``name`` with the given coefficients, e.g. ``build("l1", lam=1e-4)``."""
+    """The regularizer ``name`` with the given coefficients, e.g. ``build("l1", lam=1e-5)``."""
     require(name in _REGISTRY, f"unknown regularizer '{name}' (choose from: {', '.join(names())})")
     cls = _REGISTRY[name]
     allowed = [f.name for f in fields(cls)]

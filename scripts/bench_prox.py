@@ -23,6 +23,7 @@ import torchvision
 
 from fedprox_cli import regularizers
 from fedprox_cli.config import resolve_device
+from fedprox_cli.errors import UserError
 
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")
 PROXES = {"l1": dict(name="l1"), "MCP": dict(name="mcp"), "SCAD": dict(name="scad")}
@@ -67,13 +68,13 @@ def bench(name: str, device: torch.device, batch: int, reps: int, step: float) -
     return row
 
 
-def table(rows: list[dict]) -> str:
-    head = f"{'Models':<11}{'params':>12}{'Fwd & Bwd':>12}" + "".join(f"{k:>20}" for k in PROXES)
-    lines = [head]
-    for r in rows:
-        cells = "".join(f"{r[k]:>10.2f} ({r[k] / r['fwd_bwd']:.3f}x)" for k in PROXES)
-        lines.append(f"{r['model']:<11}{r['d']:>12,}{r['fwd_bwd']:>12.1f}{cells}")
-    return "\n".join(lines)
+HEADER = f"{'Models':<11}{'params':>12}{'Fwd & Bwd':>12}" + "".join(f"{k:>20}" for k in PROXES)
+
+
+def table_row(r: dict) -> str:
+    """One line of the table: times in ms, each prox also as a multiple of Fwd & Bwd."""
+    cells = "".join(f"{r[k]:>10.2f} ({r[k] / r['fwd_bwd']:.3f}x)" for k in PROXES)
+    return f"{r['model']:<11}{r['d']:>12,}{r['fwd_bwd']:>12.1f}{cells}"
 
 
 def main(argv=None):
@@ -93,15 +94,19 @@ def main(argv=None):
         p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
     if args.batch < 1 or args.reps < 1:
         p.error("--batch and --reps must be >= 1")
-    device = resolve_device(args.device)
+    try:
+        device = resolve_device(args.device)
+    except UserError as e:
+        p.error(str(e))
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else \
         f"CPU, {torch.get_num_threads()} threads"
     print(f"# one prox on the flat parameter vector vs one forward+backward pass, milliseconds "
           f"(median of {args.reps}); {where}; float32; batch {args.batch} of 1x28x28; "
-          f"prox step {args.step}; regularizer defaults l1(lam=1e-5), mcp(lam=1e-5, theta=3), "
-          f"scad(lam=1e-5, a=3.7)")
-    rows = [bench(name, device, args.batch, args.reps, args.step) for name in names]
-    print(table(rows))
+          f"prox step {args.step}; "
+          + ", ".join(repr(regularizers.build(**spec)) for spec in PROXES.values()))
+    print(HEADER, flush=True)
+    for name in names:
+        print(table_row(bench(name, device, args.batch, args.reps, args.step)), flush=True)
 
 
 if __name__ == "__main__":
