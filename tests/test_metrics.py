@@ -48,8 +48,7 @@ def test_stationarity_vanishes_at_proximal_gradient_fixed_point(name, params):
 
 
 def test_stationarity_without_regularizer_is_the_gradient():
-    g = torch.randn(10, dtype=torch.float64)
-    x = torch.randn(10, dtype=torch.float64)
+    g, x = torch.randn(2, 10, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     G = prox_grad_mapping(x, g, regularizers.build("none"), 0.37)
     assert torch.allclose(G, g, rtol=0, atol=1e-14)
 
