@@ -1,0 +1,113 @@
+"""FedCanon Table I: the time of one proximal mapping (l1, MCP, SCAD) on the full parameter vector
+of a ResNet, against one forward + backward pass of that network on a batch of MNIST-shaped inputs.
+
+    python scripts/bench_prox.py                                   # all four ResNets, auto device
+    python scripts/bench_prox.py --models resnet18,resnet50 --reps 5 --batch 64 --device cpu
+
+The networks are torchvision's resnetXX(num_classes=10) with the first convolution taking one
+input channel (MNIST); inputs are random 1x28x28 images, so only the shapes matter. The prox is
+fedprox_cli's own (the one training uses), applied to the flat vector of all parameters with step
+--step (FedCanon's default alpha). Every time is the median over --reps repetitions after one
+warm-up, measured in this one process; CUDA times are synchronized.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+import torchvision
+
+from fedprox_cli import regularizers
+from fedprox_cli.config import resolve_device
+from fedprox_cli.errors import UserError
+
+MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")
+PROXES = {"l1": dict(name="l1"), "MCP": dict(name="mcp"), "SCAD": dict(name="scad")}
+
+
+def mnist_resnet(name: str) -> torch.nn.Module:
+    """torchvision's ``name`` for 10 classes, with a 1-channel first convolution."""
+    net = getattr(torchvision.models, name)(num_classes=10)
+    net.conv1 = torch.nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    return net
+
+
+def median_ms(fn, device: torch.device, reps: int) -> float:
+    """Median wall time of ``fn()`` in milliseconds, after one warm-up call."""
+    def once():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        fn()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return 1e3 * (time.perf_counter() - start)
+    once()
+    return statistics.median(once() for _ in range(reps))
+
+
+def bench(name: str, device: torch.device, batch: int, reps: int, step: float) -> dict:
+    torch.manual_seed(0)
+    net = mnist_resnet(name).to(device).train()
+    inputs = torch.randn(batch, 1, 28, 28, device=device)
+    labels = torch.randint(0, 10, (batch,), device=device)
+
+    def fwd_bwd():
+        net.zero_grad(set_to_none=True)
+        F.cross_entropy(net(inputs), labels).backward()
+
+    x = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    row = {"model": name, "d": x.numel(), "fwd_bwd": median_ms(fwd_bwd, device, reps)}
+    for label, spec in PROXES.items():
+        h = regularizers.build(**spec)
+        row[label] = median_ms(lambda: h.prox(x, step), device, reps)
+    return row
+
+
+HEADER = f"{'Models':<11}{'params':>12}{'Fwd & Bwd':>12}" + "".join(f"{k:>20}" for k in PROXES)
+
+
+def table_row(r: dict) -> str:
+    """One line of the table: times in ms, each prox also as a multiple of Fwd & Bwd."""
+    cells = "".join(f"{r[k]:>10.2f} ({r[k] / r['fwd_bwd']:.3f}x)" for k in PROXES)
+    return f"{r['model']:<11}{r['d']:>12,}{r['fwd_bwd']:>12.1f}{cells}"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default=",".join(MODELS),
+                   help=f"comma-separated subset of {','.join(MODELS)} (default: all)")
+    p.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
+    p.add_argument("--batch", type=int, default=64,
+                   help="images per forward+backward pass (default 64; Table I states none)")
+    p.add_argument("--reps", type=int, default=5, help="timed repetitions; the median is reported")
+    p.add_argument("--step", type=float, default=0.2, help="prox step (FedCanon's alpha, 0.2)")
+    args = p.parse_args(argv)
+    names = args.models.split(",")
+    unknown = sorted(set(names) - set(MODELS))
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+    if args.batch < 1 or args.reps < 1:
+        p.error("--batch and --reps must be >= 1")
+    try:
+        device = resolve_device(args.device)
+    except UserError as e:
+        p.error(str(e))
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else \
+        f"CPU, {torch.get_num_threads()} threads"
+    print(f"# one prox on the flat parameter vector vs one forward+backward pass, milliseconds "
+          f"(median of {args.reps}); {where}; float32; batch {args.batch} of 1x28x28; "
+          f"prox step {args.step}; "
+          + ", ".join(repr(regularizers.build(**spec)) for spec in PROXES.values()))
+    print(HEADER, flush=True)
+    for name in names:
+        print(table_row(bench(name, device, args.batch, args.reps, args.step)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
