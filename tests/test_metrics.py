@@ -2,10 +2,6 @@
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -18,7 +14,6 @@ from fedprox_cli.metrics import COLUMNS, evaluate, hoyer, prox_grad_mapping
 from fedprox_cli.models import FlatModel
 from fedprox_cli.oracle import ClientData, Oracle
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _least_squares(m=40, d=15, seed=0):
@@ -99,17 +94,11 @@ def test_evaluate_against_direct_autograd_on_digits():
     assert m["stationarity"] > 0
 
 
-def _fedrun(*args):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    return subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
 TINY = ["dataset=digits", "model=linear", "T=3", "K=2", "n=4", "B=8", "eval_every=1"]
 
 
-def test_runs_with_each_penalty_write_finite_metrics(tmp_path):
-    r = _fedrun("-m", *TINY, "regularizer=mcp,scad,elastic_net", f"hydra.sweep.dir={tmp_path}")
+def test_runs_with_each_penalty_write_finite_metrics(run_fedrun, tmp_path):
+    r = run_fedrun("-m", *TINY, "regularizer=mcp,scad,elastic_net", f"hydra.sweep.dir={tmp_path}")
     assert r.returncode == 0, r.stderr
     runs = sorted(p for p in tmp_path.iterdir() if (p / "metrics.csv").exists())
     assert len(runs) == 3
@@ -122,9 +111,9 @@ def test_runs_with_each_penalty_write_finite_metrics(tmp_path):
     assert names == {"mcp", "scad", "elastic_net"}
 
 
-def test_prox_step_beyond_weak_convexity_is_a_clear_error(tmp_path):
+def test_prox_step_beyond_weak_convexity_is_a_clear_error(run_fedrun, tmp_path):
     """FedCanon's prox parameter alpha = 0.2 must be < theta for MCP."""
-    r = _fedrun(*TINY, "regularizer=mcp", "regularizer.theta=0.1", f"hydra.run.dir={tmp_path}")
+    r = run_fedrun(*TINY, "regularizer=mcp", "regularizer.theta=0.1", f"hydra.run.dir={tmp_path}")
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert lines[0].startswith("fedrun: error: algorithm.alpha") and "1/rho = 0.1" in lines[0]
