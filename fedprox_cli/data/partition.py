@@ -1,9 +1,10 @@
 """Partitions of a training set over n clients.
 
-Every scheme is a pure function of (labels, groups where used, scheme parameters, seed), assigns every sample to
-exactly one client, terminates for any parameters (no resampling loops), and guarantees each
-client at least ``min_size`` samples -- or refuses with a clear error when n * min_size exceeds
-the data. Schemes register with :func:`register`; :func:`partition` dispatches.
+Every scheme is a pure function of (labels, groups where it uses them, scheme parameters,
+seed), assigns every sample to exactly one client, terminates for any parameters (no
+resampling loops), and guarantees each client at least ``min_size`` samples -- or refuses with
+a clear error when n * min_size exceeds the data. Schemes register with :func:`register`;
+:func:`partition` dispatches.
 """
 
 from __future__ import annotations
