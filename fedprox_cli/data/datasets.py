@@ -87,11 +87,15 @@ def split(x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int = 0):
 
 def cached(path: Path, build: Callable[[], dict]) -> dict:
     """``build()``'s dict of tensors, saved to / read from ``path`` (a ``.pt`` file written
-    atomically, so runs that load at once never see a partial file). Delete it to rebuild."""
+    atomically, so runs that load at once never see a partial file; skipped where the folder
+    is read-only). Delete it to rebuild."""
     if path.exists():
         return torch.load(path, weights_only=True)
     out = build()
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    torch.save(out, tmp)
-    os.replace(tmp, path)
+    try:
+        torch.save(out, tmp)
+        os.replace(tmp, path)
+    except OSError:  # a read-only data folder: load without a cache
+        tmp.unlink(missing_ok=True)
     return out
