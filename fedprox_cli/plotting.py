@@ -1,4 +1,4 @@
-"""Figures of one run (``metrics.png``)."""
+"""Figures of one run: ``metrics.png`` and the partition's clients x classes counts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
+
+
+def _save(fig, png_path: Path) -> None:
+    """Write ``fig`` to ``png_path`` atomically (temp file + rename) and close it."""
+    tmp = png_path.with_name(f".{png_path.name}.tmp{os.getpid()}.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, png_path)
 
 
 def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
@@ -29,7 +39,38 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    tmp = png_path.with_name(f".{png_path.name}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, png_path)
+    _save(fig, png_path)
+
+
+def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
+    """Counts (n, C): samples of class c held by client i, from a run folder's
+    ``partition.npz`` and the labels of the dataset named in its ``config.yaml``."""
+    from omegaconf import OmegaConf
+
+    from . import data
+    run_dir = Path(run_dir)
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    ds = data.load(cfg.dataset.name, cfg.data.root)
+    y = ds.train_y.numpy()
+    return np.stack([np.bincount(y[c], minlength=ds.num_classes)
+                     for c in data.load_partition(run_dir / "partition.npz")])
+
+
+def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
+    """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
+    (default ``RUN/partition.png``). Returns the path written."""
+    run_dir = Path(run_dir)
+    out = Path(out) if out else run_dir / "partition.png"
+    counts = partition_counts(run_dir)
+    n, C = counts.shape
+    fig, ax = plt.subplots(figsize=(min(3 + 0.25 * C, 16), min(2 + 0.25 * n, 12)))
+    im = ax.imshow(counts, aspect="auto", cmap="viridis", interpolation="nearest")
+    fig.colorbar(im, ax=ax, label="samples")
+    ax.set_xlabel("class")
+    ax.set_ylabel("client")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"{run_dir.name}: {n} clients, {counts.sum()} samples", fontsize=9)
+    fig.tight_layout()
+    _save(fig, out)
+    return out

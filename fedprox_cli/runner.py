@@ -66,7 +66,8 @@ def build(cfg: DictConfig) -> Experiment:
                                     f"samples of {ds.name}")
     part = params(cfg.partition, drop=("name", "seed", "min_size"))
     clients = data.partition(cfg.partition.name, ds.train_y.numpy(), s.n, cfg.partition.seed,
-                             min_size=cfg.partition.min_size, **part)
+                             min_size=cfg.partition.min_size,
+                             groups=None if ds.groups is None else ds.groups.numpy(), **part)
     torch.manual_seed(s.seed)
     module = models.build(cfg.model.name, ds.input_shape, ds.num_classes,
                           **params(cfg.model)).to(s.device, s.dtype)

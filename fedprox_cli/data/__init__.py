@@ -7,6 +7,7 @@ training sees them (normalized, image-shaped where the data are images) and int6
 keys ``client_000``, ``client_001``, ..., indices into ``Dataset.train_x``).
 """
 
+from . import idx, images, leaf, tabular  # noqa: F401  (loaders register on import)
 from .datasets import Dataset, load, names
 from .partition import load_partition, partition, save_partition
 

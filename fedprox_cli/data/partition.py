@@ -1,9 +1,10 @@
 """Partitions of a training set over n clients.
 
-Every scheme is a pure function of (labels, scheme parameters, seed), assigns every sample to
-exactly one client, terminates for any parameters (no resampling loops), and guarantees each
-client at least ``min_size`` samples -- or refuses with a clear error when n * min_size exceeds
-the data. Schemes register with :func:`register`; :func:`partition` dispatches.
+Every scheme is a pure function of (labels, groups where it uses them, scheme parameters,
+seed), assigns every sample to exactly one client, terminates for any parameters (no
+resampling loops), and guarantees each client at least ``min_size`` samples -- or refuses with
+a clear error when n * min_size exceeds the data. Schemes register with :func:`register`;
+:func:`partition` dispatches.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ import numpy as np
 from ..errors import require
 
 _SCHEMES: dict[str, Callable[..., list[np.ndarray]]] = {}
+_GROUPED: set[str] = set()  # schemes that split by Dataset.groups (e.g. FEMNIST writers)
 
 
-def register(name: str):
+def register(name: str, grouped: bool = False):
     def deco(fn):
         _SCHEMES[name] = fn
+        if grouped:
+            _GROUPED.add(name)
         return fn
     return deco
 
@@ -31,9 +35,14 @@ def names() -> list[str]:
 
 
 def partition(scheme: str, labels: np.ndarray, n: int, seed: int, min_size: int = 1,
-              **params) -> list[np.ndarray]:
-    """Per-client sorted int64 index arrays into the training set."""
+              groups: np.ndarray | None = None, **params) -> list[np.ndarray]:
+    """Per-client sorted int64 index arrays into the training set. ``groups`` (one id per
+    sample, e.g. FEMNIST's writers) is required by the grouped schemes."""
     require(scheme in _SCHEMES, f"unknown partition '{scheme}' (choose from: {', '.join(names())})")
+    if scheme in _GROUPED:
+        require(groups is not None, f"partition {scheme} needs a dataset with natural groups "
+                                    f"(writer ids), e.g. dataset=femnist")
+        params["groups"] = np.asarray(groups)
     labels = np.asarray(labels)
     N = len(labels)
     require(n >= 1, f"n must be a positive number of clients, got {n}")
@@ -71,17 +80,52 @@ def dirichlet(labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float
     """Label skew: for each class c, proportions q_c ~ Dir(alpha 1_n) split the samples of c
     over the clients (Hsu et al. 2019; FedCanon Sec. IV-A3). Smaller alpha = more skew.
     Proportions that underflow to 0 (tiny alpha) send the whole class to one random client."""
-    require(alpha > 0, f"partition.alpha must be > 0, got {alpha}")
     parts: list[list[np.ndarray]] = [[] for _ in range(n)]
     for c in np.unique(labels):
         idx = rng.permutation(np.flatnonzero(labels == c))
-        q = rng.dirichlet(np.full(n, float(alpha)))
-        if not np.all(np.isfinite(q)) or q.sum() <= 0:
-            q = np.eye(n)[rng.integers(n)]
-        cuts = (np.cumsum(q)[:-1] * len(idx)).round().astype(int)
-        for i, chunk in enumerate(np.split(idx, cuts)):
+        for i, chunk in enumerate(_dirichlet_split(idx, n, alpha, rng)):
             parts[i].append(chunk)
     return [np.concatenate(p) if p else np.empty(0, np.int64) for p in parts]
+
+
+def _dirichlet_split(items: np.ndarray, n: int, alpha: float, rng: np.random.Generator):
+    """``items`` cut into n consecutive chunks with proportions q ~ Dir(alpha 1_n).
+    Proportions that underflow to 0 (tiny alpha) send all items to one random client."""
+    require(alpha > 0, f"partition.alpha must be > 0, got {alpha}")
+    q = rng.dirichlet(np.full(n, float(alpha)))
+    if not np.all(np.isfinite(q)) or q.sum() <= 0:
+        q = np.eye(n)[rng.integers(n)]
+    return np.split(items, (np.cumsum(q)[:-1] * len(items)).round().astype(int))
+
+
+@register("dirichlet_writers", grouped=True)
+def dirichlet_writers(labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float,
+                      groups: np.ndarray) -> list[np.ndarray]:
+    """User skew (FedCanon Sec. IV-A3, FEMNIST): proportions q ~ Dir(alpha 1_n) split the
+    (shuffled) writers over the clients, and each writer's samples go whole to one client, so
+    clients differ in writers (handwriting) and, through them, in labels. Only the
+    ``min_size`` top-up (for clients left with too few samples) moves single samples."""
+    ids, writer = np.unique(groups, return_inverse=True)
+    client_of = np.empty(len(ids), np.int64)
+    for c, ws in enumerate(_dirichlet_split(rng.permutation(len(ids)), n, alpha, rng)):
+        client_of[ws] = c
+    return _by_owner(client_of[writer], n)
+
+
+def _by_owner(owner: np.ndarray, n: int) -> list[np.ndarray]:
+    """Sample ids grouped by their client ``owner[s]`` in 0..n-1."""
+    order = np.argsort(owner, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(owner, minlength=n))[:-1])
+
+
+@register("sorted_shards")
+def sorted_shards(labels: np.ndarray, n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """FedNMap Sec. 5.1: "sort training samples by class labels and partition them among
+    clients without overlap" -- the label-sorted data (random order within a class) cut into
+    n contiguous shards of equal size (up to one sample), so each client sees one or a few
+    consecutive classes."""
+    order = rng.permutation(len(labels))
+    return np.array_split(order[np.argsort(labels[order], kind="stable")], n)
 
 
 def save_partition(path: str | os.PathLike, clients: list[np.ndarray]) -> None:

@@ -1,0 +1,98 @@
+"""MNIST-format (IDX) datasets: mnist, fmnist."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..errors import require
+from .datasets import Dataset, labels, not_found, register, standardize
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """Read an IDX file (MNIST format), gzip-compressed or not."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    require(len(data) >= 4 and data[0] == 0 and data[1] == 0 and data[2] == 8,
+            f"{path} is not an unsigned-byte IDX file (corrupt or wrong format)")
+    ndim = data[3]
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    body = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    require(body.size == int(np.prod(shape)),
+            f"{path} is truncated: header says {shape}, found {body.size} bytes")
+    return body.reshape(shape)
+
+
+def find_or_download(candidates: list[Path], found: Callable[[Path], bool],
+                     download: Callable[[], object]) -> Path | None:
+    """The first candidate folder holding the data, after one torchvision download attempt
+    into ``data.root`` if none does (it fails quietly without a network)."""
+    hit = next((d for d in candidates if found(d)), None)
+    if hit is None:
+        try:
+            download()
+        except Exception:
+            pass
+        hit = next((d for d in candidates if found(d)), None)
+    return hit
+
+
+_IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+              "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+
+
+def _has_idx(d: Path) -> bool:
+    return all((d / f).exists() or (d / (f + ".gz")).exists() for f in _IDX_FILES)
+
+
+def load_idx_dataset(name: str, root: Path, tv_folder: str, system_dirs: list[str],
+                     tv_class: Callable, mean: float, std: float, how_to_get: str) -> Dataset:
+    """MNIST-style IDX data: ``root`` in torchvision's layout, then ``system_dirs``, then a
+    torchvision download (where a network exists)."""
+    candidates = [root / tv_folder / "raw", root / tv_folder, root] + [Path(d) for d in system_dirs]
+
+    def download():
+        tv_class(str(root), train=True, download=True)
+        tv_class(str(root), train=False, download=True)
+    found = find_or_download(candidates, _has_idx, download)
+    if found is None:
+        raise not_found(name, candidates, how_to_get)
+
+    def arr(f):
+        p = found / f
+        return read_idx(p if p.exists() else found / (f + ".gz"))
+    tr_x, tr_y, te_x, te_y = (arr(f) for f in _IDX_FILES)
+    require(len(tr_x) == len(tr_y) and len(te_x) == len(te_y),
+            f"dataset {name} in {found}: image and label counts differ (corrupt files)")
+    train_x, test_x = standardize(torch.from_numpy(tr_x / 255.0), torch.from_numpy(te_x / 255.0),
+                                  mean, std)
+    return Dataset(name, train_x.unsqueeze(1), labels(tr_y), test_x.unsqueeze(1), labels(te_y),
+                   num_classes=10)
+
+
+@register("mnist")
+def mnist(root: Path) -> Dataset:
+    """MNIST (60,000 / 10,000 28x28 grey digits, 10 classes), normalized with the training
+    set's mean 0.1307 and std 0.3081."""
+    from torchvision.datasets import MNIST
+    return load_idx_dataset(
+        "mnist", root, "MNIST", [], MNIST, mean=0.1307, std=0.3081,
+        how_to_get="set data.root=DIR where torchvision can download it (needs a network), or put "
+                   "the four IDX files of http://yann.lecun.com/exdb/mnist/ in DIR/MNIST/raw")
+
+
+@register("fmnist")
+def fmnist(root: Path) -> Dataset:
+    """Fashion-MNIST (60,000 / 10,000 28x28 grey images, 10 classes), normalized with the
+    training set's mean 0.2860 and std 0.3530."""
+    from torchvision.datasets import FashionMNIST
+    return load_idx_dataset(
+        "fmnist", root, "FashionMNIST", ["/usr/share/datasets/fashion-mnist"], FashionMNIST,
+        mean=0.2860, std=0.3530,
+        how_to_get="set data.root=DIR where torchvision can download it (needs a network), or "
+                   "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu)")
