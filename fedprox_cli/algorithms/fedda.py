@@ -44,7 +44,7 @@ class FedDA(Algorithm):
     def prox_steps(self, K, T):
         # clients use s_{T-1} + (K-1) beta, the output s_T = T alpha K beta
         s_last = (T - 1) * self.alpha * K * self.beta
-        return {"s+k*beta (FedDA's growing prox step, largest over T rounds)":
+        return {"s+k*beta (largest over T rounds)":
                 max(s_last + (K - 1) * self.beta, T * self.alpha * K * self.beta)}
 
     def stationarity_step(self, K):
