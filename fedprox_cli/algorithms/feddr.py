@@ -31,8 +31,8 @@ class FedDR(Algorithm):
     beta: float = 0.02      # local step size of the K-step subproblem solver
 
     def __post_init__(self):
-        require(self.alpha_dr < 2, f"algorithm.alpha_dr of {self.name} must be in (0, 2), "
-                                   f"got {self.alpha_dr}")
+        require(isinstance(self.alpha_dr, (int, float)) and 0 < self.alpha_dr < 2,
+                f"algorithm.alpha_dr of {self.name} must be in (0, 2), got {self.alpha_dr!r}")
 
     def init(self, z0, n):
         rows = z0.expand(n, -1)
