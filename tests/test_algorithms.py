@@ -324,7 +324,8 @@ TOO_LARGE = [
 ]
 
 
-ADMISSIBLE = {"feddr": ["algorithm.eta=0.4"], "fedadmm": ["algorithm.eta=0.4"]}  # else defaults
+ADMISSIBLE = {"feddr": ["algorithm.eta=0.4"], "fedadmm": ["algorithm.eta=0.4"],
+              "fednmap": ["algorithm.gamma=0.4"]}  # else the defaults
 
 
 @pytest.mark.parametrize("name,overrides,param", TOO_LARGE)

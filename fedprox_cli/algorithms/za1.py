@@ -24,7 +24,7 @@ class ZA1(Algorithm):
     unused u^K is not computed) + n + 1 for x_new: the server, and every client recomputing it
     from z [I; ALGORITHMS.md's table says n K + 1]. The initial c_i = 0 as in the paper."""
     name: ClassVar[str] = "za1"
-    eta_a: float = 0.05  # local step size eta_a (eq. 30)
+    eta_a: float = 0.1   # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
     eta_s: float = 1.0   # server step size eta_s (eq. 31)
 
     def etahat(self, K):
