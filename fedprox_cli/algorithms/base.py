@@ -3,7 +3,8 @@
 An algorithm never touches modules, data loaders or devices. ``round(state, env, t)`` sees:
 
 - ``env.grad(X, t, k)``: stochastic gradients at the rows of X (one row per participating client);
-- ``env.prox(v, step)``: prox_{step h}(v), counted per vector (a row = one client's call);
+- ``env.prox(v, step, copies=1)``: prox_{step h}(v), counted per vector (a row = one client's
+  call; ``copies`` = how many parties compute the same vector, computed once; step 0 = identity);
 - ``env.up(V)``: client-to-server messages (rows), compressed by the run's uplink compressor
   (identity unless the algorithm takes one), bytes counted;
 - ``env.down(*vectors)``: a server broadcast to every participating client, bytes counted;
@@ -107,9 +108,11 @@ class Env:
     def grad(self, X: torch.Tensor, t: int, k: int) -> torch.Tensor:
         return self.oracle.grad(X, t, k, self.clients)[0]
 
-    def prox(self, v: torch.Tensor, step: float) -> torch.Tensor:
-        self.prox_calls += 1 if v.dim() == 1 else v.shape[0]
-        return self.h.prox(v, step)
+    def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:
+        """prox_{step h}(v), counted once per row of v times ``copies`` (parties that compute
+        the same vector, e.g. every client and the server); prox_0 is the identity."""
+        self.prox_calls += copies * (1 if v.dim() == 1 else v.shape[0])
+        return v if step == 0 else self.h.prox(v, step)
 
     def up(self, V: torch.Tensor) -> torch.Tensor:
         out, nbytes = self.compressor(V, stream_seed(self.seed, self.t, -2))

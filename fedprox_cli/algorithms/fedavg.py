@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ._local import local_sgd
 from .base import Algorithm, register
 
 
@@ -25,9 +26,7 @@ class FedAvg(Algorithm):
 
     def round(self, s, env, t):
         z = s["z"]
-        X = z.expand(len(env.clients), -1).clone()
-        for k in range(env.K):
-            X -= self.beta * env.grad(X, t, k)
+        X = local_sgd(env, z.expand(len(env.clients), -1), t, self.beta)
         z = z + self.alpha * env.up(X - z).mean(0)
         env.down(z)
         return {"z": z}

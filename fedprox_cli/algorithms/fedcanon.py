@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ._local import local_sgd
 from .base import Algorithm, register
 
 
@@ -28,9 +29,7 @@ class FedCanon(Algorithm):
 
     def round(self, s, env, t):
         z, C = s["z"], s["C"]
-        X = z.expand_as(C).clone()
-        for k in range(env.K):
-            X -= self.beta * (env.grad(X, t, k) + C)
+        X = local_sgd(env, z.expand_as(C), t, self.beta, C)
         Delta = env.up((z - X) / (self.beta * env.K))
         Dbar = Delta.mean(0)
         z = env.prox(z - self.alpha * Dbar, self.alpha)

@@ -1,0 +1,37 @@
+"""Local loops shared by several algorithms (registers nothing)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from .base import Env
+
+Shift = torch.Tensor | float | Callable[[torch.Tensor], torch.Tensor]
+
+
+def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0) -> torch.Tensor:
+    """K corrected SGD steps on every row: X <- X - beta (G(X) + shift), where ``shift`` is a
+    constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta)."""
+    for k in range(env.K):
+        s = shift(X) if callable(shift) else shift
+        X = X - beta * (env.grad(X, t, k) + s)
+    return X
+
+
+def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
+                   shift: torch.Tensor | float = 0.0, s: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """K steps of local dual averaging (FedDA, FedCEF, ZA1): for k = 0..K-1
+
+        U = prox_{(s + k step) h}(W);   W <- W - step (G(U) + shift)
+
+    (prox_0 is the identity, so with s = 0 the first gradient is taken at W itself).
+    K prox calls per row. Returns the final W and the sum of the K gradients."""
+    gsum = torch.zeros_like(W)
+    for k in range(env.K):
+        U = env.prox(W, s + k * step)
+        G = env.grad(U, t, k)
+        gsum += G
+        W = W - step * (G + shift)
+    return W, gsum

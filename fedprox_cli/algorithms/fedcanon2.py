@@ -1,0 +1,46 @@
+"""FedCanon II (fedcanon.txt, Algorithm 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ._local import local_sgd
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class FedCanon2(Algorithm):
+    """FedCanon's local loop; the server only averages and broadcasts Dbar, every client
+    applies the prox itself:
+
+        K times: X <- X - beta (G(X) + C)   from the clients' own start rows X0
+        Delta_i = (x0_i - x_i) / (beta K);  Dbar = mean_i Delta_i   (server, broadcast)
+        x0_i <- prox_{alpha h}(x0_i - alpha Dbar);  C <- C + Dbar - Delta
+
+    The rows of X0 stay identical (all start at z0 and receive the same Dbar), so the z
+    trajectory is FedCanon's. Output: row 0 of X0 [I]. Up d, down d; n prox per round."""
+    name: ClassVar[str] = "fedcanon2"
+    alpha: float = 0.1   # global step size alpha (prox parameter, as in FedCanon)
+    beta: float = 0.02   # local step size beta
+
+    def init(self, z0, n):
+        return {"X0": z0.expand(n, -1).clone(), "C": z0.new_zeros(n, z0.numel())}
+
+    def round(self, s, env, t):
+        X0, C = s["X0"], s["C"]
+        X = local_sgd(env, X0, t, self.beta, C)
+        Delta = env.up((X0 - X) / (self.beta * env.K))
+        Dbar = Delta.mean(0)
+        env.down(Dbar)
+        return {"X0": env.prox(X0 - self.alpha * Dbar, self.alpha), "C": C + Dbar - Delta}
+
+    def output(self, s):
+        return s["X0"][0]
+
+    def prox_steps(self, K, T):
+        return {"alpha": self.alpha}
+
+    def stationarity_step(self, K):
+        return self.alpha

@@ -1,0 +1,55 @@
+"""FedDR (Tran-Dinh et al., NeurIPS 2021; reference code unc-optimization/FedDR)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import require
+from ._local import local_sgd
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class FedDR(Algorithm):
+    """Randomized Douglas-Rachford splitting. Clients keep y_i, x_i, xhat_i; the server z.
+
+        client i in S (receives z):  y_i <- y_i + alpha_dr (z - x_i)
+                                     x_i <- K steps x <- x - beta (g_i(x) + (x - y_i)/eta),
+                                            warm start at x_i (approximate prox of eta f_i at y_i)
+                                     xhat_i <- 2 x_i - y_i;  send xhat_i
+        server:                      z <- prox_{eta h}(mean_i xhat_i)   (all n rows; absent
+                                                                         clients' rows are stale)
+
+    [I] Init: y_i = x_i = xhat_i = z = z0 (the reference code sets z = prox_{eta h}(z0); the two
+    agree whenever prox(z0) = z0, e.g. a zero init). Output z. Up d, down d; prox 1 per round."""
+    name: ClassVar[str] = "feddr"
+    partial_participation: ClassVar[bool] = True
+    eta: float = 1.0        # prox parameter eta of the splitting (soft threshold eta * lam for l1)
+    alpha_dr: float = 1.95  # relaxation alpha in (0, 2) (reference default 1.95)
+    beta: float = 0.02      # local step size of the K-step subproblem solver
+
+    def __post_init__(self):
+        require(isinstance(self.alpha_dr, (int, float)) and 0 < self.alpha_dr < 2,
+                f"algorithm.alpha_dr of {self.name} must be in (0, 2), got {self.alpha_dr!r}")
+
+    def init(self, z0, n):
+        rows = z0.expand(n, -1)
+        return {"z": z0.clone(), "Y": rows.clone(), "X": rows.clone(), "Xhat": rows.clone()}
+
+    def round(self, s, env, t):
+        z, S = s["z"], env.clients
+        Y, X, Xhat = s["Y"].clone(), s["X"].clone(), s["Xhat"].clone()
+        Y[S] = Y[S] + self.alpha_dr * (z - X[S])
+        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: (V - Y[S]) / self.eta)
+        Xhat[S] = env.up(2 * X[S] - Y[S])
+        z = env.prox(Xhat.mean(0), self.eta)
+        env.down(z)
+        return {"z": z, "Y": Y, "X": X, "Xhat": Xhat}
+
+    def prox_steps(self, K, T):
+        return {"eta": self.eta}
+
+    def stationarity_step(self, K):
+        return self.eta

@@ -1,0 +1,42 @@
+"""FedMiD (Yuan, Zaheer, Reddi, ICML 2021; reference code hongliny/FCO-ICML21)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class FedMiD(Algorithm):
+    """Federated mirror descent with the Euclidean mirror map (proximal SGD locally):
+
+        client i in S:  x <- z;  K times: x <- prox_{beta h}(x - beta g_i(x));  send x - z
+        server:         z <- prox_{alpha K beta h}(z + alpha mean_S (x_i - z))
+
+    Output z. Up d, down d; prox n K + 1 per round (n = participating clients)."""
+    name: ClassVar[str] = "fedmid"
+    partial_participation: ClassVar[bool] = True
+    alpha: float = 1.0   # server learning rate (the reference code's server_lr)
+    beta: float = 0.02   # client learning rate (client_lr)
+
+    def init(self, z0, n):
+        return {"z": z0.clone()}
+
+    def round(self, s, env, t):
+        z = s["z"]
+        X = z.expand(len(env.clients), -1)
+        for k in range(env.K):
+            X = env.prox(X - self.beta * env.grad(X, t, k), self.beta)
+        step = self.alpha * env.K * self.beta
+        z = env.prox(z + self.alpha * env.up(X - z).mean(0), step)
+        env.down(z)
+        return {"z": z}
+
+    def prox_steps(self, K, T):
+        return {"beta": self.beta, "alpha*K*beta": self.alpha * K * self.beta}
+
+    def stationarity_step(self, K):
+        return self.alpha * K * self.beta

@@ -1,0 +1,51 @@
+"""FedNMap (fednmap.txt, Algorithm 1, eqs. 4-7): normal-map local updates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class FedNMap(Algorithm):
+    """x_t = prox_{gamma h}(z)
+    client:  w <- z;  K times: w <- w - eta_a (g_i(prox_{gamma h}(w)) + (z - x_t)/gamma + c_i)
+             y_i = (z - w) / (eta_a K)
+    server:  ybar = mean_i y_i;  z <- z - K eta_s eta_a ybar;  broadcast z, ybar
+    client:  c_i <- c_i - y_i + ybar
+
+    Output x = prox_{gamma h}(z), computed by the server after its update (the initial row
+    evaluates z0 itself [I]). Up d (y_i), down 2d (z, ybar). Prox per round: n K local + n
+    (x_t at every client) + 1 (the server's output model)."""
+    name: ClassVar[str] = "fednmap"
+    eta_a: float = 0.1   # local step size eta_a (eq. 5; the paper's figures: 1/Q)
+    eta_s: float = 1.0   # server step size eta_s (eq. 6)
+    gamma: float = 4.0   # prox parameter gamma of the normal map (eq. 4; Figs. 2-5)
+
+    def init(self, z0, n):
+        return {"z": z0.clone(), "x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
+
+    def round(self, s, env, t):
+        z, C = s["z"], s["C"]
+        x = env.prox(z, self.gamma, copies=env.n)
+        shift = (z - x) / self.gamma + C
+        W = z.expand_as(C)
+        for k in range(env.K):
+            W = W - self.eta_a * (env.grad(env.prox(W, self.gamma), t, k) + shift)
+        Y = env.up((z - W) / (self.eta_a * env.K))
+        ybar = Y.mean(0)
+        z = z - env.K * self.eta_s * self.eta_a * ybar
+        env.down(z, ybar)
+        return {"z": z, "x": env.prox(z, self.gamma), "C": C - Y + ybar}
+
+    def output(self, s):
+        return s["x"]
+
+    def prox_steps(self, K, T):
+        return {"gamma": self.gamma}
+
+    def stationarity_step(self, K):
+        return self.gamma

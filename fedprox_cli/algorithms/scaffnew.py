@@ -1,0 +1,70 @@
+"""SCAFFNEW / ProxSkip (fedcanon.txt Appendix A-2, eq. 15)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ..errors import require
+from ..oracle import stream_seed
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class Scaffnew(Algorithm):
+    """Clients keep x_i and controls h_i (sum_i h_i = 0, all start at 0). Each local step:
+
+        xhat_i = x_i - beta (g_i(x_i) - h_i)
+        communicate (prob. p):  z = prox_{(beta/p) h}(mean_i (xhat_i - (beta/p) h_i));  x_i <- z
+        otherwise:              x_i <- xhat_i
+        h_i <- h_i + (p/beta) (x_i - xhat_i)
+
+    A round is always K local gradient steps, so rounds compare with the other methods.
+    ``p`` unset (default): communicate at the last of the K steps, i.e. p = 1/K
+    deterministically, one communication per round. ``p`` set: a coin shared by all clients,
+    drawn from a stream keyed by (seed, round, step), decides at every step; a round then
+    holds 0, 1 or more communications and its metrics row evaluates z of the last one (z is
+    unchanged by a round without communication). Output z. Per communication: up d, down d,
+    prox 1."""
+    name: ClassVar[str] = "scaffnew"
+    beta: float = 0.02        # local step size gamma of ProxSkip (eq. 15)
+    p: float | None = None    # communication probability; None = every K-th step (p = 1/K)
+
+    def __post_init__(self):
+        require(self.p is None or (isinstance(self.p, (int, float)) and 0 < self.p <= 1),
+                f"algorithm.p of {self.name} must be in (0, 1] or null, got {self.p!r}")
+
+    def prob(self, K):
+        return 1.0 / K if self.p is None else self.p
+
+    def communicates(self, env, t, k):
+        if self.p is None:
+            return k == env.K - 1
+        gen = torch.Generator().manual_seed(stream_seed(env.seed, t, k, -3))
+        return torch.rand((), generator=gen).item() < self.p
+
+    def init(self, z0, n):
+        return {"z": z0.clone(), "X": z0.expand(n, -1).clone(), "H": z0.new_zeros(n, z0.numel())}
+
+    def round(self, s, env, t):
+        z, X, H = s["z"], s["X"], s["H"]
+        step = self.beta / self.prob(env.K)
+        for k in range(env.K):
+            Xhat = X - self.beta * (env.grad(X, t, k) - H)
+            if self.communicates(env, t, k):
+                z = env.prox(env.up(Xhat - step * H).mean(0), step)
+                env.down(z)
+                X = z.expand_as(Xhat)
+            else:
+                X = Xhat
+            H = H + (X - Xhat) / step
+        return {"z": z, "X": X, "H": H}
+
+    def prox_steps(self, K, T):
+        return {"beta/p": self.beta / self.prob(K)}
+
+    def stationarity_step(self, K):
+        return self.beta / self.prob(K)

@@ -1,0 +1,46 @@
+"""SCAFFOLD, option II (fedcanon.txt Appendix A-1, eq. 14); defined for h = 0 only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ._local import local_sgd
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class Scaffold(Algorithm):
+    """client i in S:  x <- z;  K times: x <- x - beta (g_i(x) - c_i + c)
+                       c_i+ = c_i - c + (z - x)/(K beta);  send dx_i = x - z, dc_i = c_i+ - c_i
+    server:            z <- z + alpha mean_S dx_i;   c <- c + (1/n) sum_S dc_i
+
+    Output z. Up 2d, down 2d (z, c), prox 0. Partial participation: only the rows of the
+    sampled clients S change. The composite "scaffold with server prox" variant is not built."""
+    name: ClassVar[str] = "scaffold"
+    partial_participation: ClassVar[bool] = True
+    smooth_only: ClassVar[bool] = True
+    alpha: float = 1.0   # server step size (eq. 14; 1 = the clients' average)
+    beta: float = 0.02   # local step size
+
+    def init(self, z0, n):
+        return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": z0.new_zeros(n, z0.numel())}
+
+    def round(self, s, env, t):
+        z, c, C = s["z"], s["c"], s["C"].clone()
+        S = env.clients
+        Ci = C[S]
+        X = local_sgd(env, z.expand_as(Ci), t, self.beta, c - Ci)
+        msg = env.up(torch.cat([X - z, (z - X) / (env.K * self.beta) - c], dim=1))
+        dx, dc = msg.split(z.numel(), dim=1)
+        C[S] = Ci + dc
+        z = z + self.alpha * dx.mean(0)
+        c = c + dc.sum(0) / env.n
+        env.down(z, c)
+        return {"z": z, "c": c, "C": C}
+
+    def stationarity_step(self, K):
+        return self.alpha * K * self.beta

@@ -1,0 +1,51 @@
+"""ZA1: Zhang, Hu, Johansson, ICASSP 2024 (fednmap.txt Appendix A.1, eqs. 30-34)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ._local import local_dual_sgd
+from .base import Algorithm, register
+
+
+@register
+@dataclass(kw_only=True)
+class ZA1(Algorithm):
+    """etahat = eta_a eta_s K; the server keeps z and x = prox_{etahat h}(z); c_i start at 0.
+
+        client i:  w <- x;  for l < K:  u = prox_{l eta_a h}(w);  g_l = g_i(u);
+                                        w <- w - eta_a (g_l + c_i)                 (30)
+                   send w
+        server:    z <- x + eta_s (mean_i w_i - x);  x_new = prox_{etahat h}(z);  broadcast z  (31)
+        client i:  c_i <- (x - z)/etahat - (1/K) sum_l g_l  (old x, new z);  x <- x_new    (32)
+
+    Output x. Up d, down d (z). Prox per round: n K local (l = 0 is prox_0 = identity; the
+    unused u^K is not computed) + n + 1 for x_new: the server, and every client recomputing it
+    from z [I; ALGORITHMS.md's table says n K + 1]. The initial c_i = 0 as in the paper."""
+    name: ClassVar[str] = "za1"
+    eta_a: float = 0.1   # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
+    eta_s: float = 1.0   # server step size eta_s (eq. 31)
+
+    def etahat(self, K):
+        return self.eta_a * self.eta_s * K
+
+    def init(self, z0, n):
+        return {"x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
+
+    def round(self, s, env, t):
+        x, C = s["x"], s["C"]
+        W, gsum = local_dual_sgd(env, x.expand_as(C), t, self.eta_a, C)
+        z = x + self.eta_s * (env.up(W).mean(0) - x)
+        env.down(z)
+        etahat = self.etahat(env.K)
+        return {"x": env.prox(z, etahat, copies=env.n + 1), "C": (x - z) / etahat - gsum / env.K}
+
+    def output(self, s):
+        return s["x"]
+
+    def prox_steps(self, K, T):
+        return {"K*eta_a": K * self.eta_a, "eta_a*eta_s*K": self.etahat(K)}
+
+    def stationarity_step(self, K):
+        return self.etahat(K)

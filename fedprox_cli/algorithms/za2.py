@@ -1,0 +1,37 @@
+"""ZA2: the "standard uncompressed" composite FL baseline of fedcef.txt (its reference [40])."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Algorithm, register
+from .fedcef import FedCEF
+
+
+@register
+@dataclass(kw_only=True)
+class ZA2(Algorithm):
+    """[I] FedCEF with the identity compressor and eta = 1 (no momentum), standing in for
+    Zhang, Hu, Johansson (Automatica 2026), whose own algorithm is not at hand: clients run
+    FedCEF's corrected local dual averaging, send v_i - c_i uncompressed, c_i <- v_i.
+    Up d, down d; prox per round as FedCEF (n K + n + 1)."""
+    name: ClassVar[str] = "za2"
+    alpha: float = 0.1   # local step size (FedCEF's alpha)
+    eta_g: float = 1.0   # server learning rate (FedCEF's eta_g); beta = alpha eta_g K
+
+    @property
+    def cef(self) -> FedCEF:
+        return FedCEF(alpha=self.alpha, eta_g=self.eta_g, eta=1.0)
+
+    def init(self, z0, n):
+        return self.cef.init(z0, n)
+
+    def round(self, s, env, t):
+        return self.cef.round(s, env, t)
+
+    def prox_steps(self, K, T):
+        return self.cef.prox_steps(K, T)
+
+    def stationarity_step(self, K):
+        return self.cef.stationarity_step(K)
