@@ -3,8 +3,10 @@ evaluation, against the practical roofline -- the matrix products (and convoluti
 same shapes, replayed alone in the same run (DESIGN.md, Performance).
 
 Every timing is the best of ``repeats`` measurements taken in turn (engines and the roofline
-interleaved), so that a machine shared with other work biases all of them alike; compare the
-ratios of one run, not absolute numbers across runs. Data are random tensors of the dataset's
+interleaved, the roofline replayed as often as a round runs its products), so that a machine
+shared with other work biases all of them alike; compare the ratios of one run, not absolute
+numbers across runs. Single-threaded CPU runs are timed in process CPU time (what the run
+would take on a core of its own), everything else in wall time (:func:`clock`). Data are random tensors of the dataset's
 shapes (the dataset is not the point), split i.i.d. over the clients.
 """
 
@@ -55,15 +57,22 @@ WORKLOADS = {
 }
 
 
+def clock():
+    """CPU time of this process when it runs one CPU thread (robust to other processes on a
+    shared machine), else wall time."""
+    one_thread = torch.get_num_threads() == 1 and not torch.cuda.is_initialized()
+    return time.process_time() if one_thread else time.perf_counter()
+
+
 def best_time(fn, repeats: int = 1) -> float:
-    """Smallest wall time of ``repeats`` calls of ``fn`` (device synchronized)."""
+    """Smallest time (:func:`clock`) of ``repeats`` calls of ``fn`` (device synchronized)."""
     best = math.inf
     for _ in range(repeats):
         _sync()
-        start = time.perf_counter()
+        start = clock()
         fn()
         _sync()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
@@ -89,9 +98,11 @@ class _RecordProducts(TorchDispatchMode):
 
 
 class Roofline:
-    """The products of one client step (forward + backward), replayed on random operands."""
+    """The products of one client step (forward + backward), replayed ``times`` times on random
+    operands."""
 
-    def __init__(self, step_fn):
+    def __init__(self, step_fn, times: int = 1):
+        self.times = times
         with _RecordProducts() as rec:
             step_fn()
         make = lambda a: torch.randn(a[0], dtype=a[1], device=a[2]) if _is_spec(a) else a  # noqa: E731
@@ -103,8 +114,9 @@ class Roofline:
         self.flops = counter.get_total_flops()
 
     def replay(self):
-        for f, a, k in self.calls:
-            f(*a, **k)
+        for _ in range(self.times):
+            for f, a, k in self.calls:
+                f(*a, **k)
 
 
 def _is_spec(a) -> bool:
@@ -185,7 +197,7 @@ def bench_workload(w: Workload, device: torch.device, engines: list[str], repeat
     """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s."""
     setup = Setup(w, device)
     step_flops = count_flops(setup.client_step)
-    roof = Roofline(setup.client_step)
+    roof = Roofline(setup.client_step, times=w.n * w.K)
     rows = []
     for alg_name in w.algorithms:
         timers = {e: RoundTimer(setup, alg_name, setup.oracle(e), rounds) for e in engines}

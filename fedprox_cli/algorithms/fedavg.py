@@ -27,7 +27,7 @@ class FedAvg(Algorithm):
         z = s["z"]
         X = z.expand(len(env.clients), -1).clone()
         for k in range(env.K):
-            X -= self.beta * env.grad(X, t, k)
+            X.sub_(env.grad(X, t, k), alpha=self.beta)
         z = z + self.alpha * env.up(X - z).mean(0)
         env.down(z)
         return {"z": z}

@@ -30,7 +30,7 @@ class FedCanon(Algorithm):
         z, C = s["z"], s["C"]
         X = z.expand_as(C).clone()
         for k in range(env.K):
-            X -= self.beta * (env.grad(X, t, k) + C)
+            X.sub_(env.grad(X, t, k).add_(C), alpha=self.beta)  # in place: G is ours
         Delta = env.up((z - X) / (self.beta * env.K))
         Dbar = Delta.mean(0)
         z = env.prox(z - self.alpha * Dbar, self.alpha)
