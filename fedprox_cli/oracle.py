@@ -118,11 +118,15 @@ def keep_freed_memory() -> None:
     libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
-def choose_engine(device: torch.device) -> str:
-    """``auto``'s rule: ``vmap`` everywhere (one batched kernel per layer instead of one per
-    client: on CUDA it keeps the device busy without per-client launches; on CPU it measured
-    as fast as or faster than ``loop`` on every benchmark workload, see README, Performance)."""
-    return "vmap"
+def choose_engine(module: nn.Module, device: torch.device) -> str:
+    """``auto``'s rule (measured with ``scripts/bench_engine.py``, README, Performance):
+    ``loop`` for a model with convolutions on the CPU, ``vmap`` otherwise. Under vmap a
+    convolution with per-client weights becomes a grouped convolution, which ran ~20% slower on
+    the CPU than one convolution per client (whose work dwarfs the per-client overhead); for
+    MLPs and linear models the per-client overhead dominates and vmap ran 1.2-2.6x faster. On
+    CUDA vmap keeps the device busy without a kernel launch per client."""
+    convs = any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
+    return "loop" if device.type == "cpu" and convs else "vmap"
 
 
 class Oracle:
@@ -133,7 +137,7 @@ class Oracle:
         self.device = data.x.device
         if self.device.type == "cpu":
             keep_freed_memory()
-        self.engine = choose_engine(self.device) if engine == "auto" else engine
+        self.engine = choose_engine(model.module, self.device) if engine == "auto" else engine
         self.chunk = chunk or data.n
         self.eval_batch = eval_batch
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far

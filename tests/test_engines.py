@@ -99,3 +99,13 @@ def test_test_pass_matches_direct_forward(digits):
     loss, acc = oracle.test(x, ds.test_x, ds.test_y)
     torch.testing.assert_close(loss, F.cross_entropy(logits, ds.test_y), rtol=1e-12, atol=0)
     assert acc == (logits.argmax(1) == ds.test_y).double().mean()
+
+
+def test_auto_rule():
+    from torch import nn
+
+    from fedprox_cli.oracle import choose_engine
+    conv = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten())
+    mlp = models.build("mlp", (1, 8, 8), 10)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert [choose_engine(m, d) for m in (conv, mlp) for d in (cpu, cuda)] == ["loop", "vmap", "vmap", "vmap"]
