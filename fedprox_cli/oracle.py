@@ -104,17 +104,18 @@ class FlatModule:
 
 @functools.cache
 def keep_freed_memory() -> None:
-    """Have glibc keep freed blocks up to 32 MB in the heap instead of unmapping them: a round
-    allocates and frees several (n, d) tensors per local step, and re-faulting their pages made
-    a fresh elementwise op on (10, 199210) floats up to 10x slower than one into a reused block
-    on this machine (the same effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc).
-    No effect where the C library is not glibc."""
+    """Have glibc serve every allocation from its heap and keep freed memory there, instead of
+    mapping large blocks fresh and unmapping them on free: a round allocates and frees several
+    (n, d) tensors per local step, and re-faulting their pages made a fresh elementwise op on
+    (10, 199210) floats up to 10x slower than one into reused memory on this machine (the
+    effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc). No effect where the C
+    library is not glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    libc.mallopt(M_MMAP_MAX, 0)
     libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
 
 
