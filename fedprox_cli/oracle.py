@@ -144,6 +144,8 @@ class Oracle:
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
         self._work = FlatModule(model)
         self._batched_grad = vmap(grad_and_value(self._flat_loss))
+        if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
+            import torch._dynamo  # noqa: F401
         self._eval_ids, self._eval_w = data.sample_weights()
 
     def _flat_loss(self, x, inputs, targets, weights):
