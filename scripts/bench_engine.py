@@ -53,8 +53,12 @@ def main() -> int:
         if a.model:
             workloads = [bench.custom_workload(a.model, a.algorithm.split(","), a.shape, a.n, a.K, a.B)]
         else:
-            workloads = [bench.WORKLOADS[int(i)] for i in a.workloads.split(",")]
-    except (UserError, KeyError, ValueError) as e:
+            nums = [int(i) for i in a.workloads.split(",")]
+            unknown = [i for i in nums if i not in bench.WORKLOADS]
+            if unknown:
+                raise UserError(f"unknown workload(s) {unknown} (choose from {list(bench.WORKLOADS)})")
+            workloads = [bench.WORKLOADS[i] for i in nums]
+    except (UserError, ValueError) as e:
         print(f"bench_engine: error: {e}", file=sys.stderr)
         return 2
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch "
