@@ -92,7 +92,7 @@ class FlatModule:
     def __init__(self, flat: FlatModel):
         self.module = copy.deepcopy(flat.module)
         self.w = flat.flat()
-        for (name, view) in zip(flat.names, flat.params(self.w).values()):
+        for name, view in zip(flat.names, flat.params(self.w).values()):
             owner, _, attr = name.rpartition(".")
             setattr(self.module.get_submodule(owner), attr, nn.Parameter(view))
         self.params = [self.module.get_parameter(k) for k in flat.names]
