@@ -35,3 +35,7 @@ run: setup data
 
 test: setup data
 	$(PY) -m pytest
+
+# Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
+bench: setup
+	$(PY) scripts/bench_engine.py $(ARGS)

@@ -165,8 +165,10 @@ class FlatModel:
         return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
 
     def params(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Views of ``x`` (d,) shaped like the module's parameters."""
-        return {k: v.view(s) for k, v, s in zip(self.names, torch.split(x, self.sizes), self.shapes)}
+        """Views of ``x`` (..., d) shaped like the module's parameters (with x's leading dims)."""
+        lead = x.shape[:-1]
+        return {k: v.view(*lead, *s) for k, v, s in zip(self.names, torch.split(x, self.sizes, -1),
+                                                        self.shapes)}
 
     def __call__(self, x: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         """Logits of the model with parameters ``x`` on ``inputs``."""

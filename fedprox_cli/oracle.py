@@ -11,18 +11,33 @@ sampling of the papers' analyses). The draws of step (t, k) come from a generato
 results do not depend on the engine, client order, chunking, participation or resumption.
 ``B = None`` ("full") gives exact local gradients.
 
-Engines: ``loop`` evaluates one client after another; ``vmap`` evaluates chunks of clients at
-once with ``torch.func.vmap`` over ``functional_call``. Both compute the same function.
+Engines:
+
+- ``loop`` evaluates one client after another with plain autograd on a private copy of the
+  module whose parameters are views of one flat buffer (loading x_i is one copy; no per-call
+  re-parametrization);
+- ``vmap`` evaluates chunks of clients at once with ``torch.func.vmap(grad_and_value(...))`` of
+  the loss of a flat parameter vector; the gradient comes out as one (chunk, d) tensor. (A
+  vmapped forward with one plain backward of the summed losses measured 10% slower on the MLP:
+  its weight gradients come out transposed.)
+- ``auto`` picks by the rule in :func:`choose_engine` (measured in ``scripts/bench_engine.py``).
+
+Nothing in
+``grad`` reads a tensor value on the host, so on CUDA a round runs without host synchronization.
 """
 
 from __future__ import annotations
 
+import copy
+import ctypes
+import functools
 import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 from torch.func import grad_and_value, vmap
 
 from .errors import require
@@ -70,21 +85,70 @@ def cross_entropy(logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> tor
     return (w * F.cross_entropy(logits, y, reduction="none")).sum()
 
 
+class FlatModule:
+    """A private copy of a module whose parameters are views of one flat buffer ``w`` (d,):
+    ``load(x)`` sets the model to x with one copy, and the module runs with plain autograd."""
+
+    def __init__(self, flat: FlatModel):
+        self.module = copy.deepcopy(flat.module)
+        self.w = flat.flat()
+        for name, view in zip(flat.names, flat.params(self.w).values()):
+            owner, _, attr = name.rpartition(".")
+            setattr(self.module.get_submodule(owner), attr, nn.Parameter(view))
+        self.params = [self.module.get_parameter(k) for k in flat.names]
+
+    def load(self, x: torch.Tensor) -> None:
+        with torch.no_grad():
+            self.w.copy_(x)
+
+
+@functools.cache
+def keep_freed_memory() -> None:
+    """Have glibc serve every allocation from its heap and keep freed memory there, instead of
+    mapping large blocks fresh and unmapping them on free: a round allocates and frees several
+    (n, d) tensors per local step, and re-faulting their pages made a fresh elementwise op on
+    (10, 199210) floats up to 10x slower than one into reused memory on this machine (the
+    effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc). No effect where the C
+    library is not glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    libc.mallopt(M_MMAP_MAX, 0)
+    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+
+
+def choose_engine(module: nn.Module, device: torch.device) -> str:
+    """``auto``'s rule (measured with ``scripts/bench_engine.py``, README, Performance):
+    ``loop`` for a model with convolutions on the CPU, ``vmap`` otherwise. Under vmap a
+    convolution with per-client weights becomes a grouped convolution, which ran ~20% slower on
+    the CPU than one convolution per client (whose work dwarfs the per-client overhead); for
+    MLPs and linear models the per-client overhead dominates and vmap ran 1.2-2.6x faster. On
+    CUDA vmap keeps the device busy without a kernel launch per client."""
+    convs = any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
+    return "loop" if device.type == "cpu" and convs else "vmap"
+
+
 class Oracle:
     def __init__(self, model: FlatModel, data: ClientData, B: int | None, seed: int,
                  engine: str = "vmap", chunk: int | None = None, eval_batch: int = 4096):
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
-        self.engine = "vmap" if engine == "auto" else engine
+        self.device = data.x.device
+        if self.device.type == "cpu":
+            keep_freed_memory()
+        self.engine = choose_engine(model.module, self.device) if engine == "auto" else engine
         self.chunk = chunk or data.n
         self.eval_batch = eval_batch
-        self.device = data.x.device
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
-        self._client_grad = grad_and_value(self._loss)
-        self._batched_grad = vmap(self._client_grad)
+        self._work = FlatModule(model)
+        self._batched_grad = vmap(grad_and_value(self._flat_loss))
+        if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
+            import torch._dynamo  # noqa: F401
         self._eval_ids, self._eval_w = data.sample_weights()
 
-    def _loss(self, x, inputs, targets, weights):
+    def _flat_loss(self, x, inputs, targets, weights):
         return cross_entropy(self.model(x, inputs), targets, weights)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
@@ -104,46 +168,63 @@ class Oracle:
         valid = torch.arange(ids.shape[1], device=self.device) < sizes[:, None]
         return ids, valid.to(self.data.x.dtype) / sizes[:, None].to(self.data.x.dtype)
 
+    def _samples(self, ids: torch.Tensor):
+        """Inputs and targets of the sample ids (any shape), gathered in one call each."""
+        flat = ids.reshape(-1)
+        x = self.data.x.index_select(0, flat).view(*ids.shape, *self.data.x.shape[1:])
+        return x, self.data.y.index_select(0, flat).view(ids.shape)
+
     def grad(self, X: torch.Tensor, t: int, k: int, clients: torch.Tensor | None = None):
         """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,)."""
         if clients is None:
             clients = torch.arange(self.data.n, device=self.device)
         ids, w = self._batches(t, k, clients)
         self.grad_evals += len(clients)
-        if self.engine == "loop":
-            out = [self._client_grad(X[i], self.data.x[ids[i]], self.data.y[ids[i]], w[i])
-                   for i in range(len(clients))]
-            return torch.stack([g for g, _ in out]), torch.stack([l for _, l in out])
-        G, L = [], []
-        for s in range(0, len(clients), self.chunk):
-            sl = slice(s, s + self.chunk)
-            g, l = self._batched_grad(X[sl], self.data.x[ids[sl]], self.data.y[ids[sl]], w[sl])
-            G.append(g)
-            L.append(l)
-        return torch.cat(G), torch.cat(L)
+        inputs, targets = self._samples(ids)
+        if self.engine == "vmap":
+            out = [self._batched_grad(X[s:s + self.chunk], inputs[s:s + self.chunk],
+                                      targets[s:s + self.chunk], w[s:s + self.chunk])
+                   for s in range(0, len(clients), self.chunk)]
+            return out[0] if len(out) == 1 else tuple(map(torch.cat, zip(*out)))
+        G, L = torch.empty_like(X), X.new_empty(len(clients))
+        for i in range(len(clients)):
+            self._work.load(X[i])
+            L[i], grads = self._module_grad(inputs[i], targets[i], w[i])
+            for g, gi in zip(self.model.params(G[i]).values(), grads):
+                g.copy_(gi)
+        return G, L
+
+    def _module_grad(self, inputs, targets, weights):
+        """Loss and parameter gradients of the working module (loaded beforehand)."""
+        loss = cross_entropy(self._work.module(inputs), targets, weights)
+        return loss.detach(), torch.autograd.grad(loss, self._work.params)
 
     def full(self, x: torch.Tensor, with_grad: bool = True):
-        """Exact f(x) = (1/n) sum_i f_i(x) over all training data, and grad f(x) (or None)."""
+        """Exact f(x) = (1/n) sum_i f_i(x) over all training data, and grad f(x) (or None):
+        one forward (and backward) pass per ``eval_batch`` samples."""
+        self._work.load(x)
         loss = x.new_zeros(())
         g = torch.zeros_like(x) if with_grad else None
         for s in range(0, len(self._eval_ids), self.eval_batch):
-            ids = self._eval_ids[s:s + self.eval_batch]
-            args = (self.data.x[ids], self.data.y[ids], self._eval_w[s:s + self.eval_batch])
+            inputs, targets = self._samples(self._eval_ids[s:s + self.eval_batch])
+            w = self._eval_w[s:s + self.eval_batch]
             if with_grad:
-                gc, lc = self._client_grad(x, *args)
-                g += gc
+                lc, grads = self._module_grad(inputs, targets, w)
+                for acc, gc in zip(self.model.params(g).values(), grads):
+                    acc.add_(gc)
             else:
                 with torch.no_grad():
-                    lc = self._loss(x, *args)
+                    lc = cross_entropy(self._work.module(inputs), targets, w)
             loss += lc
         return loss, g
 
     @torch.no_grad()
     def test(self, x: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor):
         """Mean loss and accuracy of the model x on a held-out set."""
+        self._work.load(x)
         loss, correct = x.new_zeros(()), x.new_zeros(())
         for s in range(0, len(test_y), self.eval_batch):
-            logits = self.model(x, test_x[s:s + self.eval_batch])
+            logits = self._work.module(test_x[s:s + self.eval_batch])
             yb = test_y[s:s + self.eval_batch]
             loss += F.cross_entropy(logits, yb, reduction="sum")
             correct += (logits.argmax(1) == yb).sum()
