@@ -17,7 +17,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from . import runner
+from . import resolvers, runner
 
 _JOBS: list[tuple[Path, int]] = []  # (run folder, exit code) of each job in this process
 
@@ -39,6 +39,7 @@ def one_line(exc: BaseException) -> str:
     return text.replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
 
 
+resolvers.register()
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
