@@ -28,8 +28,13 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     for ax in (a, b):
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=9)
+    save_figure(fig, png_path)
+
+
+def save_figure(fig, png_path: Path) -> None:
+    """Lay out, write atomically (temp file + rename) and close ``fig``."""
     fig.tight_layout()
-    tmp = png_path.with_name(f".{png_path.name}.tmp{os.getpid()}.png")
+    tmp = png_path.with_name(f".{png_path.name}.tmp{os.getpid()}{png_path.suffix}")
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
     os.replace(tmp, png_path)
