@@ -10,6 +10,7 @@ join the keys, so runs that resolve to the same numbers but were chosen differen
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,6 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from .errors import require
-from .outputs import read_summary
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
@@ -94,8 +94,8 @@ def find_runs(paths) -> list[Path]:
 
 def load_run(run_dir: Path) -> Run:
     cfg = flatten(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False))
-    try:
-        status = read_summary(run_dir)["status"]
+    try:   # summary.json as outputs.write_summary writes it (read here without importing torch)
+        status = json.loads((run_dir / "summary.json").read_text())["status"]
     except (OSError, ValueError, KeyError):
         status = "missing"
     return Run(run_dir, {**cfg, **_choices(run_dir)}, pd.read_csv(run_dir / "metrics.csv"), status)
