@@ -109,7 +109,7 @@ def check_job(c: dict) -> None:
 def test_preset_composes(composer, preset):
     cfg = composer([f"experiment={preset}"])
     raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
-    assert raw["dir"].startswith("results/sweeps/${hydra:runtime.choices.experiment}/")
+    assert raw["dir"].startswith("results/sweeps/${hydra.runtime.choices.experiment}/")
     assert {k: v for k, v in sweep(cfg).items() if k != "seed"}, "a preset without a sweep"
     check_job(job(cfg))
 

@@ -137,13 +137,15 @@ def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
 
 
 def test_real_sweep_through_both_scripts(tmp_path):
+    """A preset's sweep (FedCanon Fig. 2's quick variant, shrunk to digits and 2 rounds) lands in
+    results/sweeps/<preset>/ and goes through plot.py and tables.py."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    sweep_dir = tmp_path / "sweep"
-    subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", "dataset=digits", "model=linear",
-                    "regularizer=l1", "algorithm=fedcanon,fedavg", "regularizer=none", "seed=0,1",
-                    "T=2", "K=2", "n=3", "B=8", "eval_every=1", "device=cpu",
-                    f"hydra.sweep.dir={sweep_dir}"], check=True, env=env, cwd=tmp_path,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", "experiment=fedcanon_fig2_quick",
+                    "dataset=digits", "algorithm=fedcanon_fig2/fedcanon,fedcanon_fig2/fedavg",
+                    "partition=iid", "seed=0,1", "T=2", "K=2", "n=3", "B=8", "eval_every=1",
+                    "device=cpu"], check=True, env=env, cwd=tmp_path, capture_output=True)
+    (sweep_dir,) = (tmp_path / "results" / "sweeps" / "fedcanon_fig2_quick").iterdir()
+    assert len(report.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
     for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "algorithm=fedavg"),
                        (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |")):
