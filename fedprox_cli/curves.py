@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from .plotting import plt, save_figure
-from .report import LOG_Y, X_AXES, Run, band, group, slope
+from .report import LOG_Y, X_AXES, Run, band, group, slope, split
 
 Y_LABELS = {"stationarity": "stationarity ||G_s(x)||²", "test_acc": "test accuracy",
             "train_loss": "train loss f(x)", "objective": "objective f(x) + h(x)",
@@ -15,28 +15,32 @@ Y_LABELS = {"stationarity": "stationarity ||G_s(x)||²", "test_acc": "test accur
 
 
 def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc",
-                logy: bool | None = None, title: str = "") -> list[str]:
+                logy: bool | None = None, title: str = "", panels: list[str] = ()) -> list[str]:
     """Draw ``y`` against ``x`` (round | time | bytes), one line (mean) and band (+- std over
-    seeds) per group; log y for the metrics in LOG_Y unless ``logy`` says otherwise. Returns
-    the labels in legend order."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    groups = sorted(group(runs), key=lambda g: g.label)
-    for g in groups:
-        b = band(g, x, y)
-        seeds = len(g.runs)
-        line, = ax.plot(b["x"], b["mean"], label=f"{g.label} ({seeds} run{'s' * (seeds > 1)})")
-        if seeds > 1:
-            ax.fill_between(b["x"], b["mean"] - b["std"], b["mean"] + b["std"],
-                            color=line.get_color(), alpha=0.2, linewidth=0)
-    if y in LOG_Y if logy is None else logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(X_AXES[x])
-    ax.set_ylabel(Y_LABELS.get(y, y))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(title, fontsize=9)
+    seeds) per group, one subplot per value of the ``panels`` keys; log y for the metrics in
+    LOG_Y unless ``logy`` says otherwise. Returns the labels in legend order."""
+    parts = split(runs, list(panels)) if panels else {title: runs}
+    fig, axes = plt.subplots(1, len(parts), figsize=(5.6 * len(parts), 4.2), squeeze=False,
+                             sharey=True)
+    labels = []
+    for ax, (panel, panel_runs) in zip(axes[0], parts.items()):
+        for g in sorted(group(panel_runs), key=lambda g: g.label):
+            seeds = len(g.runs)
+            b = band(g, x, y)
+            line, = ax.plot(b["x"], b["mean"], label=f"{g.label} ({seeds} run{'s' * (seeds > 1)})")
+            if seeds > 1:
+                ax.fill_between(b["x"], b["mean"] - b["std"], b["mean"] + b["std"],
+                                color=line.get_color(), alpha=0.2, linewidth=0)
+            labels.append(f"{panel}: {g.label}" if panels else g.label)
+        if y in LOG_Y if logy is None else logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(X_AXES[x])
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(panel, fontsize=9)
+    axes[0][0].set_ylabel(Y_LABELS.get(y, y))
     save_figure(fig, out)
-    return [g.label for g in groups]
+    return labels
 
 
 def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity") -> list[dict]:

@@ -107,10 +107,27 @@ def load(paths, where: list[str] = ()) -> list[Run]:
     for cond in where:
         require("=" in cond, f"--where takes KEY=VALUE, got {cond!r}")
         k, v = cond.split("=", 1)
-        k = k if any(k in r.config for r in runs) else f"{CHOICE}{k}"
+        k = config_key(runs, k)
         runs = [r for r in runs if _matches(r.config.get(k), v)]
         require(runs, f"no run has {cond}")
     return runs
+
+
+def config_key(runs: list[Run], key: str) -> str:
+    """``key`` as the runs know it: a dotted config key, else a config-group choice."""
+    return key if any(key in r.config for r in runs) else f"{CHOICE}{key}"
+
+
+def split(runs: list[Run], keys: list[str]) -> dict[str, list[Run]]:
+    """Runs split by their values of ``keys`` (the panels of a figure), titled ``k=v, ...``."""
+    keys = [config_key(runs, k) for k in keys]
+    for k in keys:
+        require(any(k in r.config for r in runs), f"no run has a config key {short(k)!r}")
+    out: dict[str, list[Run]] = {}
+    for r in runs:
+        title = ", ".join(f"{short(k)}={fmt(r.config.get(k, '-'))}" for k in keys)
+        out.setdefault(title, []).append(r)
+    return dict(sorted(out.items()))
 
 
 def _matches(value, text: str) -> bool:

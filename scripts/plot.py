@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Plot run folders: one curve per group of runs that differ only in seeds (mean +- std band).
 
-  python scripts/plot.py results/sweeps/fedcanon_fig2 --y test_acc
+  python scripts/plot.py results/sweeps/fedcanon_fig2 --y test_acc --panels partition
   python scripts/plot.py results/sweeps/fedcef_fig1_2 --x bytes --y train_loss
   python scripts/plot.py results/sweeps/fednmap_fig3 --slope n      # final stationarity vs log n
   python scripts/plot.py --partition results/runs/<run>             # a run's client partition
@@ -26,10 +26,13 @@ def parse(argv):
     p = argparse.ArgumentParser(prog="plot.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
     p.add_argument("--x", choices=sorted(report.X_AXES), default="round")
-    p.add_argument("--y", default="test_acc", help=f"a metrics.csv column ({', '.join(METRICS)}, ...)")
+    p.add_argument("--y", help=f"a metrics.csv column ({', '.join(METRICS)}, ...); default test_acc, "
+                   "with --slope stationarity")
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                    help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
                         "such as algorithm=fedcanon_fig2/fedavg); repeatable")
+    p.add_argument("--panels", action="append", default=[], metavar="KEY",
+                   help="one subplot per value of KEY (a dotted key or a config group); repeatable")
     p.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
                    help="log-scale y (default: for stationarity only, as the papers)")
     p.add_argument("--slope", metavar="KEY", help="plot final --y (default stationarity) against "
@@ -66,14 +69,15 @@ def main(argv=None) -> int:
             base = args.results[0] if args.results[0].is_dir() else Path(".")
             if args.slope:
                 from fedprox_cli.curves import plot_slope
-                metric = args.y if args.y != "test_acc" else "stationarity"
+                metric = args.y or "stationarity"
                 out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
                 for f in plot_slope(runs, args.slope, out, metric):
                     print(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}")
             else:
                 from fedprox_cli.curves import plot_groups
-                out = args.out or base / f"plot_{args.y}_vs_{args.x}.png"
-                for label in plot_groups(runs, out, args.x, args.y, args.logy, args.title):
+                y = args.y or "test_acc"
+                out = args.out or base / f"plot_{y}_vs_{args.x}.png"
+                for label in plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels):
                     print(label)
     except UserError as e:
         print(f"plot.py: error: {e}", file=sys.stderr)

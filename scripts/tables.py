@@ -28,8 +28,8 @@ def main(argv=None) -> int:
     mode.add_argument("--table6", action="store_true", help="accuracy table (the default)")
     mode.add_argument("--table5", action="store_true", help="computation-time table")
     mode.add_argument("--slope", metavar="KEY", help="slope of log final stationarity vs log KEY")
-    p.add_argument("--metric", default="test_acc", help="metric of --table6 / --slope "
-                   "(default test_acc; --slope uses stationarity unless set)")
+    p.add_argument("--metric", help="metric of --table6 (default test_acc) or --slope "
+                   "(default stationarity)")
     p.add_argument("--column", default="algorithm.name", help="config key of the table's columns")
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                    help="keep runs whose config has KEY=VALUE; repeatable")
@@ -41,12 +41,12 @@ def main(argv=None) -> int:
         if args.table5:
             print(report.time_table(runs, column=args.column))
         elif args.slope:
-            metric = args.metric if args.metric != "test_acc" else "stationarity"
+            metric = args.metric or "stationarity"
             print(report.markdown(["group", f"slope of log final {metric} vs log {args.slope}"],
                                   [[f["label"], f"{f['slope']:.3f}"]
                                    for f in report.slope(runs, args.slope, metric)]))
         else:
-            print(report.accuracy_table(runs, args.metric, args.column))
+            print(report.accuracy_table(runs, args.metric or "test_acc", args.column))
     except UserError as e:
         print(f"tables.py: error: {e}", file=sys.stderr)
         return 2

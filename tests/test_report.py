@@ -130,6 +130,15 @@ def test_plot_script_writes_pngs(sweep, tmp_path, capsys):
     assert "no column 'no_such_metric'" in capsys.readouterr().err
 
 
+def test_panels_split_runs_by_a_key(sweep, tmp_path):
+    parts = report.split(report.load([sweep]), ["partition.name"])
+    assert list(parts) == ["partition=dirichlet", "partition=iid"]
+    assert all(len(rs) == 6 for rs in parts.values())
+    out = tmp_path / "panels.png"
+    assert plot_script.main([str(sweep), "--panels", "partition.name", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == PNG
+
+
 def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
     monkeypatch.delattr(plotting, "plot_partition", raising=False)
     assert plot_script.main(["--partition", str(sweep / "0_0")]) == 2
@@ -148,6 +157,8 @@ def test_real_sweep_through_both_scripts(tmp_path):
     assert len(report.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
     for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "algorithm=fedavg"),
+                       (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
+                        "algorithm=fedcanon_fig2/fedavg: all runs"),   # a Hydra choice as panel key
                        (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |")):
         p = subprocess.run([sys.executable, str(ROOT / cmd[0]), *cmd[1:]], env=env, cwd=tmp_path,
                            capture_output=True, text=True, check=True)
