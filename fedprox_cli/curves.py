@@ -24,7 +24,7 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
                              sharey=True)
     labels = []
     for ax, (panel, panel_runs) in zip(axes[0], parts.items()):
-        for g in sorted(group(panel_runs), key=lambda g: g.label):
+        for g in group(panel_runs):
             seeds = len(g.runs)
             b = band(g, x, y)
             line, = ax.plot(b["x"], b["mean"], label=f"{g.label} ({seeds} run{'s' * (seeds > 1)})")

@@ -123,11 +123,17 @@ def split(runs: list[Run], keys: list[str]) -> dict[str, list[Run]]:
     keys = [config_key(runs, k) for k in keys]
     for k in keys:
         require(any(k in r.config for r in runs), f"no run has a config key {short(k)!r}")
-    out: dict[str, list[Run]] = {}
+    out: dict[tuple, list[Run]] = {}
     for r in runs:
-        title = ", ".join(f"{short(k)}={fmt(r.config.get(k, '-'))}" for k in keys)
-        out.setdefault(title, []).append(r)
-    return dict(sorted(out.items()))
+        out.setdefault(tuple(r.config.get(k, "-") for k in keys), []).append(r)
+    return {", ".join(f"{short(k)}={fmt(v)}" for k, v in zip(keys, values)): out[values]
+            for values in sorted(out, key=order)}
+
+
+def order(values) -> tuple:
+    """A sort key for tuples of config values: numbers by size, before strings."""
+    return tuple((0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, str(v))
+                 for v in values)
 
 
 def _matches(value, text: str) -> bool:
@@ -154,7 +160,7 @@ def group(runs: list[Run], ignore=()) -> list[Group]:
     for g in out:
         g.label_values = {k: g.config[k] for k in keys if k in g.config}
         g.label = ", ".join(f"{short(k)}={fmt(v)}" for k, v in g.label_values.items()) or "all runs"
-    return out
+    return sorted(out, key=lambda g: order(g.config.get(k, "") for k in keys))
 
 
 def _priority(key: str) -> tuple:

@@ -15,6 +15,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import MissingConfigException
 from omegaconf import OmegaConf
 
 from fedprox_cli import resolvers
@@ -159,3 +160,11 @@ def test_fedda_prox_parameter_stays_below_scad_bound(composer):
         c = job(composer(["experiment=fedcanon_table5", f"K={K}", "algorithm=fedcanon_fig3/fedda"]))
         a = c["algorithm"]
         assert a["alpha"] * K * a["beta"] * c["T"] + K * a["beta"] < c["regularizer"]["a"] - 1
+
+
+def test_presets_override_top_level_keys_and_unknown_presets_fail(composer):
+    # experiment comes after _self_ in config.yaml's defaults: the preset's T = 200 wins over 100
+    assert (composer([])["T"], composer(["experiment=fedcanon_fig2"])["T"]) == (100, 200)
+    assert composer(["experiment=fedcanon_fig2", "T=7"])["T"] == 7   # the command line wins
+    with pytest.raises(MissingConfigException, match="experiment/nope"):
+        composer(["experiment=nope"])
