@@ -19,11 +19,14 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
     """Draw ``y`` against ``x`` (round | time | bytes), one line (mean) and band (+- std over
     seeds) per group, one subplot per value of the ``panels`` keys; log y for the metrics in
     LOG_Y unless ``logy`` says otherwise. Returns the labels in legend order."""
-    parts = split(runs, list(panels)) if panels else {title: runs}
-    fig, axes = plt.subplots(1, len(parts), figsize=(5.6 * len(parts), 4.2), squeeze=False,
-                             sharey=True)
+    parts = split(runs, list(panels)) if panels else {"": runs}
+    cols = min(3, len(parts))
+    rows = -(-len(parts) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.2 * rows), squeeze=False, sharey=True)
+    for ax in axes.flat[len(parts):]:
+        ax.set_visible(False)
     labels = []
-    for ax, (panel, panel_runs) in zip(axes[0], parts.items()):
+    for ax, (panel, panel_runs) in zip(axes.flat, parts.items()):
         for g in group(panel_runs):
             seeds = len(g.runs)
             b = band(g, x, y)
@@ -38,7 +41,9 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
         ax.set_title(panel, fontsize=9)
-    axes[0][0].set_ylabel(Y_LABELS.get(y, y))
+    for ax in axes[:, 0]:
+        ax.set_ylabel(Y_LABELS.get(y, y))
+    fig.suptitle(title, fontsize=10)
     save_figure(fig, out)
     return labels
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from fedprox_cli import report
+from fedprox_cli.curves import plot_groups, plot_slope
 from fedprox_cli.errors import UserError
 
 METRICS = ("test_acc", "train_loss", "objective", "test_loss", "stationarity", "hoyer", "nnz_frac")
@@ -68,13 +69,11 @@ def main(argv=None) -> int:
                 print(f"plot.py: note: {r.path} is {r.status}", file=sys.stderr)
             base = args.results[0] if args.results[0].is_dir() else Path(".")
             if args.slope:
-                from fedprox_cli.curves import plot_slope
                 metric = args.y or "stationarity"
                 out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
                 for f in plot_slope(runs, args.slope, out, metric):
                     print(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}")
             else:
-                from fedprox_cli.curves import plot_groups
                 y = args.y or "test_acc"
                 out = args.out or base / f"plot_{y}_vs_{args.x}.png"
                 for label in plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels):
