@@ -168,3 +168,12 @@ def test_presets_override_top_level_keys_and_unknown_presets_fail(composer):
     assert composer(["experiment=fedcanon_fig2", "T=7"])["T"] == 7   # the command line wins
     with pytest.raises(MissingConfigException, match="experiment/nope"):
         composer(["experiment=nope"])
+
+
+def test_calc_is_arithmetic_only():
+    assert resolvers.calc("0.05*20") == pytest.approx(1.0)
+    assert resolvers.calc("16**-0.5") == 0.25
+    assert resolvers.calc("-(1+2)/3") == -1
+    for bad in ("__import__('os')", "K/2", "1 if 1 else 2", "1/"):
+        with pytest.raises(ValueError, match="calc"):
+            resolvers.calc(bad)
