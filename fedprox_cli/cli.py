@@ -17,7 +17,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
-from . import runner
+from . import resolvers, runner
 from .config import CONF_DIR
 
 _JOBS: list[tuple[Path, int]] = []  # (run folder, exit code) of each job in this process
@@ -38,6 +38,9 @@ def one_line(exc: BaseException) -> str:
         lines.append(line.rstrip(":") + ":" if line.startswith("Available options") else line)
     text = " ".join(lines).replace(": ", ": ", 1)
     return text.replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
+
+
+resolvers.register()  # before Hydra composes anything
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")

@@ -74,5 +74,8 @@ def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
     e.g. ``runner.build(compose(["dataset=digits", "K=5"]))``."""
     from hydra import compose as hydra_compose, initialize_config_dir
+
+    from . import resolvers
+    resolvers.register()
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return hydra_compose("config", overrides=list(overrides))

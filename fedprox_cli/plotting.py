@@ -14,8 +14,9 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def _save(fig, png_path: Path) -> None:
-    """Write ``fig`` to ``png_path`` atomically (temp file + rename) and close it."""
+def save_figure(fig, png_path: Path) -> None:
+    """Lay out ``fig``, write it to ``png_path`` atomically (temp file + rename), close it."""
+    fig.tight_layout()
     tmp = png_path.with_name(f".{png_path.name}.tmp{os.getpid()}.png")
     fig.savefig(tmp, dpi=110)
     plt.close(fig)
@@ -38,8 +39,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     for ax in (a, b):
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    _save(fig, png_path)
+    save_figure(fig, png_path)
 
 
 def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
@@ -71,6 +71,5 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(f"{run_dir.name}: {n} clients, {counts.sum()} samples", fontsize=9)
-    fig.tight_layout()
-    _save(fig, out)
+    save_figure(fig, out)
     return out

@@ -1,0 +1,43 @@
+"""OmegaConf resolvers used by the configs (registered before Hydra composes anything).
+
+``${calc:EXPR}`` evaluates an arithmetic expression of numbers with + - * / ** and
+parentheses, e.g. FedNMap's local step rules ``eta_a: ${calc:1/${K}}`` and
+``${calc:${K}**-0.5}``. Nothing else (names, calls, attributes) is accepted.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+
+from omegaconf import OmegaConf
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def _eval(node: ast.AST) -> float:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.left), _eval(node.right))
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_eval(node.operand))
+    raise ValueError(f"calc: only numbers and + - * / ** ( ) are allowed, got {ast.unparse(node)!r}")
+
+
+def calc(expr: str | int | float) -> float:
+    """The value of an arithmetic expression such as ``'0.05*20'`` or ``'20**-0.5'``."""
+    if isinstance(expr, (int, float)):
+        return expr
+    try:
+        tree = ast.parse(str(expr), mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"calc: cannot parse {expr!r}") from e
+    return _eval(tree.body)
+
+
+def register() -> None:
+    if not OmegaConf.has_resolver("calc"):
+        OmegaConf.register_new_resolver("calc", calc)
