@@ -52,8 +52,10 @@ def one_line(exc: BaseException) -> str:
         if line.startswith("Config search path"):
             break
         lines.append(line.rstrip(":") + ":" if line.startswith("Available options") else line)
-    text = " ".join(lines).replace(": ", ": ", 1)
-    return text.replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
+    text = " ".join(lines).replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
+    if isinstance(exc.__cause__, OmegaConfBaseException):  # e.g. "Key 'x' is not in struct"
+        text += " " + one_line(exc.__cause__)
+    return text
 
 
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
