@@ -9,11 +9,12 @@ random-generator state is needed: mini-batches (``Oracle.batch_ids``), participa
 partition from ``partition.seed`` -- all rebuilt from the config -- and algorithms never draw
 from the global generators (tested for every registered algorithm).
 
-A run folder holds a *prior run* when its ``summary.json`` has any status but ``error``. Re-running
-into it with ``resume=true`` compares the resolved configs (the folder's ``config.yaml``
-against the new one) minus :data:`RUN_CONTROL`, the keys that may differ: ``T`` (extended, or
-not below the checkpoint's round), the checkpoint cadence, and the data location and memory
-knobs. Any other difference is refused.
+A run folder holds a *prior run* when it has a checkpoint or its ``summary.json`` has any
+status but ``error``. Re-running into it with ``resume=true`` compares the resolved configs
+(the folder's ``config.yaml`` against the new one) minus :data:`RUN_CONTROL`, the keys that
+may differ: ``T`` (extended, or not below the rounds done), the checkpoint cadence, and the
+data location and memory knobs. Any other difference is refused; a finished run with the same
+T is left as it is (see ``runner.run``).
 """
 
 from __future__ import annotations
