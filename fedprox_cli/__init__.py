@@ -9,4 +9,8 @@ The public Python API next to the ``fedrun`` command line:
 - :func:`fedprox_cli.runner.run` -- one run from a config, into a folder.
 """
 
+from pathlib import Path
+
 __version__ = "0.1.0"
+
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config groups

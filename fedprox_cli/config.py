@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from . import CONF_DIR
 from .errors import require
 from .oracle import ENGINES
-
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -28,12 +26,17 @@ class RunSettings:
     eval_every: int
     engine: str
     participation: float
+    checkpoint_every: int  # 0 = off
+    resume: bool
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _positive_int(cfg: DictConfig, key: str) -> int:
     v = cfg[key]
-    require(isinstance(v, int) and not isinstance(v, bool) and v > 0,
-            f"{key} must be a positive integer, got {v!r}")
+    require(_is_int(v) and v > 0, f"{key} must be a positive integer, got {v!r}")
     return v
 
 
@@ -50,18 +53,35 @@ def resolve_device(name: str) -> torch.device:
 def settings(cfg: DictConfig) -> RunSettings:
     """Check the top-level keys and return them typed."""
     B = cfg.B
-    require(B == "full" or (isinstance(B, int) and not isinstance(B, bool) and B > 0),
+    require(B == "full" or (_is_int(B) and B > 0),
             f"B must be a positive integer or 'full', got {B!r}")
     require(cfg.dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
     require(cfg.engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got {cfg.engine!r}")
     p = cfg.participation
     require(isinstance(p, (int, float)) and 0 < p <= 1,
             f"participation must be in (0, 1], got {p!r}")
-    require(isinstance(cfg.seed, int) and cfg.seed >= 0, f"seed must be an integer >= 0, got {cfg.seed!r}")
+    require(_is_int(cfg.seed) and cfg.seed >= 0, f"seed must be an integer >= 0, got {cfg.seed!r}")
+    ce = cfg.checkpoint_every
+    require(_is_int(ce) and ce >= 0, f"checkpoint_every must be an integer >= 0 (0 = off), got {ce!r}")
+    require(isinstance(cfg.resume, bool), f"resume must be true or false, got {cfg.resume!r}")
+    check_oracle(cfg.oracle)
     return RunSettings(T=_positive_int(cfg, "T"), K=_positive_int(cfg, "K"), n=_positive_int(cfg, "n"),
                        B=None if B == "full" else B, seed=cfg.seed, device=resolve_device(cfg.device),
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
-                       engine=cfg.engine, participation=float(p))
+                       engine=cfg.engine, participation=float(p), checkpoint_every=ce,
+                       resume=cfg.resume)
+
+
+def check_oracle(o: DictConfig) -> None:
+    """``oracle.chunk``: null, auto or a positive integer; ``oracle.eval_batch``: auto or a
+    positive integer; ``oracle.memory_gb``: a positive number (see :mod:`memory`)."""
+    require(o.chunk is None or o.chunk == "auto" or (_is_int(o.chunk) and o.chunk > 0),
+            f"oracle.chunk must be a positive integer, auto or null, got {o.chunk!r}")
+    require(o.eval_batch == "auto" or (_is_int(o.eval_batch) and o.eval_batch > 0),
+            f"oracle.eval_batch must be a positive integer or auto, got {o.eval_batch!r}")
+    m = o.memory_gb
+    require(isinstance(m, (int, float)) and not isinstance(m, bool) and m > 0,
+            f"oracle.memory_gb must be a positive number, got {m!r}")
 
 
 def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:

@@ -11,14 +11,14 @@ half-written file, and concurrent jobs never share one.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import platform
 import sys
+from importlib.metadata import version
 from pathlib import Path
-
-import pandas as pd
-import torch
 
 from . import __version__
 
@@ -30,15 +30,26 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def write_metrics(path: Path, rows: list[dict]) -> None:
-    atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
+    """Rows (dicts with the same keys) as CSV, floats written exactly (``repr``)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
 
 
 def write_summary(path: Path, status: str, **fields) -> None:
     summary = {"status": status, **fields,
-               "versions": {"fedprox_cli": __version__, "torch": torch.__version__,
+               "versions": {"fedprox_cli": __version__, "torch": version("torch"),
                             "python": platform.python_version()},
                "command": " ".join(sys.argv)}
     atomic_write_text(path, json.dumps(summary, indent=2, default=str) + "\n")
+
+
+def note_in_summary(path: Path, **fields) -> None:
+    """Add ``fields`` to an existing summary, keeping the rest."""
+    atomic_write_text(path, json.dumps({**json.loads(path.read_text()), **fields}, indent=2,
+                                       default=str) + "\n")
 
 
 def read_summary(run_dir: Path) -> dict:

@@ -3,12 +3,14 @@
 ``${calc:EXPR}`` evaluates an arithmetic expression of numbers with + - * / ** and
 parentheses, e.g. FedNMap's local step rules ``eta_a: ${calc:1/${K}}`` and
 ``${calc:${K}**-0.5}``. Nothing else (names, calls, attributes) is accepted.
+``${fedrun.pid:}`` is the launching process's id (in run and sweep folder names).
 """
 
 from __future__ import annotations
 
 import ast
 import operator
+import os
 
 from omegaconf import OmegaConf
 
@@ -41,3 +43,7 @@ def calc(expr: str | int | float) -> float:
 def register() -> None:
     if not OmegaConf.has_resolver("calc"):
         OmegaConf.register_new_resolver("calc", calc)
+    # Run folders of two fedrun processes started in the same microsecond differ by process id.
+    # Cached, so that joblib workers see the sweep folder the launching process chose.
+    if not OmegaConf.has_resolver("fedrun.pid"):
+        OmegaConf.register_new_resolver("fedrun.pid", os.getpid, use_cache=True)

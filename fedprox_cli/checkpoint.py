@@ -1,0 +1,104 @@
+"""Checkpoints (``checkpoint.pt`` in the run folder) and the rules for resuming a run.
+
+A checkpoint after round t holds everything the next rounds depend on: the algorithm's state
+dict of tensors, the counters (``grad_evals`` of the oracle; ``bytes_up``, ``bytes_down``,
+``prox_calls`` of the Env), the training time so far and the metrics rows logged so far. No
+random-generator state is needed: mini-batches (``Oracle.batch_ids``), participating clients
+(``Env.start_round``) and compressor draws (``Env.up``) come from generators seeded by
+``stream_seed(seed, round, step)``, the initial model from ``torch.manual_seed(seed)`` and the
+partition from ``partition.seed`` -- all rebuilt from the config -- and algorithms never draw
+from the global generators (tested for every registered algorithm).
+
+A run folder holds a *prior run* when it has a checkpoint or its ``summary.json`` has any
+status but ``error``. Re-running into it with ``resume=true`` compares the resolved configs
+(the folder's ``config.yaml`` against the new one) minus :data:`RUN_CONTROL`, the keys that
+may differ: ``T`` (extended, or not below the rounds done), the checkpoint cadence, and the
+data location and memory knobs. Any other difference is refused; a finished run with the same
+T is left as it is (see ``runner.run``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from .errors import UserError, require
+
+FILE = "checkpoint.pt"
+FORMAT = 1
+RUN_CONTROL = ("T", "checkpoint_every", "resume", "data.root", "oracle.chunk", "oracle.eval_batch",
+               "oracle.memory_gb")
+COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
+
+
+@dataclass
+class Checkpoint:
+    round: int                 # rounds done
+    state: dict                # the algorithm's state after that round
+    counters: dict[str, int]   # COUNTERS after that round
+    train_time: float
+    rows: list[dict]           # metrics rows logged so far
+
+
+def counters(env) -> dict[str, int]:
+    """The cumulative counters of an :class:`~fedprox_cli.algorithms.Env` and its oracle."""
+    return {"grad_evals": env.oracle.grad_evals, "bytes_up": env.bytes_up,
+            "bytes_down": env.bytes_down, "prox_calls": env.prox_calls}
+
+
+def restore_counters(env, c: dict[str, int]) -> None:
+    env.oracle.grad_evals = c["grad_evals"]
+    env.bytes_up, env.bytes_down, env.prox_calls = c["bytes_up"], c["bytes_down"], c["prox_calls"]
+
+
+def save(path: Path, ckpt: Checkpoint) -> None:
+    """Write ``ckpt`` atomically (temp file + rename)."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    torch.save({"format": FORMAT, **asdict(ckpt)}, tmp)
+    os.replace(tmp, path)
+
+
+def load(path: Path, device: torch.device) -> Checkpoint:
+    try:
+        d = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
+        raise UserError(f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
+                        f"resume=false to start over") from None
+    require(isinstance(d, dict) and d.get("format") == FORMAT,
+            f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
+    return Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows")})
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        out.update(_flat(v, key + ".") if isinstance(v, dict) else {key: v})
+    return out
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """``key: old -> new`` for every key of two resolved configs that differs, run-control
+    keys excepted."""
+    a, b = _flat(old), _flat(new)
+    keys = sorted((set(a) | set(b)) - set(RUN_CONTROL))
+    return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
+            if a.get(k, "(unset)") != b.get(k, "(unset)")]
+
+
+def check_same_run(out: Path, cfg: DictConfig) -> dict:
+    """The folder's prior config; refuses (:class:`UserError`) when ``cfg`` differs from it
+    in more than :data:`RUN_CONTROL`."""
+    try:
+        old = OmegaConf.to_container(OmegaConf.load(out / "config.yaml"))
+    except Exception as e:  # missing or unparsable
+        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
+                        f"({type(e).__name__}); choose another run folder") from None
+    diff = differences(old, OmegaConf.to_container(cfg, resolve=True))
+    require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
+                      f"choose another run folder, or set resume=false to start it over")
+    return old

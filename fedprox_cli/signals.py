@@ -1,0 +1,51 @@
+"""Stopping a run by signal (Ctrl-C = SIGINT, or SIGTERM from a scheduler or ``kill``).
+
+During training the first signal is noted and the run stops after the current round, saves a
+checkpoint and ends with status ``interrupted``; a second signal stops at once. Outside
+training, SIGTERM behaves like Ctrl-C (a ``KeyboardInterrupt``).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def sigterm_interrupts() -> None:
+    """Make SIGTERM raise ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+class StopAfterRound:
+    """Context manager: ``requested`` turns true at the first SIGINT/SIGTERM; a second one
+    raises ``KeyboardInterrupt``. Handlers are installed only in the main thread and restored
+    on exit."""
+
+    def __init__(self):
+        self.signum: int | None = None
+        self._old: dict = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    def _note(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def __enter__(self) -> "StopAfterRound":
+        if threading.current_thread() is threading.main_thread():
+            self._old = {s: signal.signal(s, self._note) for s in SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._old.items():
+            signal.signal(s, handler)
