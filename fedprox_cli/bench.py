@@ -44,6 +44,7 @@ class Workload:
     algorithms: list[str]
     cuda_only: bool = False
     model_params: dict = field(default_factory=dict)
+    regularizer: str = "l1"  # a conf/regularizer option (its defaults); h = 0 for smooth-only methods
 
 
 WORKLOADS = {
@@ -128,10 +129,12 @@ def count_flops(fn) -> int:
     return counter.get_total_flops()
 
 
-def _algorithm(name: str):
-    """An algorithm with its config defaults; the regularizer its paper pairs it with."""
-    alg = algorithms.build(name, **params(compose([f"algorithm={name}"]).algorithm))
-    h = regularizers.build("none") if alg.smooth_only else regularizers.build("l1", lam=1e-4)
+def _algorithm(name: str, regularizer: str):
+    """An algorithm and a regularizer with their config defaults (h = 0 for smooth-only methods)."""
+    cfg = compose([f"algorithm={name}", f"regularizer={regularizer}"])
+    alg = algorithms.build(name, **params(cfg.algorithm))
+    h = regularizers.build("none") if alg.smooth_only else \
+        regularizers.build(regularizer, **params(cfg.regularizer))
     return alg, h
 
 
@@ -174,7 +177,7 @@ class RoundTimer:
     """Times ``rounds`` rounds of an algorithm with one oracle (state carried across calls)."""
 
     def __init__(self, setup: Setup, alg_name: str, oracle: Oracle, rounds: int):
-        self.alg, self.h = _algorithm(alg_name)
+        self.alg, self.h = _algorithm(alg_name, setup.w.regularizer)
         w = setup.w
         self.env = algorithms.Env(oracle, self.h, compressors.build("identity"), w.n, w.K, 10**6)
         self.state = self.alg.init(setup.flat.flat(), w.n)
@@ -247,11 +250,11 @@ def fig2_estimate(t_round: float, t_eval: float, eval_every: int, runs: int = 12
 
 
 def custom_workload(model: str, algorithms_: list[str], dataset: str, n: int, K: int, B: int,
-                    model_params: dict | None = None) -> Workload:
+                    model_params: dict | None = None, regularizer: str = "l1") -> Workload:
     if dataset not in SHAPES:
         raise UserError(f"--shape must be one of {', '.join(SHAPES)}, got '{dataset}'")
     return Workload(f"{model}/{dataset} n={n} K={K} B={B}", dataset, model, n, K, B, algorithms_,
-                    model_params=model_params or {})
+                    model_params=model_params or {}, regularizer=regularizer)
 
 
 def run(workloads: list[Workload], engines: list[str], device: torch.device, repeats: int,

@@ -36,6 +36,7 @@ def main() -> int:
     p.add_argument("--model", help="a custom workload instead: this model ...")
     p.add_argument("--algorithm", default="fedcanon", help="... these comma-separated algorithms ...")
     p.add_argument("--shape", default="mnist", help=f"... data of these shapes ({', '.join(bench.SHAPES)})")
+    p.add_argument("--regularizer", default="l1", help="... this regularizer (conf defaults) ...")
     p.add_argument("--n", type=int, default=10)
     p.add_argument("--K", type=int, default=10)
     p.add_argument("--B", type=int, default=64)
@@ -51,7 +52,8 @@ def main() -> int:
     try:
         device = resolve_device(a.device)
         if a.model:
-            workloads = [bench.custom_workload(a.model, a.algorithm.split(","), a.shape, a.n, a.K, a.B)]
+            workloads = [bench.custom_workload(a.model, a.algorithm.split(","), a.shape, a.n, a.K, a.B,
+                                                    regularizer=a.regularizer)]
         else:
             nums = [int(i) for i in a.workloads.split(",")]
             unknown = [i for i in nums if i not in bench.WORKLOADS]
