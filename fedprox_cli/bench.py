@@ -45,6 +45,7 @@ class Workload:
     cuda_only: bool = False
     model_params: dict = field(default_factory=dict)
     regularizer: str = "l1"  # a conf/regularizer option (its defaults); h = 0 for smooth-only methods
+    overrides: list[str] = field(default_factory=list)  # further config overrides, e.g. regularizer.a=1000
 
 
 WORKLOADS = {
@@ -129,9 +130,10 @@ def count_flops(fn) -> int:
     return counter.get_total_flops()
 
 
-def _algorithm(name: str, regularizer: str):
-    """An algorithm and a regularizer with their config defaults (h = 0 for smooth-only methods)."""
-    cfg = compose([f"algorithm={name}", f"regularizer={regularizer}"])
+def _algorithm(name: str, regularizer: str, overrides: list[str]):
+    """An algorithm and a regularizer with their config defaults and ``overrides`` (h = 0 for
+    smooth-only methods)."""
+    cfg = compose([f"algorithm={name}", f"regularizer={regularizer}", *overrides])
     alg = algorithms.build(name, **params(cfg.algorithm))
     h = regularizers.build("none") if alg.smooth_only else \
         regularizers.build(regularizer, **params(cfg.regularizer))
@@ -177,7 +179,7 @@ class RoundTimer:
     """Times ``rounds`` rounds of an algorithm with one oracle (state carried across calls)."""
 
     def __init__(self, setup: Setup, alg_name: str, oracle: Oracle, rounds: int):
-        self.alg, self.h = _algorithm(alg_name, setup.w.regularizer)
+        self.alg, self.h = _algorithm(alg_name, setup.w.regularizer, setup.w.overrides)
         w = setup.w
         self.env = algorithms.Env(oracle, self.h, compressors.build("identity"), w.n, w.K, 10**6)
         self.state = self.alg.init(setup.flat.flat(), w.n)
@@ -250,11 +252,13 @@ def fig2_estimate(t_round: float, t_eval: float, eval_every: int, runs: int = 12
 
 
 def custom_workload(model: str, algorithms_: list[str], dataset: str, n: int, K: int, B: int,
-                    model_params: dict | None = None, regularizer: str = "l1") -> Workload:
+                    model_params: dict | None = None, regularizer: str = "l1",
+                    overrides: list[str] | None = None) -> Workload:
     if dataset not in SHAPES:
         raise UserError(f"--shape must be one of {', '.join(SHAPES)}, got '{dataset}'")
     return Workload(f"{model}/{dataset} n={n} K={K} B={B}", dataset, model, n, K, B, algorithms_,
-                    model_params=model_params or {}, regularizer=regularizer)
+                    model_params=model_params or {}, regularizer=regularizer,
+                    overrides=overrides or [])
 
 
 def run(workloads: list[Workload], engines: list[str], device: torch.device, repeats: int,

@@ -37,6 +37,8 @@ def main() -> int:
     p.add_argument("--algorithm", default="fedcanon", help="... these comma-separated algorithms ...")
     p.add_argument("--shape", default="mnist", help=f"... data of these shapes ({', '.join(bench.SHAPES)})")
     p.add_argument("--regularizer", default="l1", help="... this regularizer (conf defaults) ...")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="... with these config overrides (e.g. regularizer.a=1000; repeatable) ...")
     p.add_argument("--n", type=int, default=10)
     p.add_argument("--K", type=int, default=10)
     p.add_argument("--B", type=int, default=64)
@@ -53,7 +55,7 @@ def main() -> int:
         device = resolve_device(a.device)
         if a.model:
             workloads = [bench.custom_workload(a.model, a.algorithm.split(","), a.shape, a.n, a.K, a.B,
-                                                    regularizer=a.regularizer)]
+                                                    regularizer=a.regularizer, overrides=a.set)]
         else:
             nums = [int(i) for i in a.workloads.split(",")]
             unknown = [i for i in nums if i not in bench.WORKLOADS]
