@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reproduction runs of results/REPRODUCTION.md, as run on a 2-core CPU machine without a GPU:
 # two single-threaded jobs at a time (joblib launcher). Usage: bash scripts/reproduce_here.sh [STEP...]
-# Steps: fedcanon_fig2 fednmap fedcef table5 fedcanon_fig3 prox (default: all).
+# Steps: fedcanon_fig2 fednmap fednmap_long fedcef table5 bench fedcanon_fig3 prox (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
@@ -9,18 +9,25 @@ FEDRUN="${FEDRUN:-.venv/bin/fedrun}"  # may be a command with arguments
 PY="${PY:-.venv/bin/python}"
 PAR=(hydra/launcher=joblib hydra.launcher.n_jobs=2)
 mkdir -p results/reproduction
-steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig2 fednmap fedcef table5 fedcanon_fig3 prox)
+steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig2 fednmap fednmap_long fedcef table5 bench fedcanon_fig3 prox)
 for step in "${steps[@]}"; do
   case "$step" in
     fedcanon_fig2) $FEDRUN -m experiment=fedcanon_fig2 "${PAR[@]}" ;;
     fednmap) for f in fednmap_fig2_quick fednmap_fig3_quick fednmap_fig4_quick; do
                $FEDRUN -m experiment=$f "${PAR[@]}"; done ;;
+    fednmap_long)  # Figs. 3-4 with the paper's T = 200 on mnist5k, 2 seeds
+      $FEDRUN -m experiment=fednmap_fig3 dataset=mnist5k seed=0,1 "${PAR[@]}"
+      $FEDRUN -m experiment=fednmap_fig4 dataset=mnist5k seed=0,1 "${PAR[@]}" ;;
     fedcef) $FEDRUN -m experiment=fedcef_fig3_4_quick "${PAR[@]}" ;;
-    table5) for K in 10 20 40 80; do
-              "$PY" scripts/bench_engine.py --model cnn --shape fmnist --n 10 --B 64 --K $K \
+    table5) # per-round training time of Table V's methods; n = 2 clients (the per-round ratios do
+            # not depend on n but for the server's one prox), so that all K fit in minutes here
+            for K in 10 20 40 80; do
+              "$PY" scripts/bench_engine.py --model cnn --shape fmnist --n 2 --B 64 --K $K \
                 --algorithm fedcanon,fedmid,fedda,za1 --regularizer scad --set regularizer.a=1000 --set regularizer.lam=1e-4 --engines auto \
-                --threads 1 --rounds 1 --repeats 2 --no-eval
+                --threads 1 --rounds 1 --repeats 1 --no-eval
             done | tee results/reproduction/table5_per_round.txt ;;
+    bench) "$PY" scripts/bench_engine.py --threads 1 --workloads 3 --repeats 2 --rounds 1 --no-eval \
+             | tee results/reproduction/bench_workload3.txt ;;
     fedcanon_fig3) $FEDRUN -m experiment=fedcanon_fig3_quick "${PAR[@]}" ;;
     prox) "$PY" scripts/bench_prox.py --device cpu --reps 3 --batch 32 \
             | tee results/reproduction/prox_bench.txt ;;
