@@ -70,6 +70,6 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"{run_dir.name}: {n} clients, {counts.sum()} samples", fontsize=9)
+    ax.set_title(f"{run_dir.name}\n{n} clients, {counts.sum()} samples", fontsize=8)
     save_figure(fig, out)
     return out
