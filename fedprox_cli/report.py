@@ -219,7 +219,7 @@ def slope(runs: list[Run], key: str, metric: str = "stationarity") -> list[dict]
     per group of the other keys. The final metric is the mean over seeds of the last value."""
     require(all(key in r.config for r in runs), f"--slope {key}: some runs have no config key {key!r}")
     fits = []
-    for curve in group(runs, ignore=(key,)):
+    for curve in group(runs, ignore=(key, *determined_by(runs, key))):
         pts = sorted((v, final_stats(g, metric)[0]) for v, g in _by(curve.runs, key).items())
         require(len(pts) >= 2, f"--slope {key}: need at least two values of {key}, got {len(pts)}")
         xs, ys = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
@@ -227,6 +227,16 @@ def slope(runs: list[Run], key: str, metric: str = "stationarity") -> list[dict]
         b, a = np.polyfit(xs, ys, 1)
         fits.append({"label": curve.label, "slope": float(b), "intercept": float(a), "points": pts})
     return fits
+
+
+def determined_by(runs: list[Run], key: str) -> list[str]:
+    """Config keys that vary across ``runs`` but take one value per value of ``key`` (e.g.
+    FedNMap's eta_a = 1/K when K is swept): they move with ``key``, not beside it."""
+    keys = {k for r in runs for k in r.config} - {key}
+    by_key = _by(runs, key).values()
+    return sorted(k for k in keys
+                  if len({repr(r.config.get(k)) for r in runs}) > 1
+                  and all(len({repr(r.config.get(k)) for r in g.runs}) == 1 for g in by_key))
 
 
 def _by(runs: list[Run], key: str) -> dict:

@@ -113,6 +113,16 @@ def test_slope_recovers_a_power_law(tmp_path):
     assert tables_script.main([str(tmp_path), "--slope", "n"]) == 0
 
 
+def test_slope_over_K_ignores_steps_tied_to_K(tmp_path):
+    """FedNMap Fig. 4 sweeps K with eta_a = 1/K: one fit over K, not one group per step."""
+    for K in (5, 10, 20, 40):
+        c = cfg(K=K)
+        c["algorithm"]["eta_a"] = 1 / K
+        fake_run(tmp_path, f"K{K}", c, test_acc=[0.1, 0.2], stationarity=[1.0, 2.0 * K ** -1.181])
+    (fit,) = report.slope(report.load([tmp_path]), "K")
+    assert fit["slope"] == pytest.approx(-1.181)
+
+
 def test_where_filters_and_rejects(sweep, capsys):
     runs = report.load([sweep], ["algorithm.name=fedavg", "partition.alpha=0.1"])
     assert len(runs) == 3
