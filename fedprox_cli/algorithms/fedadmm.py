@@ -36,7 +36,8 @@ class FedADMM(Algorithm):
     def round(self, s, env, t):
         z, S = s["z"], env.clients
         X, Lam, Xhat = s["X"].clone(), s["Lam"].clone(), s["Xhat"].clone()
-        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: Lam[S] + (V - z) / self.eta)
+        Lam_S = Lam[S]  # gathered once, not at every local step
+        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: Lam_S + (V - z) / self.eta)
         Lam[S] = Lam[S] + (X[S] - z) / self.eta
         Xhat[S] = env.up(X[S] + self.eta * Lam[S])
         z = env.prox(Xhat.mean(0), self.eta)

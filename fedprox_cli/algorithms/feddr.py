@@ -42,7 +42,8 @@ class FedDR(Algorithm):
         z, S = s["z"], env.clients
         Y, X, Xhat = s["Y"].clone(), s["X"].clone(), s["Xhat"].clone()
         Y[S] = Y[S] + self.alpha_dr * (z - X[S])
-        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: (V - Y[S]) / self.eta)
+        Y_S = Y[S]  # gathered once, not at every local step
+        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: (V - Y_S) / self.eta)
         Xhat[S] = env.up(2 * X[S] - Y[S])
         z = env.prox(Xhat.mean(0), self.eta)
         env.down(z)
