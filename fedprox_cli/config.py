@@ -28,6 +28,7 @@ class RunSettings:
     participation: float
     checkpoint_every: int  # 0 = off
     resume: bool
+    train_samples: int | None  # None = train metrics over all training data
 
 
 def _is_int(v) -> bool:
@@ -65,11 +66,14 @@ def settings(cfg: DictConfig) -> RunSettings:
     require(_is_int(ce) and ce >= 0, f"checkpoint_every must be an integer >= 0 (0 = off), got {ce!r}")
     require(isinstance(cfg.resume, bool), f"resume must be true or false, got {cfg.resume!r}")
     check_oracle(cfg.oracle)
+    ts = cfg.metrics.train_samples
+    require(ts is None or (_is_int(ts) and ts > 0),
+            f"metrics.train_samples must be a positive integer or null (all), got {ts!r}")
     return RunSettings(T=_positive_int(cfg, "T"), K=_positive_int(cfg, "K"), n=_positive_int(cfg, "n"),
                        B=None if B == "full" else B, seed=cfg.seed, device=resolve_device(cfg.device),
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
                        engine=cfg.engine, participation=float(p), checkpoint_every=ce,
-                       resume=cfg.resume)
+                       resume=cfg.resume, train_samples=ts)
 
 
 def check_oracle(o: DictConfig) -> None:

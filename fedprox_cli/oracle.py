@@ -72,12 +72,25 @@ class ClientData:
     def n(self) -> int:
         return len(self.sizes)
 
-    def sample_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ids, w): every assigned sample id with weight 1/(n |D_i|), so f = sum_s w_s l_s."""
-        mask = torch.arange(self.index.shape[1], device=self.index.device) < self.sizes[:, None]
-        ids = self.index[mask]
-        w = (1.0 / (self.n * self.sizes.to(self.x.dtype)))[:, None].expand_as(self.index)[mask]
-        return ids, w
+    def sample_weights(self, samples: int | None = None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ids, w) with f = sum_s w_s l_s: every assigned sample id with weight 1/(n |D_i|); or,
+        with ``samples`` < N, a fixed subset drawn without replacement and stratified by client
+        (m_i = max(1, round(samples |D_i| / N)) ids of client i, weight 1/(n m_i)), on which
+        sum_s w_s l_s is an unbiased estimate of f."""
+        sizes = self.sizes
+        if samples is None or samples >= int(sizes.sum()):
+            m, order = sizes, self.index
+        else:
+            m = (samples * sizes / sizes.sum()).round().long().clamp(1)
+            m = torch.minimum(m, sizes)
+            gen = torch.Generator(device="cpu").manual_seed(seed)
+            keys = torch.rand(self.index.shape, generator=gen).to(self.index.device)
+            pos = torch.arange(self.index.shape[1], device=self.index.device)
+            keys[pos >= sizes[:, None]] = 2.0  # padding sorts last
+            order = self.index.gather(1, keys.argsort(dim=1))
+        mask = torch.arange(self.index.shape[1], device=self.index.device) < m[:, None]
+        w = (1.0 / (self.n * m.to(self.x.dtype)))[:, None].expand_as(self.index)[mask]
+        return order[mask], w
 
 
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -132,7 +145,8 @@ def choose_engine(module: nn.Module, device: torch.device) -> str:
 
 class Oracle:
     def __init__(self, model: FlatModel, data: ClientData, B: int | None, seed: int,
-                 engine: str = "vmap", chunk: int | None = None, eval_batch: int = 4096):
+                 engine: str = "vmap", chunk: int | None = None, eval_batch: int = 4096,
+                 train_samples: int | None = None):
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
         self.device = data.x.device
@@ -146,7 +160,7 @@ class Oracle:
         self._batched_grad = vmap(grad_and_value(self._flat_loss))
         if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
             import torch._dynamo  # noqa: F401
-        self._eval_ids, self._eval_w = data.sample_weights()
+        self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
 
     def _flat_loss(self, x, inputs, targets, weights):
         return cross_entropy(self.model(x, inputs), targets, weights)
@@ -200,8 +214,9 @@ class Oracle:
         return loss.detach(), torch.autograd.grad(loss, self._work.params)
 
     def full(self, x: torch.Tensor, with_grad: bool = True):
-        """Exact f(x) = (1/n) sum_i f_i(x) over all training data, and grad f(x) (or None):
-        one forward (and backward) pass per ``eval_batch`` samples."""
+        """f(x) = (1/n) sum_i f_i(x) and grad f(x) (or None), exact over all training data (or
+        estimated on the fixed ``train_samples`` subset): one forward (and backward) pass per
+        ``eval_batch`` samples."""
         self._work.load(x)
         loss = x.new_zeros(())
         g = torch.zeros_like(x) if with_grad else None

@@ -90,7 +90,8 @@ def build(cfg: DictConfig) -> Experiment:
     fp = memory.footprint(module, flat.d, ds.input_shape, s.dtype, s.device)
     chunk, eval_batch = memory.plan(fp, s.n, s.B or cd.index.shape[1], cfg.oracle.chunk,
                                     cfg.oracle.eval_batch, cfg.oracle.memory_gb)
-    oracle = Oracle(flat, cd, s.B, s.seed, engine=s.engine, chunk=chunk, eval_batch=eval_batch)
+    oracle = Oracle(flat, cd, s.B, s.seed, engine=s.engine, chunk=chunk, eval_batch=eval_batch,
+                    train_samples=s.train_samples)
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(s.device, s.dtype), ds.test_y.to(s.device)
     return Experiment(s, ds, clients, flat, h, alg, env, stat_step)

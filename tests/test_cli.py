@@ -32,6 +32,18 @@ def test_two_job_sweep(run_fedrun, tmp_path):
     assert "2 of 2 jobs finished" in r.stdout
 
 
+def test_train_samples_changes_only_the_train_metrics(run_fedrun, tmp_path):
+    """metrics.train_samples estimates train_loss/objective/stationarity on a subset; training
+    and the test metrics are the same as with exact evaluation."""
+    r = run_fedrun("-m", *TINY, "metrics.train_samples=null,400", f"hydra.sweep.dir={tmp_path}")
+    assert r.returncode == 0, r.stderr
+    exact, sub = (pd.read_csv(tmp_path / str(j) / "metrics.csv") for j in (0, 1))
+    for col in ("grad_evals", "test_loss", "test_acc", "hoyer"):
+        pd.testing.assert_series_equal(exact[col], sub[col])
+    assert not exact["train_loss"].equals(sub["train_loss"])
+    assert ((sub["train_loss"] / exact["train_loss"] - 1).abs() < 0.1).all()
+
+
 def _bad(run_fedrun, tmp_path, *args):
     out = tmp_path / "bad"
     r = run_fedrun(*TINY, *args, f"hydra.run.dir={out}")

@@ -91,6 +91,44 @@ def test_full_is_the_gradient_of_the_mean_of_client_losses(digits):
     assert torch.equal(oracle.model.flat(), before)
 
 
+def test_train_samples_subset_is_a_fixed_client_stratified_estimate(digits):
+    """metrics.train_samples: m_i ~ samples |D_i| / N distinct ids of client i, weights summing
+    to 1/n per client (so a per-client constant loss is estimated exactly), the same subset for
+    the same seed; with samples >= N it is the exact pass."""
+    ds, clients = digits
+    cd = ClientData.build(ds.train_x, ds.train_y, clients, "cpu")
+    all_ids, all_w = cd.sample_weights()
+    for big in (None, len(all_ids), 10 ** 6):
+        ids, w = cd.sample_weights(big, seed=1)
+        assert torch.equal(ids, all_ids) and torch.equal(w, all_w)
+    ids, w = cd.sample_weights(300, seed=1)
+    assert len(set(ids.tolist())) == len(ids) and abs(len(ids) - 300) <= N_CLIENTS
+    owner = {int(j): i for i, c in enumerate(clients) for j in c}
+    per_client = torch.zeros(N_CLIENTS, dtype=w.dtype).index_add_(
+        0, torch.tensor([owner[int(j)] for j in ids]), w)
+    torch.testing.assert_close(per_client, torch.full_like(per_client, 1 / N_CLIENTS))
+    for i, c in enumerate(clients):
+        m_i = sum(owner[int(j)] == i for j in ids)
+        assert m_i == max(1, round(300 * len(c) / len(all_ids)))
+    ids2, _ = cd.sample_weights(300, seed=1)
+    ids3, _ = cd.sample_weights(300, seed=2)
+    assert torch.equal(ids, ids2) and not torch.equal(ids, ids3)
+
+
+def test_train_samples_estimate_is_unbiased(digits):
+    """The mean of the subset estimates of f over many subset seeds approaches the exact f."""
+    oracle = make_oracle(digits, "vmap")
+    x = oracle.model.flat() + 0.3 * torch.randn(oracle.model.d, dtype=torch.float64)
+    f_exact, _ = oracle.full(x, with_grad=False)
+    ests = []
+    for seed in range(200):
+        oracle._eval_ids, oracle._eval_w = oracle.data.sample_weights(60, seed)
+        ests.append(oracle.full(x, with_grad=False)[0])
+    ests = torch.stack(ests)
+    assert ests.std() > 1e-3  # a real estimate, not the exact pass
+    assert abs(ests.mean() - f_exact) < 4 * ests.std() / len(ests) ** 0.5
+
+
 def test_test_pass_matches_direct_forward(digits):
     ds, _ = digits
     oracle = make_oracle(digits, "loop", eval_batch=100)

@@ -305,6 +305,7 @@ BAD_INPUTS = {
     "unknown device": (["device=tpu"], "device must be auto, cpu or cuda"),
     "negative checkpoint_every": (["checkpoint_every=-1"], "checkpoint_every must be"),
     "oracle.chunk=0": (["oracle.chunk=0"], "oracle.chunk must be"),
+    "metrics.train_samples=0": (["metrics.train_samples=0"], "metrics.train_samples must be"),
     "negative step size": (["algorithm.alpha=-0.1"], "must be > 0"),
     "unknown algorithm parameter": (["+algorithm.gamma=1"], "has no parameter gamma"),
     "fedavg with a regularizer": (["algorithm=fedavg"], "defined for h = 0 only"),
