@@ -30,7 +30,7 @@ from .errors import UserError, require
 
 FILE = "checkpoint.pt"
 FORMAT = 1
-RUN_CONTROL = ("T", "checkpoint_every", "resume", "data.root", "oracle.chunk", "oracle.eval_batch",
+RUN_CONTROL = ("T", "checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk", "oracle.eval_batch",
                "oracle.memory_gb")
 COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
 

@@ -27,6 +27,7 @@ class RunSettings:
     engine: str
     participation: float
     checkpoint_every: int  # 0 = off
+    keep_checkpoint: bool  # keep checkpoint.pt after the last round (to extend T later)
     resume: bool
     train_samples: int | None  # None = train metrics over all training data
 
@@ -64,7 +65,8 @@ def settings(cfg: DictConfig) -> RunSettings:
     require(_is_int(cfg.seed) and cfg.seed >= 0, f"seed must be an integer >= 0, got {cfg.seed!r}")
     ce = cfg.checkpoint_every
     require(_is_int(ce) and ce >= 0, f"checkpoint_every must be an integer >= 0 (0 = off), got {ce!r}")
-    require(isinstance(cfg.resume, bool), f"resume must be true or false, got {cfg.resume!r}")
+    for key in ("resume", "keep_checkpoint"):
+        require(isinstance(cfg[key], bool), f"{key} must be true or false, got {cfg[key]!r}")
     check_oracle(cfg.oracle)
     ts = cfg.metrics.train_samples
     require(ts is None or (_is_int(ts) and ts > 0),
@@ -73,7 +75,8 @@ def settings(cfg: DictConfig) -> RunSettings:
                        B=None if B == "full" else B, seed=cfg.seed, device=resolve_device(cfg.device),
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
                        engine=cfg.engine, participation=float(p), checkpoint_every=ce,
-                       resume=cfg.resume, train_samples=ts)
+                       keep_checkpoint=cfg.keep_checkpoint, resume=cfg.resume,
+                       train_samples=ts)
 
 
 def check_oracle(o: DictConfig) -> None:

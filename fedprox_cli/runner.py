@@ -121,8 +121,8 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
 
 def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | None = None) -> list[dict]:
     """Run rounds up to T (from ``ckpt`` if given), writing ``metrics.csv`` at every evaluation
-    and ``checkpoint.pt`` every ``checkpoint_every`` rounds, at the end and when stopped by a
-    signal. Raises :class:`Diverged` or :class:`Interrupted`."""
+    and ``checkpoint.pt`` every ``checkpoint_every`` rounds, when stopped by a signal and, with
+    ``keep_checkpoint``, after the last round. Raises :class:`Diverged` or :class:`Interrupted`."""
     s, alg, env = exp.s, exp.alg, exp.env
     c = _start(exp, ckpt)
     state, rows, train_time = c.state, c.rows, c.train_time
@@ -146,7 +146,8 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
             else:
                 train_time += time.perf_counter() - start
             ce = s.checkpoint_every
-            if ce and (done % ce == 0 or done == s.T or stop.requested):
+            last = done == s.T
+            if ce and (stop.requested or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
                 save_checkpoint(out / CHECKPOINT,
                                 Checkpoint(done, state, counters(env), train_time, rows))
             if stop.requested:
@@ -245,4 +246,6 @@ def run(cfg: DictConfig, out: Path, progress: bool = True) -> int:
         return 130
     write_summary(summary, "finished", final=rows[-1], device=str(exp.s.device),
                   dimension=exp.flat.d, rounds=exp.s.T)
+    if not exp.s.keep_checkpoint:  # n x d numbers per state tensor: ~1 GB for ResNet-18, n = 10
+        (out / CHECKPOINT).unlink(missing_ok=True)
     return 0

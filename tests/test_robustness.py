@@ -156,10 +156,12 @@ def test_finished_run_is_a_no_op_and_can_be_extended(reference, tmp_path):
     p = fedrun(*RUN, f"hydra.run.dir={done}", cwd=tmp_path)
     assert p.returncode == 0 and "already finished" in p.stdout, p.stderr
     assert (done / "metrics.csv").read_text() == (reference / "metrics.csv").read_text()
+    assert not (reference / checkpoint.FILE).exists()  # removed at the end by default
 
     out = tmp_path / "run"
     short = [a for a in RUN if not a.startswith("T=")]
-    assert run_here(out, *short, "T=8") == 0
+    assert run_here(out, *short, "T=8", "keep_checkpoint=true") == 0
+    assert checkpoint.load(out / checkpoint.FILE, torch.device("cpu")).round == 8
     assert run_here(out, *short, "T=12") == 0  # T extended: continues from round 8
     extended = metrics(out)
     # the row at the old T=8 (not a multiple of eval_every) stays; the rest is the T=12 run
@@ -224,8 +226,9 @@ def test_parallel_sweep_writes_four_complete_run_folders(parallel_sweep):
     for d in jobs:
         for f in ("config.yaml", "partition.npz", "metrics.csv", "summary.json"):
             assert (d / f).is_file(), f"{d / f} missing"
-        # the last checkpoint is written at the end; the diverged job never got there
-        assert (d / "checkpoint.pt").is_file() == (d / "metrics.png").is_file() == (d.name != "3")
+        # no checkpoint is kept after the end (keep_checkpoint=false); the diverged job has no plot
+        assert not (d / "checkpoint.pt").exists()
+        assert (d / "metrics.png").is_file() == (d.name != "3")
         assert not list(d.glob(".*tmp*")), "a temporary file was left behind"
     assert [OmegaConf.load(d / "config.yaml").algorithm.beta for d in jobs] == [0.01, 0.02, 0.03, 1e3]
     assert [len(metrics(d)) for d in jobs] == [3, 3, 3, 2]  # rounds 0, 3, 6; diverged at 3
@@ -304,6 +307,7 @@ BAD_INPUTS = {
     "unsupported dtype": (["dtype=float16"], "dtype must be one of"),
     "unknown device": (["device=tpu"], "device must be auto, cpu or cuda"),
     "negative checkpoint_every": (["checkpoint_every=-1"], "checkpoint_every must be"),
+    "keep_checkpoint not a boolean": (["keep_checkpoint=maybe"], "keep_checkpoint must be true or false"),
     "oracle.chunk=0": (["oracle.chunk=0"], "oracle.chunk must be"),
     "metrics.train_samples=0": (["metrics.train_samples=0"], "metrics.train_samples must be"),
     "negative step size": (["algorithm.alpha=-0.1"], "must be > 0"),
