@@ -3,9 +3,11 @@ of a ResNet, against one forward + backward pass of that network on a batch of M
 
     python scripts/bench_prox.py                                   # all four ResNets, auto device
     python scripts/bench_prox.py --models resnet18,resnet50 --reps 5 --batch 64 --device cpu
+    python scripts/bench_prox.py --models cnn --batch 64     # Table V's CNN (fedprox_cli's model)
 
-The networks are torchvision's resnetXX(num_classes=10) with the first convolution taking one
-input channel (MNIST); inputs are random 1x28x28 images, so only the shapes matter. The prox is
+The ResNets are torchvision's resnetXX(num_classes=10) with the first convolution taking one
+input channel (MNIST), as in Table I; any other name is a fedprox_cli model (conf/model/) built
+for 1x28x28 inputs and 10 classes. Inputs are random 1x28x28 images, so only the shapes matter. The prox is
 fedprox_cli's own (the one training uses), applied to the flat vector of all parameters with step
 --step (FedCanon's default alpha). Every time is the median over --reps repetitions after one
 warm-up, measured in this one process; CUDA times are synchronized.
@@ -21,11 +23,11 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from fedprox_cli import regularizers
+from fedprox_cli import models, regularizers
 from fedprox_cli.config import resolve_device
 from fedprox_cli.errors import UserError
 
-MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")
+MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")  # Table I's, from torchvision
 PROXES = {"l1": dict(name="l1"), "MCP": dict(name="mcp"), "SCAD": dict(name="scad")}
 
 
@@ -34,6 +36,11 @@ def mnist_resnet(name: str) -> torch.nn.Module:
     net = getattr(torchvision.models, name)(num_classes=10)
     net.conv1 = torch.nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
     return net
+
+
+def network(name: str) -> torch.nn.Module:
+    """Table I's torchvision ResNet ``name``, else fedprox_cli's model ``name`` for MNIST."""
+    return mnist_resnet(name) if name in MODELS else models.build(name, (1, 28, 28), 10)
 
 
 def median_ms(fn, device: torch.device, reps: int) -> float:
@@ -52,7 +59,7 @@ def median_ms(fn, device: torch.device, reps: int) -> float:
 
 def bench(name: str, device: torch.device, batch: int, reps: int, step: float) -> dict:
     torch.manual_seed(0)
-    net = mnist_resnet(name).to(device).train()
+    net = network(name).to(device).train()
     inputs = torch.randn(batch, 1, 28, 28, device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
 
@@ -81,7 +88,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", default=",".join(MODELS),
-                   help=f"comma-separated subset of {','.join(MODELS)} (default: all)")
+                   help=f"comma-separated names: {','.join(MODELS)} (torchvision's, the default) "
+                        "or fedprox_cli models (cnn, mlp, ...)")
     p.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
     p.add_argument("--batch", type=int, default=64,
                    help="images per forward+backward pass (default 64; Table I states none)")
@@ -89,9 +97,10 @@ def main(argv=None):
     p.add_argument("--step", type=float, default=0.2, help="prox step (FedCanon's alpha, 0.2)")
     args = p.parse_args(argv)
     names = args.models.split(",")
-    unknown = sorted(set(names) - set(MODELS))
+    unknown = sorted(set(names) - set(MODELS) - set(models.names()))
     if unknown:
-        p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(MODELS)}")
+        p.error(f"unknown model(s) {', '.join(unknown)}; choose from "
+                f"{', '.join(sorted(set(MODELS) | set(models.names())))}")
     if args.batch < 1 or args.reps < 1:
         p.error("--batch and --reps must be >= 1")
     try:
