@@ -7,10 +7,10 @@ of a ResNet, against one forward + backward pass of that network on a batch of M
 
 The ResNets are torchvision's resnetXX(num_classes=10) with the first convolution taking one
 input channel (MNIST), as in Table I; any other name is a fedprox_cli model (conf/model/) built
-for 1x28x28 inputs and 10 classes. Inputs are random 1x28x28 images, so only the shapes matter. The prox is
-fedprox_cli's own (the one training uses), applied to the flat vector of all parameters with step
---step (FedCanon's default alpha). Every time is the median over --reps repetitions after one
-warm-up, measured in this one process; CUDA times are synchronized.
+for 1x28x28 inputs and 10 classes. Inputs are random 1x28x28 images, so only the shapes matter.
+The prox is fedprox_cli's own (the one training uses), applied to the flat vector of all
+parameters with step --step (FedCanon's default alpha). Every time is the median over --reps
+repetitions after one warm-up, measured in this one process; CUDA times are synchronized.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from fedprox_cli.config import resolve_device
 from fedprox_cli.errors import UserError
 
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")  # Table I's, from torchvision
+SHAPE = (1, 28, 28)  # MNIST images
 PROXES = {"l1": dict(name="l1"), "MCP": dict(name="mcp"), "SCAD": dict(name="scad")}
 
 
@@ -40,7 +41,7 @@ def mnist_resnet(name: str) -> torch.nn.Module:
 
 def network(name: str) -> torch.nn.Module:
     """Table I's torchvision ResNet ``name``, else fedprox_cli's model ``name`` for MNIST."""
-    return mnist_resnet(name) if name in MODELS else models.build(name, (1, 28, 28), 10)
+    return mnist_resnet(name) if name in MODELS else models.build(name, SHAPE, 10)
 
 
 def median_ms(fn, device: torch.device, reps: int) -> float:
@@ -60,7 +61,7 @@ def median_ms(fn, device: torch.device, reps: int) -> float:
 def bench(name: str, device: torch.device, batch: int, reps: int, step: float) -> dict:
     torch.manual_seed(0)
     net = network(name).to(device).train()
-    inputs = torch.randn(batch, 1, 28, 28, device=device)
+    inputs = torch.randn(batch, *SHAPE, device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
 
     def fwd_bwd():
@@ -97,10 +98,10 @@ def main(argv=None):
     p.add_argument("--step", type=float, default=0.2, help="prox step (FedCanon's alpha, 0.2)")
     args = p.parse_args(argv)
     names = args.models.split(",")
-    unknown = sorted(set(names) - set(MODELS) - set(models.names()))
+    known = set(MODELS) | set(models.names())
+    unknown = sorted(set(names) - known)
     if unknown:
-        p.error(f"unknown model(s) {', '.join(unknown)}; choose from "
-                f"{', '.join(sorted(set(MODELS) | set(models.names())))}")
+        p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
     if args.batch < 1 or args.reps < 1:
         p.error("--batch and --reps must be >= 1")
     try:
