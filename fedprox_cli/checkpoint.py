@@ -19,13 +19,14 @@ T is left as it is (see ``runner.run``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from .atomic import atomic_write
+from .flatten import flatten
 from .errors import UserError, require
 
 FILE = "checkpoint.pt"
@@ -56,10 +57,8 @@ def restore_counters(env, c: dict[str, int]) -> None:
 
 
 def save(path: Path, ckpt: Checkpoint) -> None:
-    """Write ``ckpt`` atomically (temp file + rename)."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    torch.save({"format": FORMAT, **asdict(ckpt)}, tmp)
-    os.replace(tmp, path)
+    """Write ``ckpt`` atomically and durably (temp file, fsync, rename)."""
+    atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
 
 
 def load(path: Path, device: torch.device) -> Checkpoint:
@@ -73,18 +72,10 @@ def load(path: Path, device: torch.device) -> Checkpoint:
     return Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows")})
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        out.update(_flat(v, key + ".") if isinstance(v, dict) else {key: v})
-    return out
-
-
 def differences(old: dict, new: dict) -> list[str]:
     """``key: old -> new`` for every key of two resolved configs that differs, run-control
     keys excepted."""
-    a, b = _flat(old), _flat(new)
+    a, b = flatten(old), flatten(new)
     keys = sorted((set(a) | set(b)) - set(RUN_CONTROL))
     return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
             if a.get(k, "(unset)") != b.get(k, "(unset)")]

@@ -14,19 +14,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import platform
 import sys
 from importlib.metadata import version
 from pathlib import Path
 
 from . import __version__
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+from .atomic import atomic_write_text
 
 
 def write_metrics(path: Path, rows: list[dict]) -> None:

@@ -13,14 +13,18 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .atomic import atomic_write  # noqa: E402
 
-def save_figure(fig, png_path: Path) -> None:
-    """Lay out ``fig``, write it to ``png_path`` atomically (temp file + rename), close it."""
+
+def save_figure(fig, path: Path) -> None:
+    """Lay out ``fig``, write it to ``path`` atomically in the format its extension names
+    (``.png``, ``.pdf``, ``.svg``, ...; PNG without one), close it."""
     fig.tight_layout()
-    tmp = png_path.with_name(f".{png_path.name}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, png_path)
+    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110))
+    finally:
+        plt.close(fig)
 
 
 def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:

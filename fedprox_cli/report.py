@@ -20,6 +20,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from .errors import require
+from .flatten import flatten
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
@@ -58,17 +59,6 @@ class Group:
     @property
     def config(self) -> dict:
         return dict(self.key)
-
-
-def flatten(d, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(flatten(v, name + "."))
-        else:
-            out[name] = tuple(v) if isinstance(v, list) else v
-    return out
 
 
 def _choices(run_dir: Path) -> dict:

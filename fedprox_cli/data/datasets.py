@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..atomic import atomic_write
 from ..errors import UserError, require
 
 _LOADERS: dict[str, Callable[[Path], "Dataset"]] = {}
@@ -92,10 +93,8 @@ def cached(path: Path, build: Callable[[], dict]) -> dict:
     if path.exists():
         return torch.load(path, weights_only=True)
     out = build()
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     try:
-        torch.save(out, tmp)
-        os.replace(tmp, path)
+        atomic_write(path, lambda f: torch.save(out, f))
     except OSError:  # a read-only data folder: load without a cache
-        tmp.unlink(missing_ok=True)
+        pass
     return out

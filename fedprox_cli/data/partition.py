@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..atomic import atomic_write
 from ..errors import require
 
 _SCHEMES: dict[str, Callable[..., list[np.ndarray]]] = {}
@@ -130,10 +131,8 @@ def sorted_shards(labels: np.ndarray, n: int, rng: np.random.Generator) -> list[
 
 def save_partition(path: str | os.PathLike, clients: list[np.ndarray]) -> None:
     """Write ``partition.npz``: arrays ``client_000``, ``client_001``, ... (atomically)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}.npz")
-    np.savez_compressed(tmp, **{f"client_{i:03d}": c for i, c in enumerate(clients)})
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: np.savez_compressed(f, **{f"client_{i:03d}": c
+                                                          for i, c in enumerate(clients)}))
 
 
 def load_partition(path: str | os.PathLike) -> list[np.ndarray]:

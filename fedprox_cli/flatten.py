@@ -1,0 +1,16 @@
+"""Nested config dicts as flat ``{"a.b": value}`` dicts (one helper for resume checks and reports)."""
+
+from __future__ import annotations
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}, "c": [1, 2]}`` -> ``{"a.b": 1, "c": (1, 2)}`` (lists as tuples, so the
+    values are hashable)."""
+    out = {}
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, name + "."))
+        else:
+            out[name] = tuple(v) if isinstance(v, list) else v
+    return out
