@@ -27,17 +27,39 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object], *
     ``.pdf``); ``fsync`` flushes the data to disk before the rename (checkpoints)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    f = _Watched(os.fdopen(fd, "wb"))
     try:
-        with os.fdopen(fd, "wb") as f:
+        with f.raw:
             write(f)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0o600 -> what open() would give
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        cause = e if isinstance(e, OSError) else f.error  # a writer may wrap the OSError
+        if cause is not None:  # one message naming the file the user knows, and the cause
+            raise OSError(cause.errno, cause.strerror or str(cause), str(path)) from e
         raise
+
+
+class _Watched:
+    """A file object that remembers the OSError of a failed write, which writers such as
+    ``torch.save`` turn into an exception of their own (a full disk, a file-size limit)."""
+
+    def __init__(self, raw):
+        self.raw, self.error = raw, None
+
+    def write(self, data):
+        try:
+            return self.raw.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -19,6 +19,8 @@ T is left as it is (see ``runner.run``).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from .flatten import flatten
 from .errors import UserError, require
 
 FILE = "checkpoint.pt"
-FORMAT = 1
+FORMAT = 2  # 2: with the config digest
 RUN_CONTROL = ("T", "checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk", "oracle.eval_batch",
                "oracle.memory_gb")
 COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
@@ -43,6 +45,7 @@ class Checkpoint:
     counters: dict[str, int]   # COUNTERS after that round
     train_time: float
     rows: list[dict]           # metrics rows logged so far
+    digest: str                # of the config that determines the numbers (:func:`digest`)
 
 
 def counters(env) -> dict[str, int]:
@@ -61,7 +64,17 @@ def save(path: Path, ckpt: Checkpoint) -> None:
     atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
 
 
-def load(path: Path, device: torch.device) -> Checkpoint:
+def digest(cfg: DictConfig | dict) -> str:
+    """A fingerprint of a resolved config without :data:`RUN_CONTROL`: two runs with the same
+    digest compute the same numbers, so a checkpoint of one can continue the other."""
+    d = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
+    kept = {k: v for k, v in sorted(flatten(d).items()) if k not in RUN_CONTROL}
+    return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
+
+
+def load(path: Path, device: torch.device, expected: str | None = None) -> Checkpoint:
+    """The checkpoint at ``path``; with ``expected`` (a :func:`digest`), refused unless it is
+    a checkpoint of that config."""
     try:
         d = torch.load(path, map_location=device, weights_only=True)
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
@@ -69,7 +82,11 @@ def load(path: Path, device: torch.device) -> Checkpoint:
                         f"resume=false to start over") from None
     require(isinstance(d, dict) and d.get("format") == FORMAT,
             f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
-    return Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows")})
+    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")})
+    require(expected is None or ckpt.digest == expected,
+            f"{path} is a checkpoint of another run (its config differs from this folder's "
+            f"config.yaml); delete it or set resume=false to start over")
+    return ckpt
 
 
 def differences(old: dict, new: dict) -> list[str]:

@@ -1,19 +1,26 @@
 """The ``fedrun`` command: Hydra composes the config, :func:`runner.run` does the work.
 
-Hydra's own error printing is bypassed (HYDRA_FULL_ERROR is set for the call) so that every
-config problem -- an unknown group option or key, a bad override, an output folder that cannot
-be created -- becomes one line on stderr and exit code 2. Set FEDRUN_DEBUG=1 to see tracebacks
-instead.
+The fault contract (README, "Exit codes"): every fault is one line on stderr and an exit code
+of :data:`errors.EXIT` -- 2 for bad input and faults of data or files (Hydra's own error
+printing is bypassed: HYDRA_FULL_ERROR is set for the call, and its messages are squeezed into
+one line), 3 for an internal error (a bug: the traceback goes to the run folder's
+``error.log``, or to :data:`CRASH_LOG` outside a run), 1 for a diverged run, 130 for an
+interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
 
 After a multirun, :class:`SweepReport` (a Hydra callback, run in the launching process) reads
 every job's ``summary.json`` in the sweep folder -- jobs may have run in other processes
-(``hydra/launcher=joblib``) -- and reports those that did not finish.
+(``hydra/launcher=joblib``) -- and reports every job that did not finish, including those that
+never started.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 
 import hydra
@@ -24,14 +31,14 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from . import CONF_DIR, resolvers
-from .errors import describe
-from .outputs import read_summary
+from .errors import EXIT, UserError, describe, squeeze
+from .outputs import effective_status, read_summary
 from .signals import sigterm_interrupts
 
-EXIT_CODES = {"finished": 0, "diverged": 1, "error": 2, "refused": 2, "interrupted": 130}
+CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
 
 _SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
-_SWEEPS: list[Path] = []     # sweep folder of the multirun made by this process
+_SWEEPS: list[tuple[Path, int | None]] = []  # (sweep folder, number of jobs) of this process's multirun
 
 _DROP = ("full_key:", "object_type", "reference_type", "Config search path", "provider=", "path=",
          "To append to your config", "Set the environment variable")
@@ -39,7 +46,7 @@ _DROP = ("full_key:", "object_type", "reference_type", "Config search path", "pr
 
 def one_line(exc: BaseException) -> str:
     """A Hydra/OmegaConf/OS error message squeezed into one readable line."""
-    if isinstance(exc, OSError) and not isinstance(exc, HydraException):
+    if isinstance(exc, (OSError, UserError)) and not isinstance(exc, HydraException):
         return describe(exc)
     lines = []
     for line in str(exc).splitlines():
@@ -52,80 +59,150 @@ def one_line(exc: BaseException) -> str:
     text = " ".join(lines).replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
     if isinstance(exc.__cause__, OmegaConfBaseException):  # e.g. "Key 'x' is not in struct"
         text += " " + one_line(exc.__cause__)
-    return text
+    return squeeze(text)
 
 
 resolvers.register()  # before Hydra composes anything
 
 
+def _reference(choices: dict) -> DictConfig | None:
+    """The config of the same group choices without any other override: what a key's default
+    and the set of valid keys are (:func:`config.check_keys`)."""
+    from hydra import compose
+    try:
+        return compose("config", overrides=[f"{g}={c}" for g, c in choices.items()
+                                             if c is not None and not g.startswith("hydra")])
+    except (HydraException, OmegaConfBaseException):
+        return None
+
+
+def _command(hc) -> str:
+    """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
+    is a launcher's own under submitit)."""
+    return " ".join(["fedrun", *map(shlex.quote, hc.overrides.task)])
+
+
+def _hydra_record(cfg: DictConfig, hc) -> dict[str, str]:
+    """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
+    run has started, so a refused re-run leaves the folder's record alone)."""
+    return {"config.yaml": OmegaConf.to_yaml(cfg),
+            "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
+            "overrides.yaml": OmegaConf.to_yaml(list(hc.overrides.task))}
+
+
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def _job(cfg: DictConfig) -> None:
+def _job(cfg: DictConfig) -> int:
     from . import runner  # here, so that config errors are reported before torch loads
 
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
-    code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process)
+    try:
+        code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
+                          command=_command(hc), hydra_record=_hydra_record(cfg, hc),
+                          reference=_reference(dict(hc.runtime.choices)))
+    except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
+        code = _crash(e)
     if not multirun:
         _SINGLE_RUN.append(code)
         if code == 0:
             print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
-    elif code == EXIT_CODES["interrupted"]:
+    elif code == EXIT["interrupted"]:
         raise KeyboardInterrupt  # stop the whole sweep, not just this job
+    return code
+
+
+def _crash(e: BaseException) -> int:
+    """An internal error outside a run folder: one line, the traceback in :data:`CRASH_LOG`."""
+    if os.environ.get("FEDRUN_DEBUG"):
+        raise e
+    try:
+        CRASH_LOG.write_text(traceback.format_exc())
+        where = f"; traceback in {CRASH_LOG}"
+    except OSError:
+        where = ""
+    print(f"fedrun: internal error: {type(e).__name__}: {squeeze(str(e))}{where}", file=sys.stderr)
+    return EXIT["internal"]
+
+
+def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
+    """The overrides of every job of a basic-sweeper multirun (the sweeper's own expansion of
+    ``hydra.sweeper.params`` and the command line), or None for other sweepers."""
+    if not str(config.hydra.sweeper._target_).endswith("BasicSweeper"):
+        return None
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
+    overrides = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
+    return BasicSweeper.split_arguments(overrides, None)[0]
 
 
 class SweepReport(Callback):
-    """Remembers the sweep folder of a multirun (see :func:`report_sweep`)."""
+    """Remembers the sweep folder of a multirun and how many jobs it has (see :func:`report_sweep`)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        _SWEEPS.append(Path(str(config.hydra.sweep.dir)))
-
-
-def _job_status(run_dir: Path) -> tuple[str, str]:
-    s = read_summary(run_dir)
-    if "refused" in s:
-        return "refused", s["refused"]
-    return s["status"], s.get("error", "")
+        jobs = sweep_jobs(config)
+        default_subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
+        _SWEEPS.append((Path(str(config.hydra.sweep.dir)), len(jobs) if jobs and default_subdir else None))
 
 
 def _natural(path: Path) -> list:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
 
 
-def report_sweep(sweep: Path) -> int:
-    """Print how many of the sweep's jobs finished and list the others (stderr); return the
-    worst exit code among them."""
-    jobs = sorted((p.parent for p in sweep.rglob("summary.json")), key=_natural)
+def report_sweep(sweep: Path, expected: int | None = None) -> int:
+    """Print how many of the sweep's jobs finished and list every other one (stderr): its
+    status (``dead`` for a process that is gone while its summary says running) and reason,
+    and the jobs that never started; return the worst exit code among them."""
+    jobs = {p.parent for p in sweep.rglob("summary.json")}
+    if expected is not None:
+        jobs |= {sweep / str(i) for i in range(expected)}
+    jobs = sorted(jobs, key=_natural)
     status = {}
     for job in jobs:
-        try:
-            status[job] = _job_status(job)
-        except (OSError, ValueError, KeyError):
-            status[job] = ("missing", "no readable summary.json")
+        st = effective_status(job)
+        why, code = "", EXIT["error"]
+        if st == "missing":
+            st, why = "not started", "no summary.json" if job.exists() else "no folder"
+        else:
+            s = read_summary(job)
+            why = s.get("error", "")
+            code = s.get("exit_code", EXIT.get(st, EXIT["error"]))
+        status[job] = (st, why, EXIT["finished"] if st == "finished" else code)
     failed = {j: s for j, s in status.items() if s[0] != "finished"}
     print(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
-    for job, (st, why) in failed.items():
+    for job, (st, why, _) in failed.items():
         print(f"  {job}: {st}" + (f" ({why})" if why else ""), file=sys.stderr)
-    return max((EXIT_CODES.get(st, 1) for st, _ in status.values()), default=0)
+    return max((code for _, _, code in status.values()), default=0)
+
+
+_EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
 
 
 def main() -> None:
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
+    empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
+    if empty:
+        print(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
+              f"(an empty one would write the run into the current folder)", file=sys.stderr)
+        sys.exit(EXIT["error"])
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sigterm_interrupts()
     code = 0
     try:
         _job()
-    except (HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError) as e:
         if debug:
             raise
         print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
-        sys.exit(2)
+        code = EXIT["error"]
     except KeyboardInterrupt:
-        code = EXIT_CODES["interrupted"]
+        code = EXIT["interrupted"]
         if not _SWEEPS and not _SINGLE_RUN:
             print("fedrun: interrupted", file=sys.stderr)
+    except Exception as e:
+        code = _crash(e)
     if _SWEEPS:
-        code = max(code, report_sweep(_SWEEPS[-1]))
+        code = max(code, report_sweep(*_SWEEPS[-1]))
     sys.exit(max([code, *_SINGLE_RUN]))

@@ -1,14 +1,26 @@
-"""Validation of a composed run config, before any training (one clear error per problem)."""
+"""Validation of a composed run config, before any training (one clear error per problem).
+
+Three checks, each in one place:
+
+- :func:`check_keys`: no key beyond those of ``conf/config.yaml`` and the chosen group options
+  (a ``+key=value`` typo is refused like an unknown key without ``+``), and none deleted;
+- :func:`check_values`: every number in every group finite, of its default's type, and in the
+  range :data:`RANGES` gives (the algorithm, regularizer and compressor objects check their own
+  parameters when built);
+- :func:`settings`: the top-level keys, typed.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from . import CONF_DIR
-from .errors import require
+from .errors import UserError, require
+from .flatten import flatten
 from .oracle import ENGINES
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -106,3 +118,84 @@ def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     resolvers.register()
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return hydra_compose("config", overrides=list(overrides))
+
+
+GROUPS = ("dataset", "partition", "model", "regularizer", "compressor", "algorithm")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _positive(v) -> bool:
+    return _is_number(v) and v > 0
+
+
+def _positive_int_value(v) -> bool:
+    return _is_int(v) and v > 0
+
+
+def _nonnegative_int(v) -> bool:
+    return _is_int(v) and v >= 0
+
+
+# Ranges of the keys that no built object checks (the algorithm, regularizer and compressor
+# classes check their own parameters): key -> (test, what the value must be).
+RANGES = {
+    "model.hidden": (_positive_int_value, "a positive integer"),
+    "model.gn_groups": (_positive_int_value, "a positive integer"),
+    "model.init": (lambda v: v in ("default", "zeros"), "default or zeros"),
+    "partition.alpha": (_positive, "a number > 0"),
+    "partition.min_size": (_positive_int_value, "a positive integer"),
+    "partition.seed": (_nonnegative_int, "an integer >= 0"),
+    "metrics.stationarity_step": (lambda v: v is None or _positive(v), "a number > 0 or null "
+                                  "(the algorithm's natural step)"),
+    "metrics.train_samples": (lambda v: v is None or _positive_int_value(v),
+                              "a positive integer or null (all)"),
+    "data.root": (lambda v: v is None or (isinstance(v, str) and v.strip() != ""),
+                  "a folder or null ($FEDPROX_DATA or ~/.cache/fedprox_cli/data)"),
+}
+
+
+def check_values(cfg: DictConfig, reference: DictConfig | None = None) -> None:
+    """Refuse NaN or infinite numbers anywhere, a value whose type differs from the default's
+    in ``reference`` (the same group choices composed without overrides: a number where a
+    number stands, a boolean where a boolean stands), and values outside :data:`RANGES`."""
+    values = flatten(OmegaConf.to_container(cfg, resolve=True))
+    defaults = flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
+    for key, v in values.items():
+        require(not (isinstance(v, float) and not math.isfinite(v)),
+                f"{key} must be a finite number, got {v!r}")
+        d = defaults.get(key)
+        if isinstance(d, bool):
+            require(isinstance(v, bool), f"{key} must be true or false, got {v!r}")
+        elif _is_number(d) and key not in _UNION_KEYS:
+            kind = "an integer" if _is_int(d) else "a number"
+            require(_is_number(v) and (not _is_int(d) or _is_int(v)), f"{key} must be {kind}, got {v!r}")
+    for key, (ok, what) in RANGES.items():
+        if key in values:
+            require(ok(values[key]), f"{key} must be {what}, got {values[key]!r}")
+    require(not (cfg.keep_checkpoint is True and cfg.checkpoint_every == 0),
+            "keep_checkpoint=true keeps nothing with checkpoint_every=0 (checkpoints off); "
+            "set checkpoint_every > 0")
+
+
+_UNION_KEYS = {"B", "oracle.chunk", "oracle.eval_batch"}  # a number or a word (full, auto, null)
+
+
+def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
+    """Refuse keys ``cfg`` has beyond ``reference`` (the same group choices composed without
+    overrides: what ``+key=value`` or ``++key=value`` added) and keys it lacks (``~key``)."""
+    have = flatten(OmegaConf.to_container(cfg, resolve=False))
+    want = flatten(OmegaConf.to_container(reference, resolve=False))
+    for key in sorted(set(have) - set(want)):
+        group = key.split(".")[0]
+        if group in GROUPS and "." in key:
+            takes = sorted(k.split(".", 1)[1] for k in want if k.startswith(group + ".") and k != f"{group}.name")
+            raise UserError(f"{group} {cfg[group].get('name')} has no parameter "
+                            f"{key.split('.', 1)[1]} (it takes: {', '.join(takes) or 'nothing'})")
+        raise UserError(f"unknown key {key!r}: fedrun has no such setting (see fedrun --help)")
+    gone = sorted({k.split(".")[0] if k.split(".")[0] in GROUPS else k for k in set(want) - set(have)})
+    if gone:
+        raise UserError(f"{', '.join(gone)} cannot be deleted (~): fedrun needs "
+                        f"{'it' if len(gone) == 1 else 'them'}; override the value instead")

@@ -1,8 +1,12 @@
-"""The one exception type for bad input: printed as a single line, exit code 2."""
+"""The one exception type for bad input, and fedrun's exit codes."""
+
+# Exit codes (README, "Exit codes"; also the statuses' codes in summary.json): a sweep exits
+# with its worst job's code.
+EXIT = {"finished": 0, "diverged": 1, "error": 2, "internal": 3, "interrupted": 130}
 
 
 class UserError(Exception):
-    """A problem with the user's configuration or data, reported without a traceback."""
+    """A problem with the user's configuration, data or files, reported without a traceback."""
 
 
 def require(condition: bool, message: str) -> None:
@@ -11,9 +15,17 @@ def require(condition: bool, message: str) -> None:
         raise UserError(message)
 
 
+def squeeze(text: str, limit: int = 400) -> str:
+    """``text`` on one line (whitespace runs become one space), cut at ``limit`` characters."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
 def describe(exc: Exception) -> str:
     """The one-line message of a :class:`UserError`, or of an ``OSError`` (a file or folder
-    that cannot be read or written)."""
+    that cannot be read or written: the path and the cause)."""
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
-    return str(exc)
+    if isinstance(exc, OSError):
+        return squeeze(f"{exc.strerror or type(exc).__name__}" + (f" ({exc})" if str(exc) else ""))
+    return squeeze(str(exc))

@@ -1,26 +1,50 @@
-"""A run folder's files, each written atomically (temp file + rename): a reader never sees a
+"""A run folder's files, each written atomically (:mod:`atomic`): a reader never sees a
 half-written file, and concurrent jobs never share one.
 
 - ``metrics.csv``: one row per evaluated round (columns in :data:`metrics.COLUMNS`)
 - ``config.yaml``: the resolved config
 - ``partition.npz``: per-client index arrays into the training set
-- ``summary.json``: status (running / finished / diverged / interrupted / error), final
-  metrics, versions, device
-- ``metrics.png``: train loss and test accuracy against round
+- ``summary.json``: the run's record (:class:`Summary`)
+- ``metrics.png``: loss, accuracy and stationarity against round
+- ``.hydra/``: Hydra's record of the command (config, hydra config, overrides)
+- ``fedrun.log``: every line fedrun printed about this run; ``error.log``: the traceback of an
+  internal error
+- ``.fedrun.lock``: held (``flock``) by the one process running in the folder (:mod:`lock`)
+
+``summary.json`` holds ``status`` (running / finished / diverged / interrupted / error),
+``error`` (one line, unless finished), ``round`` (rounds done) of ``T``, ``final`` (the last
+metrics row), ``pid``, ``host``, ``started``, ``ended`` and ``heartbeat`` (ISO 8601 UTC; the
+heartbeat is refreshed at every evaluation and checkpoint and at least every
+:data:`HEARTBEAT_S` seconds), ``slurm`` (job and array ids, when run under SLURM),
+``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
+rebuilt from Hydra's overrides), ``versions``, ``device``, ``data_source``. A run whose process
+died says ``running`` in its file; :func:`effective_status` tells the truth.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import functools
 import io
 import json
+import os
 import platform
-import sys
+import socket
+import subprocess
+import time
 from importlib.metadata import version
 from pathlib import Path
 
 from . import __version__
 from .atomic import atomic_write_text
+from .lock import is_held
+
+SUMMARY = "summary.json"
+HEARTBEAT_S = 60.0        # the heartbeat is at most this old while a run is alive
+STALE_S = 600.0           # a held lock whose heartbeat is older than this: "stale"
+SLURM_VARS = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
+              "array_task_id": "SLURM_ARRAY_TASK_ID", "restart_count": "SLURM_RESTART_COUNT"}
 
 
 def write_metrics(path: Path, rows: list[dict]) -> None:
@@ -32,19 +56,84 @@ def write_metrics(path: Path, rows: list[dict]) -> None:
     atomic_write_text(path, buf.getvalue())
 
 
-def write_summary(path: Path, status: str, **fields) -> None:
-    summary = {"status": status, **fields,
-               "versions": {"fedprox_cli": __version__, "torch": version("torch"),
-                            "python": platform.python_version()},
-               "command": " ".join(sys.argv)}
-    atomic_write_text(path, json.dumps(summary, indent=2, default=str) + "\n")
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def note_in_summary(path: Path, **fields) -> None:
-    """Add ``fields`` to an existing summary, keeping the rest."""
-    atomic_write_text(path, json.dumps({**json.loads(path.read_text()), **fields}, indent=2,
-                                       default=str) + "\n")
+@functools.cache
+def git_commit() -> str | None:
+    """The commit of the checkout fedprox_cli runs from, or None (an installed copy)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def provenance(command: str) -> dict:
+    """Where and what runs: pid, host, SLURM ids, git commit, versions, the command."""
+    slurm = {k: os.environ[v] for k, v in SLURM_VARS.items() if v in os.environ}
+    return {"pid": os.getpid(), "host": socket.gethostname(), **({"slurm": slurm} if slurm else {}),
+            "git_commit": git_commit(), "command": command,
+            "versions": {"fedprox_cli": __version__, "torch": version("torch"),
+                         "python": platform.python_version()}}
+
+
+class Summary:
+    """The run's ``summary.json``, rewritten atomically on every change."""
+
+    def __init__(self, run_dir: Path, **fields):
+        self.path = Path(run_dir) / SUMMARY
+        self.fields = fields
+        self._beat = 0.0
+
+    def write(self, status: str, **fields) -> None:
+        self.fields.update(fields, heartbeat=now())
+        self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
+        self._beat = time.monotonic()
+        atomic_write_text(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
+
+    def start(self, **fields) -> None:
+        self.fields.pop("error", None)
+        self.write("running", started=now(), **fields)
+
+    def beat(self, force: bool = False, **fields) -> None:
+        """Refresh the heartbeat (and ``fields``) if forced or :data:`HEARTBEAT_S` has passed."""
+        if force or time.monotonic() - self._beat >= HEARTBEAT_S:
+            self.write("running", **fields)
+
+    def end(self, status: str, **fields) -> None:
+        self.write(status, ended=now(), **fields)
 
 
 def read_summary(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / "summary.json").read_text())
+    return json.loads((Path(run_dir) / SUMMARY).read_text())
+
+
+def is_fedrun_summary(s: dict) -> bool:
+    return isinstance(s, dict) and "status" in s and "fedprox_cli" in s.get("versions", {})
+
+
+def effective_status(run_dir: Path) -> str:
+    """The recorded status, except for a run recorded as ``running``: ``dead`` when no process
+    holds the folder's lock (it was killed, or its machine went down), ``stale`` when one does
+    but the heartbeat is older than :data:`STALE_S` (hung). ``missing`` without a readable
+    summary."""
+    try:
+        s = read_summary(run_dir)
+        status = s["status"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "missing"
+    if status != "running":
+        return status
+    if not is_held(Path(run_dir)):
+        return "dead"
+    try:
+        age = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(s["heartbeat"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return "running"
+    return "stale" if age > STALE_S else "running"

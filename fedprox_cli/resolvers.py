@@ -3,7 +3,9 @@
 ``${calc:EXPR}`` evaluates an arithmetic expression of numbers with + - * / ** and
 parentheses, e.g. FedNMap's local step rules ``eta_a: ${calc:1/${K}}`` and
 ``${calc:${K}**-0.5}``. Nothing else (names, calls, attributes) is accepted.
-``${fedrun.pid:}`` is the launching process's id (in run and sweep folder names).
+``${fedrun.pid:}`` is the launching process's id (in run and sweep folder names);
+``${fedrun.under:NAME}`` is ``NAME/`` (or nothing for null): a preset's sweeps go into a
+folder of the preset's name.
 """
 
 from __future__ import annotations
@@ -47,3 +49,5 @@ def register() -> None:
     # Cached, so that joblib workers see the sweep folder the launching process chose.
     if not OmegaConf.has_resolver("fedrun.pid"):
         OmegaConf.register_new_resolver("fedrun.pid", os.getpid, use_cache=True)
+    if not OmegaConf.has_resolver("fedrun.under"):
+        OmegaConf.register_new_resolver("fedrun.under", lambda name: f"{name}/" if name else "")

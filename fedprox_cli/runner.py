@@ -5,8 +5,10 @@ a stopped run from its checkpoint (see :mod:`checkpoint`)."""
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,14 +20,19 @@ from tqdm import tqdm
 from . import algorithms, compressors, data, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_same_run, counters, restore_counters
+from .checkpoint import digest as config_digest
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
-from .config import RunSettings, params, settings
-from .errors import UserError, describe, require
+from .atomic import atomic_write_text
+from .config import RunSettings, check_keys, check_values, params, settings
+from .console import logging_to, say
+from .errors import EXIT, UserError, describe, require, squeeze
+from .lock import FILE as LOCK
+from .lock import RunLock
 from .metrics import evaluate
 from .models import FlatModel
 from .oracle import ClientData, Oracle
-from .outputs import note_in_summary, read_summary, write_metrics, write_summary
+from .outputs import SUMMARY, Summary, is_fedrun_summary, provenance, read_summary, write_metrics
 from .signals import StopAfterRound
 
 
@@ -51,14 +58,31 @@ class Experiment:
     alg: algorithms.Algorithm
     env: algorithms.Env
     stationarity_step: float
+    digest: str  # of the config that determines the numbers (checkpoint.digest)
 
     @property
     def oracle(self) -> Oracle:
         return self.env.oracle
 
 
-def build(cfg: DictConfig) -> Experiment:
-    """Validate ``cfg`` and build the run's pieces; every problem is a :class:`UserError`."""
+@dataclass
+class Validated:
+    """The parts of a run that need neither data nor a model, checked."""
+    s: RunSettings
+    alg: algorithms.Algorithm
+    h: regularizers.Regularizer
+    comp: compressors.Compressor
+    stationarity_step: float
+
+
+def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
+    """Every check that needs no data (:class:`UserError`): the keys against ``reference``
+    (the same group choices without overrides; :func:`config.check_keys`), every value
+    (:func:`config.check_values`), the top-level keys, the algorithm, regularizer and
+    compressor with their parameters, and every prox parameter against h."""
+    if reference is not None:
+        check_keys(cfg, reference)
+    check_values(cfg, reference)
     s = settings(cfg)
     alg = algorithms.build(cfg.algorithm.name, **params(cfg.algorithm))
     h = regularizers.build(cfg.regularizer.name, **params(cfg.regularizer))
@@ -71,10 +95,17 @@ def build(cfg: DictConfig) -> Experiment:
             f"algorithm {alg.name} is defined for full participation only; use participation=1")
     for name, step in alg.prox_steps(s.K, s.T).items():
         h.check_step(step, f"algorithm.{name} (prox parameter of {alg.name})")
-    stat_step = cfg.metrics.stationarity_step or alg.stationarity_step(s.K)
+    stat_step = cfg.metrics.stationarity_step
+    stat_step = alg.stationarity_step(s.K) if stat_step is None else stat_step
     require(stat_step > 0, f"metrics.stationarity_step must be > 0, got {stat_step}")
     h.check_step(stat_step, "metrics.stationarity_step")
+    return Validated(s, alg, h, comp, stat_step)
 
+
+def build(cfg: DictConfig, reference: DictConfig | None = None) -> Experiment:
+    """Validate ``cfg`` and build the run's pieces; every problem is a :class:`UserError`."""
+    v = validate(cfg, reference)
+    s, alg, h, comp = v.s, v.alg, v.h, v.comp
     ds = data.load(cfg.dataset.name, cfg.data.root)
     require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
                                     f"samples of {ds.name}")
@@ -94,7 +125,7 @@ def build(cfg: DictConfig) -> Experiment:
                     train_samples=s.train_samples)
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(s.device, s.dtype), ds.test_y.to(s.device)
-    return Experiment(s, ds, clients, flat, h, alg, env, stat_step)
+    return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg))
 
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
@@ -116,13 +147,16 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
         restore_counters(exp.env, ckpt.counters)
         return ckpt
     state = exp.alg.init(exp.flat.flat(), exp.s.n)
-    return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)])
+    return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest)
 
 
-def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | None = None) -> list[dict]:
+def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | None = None,
+          summary: Summary | None = None) -> list[dict]:
     """Run rounds up to T (from ``ckpt`` if given), writing ``metrics.csv`` at every evaluation
     and ``checkpoint.pt`` every ``checkpoint_every`` rounds, when stopped by a signal and, with
-    ``keep_checkpoint``, after the last round. Raises :class:`Diverged` or :class:`Interrupted`."""
+    ``keep_checkpoint``, after the last round; the ``summary``'s heartbeat is refreshed at each of
+    these and at least every minute. Raises :class:`Diverged` or :class:`Interrupted`."""
+    beat = summary.beat if summary is not None else (lambda force=False, **f: None)
     s, alg, env = exp.s, exp.alg, exp.env
     c = _start(exp, ckpt)
     state, rows, train_time = c.state, c.rows, c.train_time
@@ -143,23 +177,31 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
                 bar.set_postfix(loss=f"{rows[-1]['train_loss']:.4f}", acc=f"{rows[-1]['test_acc']:.3f}")
                 if not (math.isfinite(rows[-1]["train_loss"]) and math.isfinite(rows[-1]["objective"])):
                     raise Diverged(f"objective is {rows[-1]['objective']} after round {done}")
+                beat(force=True, round=done)
             else:
                 train_time += time.perf_counter() - start
+                beat(round=done)
             ce = s.checkpoint_every
             last = done == s.T
             if ce and (stop.requested or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
                 save_checkpoint(out / CHECKPOINT,
-                                Checkpoint(done, state, counters(env), train_time, rows))
+                                Checkpoint(done, state, counters(env), train_time, rows, exp.digest))
+                beat(force=True, round=done)
             if stop.requested:
                 raise Interrupted(done)
     return rows
 
 
+
+
+# ---------------------------------------------------------------------- the run folder
+
+
 def status_of(out: Path) -> str:
-    """A run folder's status from its summary (``missing`` if it has none)."""
+    """A run folder's recorded status (``missing`` without a readable summary)."""
     try:
         return read_summary(out)["status"]
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, TypeError):
         return "missing"
 
 
@@ -169,16 +211,37 @@ def has_prior_run(out: Path) -> bool:
     return (out / CHECKPOINT).exists() or status_of(out) not in ("missing", "error")
 
 
+SCAFFOLD = {".hydra", LOCK, "fedrun.log", "error.log"}  # what fedrun leaves before a run starts
+
+
+def check_owned(out: Path) -> None:
+    """Refuse a folder that is not a file, or holds files of something other than a fedrun
+    run (a run folder's ``summary.json`` says it is one; an empty folder is free)."""
+    require(not out.exists() or out.is_dir(), f"run folder {out} is a file, not a folder")
+    if not out.is_dir():
+        return
+    try:
+        ours = is_fedrun_summary(read_summary(out))
+    except (OSError, ValueError):
+        ours = False
+    if ours:
+        return
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in SCAFFOLD)
+    require(not foreign, f"run folder {out} holds files that are not a fedrun run "
+                         f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); "
+                         f"choose another folder")
+
+
 def _resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
     """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
     ``None`` to start from round 0, or ``True`` when the folder's run has already finished
-    these T rounds. Refusals are :class:`UserError`."""
+    these T rounds. Refusals are :class:`UserError`; nothing is written."""
     s = settings(cfg)
     if not (s.resume and has_prior_run(out)):
         return None
     prior = check_same_run(out, cfg)
     path = out / CHECKPOINT
-    ckpt = load_checkpoint(path, s.device) if path.exists() else None
+    ckpt = load_checkpoint(path, s.device, config_digest(cfg)) if path.exists() else None
     finished = status_of(out) == "finished"
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
     require(done <= s.T, f"T={s.T} is below the {done} rounds the run in {out} has done; "
@@ -186,66 +249,138 @@ def _resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
     if finished and done == s.T:
         return True
     if ckpt is None:
-        print(f"fedrun: no checkpoint in {out}; starting it over from round 0", file=sys.stderr)
+        say(f"no checkpoint in {out}; starting it over from round 0", "note")
     return ckpt
 
 
-def _refuse(out: Path, message: str) -> int:
-    """Report a problem found before the run started. A prior run in ``out`` is kept as it
-    was (its summary only notes the refusal); otherwise the summary says ``error``."""
-    print(f"fedrun: error: {message}", file=sys.stderr)
+def _end(summary: Summary, status: str, **fields) -> None:
+    """Record the run's end; a folder that can no longer be written keeps what it had (the
+    lock, released as the process ends, then tells readers the run is not alive)."""
     try:
-        if has_prior_run(out) and (out / "summary.json").exists():
-            note_in_summary(out / "summary.json", refused=message)
-        elif out.is_dir():
-            write_summary(out / "summary.json", "error", error=message)
+        summary.end(status, exit_code=EXIT[status], **fields)
     except OSError:
-        pass  # an unwritable folder: the line above is all there is
-    return 2
+        pass
 
 
-def run(cfg: DictConfig, out: Path, progress: bool = True) -> int:
+def _internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
+    """A bug: one line on stderr, the traceback in ``out/error.log``, status error, exit 3
+    (``FEDRUN_DEBUG=1`` re-raises)."""
+    where = out / "error.log"
+    try:
+        atomic_write_text(where, traceback.format_exc())
+    except OSError:
+        where = None
+    message = f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    if summary is not None:
+        try:
+            summary.end("error", error=message, exit_code=EXIT["internal"])
+        except OSError:
+            pass
+    say(message + (f"; traceback in {where}" if where else ""))
+    if os.environ.get("FEDRUN_DEBUG"):
+        raise e
+    return EXIT["internal"]
+
+
+def _write_hydra_record(out: Path, files: dict[str, str] | None) -> None:
+    """Hydra's record of the command (``.hydra/``), written only once the run has started."""
+    if not files:
+        return
+    (out / ".hydra").mkdir(exist_ok=True)
+    for name, text in files.items():
+        atomic_write_text(out / ".hydra" / name, text)
+
+
+def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
+        hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None) -> int:
     """Run ``cfg`` into folder ``out`` -- continuing the run already there when it is the same
-    (see :mod:`checkpoint`) -- and return the exit code (0 finished, 1 diverged, 2 bad input,
-    130 interrupted). Errors are one line on stderr."""
-    summary = out / "summary.json"
+    (see :mod:`checkpoint`) -- and return the exit code (:data:`errors.EXIT`). Everything is
+    validated and built before the folder changes: a refused or failed start leaves a prior
+    run's files byte for byte as they were. One process at a time holds the folder
+    (:mod:`lock`). ``reference``: see :func:`validate`."""
+    out = Path(out)
     try:
+        check_owned(out)
         out.mkdir(parents=True, exist_ok=True)
-        ckpt = _resume_point(cfg, out)
+        lock = RunLock(out).__enter__()
     except (UserError, OSError) as e:
-        return _refuse(out, describe(e))
-    if ckpt is True:
-        print(f"fedrun: the run in {out} has already finished its {cfg.T} rounds; nothing to do")
-        return 0
+        say(describe(e), "error")
+        return EXIT["error"]
     try:
-        if ckpt is None:
-            for name in (CHECKPOINT, "metrics.png"):  # a previous run's, not overwritten below
-                (out / name).unlink(missing_ok=True)
-        write_summary(summary, "running")
-        (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        with logging_to(out):
+            return _run_locked(cfg, out, progress, command, hydra_record, reference)
+    finally:
+        lock.__exit__()
+
+
+def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
+    prior = has_prior_run(out)
+    fresh = None if prior else Summary(out, **provenance(command), T=cfg.get("T"))
+    try:
+        validate(cfg, reference)
+        ckpt = _resume_point(cfg, out)
+        if ckpt is True:
+            say(f"the run in {out} has already finished its {cfg.T} rounds; nothing to do",
+                stream=sys.stdout)
+            return EXIT["finished"]
         exp = build(cfg)
-        data.save_partition(out / "partition.npz", exp.clients)
-        rows = train(exp, out, progress, ckpt)
-        from .plotting import plot_run  # matplotlib loads only for runs that get this far
-        plot_run(out / "metrics.csv", out / "metrics.png",
-                 title=f"{exp.alg.name} on {exp.dataset.name}, n={exp.s.n}, K={exp.s.K}")
     except (UserError, OSError) as e:
-        write_summary(summary, "error", error=describe(e))
-        print(f"fedrun: error: {describe(e)}", file=sys.stderr)
-        return 2
+        say(describe(e), "error")
+        if fresh is not None:  # nothing to keep: the folder says why it holds no run
+            _end(fresh, "error", error=describe(e))
+        return EXIT["error"]
+    except KeyboardInterrupt:
+        say("interrupted before the run started")
+        return EXIT["interrupted"]
+    except Exception as e:  # a bug
+        return _internal_error(out, e, fresh)
+    return _train_into(exp, cfg, out, ckpt, progress, command, hydra_record)
+
+
+def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
+    """The run proper, once everything is built: from here on the folder records it."""
+    summary = Summary(out, **provenance(command), T=exp.s.T)
+    try:
+        summary.fields.update(device=str(exp.s.device), dimension=exp.flat.d,
+                              engine=exp.oracle.engine, data_source=exp.dataset.source)
+        if ckpt is None:
+            for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
+                (out / name).unlink(missing_ok=True)
+        summary.start(round=ckpt.round if ckpt else 0)
+        _write_hydra_record(out, hydra_record)
+        atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        data.save_partition(out / "partition.npz", exp.clients)
+        rows = train(exp, out, progress, ckpt, summary)
+        _plot(exp, cfg, out)
+    except (UserError, OSError) as e:
+        _end(summary, "error", error=describe(e))
+        say(describe(e), "error")
+        return EXIT["error"]
     except Diverged as e:
-        write_summary(summary, "diverged", error=str(e))
-        print(f"fedrun: diverged: {e} (rows so far kept in {out / 'metrics.csv'})", file=sys.stderr)
-        return 1
+        try:
+            _plot(exp, cfg, out)
+        except Exception as p:  # the record of the divergence matters more than its figure
+            say(f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})", "note")
+        _end(summary, "diverged", error=str(e))
+        say(f"{e} (rows so far kept in {out / 'metrics.csv'})", "diverged")
+        return EXIT["diverged"]
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
-        write_summary(summary, "interrupted", **after)
-        print(f"fedrun: interrupted{f' after round {e.round}' if after else ''}; "
-              + ("re-run the same command to resume" if (out / CHECKPOINT).exists()
-                 else f"partial results in {out}"), file=sys.stderr)
-        return 130
-    write_summary(summary, "finished", final=rows[-1], device=str(exp.s.device),
-                  dimension=exp.flat.d, rounds=exp.s.T)
+        _end(summary, "interrupted", **after)
+        say(f"interrupted{f' after round {e.round}' if after else ''}; "
+            + ("re-run the same command to resume" if (out / CHECKPOINT).exists()
+               else f"partial results in {out}"))
+        return EXIT["interrupted"]
+    except Exception as e:  # a bug
+        return _internal_error(out, e, summary)
+    _end(summary, "finished", final=rows[-1], round=exp.s.T)
     if not exp.s.keep_checkpoint:  # n x d numbers per state tensor: ~1 GB for ResNet-18, n = 10
         (out / CHECKPOINT).unlink(missing_ok=True)
-    return 0
+    return EXIT["finished"]
+
+
+def _plot(exp: Experiment, cfg: DictConfig, out: Path) -> None:
+    """``metrics.png`` of a finished or diverged run (matplotlib loads only here)."""
+    from .plotting import plot_run
+    plot_run(out / "metrics.csv", out / "metrics.png",
+             title=f"{exp.alg.name} on {exp.dataset.name}, n={exp.s.n}, K={exp.s.K}")

@@ -1,14 +1,20 @@
 """The dataset registry: the :class:`Dataset` record, :func:`register`, :func:`load`.
 
 Loaders live in one module per on-disk format (:mod:`.idx`, :mod:`.images`, :mod:`.tabular`,
-:mod:`.leaf`) and register under a config name; :func:`load` dispatches. A dataset that cannot
-be found raises :class:`UserError` naming where it looked and how to get it.
+:mod:`.leaf`) and register under a config name; :func:`load` dispatches. Every fault of the
+data on disk is one :class:`UserError` line: a dataset that cannot be found names where it
+looked and how to get it; a file that cannot be read (truncated, corrupt, of another format)
+names the file, what is wrong and what to do (:func:`reading`, with :func:`load` as the net
+for any file a loader did not wrap); labels outside the classes are refused; a corrupt cache
+is rebuilt from its source files (:func:`cached`). :func:`load` records in
+``Dataset.source`` which copy was read, and says so when it is not under ``data.root``.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +22,10 @@ import numpy as np
 import torch
 
 from ..atomic import atomic_write
-from ..errors import UserError, require
+from ..console import say
+from ..errors import UserError, require, squeeze
+
+REDOWNLOAD = "delete it and download it again"
 
 _LOADERS: dict[str, Callable[[Path], "Dataset"]] = {}
 
@@ -30,6 +39,7 @@ class Dataset:
     test_y: torch.Tensor
     num_classes: int
     groups: torch.Tensor | None = None  # (N,) int64 natural group of each training sample (FEMNIST writer)
+    source: str = ""  # the folder (or package) the data were read from
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -56,7 +66,37 @@ def default_root() -> Path:
 def load(name: str, root: str | os.PathLike | None = None) -> Dataset:
     """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU."""
     require(name in _LOADERS, f"unknown dataset '{name}' (choose from: {', '.join(names())})")
-    return _LOADERS[name](Path(root).expanduser() if root else default_root())
+    base = Path(root).expanduser() if root else default_root()
+    require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")
+    try:
+        ds = _LOADERS[name](base)
+    except UserError:
+        raise
+    except Exception as e:  # a file no loader wrapped in reading()
+        raise UserError(f"dataset {name} under {base} cannot be read ({type(e).__name__}: "
+                        f"{squeeze(str(e), 200)}); its files may be corrupt: delete them and "
+                        f"download them again") from None
+    ds.source = ds.source or str(base)
+    for split, y in (("training", ds.train_y), ("test", ds.test_y)):
+        require(len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),
+                f"dataset {name} in {ds.source}: {split} labels must lie in 0..{ds.num_classes - 1}, "
+                f"found {int(y.min())}..{int(y.max())}; the files are corrupt: {REDOWNLOAD.replace('it', 'them')}")
+    if root and Path(ds.source).exists() and not Path(ds.source).resolve().is_relative_to(base.resolve()):
+        say(f"dataset {name} is not under data.root={base}; using the copy in {ds.source}", "note")
+    return ds
+
+
+@contextmanager
+def reading(path: Path, remedy: str = REDOWNLOAD):
+    """Turn any failure to read ``path`` inside the block into one :class:`UserError` naming
+    the file, what is wrong and ``remedy``."""
+    try:
+        yield
+    except UserError:
+        raise
+    except Exception as e:
+        raise UserError(f"{path} cannot be read ({type(e).__name__}: {squeeze(str(e), 200)}); "
+                        f"{remedy}") from None
 
 
 def not_found(name: str, looked: list[Path], how_to_get: str) -> UserError:
@@ -89,9 +129,13 @@ def split(x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int = 0):
 def cached(path: Path, build: Callable[[], dict]) -> dict:
     """``build()``'s dict of tensors, saved to / read from ``path`` (a ``.pt`` file written
     atomically, so runs that load at once never see a partial file; skipped where the folder
-    is read-only). Delete it to rebuild."""
+    is read-only). An unreadable cache (truncated, say) is rebuilt from the source files."""
     if path.exists():
-        return torch.load(path, weights_only=True)
+        try:
+            return torch.load(path, weights_only=True)
+        except Exception as e:
+            say(f"the cache {path} cannot be read ({type(e).__name__}); rebuilding it from "
+                f"the source files", "note")
     out = build()
     try:
         atomic_write(path, lambda f: torch.save(out, f))

@@ -10,21 +10,23 @@ import numpy as np
 import torch
 
 from ..errors import require
-from .datasets import Dataset, labels, not_found, register, standardize
+from .datasets import REDOWNLOAD, Dataset, labels, not_found, reading, register, standardize
 
 
 def read_idx(path: Path) -> np.ndarray:
     """Read an IDX file (MNIST format), gzip-compressed or not."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
+    with reading(path), opener(path, "rb") as f:
         data = f.read()
     require(len(data) >= 4 and data[0] == 0 and data[1] == 0 and data[2] == 8,
-            f"{path} is not an unsigned-byte IDX file (corrupt or wrong format)")
+            f"{path} is not an unsigned-byte IDX file (wrong magic number: corrupt or another "
+            f"format); {REDOWNLOAD}")
     ndim = data[3]
     shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
     body = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
     require(body.size == int(np.prod(shape)),
-            f"{path} is truncated: header says {shape}, found {body.size} bytes")
+            f"{path} is {'truncated' if body.size < np.prod(shape) else 'too long'}: header says "
+            f"{shape}, found {body.size} bytes; {REDOWNLOAD}")
     return body.reshape(shape)
 
 
@@ -68,11 +70,12 @@ def load_idx_dataset(name: str, root: Path, tv_folder: str, system_dirs: list[st
         return read_idx(p if p.exists() else found / (f + ".gz"))
     tr_x, tr_y, te_x, te_y = (arr(f) for f in _IDX_FILES)
     require(len(tr_x) == len(tr_y) and len(te_x) == len(te_y),
-            f"dataset {name} in {found}: image and label counts differ (corrupt files)")
+            f"dataset {name} in {found}: image and label counts differ (corrupt files); "
+            f"{REDOWNLOAD.replace('it', 'them')}")
     train_x, test_x = standardize(torch.from_numpy(tr_x / 255.0), torch.from_numpy(te_x / 255.0),
                                   mean, std)
     return Dataset(name, train_x.unsqueeze(1), labels(tr_y), test_x.unsqueeze(1), labels(te_y),
-                   num_classes=10)
+                   num_classes=10, source=str(found))
 
 
 @register("mnist")

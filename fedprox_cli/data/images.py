@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..errors import UserError, require
-from .datasets import Dataset, cached, labels, not_found, register, standardize
+from .datasets import Dataset, cached, labels, not_found, reading, register, standardize
 from .idx import find_or_download
 
 _CIFAR_BATCHES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
@@ -21,10 +21,10 @@ _CIFAR_BATCHES = [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]
 
 def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """One CIFAR-10 pickle batch: uint8 images (m, 3, 32, 32) and labels (m,)."""
-    with open(path, "rb") as f:
+    with reading(path), open(path, "rb") as f:
         d = pickle.load(f, encoding="bytes")
-    x = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
-    return x, np.asarray(d[b"labels"], dtype=np.int64)
+        x = np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32)
+        return x, np.asarray(d[b"labels"], dtype=np.int64)
 
 
 def _from_uint8(name: str, d: dict, mean, std, num_classes: int) -> Dataset:
@@ -57,7 +57,8 @@ def cifar10(root: Path) -> Dataset:
 
 def _decode(path: Path) -> np.ndarray:
     from PIL import Image
-    with Image.open(path) as im:
+    with reading(path, "delete or replace the file (and the fedprox_uint8.pt cache beside the data)"), \
+            Image.open(path) as im:
         return np.asarray(im.convert("RGB"), dtype=np.uint8)
 
 

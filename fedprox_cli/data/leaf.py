@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ..errors import require
-from .datasets import Dataset, cached, labels, not_found, register, standardize
+from .datasets import Dataset, cached, labels, not_found, reading, register, standardize
 
 
 def read_leaf(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -17,7 +17,11 @@ def read_leaf(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
     writer (LEAF "user") of each sample."""
     xs, ys, users = [], [], []
     for f in sorted(folder.glob("*.json")):
-        shard = json.loads(f.read_text())
+        remedy = "regenerate it with LEAF's preprocess.sh (and delete fedprox_float32.pt beside the splits)"
+        with reading(f, remedy):
+            shard = json.loads(f.read_text())
+        require(isinstance(shard, dict) and "users" in shard and "user_data" in shard,
+                f"{f} is not LEAF JSON (no 'users' / 'user_data' keys); {remedy}")
         for u in shard["users"]:
             ud = shard["user_data"][u]
             require(len(ud["x"]) == len(ud["y"]), f"{f}: writer {u} has {len(ud['x'])} images "
@@ -59,4 +63,4 @@ def femnist(root: Path) -> Dataset:
     mean, std = float(c["train_x"].mean()), float(c["train_x"].std())
     train_x, test_x = standardize(c["train_x"], c["test_x"], mean, std)
     return Dataset("femnist", train_x.view(-1, 1, 28, 28), c["train_y"], test_x.view(-1, 1, 28, 28),
-                   c["test_y"], FEMNIST_CLASSES, groups=c["groups"])
+                   c["test_y"], FEMNIST_CLASSES, groups=c["groups"], source=str(d))

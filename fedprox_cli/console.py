@@ -1,0 +1,36 @@
+"""What fedrun tells its user: one line per message on stderr (``fedrun: error: ...``), copied
+with a time stamp to the run folder's ``fedrun.log`` once the run owns its folder, so that on a
+cluster node the reason for a failure lies next to the run."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from .outputs import now
+
+LOG = "fedrun.log"
+_logs: list[Path] = []
+
+
+def say(message: str, kind: str = "", stream=None) -> None:
+    """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log."""
+    line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
+    print(line, file=stream or sys.stderr, flush=True)
+    if _logs:
+        try:
+            with open(_logs[-1], "a", encoding="utf-8") as f:
+                f.write(f"{now()} {line}\n")
+        except OSError:
+            pass  # a full disk or read-only folder: the screen has the line
+
+
+@contextmanager
+def logging_to(run_dir: Path):
+    """Copy :func:`say`'s lines to ``run_dir/fedrun.log`` inside the block."""
+    _logs.append(Path(run_dir) / LOG)
+    try:
+        yield
+    finally:
+        _logs.pop()

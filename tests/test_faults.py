@@ -1,0 +1,447 @@
+"""The fault contract (README, "Faults and exit codes"), as a user meets it from the command line.
+
+One table of faults across the six classes of the contract -- config keys and values, data on
+disk, the file system, internal errors, sweeps, status truth -- each run as a real ``fedrun``
+subprocess and held to the same promises: the documented exit code (never 1 unless the run
+diverged), at most three non-empty stderr lines, no traceback on the screen, a status that is
+not ``running`` once the process is gone, nothing already written lost (a prior run's four
+files byte for byte) and no temp file left behind. The sweep and liveness classes, which need
+more than one process, have their own tests below the table.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+
+from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
+from fedprox_cli import checkpoint
+from fedprox_cli.outputs import effective_status, read_summary
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**{k: v for k, v in os.environ.items() if k not in ("FEDRUN_DEBUG", "HYDRA_FULL_ERROR")},
+       "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+DIGITS = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "T=2", "eval_every=1"]
+MNIST = ["dataset=mnist", "data.root={mnist}", "partition=iid", "model=linear", "n=2", "K=2",
+         "B=4", "T=2", "eval_every=1", "keep_checkpoint=true"]
+RUN_FILES = ("config.yaml", "metrics.csv", "metrics.png", "summary.json")
+
+# fedrun with FedCanon's round raising an unexpected exception at round 1 (a bug)
+BUGGY = """
+import sys
+from fedprox_cli import cli
+from fedprox_cli.algorithms.fedcanon import FedCanon
+def round(self, s, env, t):
+    if t == 1:
+        raise RuntimeError("an unexpected bug")
+    return FedCanon.__dict__["_round"](self, s, env, t)
+FedCanon._round, FedCanon.round = FedCanon.round, round
+sys.argv = ["fedrun", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def fedrun(*args, cwd: Path, env=None, fsize: int | None = None, driver: str | None = None,
+           timeout=300) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", driver] if driver else [sys.executable, "-m", "fedprox_cli"]
+
+    def limit():
+        if fsize is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    return subprocess.run([*cmd, *args], cwd=cwd, env={**ENV, **(env or {})}, capture_output=True,
+                          text=True, timeout=timeout, preexec_fn=limit)
+
+
+def stderr_lines(p) -> list[str]:
+    return [line for line in p.stderr.splitlines() if line.strip()]
+
+
+def temp_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if ".tmp" in p.name]
+
+
+# ---- data on disk ----------------------------------------------------------------------
+
+def cut_gz(root: Path) -> None:
+    f = root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz"
+    f.write_bytes(f.read_bytes()[:60])
+
+
+def html_gz(root: Path) -> None:
+    (root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz").write_text(
+        "<!DOCTYPE html><html><body>Please sign in to download</body></html>")
+
+
+def wrong_magic(root: Path) -> None:
+    f = root / "MNIST" / "raw" / "t10k-images-idx3-ubyte"
+    f.write_bytes(b"\x1f\x8b" + f.read_bytes()[2:])
+
+
+def too_long(root: Path) -> None:
+    f = root / "MNIST" / "raw" / "t10k-images-idx3-ubyte"
+    f.write_bytes(f.read_bytes() + bytes(100))
+
+
+def bad_label(root: Path) -> None:
+    import numpy as np
+    write_idx(root / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz", np.full(10, 12))
+
+
+def leaf_shard(root: Path) -> Path:
+    return sorted((root / "femnist" / "data" / "train").glob("*.json"))[0]
+
+
+@dataclass
+class Case:
+    cls: str                   # the contract's fault class
+    args: list[str]            # fedrun's arguments ({mnist}, {run}, {femnist}, ... filled in)
+    code: int                  # the documented exit code
+    phrase: str                # a phrase of the stderr line(s)
+    prior: bool = False        # run into a copy of a finished run; its files must not change
+    prep: object = None        # prep(data root) corrupts a fresh data copy before the run
+    data: str = "mnist"        # which fixture the data root holds
+    fsize: int | None = None   # RLIMIT_FSIZE in bytes
+    driver: str | None = None
+    needs: str = ""            # a skip reason unless this holds (see _unavailable)
+    extra: dict = field(default_factory=dict)
+
+
+CASES = {
+    # 1. config keys and values
+    "+unknown top-level key": Case("config", DIGITS + ["+nonsense=1"], 2, "unknown key 'nonsense'"),
+    "++unknown top-level key": Case("config", DIGITS + ["++nonsense=1"], 2, "unknown key 'nonsense'"),
+    "+unknown oracle key": Case("config", DIGITS + ["+oracle.chunks=4"], 2, "unknown key 'oracle.chunks'"),
+    "+misspelt model parameter": Case("config", DIGITS + ["model=mlp", "+model.hiden=100"], 2,
+                                      "model mlp has no parameter hiden (it takes: hidden, init)"),
+    "+misspelt partition parameter": Case("config", DIGITS + ["+partition.alpah=0.1"], 2,
+                                          "partition dirichlet has no parameter alpah"),
+    "+unknown algorithm parameter": Case("config", DIGITS + ["+algorithm.gamma=1"], 2,
+                                         "algorithm fedcanon has no parameter gamma"),
+    "zero-width model": Case("config", DIGITS + ["model=mlp", "model.hidden=0"], 2,
+                             "model.hidden must be a positive integer, got 0"),
+    "negative width": Case("config", DIGITS + ["model=mlp", "model.hidden=-5"], 2, "model.hidden must be"),
+    "width not a number": Case("config", DIGITS + ["model=mlp", "model.hidden=abc"], 2, "model.hidden must be"),
+    "stationarity step not a number": Case("config", DIGITS + ["metrics.stationarity_step=abc"], 2,
+                                           "metrics.stationarity_step must be"),
+    "stationarity step 0": Case("config", DIGITS + ["metrics.stationarity_step=0"], 2,
+                                "metrics.stationarity_step must be"),
+    "infinite memory budget": Case("config", DIGITS + ["oracle.memory_gb=inf"], 2,
+                                   "oracle.memory_gb must be a finite number"),
+    "NaN memory budget": Case("config", DIGITS + ["oracle.memory_gb=nan"], 2, "oracle.memory_gb must be"),
+    "NaN rounds": Case("config", DIGITS + ["T=nan"], 2, "T must be"),
+    "NaN Dirichlet alpha": Case("config", DIGITS + ["partition.alpha=nan"], 2, "partition.alpha must be"),
+    "infinite l1 weight": Case("config", DIGITS + ["regularizer.lam=inf"], 2, "regularizer.lam must be"),
+    "step size not a number": Case("config", DIGITS + ["algorithm.alpha=abc"], 2, "algorithm.alpha must be"),
+    "keep_checkpoint without checkpoints": Case("config", DIGITS + ["keep_checkpoint=true", "checkpoint_every=0"],
+                                                2, "keeps nothing with checkpoint_every=0"),
+    "deleted key ~T": Case("config", DIGITS + ["~T"], 2, "T cannot be deleted"),
+    "deleted group ~algorithm": Case("config", DIGITS + ["~algorithm"], 2, "algorithm cannot be deleted"),
+    "negative seed": Case("config", DIGITS + ["seed=-1"], 2, "seed must be"),
+    "eval_every 0": Case("config", DIGITS + ["eval_every=0"], 2, "eval_every must be"),
+    "participation above 1": Case("config", DIGITS + ["participation=1.5"], 2, "participation must be"),
+    "unknown init": Case("config", DIGITS + ["model.init=random"], 2, "model.init must be"),
+    "min_size 0": Case("config", DIGITS + ["partition.min_size=0"], 2, "partition.min_size must be"),
+    "top-k ratio above 1": Case("config", DIGITS + ["algorithm=fedcef", "compressor=topk", "compressor.ratio=2"],
+                                2, "ratio"),
+    "empty hydra.run.dir": Case("config", DIGITS + ["hydra.run.dir="], 2, "hydra.run.dir is empty"),
+    "malformed override": Case("config", DIGITS + ["K=[1"], 2, "fedrun: error:"),
+    # ... against a finished run, whose four files must stay byte for byte
+    "config change of a finished run": Case("config", MNIST + ["algorithm.beta=0.03"], 2,
+                                            "holds a run of a different config", prior=True),
+    "bad value against a finished run": Case("config", MNIST + ["T=4", "model.init=random"], 2,
+                                             "model.init must be", prior=True),
+    "T below the rounds done": Case("config", MNIST + ["T=1"], 2, "T may only be extended", prior=True),
+    "checkpoint of another run": Case("data", MNIST + ["T=4"], 2, "is a checkpoint of another run",
+                                      prior=True, extra={"swap_checkpoint": True}),
+    # 2. data on disk
+    "extending T with a corrupt dataset": Case("data", MNIST + ["T=4"], 2, "cannot be read", prior=True,
+                                               prep=cut_gz),
+    "gz cut short": Case("data", MNIST, 2, "train-images-idx3-ubyte.gz cannot be read", prep=cut_gz),
+    "HTML page saved as .gz": Case("data", MNIST, 2, "train-images-idx3-ubyte.gz cannot be read", prep=html_gz),
+    "IDX with a wrong magic": Case("data", MNIST, 2, "wrong magic number", prep=wrong_magic),
+    "IDX longer than its header": Case("data", MNIST, 2, "is too long", prep=too_long),
+    "label out of range": Case("data", MNIST, 2, "test labels must lie in 0..9", prep=bad_label),
+    "data.root is a file": Case("data", DIGITS[:1] + ["dataset=mnist", "data.root={file}"] + DIGITS[1:], 2,
+                                "is a file, not a folder"),
+    "malformed LEAF JSON": Case("data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2",
+                                         "model=linear", "T=1", "B=2"], 2, "cannot be read", data="leaf",
+                                prep=lambda r: leaf_shard(r).write_text("{not json")),
+    "truncated LEAF JSON": Case("data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2",
+                                         "model=linear", "T=1", "B=2"], 2, "cannot be read", data="leaf",
+                                prep=lambda r: leaf_shard(r).write_text(leaf_shard(r).read_text()[:200])),
+    "LEAF JSON without users": Case("data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2",
+                                             "model=linear", "T=1", "B=2"], 2, "no 'users'", data="leaf",
+                                    prep=lambda r: leaf_shard(r).write_text('{"user_data": {}}')),
+    "truncated decoded cache is rebuilt": Case(
+        "data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2", "model=linear", "T=1", "B=2"],
+        0, "rebuilding it from the source files", data="leaf_cached",
+        prep=lambda r: (r / "femnist/data/fedprox_float32.pt").write_bytes(
+            (r / "femnist/data/fedprox_float32.pt").read_bytes()[:300])),
+    "a9a that is not LIBSVM text": Case("data", ["dataset=a9a", "data.root={data}", "n=2", "model=linear", "T=1"],
+                                        2, "a9a", data="a9a", prep=lambda r: (r / "a9a").write_text("<html>\n")),
+    # 3. the file system
+    "file-size limit at the checkpoint": Case("fs", DIGITS + ["model=mlp", "checkpoint_every=1"], 2,
+                                              "File too large", fsize=120_000),
+    "output folder under a file": Case("fs", DIGITS + ["hydra.run.dir={file}/run"], 2, "Not a directory"),
+    "immutable output folder": Case("fs", DIGITS + ["hydra.run.dir={immutable}"], 2, "not permitted",
+                                    needs="chattr"),
+    "path with spaces": Case("fs", DIGITS + ["hydra.run.dir={work}/my run dir"], 0, ""),
+    "non-ASCII path": Case("fs", DIGITS + ["hydra.run.dir={work}/résultats_δ"], 0, ""),
+    # 4. an internal error (a bug)
+    "exception inside a round": Case("internal", DIGITS + ["T=3"], 3, "internal error: RuntimeError: an "
+                                     "unexpected bug; traceback in", driver=BUGGY),
+}
+
+
+def _unavailable(needs: str, tmp: Path) -> str:
+    if needs == "chattr":
+        probe = tmp / "chattr_probe"
+        probe.mkdir()
+        ok = subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode == 0 \
+            if shutil.which("chattr") else False
+        if ok:
+            subprocess.run(["chattr", "-i", str(probe)])
+            return ""
+        return "chattr +i is not available here"
+    return ""
+
+
+def _data(kind: str, root: Path, base: Path) -> Path:
+    root.mkdir(parents=True)
+    if kind == "mnist":
+        mnist_files(root)
+    elif kind in ("leaf", "leaf_cached"):
+        leaf_files(root)
+        if kind == "leaf_cached":  # build the decoded cache once, as a first run would
+            p = fedrun("dataset=femnist", f"data.root={root}", "partition=iid", "n=2", "model=linear",
+                       "T=1", "B=2", f"hydra.run.dir={root}/first", cwd=base)
+            assert p.returncode == 0, p.stderr
+    elif kind == "a9a":
+        a9a_files(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory) -> dict:
+    tmp = tmp_path_factory.mktemp("faults")
+    mnist = _data("mnist", tmp / "mnist", tmp)
+    prior = tmp / "prior"  # a finished run (checkpoint kept) and a finished run of another seed
+    for folder, seed in ((prior, 0), (tmp / "other", 1)):
+        p = fedrun(*[a.format(mnist=mnist) for a in MNIST], f"seed={seed}", f"hydra.run.dir={folder}", cwd=tmp)
+        assert p.returncode == 0, p.stderr
+    (tmp / "file").write_text("a file, not a folder")
+
+    def run(item):
+        name, case = item
+        work = tmp / re.sub(r"\W", "_", name)
+        work.mkdir()
+        skip = _unavailable(case.needs, work)
+        if skip:
+            return name, (skip, None, work)
+        data = _data(case.data, work / "data", work)
+        run_dir = work / "run"
+        if case.prior:
+            shutil.copytree(prior, run_dir)
+            shutil.copytree(mnist, data, dirs_exist_ok=True)
+            if case.extra.get("swap_checkpoint"):
+                shutil.copy(tmp / "other" / "checkpoint.pt", run_dir / "checkpoint.pt")
+        if case.prep:
+            case.prep(data)
+        immutable = work / "immutable"
+        if case.needs == "chattr":
+            immutable.mkdir()
+            subprocess.run(["chattr", "+i", str(immutable)], check=True)
+        before = {f: (run_dir / f).read_bytes() for f in RUN_FILES} if case.prior else {}
+        places = {"mnist": data if case.data == "mnist" else mnist, "data": data, "file": tmp / "file",
+                  "work": work, "immutable": immutable}
+        args = [a.format(**places) for a in case.args]
+        if not any(a.startswith("hydra.run.dir=") for a in args):
+            args.append(f"hydra.run.dir={run_dir}")
+        p = fedrun(*args, cwd=work, fsize=case.fsize, driver=case.driver)
+        if case.needs == "chattr":
+            subprocess.run(["chattr", "-i", str(immutable)])
+        return name, (p, before, work)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, CASES.items()))
+
+
+def test_the_table_covers_every_class_with_at_least_40_faults():
+    classes = {c.cls for c in CASES.values()}
+    assert classes == {"config", "data", "fs", "internal"} and len(CASES) >= 40
+    # sweeps and status truth: the tests below the table
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_fault(name, faults):
+    case = CASES[name]
+    p, before, work = faults[name]
+    if isinstance(p, str):
+        pytest.skip(p)
+    lines = stderr_lines(p)
+    assert p.returncode == case.code, (p.returncode, p.stderr)
+    assert len(lines) <= 3, p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+    assert case.phrase in p.stderr, p.stderr
+    if case.code == 2:
+        assert lines[0].startswith("fedrun: error: "), p.stderr
+    for summary in work.rglob("summary.json"):  # a finished process leaves no "running"
+        assert effective_status(summary.parent) not in ("running", "dead"), summary
+        if case.code:
+            assert read_summary(summary.parent)["status"] != "finished" or before
+    for f, content in before.items():
+        assert (work / "run" / f).read_bytes() == content, f"{f} of the finished run changed"
+    assert not temp_files(work), temp_files(work)
+
+
+def test_an_internal_error_keeps_its_traceback_in_the_run_folder(faults):
+    p, _, work = faults["exception inside a round"]
+    run = work / "run"
+    assert "RuntimeError: an unexpected bug" in (run / "error.log").read_text()
+    s = read_summary(run)
+    assert (s["status"], s["exit_code"]) == ("error", 3) and "internal error" in s["error"]
+    assert "internal error" in (run / "fedrun.log").read_text()
+
+
+def test_fedrun_debug_prints_the_traceback(tmp_path):
+    p = fedrun(*DIGITS, "T=3", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, driver=BUGGY,
+               env={"FEDRUN_DEBUG": "1"})
+    assert p.returncode != 0 and "Traceback" in p.stderr and "an unexpected bug" in p.stderr
+
+
+def test_a_file_size_limit_leaves_status_error_naming_the_file(faults):
+    p, _, work = faults["file-size limit at the checkpoint"]
+    s = read_summary(work / "run")
+    assert s["status"] == "error" and "checkpoint.pt" in s["error"] and "File too large" in s["error"]
+
+
+def test_odd_paths_hold_complete_runs(faults):
+    for name, folder in (("path with spaces", "my run dir"), ("non-ASCII path", "résultats_δ")):
+        work = faults[name][2]
+        assert read_summary(work / folder)["status"] == "finished"
+        assert (work / folder / "metrics.csv").exists()
+
+
+def test_a_corrupt_cache_is_rebuilt_and_the_copy_recorded(faults):
+    work = faults["truncated decoded cache is rebuilt"][2]
+    s = read_summary(work / "run")
+    assert s["status"] == "finished" and s["data_source"].endswith("femnist/data")
+
+
+# ---- 5. sweeps ---------------------------------------------------------------------------
+
+def test_a_crashing_job_leaves_the_other_jobs_and_the_report(tmp_path):
+    p = fedrun("-m", *DIGITS, "model=mlp", "model.hidden=8,-5,16", f"hydra.sweep.dir={tmp_path}",
+               cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert "sweep: 2 of 3 jobs finished" in p.stdout
+    assert re.search(r"/1: error \(model.hidden must be a positive integer, got -5\)", p.stderr)
+    assert [read_summary(tmp_path / str(i))["status"] for i in range(3)] == ["finished", "error", "finished"]
+    assert "Traceback" not in p.stderr
+
+
+def test_a_sweep_with_an_internal_error_still_reports(tmp_path):
+    p = fedrun("-m", *DIGITS, "T=3", "seed=0,1", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=BUGGY)
+    assert p.returncode == 3, p.stderr
+    assert "sweep: 0 of 2 jobs finished" in p.stdout and p.stderr.count("internal error") >= 2
+
+
+def test_the_report_counts_jobs_that_never_started(tmp_path):
+    stop = BUGGY.replace('raise RuntimeError("an unexpected bug")', "raise KeyboardInterrupt")
+    p = fedrun("-m", *DIGITS, "T=3", "seed=0,1,2", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=stop)
+    assert p.returncode == 130, p.stderr
+    assert "sweep: 0 of 3 jobs finished" in p.stdout
+    assert re.search(r"/0: interrupted", p.stderr)
+    assert re.search(r"/1: not started", p.stderr) and re.search(r"/2: not started", p.stderr)
+
+
+# ---- 6. status truth, one writer per folder ---------------------------------------------
+
+def _start(tmp: Path, *args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_running(run: Path, timeout=120, also="metrics.csv") -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if (run / "summary.json").exists() and (run / also).exists():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{run} did not start")
+
+
+LONG = ["dataset=digits", "model=mlp", "n=4", "K=2", "B=16", "T=100000", "eval_every=50",
+        "checkpoint_every=50"]
+
+
+def test_a_killed_run_reads_dead_and_resumes(tmp_path):
+    run = tmp_path / "run"
+    proc = _start(tmp_path, *LONG, f"hydra.run.dir={run}")
+    _wait_running(run, also="checkpoint.pt")
+    assert effective_status(run) == "running"
+    s = read_summary(run)
+    assert s["pid"] == proc.pid and s["host"] and s["heartbeat"]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert read_summary(run)["status"] == "running"   # what the file says ...
+    assert effective_status(run) == "dead"            # ... and the truth
+    done = checkpoint.load(run / checkpoint.FILE, torch.device("cpu")).round
+    p = fedrun(*LONG, f"T={done + 1}", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert read_summary(run)["status"] == "finished" and read_summary(run)["round"] == done + 1
+
+
+def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
+    run = tmp_path / "run"
+    first = _start(tmp_path, *LONG, "T=400", f"hydra.run.dir={run}")
+    _wait_running(run)
+    second = fedrun(*LONG, "T=50", f"hydra.run.dir={run}", cwd=tmp_path)
+    first.send_signal(signal.SIGINT)
+    first.wait(timeout=120)
+    assert second.returncode == 2
+    assert stderr_lines(second) == [stderr_lines(second)[0]]
+    assert f"is in use by pid {first.pid} on host" in second.stderr
+    s = read_summary(run)
+    assert s["status"] == "interrupted" and s["T"] == 400 and s["pid"] == first.pid
+    assert "T: 400" in (run / "config.yaml").read_text()
+
+
+def test_a_foreign_folder_is_refused_and_left_alone(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "metrics.csv").write_text("my,own\n1,2\n")
+    (mine / "config.yaml").write_text("mine: true\n")
+    p = fedrun(*DIGITS, f"hydra.run.dir={mine}", cwd=tmp_path)
+    assert p.returncode == 2 and "holds files that are not a fedrun run" in p.stderr
+    assert sorted(f.name for f in mine.iterdir()) == ["config.yaml", "metrics.csv"]
+    assert (mine / "metrics.csv").read_text() == "my,own\n1,2\n"
+
+
+def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
+    args = ["-m", "experiment=fednmap_fig4_quick", "dataset=digits", "T=1",
+            "hydra.sweeper.params.K=2", "hydra.sweeper.params.n=4"]
+    a, b = (_start(tmp_path, *args, f"hydra.sweeper.params.seed={s}") for s in (0, 1))
+    outs = [proc.communicate(timeout=300) for proc in (a, b)]
+    assert a.returncode == 0 and b.returncode == 0, outs
+    sweeps = sorted((tmp_path / "results" / "sweeps" / "fednmap_fig4_quick").iterdir())
+    assert len(sweeps) == 2
+    for sweep in sweeps:
+        jobs = [p.parent for p in sweep.rglob("summary.json")]
+        assert jobs and all(read_summary(j)["status"] == "finished" for j in jobs)
+    assert sorted(read_summary(next(s.rglob("summary.json")).parent)["command"] for s in sweeps) == \
+        ["fedrun K=2 n=4 seed=0 experiment=fednmap_fig4_quick dataset=digits T=1",
+         "fedrun K=2 n=4 seed=1 experiment=fednmap_fig4_quick dataset=digits T=1"]
