@@ -492,3 +492,30 @@ def test_real_sweep_through_both_scripts(tmp_path):
                            capture_output=True, text=True, check=True)
         assert check in p.stdout
     assert out.read_bytes()[:8] == PNG
+
+
+def test_a_difference_fixed_by_the_column_is_shown_in_its_header(tmp_path):
+    """FedCanon on iid only, FedAvg on Dirichlet only: not one row hiding the partitions."""
+    acc_run(tmp_path, "canon", 0.8)
+    acc_run(tmp_path, "avg", 0.7, **{"algorithm.name": "fedavg", "partition.name": "iid"})
+    rows = table_rows(cli("tables.py", tmp_path).stdout)
+    assert rows[0] == ["fedavg (partition=iid)", "fedcanon (partition=dirichlet)"]
+
+
+def test_steps_tied_to_the_row_key_do_not_split_rows(tmp_path):
+    """FedCanon Table V: fedcanon's alpha = beta * K moves with K; the rows stay K."""
+    for K in (10, 20):
+        for alg, alpha in (("fedcanon", 0.02 * K), ("fedmid", 1.0)):
+            fake_run(tmp_path, f"{alg}{K}", real(K=K, **{"algorithm.name": alg, "algorithm.alpha": alpha}),
+                     test_acc=[0.1, 0.2], time_s=[0.0, K / 10 * (1 + (alg == "fedmid"))])
+    rows = table_rows(cli("tables.py", tmp_path, "--table5").stdout)
+    assert rows == [["K", "fedcanon", "fedmid"],
+                    ["10", "1.0 (n=1)", "2.0 (n=1) [2.00× fedcanon]"],
+                    ["20", "2.0 (n=1) [2.00× prev. K]", "4.0 (n=1) [2.00× fedcanon; 2.00× prev. K]"]]
+
+
+def test_the_same_run_twice_is_named(tmp_path, capsys):
+    acc_run(tmp_path, "a", 0.7)
+    acc_run(tmp_path, "b", 0.7)
+    assert tables_script.main([str(tmp_path)]) == 0
+    assert f"{tmp_path / 'a'} and {tmp_path / 'b'} have the same settings and seeds" in capsys.readouterr().err
