@@ -14,6 +14,7 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from .plotting import (figure_legend, integer_ticks, mark_end, plt, readable_log_ticks,
                        run_title, save_figure)
@@ -38,7 +39,7 @@ def caption(runs: list[Run], title: str = "", leave=()) -> str:
     """``title`` over the settings all ``runs`` share (without ``leave`` keys) and their seeds."""
     common = {k: v for k, v in shared(runs).items() if k not in leave}
     seeds = sorted({r.config.get("seed") for r in runs if "seed" in r.config}, key=str)
-    tail = f"seeds {', '.join(map(fmt, seeds))}" if seeds else ""
+    tail = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(fmt, seeds))}" if seeds else ""
     return "\n".join(t for t in (title, run_title(common), tail) if t)
 
 
@@ -144,6 +145,9 @@ def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity
     ax.set_yscale("log")
     readable_log_ticks(ax, "x")
     readable_log_ticks(ax, "y")
+    swept = sorted({p[0] for f in fits for p in f["points"]})
+    ax.set_xticks(swept, [fmt(v) for v in swept])   # the swept values, not decades
+    ax.xaxis.set_minor_formatter(NullFormatter())
     final_text = "mean of the last 10% of evaluations of" if final == "tail" else "final"
     ax.set_xlabel(f"{key} (log scale)")
     ax.set_ylabel(f"{final_text} {Y_LABELS.get(metric, metric)}", fontsize=9)

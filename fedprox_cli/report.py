@@ -138,7 +138,7 @@ class Cell:
     def std(self) -> float:
         return float(np.std(self.values, ddof=1)) if self.n > 1 else math.nan
 
-    def text(self, digits: int = 4) -> str:
+    def text(self, spec: str = ".4f") -> str:
         """``0.8100 ± 0.0100 (n=3)``, ``0.8100 (n=1)``, ``0.8100 (n=2; diverged 1 of 3)``,
         ``diverged (1 of 1)``: ``±`` only with two or more runs, left-out runs always named."""
         left = ", ".join(f"{why} {c}" for why, c in sorted(self.left_out.items()))
@@ -147,7 +147,7 @@ class Cell:
                 (why, c), = self.left_out.items()
                 return f"{why} ({c} of {self.total})"
             return f"{left} (of {self.total})"
-        value = f"{self.mean:.{digits}f}" + (f" ± {self.std:.{digits}f}" if self.n > 1 else "")
+        value = f"{self.mean:{spec}}" + (f" ± {self.std:{spec}}" if self.n > 1 else "")
         return f"{value} (n={self.n}" + (f"; {left} of {self.total})" if left else ")")
 
 
@@ -472,7 +472,7 @@ def slope(runs: list[Run], key: str, metric: str = "stationarity", final: str = 
                 continue
             require(_number(v) and v > 0 and cell.mean > 0, f"--slope {key}: {key} and the final {metric} must "
                     f"be positive for a log-log fit ({key}={fmt(v)}, mean {cell.mean:g})")
-            pts.append((v, cell.mean, cell.std, cell.n, cell.text()))
+            pts.append((v, cell.mean, cell.std, cell.n, cell.text(".4g")))
             for r in rs:
                 if r.problem(metric, final) is None:
                     per_seed.setdefault(r.seed, []).append((v, r.final(metric, final)))
@@ -611,6 +611,7 @@ def accuracy_table(runs: list[Run], metric: str = "test_acc", column: str = "alg
     the best mean of each row in bold."""
     t = pivot(runs, metric, column, final)
     pick = min if metric in LOWER_IS_BETTER else max
+    spec = ".4f" if metric == "test_acc" else ".4g"   # stationarity can be 1e-5
     body = []
     for i in range(len(t.rows)):
         means = [t.cells[(i, c)].mean for c in t.cols if (i, c) in t.cells and t.cells[(i, c)].n]
@@ -618,7 +619,7 @@ def accuracy_table(runs: list[Run], metric: str = "test_acc", column: str = "alg
         texts = []
         for c in t.cols:
             cell = t.cells.get((i, c))
-            text = "" if cell is None else cell.text()
+            text = "" if cell is None else cell.text(spec)
             texts.append(f"**{text}**" if cell is not None and cell.n and cell.mean == best else text)
         body.append(_row_cells(t, i) + texts)
     return markdown([short(k) for k in t.row_keys] + t.headers, body)
@@ -648,7 +649,7 @@ def time_table(runs: list[Run], reference: str = "fedcanon", column: str = "algo
                 notes.append(f"{mean[(i, c)] / mean[(i, ref)]:.2f}× {ref}")
             if (i, c) in mean and prev is not None and (prev, c) in mean:
                 notes.append(f"{mean[(i, c)] / mean[(prev, c)]:.2f}× prev. K")
-            texts.append(t.cells[(i, c)].text(1) + (f" [{'; '.join(notes)}]" if notes else ""))
+            texts.append(t.cells[(i, c)].text(".1f") + (f" [{'; '.join(notes)}]" if notes else ""))
         k = t.rows[i].get("K", runs[0].config["K"])
         body.append([fmt(k)] + texts)
         prev = i
