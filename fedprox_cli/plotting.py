@@ -1,4 +1,5 @@
-"""Figures of one run: ``metrics.png`` and the partition's clients x classes counts."""
+"""Figures of one run (``metrics.png``, the partition's clients x classes counts) and the pieces
+every figure shares: atomic saving, titles from configs, readable ticks, one legend below the axes."""
 
 from __future__ import annotations
 
@@ -10,38 +11,153 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
+                               NullFormatter)
 
 from .atomic import atomic_write  # noqa: E402
+from .flatten import flatten  # noqa: E402
 
 
 def save_figure(fig, path: Path) -> None:
     """Lay out ``fig``, write it to ``path`` atomically in the format its extension names
-    (``.png``, ``.pdf``, ``.svg``, ...; PNG without one), close it."""
+    (``.png``, ``.pdf``, ``.svg``, ...; PNG without one), close it. A missing folder is created;
+    legends placed outside the axes are kept inside the written image."""
+    path = Path(path)
     fig.tight_layout()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
+    fmt = path.suffix.lstrip(".").lower() or "png"
     try:
-        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110, bbox_inches="tight"))
     finally:
         plt.close(fig)
 
 
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def run_title(cfg) -> str:
+    """Two lines naming a run's setting: the algorithm with its step sizes, the regularizer
+    and (unless identity) the compressor with their parameters; then dataset, model, n, K, B,
+    T and the partition. ``cfg`` is a resolved config (DictConfig, nested dict as in
+    ``config.yaml``, or a flat dotted dict); missing parts are left out, so a config holding
+    only the settings several runs share gives the caption of a figure of them."""
+    if not isinstance(cfg, dict):
+        from omegaconf import OmegaConf
+        try:
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+        except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: show it unresolved
+            cfg = OmegaConf.to_container(cfg, resolve=False)
+    flat = flatten(cfg)
+
+    def section(name: str, prefix: str = "") -> str | None:
+        params = [f"{k[len(name) + 1:]}={_fmt(v)}" for k, v in flat.items()
+                  if k.startswith(f"{name}.") and k not in (f"{name}.name", f"{name}.seed")]
+        head = flat.get(f"{name}.name")
+        if head is None and not params:
+            return None
+        text = prefix + (str(head) if head is not None else name)
+        return text + (f" ({', '.join(params)})" if params else "")
+
+    compressor = section("compressor", "compressor ") if flat.get("compressor.name") != "identity" else None
+    first = [section("algorithm"), section("regularizer", "reg. "), compressor]
+    second = [section("dataset"), section("model"),
+              ", ".join(f"{k}={_fmt(flat[k])}" for k in ("n", "K", "B", "T") if k in flat) or None,
+              section("partition", "partition ")]
+    return "\n".join(" · ".join(p for p in line if p) for line in (first, second)
+                     if any(line)).strip()
+
+
+def integer_ticks(axis) -> None:
+    """Ticks on whole numbers only (rounds)."""
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def readable_log_ticks(ax, which: str = "y") -> None:
+    """Log-axis tick labels as plain numbers (0.01, 2, 500), with labels between the decades
+    when the data spans fewer than two (at 2 and 5; at every digit below a factor of 3), so a
+    short log axis is never left with one label or none."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    lo, hi = ax.get_ylim() if which == "y" else ax.get_xlim()
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(plain)
+    if lo > 0 and hi / lo < 100:
+        subs = tuple(range(2, 10)) if hi / lo < 3 else (2, 5)
+        axis.set_minor_locator(LogLocator(base=10, subs=subs))
+        axis.set_minor_formatter(plain)
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def mark_end(ax, xs, ys, color, marker: str = "x") -> bool:
+    """Draw a big ``marker`` at the last finite point of (xs, ys) (where a run diverged or
+    stopped); False if there is none."""
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    if not ok.any():
+        return False
+    i = np.flatnonzero(ok)[-1]
+    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=10, markeredgewidth=2.2, color=color,
+            linestyle="none", zorder=5)
+    return True
+
+
+def figure_legend(fig, handles: list, labels: list[str]) -> None:
+    """One legend for the whole figure, below the axes, so it covers no curve."""
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize=8,
+                   frameon=False)
+
+
+RUN_PANELS = (  # (columns, y label, log y, scale)
+    (("train_loss", "objective"), "loss", True, 1.0),
+    (("test_acc",), "test accuracy (%)", False, 100.0),
+    (("stationarity",), "stationarity ||G_s(x)||²", True, 1.0),
+)
+SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
+
+
 def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
-    """Train loss (log scale) and test accuracy against round."""
-    df = pd.read_csv(csv_path)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4))
-    a.plot(df["round"], df["train_loss"], marker=".", label="train loss f(x)")
-    if (df["objective"] != df["train_loss"]).any():
-        a.plot(df["round"], df["objective"], marker=".", label="objective f(x)+h(x)")
-    a.set_yscale("log")
-    a.set_xlabel("round")
-    a.legend()
-    b.plot(df["round"], 100 * df["test_acc"], marker=".", color="C2")
-    b.set_xlabel("round")
-    b.set_ylabel("test accuracy (%)")
-    for ax in (a, b):
+    """Loss (train loss, and the objective when h != 0; log y), test accuracy and stationarity
+    (log y) against round, each panel with its y label. A run with non-finite values (diverged)
+    gets the finite part of every curve, an x at its last finite point and a dotted line at the
+    first round with a non-finite loss."""
+    df = pd.read_csv(csv_path).apply(pd.to_numeric, errors="coerce")
+    rounds = df["round"].to_numpy(float)
+    losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
+    bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)
+    diverged_at = rounds[bad][0] if bad.any() else None
+    fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 3.6))
+    handles: dict = {}
+    for ax, (cols, ylabel, log, scale) in zip(axes, RUN_PANELS):
+        drawn = False
+        for i, c in enumerate(cols):
+            if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
+                continue
+            ys = scale * df[c].to_numpy(float)
+            ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
+            color = "C2" if c == "test_acc" else f"C{i}"
+            line, = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
+            if len(cols) > 1:   # the other panels' y labels name their one curve
+                handles.setdefault(SERIES[c], line)
+            if diverged_at is not None:
+                mark_end(ax, rounds, ys, color)
+            drawn = drawn or bool(np.isfinite(ys).any())
+        if diverged_at is not None:
+            handles.setdefault(f"diverged (round {diverged_at:g}; x: last finite value)",
+                               ax.axvline(diverged_at, color="red", linestyle=":"))
+        if log and drawn:
+            ax.set_yscale("log")
+            readable_log_ticks(ax)
+        if not drawn:
+            ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        integer_ticks(ax.xaxis)
         ax.grid(alpha=0.3)
+    figure_legend(fig, list(handles.values()), list(handles))
     fig.suptitle(title, fontsize=9)
     save_figure(fig, png_path)
 
@@ -73,7 +189,7 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_xlabel("class")
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(MaxNLocator(integer=True))
+        integer_ticks(axis)
     ax.set_title(f"{run_dir.name}\n{n} clients, {counts.sum()} samples", fontsize=8)
     save_figure(fig, out)
     return out

@@ -1,17 +1,28 @@
 """Result folders -> grouped curves and tables (the logic behind scripts/plot.py and tables.py).
 
 A *run* is a folder holding ``config.yaml`` (the resolved config) and ``metrics.csv``. Runs whose
-configs differ only in seeds (``seed`` and every ``*.seed``) form a *group*, aggregated as mean
-+- std over its runs, round by round. A group's label names only the config keys that tell the
-groups apart (e.g. ``algorithm=fedcanon, partition.alpha=0.1``). When a run folder has Hydra's
-record (``.hydra/hydra.yaml``), its config-group choices (e.g. ``algorithm=fedcanon_fig2/fedavg``)
-join the keys, so runs that resolve to the same numbers but were chosen differently stay apart.
+configs differ only in replicate keys (``seed`` and every ``*.seed``) and in run-control keys
+that cannot change the numbers (:func:`is_run_control`) form a *group*, aggregated as mean +- std
+over its runs. Every other config difference keeps runs apart: nothing is ever pooled. A group's
+label names only the config keys that tell the groups apart (e.g. ``algorithm=fedcanon,
+partition.alpha=0.1``). When a run folder has Hydra's record (``.hydra/hydra.yaml``), its
+config-group choices (e.g. ``algorithm=fedcanon_fig2/fedavg``) join the keys, so runs that
+resolve to the same numbers but were chosen differently stay apart.
+
+Only finished runs with a finite value enter a mean; the others (diverged, interrupted, running,
+error, no summary, non-finite) are counted and shown beside it (:class:`Cell`). A run folder that
+cannot be read (empty or cut ``metrics.csv``, unreadable ``config.yaml``) is skipped with a
+warning through the ``warn`` callback of :func:`load`.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,39 +30,71 @@ import numpy as np
 import pandas as pd
 from omegaconf import OmegaConf
 
-from .errors import require
+from .errors import UserError, describe, require
 from .flatten import flatten
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
           "bytes": "communication (bytes, up + down)"}
+X_COLUMNS = {"round": ("round",), "time": ("time_s",), "bytes": ("bytes_up", "bytes_down")}
 LOG_Y = {"stationarity"}     # metrics the papers draw on a log scale
 LOWER_IS_BETTER = {"train_loss", "objective", "test_loss", "stationarity", "time_s"}
+FINALS = ("last", "tail")    # final value: the last evaluation, or the mean of the last 10%
+# keys that cannot change a run's numbers: where it reads data / writes checkpoints, logging
+RUN_CONTROL = {"checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk",
+               "oracle.eval_batch", "oracle.memory_gb"}
 
 
-@dataclass
+def status_text(status: str) -> str:
+    """A summary status as a cell shows it (``missing`` -> ``no summary``)."""
+    return "no summary" if status == "missing" else status
+
+
+class BrokenRun(Exception):
+    """A run folder that cannot be read; its message says why in a few words."""
+
+
+@dataclass(eq=False)
 class Run:
     path: Path
     config: dict            # flat: dotted keys -> scalars, plus choice:<group> keys
     metrics: pd.DataFrame
-    status: str
+    status: str             # summary.json's status; "missing" without a readable summary
+    error: str = ""         # summary.json's error message, if any
 
     def column(self, name: str) -> np.ndarray:
         if name == "bytes":
             return (self.metrics["bytes_up"] + self.metrics["bytes_down"]).to_numpy(float)
         if name == "time":
             return self.metrics["time_s"].to_numpy(float)
-        require(name in self.metrics, f"{self.path}/metrics.csv has no column {name!r} "
-                                      f"(columns: {', '.join(self.metrics.columns)})")
         return self.metrics[name].to_numpy(float)
 
-    def final(self, name: str) -> float:
-        return float(self.column(name)[-1])
+    def has(self, name: str) -> bool:
+        return all(c in self.metrics for c in X_COLUMNS.get(name, (name,)))
+
+    def final(self, name: str, how: str = "last") -> float:
+        """The last value of ``name`` (``how="last"``), or the mean of its last 10% of
+        evaluations, at least one (``how="tail"``)."""
+        v = self.column(name)
+        k = 1 if how == "last" else max(1, len(v) // 10)
+        return float(np.mean(v[-k:]))
+
+    def problem(self, metric: str | None = None, how: str = "last") -> str | None:
+        """Why this run must not enter a mean of ``metric`` (None: it may)."""
+        if self.status != "finished":
+            return status_text(self.status)
+        if metric is not None and not math.isfinite(self.final(metric, how)):
+            return "non-finite"
+        return None
+
+    @property
+    def seed(self) -> tuple:
+        return tuple(sorted((k, v) for k, v in self.config.items() if is_replicate(k)))
 
 
 @dataclass
 class Group:
-    key: tuple              # the config without replicate keys, as sorted (key, value) pairs
+    key: tuple              # the config without replicate / run-control keys, sorted (key, value)
     runs: list[Run]
     label: str = ""
     label_values: dict = field(default_factory=dict)
@@ -61,39 +104,148 @@ class Group:
         return dict(self.key)
 
 
+@dataclass
+class Cell:
+    """The runs of one group summarised for one metric: the values of the runs that count, and
+    how many were left out and why."""
+    values: list[float]
+    left_out: dict[str, int]
+
+    @classmethod
+    def of(cls, runs: list[Run], metric: str, how: str = "last") -> "Cell":
+        values, left = [], {}
+        for r in runs:
+            why = r.problem(metric, how)
+            if why is None:
+                values.append(r.final(metric, how))
+            else:
+                left[why] = left.get(why, 0) + 1
+        return cls(values, left)
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def total(self) -> int:
+        return self.n + sum(self.left_out.values())
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values)) if self.values else math.nan
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.values, ddof=1)) if self.n > 1 else math.nan
+
+    def text(self, spec: str = ".4f") -> str:
+        """``0.8100 ± 0.0100 (n=3)``, ``0.8100 (n=1)``, ``0.8100 (n=2; diverged 1 of 3)``,
+        ``diverged (1 of 1)``: ``±`` only with two or more runs, left-out runs always named."""
+        left = ", ".join(f"{why} {c}" for why, c in sorted(self.left_out.items()))
+        if not self.values:
+            if len(self.left_out) == 1:
+                (why, c), = self.left_out.items()
+                return f"{why} ({c} of {self.total})"
+            return f"{left} (of {self.total})"
+        value = f"{self.mean:{spec}}" + (f" ± {self.std:{spec}}" if self.n > 1 else "")
+        return f"{value} (n={self.n}" + (f"; {left} of {self.total})" if left else ")")
+
+
+# ------------------------------------------------------------------------------------ loading
+
+
 def _choices(run_dir: Path) -> dict:
     hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
     if not hydra_yaml.exists():
         return {}
-    choices = OmegaConf.to_container(OmegaConf.load(hydra_yaml).hydra.runtime.choices)
+    try:
+        choices = OmegaConf.to_container(OmegaConf.load(hydra_yaml).hydra.runtime.choices)
+    except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
+        raise BrokenRun(f".hydra/hydra.yaml is unreadable ({_first_line(e)})") from None
     return {f"{CHOICE}{g}": c for g, c in choices.items() if not g.startswith("hydra/")}
 
 
-def find_runs(paths) -> list[Path]:
-    """Run folders among ``paths``: each is a run folder or a folder searched recursively."""
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Run folders among ``paths``: each is a run folder or a folder searched recursively. A
+    folder with a ``summary.json`` or ``config.yaml`` but no ``metrics.csv`` (a run that stopped
+    before its first evaluation) is named through ``warn``."""
     found = []
     for p in map(Path, paths):
         require(p.exists(), f"no such results folder: {p}")
-        if (p / "metrics.csv").exists() and (p / "config.yaml").exists():
-            found.append(p)
+        if (p / "metrics.csv").exists() or (p / "summary.json").exists():
+            dirs = [p]
         else:
-            found += sorted(c.parent for c in p.rglob("metrics.csv") if (c.parent / "config.yaml").exists())
+            dirs = sorted({m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)})
+        for d in dirs:
+            if (d / "metrics.csv").exists():
+                found.append(d)
+            else:
+                warn(f"skipped {d}: no metrics.csv (status: {status_text(_status(d)[0])})")
+    found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
-    return list(dict.fromkeys(found))
+    return found
+
+
+def _status(run_dir: Path) -> tuple[str, str]:
+    try:   # summary.json as outputs.write_summary writes it (read here without importing torch)
+        s = json.loads((run_dir / "summary.json").read_text())
+        return str(s["status"]), str(s.get("error", ""))
+    except (OSError, ValueError, KeyError, TypeError):
+        return "missing", ""
+
+
+def read_metrics(path: Path) -> pd.DataFrame:
+    """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
+    fields than the header, or no end of line after the last row), or not numbers."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BrokenRun(f"metrics.csv is unreadable ({_first_line(e)})") from None
+    if not text.strip():
+        raise BrokenRun("metrics.csv is empty")
+    if not text.endswith("\n"):
+        raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
+    header, *rows = list(csv.reader(io.StringIO(text)))
+    for i, row in enumerate(rows, 2):
+        if len(row) != len(header):
+            raise BrokenRun(f"metrics.csv is cut (line {i} has {len(row)} of {len(header)} fields)")
+    if not rows:
+        raise BrokenRun("metrics.csv has a header and no rows")
+    if "round" not in header:
+        raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
+    try:
+        return pd.DataFrame(rows, columns=header).apply(pd.to_numeric)
+    except ValueError as e:
+        raise BrokenRun(f"metrics.csv holds a value that is not a number ({_first_line(e)})") from None
 
 
 def load_run(run_dir: Path) -> Run:
-    cfg = flatten(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False))
-    try:   # summary.json as outputs.write_summary writes it (read here without importing torch)
-        status = json.loads((run_dir / "summary.json").read_text())["status"]
-    except (OSError, ValueError, KeyError):
-        status = "missing"
-    return Run(run_dir, {**cfg, **_choices(run_dir)}, pd.read_csv(run_dir / "metrics.csv"), status)
+    """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
+    try:
+        cfg = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)
+    except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
+        raise BrokenRun(f"config.yaml is unreadable ({_first_line(e)})") from None
+    if not isinstance(cfg, dict) or not cfg:
+        raise BrokenRun("config.yaml is empty or not a mapping")
+    metrics = read_metrics(run_dir / "metrics.csv")
+    status, error = _status(run_dir)
+    return Run(run_dir, {**flatten(cfg), **_choices(run_dir)}, metrics, status, error)
 
 
-def load(paths, where: list[str] = ()) -> list[Run]:
-    """All runs under ``paths`` whose config matches every ``KEY=VALUE`` in ``where``."""
-    runs = [load_run(p) for p in find_runs(paths)]
+def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None) -> list[Run]:
+    """All readable runs under ``paths`` whose config matches every ``KEY=VALUE`` in ``where``;
+    each unreadable one is skipped with one ``warn`` line naming it."""
+    runs = []
+    for p in find_runs(paths, warn):
+        try:
+            runs.append(load_run(p))
+        except BrokenRun as e:
+            warn(f"skipped {p}: {e}")
+    require(runs, f"no readable run under {', '.join(map(str, paths))}")
     for cond in where:
         require("=" in cond, f"--where takes KEY=VALUE, got {cond!r}")
         k, v = cond.split("=", 1)
@@ -101,6 +253,57 @@ def load(paths, where: list[str] = ()) -> list[Run]:
         runs = [r for r in runs if _matches(r.config.get(k), v)]
         require(runs, f"no run has {cond}")
     return runs
+
+
+def having(runs: list[Run], columns, warn: Callable[[str], None] = lambda _: None) -> list[Run]:
+    """The runs whose ``metrics.csv`` has every column in ``columns`` (``round``/``time``/
+    ``bytes`` or a metric); the others are skipped with a ``warn`` line each. None having one
+    is a user error."""
+    for c in columns:
+        require(any(r.has(c) for r in runs),
+                f"metrics.csv has no column {c!r} in any run (columns: "
+                f"{', '.join(runs[0].metrics.columns)})")
+    kept = []
+    for r in runs:
+        missing = [c for c in columns if not r.has(c)]
+        if missing:
+            warn(f"skipped {r.path}: metrics.csv has no column {', '.join(map(repr, missing))}")
+        else:
+            kept.append(r)
+    return kept
+
+
+def left_out(runs: list[Run], metric: str | None = None, how: str = "last") -> list[tuple[Run, str]]:
+    """(run, reason) for each run that does not enter a mean of ``metric``; the reason carries
+    the summary's error message when there is one."""
+    out = []
+    for r in runs:
+        why = r.problem(metric, how)
+        if why is not None:
+            out.append((r, f"{why}: {r.error}" if r.error else why))
+    return out
+
+
+def note_runs(runs: list[Run], metric: str | None, final: str | None,
+              warn: Callable[[str], None]) -> None:
+    """One ``warn`` line per run left out of the means of ``metric`` and per pair of runs that
+    are the same run twice (same settings and seeds: both counted)."""
+    for r, why in left_out(runs, metric, final or "last"):
+        warn(f"left out of the mean: {r.path} ({why})")
+    for a, b in same_seed(group(runs, final=final)):
+        warn(f"note: {a.path} and {b.path} have the same settings and seeds (both counted)")
+
+
+def same_seed(groups: list[Group]) -> list[tuple[Run, Run]]:
+    """Pairs of runs of one group that also share their seeds (the same run twice)."""
+    pairs = []
+    for g in groups:
+        first: dict = {}
+        for r in g.runs:
+            if r.seed in first:
+                pairs.append((first[r.seed], r))
+            first.setdefault(r.seed, r)
+    return pairs
 
 
 def config_key(runs: list[Run], key: str) -> str:
@@ -122,12 +325,15 @@ def split(runs: list[Run], keys: list[str]) -> dict[str, list[Run]]:
 
 def order(values) -> tuple:
     """A sort key for tuples of config values: numbers by size, before strings."""
-    return tuple((0, v, "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0, str(v))
-                 for v in values)
+    return tuple((0, v, "") if _number(v) else (1, 0, str(v)) for v in values)
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _matches(value, text: str) -> bool:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if _number(value):
         try:
             return math.isclose(float(value), float(text), rel_tol=1e-9)
         except ValueError:
@@ -135,22 +341,44 @@ def _matches(value, text: str) -> bool:
     return str(value) == text
 
 
+# ----------------------------------------------------------------------------------- grouping
+
+
 def is_replicate(key: str) -> bool:
     return key == "seed" or key.endswith(".seed")
 
 
-def group(runs: list[Run], ignore=()) -> list[Group]:
-    """Runs grouped by their config without replicate keys (and without ``ignore``), labelled."""
+def is_run_control(key: str, final: str | None = None) -> bool:
+    """Keys that cannot change the compared numbers: checkpointing, resume, data location,
+    oracle chunking, Hydra and logger settings, and ``eval_every`` when the compared value is
+    the last evaluation (``final="last"``; with ``"tail"`` the cadence decides which
+    evaluations are averaged)."""
+    head = key.split(".")[0]
+    return (key in RUN_CONTROL or head == "hydra" or head.startswith("logger")
+            or (final == "last" and key == "eval_every"))
+
+
+def settings(run: Run, final: str | None = None, ignore=()) -> dict:
+    """The config keys of ``run`` that decide its numbers (no replicate, run-control or
+    ``ignore`` keys)."""
+    return {k: v for k, v in run.config.items()
+            if not is_replicate(k) and not is_run_control(k, final) and k not in ignore}
+
+
+def group(runs: list[Run], ignore=(), final: str | None = None, shown=()) -> list[Group]:
+    """Runs grouped by :func:`settings` (so only seeds and run control differ within a group),
+    labelled by the keys that tell the groups apart beyond the ``shown`` ones (a figure's
+    panel keys). ``final`` as in :func:`is_run_control`."""
     groups: dict[tuple, Group] = {}
     for r in runs:
-        key = tuple(sorted((k, v) for k, v in r.config.items() if not is_replicate(k) and k not in ignore))
+        key = tuple(sorted(settings(r, final, ignore).items(), key=lambda kv: kv[0]))
         groups.setdefault(key, Group(key, [])).runs.append(r)
     out = list(groups.values())
-    keys = label_keys([g.config for g in out])
+    keys = label_keys([g.config for g in out], given=shown)
     for g in out:
         g.label_values = {k: g.config[k] for k in keys if k in g.config}
         g.label = ", ".join(f"{short(k)}={fmt(v)}" for k, v in g.label_values.items()) or "all runs"
-    return sorted(out, key=lambda g: order(g.config.get(k, "") for k in keys))
+    return sorted(out, key=lambda g: order(g.config.get(k, "") for k in [*shown, *keys]))
 
 
 def _priority(key: str) -> tuple:
@@ -161,19 +389,35 @@ def _priority(key: str) -> tuple:
     return (0 if key.endswith(".name") else 2, key)
 
 
-def label_keys(configs: list[dict]) -> list[str]:
-    """The keys that tell ``configs`` apart: names first, then top-level keys, then the rest,
-    then group choices; a key is kept only if it splits configs the kept keys do not."""
+def _differing(configs: list[dict]) -> list[str]:
     keys = {k for c in configs for k in c}
-    differing = [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
-    kept: list[str] = []
+    return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
-    def classes(ks):
-        return len({tuple(repr(c.get(k)) for k in ks) for c in configs})
-    for k in sorted(differing, key=_priority):
-        if classes(kept + [k]) > classes(kept):
+
+def _classes(configs: list[dict], keys) -> int:
+    return len({tuple(repr(c.get(k)) for k in keys) for c in configs})
+
+
+def shared(runs: list[Run]) -> dict:
+    """The :func:`settings` all ``runs`` share (a figure's caption)."""
+    first = settings(runs[0])
+    return {k: v for k, v in first.items() if all(repr(settings(r).get(k)) == repr(v) for r in runs)}
+
+
+def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]:
+    """The keys that tell ``configs`` apart beyond the ``given`` ones: names first, then
+    top-level keys, then the rest, then group choices (keys for which ``last`` holds after
+    all of them); a key is kept only if it splits configs the kept keys do not."""
+    kept: list[str] = []
+    for k in sorted(set(_differing(configs)) - set(given), key=lambda k: (last(k), _priority(k))):
+        if _classes(configs, [*given, *kept, k]) > _classes(configs, [*given, *kept]):
             kept.append(k)
     return kept
+
+
+def _function_of(configs: list[dict], key: str, keys) -> bool:
+    """Whether ``key``'s value is fixed by the values of ``keys`` across ``configs``."""
+    return _classes(configs, [*keys, key]) == _classes(configs, keys)
 
 
 def short(key: str) -> str:
@@ -185,38 +429,72 @@ def fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def band(g: Group, x: str, y: str) -> pd.DataFrame:
-    """Per evaluated round: mean of x, and mean / std / count of y over the group's runs.
+def band(runs: list[Run], x: str, y: str) -> pd.DataFrame:
+    """Per evaluated round: mean of x, and mean / std / count of y over ``runs``.
 
     Runs are aligned on the round column; rounds not reached by every run use the runs that
     reached them (count says how many)."""
     frames = [pd.DataFrame({"round": r.column("round"), "x": r.column(x), "y": r.column(y)})
-              for r in g.runs]
+              for r in runs]
     stacked = pd.concat(frames, keys=range(len(frames)))
     agg = stacked.groupby("round").agg(x=("x", "mean"), mean=("y", "mean"), std=("y", "std"),
                                        count=("y", "size"))
     return agg.fillna({"std": 0.0}).reset_index()
 
 
-def final_stats(g: Group, metric: str) -> tuple[float, float, int]:
-    """Mean, std (ddof 1; 0 for one run) and count of the runs' last ``metric`` value."""
-    vals = np.array([r.final(metric) for r in g.runs])
-    return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else 0.0, len(vals)
+# ------------------------------------------------------------------------------------- slopes
 
 
-def slope(runs: list[Run], key: str, metric: str = "stationarity") -> list[dict]:
+def fit_line(xs, ys) -> tuple[float, float, float]:
+    """Least-squares slope, intercept and R^2 of ``ys`` on ``xs``."""
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    b, a = np.polyfit(xs, ys, 1)
+    ss = float(((ys - ys.mean()) ** 2).sum())
+    r2 = 1.0 - float(((ys - (a + b * xs)) ** 2).sum()) / ss if ss > 0 else 1.0
+    return float(b), float(a), r2
+
+
+def slope(runs: list[Run], key: str, metric: str = "stationarity", final: str = "last",
+          warn: Callable[[str], None] = lambda _: None) -> list[dict]:
     """Least-squares slope of log(final metric) against log(key) (FedNMap Figs. 3b, 4b), one fit
-    per group of the other keys. The final metric is the mean over seeds of the last value."""
+    per group of the other keys, on the means over seeds; with R^2, and with several seeds
+    a fit per seed (``seed_slopes``: the slopes of the seeds present at two or more values of
+    ``key``). Runs that do not count (diverged, unfinished, non-finite) leave their point's
+    mean; a point with none left is dropped with a ``warn`` line."""
     require(all(key in r.config for r in runs), f"--slope {key}: some runs have no config key {key!r}")
     fits = []
-    for curve in group(runs, ignore=(key, *determined_by(runs, key))):
-        pts = sorted((v, final_stats(g, metric)[0]) for v, g in _by(curve.runs, key).items())
-        require(len(pts) >= 2, f"--slope {key}: need at least two values of {key}, got {len(pts)}")
-        xs, ys = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
-        require(np.isfinite(ys).all(), f"--slope {key}: final {metric} must be positive and finite")
-        b, a = np.polyfit(xs, ys, 1)
-        fits.append({"label": curve.label, "slope": float(b), "intercept": float(a), "points": pts})
+    for curve in group(runs, ignore=(key, *determined_by(runs, key)), final=final):
+        pts, per_seed = [], {}
+        for v, rs in sorted(_by(curve.runs, key).items(), key=lambda kv: order([kv[0]])):
+            cell = Cell.of(rs, metric, final)
+            if cell.n == 0:
+                warn(f"--slope {key}: no point at {key}={fmt(v)} ({cell.text()})")
+                continue
+            require(_number(v) and v > 0 and cell.mean > 0, f"--slope {key}: {key} and the final {metric} must "
+                    f"be positive for a log-log fit ({key}={fmt(v)}, mean {cell.mean:g})")
+            pts.append((v, cell.mean, cell.std, cell.n, cell.text(".4g")))
+            for r in rs:
+                if r.problem(metric, final) is None:
+                    per_seed.setdefault(r.seed, []).append((v, r.final(metric, final)))
+        where = f" ({curve.label})" if curve.label != "all runs" else ""
+        require(len(pts) >= 2, f"--slope {key}{where}: need final {metric} at two or more values "
+                f"of {key}, got {len(pts)}")
+        b, a, r2 = fit_line(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]))
+        seed_slopes = [fit_line(np.log([p[0] for p in ps]), np.log([p[1] for p in ps]))[0]
+                       for ps in per_seed.values() if len({p[0] for p in ps}) >= 2 and
+                       all(p[1] > 0 for p in ps)]
+        fits.append({"label": curve.label, "slope": b, "intercept": a, "r2": r2, "points": pts,
+                     "seed_slopes": seed_slopes if len(seed_slopes) > 1 else []})
     return fits
+
+
+def seed_interval(fit: dict) -> str:
+    """``-1.44 ± 0.02 (min -1.46, max -1.42; 3 seeds)`` from a fit's per-seed slopes, or ``""``."""
+    s = np.array(fit["seed_slopes"])
+    if len(s) < 2:
+        return ""
+    return (f"{s.mean():.3f} ± {s.std(ddof=1):.3f} (min {s.min():.3f}, max {s.max():.3f}; "
+            f"{len(s)} seeds)")
 
 
 def determined_by(runs: list[Run], key: str) -> list[str]:
@@ -226,38 +504,95 @@ def determined_by(runs: list[Run], key: str) -> list[str]:
     by_key = _by(runs, key).values()
     return sorted(k for k in keys
                   if len({repr(r.config.get(k)) for r in runs}) > 1
-                  and all(len({repr(r.config.get(k)) for r in g.runs}) == 1 for g in by_key))
+                  and all(len({repr(r.config.get(k)) for r in rs}) == 1 for rs in by_key))
 
 
 def _by(runs: list[Run], key: str) -> dict:
     out: dict = {}
     for r in runs:
-        out.setdefault(r.config[key], []).append(r)
-    return {v: Group((), rs) for v, rs in out.items()}
+        out.setdefault(r.config.get(key), []).append(r)
+    return out
 
 
-def unfinished(runs: list[Run]) -> list[Run]:
-    return [r for r in runs if r.status != "finished"]
+# ---------------------------------------------------------------------------------- scripts
+
+
+def add_arguments(p) -> None:
+    """The arguments scripts/plot.py and scripts/tables.py share (argparse parser ``p``)."""
+    p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
+                   help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
+                        "such as algorithm=fedcanon_fig2/fedavg); repeatable")
+    p.add_argument("--final", choices=FINALS, default="last",
+                   help="a run's final value: its last evaluation (last, the default) or the mean "
+                        "of its last 10%% of evaluations, at least one (tail)")
+
+
+def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
+    """Run ``body(warn)``, ``warn`` printing one ``prog: ...`` line on stderr; a user error or
+    an unreadable / unwritable file is one line and exit code 2, anything else one line and
+    exit code 1: never a traceback."""
+    def warn(message: str) -> None:
+        print(f"{prog}: {message}", file=sys.stderr)
+    try:
+        return body(warn)
+    except (UserError, OSError) as e:
+        warn(f"error: {describe(e)}")
+        return 2
+    except Exception as e:  # noqa: BLE001 -- a bug: still one line, with its type
+        warn(f"error: unexpected {type(e).__name__}: {_first_line(e)}")
+        return 1
 
 
 # ----------------------------------------------------------------------------------- tables
 
 
-def pivot(runs: list[Run], metric: str, column: str = "algorithm.name"):
-    """Final ``metric`` (mean, std, count) per row x column, the columns being the values of
-    ``column`` and the rows the groups of everything else. Returns (row keys, rows, columns,
-    cells) with cells[(row index, column value)] = (mean, std, count)."""
-    require(all(column in r.config for r in runs), f"some runs have no config key {column!r}")
-    cols = list(dict.fromkeys(r.config[column] for r in runs))
-    algo = column.split(".")[0]
-    related = {k for r in runs for k in r.config if k.split(".")[0] in (algo, f"{CHOICE}{algo}")}
-    rows = group(runs, ignore=related)
-    cells = {}
-    for i, row in enumerate(rows):
-        for c, g in _by(row.runs, column).items():
-            cells[(i, c)] = final_stats(g, metric)
-    row_keys = list(dict.fromkeys(k for row in rows for k in row.label_values))
-    return row_keys, rows, cols, cells
+@dataclass
+class Table:
+    row_keys: list[str]       # the config keys naming the rows
+    rows: list[dict]          # per row: its values of row_keys
+    cols: list                # the values of the column key
+    headers: list[str]        # per column: its value, plus keys fixed by it alone
+    cells: dict               # (row index, column value) -> Cell (absent: no such runs)
+
+
+def _namespace(key: str) -> str:
+    return key.removeprefix(CHOICE).split(".")[0]
+
+
+def pivot(runs: list[Run], metric: str, column: str = "algorithm.name", final: str = "last") -> Table:
+    """Final ``metric`` per row x column: the columns are the values of ``column``, the rows the
+    values of the keys that, with the column, tell every group apart (:func:`group`), so a cell
+    holds exactly one group and nothing is pooled. The column's own parameters (keys in its
+    namespace, e.g. ``algorithm.*`` for ``algorithm.name``) name no rows when the column and
+    the row keys fix them; another key fixed by the column alone is shown in the column header;
+    any other difference becomes a row key of its own."""
+    column = config_key(runs, column)
+    require(all(column in r.config for r in runs), f"some runs have no config key {short(column)!r}")
+    groups = group(runs, ignore=(), final=final)
+    configs = [g.config for g in groups]
+    ns = _namespace(column)
+    own = lambda k: _namespace(k) == ns  # noqa: E731
+    row_keys = label_keys(configs, given=[column], last=own)
+    header_keys = []
+    for k in sorted(set(_differing(configs)) - {column, *row_keys}, key=_priority):
+        if own(k) or _function_of(configs, k, row_keys):
+            continue
+        (header_keys if _function_of(configs, k, [column]) else row_keys).append(k)
+    cols = list(dict.fromkeys(r.config[column] for r in runs))   # the sweep's order
+    if all(_number(c) for c in cols):
+        cols.sort()
+    rows, cells = [], {}
+    for g in groups:
+        values = {k: g.config.get(k) for k in row_keys}
+        if values not in rows:
+            rows.append(values)
+        cell = (rows.index(values), g.config[column])
+        assert cell not in cells, "two groups in one cell"   # by the choice of row_keys
+        cells[cell] = Cell.of(g.runs, metric, final)
+    by_col = {g.config[column]: g.config for g in groups}
+    headers = [fmt(c) + (" (" + ", ".join(f"{short(k)}={fmt(by_col[c].get(k))}" for k in header_keys)
+                         + ")" if header_keys else "") for c in cols]
+    return Table(row_keys, rows, cols, headers, cells)
 
 
 def markdown(header: list[str], body: list[list[str]]) -> str:
@@ -266,53 +601,56 @@ def markdown(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _row_cells(row_keys, row: Group) -> list[str]:
-    return [fmt(row.label_values[k]) if k in row.label_values else "" for k in row_keys]
+def _row_cells(t: Table, i: int) -> list[str]:
+    return ["" if t.rows[i][k] is None else fmt(t.rows[i][k]) for k in t.row_keys]
 
 
-def accuracy_table(runs: list[Run], metric: str = "test_acc", column: str = "algorithm.name") -> str:
-    """FedCanon Table VI: final ``metric`` mean +- std per (dataset, model, partition, ...) row and
-    algorithm column; the best mean of each row in bold."""
-    row_keys, rows, cols, cells = pivot(runs, metric, column)
+def accuracy_table(runs: list[Run], metric: str = "test_acc", column: str = "algorithm.name",
+                   final: str = "last") -> str:
+    """FedCanon Table VI: final ``metric`` mean +- std (n runs) per row and ``column`` value;
+    the best mean of each row in bold."""
+    t = pivot(runs, metric, column, final)
     pick = min if metric in LOWER_IS_BETTER else max
+    spec = ".4f" if metric == "test_acc" else ".4g"   # stationarity can be 1e-5
     body = []
-    for i, row in enumerate(rows):
-        best = pick(cells[(i, c)][0] for c in cols if (i, c) in cells)
+    for i in range(len(t.rows)):
+        means = [t.cells[(i, c)].mean for c in t.cols if (i, c) in t.cells and t.cells[(i, c)].n]
+        best = pick(means) if len(means) > 1 else None
         texts = []
-        for c in cols:
-            m, s, _ = cells.get((i, c), (math.nan, math.nan, 0))
-            text = "" if (i, c) not in cells else f"{m:.4f} ± {s:.4f}"
-            texts.append(f"**{text}**" if text and m == best else text)
-        body.append(_row_cells(row_keys, row) + texts)
-    return markdown([short(k) for k in row_keys] + [str(c) for c in cols], body)
+        for c in t.cols:
+            cell = t.cells.get((i, c))
+            text = "" if cell is None else cell.text(spec)
+            texts.append(f"**{text}**" if cell is not None and cell.n and cell.mean == best else text)
+        body.append(_row_cells(t, i) + texts)
+    return markdown([short(k) for k in t.row_keys] + t.headers, body)
 
 
-def time_table(runs: list[Run], reference: str = "fedcanon", column: str = "algorithm.name") -> str:
-    """FedCanon Table V: total training time (s) at the last round, mean +- std over seeds, per K
-    (rows) and algorithm (columns), with the ratio to ``reference`` at the same K and the ratio
-    to the same algorithm at the previous K."""
+def time_table(runs: list[Run], reference: str = "fedcanon", column: str = "algorithm.name",
+               final: str = "last") -> str:
+    """FedCanon Table V: total training time (s) at the last round, mean +- std over seeds (n
+    runs), per K (rows) and ``column`` value, with the ratio to ``reference`` at the same K and
+    the ratio to the same column value at the previous K."""
     require(all("K" in r.config for r in runs), "some runs have no config key 'K'")
-    row_keys, rows, cols, cells = pivot(runs, "time_s", column)
-    require(row_keys == ["K"] or len(rows) == 1,
-            f"Table V varies K only; these runs also differ in {', '.join(k for k in row_keys if k != 'K')}"
-            " (filter them with --where)")
-    ref = reference if reference in cols else cols[0]
-    order = sorted(range(len(rows)), key=lambda i: rows[i].config.get("K", 0))
+    t = pivot(runs, "time_s", column, final)
+    require(set(t.row_keys) <= {"K"},
+            f"Table V varies K only; these runs also differ in "
+            f"{', '.join(short(k) for k in t.row_keys if k != 'K')} (filter them with --where)")
+    ref = reference if reference in t.cols else t.cols[0]
+    mean = {ic: c.mean for ic, c in t.cells.items() if c.n}
     body, prev = [], None
-    for i in order:
-        cells_i = []
-        for c in cols:
-            if (i, c) not in cells:
-                cells_i.append("")
+    for i in sorted(range(len(t.rows)), key=lambda i: order([t.rows[i].get("K", 0)])):
+        texts = []
+        for c in t.cols:
+            if (i, c) not in t.cells:
+                texts.append("")
                 continue
-            m, s, _ = cells[(i, c)]
             notes = []
-            if c != ref and (i, ref) in cells:
-                notes.append(f"{m / cells[(i, ref)][0]:.2f}× {ref}")
-            if prev is not None and (prev, c) in cells:
-                notes.append(f"{m / cells[(prev, c)][0]:.2f}× prev. K")
-            cells_i.append(f"{m:.1f} ± {s:.1f}" + (f" ({'; '.join(notes)})" if notes else ""))
-        body.append([fmt(rows[i].config.get("K"))] + cells_i)
+            if (i, c) in mean and c != ref and (i, ref) in mean:
+                notes.append(f"{mean[(i, c)] / mean[(i, ref)]:.2f}× {ref}")
+            if (i, c) in mean and prev is not None and (prev, c) in mean:
+                notes.append(f"{mean[(i, c)] / mean[(prev, c)]:.2f}× prev. K")
+            texts.append(t.cells[(i, c)].text(".1f") + (f" [{'; '.join(notes)}]" if notes else ""))
+        k = t.rows[i].get("K", runs[0].config["K"])
+        body.append([fmt(k)] + texts)
         prev = i
-    return markdown(["K"] + [str(c) for c in cols], body)
-
+    return markdown(["K"] + t.headers, body)

@@ -1,8 +1,11 @@
-"""scripts/plot.py and scripts/tables.py over fake run folders (config.yaml + metrics.csv)
-whose numbers are known, plus one real tiny sweep on digits fed through both scripts."""
+"""scripts/plot.py and scripts/tables.py over run folders laid out as fedrun writes them
+(config.yaml + metrics.csv + summary.json, numbers known), run from the command line as a user
+would, plus one real tiny sweep on digits fed through both scripts."""
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import subprocess
 import sys
@@ -12,8 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from omegaconf import OmegaConf
 
-from fedprox_cli import plotting, report
+from fedprox_cli import curves, plotting, report
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -21,9 +25,35 @@ import plot as plot_script  # noqa: E402
 import tables as tables_script  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+# config.yaml of `fedrun dataset=digits model=linear T=2 K=2 n=3 B=8 eval_every=1 device=cpu`
+REAL = yaml.safe_load("""
+dataset: {name: digits}
+partition: {name: dirichlet, alpha: 0.5, seed: 0, min_size: 10}
+model: {name: linear, init: default}
+regularizer: {name: l1, lam: 1.0e-05}
+compressor: {name: identity}
+algorithm: {name: fedcanon, alpha: 0.2, beta: 0.02}
+T: 2
+K: 2
+'n': 3
+B: 8
+seed: 0
+device: cpu
+dtype: float32
+eval_every: 1
+engine: auto
+participation: 1.0
+checkpoint_every: 10
+keep_checkpoint: false
+resume: true
+data: {root: null}
+oracle: {chunk: auto, eval_batch: 4096, memory_gb: 4}
+metrics: {stationarity_step: null, train_samples: null}
+""")
 
 
-def fake_run(root: Path, name: str, config: dict, **columns) -> Path:
+def fake_run(root: Path, name: str, config: dict, status: str = "finished", **columns) -> Path:
     d = root / name
     d.mkdir(parents=True)
     (d / "config.yaml").write_text(yaml.safe_dump(config))
@@ -31,8 +61,293 @@ def fake_run(root: Path, name: str, config: dict, **columns) -> Path:
     base = {"round": np.arange(rounds) * 5, "time_s": np.arange(rounds, dtype=float),
             "bytes_up": np.arange(rounds) * 100, "bytes_down": np.arange(rounds) * 200}
     pd.DataFrame({**base, **columns}).to_csv(d / "metrics.csv", index=False)
-    (d / "summary.json").write_text('{"status": "finished"}')
+    summary = {"status": status} | ({"error": "objective is inf after round 10"}
+                                    if status == "diverged" else {})
+    (d / "summary.json").write_text(json.dumps(summary))
     return d
+
+
+def real(seed=0, **dotted) -> dict:
+    """REAL with ``seed`` (and partition.seed) and dotted overrides (``algorithm.beta=0.05``)."""
+    c = copy.deepcopy(REAL)
+    for key, v in {"seed": seed, "partition.seed": seed, **dotted}.items():
+        *path, last = key.split(".")
+        node = c
+        for p in path:
+            node = node[p]
+        node[last] = v
+    return c
+
+
+def acc_run(root, name, acc, status="finished", **cfg):
+    """A real-layout run whose test accuracy ends at ``acc`` (losses inf at the end if diverged)."""
+    loss = [2.0, 1.0, np.inf if status == "diverged" else 0.5]
+    return fake_run(root, name, real(**cfg), status, train_loss=loss, objective=loss,
+                    test_acc=[0.1, 0.5, acc], stationarity=[1.0, 0.5, 0.2])
+
+
+def cli(script: str, *args, cwd=None) -> subprocess.CompletedProcess:
+    """``python scripts/<script> ARGS`` as a user runs it."""
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)],
+                          env=ENV, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def table_rows(stdout: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in stdout.splitlines()
+            if line.startswith("|") and not line.startswith("|---")]
+
+
+# ------------------------------------------------------------------- grouping, from the CLI
+
+
+def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_path):
+    """The bug of issue 13: algorithm.beta=0.01,0.05,0.1 printed one pooled cell."""
+    for beta, acc in ((0.01, 0.6), (0.05, 0.7), (0.1, 0.8)):
+        acc_run(tmp_path, f"b{beta}", acc, **{"algorithm.beta": beta})
+    p = cli("tables.py", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert table_rows(p.stdout) == [["algorithm.beta", "fedcanon"], ["0.01", "0.6000 (n=1)"],
+                                    ["0.05", "0.7000 (n=1)"], ["0.1", "0.8000 (n=1)"]]
+    p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
+    assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"],
+                                    ["0.6000 (n=1)", "0.7000 (n=1)", "**0.8000 (n=1)**"]]
+
+
+def test_an_alpha_beta_grid_keeps_every_cell(tmp_path):
+    """fedcanon_fig1's grid with --column algorithm.beta: alpha rows x beta columns."""
+    for i, alpha in enumerate((0.01, 0.1)):
+        for j, beta in enumerate((0.005, 0.05)):
+            acc_run(tmp_path, f"a{alpha}_b{beta}", 0.5 + i / 10 + j / 100,
+                    **{"algorithm.alpha": alpha, "algorithm.beta": beta})
+    rows = table_rows(cli("tables.py", tmp_path, "--column", "algorithm.beta").stdout)
+    assert rows == [["algorithm.alpha", "0.005", "0.05"],
+                    ["0.01", "0.5000 (n=1)", "**0.5100 (n=1)**"],
+                    ["0.1", "0.6000 (n=1)", "**0.6100 (n=1)**"]]
+
+
+def test_three_seeds_give_mean_pm_std_with_n3_and_run_control_keys_do_not_split(tmp_path):
+    for seed, acc in enumerate((0.70, 0.71, 0.72)):
+        acc_run(tmp_path, f"s{seed}", acc, seed=seed, checkpoint_every=seed, resume=bool(seed),
+                **{"data.root": f"/data{seed}", "oracle.chunk": seed + 1})
+    p = cli("tables.py", tmp_path)
+    assert table_rows(p.stdout) == [["fedcanon"], [f"0.7100 ± {np.std([0, .01, .02], ddof=1):.4f} (n=3)"]]
+
+
+def test_eval_every_splits_only_when_it_changes_the_compared_value(tmp_path):
+    for seed, every in enumerate((1, 2)):
+        acc_run(tmp_path, f"s{seed}", 0.7, seed=seed, eval_every=every)
+    assert len(table_rows(cli("tables.py", tmp_path).stdout)) == 2            # one cell, n=2
+    assert "(n=2)" in cli("tables.py", tmp_path).stdout
+    tail = table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)   # tail: cadence matters
+    assert tail[0] == ["eval_every", "fedcanon"] and len(tail) == 3
+
+
+def test_a_diverged_run_is_reported_not_averaged(tmp_path):
+    for seed, acc in enumerate((0.70, 0.72)):
+        acc_run(tmp_path, f"ok{seed}", acc, seed=seed)
+    bad = acc_run(tmp_path, "div", 0.1, "diverged", seed=2)
+    lone = acc_run(tmp_path, "div_beta", 0.1, "diverged", **{"algorithm.beta": 1000.0})
+    p = cli("tables.py", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert table_rows(p.stdout)[1:] == [["0.02", f"0.7100 ± {np.std([.7, .72], ddof=1):.4f} (n=2; diverged 1 of 3)"],
+                                        ["1000", "diverged (1 of 1)"]]
+    lines = p.stderr.splitlines()
+    assert f"tables.py: left out of the mean: {bad} (diverged: objective is inf after round 10)" in lines
+    assert sum(str(lone) in line for line in lines) == 1
+
+
+def test_unfinished_and_non_finite_runs_are_left_out_and_counted(tmp_path):
+    acc_run(tmp_path, "ok", 0.7)
+    acc_run(tmp_path, "running", 0.2, "running", seed=1)
+    fake_run(tmp_path, "nan", real(seed=2), train_loss=[1.0], objective=[1.0], test_acc=[np.nan],
+             stationarity=[1.0])
+    p = cli("tables.py", tmp_path)
+    assert table_rows(p.stdout)[1] == ["0.7000 (n=1; non-finite 1, running 1 of 3)"]
+    assert len([line for line in p.stderr.splitlines() if "left out of the mean" in line]) == 2
+
+
+def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
+    for seed in range(2):
+        acc_run(tmp_path, f"ok{seed}", 0.7, seed=seed)
+    empty = acc_run(tmp_path, "empty", 0.7, seed=3)
+    (empty / "metrics.csv").write_text("")
+    cut = acc_run(tmp_path, "cut", 0.7, seed=4)
+    (cut / "metrics.csv").write_text((cut / "metrics.csv").read_text()[:-20])
+    short = acc_run(tmp_path, "short_row", 0.7, seed=5)
+    text = (short / "metrics.csv").read_text().splitlines()
+    (short / "metrics.csv").write_text("\n".join(text[:-1] + [text[-1].rsplit(",", 3)[0]]) + "\n")
+    unreadable = acc_run(tmp_path, "badyaml", 0.7, seed=6)
+    (unreadable / "config.yaml").write_text("algorithm: {name: [fedcanon\n")
+    no_acc = fake_run(tmp_path, "no_acc", real(seed=7), train_loss=[1.0], objective=[1.0],
+                      stationarity=[1.0])
+    for script in ("tables.py", "plot.py"):
+        args = ["--out", tmp_path / "fig.png"] if script == "plot.py" else []
+        p = cli(script, tmp_path, *args)
+        assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+        assert "(n=2)" in p.stdout
+        for run, why in ((empty, "metrics.csv is empty"), (cut, "metrics.csv is cut"),
+                         (short, "metrics.csv is cut (line 4 has 5 of 8 fields)"),
+                         (unreadable, "config.yaml is unreadable"),
+                         (no_acc, "metrics.csv has no column 'test_acc'")):
+            (line,) = [x for x in p.stderr.splitlines() if str(run) + ":" in x]
+            assert line.startswith(f"{script}: skipped {run}: {why}")
+
+
+def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
+    for script, args in (("tables.py", [tmp_path]), ("plot.py", [tmp_path]),
+                         ("tables.py", [tmp_path / "nope"])):
+        p = cli(script, *args)
+        assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
+        assert p.stderr.startswith(f"{script}: error: no ")
+    acc_run(tmp_path, "ok", 0.7)
+    p = cli("plot.py", tmp_path, "--y", "no_such_metric")
+    assert p.returncode == 2 and "no column 'no_such_metric'" in p.stderr
+    assert len(p.stderr.splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------- figures
+
+
+def test_out_honours_the_extension_and_creates_missing_folders(tmp_path):
+    for n in (10, 20, 40):
+        acc_run(tmp_path / "runs", f"n{n}", 0.7, n=n)
+    checks = {"pdf": lambda b: b.startswith(b"%PDF-"), "png": lambda b: b.startswith(PNG),
+              "svg": lambda b: b.lstrip().startswith(b"<?xml") and b"<svg" in b[:500]}
+    for ext, is_format in checks.items():
+        out = tmp_path / "new" / ext / f"figure.{ext}"
+        p = cli("plot.py", tmp_path / "runs", "--out", out)
+        assert p.returncode == 0, p.stderr
+        assert is_format(out.read_bytes())
+    out = tmp_path / "more" / "slope.svg"
+    p = cli("plot.py", tmp_path / "runs", "--slope", "n", "--out", out)
+    assert p.returncode == 0, p.stderr
+    assert checks["svg"](out.read_bytes())
+    p = cli("plot.py", tmp_path / "runs", "--out", tmp_path / "runs" / "n10" / "metrics.csv" / "x.png")
+    assert p.returncode == 2 and "Traceback" not in p.stderr   # a file where a folder must be
+    assert [x for x in p.stderr.splitlines() if "error" in x] == [
+        f"plot.py: error: File exists: {tmp_path / 'runs' / 'n10' / 'metrics.csv'}"]
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """The figures plot.py draws, kept open instead of closed after saving."""
+    kept = []
+
+    def keep(fig, path):
+        kept.append(fig)
+        Path(path).write_bytes(b"")
+    monkeypatch.setattr(curves, "save_figure", keep)
+    monkeypatch.setattr(plotting, "save_figure", keep)
+    return kept
+
+
+def _lines(fig):
+    return [line for ax in fig.axes for line in ax.get_lines()]
+
+
+def test_diverged_run_is_drawn_and_marked_where_it_diverged(tmp_path, figures, capsys):
+    acc_run(tmp_path, "ok", 0.7)
+    fake_run(tmp_path, "div", real(seed=1, **{"algorithm.beta": 1.0}), "diverged",
+             train_loss=[2.0, 3.0, 50.0, np.inf], objective=[2.0, 3.0, 50.0, np.inf],
+             test_acc=[.1, .2, .3, .1], stationarity=[1.0, 2.0, 9.0, np.nan])
+    assert plot_script.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "f.png")]) == 0
+    out, err = capsys.readouterr()
+    assert "algorithm.beta=1: diverged (1 run, not in the mean; marked at the last finite point)" in out
+    assert f"left out of the mean: {tmp_path / 'div'}" in err
+    (fig,) = figures
+    xs = [tuple(line.get_xydata()[0]) for line in _lines(fig) if line.get_marker() == "x"]
+    assert xs == [(10.0, 50.0)]   # round 10, the last finite loss
+
+
+def test_coinciding_curves_stay_distinguishable_and_are_named(tmp_path, figures, capsys):
+    for beta in (0.01, 0.02):
+        acc_run(tmp_path, f"b{beta}", 0.7, **{"algorithm.beta": beta})
+    assert plot_script.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
+    out, err = capsys.readouterr()
+    assert "algorithm.beta=0.02 (n=1; identical to algorithm.beta=0.01)" in out
+    assert "identical to float precision" in err
+    (fig,) = figures
+    a, b = _lines(fig)
+    assert (a.get_linestyle(), a.get_marker()) != (b.get_linestyle(), b.get_marker())
+
+
+def test_one_legend_below_axes_shared_settings_in_title_integer_round_ticks(tmp_path, figures):
+    for i, beta in enumerate((0.01, 0.02)):
+        for seed in range(2):
+            fake_run(tmp_path, f"b{beta}_{seed}", real(seed, **{"algorithm.beta": beta}),
+                     train_loss=[1.0] * 3, objective=[1.0] * 3, test_acc=[.1, .2, .3 + i / 10],
+                     stationarity=[1.0, 0.3, 0.1 + i / 100])
+    assert plot_script.main([str(tmp_path), "--y", "stationarity", "--panels", "partition.name",
+                             "--out", str(tmp_path / "f.png")]) == 0
+    (fig,) = figures
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
+    assert fig.legends[0].get_bbox_to_anchor().y1 <= fig.bbox.y0 + 1   # hangs below the axes
+    title = fig._suptitle.get_text()
+    assert "fedcanon (alpha=0.2)" in title and "digits" in title and "n=3, K=2, B=8" in title
+    assert "seeds 0, 1" in title
+    ax = fig.axes[0]
+    assert all(float(t).is_integer() for t in ax.get_xticks())
+    assert ax.get_yscale() == "log"
+    assert {t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()} >= {"0.2", "0.5"}
+
+
+def test_slope_has_r2_and_a_seed_interval(tmp_path):
+    """Per seed a power law of its own: the interval is over the per-seed slopes."""
+    for seed, b in enumerate((-1.4, -1.5, -1.6)):
+        for n in (10, 20, 50, 100):
+            fake_run(tmp_path, f"n{n}_s{seed}", real(seed, n=n), train_loss=[1.0, 1.0],
+                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, 3.0 * n ** b])
+    p = cli("tables.py", tmp_path, "--slope", "n")
+    (head, row) = table_rows(p.stdout)
+    assert head[:4] == ["group", "slope of log final stationarity vs log n", "R²", "per-seed slopes"]
+    assert row[3] == "-1.500 ± 0.100 (min -1.600, max -1.400; 3 seeds)"
+    assert 0.99 < float(row[2]) <= 1.0
+    p = cli("plot.py", tmp_path, "--slope", "n", "--out", tmp_path / "s.png")
+    assert "per seed -1.500 ± 0.100" in p.stdout and "R² " in p.stdout
+
+
+def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):
+    acc = np.r_[np.zeros(18), 0.6, 0.8]          # 20 evaluations: tail = mean of the last 2
+    fake_run(tmp_path, "r", real(), train_loss=np.ones(20), objective=np.ones(20),
+             test_acc=acc, stationarity=np.ones(20))
+    assert table_rows(cli("tables.py", tmp_path).stdout)[1] == ["0.8000 (n=1)"]
+    assert table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)[1] == ["0.7000 (n=1)"]
+
+
+# ------------------------------------------------------------------------ one run's figure
+
+
+def test_run_title_names_steps_regularizer_data_and_partition():
+    want = ("fedcanon (alpha=0.2, beta=0.02) · reg. l1 (lam=1e-05)\n"
+            "digits · linear (init=default) · n=3, K=2, B=8, T=2 · partition dirichlet "
+            "(alpha=0.5, min_size=10)")
+    assert plotting.run_title(REAL) == want
+    assert plotting.run_title(OmegaConf.create(REAL)) == want
+    assert "compressor topk (r=0.1)" in plotting.run_title(real(**{"compressor.name": "topk",
+                                                                    "compressor.r": 0.1}))
+
+
+def test_metrics_png_of_a_diverged_run(tmp_path, figures):
+    d = fake_run(tmp_path, "div", real(), "diverged", train_loss=[2.0, 1.0, np.inf],
+                 objective=[2.1, 1.1, np.inf], test_acc=[.1, .4, .1], stationarity=[1.0, 0.1, np.nan])
+    plotting.plot_run(d / "metrics.csv", d / "metrics.png", title="t")
+    (fig,) = figures
+    loss, acc, stat = fig.axes
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "test accuracy (%)",
+                                                    "stationarity ||G_s(x)||²"]
+    assert loss.get_yscale() == stat.get_yscale() == "log"
+    marks = [tuple(line.get_xydata()[0]) for line in loss.get_lines() if line.get_marker() == "x"]
+    assert marks == [(5.0, 1.0), (5.0, 1.1)]
+    assert any("diverged (round 10" in t.get_text() for t in fig.legends[0].get_texts())
+
+
+def test_metrics_png_is_written(tmp_path):
+    d = acc_run(tmp_path, "div", 0.2, "diverged")
+    plotting.plot_run(d / "metrics.csv", d / "metrics.png", title=plotting.run_title(REAL))
+    assert (d / "metrics.png").read_bytes()[:8] == PNG
+
+
+# ------------------------------------------------------------ grouping and tables, in process
 
 
 def cfg(alg="fedcanon", seed=0, K=10, alpha=0.1, part="iid", **top):
@@ -74,7 +389,7 @@ def test_a_key_joins_the_label_when_it_splits_groups(sweep, tmp_path):
 
 def test_band_is_mean_and_std_over_seeds(sweep):
     g = next(g for g in report.group(report.load([sweep])) if g.label == "algorithm=fedavg, partition=iid")
-    b = report.band(g, "bytes", "test_acc")
+    b = report.band(g.runs, "bytes", "test_acc")
     vals = [0.70, 0.71, 0.72]
     assert b["mean"].tolist() == pytest.approx([0.1, np.mean(vals)])
     assert b["std"].tolist() == pytest.approx([0.0, np.std(vals, ddof=1)])
@@ -86,8 +401,8 @@ def test_accuracy_table_numbers_and_bold_best(sweep):
     lines = text.splitlines()
     assert lines[0] == "| partition | fedcanon | fedavg |"
     sd = np.std([0, 0.01, 0.02], ddof=1)
-    assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
-    assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
+    assert f"| iid | **0.8100 ± {sd:.4f} (n=3)** | 0.7100 ± {sd:.4f} (n=3) |" in lines
+    assert f"| dirichlet | **0.6100 ± {sd:.4f} (n=3)** | 0.5100 ± {sd:.4f} (n=3) |" in lines
 
 
 def test_time_table_ratios(tmp_path):
@@ -99,8 +414,10 @@ def test_time_table_ratios(tmp_path):
                      time_s=[0.0, t])
     lines = report.time_table(report.load([tmp_path])).splitlines()
     assert lines[0] == "| K | fedcanon | fedmid |"
-    assert lines[2] == f"| 10 | 11.0 ± {np.std([10, 12], ddof=1):.1f} | 33.0 ± 0.0 (3.00× fedcanon) |"
-    assert lines[3] == "| 20 | 22.0 ± 0.0 (2.00× prev. K) | 88.0 ± 0.0 (4.00× fedcanon; 2.67× prev. K) |"
+    assert lines[2] == (f"| 10 | 11.0 ± {np.std([10, 12], ddof=1):.1f} (n=2) | "
+                        "33.0 ± 0.0 (n=2) [3.00× fedcanon] |")
+    assert lines[3] == ("| 20 | 22.0 ± 0.0 (n=2) [2.00× prev. K] | "
+                        "88.0 ± 0.0 (n=2) [4.00× fedcanon; 2.67× prev. K] |")
 
 
 def test_slope_recovers_a_power_law(tmp_path):
@@ -168,9 +485,37 @@ def test_real_sweep_through_both_scripts(tmp_path):
     out = tmp_path / "plot.png"
     for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "algorithm=fedavg"),
                        (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
-                        "algorithm=fedcanon_fig2/fedavg: all runs"),   # a Hydra choice as panel key
-                       (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |")):
+                        "all runs (n=2)"),   # a Hydra choice as panel key: the panels name the groups
+                       (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |"),
+                       (["scripts/tables.py", str(sweep_dir)], "(n=2)")):
         p = subprocess.run([sys.executable, str(ROOT / cmd[0]), *cmd[1:]], env=env, cwd=tmp_path,
                            capture_output=True, text=True, check=True)
         assert check in p.stdout
     assert out.read_bytes()[:8] == PNG
+
+
+def test_a_difference_fixed_by_the_column_is_shown_in_its_header(tmp_path):
+    """FedCanon on iid only, FedAvg on Dirichlet only: not one row hiding the partitions."""
+    acc_run(tmp_path, "canon", 0.8)
+    acc_run(tmp_path, "avg", 0.7, **{"algorithm.name": "fedavg", "partition.name": "iid"})
+    rows = table_rows(cli("tables.py", tmp_path).stdout)
+    assert rows[0] == ["fedavg (partition=iid)", "fedcanon (partition=dirichlet)"]
+
+
+def test_steps_tied_to_the_row_key_do_not_split_rows(tmp_path):
+    """FedCanon Table V: fedcanon's alpha = beta * K moves with K; the rows stay K."""
+    for K in (10, 20):
+        for alg, alpha in (("fedcanon", 0.02 * K), ("fedmid", 1.0)):
+            fake_run(tmp_path, f"{alg}{K}", real(K=K, **{"algorithm.name": alg, "algorithm.alpha": alpha}),
+                     test_acc=[0.1, 0.2], time_s=[0.0, K / 10 * (1 + (alg == "fedmid"))])
+    rows = table_rows(cli("tables.py", tmp_path, "--table5").stdout)
+    assert rows == [["K", "fedcanon", "fedmid"],
+                    ["10", "1.0 (n=1)", "2.0 (n=1) [2.00× fedcanon]"],
+                    ["20", "2.0 (n=1) [2.00× prev. K]", "4.0 (n=1) [2.00× fedcanon; 2.00× prev. K]"]]
+
+
+def test_the_same_run_twice_is_named(tmp_path, capsys):
+    acc_run(tmp_path, "a", 0.7)
+    acc_run(tmp_path, "b", 0.7)
+    assert tables_script.main([str(tmp_path)]) == 0
+    assert f"{tmp_path / 'a'} and {tmp_path / 'b'} have the same settings and seeds" in capsys.readouterr().err
