@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import sys
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from omegaconf import OmegaConf
 
 from .errors import UserError, describe, require
 from .flatten import flatten
+from .outputs import effective_status, read_summary
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
@@ -191,11 +191,13 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
 
 
 def _status(run_dir: Path) -> tuple[str, str]:
-    try:   # summary.json as outputs.write_summary writes it (read here without importing torch)
-        s = json.loads((run_dir / "summary.json").read_text())
-        return str(s["status"]), str(s.get("error", ""))
-    except (OSError, ValueError, KeyError, TypeError):
-        return "missing", ""
+    """The run's effective status (``dead`` / ``stale`` for a recorded ``running`` whose process
+    is gone or silent: :func:`outputs.effective_status`) and its error message."""
+    status = effective_status(run_dir)
+    try:
+        return status, str(read_summary(run_dir).get("error", ""))
+    except (OSError, ValueError, AttributeError):
+        return status, ""
 
 
 def read_metrics(path: Path) -> pd.DataFrame:

@@ -351,14 +351,14 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
         atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         data.save_partition(out / "partition.npz", exp.clients)
         rows = train(exp, out, progress, ckpt, summary)
-        _plot(exp, cfg, out)
+        _plot(cfg, out)
     except (UserError, OSError) as e:
         _end(summary, "error", error=describe(e))
         say(describe(e), "error")
         return EXIT["error"]
     except Diverged as e:
         try:
-            _plot(exp, cfg, out)
+            _plot(cfg, out)
         except Exception as p:  # the record of the divergence matters more than its figure
             say(f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})", "note")
         _end(summary, "diverged", error=str(e))
@@ -379,8 +379,7 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
     return EXIT["finished"]
 
 
-def _plot(exp: Experiment, cfg: DictConfig, out: Path) -> None:
+def _plot(cfg: DictConfig, out: Path) -> None:
     """``metrics.png`` of a finished or diverged run (matplotlib loads only here)."""
-    from .plotting import plot_run
-    plot_run(out / "metrics.csv", out / "metrics.png",
-             title=f"{exp.alg.name} on {exp.dataset.name}, n={exp.s.n}, K={exp.s.K}")
+    from .plotting import plot_run, run_title
+    plot_run(out / "metrics.csv", out / "metrics.png", title=run_title(cfg))
