@@ -11,7 +11,7 @@ from the global generators (tested for every registered algorithm).
 
 A run folder holds a *prior run* when it has a checkpoint or its ``summary.json`` has any
 status but ``error``. Re-running into it with ``resume=true`` compares the resolved configs
-(the folder's ``config.yaml`` against the new one) minus :data:`RUN_CONTROL`, the keys that
+(the folder's ``config.yaml`` against the new one) minus :func:`may_differ`, the keys that
 may differ: ``T`` (extended, or not below the rounds done), the checkpoint cadence, and the
 data location and memory knobs. Any other difference is refused; a finished run with the same
 T is left as it is (see ``runner.run``).
@@ -29,12 +29,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from .atomic import atomic_write
 from .flatten import flatten
+from .keys import is_run_control
 from .errors import UserError, require
 
 FILE = "checkpoint.pt"
 FORMAT = 2  # 2: with the config digest
-RUN_CONTROL = ("T", "checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk", "oracle.eval_batch",
-               "oracle.memory_gb")
+def may_differ(key: str) -> bool:
+    """A key a resumed run may change: run control (:mod:`keys`) and ``T`` (extended)."""
+    return key == "T" or is_run_control(key)
+
+
 COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
 
 
@@ -65,10 +69,10 @@ def save(path: Path, ckpt: Checkpoint) -> None:
 
 
 def digest(cfg: DictConfig | dict) -> str:
-    """A fingerprint of a resolved config without :data:`RUN_CONTROL`: two runs with the same
+    """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
     digest compute the same numbers, so a checkpoint of one can continue the other."""
     d = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
-    kept = {k: v for k, v in sorted(flatten(d).items()) if k not in RUN_CONTROL}
+    kept = {k: v for k, v in sorted(flatten(d).items()) if not may_differ(k)}
     return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
 
 
@@ -93,14 +97,14 @@ def differences(old: dict, new: dict) -> list[str]:
     """``key: old -> new`` for every key of two resolved configs that differs, run-control
     keys excepted."""
     a, b = flatten(old), flatten(new)
-    keys = sorted((set(a) | set(b)) - set(RUN_CONTROL))
+    keys = sorted(k for k in set(a) | set(b) if not may_differ(k))
     return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
             if a.get(k, "(unset)") != b.get(k, "(unset)")]
 
 
 def check_same_run(out: Path, cfg: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``cfg`` differs from it
-    in more than :data:`RUN_CONTROL`."""
+    in more than :func:`may_differ`."""
     try:
         old = OmegaConf.to_container(OmegaConf.load(out / "config.yaml"))
     except Exception as e:  # missing or unparsable

@@ -178,6 +178,19 @@ def report_sweep(sweep: Path, expected: int | None = None) -> int:
 
 
 _EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
+_PATH_KEY = re.compile(r"^(\+{0,2}(?:hydra\.(?:run|sweep)\.dir|hydra\.sweep\.subdir|data\.root))=(.+)$")
+
+
+def quote_paths(args: list[str]) -> list[str]:
+    """Folder overrides with characters Hydra's override grammar rejects unquoted (non-ASCII:
+    ``hydra.run.dir=results/résultats``) in Hydra's quotes, so such paths work as typed."""
+    out = []
+    for a in args:
+        m = _PATH_KEY.match(a)
+        if m and m.group(2)[0] not in "'\"" and not m.group(2).isascii():
+            a = f"{m.group(1)}='" + m.group(2).replace("\\", "\\\\").replace("'", "\\'") + "'"
+        out.append(a)
+    return out
 
 
 def main() -> None:
@@ -187,6 +200,7 @@ def main() -> None:
         print(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
               f"(an empty one would write the run into the current folder)", file=sys.stderr)
         sys.exit(EXIT["error"])
+    sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
     sigterm_interrupts()
     code = 0

@@ -30,6 +30,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from .errors import UserError, describe, require
+from . import keys
 from .flatten import flatten
 from .outputs import effective_status, read_summary
 
@@ -40,9 +41,6 @@ X_COLUMNS = {"round": ("round",), "time": ("time_s",), "bytes": ("bytes_up", "by
 LOG_Y = {"stationarity"}     # metrics the papers draw on a log scale
 LOWER_IS_BETTER = {"train_loss", "objective", "test_loss", "stationarity", "time_s"}
 FINALS = ("last", "tail")    # final value: the last evaluation, or the mean of the last 10%
-# keys that cannot change a run's numbers: where it reads data / writes checkpoints, logging
-RUN_CONTROL = {"checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk",
-               "oracle.eval_batch", "oracle.memory_gb"}
 
 
 def status_text(status: str) -> str:
@@ -355,9 +353,7 @@ def is_run_control(key: str, final: str | None = None) -> bool:
     oracle chunking, Hydra and logger settings, and ``eval_every`` when the compared value is
     the last evaluation (``final="last"``; with ``"tail"`` the cadence decides which
     evaluations are averaged)."""
-    head = key.split(".")[0]
-    return (key in RUN_CONTROL or head == "hydra" or head.startswith("logger")
-            or (final == "last" and key == "eval_every"))
+    return keys.is_run_control(key) or (final == "last" and key == "eval_every")
 
 
 def settings(run: Run, final: str | None = None, ignore=()) -> dict:

@@ -110,7 +110,9 @@ def check_job(c: dict) -> None:
 def test_preset_composes(composer, preset):
     cfg = composer([f"experiment={preset}"])
     raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
-    assert raw["dir"].startswith("results/sweeps/${hydra.runtime.choices.experiment}/")
+    # the one sweep-folder pattern of conf/config.yaml: results/sweeps/<preset>/<time>_<pid>
+    assert raw["dir"] == ("results/sweeps/${fedrun.under:${hydra.runtime.choices.experiment}}"
+                          "${now:%Y-%m-%d_%H-%M-%S_%f}_${fedrun.pid:}")
     assert {k: v for k, v in sweep(cfg).items() if k != "seed"}, "a preset without a sweep"
     check_job(job(cfg))
 

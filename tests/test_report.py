@@ -162,7 +162,8 @@ def test_unfinished_and_non_finite_runs_are_left_out_and_counted(tmp_path):
     fake_run(tmp_path, "nan", real(seed=2), train_loss=[1.0], objective=[1.0], test_acc=[np.nan],
              stationarity=[1.0])
     p = cli("tables.py", tmp_path)
-    assert table_rows(p.stdout)[1] == ["0.7000 (n=1; non-finite 1, running 1 of 3)"]
+    # its summary says running but no process holds the folder's lock: it is reported dead
+    assert table_rows(p.stdout)[1] == ["0.7000 (n=1; dead 1, non-finite 1 of 3)"]
     assert len([line for line in p.stderr.splitlines() if "left out of the mean" in line]) == 2
 
 
