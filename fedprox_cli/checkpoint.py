@@ -12,8 +12,8 @@ from the global generators (tested for every registered algorithm).
 A run folder holds a *prior run* when it has a checkpoint or its ``summary.json`` has any
 status but ``error``. Re-running into it with ``resume=true`` compares the resolved configs
 (the folder's ``config.yaml`` against the new one) minus :data:`RUN_CONTROL`, the keys that
-may differ: ``T`` (extended, or not below the rounds done), the checkpoint cadence, and the
-data location and memory knobs. Any other difference is refused; a finished run with the same
+may differ: ``T`` (extended, or not below the rounds done), the checkpoint cadence, the
+data location and memory knobs, the progress cadence and ``dry_run``. Any other difference is refused; a finished run with the same
 T is left as it is (see ``runner.run``).
 """
 
@@ -34,7 +34,7 @@ from .errors import UserError, require
 FILE = "checkpoint.pt"
 FORMAT = 2  # 2: with the config digest
 RUN_CONTROL = ("T", "checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk", "oracle.eval_batch",
-               "oracle.memory_gb")
+               "oracle.memory_gb", "progress_every_s", "dry_run")
 COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
 
 
