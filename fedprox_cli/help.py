@@ -140,7 +140,7 @@ def _rows(rows: list[tuple[str, ...]], indent: int = 2, width: int | None = None
     lines = []
     for r in rows:
         head = " " * indent + "".join(c.ljust(x + 2) for c, x in zip(r[:-1], w))
-        body = textwrap.wrap(r[-1], max(30, width - lead)) or [""]
+        body = textwrap.wrap(r[-1], max(30, width - lead), break_on_hyphens=False) or [""]
         if len(head.rstrip()) > lead - 2:  # a long name: its description on the next lines
             lines.append(head.rstrip())
             lines += [" " * lead + b for b in body if b]
@@ -170,5 +170,5 @@ def text() -> str:
                          "progress_every_s seconds, whichever is rarer (stderr and the run's "
                          "fedrun.log); every run ends with a summary line (status, test accuracy, "
                          "objective, stationarity, training time, folder), a sweep with its report "
-                         "and a table of its jobs.", 100)
+                         "and a table of its jobs.", 100, break_on_hyphens=False)
     return "\n".join(out) + "\n"

@@ -86,10 +86,12 @@ def closing_line(folder: Path, status: str | None = None) -> str:
 
 
 def differing(overrides: list[list[str]]) -> list[list[str]]:
-    """Each job's overrides (``key=value``) whose value is not the same in every job."""
+    """Each job's overrides (``key=value``) whose value is not the same in every job (jobs
+    with no overrides known, such as jobs never started, do not count)."""
     parsed = [{o.split("=", 1)[0]: o for o in job} for job in overrides]
-    keys = {k for p in parsed for k in p}
-    varied = {k for k in keys if len({p.get(k) for p in parsed}) > 1}
+    known = [p for p in parsed if p]
+    keys = {k for p in known for k in p}
+    varied = {k for k in keys if len({p.get(k) for p in known}) > 1}
     return [[o for k, o in p.items() if k in varied] for p in parsed]
 
 
