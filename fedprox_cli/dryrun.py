@@ -133,7 +133,8 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
                 try:
                     state = check(job)
                 except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
-                    print(f"fedrun: error: {_name(job, multirun)}: {one_line(e)}", file=sys.stderr)
+                    where = f"{_name(job, multirun)}: " if multirun else ""
+                    print(f"fedrun: error: {where}{one_line(e)}", file=sys.stderr)
                     return EXIT["error"]
                 steps, evals = work(job.cfg)
                 total_steps, total_evals = total_steps + steps, total_evals + evals

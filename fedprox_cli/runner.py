@@ -301,6 +301,8 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
     run's files byte for byte as they were. One process at a time holds the folder
     (:mod:`lock`). ``reference``: see :func:`validate`."""
     out = Path(out)
+    if cfg.get("dry_run") is True:  # fedrun handles it before Hydra (dryrun.py); here: the API
+        return _dry_run(cfg, out, reference)
     try:
         check_owned(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -313,6 +315,17 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
             return _run_locked(cfg, out, progress, command, hydra_record, reference)
     finally:
         lock.__exit__()
+
+
+def _dry_run(cfg: DictConfig, out: Path, reference: DictConfig | None) -> int:
+    """Validate ``cfg`` (no data, no folder) and say so; see :mod:`dryrun`."""
+    try:
+        validate(cfg, reference)
+    except (UserError, OSError) as e:
+        say(describe(e), "error")
+        return EXIT["error"]
+    say(f"dry run: the config is valid; it would run into {out} (nothing written)", stream=sys.stdout)
+    return EXIT["finished"]
 
 
 def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
