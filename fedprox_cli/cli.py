@@ -10,7 +10,10 @@ interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
 After a multirun, :class:`SweepReport` (a Hydra callback, run in the launching process) reads
 every job's ``summary.json`` in the sweep folder -- jobs may have run in other processes
 (``hydra/launcher=joblib``) -- and reports every job that did not finish, including those that
-never started.
+never started, then the table of its jobs (:mod:`jobtable`).
+
+Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
+``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
 """
 
 from __future__ import annotations
@@ -184,6 +187,10 @@ def report_sweep(sweep: Path, expected: int | None = None, table: bool = True) -
 _EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
 
 
+def _not_parsed(message: str):
+    raise ValueError(message)
+
+
 def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
@@ -194,9 +201,11 @@ def _preflight(argv: list[str]) -> int | None:
         sys.stdout.write(text())
         return EXIT["finished"]
     from hydra._internal.utils import get_args_parser
+    parser = get_args_parser()
+    parser.error = _not_parsed  # silent here: Hydra's own parsing says what is wrong
     try:
-        args = get_args_parser().parse_intermixed_args(argv)
-    except (SystemExit, TypeError):  # Hydra's own parsing says what is wrong
+        args = parser.parse_intermixed_args(argv)
+    except (ValueError, TypeError, SystemExit):
         return None
     if args.config_name or args.config_path or args.config_dir or args.info or args.shell_completion:
         return None

@@ -8,6 +8,8 @@ rarer::
 
     fedrun: round 40/100, 1m12s elapsed, ~1m48s left; loss 0.3412, objective 0.3501, acc 0.9120
 
+(``fedrun: job 3: round ...`` in a job of a sweep, whose jobs may run in parallel).
+
 The lines go through :func:`console.say`: to stderr and to the run folder's ``fedrun.log``
 (with a bar, at the same cadence, to the log only).
 """
@@ -34,10 +36,21 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+def job_label() -> str:
+    """``job 3: `` inside a job of a Hydra multirun (parallel jobs' lines interleave), else ``""``."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        if HydraConfig.initialized() and HydraConfig.get().mode.name == "MULTIRUN":
+            return f"job {HydraConfig.get().job.num}: "
+    except Exception:  # no Hydra config of a job (the Python API)
+        pass
+    return ""
+
+
 def progress_line(done: int, T: int, elapsed: float, left: float | None, row: dict) -> str:
     """The text of a progress line after ``done`` of ``T`` rounds."""
     eta = f", ~{duration(left)} left" if left is not None else ""
-    return (f"round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss {row['train_loss']:.4g}, "
+    return (f"{job_label()}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss {row['train_loss']:.4g}, "
             f"objective {row['objective']:.4g}, acc {row['test_acc']:.4f}")
 
 

@@ -337,6 +337,7 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
         if ckpt is True:
             say(f"the run in {out} has already finished its {cfg.T} rounds; nothing to do",
                 stream=sys.stdout)
+            _closing(out, "finished")
             return EXIT["finished"]
         exp = build(cfg)
     except (UserError, OSError) as e:

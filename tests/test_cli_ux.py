@@ -64,8 +64,11 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
 def test_sweep_ends_with_report_and_job_table(tmp_path):
     sweep = tmp_path / "sweep"
     p = fedrun("-m", *TINY, "model=mlp", "model.hidden=16", "B=16", "T=3", "eval_every=3",
-               "algorithm.beta=0.01,1e3", f"hydra.sweep.dir={sweep}", cwd=tmp_path)  # 1e3: NaN by round 3
+               "algorithm.beta=0.01,1e3", "progress_every_s=0", f"hydra.sweep.dir={sweep}",
+               cwd=tmp_path)  # 1e3: NaN by round 3
     assert p.returncode == EXIT["diverged"], p.stderr
+    assert re.search(r"^fedrun: job 0: round 3/3, ", p.stderr, re.M), p.stderr  # jobs may interleave
+    assert re.search(r"^fedrun: job 1: round 3/3, .* loss nan", p.stderr, re.M), p.stderr
     assert p.stdout.count("fedrun: summary: ") == 2  # one closing line per job
     head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished"):].splitlines()[1:]
     assert head.split() == ["job", "status", "rounds", "test_acc", "objective", "stationarity",
