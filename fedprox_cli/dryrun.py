@@ -9,13 +9,13 @@ Nothing is written: no folder, no ``.hydra``, no lock.
 
 The listing (stdout) gives each job's overrides, folder and work -- client steps
 ``T * K * n * participation`` (local steps of one client on one mini-batch) and evaluations
-``ceil(T / eval_every) + 1`` -- and the totals; the first bad job ends it with one line on
+``ceil(T / eval_every) + 1``, counted from the round the job would start from (a prior run in
+its folder is resumed) -- and the totals; the first bad job ends it with one line on
 stderr naming the job, exit code 2.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from dataclasses import dataclass
@@ -86,25 +86,34 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
     return out
 
 
-def work(cfg: DictConfig) -> tuple[float, int]:
-    """(client steps, evaluations) of a run from round 0."""
-    steps = cfg.T * cfg.K * cfg.n * cfg.participation
-    return steps, math.ceil(cfg.T / cfg.eval_every) + 1
+def work(cfg: DictConfig, start: int = 0) -> tuple[float, int]:
+    """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
+    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too)."""
+    T, e = cfg.T, cfg.eval_every
+    if start >= T:
+        return 0, 0
+    evals = T // e - start // e + (T % e != 0) + (start == 0)
+    return (T - start) * cfg.K * cfg.n * cfg.participation, evals
 
 
-def check(job: Job) -> str:
+def check(job: Job, references: dict | None = None) -> tuple[str, int]:
     """Validate a job like a real run (:func:`runner.validate`, the folder checks); returns
-    what the run would do in its folder. Raises :class:`UserError` (or Hydra's errors)."""
+    what the run would do in its folder and the round it would start from. Raises :class:`UserError` (or Hydra's errors).
+    ``references``: reference configs by group choices, reused across a sweep's jobs."""
     from . import runner
     from .cli import _reference
-    runner.validate(job.cfg, _reference(job.choices))
+    references = {} if references is None else references
+    key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
+    if key not in references:
+        references[key] = _reference(job.choices)
+    runner.validate(job.cfg, references[key])
     runner.check_owned(job.folder)
     if not job.folder.exists():
-        return "new"
+        return "new", 0
     start = runner._resume_point(job.cfg, job.folder)
     if start is True:
-        return "finished already"
-    return f"resumes from round {start.round}" if start is not None else "new"
+        return "finished already", job.cfg.T
+    return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 
 def _name(job: Job, multirun: bool) -> str:
@@ -129,14 +138,15 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
                 return EXIT["finished"]
             rows = [["job", "folder", "client steps", "evaluations", "state"]]
             total_steps = total_evals = 0
+            references: dict = {}
             for job in listed:
                 try:
-                    state = check(job)
+                    state, start = check(job, references)
                 except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
                     where = f"{_name(job, multirun)}: " if multirun else ""
                     print(f"fedrun: error: {where}{one_line(e)}", file=sys.stderr)
                     return EXIT["error"]
-                steps, evals = work(job.cfg)
+                steps, evals = work(job.cfg, start)
                 total_steps, total_evals = total_steps + steps, total_evals + evals
                 rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), state])
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
@@ -151,5 +161,5 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
                            for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))
     print(f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
           f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
-          f"job), counted from round 0")
+          f"job from round 0), counted from the round each job would start from")
     return EXIT["finished"]

@@ -49,6 +49,14 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     for line in lines + [summary]:
         assert line in log  # every line also in the run's log, time-stamped
 
+    # a dry run of the extension says what the run would do, and changes nothing
+    before = {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()}
+    p = fedrun(*TINY, "T=6", "eval_every=2", "checkpoint_every=2", "keep_checkpoint=true",
+               f"hydra.run.dir={run}", "dry_run=true", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert re.search(rf"^  0 +{re.escape(str(run))} +16 +1 +resumes from round 4$", p.stdout, re.M), p.stdout
+    assert {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()} == before  # 2 rounds x K n; round 6
+
     # the same command with T extended: resumes, and says so; the default progress_every_s
     # (30 s) is rarer than this run's evaluations, so it prints no progress line
     code, out, err = to_files(tmp_path, *TINY, "T=6", "eval_every=2", "checkpoint_every=2",
@@ -155,6 +163,21 @@ def test_dry_run_of_a_12_job_sweep(tmp_path):
     assert all(r[3] == str(2) for r in rows)                            # ceil(3/5) + 1
     assert f"work: {sum(3 * k * 4 for k in ks):,} client steps" in p.stdout and " 24 evaluations" in p.stdout
     assert list(tmp_path.iterdir()) == []                               # nothing written
+
+
+def test_dry_run_of_a_preset_lists_its_sweep(tmp_path):
+    """The preset's hydra.sweeper.params expand as in a real sweep, into one sweep folder."""
+    p = fedrun("-m", "experiment=fedcanon_fig2_quick", "dry_run=true", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.splitlines() if re.match(r"^  \d+ ", line)]
+    assert len(rows) == 12
+    assert {r[1].rsplit("/", 1)[0] for r in rows} == {rows[0][1].rsplit("/", 1)[0]}
+    assert rows[0][1].startswith("results/sweeps/fedcanon_fig2_quick/")
+    assert {(r[-2], r[-1]) for r in rows} == {
+        (f"partition={p}", f"algorithm=fedcanon_fig2/{a}") for p in ("iid", "dir/0.1", "dir/0.01")
+        for a in ("fedcanon", "fedavg", "scaffold", "scaffnew")}
+    assert all(r[2] == f"{6 * 20 * 10:,}" and r[3] == "3" for r in rows)   # T K n; ceil(6/3)+1
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_dry_run_stops_at_the_first_bad_job(tmp_path):
