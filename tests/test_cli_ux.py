@@ -212,3 +212,35 @@ def test_cfg_job_is_resolved_also_for_sweeps(tmp_path):
         "0 (dataset=digits model=linear n=4 K=2 B=8 seed=3)", "1 (dataset=digits model=linear n=4 K=2 B=8 seed=4)"]
     assert [yaml.safe_load(d.split("\n", 1)[1])["partition"]["seed"] for d in docs] == [3, 4]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_terminal_gets_a_bar_and_the_log_the_lines(tmp_path):
+    """stderr a terminal (a pty): the tqdm bar there, the progress lines in fedrun.log only."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    run = tmp_path / "run"
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.Popen([sys.executable, "-m", "fedprox_cli", *TINY, "T=4", "eval_every=2",
+                          "progress_every_s=0", f"hydra.run.dir={run}"], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the pty closed: the process is gone
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(master)
+    assert p.wait(timeout=600) == 0, screen
+    screen = screen.decode(errors="replace")
+    assert "4/4" in screen and "fedrun: round" not in screen    # the bar, no lines
+    log = (run / "fedrun.log").read_text()
+    assert len(re.findall(r"fedrun: round [24]/4, ", log)) == 2, log
+    assert "fedrun: summary: finished, 4/4 rounds" in p.stdout.read().decode()
