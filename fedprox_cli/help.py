@@ -12,7 +12,6 @@ import textwrap
 from pathlib import Path
 
 from . import CONF_DIR
-from .config import GROUPS
 from .errors import EXIT
 
 ABOUT = """\
@@ -156,7 +155,7 @@ def text() -> str:
            "Top-level keys (conf/config.yaml; KEY=VALUE):"]
     out += _rows([(k, v, d) for k, v, d in config_keys()])
     out += ["", "Config groups (GROUP=OPTION; * = default):"]
-    for g in GROUPS:
+    for g in (g for g in defaults if g != "experiment"):  # config.yaml's defaults list
         out.append(f"  {g}:")
         out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in group_options(g)], 4)
     out += ["", "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
