@@ -12,8 +12,9 @@ from the global generators (tested for every registered algorithm).
 A run folder holds a *prior run* when it has a checkpoint or its ``summary.json`` has any
 status but ``error``. Re-running into it with ``resume=true`` compares the resolved configs
 (the folder's ``config.yaml`` against the new one) minus :func:`may_differ`, the keys that
-may differ: ``T`` (extended, or not below the rounds done), the checkpoint cadence, and the
-data location and memory knobs. Any other difference is refused; a finished run with the same
+may differ: ``T`` (extended, or not below the rounds done) and the run-control keys of
+:mod:`keys` (checkpoint cadence, data location, memory knobs, progress cadence, ``dry_run``).
+Any other difference is refused; a finished run with the same
 T is left as it is (see ``runner.run``).
 """
 

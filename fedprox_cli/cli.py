@@ -10,7 +10,10 @@ interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
 After a multirun, :class:`SweepReport` (a Hydra callback, run in the launching process) reads
 every job's ``summary.json`` in the sweep folder -- jobs may have run in other processes
 (``hydra/launcher=joblib``) -- and reports every job that did not finish, including those that
-never started.
+never started, then the table of its jobs (:mod:`jobtable`).
+
+Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
+``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
 """
 
 from __future__ import annotations
@@ -151,10 +154,11 @@ def _natural(path: Path) -> list:
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
 
 
-def report_sweep(sweep: Path, expected: int | None = None) -> int:
+def report_sweep(sweep: Path, expected: int | None = None, table: bool = True) -> int:
     """Print how many of the sweep's jobs finished and list every other one (stderr): its
     status (``dead`` for a process that is gone while its summary says running) and reason,
-    and the jobs that never started; return the worst exit code among them."""
+    and the jobs that never started; then (``table``) the table of all jobs
+    (:func:`jobtable.table`); return the worst exit code among them."""
     jobs = {p.parent for p in sweep.rglob("summary.json")}
     if expected is not None:
         jobs |= {sweep / str(i) for i in range(expected)}
@@ -174,6 +178,9 @@ def report_sweep(sweep: Path, expected: int | None = None) -> int:
     print(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
     for job, (st, why, _) in failed.items():
         print(f"  {job}: {st}" + (f" ({why})" if why else ""), file=sys.stderr)
+    if table and jobs:
+        from .jobtable import table as job_table
+        print("\n".join(job_table(jobs, sweep)))
     return max((code for _, _, code in status.values()), default=0)
 
 
@@ -193,8 +200,43 @@ def quote_paths(args: list[str]) -> list[str]:
     return out
 
 
+def _not_parsed(message: str):
+    raise ValueError(message)
+
+
+def _preflight(argv: list[str]) -> int | None:
+    """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
+    ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
+    create the sweep folder first); ``--cfg job`` of one run gets ``--resolve``. Returns an
+    exit code, or None to go on with Hydra."""
+    if "--help" in argv or "-h" in argv:
+        from .help import text
+        sys.stdout.write(text())
+        return EXIT["finished"]
+    from hydra._internal.utils import get_args_parser
+    parser = get_args_parser()
+    parser.error = _not_parsed  # silent here: Hydra's own parsing says what is wrong
+    try:
+        args = parser.parse_intermixed_args(argv)
+    except (ValueError, TypeError, SystemExit):
+        return None
+    if args.config_name or args.config_path or args.config_dir or args.info or args.shell_completion:
+        return None
+    from .dryrun import dry_run, requested
+    if args.cfg == "job" and args.multirun:
+        return dry_run(args.overrides, multirun=True, show_cfg=True)
+    if args.cfg == "job" and not args.resolve:
+        sys.argv.append("--resolve")
+    if args.cfg is None and requested(args.overrides):
+        return dry_run(args.overrides, multirun=args.multirun)
+    return None
+
+
 def main() -> None:
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
+    early = _preflight(sys.argv[1:])
+    if early is not None:
+        sys.exit(early)
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
         print(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "

@@ -42,6 +42,8 @@ class RunSettings:
     keep_checkpoint: bool  # keep checkpoint.pt after the last round (to extend T later)
     resume: bool
     train_samples: int | None  # None = train metrics over all training data
+    progress_every_s: float = 30.0  # least seconds between progress lines (no terminal)
+    dry_run: bool = False   # validate and list, write nothing (cli.main intercepts it)
 
 
 def _is_int(v) -> bool:
@@ -77,7 +79,7 @@ def settings(cfg: DictConfig) -> RunSettings:
     require(_is_int(cfg.seed) and cfg.seed >= 0, f"seed must be an integer >= 0, got {cfg.seed!r}")
     ce = cfg.checkpoint_every
     require(_is_int(ce) and ce >= 0, f"checkpoint_every must be an integer >= 0 (0 = off), got {ce!r}")
-    for key in ("resume", "keep_checkpoint"):
+    for key in ("resume", "keep_checkpoint", "dry_run"):
         require(isinstance(cfg[key], bool), f"{key} must be true or false, got {cfg[key]!r}")
     check_oracle(cfg.oracle)
     ts = cfg.metrics.train_samples
@@ -88,7 +90,8 @@ def settings(cfg: DictConfig) -> RunSettings:
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
                        engine=cfg.engine, participation=float(p), checkpoint_every=ce,
                        keep_checkpoint=cfg.keep_checkpoint, resume=cfg.resume,
-                       train_samples=ts)
+                       train_samples=ts, progress_every_s=float(cfg.progress_every_s),
+                       dry_run=cfg.dry_run)
 
 
 def check_oracle(o: DictConfig) -> None:
@@ -152,6 +155,7 @@ RANGES = {
                                   "(the algorithm's natural step)"),
     "metrics.train_samples": (lambda v: v is None or _positive_int_value(v),
                               "a positive integer or null (all)"),
+    "progress_every_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds >= 0"),
     "data.root": (lambda v: v is None or (isinstance(v, str) and v.strip() != ""),
                   "a folder or null ($FEDPROX_DATA or ~/.cache/fedprox_cli/data)"),
 }

@@ -18,6 +18,15 @@ def say(message: str, kind: str = "", stream=None) -> None:
     """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log."""
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
     print(line, file=stream or sys.stderr, flush=True)
+    _append(line)
+
+
+def log_only(message: str) -> None:
+    """Append ``fedrun: message`` to the run's log without printing it (a terminal shows a bar)."""
+    _append(f"fedrun: {message}")
+
+
+def _append(line: str) -> None:
     if _logs:
         try:
             with open(_logs[-1], "a", encoding="utf-8") as f:

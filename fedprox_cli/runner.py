@@ -9,13 +9,13 @@ import os
 import sys
 import time
 import traceback
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from . import algorithms, compressors, data, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
@@ -32,6 +32,7 @@ from .lock import RunLock
 from .metrics import evaluate
 from .models import FlatModel
 from .oracle import ClientData, Oracle
+from .progress import Progress
 from .outputs import SUMMARY, Summary, is_fedrun_summary, provenance, read_summary, write_metrics
 from .signals import StopAfterRound
 
@@ -152,7 +153,8 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
 
 def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | None = None,
           summary: Summary | None = None) -> list[dict]:
-    """Run rounds up to T (from ``ckpt`` if given), writing ``metrics.csv`` at every evaluation
+    """Run rounds up to T (from ``ckpt`` if given) -- with a progress bar (``progress``) or
+    progress lines (:mod:`progress`) -- writing ``metrics.csv`` at every evaluation
     and ``checkpoint.pt`` every ``checkpoint_every`` rounds, when stopped by a signal and, with
     ``keep_checkpoint``, after the last round; the ``summary``'s heartbeat is refreshed at each of
     these and at least every minute. Raises :class:`Diverged` or :class:`Interrupted`."""
@@ -161,10 +163,9 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
     c = _start(exp, ckpt)
     state, rows, train_time = c.state, c.rows, c.train_time
     write_metrics(out / "metrics.csv", rows)
-    bar = tqdm(range(c.round, s.T), desc=alg.name, disable=not progress, dynamic_ncols=True,
-               initial=c.round, total=s.T)
-    with StopAfterRound() as stop:
-        for t in bar:
+    bar = Progress(s.T, c.round, bar=progress, every_s=s.progress_every_s, desc=alg.name)
+    with StopAfterRound() as stop, closing(bar):
+        for t in range(c.round, s.T):
             start = time.perf_counter()
             env.start_round(t)
             state = alg.round(state, env, t)
@@ -174,13 +175,14 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
                 train_time += time.perf_counter() - start
                 rows.append(_row(exp, state, done, train_time))
                 write_metrics(out / "metrics.csv", rows)
-                bar.set_postfix(loss=f"{rows[-1]['train_loss']:.4f}", acc=f"{rows[-1]['test_acc']:.3f}")
+                bar.evaluated(done, rows[-1])
                 if not (math.isfinite(rows[-1]["train_loss"]) and math.isfinite(rows[-1]["objective"])):
                     raise Diverged(f"objective is {rows[-1]['objective']} after round {done}")
                 beat(force=True, round=done)
             else:
                 train_time += time.perf_counter() - start
                 beat(round=done)
+            bar.round_done()
             ce = s.checkpoint_every
             last = done == s.T
             if ce and (stop.requested or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
@@ -299,6 +301,8 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
     run's files byte for byte as they were. One process at a time holds the folder
     (:mod:`lock`). ``reference``: see :func:`validate`."""
     out = Path(out)
+    if cfg.get("dry_run") is True:  # fedrun handles it before Hydra (dryrun.py); here: the API
+        return _dry_run(cfg, out, reference)
     try:
         check_owned(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -313,6 +317,17 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
         lock.__exit__()
 
 
+def _dry_run(cfg: DictConfig, out: Path, reference: DictConfig | None) -> int:
+    """Validate ``cfg`` (no data, no folder) and say so; see :mod:`dryrun`."""
+    try:
+        validate(cfg, reference)
+    except (UserError, OSError) as e:
+        say(describe(e), "error")
+        return EXIT["error"]
+    say(f"dry run: the config is valid; it would run into {out} (nothing written)", stream=sys.stdout)
+    return EXIT["finished"]
+
+
 def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
     prior = has_prior_run(out)
     fresh = None if prior else Summary(out, **provenance(command), T=cfg.get("T"))
@@ -322,6 +337,7 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
         if ckpt is True:
             say(f"the run in {out} has already finished its {cfg.T} rounds; nothing to do",
                 stream=sys.stdout)
+            _closing(out, "finished")
             return EXIT["finished"]
         exp = build(cfg)
     except (UserError, OSError) as e:
@@ -347,6 +363,9 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
             for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
                 (out / name).unlink(missing_ok=True)
         summary.start(round=ckpt.round if ckpt else 0)
+        if ckpt is not None:
+            say(f"resuming {out} from round {ckpt.round} of {exp.s.T} (checkpoint of "
+                f"{checkpoint_time(out / CHECKPOINT)})")
         _write_hydra_record(out, hydra_record)
         atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         data.save_partition(out / "partition.npz", exp.clients)
@@ -355,6 +374,7 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
     except (UserError, OSError) as e:
         _end(summary, "error", error=describe(e))
         say(describe(e), "error")
+        _closing(out, "error")
         return EXIT["error"]
     except Diverged as e:
         try:
@@ -363,6 +383,7 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
             say(f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})", "note")
         _end(summary, "diverged", error=str(e))
         say(f"{e} (rows so far kept in {out / 'metrics.csv'})", "diverged")
+        _closing(out, "diverged")
         return EXIT["diverged"]
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
@@ -370,13 +391,29 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
         say(f"interrupted{f' after round {e.round}' if after else ''}; "
             + ("re-run the same command to resume" if (out / CHECKPOINT).exists()
                else f"partial results in {out}"))
+        _closing(out, "interrupted")
         return EXIT["interrupted"]
     except Exception as e:  # a bug
         return _internal_error(out, e, summary)
     _end(summary, "finished", final=rows[-1], round=exp.s.T)
     if not exp.s.keep_checkpoint:  # n x d numbers per state tensor: ~1 GB for ResNet-18, n = 10
         (out / CHECKPOINT).unlink(missing_ok=True)
+    _closing(out, "finished")
     return EXIT["finished"]
+
+
+def checkpoint_time(path: Path) -> str:
+    """When the checkpoint at ``path`` was written (local time, from the file's mtime)."""
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(path.stat().st_mtime))
+    except OSError:
+        return "unknown time"
+
+
+def _closing(out: Path, status: str) -> None:
+    """The run's closing summary line (stdout and the run's log; :func:`jobtable.closing_line`)."""
+    from .jobtable import closing_line
+    say(closing_line(out, status), "summary", stream=sys.stdout)
 
 
 def _plot(cfg: DictConfig, out: Path) -> None:

@@ -1,0 +1,165 @@
+"""``fedrun ... dry_run=true`` and ``fedrun -m ... --cfg job``: what a run or a sweep would do,
+without doing it. Handled in :func:`cli.main` before Hydra starts (Hydra's multirun creates the
+sweep folder before any job runs), with Hydra's compose API and the basic sweeper's own job
+expansion (:func:`cli.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
+config is composed as the launcher composes it (the sweep's Hydra overrides, then the job's) and
+checked with :func:`runner.validate` against the job's reference config, like a real run, plus
+the run-folder checks that need no data (a foreign folder, a prior run of another config).
+Nothing is written: no folder, no ``.hydra``, no lock.
+
+The listing (stdout) gives each job's overrides, folder and work -- client steps
+``T * K * n * participation`` (local steps of one client on one mini-batch) and evaluations
+``ceil(T / eval_every) + 1``, counted from the round the job would start from (a prior run in
+its folder is resumed) -- and the totals; the first bad job ends it with one line on
+stderr naming the job, exit code 2.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from . import CONF_DIR
+from .errors import EXIT, UserError
+from .jobtable import align, differing
+
+_DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
+
+
+def requested(overrides: list[str]) -> bool:
+    """Whether the command line sets ``dry_run`` to anything but false (a value that is not a
+    boolean is then refused by the validation, before anything runs)."""
+    values = [m["value"].strip() for m in map(_DRY.match, overrides) if m]
+    return bool(values) and values[-1].lower() != "false"
+
+
+@dataclass
+class Job:
+    num: int
+    overrides: list[str]
+    folder: Path
+    cfg: DictConfig  # the job's config, without the hydra node
+    choices: dict
+
+
+def _compose(gh, config_name: str, overrides: list[str], mode):
+    return gh.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
+
+
+def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> list[Job]:
+    """Every job the command would run, composed (Hydra must be initialized)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from .cli import sweep_jobs
+    gh = GlobalHydra.instance().hydra
+    if multirun:
+        master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
+        task = sweep_jobs(master)
+        if task is None:
+            raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
+                            f"this sweep uses {master.hydra.sweeper._target_}")
+        pre = list(master.hydra.overrides.hydra)
+        str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
+    else:
+        master, task, pre = None, [overrides], []
+    out = []
+    for num, job in enumerate(task):
+        cfg = _compose(gh, config_name, pre + list(job), RunMode.RUN)  # as Hydra's launchers do
+        if master is not None:
+            OmegaConf.copy_cache(from_config=master, to_config=cfg)  # the same ${now:} as the sweep
+        with open_dict(cfg):
+            cfg.hydra.job.num, cfg.hydra.job.id = num, f"dry_run_{num}"
+        HydraConfig.instance().set_config(cfg)
+        h = cfg.hydra
+        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
+        choices = dict(h.runtime.choices)
+        shown = list(job) if multirun else list(h.overrides.task)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        out.append(Job(num, shown, folder, cfg, choices))
+    return out
+
+
+def work(cfg: DictConfig, start: int = 0) -> tuple[float, int]:
+    """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
+    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too)."""
+    T, e = cfg.T, cfg.eval_every
+    if start >= T:
+        return 0, 0
+    evals = T // e - start // e + (T % e != 0) + (start == 0)
+    return (T - start) * cfg.K * cfg.n * cfg.participation, evals
+
+
+def check(job: Job, references: dict | None = None) -> tuple[str, int]:
+    """Validate a job like a real run (:func:`runner.validate`, the folder checks); returns
+    what the run would do in its folder and the round it would start from. Raises :class:`UserError` (or Hydra's errors).
+    ``references``: reference configs by group choices, reused across a sweep's jobs."""
+    from . import runner
+    from .cli import _reference
+    references = {} if references is None else references
+    key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
+    if key not in references:
+        references[key] = _reference(job.choices)
+    runner.validate(job.cfg, references[key])
+    runner.check_owned(job.folder)
+    if not job.folder.exists():
+        return "new", 0
+    start = runner._resume_point(job.cfg, job.folder)
+    if start is True:
+        return "finished already", job.cfg.T
+    return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
+
+
+def _name(job: Job, multirun: bool) -> str:
+    return f"job {job.num} ({' '.join(job.overrides) or 'no overrides'})" if multirun else "the run"
+
+
+def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int:
+    """List, validate and estimate every job (``show_cfg``: print each job's resolved config
+    instead of validating); return the exit code."""
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .cli import one_line
+    try:
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
+            listed = jobs(overrides, multirun)
+            if show_cfg:
+                for job in listed:
+                    print(f"# {_name(job, multirun)} -> {job.folder}")
+                    print(OmegaConf.to_yaml(job.cfg, resolve=True))
+                return EXIT["finished"]
+            rows = [["job", "folder", "client steps", "evaluations", "state"]]
+            total_steps = total_evals = 0
+            references: dict = {}
+            for job in listed:
+                try:
+                    state, start = check(job, references)
+                except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+                    where = f"{_name(job, multirun)}: " if multirun else ""
+                    print(f"fedrun: error: {where}{one_line(e)}", file=sys.stderr)
+                    return EXIT["error"]
+                steps, evals = work(job.cfg, start)
+                total_steps, total_evals = total_steps + steps, total_evals + evals
+                rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), state])
+    except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        return EXIT["error"]
+    n = len(listed)
+    varied = differing([job.overrides for job in listed])
+    common = [o for o in listed[0].overrides if o not in varied[0]]
+    print(f"dry run: {n} job{'s' if n != 1 else ''}, every config valid; nothing was written")
+    print(f"overrides of every job: {' '.join(common) or 'none'}")
+    print("\n".join(align([row + [" ".join(v) if i else "overrides"]
+                           for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))
+    print(f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
+          f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
+          f"job from round 0), counted from the round each job would start from")
+    return EXIT["finished"]
