@@ -167,7 +167,7 @@ def check_values(cfg: DictConfig, reference: DictConfig | None = None) -> None:
     number stands, a boolean where a boolean stands), and values outside :data:`RANGES`."""
     values = flatten(OmegaConf.to_container(cfg, resolve=True))
     defaults = flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
-    for key, v in values.items():
+    for key, v in sorted(values.items(), key=lambda kv: "." in kv[0]):  # top-level keys first
         require(not (isinstance(v, float) and not math.isfinite(v)),
                 f"{key} must be a finite number, got {v!r}")
         d = defaults.get(key)
