@@ -6,9 +6,10 @@ mini-batch of B samples; ``Oracle.full(x)`` returns the exact f(x) and grad f(x)
 f = (1/n) sum_i f_i (f_i the mean loss over client i's samples).
 
 Mini-batches: B draws, uniform with replacement, from the client's own samples (the i.i.d.
-sampling of the papers' analyses). The draws of step (t, k) come from a generator seeded by
-(seed, t, k) and are made for all n clients at once, then the listed clients' rows are taken:
-results do not depend on the engine, client order, chunking, participation or resumption.
+sampling of the papers' analyses). The draws of step (t, k) come from a CPU generator seeded by
+(seed, t, k) and are made for all n clients at once, then moved to the device and the listed
+clients' rows are taken: results do not depend on the engine, client order, chunking,
+participation, resumption or the device (see :mod:`device`).
 ``B = None`` ("full") gives exact local gradients.
 
 Engines:
@@ -31,7 +32,6 @@ from __future__ import annotations
 import copy
 import ctypes
 import functools
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,14 +42,9 @@ from torch.func import grad_and_value, vmap
 
 from .errors import require
 from .models import FlatModel
+from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
 
 ENGINES = ("loop", "vmap", "auto")
-
-
-def stream_seed(*key: int) -> int:
-    """A 63-bit seed from an integer key, e.g. (seed, round, step)."""
-    h = hashlib.blake2b(",".join(map(str, key)).encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little") & ((1 << 63) - 1)
 
 
 @dataclass
@@ -150,6 +145,7 @@ class Oracle:
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
         self.device = data.x.device
+        self._sizes = data.sizes.cpu()  # for drawing mini-batch positions on the CPU
         if self.device.type == "cpu":
             keep_freed_memory()
         self.engine = choose_engine(model.module, self.device) if engine == "auto" else engine
@@ -166,11 +162,12 @@ class Oracle:
         return cross_entropy(self.model(x, inputs), targets, weights)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
-        """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t."""
-        gen = torch.Generator(device=self.device).manual_seed(stream_seed(self.seed, t, k))
-        u = torch.rand(self.data.n, self.B, generator=gen, device=self.device)
-        pos = (u * self.data.sizes[:, None]).long().clamp_max_(self.data.sizes[:, None] - 1)
-        return self.data.index.gather(1, pos)[clients]
+        """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t:
+        positions drawn on the CPU for all n clients (the same on every device), then moved to
+        the device and looked up in the clients' index table there."""
+        u = torch.rand(self.data.n, self.B, generator=generator(self.seed, t, k))
+        pos = (u * self._sizes[:, None]).long().clamp_max_(self._sizes[:, None] - 1)
+        return self.data.index.gather(1, to_device(pos, self.device))[clients]
 
     def _batches(self, t, k, clients):
         """(ids, weights) of shape (m, b): mini-batches, or each client's full data."""

@@ -8,6 +8,7 @@
 Prints one line per measurement, then markdown tables (README, Performance)."""
 
 import argparse
+import csv
 import os
 import platform
 import sys
@@ -18,6 +19,7 @@ import torch  # noqa: E402
 
 from fedprox_cli import bench  # noqa: E402
 from fedprox_cli.config import resolve_device  # noqa: E402
+from fedprox_cli.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.errors import UserError  # noqa: E402
 
 
@@ -48,9 +50,13 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3, help="timings per measurement (best is kept)")
     p.add_argument("--rounds", type=int, default=2, help="rounds per timing")
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation benchmark")
+    p.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS,
+                   help="float32 products (the run key matmul_precision)")
+    p.add_argument("--csv", help="also write the training rows to this CSV file")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
+    set_matmul_precision(a.matmul_precision)
     try:
         device = resolve_device(a.device)
         if a.model:
@@ -66,10 +72,16 @@ def main() -> int:
         print(f"bench_engine: error: {e}", file=sys.stderr)
         return 2
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch "
-          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}")
+          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
+          f"matmul_precision {a.matmul_precision}")
     rows, evals = bench.run(workloads, a.engines.split(","), device, a.repeats, a.rounds,
                             not a.no_eval, report=lambda r: print(r, flush=True))
     print("\n" + table(rows))
+    if a.csv and rows:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
     if evals:
         print("\n" + table(evals))
     fig2 = [e for e in evals if e["workload"] == bench.WORKLOADS[1].name]

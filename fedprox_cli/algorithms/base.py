@@ -23,7 +23,8 @@ import torch
 
 from ..compressors import DENSE_BYTES, Compressor
 from ..errors import require
-from ..oracle import Oracle, stream_seed
+from ..oracle import Oracle
+from ..device import generator, stream_seed, to_device
 from ..regularizers import Regularizer
 
 _REGISTRY: dict[str, type["Algorithm"]] = {}
@@ -102,8 +103,8 @@ class Env:
         """Draw round t's participating clients (all of them at participation 1)."""
         self.t = t
         if self.m < self.n:
-            gen = torch.Generator().manual_seed(stream_seed(self.seed, t, -1))
-            self.clients = torch.randperm(self.n, generator=gen)[:self.m].sort().values.to(self.device)
+            drawn = torch.randperm(self.n, generator=generator(self.seed, t, -1))[:self.m]
+            self.clients = to_device(drawn.sort().values, self.device)
 
     def grad(self, X: torch.Tensor, t: int, k: int) -> torch.Tensor:
         return self.oracle.grad(X, t, k, self.clients)[0]
