@@ -21,7 +21,8 @@ Engines:
   the loss of a flat parameter vector; the gradient comes out as one (chunk, d) tensor. (A
   vmapped forward with one plain backward of the summed losses measured 10% slower on the MLP:
   its weight gradients come out transposed.)
-- ``auto`` picks by the rule in :func:`choose_engine` (measured in ``scripts/bench_engine.py``).
+- ``auto`` times both on the run's model, shapes and device at start-up and caches the choice
+  (:mod:`engine_choice`); ``Oracle.engine_choice`` records it.
 
 Nothing in
 ``grad`` reads a tensor value on the host, so on CUDA a round runs without host synchronization.
@@ -40,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import grad_and_value, vmap
 
+from . import engine_choice
 from .errors import require
 from .models import FlatModel
 from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
@@ -124,18 +126,7 @@ def keep_freed_memory() -> None:
         return
     M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
     libc.mallopt(M_MMAP_MAX, 0)
-    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-
-
-def choose_engine(module: nn.Module, device: torch.device) -> str:
-    """``auto``'s rule (measured with ``scripts/bench_engine.py``, README, Performance):
-    ``loop`` for a model with convolutions on the CPU, ``vmap`` otherwise. Under vmap a
-    convolution with per-client weights becomes a grouped convolution, which ran ~20% slower on
-    the CPU than one convolution per client (whose work dwarfs the per-client overhead); for
-    MLPs and linear models the per-client overhead dominates and vmap ran 1.2-2.6x faster. On
-    CUDA vmap keeps the device busy without a kernel launch per client."""
-    convs = any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
-    return "loop" if device.type == "cpu" and convs else "vmap"
+    libc.mallopt(M_TRIM_THRESHOLD, -1)
 
 
 class Oracle:
@@ -148,12 +139,14 @@ class Oracle:
         self._sizes = data.sizes.cpu()  # for drawing mini-batch positions on the CPU
         if self.device.type == "cpu":
             keep_freed_memory()
-        self.engine = choose_engine(model.module, self.device) if engine == "auto" else engine
         self.chunk = chunk or data.n
         self.eval_batch = eval_batch
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
         self._work = FlatModule(model)
         self._batched_grad = vmap(grad_and_value(self._flat_loss))
+        self.engine = engine
+        self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
+        self.engine = self.engine_choice["engine"]
         if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
             import torch._dynamo  # noqa: F401
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
@@ -185,19 +178,26 @@ class Oracle:
         x = self.data.x.index_select(0, flat).view(*ids.shape, *self.data.x.shape[1:])
         return x, self.data.y.index_select(0, flat).view(ids.shape)
 
-    def grad(self, X: torch.Tensor, t: int, k: int, clients: torch.Tensor | None = None):
-        """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,)."""
+    def grad(self, X: torch.Tensor, t: int, k: int, clients: torch.Tensor | None = None,
+             out: torch.Tensor | None = None):
+        """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,). With
+        ``out`` (an (m, d) tensor), G is written there: a local loop that passes the same
+        buffer every step allocates no (m, d) tensor per step (a fresh one page-faults its
+        memory in whenever the heap has to grow: ~0.6 s per GB here)."""
         if clients is None:
             clients = torch.arange(self.data.n, device=self.device)
         ids, w = self._batches(t, k, clients)
         self.grad_evals += len(clients)
         inputs, targets = self._samples(ids)
+        if self.engine == "vmap" and out is None and self.chunk >= len(clients):
+            return self._batched_grad(X, inputs, targets, w)  # one call: its output is G
+        G = torch.empty_like(X) if out is None else out
+        L = X.new_empty(len(clients))
         if self.engine == "vmap":
-            out = [self._batched_grad(X[s:s + self.chunk], inputs[s:s + self.chunk],
-                                      targets[s:s + self.chunk], w[s:s + self.chunk])
-                   for s in range(0, len(clients), self.chunk)]
-            return out[0] if len(out) == 1 else tuple(map(torch.cat, zip(*out)))
-        G, L = torch.empty_like(X), X.new_empty(len(clients))
+            for s in range(0, len(clients), self.chunk):
+                e = s + self.chunk
+                G[s:e], L[s:e] = self._batched_grad(X[s:e], inputs[s:e], targets[s:e], w[s:e])
+            return G, L
         for i in range(len(clients)):
             self._work.load(X[i])
             L[i], grads = self._module_grad(inputs[i], targets[i], w[i])

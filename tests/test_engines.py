@@ -1,6 +1,8 @@
 """The gradient engines compute the same function (oracle.py): loop vs vmap, any chunking,
 and the exact evaluation passes against a direct autograd reference."""
 
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -139,11 +141,58 @@ def test_test_pass_matches_direct_forward(digits):
     assert acc == (logits.argmax(1) == ds.test_y).double().mean()
 
 
-def test_auto_rule():
-    from torch import nn
+@pytest.fixture
+def engine_cache(tmp_path, monkeypatch):
+    """engine=auto's cache in a temporary folder, and a stub for the timing: ``timings`` (seconds
+    per client-step by engine) is what the next measurement returns; ``calls`` counts them."""
+    from fedprox_cli import engine_choice
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    stub = {"timings": {"loop": 1.0, "vmap": 2.0}, "calls": 0}
 
-    from fedprox_cli.oracle import choose_engine
-    conv = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten())
-    mlp = models.build("mlp", (1, 8, 8), 10)
-    cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert [choose_engine(m, d) for m in (conv, mlp) for d in (cpu, cuda)] == ["loop", "vmap", "vmap", "vmap"]
+    def fake(oracle, clients):
+        stub["calls"] += 1
+        return dict(stub["timings"])
+    monkeypatch.setattr(engine_choice, "time_engines", fake)
+    stub["file"] = tmp_path / "fedprox_cli" / "engine.json"
+    return stub
+
+
+def test_auto_takes_the_faster_engine_records_and_caches_it(digits, engine_cache):
+    o = make_oracle(digits, "auto")
+    assert o.engine == "loop" and engine_cache["calls"] == 1
+    c = o.engine_choice
+    assert c["engine"] == "loop" and c["source"] == "measured"
+    assert c["s_per_client_step"] == {"loop": 1.0, "vmap": 2.0} and c["clients_timed"] == N_CLIENTS
+    cached = json.loads(engine_cache["file"].read_text())
+    (key, rec), = cached.items()
+    assert rec["engine"] == "loop" and json.loads(key)["B"] == 16
+    engine_cache["timings"] = {"loop": 3.0, "vmap": 1.0}  # would now pick vmap, if it measured
+    o2 = make_oracle(digits, "auto")
+    assert engine_cache["calls"] == 1 and o2.engine == "loop"
+    assert o2.engine_choice["source"] == "cache" and o2.engine_choice["s_per_client_step"]["loop"] == 1.0
+    o3 = make_oracle(digits, "auto", B=8)  # other shapes: another key, measured
+    assert engine_cache["calls"] == 2 and o3.engine == "vmap" and len(json.loads(engine_cache["file"].read_text())) == 2
+
+
+@pytest.mark.parametrize("engine", ["loop", "vmap"])
+def test_engine_loop_or_vmap_forces_without_timing(digits, engine_cache, engine):
+    o = make_oracle(digits, engine)
+    assert o.engine == engine and o.engine_choice == {"engine": engine, "source": "forced"}
+    assert engine_cache["calls"] == 0 and not engine_cache["file"].exists()
+
+
+def test_unreadable_cache_is_measured_again_and_rewritten(digits, engine_cache):
+    engine_cache["file"].parent.mkdir(parents=True)
+    engine_cache["file"].write_text("{not json")
+    o = make_oracle(digits, "auto")
+    assert o.engine_choice["source"] == "measured" and engine_cache["calls"] == 1
+    assert len(json.loads(engine_cache["file"].read_text())) == 1
+
+
+def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
+    """The real timer (no stub): a time for each engine; counters and engine untouched."""
+    from fedprox_cli import engine_choice
+    o = make_oracle(digits, "vmap")
+    t = engine_choice.time_engines(o, 3)
+    assert set(t) == {"loop", "vmap"} and all(0 <= v < 10 for v in t.values())
+    assert o.engine == "vmap" and o.grad_evals == 0

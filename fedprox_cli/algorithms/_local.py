@@ -14,10 +14,10 @@ Shift = torch.Tensor | float | Callable[[torch.Tensor], torch.Tensor]
 def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0) -> torch.Tensor:
     """K corrected SGD steps on every row: X <- X - beta (G(X) + shift), where ``shift`` is a
     constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta)."""
-    X = X.clone()
+    X, G = X.clone(), torch.empty_like(X)
     for k in range(env.K):
         s = shift(X) if callable(shift) else shift
-        X.sub_(env.grad(X, t, k).add_(s), alpha=beta)  # in place: the oracle's G is ours
+        X.sub_(env.grad(X, t, k, out=G).add_(s), alpha=beta)  # in place: no (n, d) temporaries
     return X
 
 

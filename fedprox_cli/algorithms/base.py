@@ -2,7 +2,8 @@
 
 An algorithm never touches modules, data loaders or devices. ``round(state, env, t)`` sees:
 
-- ``env.grad(X, t, k)``: stochastic gradients at the rows of X (one row per participating client);
+- ``env.grad(X, t, k, out=None)``: stochastic gradients at the rows of X (one row per
+  participating client), written into ``out`` if given;
 - ``env.prox(v, step, copies=1)``: prox_{step h}(v), counted per vector (a row = one client's
   call; ``copies`` = how many parties compute the same vector, computed once; step 0 = identity);
 - ``env.up(V)``: client-to-server messages (rows), compressed by the run's uplink compressor
@@ -106,8 +107,9 @@ class Env:
             drawn = torch.randperm(self.n, generator=generator(self.seed, t, -1))[:self.m]
             self.clients = to_device(drawn.sort().values, self.device)
 
-    def grad(self, X: torch.Tensor, t: int, k: int) -> torch.Tensor:
-        return self.oracle.grad(X, t, k, self.clients)[0]
+    def grad(self, X: torch.Tensor, t: int, k: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """G(X); written into ``out`` if given (see :meth:`Oracle.grad`)."""
+        return self.oracle.grad(X, t, k, self.clients, out)[0]
 
     def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:
         """prox_{step h}(v), counted once per row of v times ``copies`` (parties that compute

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ._local import local_sgd
 from .base import Algorithm, register
 
@@ -30,11 +32,11 @@ class FedCanon(Algorithm):
     def round(self, s, env, t):
         z, C = s["z"], s["C"]
         X = local_sgd(env, z.expand_as(C), t, self.beta, C)
-        Delta = env.up((z - X) / (self.beta * env.K))
+        Delta = env.up(torch.sub(z, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)
         Dbar = Delta.mean(0)
         z = env.prox(z - self.alpha * Dbar, self.alpha)
         env.down(Dbar, z)
-        return {"z": z, "C": C + Dbar - Delta}
+        return {"z": z, "C": torch.add(C, Dbar).sub_(Delta)}
 
     def prox_steps(self, K, T):
         return {"alpha": self.alpha}
