@@ -205,6 +205,40 @@ class Oracle:
                 g.copy_(gi)
         return G, L
 
+    def sgd_steps(self, X: torch.Tensor, t: int, K: int, beta: float,
+                  shift: torch.Tensor | float = 0.0, clients: torch.Tensor | None = None) -> torch.Tensor:
+        """K corrected SGD steps on the rows of X, in place: x_i <- x_i - beta (g_i(x_i) + s_i)
+        at steps k = 0..K-1 of round t, with ``shift`` s a scalar, one row (d,) or rows (m, d).
+        The same mini-batches and arithmetic as K calls of :meth:`grad` with the update after
+        each, but client by client (``loop``: x_i stays in the working module for its K steps,
+        updated through its parameter views) or chunk by chunk (``vmap``), so a client's state,
+        gradient and shift are updated while they are in cache, with no (m, d) temporaries."""
+        if clients is None:
+            clients = torch.arange(self.data.n, device=self.device)
+        batches = [self._batches(t, k, clients) for k in range(K)]
+        self.grad_evals += K * len(clients)
+        rows = torch.is_tensor(shift) and shift.dim() == 2
+        if self.engine == "vmap":
+            for a in range(0, len(clients), self.chunk):
+                e = a + self.chunk
+                Xc, Sc = X[a:e], shift[a:e] if rows else shift
+                for ids, w in batches:
+                    inputs, targets = self._samples(ids[a:e])
+                    Xc.sub_(self._batched_grad(Xc, inputs, targets, w[a:e])[0].add_(Sc), alpha=beta)
+            return X
+        for i in range(len(clients)):
+            si = shift[i] if rows else shift
+            s_views = self.model.params(si).values() if torch.is_tensor(si) else [si] * len(self._work.params)
+            self._work.load(X[i])
+            for ids, w in batches:
+                inputs, targets = self._samples(ids[i])
+                _, grads = self._module_grad(inputs, targets, w[i])
+                with torch.no_grad():
+                    for p, g, sp in zip(self._work.params, grads, s_views):
+                        p.sub_(g.add_(sp), alpha=beta)
+            X[i].copy_(self._work.w)
+        return X
+
     def _module_grad(self, inputs, targets, weights):
         """Loss and parameter gradients of the working module (loaded beforehand)."""
         loss = cross_entropy(self._work.module(inputs), targets, weights)

@@ -196,3 +196,31 @@ def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
     t = engine_choice.time_engines(o, 3)
     assert set(t) == {"loop", "vmap"} and all(0 <= v < 10 for v in t.values())
     assert o.engine == "vmap" and o.grad_evals == 0
+
+
+@pytest.mark.parametrize("engine,chunk", [("loop", None), ("vmap", None), ("vmap", 4)])
+@pytest.mark.parametrize("shift", ["rows", "row", "scalar"])
+def test_fused_sgd_steps_are_bitwise_the_step_by_step_loop(digits, engine, chunk, shift):
+    """Oracle.sgd_steps (client by client / chunk by chunk) computes exactly what K calls of
+    grad over all clients with an (n, d) update after each computed: the same numbers, bit
+    for bit, so runs recorded before the fusion do not change."""
+    oracle = make_oracle(digits, engine, chunk=chunk)
+    gen = torch.Generator().manual_seed(1)
+    X0 = oracle.model.flat() + 0.1 * torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64)
+    S = {"rows": torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64),
+         "row": torch.randn(oracle.model.d, generator=gen, dtype=torch.float64), "scalar": 0.0}[shift]
+    clients = torch.tensor([0, 2, 3, 5])
+    S_m = S[clients] if shift == "rows" else S
+    ref = X0[clients].clone()
+    for k in range(3):
+        ref.sub_(oracle.grad(ref, 4, k, clients)[0].add_(S_m), alpha=0.05)
+    got = oracle.sgd_steps(X0[clients].clone(), 4, 3, 0.05, S_m, clients)
+    assert torch.equal(got, ref)
+    assert oracle.grad_evals == 2 * 3 * len(clients)
+
+
+def test_auto_chunk_stays_within_chunk_bytes():
+    from fedprox_cli import memory
+    fp = memory.Footprint(per_client=2**20, per_sample=0)  # 1 MB per client
+    assert memory.plan(fp, 1000, 64, "auto", 64, 4.0) == (memory.CHUNK_BYTES // 2**20, 64)
+    assert memory.plan(fp, 1000, 64, "auto", 64, 0.01) == (10, 64)  # memory_gb below the cap

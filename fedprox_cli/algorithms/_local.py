@@ -13,7 +13,10 @@ Shift = torch.Tensor | float | Callable[[torch.Tensor], torch.Tensor]
 
 def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0) -> torch.Tensor:
     """K corrected SGD steps on every row: X <- X - beta (G(X) + shift), where ``shift`` is a
-    constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta)."""
+    constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta). A
+    constant shift runs fused, client by client (:meth:`Oracle.sgd_steps`)."""
+    if not callable(shift):
+        return env.sgd_steps(X.clone(), t, beta, shift)
     X, G = X.clone(), torch.empty_like(X)
     for k in range(env.K):
         s = shift(X) if callable(shift) else shift
@@ -36,3 +39,13 @@ def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
         gsum += G
         W = W - step * (G + shift)
     return W, gsum
+
+
+def rows_into(out: torch.Tensor, fn: Callable[..., torch.Tensor], *rows: torch.Tensor,
+              block: int = 64) -> torch.Tensor:
+    """``out = fn(*rows)`` computed ``block`` rows at a time, written into ``out`` (which may be
+    one of ``rows``, e.g. a buffer the caller no longer needs): an (n, d) result with only
+    (block, d) temporaries, the same numbers as ``fn`` on whole tensors."""
+    for a in range(0, len(out), block):
+        out[a:a + block] = fn(*(r[a:a + block] for r in rows))
+    return out

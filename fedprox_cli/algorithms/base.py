@@ -3,7 +3,8 @@
 An algorithm never touches modules, data loaders or devices. ``round(state, env, t)`` sees:
 
 - ``env.grad(X, t, k, out=None)``: stochastic gradients at the rows of X (one row per
-  participating client), written into ``out`` if given;
+  participating client), written into ``out`` if given; ``env.sgd_steps(X, t, beta, shift)``:
+  K corrected SGD steps on the rows of X in place, fused client by client;
 - ``env.prox(v, step, copies=1)``: prox_{step h}(v), counted per vector (a row = one client's
   call; ``copies`` = how many parties compute the same vector, computed once; step 0 = identity);
 - ``env.up(V)``: client-to-server messages (rows), compressed by the run's uplink compressor
@@ -110,6 +111,10 @@ class Env:
     def grad(self, X: torch.Tensor, t: int, k: int, out: torch.Tensor | None = None) -> torch.Tensor:
         """G(X); written into ``out`` if given (see :meth:`Oracle.grad`)."""
         return self.oracle.grad(X, t, k, self.clients, out)[0]
+
+    def sgd_steps(self, X: torch.Tensor, t: int, beta: float, shift: torch.Tensor | float = 0.0) -> torch.Tensor:
+        """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see :meth:`Oracle.sgd_steps`)."""
+        return self.oracle.sgd_steps(X, t, self.K, beta, shift, self.clients)
 
     def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:
         """prox_{step h}(v), counted once per row of v times ``copies`` (parties that compute

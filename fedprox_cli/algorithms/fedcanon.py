@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import torch
 
-from ._local import local_sgd
+from ._local import local_sgd, rows_into
 from .base import Algorithm, register
 
 
@@ -36,7 +36,8 @@ class FedCanon(Algorithm):
         Dbar = Delta.mean(0)
         z = env.prox(z - self.alpha * Dbar, self.alpha)
         env.down(Dbar, z)
-        return {"z": z, "C": torch.add(C, Dbar).sub_(Delta)}
+        # C + Dbar - Delta, written over Delta (ours): states C and X are all a round holds
+        return {"z": z, "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta)}
 
     def prox_steps(self, K, T):
         return {"alpha": self.alpha}
