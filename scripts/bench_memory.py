@@ -53,7 +53,10 @@ def child(args) -> dict:
     from fedprox_cli.metrics import evaluate
 
     torch.set_num_threads(args.threads)
-    overrides = [f"dataset={args.dataset}", f"model={args.model}", f"n={args.n}", f"K={args.K}",
+    from fedprox_cli import algorithms
+    smooth = type(algorithms.build(args.algorithm)).smooth_only
+    overrides = [f"algorithm={args.algorithm}", f"regularizer={'none' if smooth else 'l1'}",
+                 f"dataset={args.dataset}", f"model={args.model}", f"n={args.n}", f"K={args.K}",
                  f"B={args.B}", f"T={args.rounds}", f"device={args.device}", "engine=vmap",
                  f"oracle.chunk={args.chunk}", f"oracle.eval_batch={args.eval_batch}",
                  f"oracle.memory_gb={args.memory_gb}", f"data.root={args.data_root}"]
@@ -84,17 +87,19 @@ def child(args) -> dict:
     else:
         peak = _status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     state_bytes = sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
+    nd_bytes = exp.s.n * exp.flat.d * torch.tensor([], dtype=exp.s.dtype).element_size()
     samples = exp.s.B or oracle.data.index.shape[1]
     return {"chunk": oracle.chunk, "eval_batch": oracle.eval_batch, "d": exp.flat.d,
             "base_mb": base / 1024, "peak_above_base_mb": (peak - base) / 1024,
             "plan_train_mb": fp.call_bytes(oracle.chunk, samples) / MB,
             "plan_eval_mb": fp.call_bytes(1, oracle.eval_batch) / MB,
-            "state_mb": state_bytes / MB, "peak_is_exact": exact}
+            "state_mb": state_bytes / MB, "nd_mb": nd_bytes / MB, "peak_is_exact": exact}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="mlp")
+    ap.add_argument("--algorithm", default="fedcanon")
     ap.add_argument("--dataset", default="fmnist")
     ap.add_argument("--data-root", default="null")
     ap.add_argument("--n", type=int, default=100)
@@ -112,10 +117,10 @@ def main() -> None:
         args.chunk = args.child
         print(json.dumps(child(args)))
         return
-    print(f"{args.model} on {args.dataset}, n={args.n}, K={args.K}, B={args.B}, "
+    print(f"{args.algorithm}, {args.model} on {args.dataset}, n={args.n}, K={args.K}, B={args.B}, "
           f"{args.rounds} rounds + 1 evaluation, {args.device}, oracle.memory_gb={args.memory_gb}")
     print(f"{'oracle.chunk':>14} {'chunk':>6} {'eval_batch':>10} {'plan train MB':>14} "
-          f"{'plan eval MB':>13} {'state MB':>9} {'peak-base MB':>13} {'base MB':>8}")
+          f"{'plan eval MB':>13} {'state MB':>9} {'peak-base MB':>13} {'base MB':>8} {'(state+peak-base)/nd':>21}")
     for chunk in args.chunks.split(","):
         argv = [*sys.argv[1:], "--child", chunk]
         out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True,
@@ -126,7 +131,8 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{chunk:>14} {r['chunk']:>6} {r['eval_batch']:>10} {r['plan_train_mb']:>14.1f} "
               f"{r['plan_eval_mb']:>13.1f} {r['state_mb']:>9.1f} {r['peak_above_base_mb']:>13.1f} "
-              f"{r['base_mb']:>8.0f}" + ("" if r["peak_is_exact"] else "  (peak: process lifetime)"))
+              f"{r['base_mb']:>8.0f} {(r['state_mb'] + r['peak_above_base_mb']) / r['nd_mb']:>21.2f}"
+              + ("" if r["peak_is_exact"] else "  (peak: process lifetime)"))
 
 
 if __name__ == "__main__":

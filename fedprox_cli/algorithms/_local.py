@@ -32,12 +32,11 @@ def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
 
     (prox_0 is the identity, so with s = 0 the first gradient is taken at W itself).
     K prox calls per row. Returns the final W and the sum of the K gradients."""
-    gsum = torch.zeros_like(W)
+    W, G, gsum = W.clone(), torch.empty_like(W), torch.zeros_like(W)
     for k in range(env.K):
         U = env.prox(W, s + k * step)
-        G = env.grad(U, t, k)
-        gsum += G
-        W = W - step * (G + shift)
+        gsum += env.grad(U, t, k, out=G)
+        W.sub_(G.add_(shift).mul_(step))  # W - step (G + shift), in place: no (n, d) temporaries
     return W, gsum
 
 
