@@ -8,7 +8,9 @@ engine's best -- and picks the faster. The choice and the timings are cached in
 ``$XDG_CACHE_HOME/fedprox_cli/engine.json`` (default ``~/.cache``) under a key of everything
 the timing depends on: the model's architecture, the number of parameters, the input shape, the
 mini-batch size, the clients timed, dtype, device and its name (CPU model or GPU), threads and
-the torch version. A later run with the same key reuses the choice without timing. The record
+the torch version. A later run with the same key reuses the choice without timing, and the
+first choice written for a key stays (a run that measured while another wrote it takes the
+written one), so runs of one config on one machine use one engine. The record
 (``Oracle.engine_choice``) says which engine runs, whether it was ``measured``, read from the
 ``cache`` or ``forced`` (``engine=loop|vmap``), and the seconds per client-step of each engine.
 """
@@ -115,16 +117,23 @@ def choose(oracle, engine: str) -> dict:
         return {"engine": engine, "source": "forced"}
     clients = max(1, min(oracle.data.n, oracle.chunk, MAX_CLIENTS))
     key, path = cache_key(oracle, clients), cache_file()
-    cache = _read(path)
-    hit = cache.get(key)
-    if isinstance(hit, dict) and hit.get("engine") in TIMED and isinstance(hit.get("s_per_client_step"), dict):
+    hit = _read(path).get(key)
+    if _valid(hit):
         return {**hit, "source": "cache", "cache": str(path)}
     timings = time_engines(oracle, clients)
     record = {"engine": min(TIMED, key=timings.__getitem__), "s_per_client_step": timings,
               "clients_timed": clients, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    cache = _read(path)
+    if _valid(cache.get(key)):  # another process (a parallel sweep job) measured meanwhile:
+        return {**cache[key], "source": "cache", "cache": str(path)}  # the first one wins
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps({**_read(path), key: record}, indent=1, sort_keys=True))
+        atomic_write_text(path, json.dumps({**cache, key: record}, indent=1, sort_keys=True))
     except OSError:
         pass  # an unwritable cache folder: the run goes on, the next one measures again
     return {**record, "source": "measured", "cache": str(path)}
+
+
+def _valid(record) -> bool:
+    return isinstance(record, dict) and record.get("engine") in TIMED and \
+        isinstance(record.get("s_per_client_step"), dict)

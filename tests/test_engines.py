@@ -181,6 +181,24 @@ def test_engine_loop_or_vmap_forces_without_timing(digits, engine_cache, engine)
     assert engine_cache["calls"] == 0 and not engine_cache["file"].exists()
 
 
+def test_a_choice_written_while_measuring_wins(digits, engine_cache, monkeypatch):
+    """Two jobs of a sweep measuring at once end with one engine: the first choice written."""
+    from fedprox_cli import engine_choice
+    first = make_oracle(digits, "auto")  # writes loop
+    key_file = engine_cache["file"]
+    key, rec = next(iter(json.loads(key_file.read_text()).items()))
+    key_file.write_text("{}")
+    engine_cache["timings"] = {"loop": 3.0, "vmap": 1.0}  # this job would pick vmap ...
+
+    def measure_while_another_writes(oracle, clients):
+        key_file.write_text(json.dumps({key: rec}))  # ... but another job writes loop first
+        return {"loop": 3.0, "vmap": 1.0}
+    monkeypatch.setattr(engine_choice, "time_engines", measure_while_another_writes)
+    o = make_oracle(digits, "auto")
+    assert o.engine == first.engine == "loop" and o.engine_choice["source"] == "cache"
+    assert json.loads(key_file.read_text()) == {key: rec}
+
+
 def test_unreadable_cache_is_measured_again_and_rewritten(digits, engine_cache):
     engine_cache["file"].parent.mkdir(parents=True)
     engine_cache["file"].write_text("{not json")
