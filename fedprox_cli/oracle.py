@@ -42,9 +42,9 @@ from torch import nn
 from torch.func import grad_and_value, vmap
 
 from . import engine_choice
+from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
 from .errors import require
 from .models import FlatModel
-from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
 
 ENGINES = ("loop", "vmap", "auto")
 
@@ -118,8 +118,10 @@ def keep_freed_memory() -> None:
     mapping large blocks fresh and unmapping them on free: a round allocates and frees several
     (n, d) tensors per local step, and re-faulting their pages made a fresh elementwise op on
     (10, 199210) floats up to 10x slower than one into reused memory on this machine (the
-    effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc). No effect where the C
-    library is not glibc."""
+    effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc). The heap is never trimmed
+    (M_TRIM_THRESHOLD = -1, i.e. unlimited): with a 1 GB threshold, n = 1000 MLP rounds still
+    gave their freed (n, d) blocks back and faulted them in again (~0.6 s per GB here). The
+    process keeps its peak memory until it exits. No effect where the C library is not glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:

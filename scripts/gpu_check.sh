@@ -61,7 +61,7 @@ fi
 if has memory; then  # peak GPU memory per model at n = 10 and n = 100
   { for model in mlp cnn resnet18; do for n in 10 100; do
       budget "${MEMORY_MIN:-1}" "$PY" scripts/bench_memory.py --device cuda --model "$model" --n "$n" \
-        --dataset "$([ "$model" = resnet18 ] && echo cifar10 || echo fmnist)" --chunks auto --memory-gb 8 || true
+        --dataset fmnist --chunks auto --memory-gb 8 || true
     done; done; } > "$DIR/bench_memory.log" 2>&1
   cat "$DIR/bench_memory.log"
 fi

@@ -242,3 +242,5 @@ def test_auto_chunk_stays_within_chunk_bytes():
     fp = memory.Footprint(per_client=2**20, per_sample=0)  # 1 MB per client
     assert memory.plan(fp, 1000, 64, "auto", 64, 4.0) == (memory.CHUNK_BYTES // 2**20, 64)
     assert memory.plan(fp, 1000, 64, "auto", 64, 0.01) == (10, 64)  # memory_gb below the cap
+    gpu = memory.Footprint(per_client=2**20, per_sample=0, device_type="cuda")
+    assert memory.plan(gpu, 1000, 64, "auto", 64, 0.5) == (512, 64)  # GPUs: memory_gb only
