@@ -406,8 +406,8 @@ def test_a_killed_run_reads_dead_and_resumes(tmp_path):
 
 
 def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
-    run = tmp_path / "run"
-    first = _start(tmp_path, *LONG, "T=400", f"hydra.run.dir={run}")
+    run = tmp_path / "run"  # T large enough that the first run is still training when SIGINT comes
+    first = _start(tmp_path, *LONG, "T=5000", f"hydra.run.dir={run}")
     _wait_running(run)
     second = fedrun(*LONG, "T=50", f"hydra.run.dir={run}", cwd=tmp_path)
     first.send_signal(signal.SIGINT)
@@ -416,8 +416,8 @@ def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
     assert stderr_lines(second) == [stderr_lines(second)[0]]
     assert f"is in use by pid {first.pid} on host" in second.stderr
     s = read_summary(run)
-    assert s["status"] == "interrupted" and s["T"] == 400 and s["pid"] == first.pid
-    assert "T: 400" in (run / "config.yaml").read_text()
+    assert s["status"] == "interrupted" and s["T"] == 5000 and s["pid"] == first.pid
+    assert "T: 5000" in (run / "config.yaml").read_text()
 
 
 def test_a_foreign_folder_is_refused_and_left_alone(tmp_path):
