@@ -15,6 +15,7 @@ from typing import ClassVar
 import torch
 
 from .errors import require
+from .device import to_device
 
 DENSE_BYTES = 4
 SPARSE_BYTES = 8
@@ -119,8 +120,8 @@ class RandK(_Sparsifier):
     def __call__(self, V, seed=0):
         d = V.shape[-1]
         k = _kept(d, self.ratio)
-        gen = torch.Generator(device=V.device).manual_seed(seed)
-        idx = torch.rand(V.shape, generator=gen, device=V.device, dtype=torch.float32).topk(k, dim=-1).indices
+        gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
+        idx = to_device(torch.rand(V.shape, generator=gen, dtype=torch.float32).topk(k, dim=-1).indices, V.device)
         vals = V.gather(-1, idx) * (d / k if self.scaled else 1.0)
         return torch.zeros_like(V).scatter_(-1, idx, vals), SPARSE_BYTES * k * V.shape[0]
 
@@ -144,9 +145,10 @@ class QSGD(Compressor):
         return DENSE_BYTES + math.ceil(d * (1 + math.ceil(math.log2(self.levels + 1))) / 8)
 
     def __call__(self, V, seed=0):
-        gen = torch.Generator(device=V.device).manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
+        u = to_device(torch.rand(V.shape, generator=gen, dtype=V.dtype), V.device)
         norm = V.norm(dim=-1, keepdim=True)
         scaled = self.levels * V.abs() / norm.clamp_min(torch.finfo(V.dtype).tiny)
         low = scaled.floor()
-        level = low + (torch.rand(V.shape, generator=gen, device=V.device, dtype=V.dtype) < scaled - low)
+        level = low + (u < scaled - low)
         return norm * V.sign() * level / self.levels, self.row_bytes(V.shape[-1]) * V.shape[0]

@@ -19,6 +19,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from . import CONF_DIR
+from .device import MATMUL_PRECISIONS
 from .errors import UserError, require
 from .flatten import flatten
 from .oracle import ENGINES
@@ -42,6 +43,7 @@ class RunSettings:
     keep_checkpoint: bool  # keep checkpoint.pt after the last round (to extend T later)
     resume: bool
     train_samples: int | None  # None = train metrics over all training data
+    matmul_precision: str  # float32 products: highest (exact) | high (TF32) | medium (bf16); see device.py
     progress_every_s: float = 30.0  # least seconds between progress lines (no terminal)
     dry_run: bool = False   # validate and list, write nothing (cli.main intercepts it)
 
@@ -81,6 +83,9 @@ def settings(cfg: DictConfig) -> RunSettings:
     require(_is_int(ce) and ce >= 0, f"checkpoint_every must be an integer >= 0 (0 = off), got {ce!r}")
     for key in ("resume", "keep_checkpoint", "dry_run"):
         require(isinstance(cfg[key], bool), f"{key} must be true or false, got {cfg[key]!r}")
+    mp = cfg.matmul_precision
+    require(mp in MATMUL_PRECISIONS,
+            f"matmul_precision must be one of {', '.join(MATMUL_PRECISIONS)}, got {mp!r}")
     check_oracle(cfg.oracle)
     ts = cfg.metrics.train_samples
     require(ts is None or (_is_int(ts) and ts > 0),
@@ -90,8 +95,8 @@ def settings(cfg: DictConfig) -> RunSettings:
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
                        engine=cfg.engine, participation=float(p), checkpoint_every=ce,
                        keep_checkpoint=cfg.keep_checkpoint, resume=cfg.resume,
-                       train_samples=ts, progress_every_s=float(cfg.progress_every_s),
-                       dry_run=cfg.dry_run)
+                       train_samples=ts, matmul_precision=mp,
+                       progress_every_s=float(cfg.progress_every_s), dry_run=cfg.dry_run)
 
 
 def check_oracle(o: DictConfig) -> None:

@@ -6,9 +6,10 @@ mini-batch of B samples; ``Oracle.full(x)`` returns the exact f(x) and grad f(x)
 f = (1/n) sum_i f_i (f_i the mean loss over client i's samples).
 
 Mini-batches: B draws, uniform with replacement, from the client's own samples (the i.i.d.
-sampling of the papers' analyses). The draws of step (t, k) come from a generator seeded by
-(seed, t, k) and are made for all n clients at once, then the listed clients' rows are taken:
-results do not depend on the engine, client order, chunking, participation or resumption.
+sampling of the papers' analyses). The draws of step (t, k) come from a CPU generator seeded by
+(seed, t, k) and are made for all n clients at once, then moved to the device and the listed
+clients' rows are taken: results do not depend on the engine, client order, chunking,
+participation, resumption or the device (see :mod:`device`).
 ``B = None`` ("full") gives exact local gradients.
 
 Engines:
@@ -20,7 +21,8 @@ Engines:
   the loss of a flat parameter vector; the gradient comes out as one (chunk, d) tensor. (A
   vmapped forward with one plain backward of the summed losses measured 10% slower on the MLP:
   its weight gradients come out transposed.)
-- ``auto`` picks by the rule in :func:`choose_engine` (measured in ``scripts/bench_engine.py``).
+- ``auto`` times both on the run's model, shapes and device at start-up and caches the choice
+  (:mod:`engine_choice`); ``Oracle.engine_choice`` records it.
 
 Nothing in
 ``grad`` reads a tensor value on the host, so on CUDA a round runs without host synchronization.
@@ -31,7 +33,6 @@ from __future__ import annotations
 import copy
 import ctypes
 import functools
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,16 +41,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import grad_and_value, vmap
 
+from . import engine_choice
+from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
 from .errors import require
 from .models import FlatModel
 
 ENGINES = ("loop", "vmap", "auto")
-
-
-def stream_seed(*key: int) -> int:
-    """A 63-bit seed from an integer key, e.g. (seed, round, step)."""
-    h = hashlib.blake2b(",".join(map(str, key)).encode(), digest_size=8).digest()
-    return int.from_bytes(h, "little") & ((1 << 63) - 1)
 
 
 @dataclass
@@ -121,26 +118,17 @@ def keep_freed_memory() -> None:
     mapping large blocks fresh and unmapping them on free: a round allocates and frees several
     (n, d) tensors per local step, and re-faulting their pages made a fresh elementwise op on
     (10, 199210) floats up to 10x slower than one into reused memory on this machine (the
-    effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc). No effect where the C
-    library is not glibc."""
+    effect PyTorch's CPU tuning guide fixes with jemalloc/tcmalloc). The heap is never trimmed
+    (M_TRIM_THRESHOLD = -1, i.e. unlimited): with a 1 GB threshold, n = 1000 MLP rounds still
+    gave their freed (n, d) blocks back and faulted them in again (~0.6 s per GB here). The
+    process keeps its peak memory until it exits. No effect where the C library is not glibc."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return
     M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
     libc.mallopt(M_MMAP_MAX, 0)
-    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
-
-
-def choose_engine(module: nn.Module, device: torch.device) -> str:
-    """``auto``'s rule (measured with ``scripts/bench_engine.py``, README, Performance):
-    ``loop`` for a model with convolutions on the CPU, ``vmap`` otherwise. Under vmap a
-    convolution with per-client weights becomes a grouped convolution, which ran ~20% slower on
-    the CPU than one convolution per client (whose work dwarfs the per-client overhead); for
-    MLPs and linear models the per-client overhead dominates and vmap ran 1.2-2.6x faster. On
-    CUDA vmap keeps the device busy without a kernel launch per client."""
-    convs = any(isinstance(m, nn.modules.conv._ConvNd) for m in module.modules())
-    return "loop" if device.type == "cpu" and convs else "vmap"
+    libc.mallopt(M_TRIM_THRESHOLD, -1)
 
 
 class Oracle:
@@ -150,14 +138,17 @@ class Oracle:
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
         self.device = data.x.device
+        self._sizes = data.sizes.cpu()  # for drawing mini-batch positions on the CPU
         if self.device.type == "cpu":
             keep_freed_memory()
-        self.engine = choose_engine(model.module, self.device) if engine == "auto" else engine
         self.chunk = chunk or data.n
         self.eval_batch = eval_batch
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
         self._work = FlatModule(model)
         self._batched_grad = vmap(grad_and_value(self._flat_loss))
+        self.engine = engine
+        self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
+        self.engine = self.engine_choice["engine"]
         if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
             import torch._dynamo  # noqa: F401
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
@@ -166,11 +157,12 @@ class Oracle:
         return cross_entropy(self.model(x, inputs), targets, weights)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
-        """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t."""
-        gen = torch.Generator(device=self.device).manual_seed(stream_seed(self.seed, t, k))
-        u = torch.rand(self.data.n, self.B, generator=gen, device=self.device)
-        pos = (u * self.data.sizes[:, None]).long().clamp_max_(self.data.sizes[:, None] - 1)
-        return self.data.index.gather(1, pos)[clients]
+        """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t:
+        positions drawn on the CPU for all n clients (the same on every device), then moved to
+        the device and looked up in the clients' index table there."""
+        u = torch.rand(self.data.n, self.B, generator=generator(self.seed, t, k))
+        pos = (u * self._sizes[:, None]).long().clamp_max_(self._sizes[:, None] - 1)
+        return self.data.index.gather(1, to_device(pos, self.device))[clients]
 
     def _batches(self, t, k, clients):
         """(ids, weights) of shape (m, b): mini-batches, or each client's full data."""
@@ -188,25 +180,66 @@ class Oracle:
         x = self.data.x.index_select(0, flat).view(*ids.shape, *self.data.x.shape[1:])
         return x, self.data.y.index_select(0, flat).view(ids.shape)
 
-    def grad(self, X: torch.Tensor, t: int, k: int, clients: torch.Tensor | None = None):
-        """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,)."""
+    def grad(self, X: torch.Tensor, t: int, k: int, clients: torch.Tensor | None = None,
+             out: torch.Tensor | None = None):
+        """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,). With
+        ``out`` (an (m, d) tensor), G is written there: a local loop that passes the same
+        buffer every step allocates no (m, d) tensor per step (a fresh one page-faults its
+        memory in whenever the heap has to grow: ~0.6 s per GB here)."""
         if clients is None:
             clients = torch.arange(self.data.n, device=self.device)
         ids, w = self._batches(t, k, clients)
         self.grad_evals += len(clients)
         inputs, targets = self._samples(ids)
+        if self.engine == "vmap" and out is None and self.chunk >= len(clients):
+            return self._batched_grad(X, inputs, targets, w)  # one call: its output is G
+        G = torch.empty_like(X) if out is None else out
+        L = X.new_empty(len(clients))
         if self.engine == "vmap":
-            out = [self._batched_grad(X[s:s + self.chunk], inputs[s:s + self.chunk],
-                                      targets[s:s + self.chunk], w[s:s + self.chunk])
-                   for s in range(0, len(clients), self.chunk)]
-            return out[0] if len(out) == 1 else tuple(map(torch.cat, zip(*out)))
-        G, L = torch.empty_like(X), X.new_empty(len(clients))
+            for s in range(0, len(clients), self.chunk):
+                e = s + self.chunk
+                G[s:e], L[s:e] = self._batched_grad(X[s:e], inputs[s:e], targets[s:e], w[s:e])
+            return G, L
         for i in range(len(clients)):
             self._work.load(X[i])
             L[i], grads = self._module_grad(inputs[i], targets[i], w[i])
             for g, gi in zip(self.model.params(G[i]).values(), grads):
                 g.copy_(gi)
         return G, L
+
+    def sgd_steps(self, X: torch.Tensor, t: int, K: int, beta: float,
+                  shift: torch.Tensor | float = 0.0, clients: torch.Tensor | None = None) -> torch.Tensor:
+        """K corrected SGD steps on the rows of X, in place: x_i <- x_i - beta (g_i(x_i) + s_i)
+        at steps k = 0..K-1 of round t, with ``shift`` s a scalar, one row (d,) or rows (m, d).
+        The same mini-batches and arithmetic as K calls of :meth:`grad` with the update after
+        each, but client by client (``loop``: x_i stays in the working module for its K steps,
+        updated through its parameter views) or chunk by chunk (``vmap``), so a client's state,
+        gradient and shift are updated while they are in cache, with no (m, d) temporaries."""
+        if clients is None:
+            clients = torch.arange(self.data.n, device=self.device)
+        batches = [self._batches(t, k, clients) for k in range(K)]
+        self.grad_evals += K * len(clients)
+        rows = torch.is_tensor(shift) and shift.dim() == 2
+        if self.engine == "vmap":
+            for a in range(0, len(clients), self.chunk):
+                e = a + self.chunk
+                Xc, Sc = X[a:e], shift[a:e] if rows else shift
+                for ids, w in batches:
+                    inputs, targets = self._samples(ids[a:e])
+                    Xc.sub_(self._batched_grad(Xc, inputs, targets, w[a:e])[0].add_(Sc), alpha=beta)
+            return X
+        for i in range(len(clients)):
+            si = shift[i] if rows else shift
+            s_views = self.model.params(si).values() if torch.is_tensor(si) else [si] * len(self._work.params)
+            self._work.load(X[i])
+            for ids, w in batches:
+                inputs, targets = self._samples(ids[i])
+                _, grads = self._module_grad(inputs, targets, w[i])
+                with torch.no_grad():
+                    for p, g, sp in zip(self._work.params, grads, s_views):
+                        p.sub_(g.add_(sp), alpha=beta)
+            X[i].copy_(self._work.w)
+        return X
 
     def _module_grad(self, inputs, targets, weights):
         """Loss and parameter gradients of the working module (loaded beforehand)."""

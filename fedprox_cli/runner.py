@@ -25,6 +25,7 @@ from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
 from .atomic import atomic_write_text
 from .config import RunSettings, check_keys, check_values, params, settings
+from .device import set_matmul_precision
 from .console import logging_to, say
 from .errors import EXIT, UserError, describe, require, squeeze
 from .lock import FILE as LOCK
@@ -107,6 +108,7 @@ def build(cfg: DictConfig, reference: DictConfig | None = None) -> Experiment:
     """Validate ``cfg`` and build the run's pieces; every problem is a :class:`UserError`."""
     v = validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
+    set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
     ds = data.load(cfg.dataset.name, cfg.data.root)
     require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
                                     f"samples of {ds.name}")

@@ -4,20 +4,34 @@
     python scripts/bench_engine.py                          # workloads 1-4 (missing ones skipped)
     python scripts/bench_engine.py --workloads 1 --threads 1
     python scripts/bench_engine.py --model linear --algorithm fedcanon --shape mnist --n 100 --K 10
+    python scripts/bench_engine.py --threads 1 --baseline   # fedrun vs a plain per-client loop
+    python scripts/bench_engine.py --threads 1 --scaling    # client-steps/s at n = 10, 100, 1000
 
-Prints one line per measurement, then markdown tables (README, Performance)."""
+Prints one line per measurement, then markdown tables (README, Performance).
+
+``--baseline``: FedCanon on the MLP (fmnist-shaped, n = 10, K = 20, B = 64, l1) run by fedrun's
+engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher would write
+(load the server model into one module, K SGD steps with autograd and the correction c_i, send
+Delta_i; the server averages, takes the prox, updates the c_i), timed in turn in the same run.
+``--scaling``: FedCanon rounds (K = 2, B = 64) at n = 10, 100, 1000 for the linear model and the
+MLP with each engine; client-steps/s and their ratio to n = 10 (issue 20's goal: >= 0.8)."""
 
 import argparse
+import copy
+import csv
+import math
 import os
-import platform
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
-from fedprox_cli import bench  # noqa: E402
+from fedprox_cli import bench, memory  # noqa: E402
+from fedprox_cli.engine_choice import device_name  # noqa: E402
 from fedprox_cli.config import resolve_device  # noqa: E402
+from fedprox_cli.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.errors import UserError  # noqa: E402
 
 
@@ -28,6 +42,89 @@ def table(rows: list[dict]) -> str:
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     return "\n".join(lines + ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows])
+
+
+def plain_fedcanon(setup: bench.Setup, K: int, B: int, alpha: float, beta: float, lam: float, seed: int = 0):
+    """FedCanon as a plain per-client loop (the honest baseline): one module, parameters as a
+    list of tensors, client data as index tensors; returns a function running one round."""
+    module = copy.deepcopy(setup.flat.module)
+    params = list(module.parameters())
+    data, n = setup.data, setup.data.n
+    clients = [data.index[i, :int(data.sizes[i])] for i in range(n)]
+    z = [p.detach().clone() for p in params]
+    C = [[torch.zeros_like(p) for p in params] for _ in range(n)]
+    gen = torch.Generator(device=data.x.device).manual_seed(seed)
+
+    def one_round():
+        deltas = []
+        for i in range(n):
+            with torch.no_grad():
+                for p, zp in zip(params, z):
+                    p.copy_(zp)
+            for _ in range(K):
+                ids = clients[i][torch.randint(len(clients[i]), (B,), generator=gen, device=data.x.device)]
+                loss = F.cross_entropy(module(data.x[ids]), data.y[ids])
+                grads = torch.autograd.grad(loss, params)
+                with torch.no_grad():
+                    for p, g, c in zip(params, grads, C[i]):
+                        p.sub_(g + c, alpha=beta)
+            with torch.no_grad():
+                deltas.append([(zp - p) / (beta * K) for zp, p in zip(z, params)])
+        with torch.no_grad():
+            dbar = [torch.stack(ds).mean(0) for ds in zip(*deltas)]
+            for j, (zp, d) in enumerate(zip(z, dbar)):
+                v = zp - alpha * d
+                z[j] = v - v.clamp(-alpha * lam, alpha * lam)  # prox of alpha lam ||.||_1
+            for i in range(n):
+                for c, d, di in zip(C[i], dbar, deltas[i]):
+                    c.add_(d - di)
+    return one_round
+
+
+def baseline(device, repeats: int, rounds: int) -> list[dict]:
+    """fedrun's engines vs :func:`plain_fedcanon` on FedCanon fig2's shapes, interleaved."""
+    w = bench.WORKLOADS[1]
+    setup = bench.Setup(w, device)
+    alg, h = bench._algorithm("fedcanon", w.regularizer, w.overrides)
+    timers = {e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e), rounds) for e in ("loop", "vmap", "auto")}
+    plain = plain_fedcanon(setup, w.K, w.B, alg.alpha, alg.beta, h.lam)
+    plain()  # warm-up
+    run_plain = lambda: [plain() for _ in range(rounds)]  # noqa: E731
+    best = {k: math.inf for k in [*timers, "plain loop"]}
+    for _ in range(repeats):
+        for e, timer in timers.items():
+            best[e] = min(best[e], bench.best_time(timer) / rounds)
+        best["plain loop"] = min(best["plain loop"], bench.best_time(run_plain) / rounds)
+    chosen = timers["auto"].env.oracle.engine
+    return [{"workload": f"{w.name} (mlp, n={w.n}, K={w.K}, B={w.B})",
+             "runner": "plain loop" if k == "plain loop" else f"fedrun {k}" + (f" ({chosen})" if k == "auto" else ""),
+             "steps/s": w.n * w.K / t, "vs plain loop": best["plain loop"] / t} for k, t in best.items()]
+
+
+def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), K: int = 2) -> list[dict]:
+    """Client-steps/s of FedCanon rounds at each n (oracle.chunk as ``auto`` plans it)."""
+    rows = []
+    for model in models:
+        base = {}
+        for n in ns:
+            w = bench.custom_workload(model, ["fedcanon"], "fmnist", n, K, 64)
+            setup = bench.Setup(w, device)
+            fp = memory.footprint(setup.flat.module, setup.flat.d, (1, 28, 28), torch.float32, device)
+            chunk = memory.plan(fp, n, w.B, "auto", 4096, 4)[0]
+            timers = {e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e, chunk), 1) for e in ("loop", "vmap", "auto")}
+            best = {e: math.inf for e in timers}
+            for _ in range(repeats if n < 1000 else 1):
+                for e, timer in timers.items():
+                    best[e] = min(best[e], bench.best_time(timer))
+            fastest = min(best["loop"], best["vmap"])
+            for e, t in best.items():
+                rate = n * K / t
+                base.setdefault(e, rate)
+                rows.append({"model": model, "n": n, "engine": e + (f" ({timers[e].env.oracle.engine})" if e == "auto" else ""),
+                             "client-steps/s": rate, "vs n=10": rate / base[e], "vs faster engine": fastest / t})
+                print(rows[-1], flush=True)
+            del setup, timers
+    return rows
 
 
 def main() -> int:
@@ -48,9 +145,16 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=3, help="timings per measurement (best is kept)")
     p.add_argument("--rounds", type=int, default=2, help="rounds per timing")
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation benchmark")
+    p.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS,
+                   help="float32 products (the run key matmul_precision)")
+    p.add_argument("--csv", help="also write the training rows to this CSV file")
+    p.add_argument("--baseline", action="store_true", help="fedrun vs a plain per-client loop (only)")
+    p.add_argument("--scaling", action="store_true", help="client-steps/s at n = 10, 100, 1000 (only)")
+    p.add_argument("--scaling-n", default="10,100,1000", help="the n of --scaling")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
+    set_matmul_precision(a.matmul_precision)
     try:
         device = resolve_device(a.device)
         if a.model:
@@ -65,11 +169,22 @@ def main() -> int:
     except (UserError, ValueError) as e:
         print(f"bench_engine: error: {e}", file=sys.stderr)
         return 2
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch "
-          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}")
+    print(f"# {device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, torch "
+          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
+          f"matmul_precision {a.matmul_precision}")
+    if a.baseline or a.scaling:
+        rows = baseline(device, a.repeats, a.rounds) if a.baseline else \
+            scaling(device, a.repeats, tuple(int(n) for n in a.scaling_n.split(",")))
+        print("\n" + table(rows))
+        return 0
     rows, evals = bench.run(workloads, a.engines.split(","), device, a.repeats, a.rounds,
                             not a.no_eval, report=lambda r: print(r, flush=True))
     print("\n" + table(rows))
+    if a.csv and rows:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
     if evals:
         print("\n" + table(evals))
     fig2 = [e for e in evals if e["workload"] == bench.WORKLOADS[1].name]

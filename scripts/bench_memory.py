@@ -6,7 +6,8 @@
 For each client chunking -- ``oracle.chunk=auto`` under the budget, and all n clients at once
 -- a fresh child process builds the run (``runner.build``, CPU), resets the kernel's peak-RSS
 mark (Linux ``/proc/self/clear_refs``), runs the rounds and one evaluation, and reports the
-peak resident memory above the resident memory before the rounds. Next to it: the plan's
+peak resident memory above the resident memory before the rounds (``--device cuda``: PyTorch's
+peak of allocated GPU memory above what was allocated before the rounds). Next to it: the plan's
 estimate for one vmap call of the chosen chunk, and the size of the algorithm's state. No
 allocation tracing is involved, so the numbers are those of an ordinary run.
 """
@@ -52,8 +53,11 @@ def child(args) -> dict:
     from fedprox_cli.metrics import evaluate
 
     torch.set_num_threads(args.threads)
-    overrides = [f"dataset={args.dataset}", f"model={args.model}", f"n={args.n}", f"K={args.K}",
-                 f"B={args.B}", f"T={args.rounds}", "device=cpu", "engine=vmap",
+    from fedprox_cli import algorithms
+    smooth = type(algorithms.build(args.algorithm)).smooth_only
+    overrides = [f"algorithm={args.algorithm}", f"regularizer={'none' if smooth else 'l1'}",
+                 f"dataset={args.dataset}", f"model={args.model}", f"n={args.n}", f"K={args.K}",
+                 f"B={args.B}", f"T={args.rounds}", f"device={args.device}", "engine=vmap",
                  f"oracle.chunk={args.chunk}", f"oracle.eval_batch={args.eval_batch}",
                  f"oracle.memory_gb={args.memory_gb}", f"data.root={args.data_root}"]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -64,26 +68,38 @@ def child(args) -> dict:
     fp = memory.footprint(exp.flat.module, exp.flat.d, exp.dataset.input_shape, exp.s.dtype,
                           exp.s.device)
     gc.collect()
-    base = _status_kb("VmRSS")
-    exact = _reset_peak()
+    gpu = exp.s.device.type == "cuda"
+    if gpu:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base, exact = torch.cuda.memory_allocated() // 1024, True
+    else:
+        base = _status_kb("VmRSS")
+        exact = _reset_peak()
     for t in range(args.rounds):
         exp.env.start_round(t)
         state = exp.alg.round(state, exp.env, t)
     evaluate(exp.alg.output(state), oracle, exp.h, exp.stationarity_step, exp.dataset.test_x,
              exp.dataset.test_y)
-    peak = _status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if gpu:
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() // 1024
+    else:
+        peak = _status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     state_bytes = sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
+    nd_bytes = exp.s.n * exp.flat.d * torch.tensor([], dtype=exp.s.dtype).element_size()
     samples = exp.s.B or oracle.data.index.shape[1]
     return {"chunk": oracle.chunk, "eval_batch": oracle.eval_batch, "d": exp.flat.d,
             "base_mb": base / 1024, "peak_above_base_mb": (peak - base) / 1024,
             "plan_train_mb": fp.call_bytes(oracle.chunk, samples) / MB,
             "plan_eval_mb": fp.call_bytes(1, oracle.eval_batch) / MB,
-            "state_mb": state_bytes / MB, "peak_is_exact": exact}
+            "state_mb": state_bytes / MB, "nd_mb": nd_bytes / MB, "peak_is_exact": exact}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="mlp")
+    ap.add_argument("--algorithm", default="fedcanon")
     ap.add_argument("--dataset", default="fmnist")
     ap.add_argument("--data-root", default="null")
     ap.add_argument("--n", type=int, default=100)
@@ -93,6 +109,7 @@ def main() -> None:
     ap.add_argument("--memory-gb", type=float, default=1.0)
     ap.add_argument("--eval-batch", default="auto")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu (peak RSS) or cuda (peak allocated GPU memory)")
     ap.add_argument("--chunks", default="auto,null", help="oracle.chunk values to compare")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -100,10 +117,10 @@ def main() -> None:
         args.chunk = args.child
         print(json.dumps(child(args)))
         return
-    print(f"{args.model} on {args.dataset}, n={args.n}, K={args.K}, B={args.B}, "
-          f"{args.rounds} rounds + 1 evaluation, CPU, oracle.memory_gb={args.memory_gb}")
+    print(f"{args.algorithm}, {args.model} on {args.dataset}, n={args.n}, K={args.K}, B={args.B}, "
+          f"{args.rounds} rounds + 1 evaluation, {args.device}, oracle.memory_gb={args.memory_gb}")
     print(f"{'oracle.chunk':>14} {'chunk':>6} {'eval_batch':>10} {'plan train MB':>14} "
-          f"{'plan eval MB':>13} {'state MB':>9} {'peak-base MB':>13} {'base MB':>8}")
+          f"{'plan eval MB':>13} {'state MB':>9} {'peak-base MB':>13} {'base MB':>8} {'(state+peak-base)/nd':>21}")
     for chunk in args.chunks.split(","):
         argv = [*sys.argv[1:], "--child", chunk]
         out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True,
@@ -114,7 +131,8 @@ def main() -> None:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         print(f"{chunk:>14} {r['chunk']:>6} {r['eval_batch']:>10} {r['plan_train_mb']:>14.1f} "
               f"{r['plan_eval_mb']:>13.1f} {r['state_mb']:>9.1f} {r['peak_above_base_mb']:>13.1f} "
-              f"{r['base_mb']:>8.0f}" + ("" if r["peak_is_exact"] else "  (peak: process lifetime)"))
+              f"{r['base_mb']:>8.0f} {(r['state_mb'] + r['peak_above_base_mb']) / r['nd_mb']:>21.2f}"
+              + ("" if r["peak_is_exact"] else "  (peak: process lifetime)"))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The gradient engines compute the same function (oracle.py): loop vs vmap, any chunking,
 and the exact evaluation passes against a direct autograd reference."""
 
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -139,11 +141,106 @@ def test_test_pass_matches_direct_forward(digits):
     assert acc == (logits.argmax(1) == ds.test_y).double().mean()
 
 
-def test_auto_rule():
-    from torch import nn
+@pytest.fixture
+def engine_cache(tmp_path, monkeypatch):
+    """engine=auto's cache in a temporary folder, and a stub for the timing: ``timings`` (seconds
+    per client-step by engine) is what the next measurement returns; ``calls`` counts them."""
+    from fedprox_cli import engine_choice
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    stub = {"timings": {"loop": 1.0, "vmap": 2.0}, "calls": 0}
 
-    from fedprox_cli.oracle import choose_engine
-    conv = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten())
-    mlp = models.build("mlp", (1, 8, 8), 10)
-    cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert [choose_engine(m, d) for m in (conv, mlp) for d in (cpu, cuda)] == ["loop", "vmap", "vmap", "vmap"]
+    def fake(oracle, clients):
+        stub["calls"] += 1
+        return dict(stub["timings"])
+    monkeypatch.setattr(engine_choice, "time_engines", fake)
+    stub["file"] = tmp_path / "fedprox_cli" / "engine.json"
+    return stub
+
+
+def test_auto_takes_the_faster_engine_records_and_caches_it(digits, engine_cache):
+    o = make_oracle(digits, "auto")
+    assert o.engine == "loop" and engine_cache["calls"] == 1
+    c = o.engine_choice
+    assert c["engine"] == "loop" and c["source"] == "measured"
+    assert c["s_per_client_step"] == {"loop": 1.0, "vmap": 2.0} and c["clients_timed"] == N_CLIENTS
+    cached = json.loads(engine_cache["file"].read_text())
+    (key, rec), = cached.items()
+    assert rec["engine"] == "loop" and json.loads(key)["B"] == 16
+    engine_cache["timings"] = {"loop": 3.0, "vmap": 1.0}  # would now pick vmap, if it measured
+    o2 = make_oracle(digits, "auto")
+    assert engine_cache["calls"] == 1 and o2.engine == "loop"
+    assert o2.engine_choice["source"] == "cache" and o2.engine_choice["s_per_client_step"]["loop"] == 1.0
+    o3 = make_oracle(digits, "auto", B=8)  # other shapes: another key, measured
+    assert engine_cache["calls"] == 2 and o3.engine == "vmap" and len(json.loads(engine_cache["file"].read_text())) == 2
+
+
+@pytest.mark.parametrize("engine", ["loop", "vmap"])
+def test_engine_loop_or_vmap_forces_without_timing(digits, engine_cache, engine):
+    o = make_oracle(digits, engine)
+    assert o.engine == engine and o.engine_choice == {"engine": engine, "source": "forced"}
+    assert engine_cache["calls"] == 0 and not engine_cache["file"].exists()
+
+
+def test_a_choice_written_while_measuring_wins(digits, engine_cache, monkeypatch):
+    """Two jobs of a sweep measuring at once end with one engine: the first choice written."""
+    from fedprox_cli import engine_choice
+    first = make_oracle(digits, "auto")  # writes loop
+    key_file = engine_cache["file"]
+    key, rec = next(iter(json.loads(key_file.read_text()).items()))
+    key_file.write_text("{}")
+    engine_cache["timings"] = {"loop": 3.0, "vmap": 1.0}  # this job would pick vmap ...
+
+    def measure_while_another_writes(oracle, clients):
+        key_file.write_text(json.dumps({key: rec}))  # ... but another job writes loop first
+        return {"loop": 3.0, "vmap": 1.0}
+    monkeypatch.setattr(engine_choice, "time_engines", measure_while_another_writes)
+    o = make_oracle(digits, "auto")
+    assert o.engine == first.engine == "loop" and o.engine_choice["source"] == "cache"
+    assert json.loads(key_file.read_text()) == {key: rec}
+
+
+def test_unreadable_cache_is_measured_again_and_rewritten(digits, engine_cache):
+    engine_cache["file"].parent.mkdir(parents=True)
+    engine_cache["file"].write_text("{not json")
+    o = make_oracle(digits, "auto")
+    assert o.engine_choice["source"] == "measured" and engine_cache["calls"] == 1
+    assert len(json.loads(engine_cache["file"].read_text())) == 1
+
+
+def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
+    """The real timer (no stub): a time for each engine; counters and engine untouched."""
+    from fedprox_cli import engine_choice
+    o = make_oracle(digits, "vmap")
+    t = engine_choice.time_engines(o, 3)
+    assert set(t) == {"loop", "vmap"} and all(0 <= v < 10 for v in t.values())
+    assert o.engine == "vmap" and o.grad_evals == 0
+
+
+@pytest.mark.parametrize("engine,chunk", [("loop", None), ("vmap", None), ("vmap", 4)])
+@pytest.mark.parametrize("shift", ["rows", "row", "scalar"])
+def test_fused_sgd_steps_are_bitwise_the_step_by_step_loop(digits, engine, chunk, shift):
+    """Oracle.sgd_steps (client by client / chunk by chunk) computes exactly what K calls of
+    grad over all clients with an (n, d) update after each computed: the same numbers, bit
+    for bit, so runs recorded before the fusion do not change."""
+    oracle = make_oracle(digits, engine, chunk=chunk)
+    gen = torch.Generator().manual_seed(1)
+    X0 = oracle.model.flat() + 0.1 * torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64)
+    S = {"rows": torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64),
+         "row": torch.randn(oracle.model.d, generator=gen, dtype=torch.float64), "scalar": 0.0}[shift]
+    clients = torch.tensor([0, 2, 3, 5])
+    S_m = S[clients] if shift == "rows" else S
+    ref = X0[clients].clone()
+    for k in range(3):
+        ref.sub_(oracle.grad(ref, 4, k, clients)[0].add_(S_m), alpha=0.05)
+    got = oracle.sgd_steps(X0[clients].clone(), 4, 3, 0.05, S_m, clients)
+    assert torch.equal(got, ref)
+    assert oracle.grad_evals == 2 * 3 * len(clients)
+
+
+def test_auto_chunk_stays_within_chunk_bytes():
+    from fedprox_cli import memory
+    fp = memory.Footprint(per_client=2**20, per_sample=0)  # 1 MB per client
+    assert memory.plan(fp, 1000, 64, "auto", 64, 4.0) == (memory.CHUNK_BYTES // 2**20, 64)
+    assert memory.plan(fp, 1000, 64, "auto", 64, 0.01) == (10, 64)  # memory_gb below the cap
+    gpu = memory.Footprint(per_client=2**20, per_sample=0, device_type="cuda")
+    assert memory.plan(gpu, 1000, 64, "auto", 64, 0.5) == (512, 64)  # GPUs: memory_gb only

@@ -406,7 +406,7 @@ def test_a_killed_run_reads_dead_and_resumes(tmp_path):
 
 
 def test_a_second_run_into_a_busy_folder_is_refused(tmp_path):
-    run = tmp_path / "run"
+    run = tmp_path / "run"  # LONG's T: the first run is still training when SIGINT comes
     first = _start(tmp_path, *LONG, f"hydra.run.dir={run}")
     _wait_running(run)
     second = fedrun(*LONG, "T=50", f"hydra.run.dir={run}", cwd=tmp_path)

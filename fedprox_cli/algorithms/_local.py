@@ -13,11 +13,14 @@ Shift = torch.Tensor | float | Callable[[torch.Tensor], torch.Tensor]
 
 def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0) -> torch.Tensor:
     """K corrected SGD steps on every row: X <- X - beta (G(X) + shift), where ``shift`` is a
-    constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta)."""
-    X = X.clone()
+    constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta). A
+    constant shift runs fused, client by client (:meth:`Oracle.sgd_steps`)."""
+    if not callable(shift):
+        return env.sgd_steps(X.clone(), t, beta, shift)
+    X, G = X.clone(), torch.empty_like(X)
     for k in range(env.K):
         s = shift(X) if callable(shift) else shift
-        X.sub_(env.grad(X, t, k).add_(s), alpha=beta)  # in place: the oracle's G is ours
+        X.sub_(env.grad(X, t, k, out=G).add_(s), alpha=beta)  # in place: no (n, d) temporaries
     return X
 
 
@@ -29,10 +32,19 @@ def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
 
     (prox_0 is the identity, so with s = 0 the first gradient is taken at W itself).
     K prox calls per row. Returns the final W and the sum of the K gradients."""
-    gsum = torch.zeros_like(W)
+    W, G, gsum = W.clone(), torch.empty_like(W), torch.zeros_like(W)
     for k in range(env.K):
         U = env.prox(W, s + k * step)
-        G = env.grad(U, t, k)
-        gsum += G
-        W = W - step * (G + shift)
+        gsum += env.grad(U, t, k, out=G)
+        W.sub_(G.add_(shift).mul_(step))  # W - step (G + shift), in place: no (n, d) temporaries
     return W, gsum
+
+
+def rows_into(out: torch.Tensor, fn: Callable[..., torch.Tensor], *rows: torch.Tensor,
+              block: int = 64) -> torch.Tensor:
+    """``out = fn(*rows)`` computed ``block`` rows at a time, written into ``out`` (which may be
+    one of ``rows``, e.g. a buffer the caller no longer needs): an (n, d) result with only
+    (block, d) temporaries, the same numbers as ``fn`` on whole tensors."""
+    for a in range(0, len(out), block):
+        out[a:a + block] = fn(*(r[a:a + block] for r in rows))
+    return out

@@ -2,7 +2,9 @@
 
 An algorithm never touches modules, data loaders or devices. ``round(state, env, t)`` sees:
 
-- ``env.grad(X, t, k)``: stochastic gradients at the rows of X (one row per participating client);
+- ``env.grad(X, t, k, out=None)``: stochastic gradients at the rows of X (one row per
+  participating client), written into ``out`` if given; ``env.sgd_steps(X, t, beta, shift)``:
+  K corrected SGD steps on the rows of X in place, fused client by client;
 - ``env.prox(v, step, copies=1)``: prox_{step h}(v), counted per vector (a row = one client's
   call; ``copies`` = how many parties compute the same vector, computed once; step 0 = identity);
 - ``env.up(V)``: client-to-server messages (rows), compressed by the run's uplink compressor
@@ -23,7 +25,8 @@ import torch
 
 from ..compressors import DENSE_BYTES, Compressor
 from ..errors import require
-from ..oracle import Oracle, stream_seed
+from ..oracle import Oracle
+from ..device import generator, stream_seed, to_device
 from ..regularizers import Regularizer
 
 _REGISTRY: dict[str, type["Algorithm"]] = {}
@@ -102,11 +105,16 @@ class Env:
         """Draw round t's participating clients (all of them at participation 1)."""
         self.t = t
         if self.m < self.n:
-            gen = torch.Generator().manual_seed(stream_seed(self.seed, t, -1))
-            self.clients = torch.randperm(self.n, generator=gen)[:self.m].sort().values.to(self.device)
+            drawn = torch.randperm(self.n, generator=generator(self.seed, t, -1))[:self.m]
+            self.clients = to_device(drawn.sort().values, self.device)
 
-    def grad(self, X: torch.Tensor, t: int, k: int) -> torch.Tensor:
-        return self.oracle.grad(X, t, k, self.clients)[0]
+    def grad(self, X: torch.Tensor, t: int, k: int, out: torch.Tensor | None = None) -> torch.Tensor:
+        """G(X); written into ``out`` if given (see :meth:`Oracle.grad`)."""
+        return self.oracle.grad(X, t, k, self.clients, out)[0]
+
+    def sgd_steps(self, X: torch.Tensor, t: int, beta: float, shift: torch.Tensor | float = 0.0) -> torch.Tensor:
+        """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see :meth:`Oracle.sgd_steps`)."""
+        return self.oracle.sgd_steps(X, t, self.K, beta, shift, self.clients)
 
     def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:
         """prox_{step h}(v), counted once per row of v times ``copies`` (parties that compute

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ._local import local_sgd
 from .base import Algorithm, register
 
@@ -27,7 +29,7 @@ class FedAvg(Algorithm):
     def round(self, s, env, t):
         z = s["z"]
         X = local_sgd(env, z.expand(len(env.clients), -1), t, self.beta)
-        z = z + self.alpha * env.up(X - z).mean(0)
+        z = z + self.alpha * env.up(torch.sub(X, z, out=X)).mean(0)  # X - z in X: no new (n, d)
         env.down(z)
         return {"z": z}
 

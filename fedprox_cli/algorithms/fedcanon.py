@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._local import local_sgd
+import torch
+
+from ._local import local_sgd, rows_into
 from .base import Algorithm, register
 
 
@@ -30,11 +32,12 @@ class FedCanon(Algorithm):
     def round(self, s, env, t):
         z, C = s["z"], s["C"]
         X = local_sgd(env, z.expand_as(C), t, self.beta, C)
-        Delta = env.up((z - X) / (self.beta * env.K))
+        Delta = env.up(torch.sub(z, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)
         Dbar = Delta.mean(0)
         z = env.prox(z - self.alpha * Dbar, self.alpha)
         env.down(Dbar, z)
-        return {"z": z, "C": C + Dbar - Delta}
+        # C + Dbar - Delta, written over Delta (ours): states C and X are all a round holds
+        return {"z": z, "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta)}
 
     def prox_steps(self, K, T):
         return {"alpha": self.alpha}

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ._local import local_sgd
+import torch
+
+from ._local import local_sgd, rows_into
 from .base import Algorithm, register
 
 
@@ -31,10 +33,11 @@ class FedCanon2(Algorithm):
     def round(self, s, env, t):
         X0, C = s["X0"], s["C"]
         X = local_sgd(env, X0, t, self.beta, C)
-        Delta = env.up((X0 - X) / (self.beta * env.K))
+        Delta = env.up(torch.sub(X0, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)
         Dbar = Delta.mean(0)
         env.down(Dbar)
-        return {"X0": env.prox(X0 - self.alpha * Dbar, self.alpha), "C": C + Dbar - Delta}
+        return {"X0": env.prox(X0 - self.alpha * Dbar, self.alpha),
+                "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta)}  # over Delta
 
     def output(self, s):
         return s["X0"][0]

@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from ..errors import require
-from ..oracle import stream_seed
+from ..device import generator
 from .base import Algorithm, register
 
 
@@ -43,8 +43,7 @@ class Scaffnew(Algorithm):
     def communicates(self, env, t, k):
         if self.p is None:
             return k == env.K - 1
-        gen = torch.Generator().manual_seed(stream_seed(env.seed, t, k, -3))
-        return torch.rand((), generator=gen).item() < self.p
+        return torch.rand((), generator=generator(env.seed, t, k, -3)).item() < self.p  # CPU: no sync
 
     def init(self, z0, n):
         return {"z": z0.clone(), "X": z0.expand(n, -1).clone(), "H": z0.new_zeros(n, z0.numel())}

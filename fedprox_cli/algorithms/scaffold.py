@@ -34,8 +34,11 @@ class Scaffold(Algorithm):
         S = env.clients
         Ci = C[S]
         X = local_sgd(env, z.expand_as(Ci), t, self.beta, c - Ci)
-        msg = env.up(torch.cat([X - z, (z - X) / (env.K * self.beta) - c], dim=1))
+        msg = X.new_empty(len(X), 2 * z.numel())  # [dx_i, dc_i], formed in place
         dx, dc = msg.split(z.numel(), dim=1)
+        torch.sub(X, z, out=dx)
+        torch.sub(z, X, out=dc).div_(env.K * self.beta).sub_(c)
+        dx, dc = env.up(msg).split(z.numel(), dim=1)
         C[S] = Ci + dc
         z = z + self.alpha * dx.mean(0)
         c = c + dc.sum(0) / env.n
