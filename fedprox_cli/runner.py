@@ -360,7 +360,7 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
     summary = Summary(out, **provenance(command), T=exp.s.T)
     try:
         summary.fields.update(device=str(exp.s.device), dimension=exp.flat.d,
-                              engine=exp.oracle.engine, data_source=exp.dataset.source)
+                              engine=exp.oracle.engine_choice, data_source=exp.dataset.source)
         if ckpt is None:
             for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
                 (out / name).unlink(missing_ok=True)
