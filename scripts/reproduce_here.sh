@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # The reproduction runs of results/REPRODUCTION.md, as run on a 2-core CPU machine without a GPU:
 # two single-threaded jobs at a time (joblib launcher). Usage: bash scripts/reproduce_here.sh [STEP...]
-# Steps: fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5 bench fedcanon_fig3
-# fedcanon_fig3_T10 quick_times prox (default: all).
+# Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
+# table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
+# figures). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
+# (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
+# fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
+# Step `figures` trains nothing: it redraws every figure and table of the report from those folders
+# (R=DIR reads another copy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
@@ -10,9 +16,13 @@ FEDRUN="${FEDRUN:-.venv/bin/fedrun}"  # may be a command with arguments
 PY="${PY:-.venv/bin/python}"
 PAR=(hydra/launcher=joblib hydra.launcher.n_jobs=2)
 mkdir -p results/reproduction
-steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5 bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox)
+R="${R:-results/reproduction}"
+PLOT=("$PY" scripts/plot.py)
+TABLES=("$PY" scripts/tables.py)
+steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5 table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox figures)
 for step in "${steps[@]}"; do
   case "$step" in
+    fedcanon_fig1) $FEDRUN -m experiment=fedcanon_fig1_quick "${PAR[@]}" ;;  # breast_cancer for A9A, T = 30
     fedcanon_fig2) $FEDRUN -m experiment=fedcanon_fig2 "${PAR[@]}" ;;
     fednmap) for f in fednmap_fig2_quick fednmap_fig3_quick fednmap_fig4_quick; do
                $FEDRUN -m experiment=$f "${PAR[@]}"; done ;;
@@ -29,8 +39,10 @@ for step in "${steps[@]}"; do
             for K in 10 20 40 80; do
               "$PY" scripts/bench_engine.py --model cnn --shape fmnist --n 2 --B 64 --K $K \
                 --algorithm fedcanon,fedmid,fedda,za1 --regularizer scad --set regularizer.a=1000 --set regularizer.lam=1e-4 --engines auto \
-                --threads 1 --rounds 1 --repeats 1 --no-eval
+                --threads 1 --rounds 1 --repeats 2 --no-eval
             done | tee results/reproduction/table5_per_round.txt ;;
+    table5_quick)  # whole rounds on the real FMNIST, n = 10, K in {1, 2, 4, 8}, T = 2, 2 seeds
+      $FEDRUN -m experiment=fedcanon_table5_quick "${PAR[@]}" ;;
     bench) "$PY" scripts/bench_engine.py --threads 1 --workloads 3 --repeats 2 --rounds 1 --no-eval \
              | tee results/reproduction/bench_workload3.txt ;;
     fedcanon_fig3) $FEDRUN -m experiment=fedcanon_fig3_quick "${PAR[@]}" ;;
@@ -46,6 +58,44 @@ for step in "${steps[@]}"; do
       { "$PY" scripts/bench_prox.py --device cpu --reps 3 --batch 32
         "$PY" scripts/bench_prox.py --device cpu --reps 20 --batch 64 --models cnn
       } | tee results/reproduction/prox_bench.txt ;;
+    figures)  # every figure and table of REPRODUCTION.md, from the committed run folders in $R
+      "${TABLES[@]}" "$R/fedcanon_fig2" > "$R/fedcanon_fig2_table.md"
+      "${TABLES[@]}" "$R/fedcanon_table5_quick" --table5 > "$R/fedcanon_table5_quick_table.md"
+      # FedCanon Fig. 1: (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
+      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_quick_loss_alpha.png"
+      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_quick_stationarity_alpha.png"
+      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y train_loss --out "$R/fedcanon_fig1c_quick_loss_beta.png"
+      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_quick_stationarity_beta.png"
+      # FedCanon Fig. 2 in the paper's order (a) iid, (b) Dir(0.1), (c) Dir(0.01), one file per panel
+      # (plot.py sorts --panels by value, which would put iid last), and the three panels in one file
+      "${PLOT[@]}" "$R/fedcanon_fig2" --where partition=iid --y test_acc --out "$R/fedcanon_fig2_iid_test_acc.png"
+      "${PLOT[@]}" "$R/fedcanon_fig2" --where partition=dir/0.1 --y test_acc --out "$R/fedcanon_fig2_dir01_test_acc.png"
+      "${PLOT[@]}" "$R/fedcanon_fig2" --where partition=dir/0.01 --y test_acc --out "$R/fedcanon_fig2_dir001_test_acc.png"
+      "${PLOT[@]}" "$R/fedcanon_fig2" --y test_acc --panels partition --out "$R/fedcanon_fig2_test_acc.png"
+      "${PLOT[@]}" "$R/fedcanon_fig2" --y train_loss --panels partition --out "$R/fedcanon_fig2_train_loss.png"
+      # FedCanon Fig. 3 (T = 10 of 200) and its quick variant
+      "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_T10_acc_vs_time.png"
+      "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x round --y train_loss --panels partition --out "$R/fedcanon_fig3_T10_loss.png"
+      "${PLOT[@]}" "$R/fedcanon_fig3_quick" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_quick.png"
+      # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
+      "${PLOT[@]}" "$R/fednmap_fig2_quick" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
+      # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5
+      "${PLOT[@]}" "$R/fednmap_fig3" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
+      "${PLOT[@]}" "$R/fednmap_fig3" --slope n --out "$R/fednmap_fig3_slope.png"
+      "${PLOT[@]}" "$R/fednmap_fig3" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
+      "${PLOT[@]}" "$R/fednmap_fig4" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
+      "${PLOT[@]}" "$R/fednmap_fig4" --slope K --out "$R/fednmap_fig4_slope.png"
+      "${PLOT[@]}" "$R/fednmap_fig4" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
+      "${PLOT[@]}" "$R/fednmap_fig4/1" "$R/fednmap_fig4/2" "$R/fednmap_fig4/3" --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
+      "${PLOT[@]}" "$R/fednmap_fig4/1" "$R/fednmap_fig4/2" "$R/fednmap_fig4/3" --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
+      # FedNMap Fig. 5: (a) eta_a = 1/K is fednmap_fig4_stationarity.png; (b) 1/sqrt(K); (c) 0.05
+      "${PLOT[@]}" "$R/fednmap_fig5" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
+      "${PLOT[@]}" "$R/fednmap_fig5" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
+      "${PLOT[@]}" "$R/fednmap_fig5" "$R/fednmap_fig4" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
+      "${PLOT[@]}" "$R/fednmap_fig5" "$R/fednmap_fig4" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
+      # FedCEF Figs. 3-4 (T = 10 of 65): accuracy and loss against bytes, the loss on a log axis
+      "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y test_acc --out "$R/fedcef_fig3_quick_acc_vs_bytes.png"
+      "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
