@@ -172,13 +172,15 @@ class LocalSide(_JobSide, _LaunchSide):
     """``hydra/launcher=local``: the same jobs as processes on this machine."""
 
 
-def sweep_value(cfg: Any, out: Path, code: int, direction: str | None = None) -> float:
+def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     """The number a job hands to a Hydra sweeper: ``sweep_metric`` (default ``objective``) of
     the run's last metrics row; for a diverged run the worst value (+inf when minimising,
     -inf when maximising); NaN when the run has no final row (interrupted, error)."""
     from .report import LOWER_IS_BETTER
 
     metric = str(cfg.get("sweep_metric") or "objective")
+    if not isinstance(direction, (str, type(None))):  # multi-objective sweeps: the first
+        direction = str(list(direction)[0])
     if direction is None:
         direction = "minimize" if metric in LOWER_IS_BETTER else "maximize"
     if code == 1:

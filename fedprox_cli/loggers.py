@@ -83,6 +83,9 @@ class MLflow:
 
     def __init__(self, run_dir, run_id=None, run_config=None, tracking_uri: str | None = None,
                  experiment: str = "fedrun", run_name: str | None = None):
+        import os
+
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 deprecates, still has, it
         mlflow = _need("mlflow", "mlflow")
         self.client = mlflow.tracking.MlflowClient(tracking_uri or (Path(run_dir).resolve() / "mlruns").as_uri())
         if run_id is None:
