@@ -22,19 +22,9 @@ from omegaconf import OmegaConf
 from . import report
 from .errors import UserError, require
 from .flatten import flatten
+from .outputs import effective_status
 
 METRICS = ("test_acc", "train_loss", "objective", "stationarity")
-
-
-def _effective_status(run_dir: Path) -> str:
-    try:
-        from .outputs import effective_status
-    except ImportError:  # an installation from before the run-folder lock: the recorded status
-        return _summary(run_dir).get("status", "missing")
-    try:
-        return effective_status(run_dir)
-    except (OSError, ValueError, KeyError):
-        return "missing"
 
 
 def _summary(run_dir: Path) -> dict:
@@ -83,7 +73,7 @@ def rows(paths) -> tuple[list[str], list[dict]]:
         last = s.get("final") or _last_row(d)
         done = s.get("round", last.get("round", 0))
         total = s.get("T", cfg.get("T", "?"))
-        row = {"run": str(d), "status": _effective_status(d), "rounds": f"{done}/{total}"}
+        row = {"run": str(d), "status": effective_status(d), "rounds": f"{done}/{total}"}
         row.update({m: last.get(m, "") for m in METRICS})
         row.update({report.short(k): cfg.get(k, "") for k in keys})
         if s.get("error"):

@@ -55,7 +55,6 @@ def complete_run_folders(sweep: Path, n: int) -> None:
         for f in ("config.yaml", "metrics.csv", "summary.json", "metrics.png", ".hydra/overrides.yaml"):
             assert (d / f).is_file(), f"{d / f} missing"
         assert summary(d)["status"] == "finished"
-        assert (d / "fedrun.log").is_file()
 
 
 def submitit_logs(sweep: Path) -> str:
@@ -271,10 +270,6 @@ def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
 def test_report_on_a_sweep_whose_launcher_died(tmp_path):
     """A run killed with its launcher (SIGKILL: no chance to record anything) is not listed
     as running: its lock is free."""
-    from fedprox_cli import outputs
-
-    if not hasattr(outputs, "effective_status"):
-        pytest.skip("needs outputs.effective_status (run-folder lock)")
     sweep = tmp_path / "sweep"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *LONG, "T=100000", "seed=0",
