@@ -36,6 +36,7 @@ from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from omegaconf import OmegaConf
 
 from . import signals
+from .errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,13 @@ class _LaunchSide:
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
             args.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}",
                          Singleton.get_state()))
-        jobs = executor.map_array(self, *zip(*args))
+        try:
+            jobs = executor.map_array(self, *zip(*args))
+        except (submitit.core.utils.FailedJobError, OSError, subprocess.SubprocessError) as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            raise UserError(f"{self._EXECUTOR} did not take the sweep's jobs: "
+                            f"{lines[-1] if lines else type(e).__name__} (hydra.launcher.* sets what "
+                            f"they ask for; conf/hydra/launcher/{self._EXECUTOR}.yaml)") from None
         log.info("submitted %s", ", ".join(j.job_id for j in jobs))
         try:
             self._wait(jobs)
@@ -115,11 +122,13 @@ class _LaunchSide:
         pending = list(jobs)
         while pending:
             states = self._states(pending)
-            pending = [j for j in pending if not (j.paths.result_pickle.exists() or self._ended(j, states))]
+            pending = [j for j in pending if not (j.paths.result_pickle.exists()
+                                                   or (states is not None and self._ended(j, states)))]
             if pending:
                 time.sleep(POLL_S)
 
-    def _states(self, jobs) -> dict[str, str]:
+    def _states(self, jobs) -> dict[str, str] | None:
+        """Job states from the scheduler, None when it did not answer."""
         return {}
 
     def _ended(self, job, states: dict[str, str]) -> bool:
@@ -129,7 +138,11 @@ class _LaunchSide:
         why = ""
         if job.paths.result_pickle.exists():
             try:
-                return job.results()[0]
+                ret = job.results()[0]
+                if ret.status != JobStatus.FAILED:
+                    return ret
+                e = ret._return_value  # what the task raised; a sweeper would re-raise it
+                why = f"{type(e).__name__}: {e}"
             except Exception as e:  # the job's own error (a bug: fedrun handles its errors)
                 why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         else:
@@ -140,32 +153,33 @@ class _LaunchSide:
         return ret
 
     def _state_now(self, job) -> str:
-        return self._states([job]).get(job.job_id, "unknown")
+        return (self._states([job]) or {}).get(job.job_id, "unknown")
 
 
-def _squeue(jobs) -> dict[str, str]:
+def _squeue(jobs) -> dict[str, str] | None:
     """``job id -> state`` for ``jobs`` as SLURM's controller knows them (array tasks one by
-    one); jobs it has forgotten (MinJobAge after they ended) are absent."""
+    one); jobs it has forgotten (MinJobAge after they ended) are absent; None when squeue
+    did not answer (the controller restarting, say)."""
     ids = sorted({j.job_id.split("_")[0] for j in jobs})
     try:
-        out = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T", "-j", ",".join(ids)],
-                             capture_output=True, text=True, timeout=60).stdout
+        p = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T", "-j", ",".join(ids)],
+                           capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
-        return {}
-    return dict(line.split("|", 1) for line in out.split() if "|" in line)
+        return None
+    if p.returncode != 0 and "Invalid job id" not in p.stderr:  # all of them forgotten: an answer
+        return None
+    return dict(line.split("|", 1) for line in p.stdout.split() if "|" in line)
 
 
 class SlurmSide(_JobSide, _LaunchSide):
     """``hydra/launcher=slurm`` (the class itself is in hydra_plugins/, where Hydra wants it)."""
 
-    def _states(self, jobs) -> dict[str, str]:
+    def _states(self, jobs) -> dict[str, str] | None:
         return _squeue(jobs)
 
     def _ended(self, job, states: dict[str, str]) -> bool:
         state = states.get(job.job_id)
-        if state is None:  # not (or no longer) known to the controller: ask sacct, if it works
-            return job.watcher.is_done(job.job_id) or not _squeue([job])
-        return state.split()[0] in ENDED
+        return state is None or state.split()[0] in ENDED  # None: the controller forgot it
 
 
 class LocalSide(_JobSide, _LaunchSide):

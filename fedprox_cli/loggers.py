@@ -110,6 +110,9 @@ class WandB:
 
     def __init__(self, run_dir, run_id=None, run_config=None, project: str = "fedrun",
                  entity: str | None = None, mode: str = "offline", name: str | None = None):
+        import os
+
+        os.environ.setdefault("WANDB_SILENT", "true")  # its banner would drown fedrun's lines
         wandb = _need("wandb", "wandb")
         self.run = wandb.init(project=project, entity=entity, mode=mode, dir=str(run_dir),
                               id=run_id, resume="allow" if run_id else None, config=run_config,

@@ -10,7 +10,8 @@
 # `local` (the default) without a time limit, so jobs may ask for short limits (--time=1 is
 # the shortest SLURM has). No accounting daemon: `sacct` does not work, which fedprox_cli's
 # launcher handles (it asks squeue). KillWait is short (10 s between SIGTERM and SIGKILL), a
-# requeued job may start again after 10 s (cred_expire; SLURM's default is 120 s) and
+# requeued job may start again after 10 s (cred_expire; SLURM's default is 120 s), the
+# scheduler looks at pending jobs every 5 s (SLURM: 30-60 s) and
 # the controller checks time limits every 30 s, so time-limit tests end quickly.
 set -euo pipefail
 
@@ -60,6 +61,7 @@ TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=5,sched_interval=5
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 ReturnToService=2
