@@ -3,10 +3,10 @@
 One row per run folder (a folder with ``summary.json`` or ``config.yaml``, found recursively
 under each argument): its status as :func:`outputs.effective_status` tells it (finished,
 diverged, interrupted, error, running -- or dead when the summary says running but no process
-holds the run folder's lock, stale when its heartbeat stopped), rounds done of T, the final
-metrics, and the config keys that tell the runs apart. It reads only the run folders, so it
-works while a sweep runs, after its launcher died or was backgrounded, and on SLURM sweeps
-whose jobs are still queued (their folders appear once they start).
+holds the run folder's lock, stale when its heartbeat stopped; "not started" for a job of a
+sweep's multirun.yaml without a summary yet, e.g. queued on SLURM), rounds done of T, the
+final metrics, and the config keys that tell the runs apart. It reads only the run folders, so
+it works while a sweep runs and after its launcher died or was backgrounded.
 """
 
 from __future__ import annotations
@@ -58,22 +58,39 @@ def find(paths) -> list[Path]:
         require(p.exists(), f"no such run or sweep folder: {p}")
         marks = [m.parent for pat in ("summary.json", "config.yaml") for m in p.rglob(pat)]
         found += [d for d in marks if ".hydra" not in d.parts and ".submitit" not in d.parts]
+        found += [job for m in p.rglob("multirun.yaml") for job in _planned(m)]
     require(found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}")
     return sorted(set(found), key=lambda d: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in d.parts])
+
+
+def _planned(multirun_yaml: Path) -> list[Path]:
+    """The job folders a basic-sweeper sweep will have (started or not), from its multirun.yaml."""
+    from .cli import sweep_jobs
+
+    try:
+        config = OmegaConf.load(multirun_yaml)
+        jobs = sweep_jobs(config)
+        numbered = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
+    except Exception:  # not a sweep record this version can read: list what is on disk
+        return []
+    return [multirun_yaml.parent / str(i) for i in range(len(jobs))] if jobs and numbered else []
 
 
 def rows(paths) -> tuple[list[str], list[dict]]:
     """The table: column names and one dict per run."""
     runs = find(paths)
     configs = {d: _config(d) for d in runs}
-    keys = report.label_keys(list(configs.values())) if len(runs) > 1 else []
+    known = [c for c in configs.values() if c]  # jobs not started have no config yet
+    keys = report.label_keys(known) if len(known) > 1 else []
     out = []
     for d in runs:
         s, cfg = _summary(d), configs[d]
         last = s.get("final") or _last_row(d)
         done = s.get("round", last.get("round", 0))
         total = s.get("T", cfg.get("T", "?"))
-        row = {"run": str(d), "status": effective_status(d), "rounds": f"{done}/{total}"}
+        status = effective_status(d)
+        row = {"run": str(d), "status": "not started" if status == "missing" else status,
+               "rounds": f"{done}/{total}"}
         row.update({m: last.get(m, "") for m in METRICS})
         row.update({report.short(k): cfg.get(k, "") for k in keys})
         if s.get("error"):

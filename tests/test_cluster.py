@@ -284,10 +284,10 @@ def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
 
 def test_report_on_a_sweep_whose_launcher_died(tmp_path):
     """A run killed with its launcher (SIGKILL: no chance to record anything) is not listed
-    as running: its lock is free."""
+    as running (its lock is free), and the job the launcher never started is listed."""
     sweep = tmp_path / "sweep"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *LONG, "T=100000", "seed=0",
+    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *LONG, "T=100000", "seed=0,1",
                              f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -298,7 +298,10 @@ def test_report_on_a_sweep_whose_launcher_died(tmp_path):
         proc.wait()
     r = report(str(sweep))
     assert r.returncode == 0
-    assert r.stdout.splitlines()[1].split()[1] == "dead"
+    lines = r.stdout.splitlines()
+    assert lines[1].split()[1] == "dead"
+    assert lines[2].split()[0] == str(sweep / "1") and "not started" in lines[2]
+    assert lines[-1] == "2 runs: 1 dead, 1 not started"
 
 
 def test_report_bad_input_is_one_line(tmp_path):
