@@ -32,6 +32,9 @@ def slurm_reason() -> str | None:
     ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
     if "is UP" not in ping.stdout:
         return "SLURM is installed but its controller does not answer (scripts/slurm_local.sh start)"
+    nodes = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout
+    if not any(s.startswith(("idle", "mixed", "alloc", "completing")) for s in nodes.split()):
+        return f"no SLURM node takes jobs (sinfo: {' '.join(nodes.split()) or 'no nodes'})"
     return None
 
 
