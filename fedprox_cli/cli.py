@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from . import CONF_DIR, resolvers
+from .cluster import sweep_value
 from .errors import EXIT, UserError, describe, squeeze
 from .outputs import effective_status, read_summary
 from .signals import sigterm_interrupts
@@ -94,7 +95,7 @@ def _hydra_record(cfg: DictConfig, hc) -> dict[str, str]:
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def _job(cfg: DictConfig) -> int:
+def _job(cfg: DictConfig) -> float:
     from . import runner  # here, so that config errors are reported before torch loads
 
     hc = HydraConfig.get()
@@ -113,7 +114,7 @@ def _job(cfg: DictConfig) -> int:
             print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     elif code == EXIT["interrupted"]:
         raise KeyboardInterrupt  # stop the whole sweep, not just this job
-    return code
+    return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 
 def _crash(e: BaseException) -> int:

@@ -22,6 +22,7 @@ from . import CONF_DIR
 from .device import MATMUL_PRECISIONS
 from .errors import UserError, require
 from .flatten import flatten
+from .metrics import COLUMNS
 from .oracle import ENGINES
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -163,6 +164,7 @@ RANGES = {
     "progress_every_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds >= 0"),
     "data.root": (lambda v: v is None or (isinstance(v, str) and v.strip() != ""),
                   "a folder or null ($FEDPROX_DATA or ~/.cache/fedprox_cli/data)"),
+    "sweep_metric": (lambda v: v in COLUMNS, f"a metrics.csv column ({', '.join(COLUMNS)})"),
 }
 
 

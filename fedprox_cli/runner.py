@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from . import algorithms, compressors, data, memory, models, regularizers
+from . import algorithms, compressors, data, loggers, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_same_run, counters, restore_counters
 from .checkpoint import digest as config_digest
@@ -166,7 +166,7 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
     state, rows, train_time = c.state, c.rows, c.train_time
     write_metrics(out / "metrics.csv", rows)
     bar = Progress(s.T, c.round, bar=progress, every_s=s.progress_every_s, desc=alg.name)
-    with StopAfterRound() as stop, closing(bar):
+    with StopAfterRound() as stop, closing(bar), loggers.open(out, c.round, rows) as tracker:
         for t in range(c.round, s.T):
             start = time.perf_counter()
             env.start_round(t)
@@ -177,6 +177,7 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
                 train_time += time.perf_counter() - start
                 rows.append(_row(exp, state, done, train_time))
                 write_metrics(out / "metrics.csv", rows)
+                tracker.log(rows[-1])
                 bar.evaluated(done, rows[-1])
                 if not (math.isfinite(rows[-1]["train_loss"]) and math.isfinite(rows[-1]["objective"])):
                     raise Diverged(f"objective is {rows[-1]['objective']} after round {done}")

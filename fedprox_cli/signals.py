@@ -1,8 +1,10 @@
-"""Stopping a run by signal (Ctrl-C = SIGINT, or SIGTERM from a scheduler or ``kill``).
+"""Stopping a run by signal (Ctrl-C = SIGINT, SIGTERM from a scheduler or ``kill``, SIGUSR2
+from SLURM before a time limit or on preemption).
 
 During training the first signal is noted and the run stops after the current round, saves a
 checkpoint and ends with status ``interrupted``; a second signal stops at once. Outside
-training, SIGTERM behaves like Ctrl-C (a ``KeyboardInterrupt``).
+training, SIGTERM behaves like Ctrl-C (a ``KeyboardInterrupt``). Every signal noted is appended
+to :data:`received`, so a cluster job can tell afterwards why it stopped (see :mod:`cluster`).
 """
 
 from __future__ import annotations
@@ -10,21 +12,24 @@ from __future__ import annotations
 import signal
 import threading
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGUSR2,) if hasattr(signal, "SIGUSR2") else ())
+received: list[int] = []  # signals noted in this process, in order
 
 
-def _interrupt(signum, frame):
+def note_and_interrupt(signum, frame):
+    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt``."""
+    received.append(signum)
     raise KeyboardInterrupt
 
 
 def sigterm_interrupts() -> None:
     """Make SIGTERM raise ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGTERM, note_and_interrupt)
 
 
 class StopAfterRound:
-    """Context manager: ``requested`` turns true at the first SIGINT/SIGTERM; a second one
+    """Context manager: ``requested`` turns true at the first of :data:`SIGNALS`; a second one
     raises ``KeyboardInterrupt``. Handlers are installed only in the main thread and restored
     on exit."""
 
@@ -37,6 +42,7 @@ class StopAfterRound:
         return self.signum is not None
 
     def _note(self, signum, frame):
+        received.append(signum)
         if self.requested:
             raise KeyboardInterrupt
         self.signum = signum

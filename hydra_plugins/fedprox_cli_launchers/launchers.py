@@ -1,0 +1,14 @@
+"""fedprox_cli's Hydra launchers (``hydra/launcher=slurm`` and ``local``); the code is in
+:mod:`fedprox_cli.cluster`. Hydra instantiates launcher plugins only from hydra_plugins."""
+
+from hydra_plugins.hydra_submitit_launcher import submitit_launcher as plugin
+
+from fedprox_cli.cluster import LocalSide, SlurmSide
+
+
+class SlurmLauncher(SlurmSide, plugin.SlurmLauncher):
+    pass
+
+
+class LocalLauncher(LocalSide, plugin.LocalLauncher):
+    pass

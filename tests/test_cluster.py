@@ -1,0 +1,325 @@
+"""Sweeps beyond one process: submitit launchers (local, and a real SLURM when one runs here:
+scripts/slurm_local.sh start), preemption and time limits, fedrun-report, trackers, Optuna.
+
+The SLURM tests skip with a reason where no SLURM answers; CI starts one (.ci/run)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import ROOT, fedrun
+
+TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16"]
+SLURM = ["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
+         "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10"]
+LONG = ["dataset=digits", "model=linear", "eval_every=50", "checkpoint_every=25"]  # ~15 ms a round
+
+
+def slurm_reason() -> str | None:
+    if shutil.which("sbatch") is None:
+        return "no SLURM here (sbatch not found; scripts/slurm_local.sh start installs one)"
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    if "is UP" not in ping.stdout:
+        return "SLURM is installed but its controller does not answer (scripts/slurm_local.sh start)"
+    nodes = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout
+    if not any(s.startswith(("idle", "mixed", "alloc", "completing")) for s in nodes.split()):
+        return f"no SLURM node takes jobs (sinfo: {' '.join(nodes.split()) or 'no nodes'})"
+    return None
+
+
+needs_slurm = pytest.mark.skipif(slurm_reason() is not None, reason=str(slurm_reason()))
+
+
+def report(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "fedprox_cli.status_report", *args], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def summary(run: Path) -> dict:
+    return json.loads((run / "summary.json").read_text())
+
+
+def complete_run_folders(sweep: Path, n: int) -> None:
+    jobs = sorted(d for d in sweep.iterdir() if d.is_dir() and not d.name.startswith("."))
+    assert [d.name for d in jobs] == [str(i) for i in range(n)]
+    for d in jobs:
+        for f in ("config.yaml", "metrics.csv", "summary.json", "metrics.png", ".hydra/overrides.yaml"):
+            assert (d / f).is_file(), f"{d / f} missing"
+        assert summary(d)["status"] == "finished"
+
+
+def submitit_logs(sweep: Path) -> str:
+    return "".join(p.read_text(errors="replace") for p in (sweep / ".submitit").rglob("*_log.*"))
+
+
+def same_metrics(a: Path, b: Path) -> None:
+    x = pd.read_csv(a / "metrics.csv").drop(columns="time_s")
+    y = pd.read_csv(b / "metrics.csv").drop(columns="time_s")
+    pd.testing.assert_frame_equal(x, y)
+
+
+# ---- launchers ---------------------------------------------------------------------------
+
+def test_local_launcher_sweep_and_report(tmp_path):
+    sweep = tmp_path / "sweep"
+    p = fedrun("-m", "hydra/launcher=local", *TINY, "T=4", "eval_every=2", "seed=0,1",
+               f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"sweep: 2 of 2 jobs finished in {sweep}" in p.stdout
+    complete_run_folders(sweep, 2)
+    r = report(str(sweep))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:3] == ["run", "status", "rounds"] and "seed" in lines[0].split()
+    assert [ln.split()[1:3] for ln in lines[1:3]] == [["finished", "4/4"]] * 2
+    assert lines[-1] == "2 runs: 2 finished"
+    c = report("--csv", str(sweep))
+    table = pd.read_csv(pd.io.common.StringIO(c.stdout))
+    assert list(table["seed"]) == [0, 1] and list(table["status"]) == ["finished"] * 2
+
+
+@needs_slurm
+def test_slurm_sweep_two_jobs(tmp_path):
+    sweep = tmp_path / "sweep"
+    p = fedrun("-m", *SLURM, *TINY, "T=4", "eval_every=2", "seed=0,1", f"hydra.sweep.dir={sweep}",
+               cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert f"sweep: 2 of 2 jobs finished in {sweep}" in p.stdout
+    assert "Traceback" not in p.stderr
+    complete_run_folders(sweep, 2)
+    assert "#SBATCH --job-name=fedrun" in "".join(
+        s.read_text() for s in (sweep / ".submitit").rglob("*_submission.sh"))
+
+
+def _start_sweep(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
+    sweep = tmp_path / "sweep"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *args, f"hydra.sweep.dir={sweep}"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, sweep
+
+
+def _wait_rows(csv: Path, rows: int, timeout: float) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if csv.exists() and len(csv.read_text().splitlines()) > rows:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{csv} did not reach {rows} rows in {timeout}s")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted local run of the requeue test's config, and its training speed."""
+    out = tmp_path_factory.mktemp("ref") / "run"
+    p = fedrun(*LONG, "T=1500", f"hydra.run.dir={out}", cwd=out.parent)
+    assert p.returncode == 0, p.stderr
+    last = pd.read_csv(out / "metrics.csv").iloc[-1]
+    return out, last["round"] / last["time_s"]  # rounds per second of training
+
+
+@needs_slurm
+def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
+    ref, _ = reference
+    proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=1500")
+    try:
+        _wait_rows(sweep / "0" / "metrics.csv", 4, timeout=240)  # round 150 done, checkpoints saved
+        job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
+        subprocess.run(["scontrol", "requeue", job], check=True)
+        out, err = proc.communicate(timeout=420)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "sweep: 1 of 1 jobs finished" in out
+    assert "Traceback" not in err
+    logs = submitit_logs(sweep)
+    assert "fedrun: job 0 stopped by SIGTERM" in logs and "interrupted after round" in logs
+    assert summary(sweep / "0")["status"] == "finished"
+    same_metrics(sweep / "0", ref)
+
+
+@needs_slurm
+def test_time_limit_requeues_and_finishes(tmp_path, reference):
+    # SIGUSR2 comes 15-45 s into each 1-minute attempt (the controller checks every 30 s; it
+    # starts jobs on the same beat, so mostly at 30 s): ~35 s of training needs two attempts or more
+    _, speed = reference
+    T = max(1000, int(speed * 35))
+    proc, sweep = _start_sweep(tmp_path, *SLURM, "hydra.launcher.timeout_min=1",
+                               "hydra.launcher.signal_delay_s=15", "hydra.launcher.max_num_timeout=30",
+                               *LONG, f"T={T}", "eval_every=100", "checkpoint_every=50")
+    try:
+        out, err = proc.communicate(timeout=900)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "sweep: 1 of 1 jobs finished" in out
+    logs = submitit_logs(sweep)
+    assert "Caught signal SIGUSR2" in logs and "Requeued job" in logs, logs[-3000:]
+    s = summary(sweep / "0")
+    assert s["status"] == "finished" and s["final"]["round"] == T
+
+
+@needs_slurm
+def test_cancelled_job_still_gets_a_report(tmp_path):
+    proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=100000")
+    try:
+        _wait_rows(sweep / "0" / "metrics.csv", 2, timeout=240)
+        job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
+        subprocess.run(["scancel", job], check=True)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+    assert "Traceback" not in err, err
+    assert "sweep: 0 of 1 jobs finished" in out
+    assert "interrupted" in err and proc.returncode == 130
+    assert summary(sweep / "0")["status"] == "interrupted"
+    assert (sweep / "0" / "checkpoint.pt").exists()
+
+
+# ---- the number a job hands to a sweeper; Optuna ----------------------------------------
+
+def test_sweep_value(tmp_path):
+    from omegaconf import OmegaConf
+
+    from fedprox_cli.cluster import sweep_value
+
+    (tmp_path / "summary.json").write_text(json.dumps({"status": "finished", "final": {"objective": 0.5, "test_acc": 0.9}}))
+    cfg = OmegaConf.create({"sweep_metric": "objective"})
+    assert sweep_value(cfg, tmp_path, 0) == 0.5
+    assert sweep_value(OmegaConf.create({"sweep_metric": "test_acc"}), tmp_path, 0) == 0.9
+    assert sweep_value(cfg, tmp_path, 1) == math.inf                       # diverged, minimising
+    assert sweep_value(OmegaConf.create({"sweep_metric": "test_acc"}), tmp_path, 1) == -math.inf
+    assert sweep_value(cfg, tmp_path, 1, direction="maximize") == -math.inf
+    assert math.isnan(sweep_value(cfg, tmp_path / "nothing", 130))
+
+
+def test_optuna_search_survives_a_diverged_trial(tmp_path):
+    sweep = tmp_path / "sweep"
+    p = fedrun("-m", "hparams_search=fedcanon_digits", "model=mlp", "model.hidden=16", "T=6", "eval_every=3",
+               "hydra.sweeper.n_trials=2", "hydra.sweeper.params={algorithm.beta:'choice(0.02,1e3)'}",
+               f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert "Traceback" not in p.stderr, p.stderr
+    statuses = sorted(summary(d)["status"] for d in sweep.iterdir() if (d / "summary.json").exists())
+    assert len(statuses) == 2 and "finished" in statuses
+    from omegaconf import OmegaConf
+
+    best = OmegaConf.load(sweep / "optimization_results.yaml")
+    assert math.isfinite(best.best_value) and best.best_params["algorithm.beta"] == 0.02
+    assert p.returncode == (1 if "diverged" in statuses else 0)
+
+
+# ---- trackers ----------------------------------------------------------------------------
+
+def scalars(logdir: Path, tag: str) -> list[tuple[int, float]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    ea = EventAccumulator(str(logdir))
+    ea.Reload()
+    return [(e.step, e.value) for e in ea.Scalars(tag)]
+
+
+def test_tensorboard_logs_rows_and_resume_continues_without_duplicates(tmp_path):
+    out = tmp_path / "run"
+    common = [*TINY, "eval_every=2", "keep_checkpoint=true", f"hydra.run.dir={out}"]
+    assert fedrun(*common, "T=4", "logger=tensorboard", cwd=tmp_path).returncode == 0
+    assert [s for s, _ in scalars(out / "tensorboard", "test_acc")] == [0, 2, 4]
+    # extend the run; the tracker choice is not a config change, so logger=none would resume too
+    p = fedrun(*common, "T=8", "logger=tensorboard", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    m = pd.read_csv(out / "metrics.csv")
+    got = scalars(out / "tensorboard", "train_loss")
+    assert [s for s, _ in got] == list(m["round"]) == [0, 2, 4, 6, 8]
+    assert [v for _, v in got] == pytest.approx(list(m["train_loss"]), rel=1e-6)
+    p = fedrun(*common, "T=10", "logger=none", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+
+
+def test_mlflow_offline(tmp_path):
+    pytest.importorskip("mlflow", reason="mlflow is an optional extra (pip install -e '.[mlflow]')")
+    out = tmp_path / "run"
+    common = [*TINY, "eval_every=2", "logger=mlflow", "keep_checkpoint=true", f"hydra.run.dir={out}"]
+    assert fedrun(*common, "T=4", cwd=tmp_path).returncode == 0
+    run_id = json.loads((out / "tracker.json").read_text())["run_id"]
+    assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0   # resumed: the same MLflow run
+    assert json.loads((out / "tracker.json").read_text())["run_id"] == run_id
+    import mlflow
+
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = mlflow.tracking.MlflowClient((out / "mlruns").as_uri())
+    assert [m.step for m in client.get_metric_history(run_id, "test_acc")] == [0, 2, 4, 6]
+    assert client.get_run(run_id).data.params["algorithm.name"] == "fedcanon"
+
+
+def test_wandb_offline(tmp_path):
+    pytest.importorskip("wandb", reason="wandb is an optional extra (pip install -e '.[wandb]')")
+    out = tmp_path / "run"
+    common = [*TINY, "eval_every=2", "logger=wandb", "keep_checkpoint=true", f"hydra.run.dir={out}"]
+    p = fedrun(*common, "T=4", cwd=tmp_path)
+    assert p.returncode == 0 and "wandb:" not in p.stderr, p.stderr
+    run_id = json.loads((out / "tracker.json").read_text())["run_id"]
+    assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0   # resumed: the same W&B run
+    assert json.loads((out / "tracker.json").read_text()) == {
+        "target": "fedprox_cli.loggers.WandB", "run_id": run_id, "last_round": 6}
+    assert len(list((out / "wandb").glob(f"offline-run-*-{run_id}"))) == 2
+
+
+def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
+    from fedprox_cli.errors import UserError
+    from fedprox_cli.loggers import _need
+
+    with pytest.raises(UserError, match=r"logger=nosuch needs the no_such_module package"):
+        _need("no_such_module", "nosuch")
+
+
+# ---- fedrun-report -----------------------------------------------------------------------
+
+def test_report_on_a_sweep_whose_launcher_died(tmp_path):
+    """A run killed with its launcher (SIGKILL: no chance to record anything) is not listed
+    as running (its lock is free), and the job the launcher never started is listed."""
+    sweep = tmp_path / "sweep"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *LONG, "T=100000", "seed=0,1",
+                             f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_rows(sweep / "0" / "metrics.csv", 2, timeout=120)
+        assert report(str(sweep)).stdout.splitlines()[1].split()[1] == "running"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    r = report(str(sweep))
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert lines[1].split()[1] == "dead"
+    assert lines[2].split()[0] == str(sweep / "1") and "not started" in lines[2]
+    assert lines[-1] == "2 runs: 1 dead, 1 not started"
+
+
+def test_report_bad_input_is_one_line(tmp_path):
+    r = report(str(tmp_path / "nothing"))
+    assert r.returncode == 2 and r.stderr.startswith("fedrun-report: error: no such run or sweep folder")
+
+
+def test_console_scripts_are_declared():
+    import tomllib
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert {"fedrun", "fedrun-report", "fedrun-plot", "fedrun-table"} <= set(scripts)
+    for entry in ("fedprox_cli.commands:plot", "fedprox_cli.commands:table"):
+        module, func = entry.split(":")
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        p = subprocess.run([sys.executable, "-c", f"import sys; sys.argv=['x', '--help']; "
+                            f"from {module} import {func}; {func}()"], env=env, capture_output=True, text=True)
+        assert p.returncode == 0 and "usage:" in p.stdout
