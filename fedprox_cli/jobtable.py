@@ -28,6 +28,7 @@ class RunRecord:
     T: int | None = None
     final: dict = field(default_factory=dict)   # the last metrics row
     overrides: list[str] = field(default_factory=list)
+    error: str = ""             # the summary's one-line reason, unless finished
 
 
 def _last_row(folder: Path) -> dict:
@@ -63,14 +64,16 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     except (OSError, ValueError):
         s = {}
     final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
-    return RunRecord(folder, st, s.get("round"), s.get("T"), final, _overrides(folder))
+    return RunRecord(folder, st, s.get("round"), s.get("T"), final, _overrides(folder),
+                     str(s.get("error", "")))
 
 
 def _num(v, fmt: str) -> str:
     return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
 
 
-def _rounds(r: RunRecord) -> str:
+def rounds(r: RunRecord) -> str:
+    """``done/T`` (``?`` where the record has no number)."""
     return f"{r.round if r.round is not None else '?'}/{r.T if r.T is not None else '?'}"
 
 
@@ -79,7 +82,7 @@ def closing_line(folder: Path, status: str | None = None) -> str:
     training 0.9s; FOLDER`` -- the line a run ends with."""
     r = record(folder, status)
     f = r.final
-    return (f"{r.status}, {_rounds(r)} rounds: test acc {_num(f.get('test_acc'), '.4f')}, "
+    return (f"{r.status}, {rounds(r)} rounds: test acc {_num(f.get('test_acc'), '.4f')}, "
             f"objective {_num(f.get('objective'), '.4g')}, "
             f"stationarity {_num(f.get('stationarity'), '.4g')}, "
             f"training {duration(f['time_s']) if 'time_s' in f else '-'}; {r.folder}")
@@ -103,7 +106,7 @@ def table(folders: list[Path], root: Path | None = None) -> list[str]:
     for r, diff in zip(records, differing([r.overrides for r in records])):
         f = r.final
         name = str(r.folder.relative_to(root)) if root and r.folder.is_relative_to(root) else str(r.folder)
-        rows.append([name, r.status, _rounds(r) if r.status != "not started" else "-",
+        rows.append([name, r.status, rounds(r) if r.status != "not started" else "-",
                      _num(f.get("test_acc"), ".4f"), _num(f.get("objective"), ".4g"),
                      _num(f.get("stationarity"), ".4g"),
                      duration(f["time_s"]) if "time_s" in f else "-", " ".join(diff)])

@@ -34,7 +34,7 @@ from .metrics import evaluate
 from .models import FlatModel
 from .oracle import ClientData, Oracle
 from .progress import Progress
-from .outputs import SUMMARY, Summary, is_fedrun_summary, provenance, read_summary, write_metrics
+from .outputs import Summary, is_fedrun_summary, provenance, read_summary, write_metrics
 from .signals import StopAfterRound
 
 

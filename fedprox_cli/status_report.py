@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -22,32 +21,15 @@ from omegaconf import OmegaConf
 from . import report
 from .errors import UserError, require
 from .flatten import flatten
-from .outputs import effective_status
+from .jobtable import align, record, rounds
 
 METRICS = ("test_acc", "train_loss", "objective", "stationarity")
-
-
-def _summary(run_dir: Path) -> dict:
-    try:
-        s = json.loads((run_dir / "summary.json").read_text())
-        return s if isinstance(s, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def _config(run_dir: Path) -> dict:
     try:
         return flatten(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False))
     except Exception:  # missing or unreadable: the row shows what the summary has
-        return {}
-
-
-def _last_row(run_dir: Path) -> dict:
-    try:
-        with open(run_dir / "metrics.csv", newline="") as f:
-            rows = list(csv.DictReader(f))
-        return rows[-1] if rows else {}
-    except (OSError, csv.Error):
         return {}
 
 
@@ -84,17 +66,14 @@ def rows(paths) -> tuple[list[str], list[dict]]:
     keys = report.label_keys(known) if len(known) > 1 else []
     out = []
     for d in runs:
-        s, cfg = _summary(d), configs[d]
-        last = s.get("final") or _last_row(d)
-        done = s.get("round", last.get("round", 0))
-        total = s.get("T", cfg.get("T", "?"))
-        status = effective_status(d)
-        row = {"run": str(d), "status": "not started" if status == "missing" else status,
-               "rounds": f"{done}/{total}"}
-        row.update({m: last.get(m, "") for m in METRICS})
+        r, cfg = record(d), configs[d]
+        if r.T is None:
+            r.T = cfg.get("T")
+        row = {"run": str(d), "status": r.status, "rounds": rounds(r) if r.status != "not started" else "-"}
+        row.update({m: r.final.get(m, "") for m in METRICS})
         row.update({report.short(k): cfg.get(k, "") for k in keys})
-        if s.get("error"):
-            row["error"] = s["error"]
+        if r.error:
+            row["error"] = r.error
         out.append(row)
     columns = list(dict.fromkeys(k for r in out for k in r))
     return columns, out
@@ -124,10 +103,8 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(table)
         return 0
-    cells = [[_cell(r.get(c, "")) for c in columns] for r in table]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    for line in [columns, *cells]:
-        print("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip())
+    for line in align([columns, *([_cell(r.get(c, "")) for c in columns] for r in table)]):
+        print(line)
     counts: dict[str, int] = {}
     for r in table:
         counts[r["status"]] = counts.get(r["status"], 0) + 1

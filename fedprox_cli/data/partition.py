@@ -10,7 +10,6 @@ a clear error when n * min_size exceeds the data. Schemes register with :func:`r
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
