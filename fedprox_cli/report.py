@@ -198,6 +198,15 @@ def _status(run_dir: Path) -> tuple[str, str]:
         return status, ""
 
 
+def _numbers(column: pd.Series) -> pd.Series:
+    """A column of number strings as numbers; ``nan`` and ``inf`` (a diverged run's last row, as
+    ``repr`` writes them), which ``pd.to_numeric`` refuses, through ``float``."""
+    try:
+        return pd.to_numeric(column)
+    except ValueError:
+        return column.map(float)
+
+
 def read_metrics(path: Path) -> pd.DataFrame:
     """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
     fields than the header, or no end of line after the last row), or not numbers."""
@@ -218,7 +227,7 @@ def read_metrics(path: Path) -> pd.DataFrame:
     if "round" not in header:
         raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
     try:
-        return pd.DataFrame(rows, columns=header).apply(pd.to_numeric)
+        return pd.DataFrame(rows, columns=header).apply(_numbers)
     except ValueError as e:
         raise BrokenRun(f"metrics.csv holds a value that is not a number ({_first_line(e)})") from None
 

@@ -520,3 +520,15 @@ def test_the_same_run_twice_is_named(tmp_path, capsys):
     acc_run(tmp_path, "b", 0.7)
     assert tables_script.main([str(tmp_path)]) == 0
     assert f"{tmp_path / 'a'} and {tmp_path / 'b'} have the same settings and seeds" in capsys.readouterr().err
+
+
+def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
+    """metrics.csv as the runner writes it after a divergence (``nan``/``inf`` via repr) is a
+    diverged run to report, not a broken file to skip."""
+    from fedprox_cli.outputs import write_metrics
+    write_metrics(tmp_path / "metrics.csv", [{"round": 0, "objective": 1.5},
+                                             {"round": 2, "objective": float("nan")},
+                                             {"round": 4, "objective": float("inf")}])
+    m = report.read_metrics(tmp_path / "metrics.csv")
+    assert list(m["round"]) == [0, 2, 4] and m["round"].dtype.kind == "i"
+    assert np.isnan(m["objective"][1]) and np.isinf(m["objective"][2])
