@@ -35,6 +35,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from . import CONF_DIR, resolvers
 from .cluster import sweep_value
+from .atomic import atomic_write_text
 from .errors import EXIT, UserError, describe, squeeze
 from .outputs import effective_status, read_summary
 from .signals import sigterm_interrupts
@@ -122,7 +123,7 @@ def _crash(e: BaseException) -> int:
     if os.environ.get("FEDRUN_DEBUG"):
         raise e
     try:
-        CRASH_LOG.write_text(traceback.format_exc())
+        atomic_write_text(CRASH_LOG, traceback.format_exc())
         where = f"; traceback in {CRASH_LOG}"
     except OSError:
         where = ""

@@ -258,11 +258,12 @@ def _resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
     return ckpt
 
 
-def _end(summary: Summary, status: str, **fields) -> None:
-    """Record the run's end; a folder that can no longer be written keeps what it had (the
-    lock, released as the process ends, then tells readers the run is not alive)."""
+def _end(summary: Summary, status: str, code: int | None = None, **fields) -> None:
+    """Record the run's end (exit ``code``, by default the status's); a folder that can no
+    longer be written keeps what it had (the lock, released as the process ends, then tells
+    readers the run is not alive)."""
     try:
-        summary.end(status, exit_code=EXIT[status], **fields)
+        summary.end(status, exit_code=EXIT[status] if code is None else code, **fields)
     except OSError:
         pass
 
@@ -277,10 +278,7 @@ def _internal_error(out: Path, e: BaseException, summary: Summary | None) -> int
         where = None
     message = f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if summary is not None:
-        try:
-            summary.end("error", error=message, exit_code=EXIT["internal"])
-        except OSError:
-            pass
+        _end(summary, "error", EXIT["internal"], error=message)
     say(message + (f"; traceback in {where}" if where else ""))
     if os.environ.get("FEDRUN_DEBUG"):
         raise e
