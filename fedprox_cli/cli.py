@@ -37,7 +37,7 @@ from . import CONF_DIR, resolvers
 from .cluster import sweep_value
 from .atomic import atomic_write_text
 from .errors import EXIT, UserError, describe, squeeze
-from .outputs import effective_status, read_summary
+from .outputs import effective_status, read_summary, runs_in
 from .signals import sigterm_interrupts
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
@@ -111,7 +111,9 @@ def _job(cfg: DictConfig) -> float:
         code = _crash(e)
     if not multirun:
         _SINGLE_RUN.append(code)
-        if code == 0:
+        if code == 0 and cfg.seeds > 1:
+            print(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
+        elif code == 0:
             print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     elif code == EXIT["interrupted"]:
         raise KeyboardInterrupt  # stop the whole sweep, not just this job
@@ -162,8 +164,8 @@ def report_sweep(sweep: Path, expected: int | None = None, table: bool = True) -
     and the jobs that never started; then (``table``) the table of all jobs
     (:func:`jobtable.table`); return the worst exit code among them."""
     jobs = {p.parent for p in sweep.rglob("summary.json")}
-    if expected is not None:
-        jobs |= {sweep / str(i) for i in range(expected)}
+    if expected is not None:  # a job of seeds=R is its seed_<s>/ runs
+        jobs |= {sweep / str(i) for i in range(expected) if not runs_in(sweep / str(i))}
     jobs = sorted(jobs, key=_natural)
     status = {}
     for job in jobs:

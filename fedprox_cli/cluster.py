@@ -188,8 +188,9 @@ class LocalSide(_JobSide, _LaunchSide):
 
 def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     """The number a job hands to a Hydra sweeper: ``sweep_metric`` (default ``objective``) of
-    the run's last metrics row; for a diverged run the worst value (+inf when minimising,
-    -inf when maximising); NaN when the run has no final row (interrupted, error)."""
+    the run's last metrics row, averaged over the runs of ``seeds=R``; for a diverged run the
+    worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
+    (interrupted, error)."""
     from .report import LOWER_IS_BETTER
 
     metric = str(cfg.get("sweep_metric") or "objective")
@@ -199,9 +200,9 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
         direction = "minimize" if metric in LOWER_IS_BETTER else "maximize"
     if code == 1:
         return math.inf if direction.startswith("min") else -math.inf
+    from .outputs import read_summary, runs_in
     try:
-        import json
-        final = json.loads((out / "summary.json").read_text()).get("final") or {}
-        return float(final[metric])
+        values = [float((read_summary(run).get("final") or {})[metric]) for run in runs_in(out)]
     except (OSError, ValueError, KeyError, TypeError):
         return math.nan
+    return sum(values) / len(values) if values else math.nan

@@ -162,6 +162,7 @@ RANGES = {
     "metrics.train_samples": (lambda v: v is None or _positive_int_value(v),
                               "a positive integer or null (all)"),
     "progress_every_s": (lambda v: _is_number(v) and v >= 0, "a number of seconds >= 0"),
+    "seeds": (_positive_int_value, "a positive integer (runs seed, seed+1, ... in one process)"),
     "data.root": (lambda v: v is None or (isinstance(v, str) and v.strip() != ""),
                   "a folder or null ($FEDPROX_DATA or ~/.cache/fedprox_cli/data)"),
     "sweep_metric": (lambda v: v in COLUMNS, f"a metrics.csv column ({', '.join(COLUMNS)})"),

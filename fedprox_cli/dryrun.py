@@ -86,9 +86,13 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
     return out
 
 
-def work(cfg: DictConfig, start: int = 0) -> tuple[float, int]:
+def work(cfg: DictConfig, start: int | list[int] = 0) -> tuple[float, int]:
     """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
-    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too)."""
+    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too); summed over the runs
+    of ``seeds=R`` when ``start`` lists their start rounds."""
+    if isinstance(start, list):
+        parts = [work(cfg, s) for s in start]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     T, e = cfg.T, cfg.eval_every
     if start >= T:
         return 0, 0
@@ -96,23 +100,37 @@ def work(cfg: DictConfig, start: int = 0) -> tuple[float, int]:
     return (T - start) * cfg.K * cfg.n * cfg.participation, evals
 
 
-def check(job: Job, references: dict | None = None) -> tuple[str, int]:
+def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int]]:
     """Validate a job like a real run (:func:`runner.validate`, the folder checks); returns
-    what the run would do in its folder and the round it would start from. Raises :class:`UserError` (or Hydra's errors).
-    ``references``: reference configs by group choices, reused across a sweep's jobs."""
-    from . import runner
+    what the run would do in its folder and the round it would start from (with ``seeds=R``:
+    the state of each ``seed_<s>/`` run and their start rounds). Raises :class:`UserError` (or
+    Hydra's errors). ``references``: reference configs by group choices, reused across a sweep's jobs."""
+    from . import runner, seeds
     from .cli import _reference
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
         references[key] = _reference(job.choices)
     runner.validate(job.cfg, references[key])
-    runner.check_owned(job.folder)
-    if not job.folder.exists():
+    if job.cfg.seeds == 1:
+        return _state(job.cfg, job.folder)
+    seeds.check_container(job.folder)
+    states = [_state(seeds.with_seed(job.cfg, s), folder) for s, folder in seeds.folders(job.cfg, job.folder)]
+    said = {state for state, _ in states}
+    text = f"{job.cfg.seeds} runs: " + (said.pop() if len(said) == 1 else
+                                        ", ".join(f"seed {job.cfg.seed + r} {state}" for r, (state, _) in enumerate(states)))
+    return text, [start for _, start in states]
+
+
+def _state(cfg: DictConfig, folder: Path) -> tuple[str, int]:
+    """What a run of ``cfg`` would do in ``folder``, and the round it would start from."""
+    from . import runner
+    runner.check_owned(folder)
+    if not folder.exists():
         return "new", 0
-    start = runner._resume_point(job.cfg, job.folder)
+    start = runner._resume_point(cfg, folder)
     if start is True:
-        return "finished already", job.cfg.T
+        return "finished already", cfg.T
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 RUN_CONTROL = frozenset({"checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk",
                          "oracle.eval_batch", "oracle.memory_gb", "progress_every_s", "dry_run",
-                         "sweep_metric"})
+                         "sweep_metric", "seeds"})
 RUN_CONTROL_GROUPS = frozenset({"hydra", "logger"})  # every key under these
 
 

@@ -153,6 +153,12 @@ class Oracle:
             import torch._dynamo  # noqa: F401
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
 
+    def join(self, lockstep) -> None:
+        """Make this oracle's vmap calls through a :class:`lockstep.Lockstep` (the engine must
+        be vmap): inside its rounds they are computed together with the other runs' calls."""
+        require(self.engine == "vmap", "seed-batched runs compute their gradients with the vmap engine")
+        self._batched_grad = lockstep.member(self._batched_grad)
+
     def _flat_loss(self, x, inputs, targets, weights):
         return cross_entropy(self.model(x, inputs), targets, weights)
 

@@ -111,6 +111,19 @@ class Summary:
         self.write(status, ended=now(), **fields)
 
 
+SEED_PREFIX = "seed_"  # the run folders of a seed-batched run: RUN/seed_<s>/ (see seeds.py)
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run folders a job wrote: ``folder`` itself, or its ``seed_<s>/`` folders (``seeds=R``)
+    -- those holding a ``summary.json``."""
+    folder = Path(folder)
+    if (folder / SUMMARY).exists():
+        return [folder]
+    return sorted((p.parent for p in folder.glob(f"{SEED_PREFIX}*/{SUMMARY}")),
+                  key=lambda p: int(p.name[len(SEED_PREFIX):]) if p.name[len(SEED_PREFIX):].isdigit() else -1)
+
+
 def read_summary(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / SUMMARY).read_text())
 

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import traceback
-from contextlib import closing
+from contextlib import ExitStack, closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +93,9 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
             f"algorithm {alg.name} is defined for h = 0 only; use regularizer=none")
     require(comp.is_identity or alg.takes_compressor,
             f"algorithm {alg.name} has no compressed uplink; use compressor=identity")
+    require(cfg.seeds == 1 or s.engine != "loop",
+            f"seeds={cfg.seeds} computes the runs' gradients in one vmap call; use engine=vmap or "
+            f"auto, or seeds=1 with engine=loop")
     require(s.participation == 1 or alg.partial_participation,
             f"algorithm {alg.name} is defined for full participation only; use participation=1")
     for name, step in alg.prox_steps(s.K, s.T).items():
@@ -104,12 +107,15 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
     return Validated(s, alg, h, comp, stat_step)
 
 
-def build(cfg: DictConfig, reference: DictConfig | None = None) -> Experiment:
-    """Validate ``cfg`` and build the run's pieces; every problem is a :class:`UserError`."""
+def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
+          runs: int = 1) -> Experiment:
+    """Validate ``cfg`` and build the run's pieces; every problem is a :class:`UserError`.
+    ``dataset``: the loaded data (default: load it); ``runs``: how many runs share one vmap
+    call (:mod:`seeds`): its memory plan covers all of them and the engine is vmap."""
     v = validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
     set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
-    ds = data.load(cfg.dataset.name, cfg.data.root)
+    ds = dataset or data.load(cfg.dataset.name, cfg.data.root)
     require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
                                     f"samples of {ds.name}")
     part = params(cfg.partition, drop=("name", "seed", "min_size"))
@@ -122,9 +128,10 @@ def build(cfg: DictConfig, reference: DictConfig | None = None) -> Experiment:
     flat = FlatModel(module)
     cd = ClientData.build(ds.train_x.to(s.dtype), ds.train_y, clients, s.device)
     fp = memory.footprint(module, flat.d, ds.input_shape, s.dtype, s.device)
-    chunk, eval_batch = memory.plan(fp, s.n, s.B or cd.index.shape[1], cfg.oracle.chunk,
+    chunk, eval_batch = memory.plan(fp, s.n * runs, s.B or cd.index.shape[1], cfg.oracle.chunk,
                                     cfg.oracle.eval_batch, cfg.oracle.memory_gb)
-    oracle = Oracle(flat, cd, s.B, s.seed, engine=s.engine, chunk=chunk, eval_batch=eval_batch,
+    oracle = Oracle(flat, cd, s.B, s.seed, engine="vmap" if runs > 1 else s.engine,
+                    chunk=max(1, min(s.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
                     train_samples=s.train_samples)
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(s.device, s.dtype), ds.test_y.to(s.device)
@@ -153,50 +160,81 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
     return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest)
 
 
+class Training:
+    """One run's rounds from its start point to T, a round at a time: the metrics rows (written
+    to ``metrics.csv`` at every evaluation), ``checkpoint.pt`` every ``checkpoint_every``
+    rounds, when stopped by a signal and, with ``keep_checkpoint``, after the last round, the
+    progress bar or lines (:mod:`progress`) and the ``summary``'s heartbeat (refreshed at each of
+    these and at least every minute). :func:`train` runs one; :mod:`seeds` interleaves several."""
+
+    def __init__(self, exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | None = None,
+                 summary: Summary | None = None, label: str = ""):
+        self.exp, self.out = exp, out
+        self.beat = summary.beat if summary is not None else (lambda force=False, **f: None)
+        c = _start(exp, ckpt)
+        self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
+        write_metrics(out / "metrics.csv", self.rows)
+        self._open = ExitStack()
+        self.bar = self._open.enter_context(closing(Progress(
+            exp.s.T, c.round, bar=progress, every_s=exp.s.progress_every_s, desc=exp.alg.name, label=label)))
+        self.tracker = self._open.enter_context(loggers.open(out, c.round, self.rows))
+
+    @property
+    def done(self) -> bool:
+        return self.t >= self.exp.s.T
+
+    def round(self) -> None:
+        """Round t's computation (nothing else: the caller times it)."""
+        self.exp.env.start_round(self.t)
+        self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
+
+    def after(self, seconds: float, stop: bool = False) -> None:
+        """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
+        Raises :class:`Diverged`, or :class:`Interrupted` once a signal was noted (``stop``)."""
+        s, exp = self.exp.s, self.exp
+        self.t = done = self.t + 1
+        self.train_time += seconds
+        if done % s.eval_every == 0 or done == s.T:
+            self.rows.append(_row(exp, self.state, done, self.train_time))
+            write_metrics(self.out / "metrics.csv", self.rows)
+            self.tracker.log(self.rows[-1])
+            self.bar.evaluated(done, self.rows[-1])
+            if not (math.isfinite(self.rows[-1]["train_loss"]) and math.isfinite(self.rows[-1]["objective"])):
+                raise Diverged(f"objective is {self.rows[-1]['objective']} after round {done}")
+            self.beat(force=True, round=done)
+        else:
+            self.beat(round=done)
+        self.bar.round_done()
+        ce, last = s.checkpoint_every, done == s.T
+        if ce and (stop or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
+            save_checkpoint(self.out / CHECKPOINT, Checkpoint(done, self.state, counters(exp.env),
+                                                              self.train_time, self.rows, exp.digest))
+            self.beat(force=True, round=done)
+        if stop:
+            raise Interrupted(done)
+
+    def evaluates(self) -> bool:
+        """Whether round t is followed by an evaluation."""
+        done = self.t + 1
+        return done % self.exp.s.eval_every == 0 or done == self.exp.s.T
+
+    def close(self) -> None:
+        self._open.close()
+
+
 def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | None = None,
           summary: Summary | None = None) -> list[dict]:
-    """Run rounds up to T (from ``ckpt`` if given) -- with a progress bar (``progress``) or
-    progress lines (:mod:`progress`) -- writing ``metrics.csv`` at every evaluation
-    and ``checkpoint.pt`` every ``checkpoint_every`` rounds, when stopped by a signal and, with
-    ``keep_checkpoint``, after the last round; the ``summary``'s heartbeat is refreshed at each of
-    these and at least every minute. Raises :class:`Diverged` or :class:`Interrupted`."""
-    beat = summary.beat if summary is not None else (lambda force=False, **f: None)
-    s, alg, env = exp.s, exp.alg, exp.env
-    c = _start(exp, ckpt)
-    state, rows, train_time = c.state, c.rows, c.train_time
-    write_metrics(out / "metrics.csv", rows)
-    bar = Progress(s.T, c.round, bar=progress, every_s=s.progress_every_s, desc=alg.name)
-    with StopAfterRound() as stop, closing(bar), loggers.open(out, c.round, rows) as tracker:
-        for t in range(c.round, s.T):
+    """Run rounds up to T (from ``ckpt`` if given; see :class:`Training`) and return the
+    metrics rows. Raises :class:`Diverged` or :class:`Interrupted`."""
+    run = Training(exp, out, progress, ckpt, summary)
+    with StopAfterRound() as stop, closing(run):
+        while not run.done:
             start = time.perf_counter()
-            env.start_round(t)
-            state = alg.round(state, env, t)
-            done = t + 1
-            if done % s.eval_every == 0 or done == s.T:
-                _sync(s.device)
-                train_time += time.perf_counter() - start
-                rows.append(_row(exp, state, done, train_time))
-                write_metrics(out / "metrics.csv", rows)
-                tracker.log(rows[-1])
-                bar.evaluated(done, rows[-1])
-                if not (math.isfinite(rows[-1]["train_loss"]) and math.isfinite(rows[-1]["objective"])):
-                    raise Diverged(f"objective is {rows[-1]['objective']} after round {done}")
-                beat(force=True, round=done)
-            else:
-                train_time += time.perf_counter() - start
-                beat(round=done)
-            bar.round_done()
-            ce = s.checkpoint_every
-            last = done == s.T
-            if ce and (stop.requested or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
-                save_checkpoint(out / CHECKPOINT,
-                                Checkpoint(done, state, counters(env), train_time, rows, exp.digest))
-                beat(force=True, round=done)
-            if stop.requested:
-                raise Interrupted(done)
-    return rows
-
-
+            run.round()
+            if run.evaluates():  # the evaluation reads the device's results
+                _sync(exp.s.device)
+            run.after(time.perf_counter() - start, stop.requested)
+    return run.rows
 
 
 # ---------------------------------------------------------------------- the run folder
@@ -304,6 +342,9 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
     out = Path(out)
     if cfg.get("dry_run") is True:  # fedrun handles it before Hydra (dryrun.py); here: the API
         return _dry_run(cfg, out, reference)
+    if cfg.get("seeds", 1) != 1:
+        from . import seeds
+        return seeds.run(cfg, out, progress, command, hydra_record, reference)
     try:
         check_owned(out)
         out.mkdir(parents=True, exist_ok=True)
@@ -358,20 +399,39 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
     """The run proper, once everything is built: from here on the folder records it."""
     summary = Summary(out, **provenance(command), T=exp.s.T)
     try:
-        summary.fields.update(device=str(exp.s.device), dimension=exp.flat.d,
-                              engine=exp.oracle.engine_choice, data_source=exp.dataset.source)
-        if ckpt is None:
-            for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
-                (out / name).unlink(missing_ok=True)
-        summary.start(round=ckpt.round if ckpt else 0)
-        if ckpt is not None:
-            say(f"resuming {out} from round {ckpt.round} of {exp.s.T} (checkpoint of "
-                f"{checkpoint_time(out / CHECKPOINT)})")
-        _write_hydra_record(out, hydra_record)
-        atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
-        data.save_partition(out / "partition.npz", exp.clients)
+        begin(exp, cfg, out, ckpt, summary, hydra_record)
         rows = train(exp, out, progress, ckpt, summary)
         _plot(cfg, out)
+    except BaseException as e:  # noqa: BLE001 (conclude sorts them out; others re-raise)
+        return conclude(exp, cfg, out, summary, e)
+    return conclude(exp, cfg, out, summary, None, rows)
+
+
+def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, summary: Summary,
+          hydra_record: dict[str, str] | None) -> None:
+    """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
+    partition; a previous run's leftovers go when starting over."""
+    summary.fields.update(device=str(exp.s.device), dimension=exp.flat.d,
+                          engine=exp.oracle.engine_choice, data_source=exp.dataset.source)
+    if ckpt is None:
+        for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
+            (out / name).unlink(missing_ok=True)
+    summary.start(round=ckpt.round if ckpt else 0)
+    if ckpt is not None:
+        say(f"resuming {out} from round {ckpt.round} of {exp.s.T} (checkpoint of "
+            f"{checkpoint_time(out / CHECKPOINT)})")
+    _write_hydra_record(out, hydra_record)
+    atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+    data.save_partition(out / "partition.npz", exp.clients)
+
+
+def conclude(exp: Experiment, cfg: DictConfig, out: Path, summary: Summary, error: BaseException | None,
+             rows: list[dict] | None = None) -> int:
+    """Record how the run in ``out`` ended -- ``error`` None: finished with these metrics
+    ``rows``; otherwise what stopped it -- say so in one line and return the exit code."""
+    try:
+        if error is not None:
+            raise error
     except (UserError, OSError) as e:
         _end(summary, "error", error=describe(e))
         say(describe(e), "error")

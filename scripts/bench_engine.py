@@ -6,6 +6,7 @@
     python scripts/bench_engine.py --model linear --algorithm fedcanon --shape mnist --n 100 --K 10
     python scripts/bench_engine.py --threads 1 --baseline   # fedrun vs a plain per-client loop
     python scripts/bench_engine.py --threads 1 --scaling    # client-steps/s at n = 10, 100, 1000
+    python scripts/bench_engine.py --threads 1 --seeds 10   # 10 seed-batched runs vs 10 sequential
 
 Prints one line per measurement, then markdown tables (README, Performance).
 
@@ -127,6 +128,74 @@ def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), 
     return rows
 
 
+SEED_WORKLOADS = {  # the seed-batching workloads: whole runs, as a sweep over seeds makes them
+    "linear, breast_cancer (a9a-shaped)": ["dataset=breast_cancer", "model=linear", "regularizer=mcp"],
+    "linear, digits": ["dataset=digits", "model=linear"],
+    "FedNMap sigmoid MLP, mnist5k": ["dataset=mnist5k", "model=sigmoid_mlp", "algorithm=fednmap"],
+}
+
+
+def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, cli: bool = False) -> list[dict]:
+    """R seed-batched runs vs the same R runs one after another, whole runs (FedCanon unless
+    the workload names another algorithm; n = 10, K = 10, B = 64, evaluation every 5 rounds),
+    timed in turn, two ways: in this process (:func:`runner.run` with ``seeds=R`` vs R calls
+    with ``engine=auto``: no start-up on either side) and, with ``cli``, from the command line
+    (``fedrun seeds=R`` vs the sweep ``fedrun -m seed=0,...,R-1``, each one process with its
+    start-up)."""
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from fedprox_cli import runner
+    from fedprox_cli.config import compose
+    from fedprox_cli.data import datasets
+    rows = []
+    for name, overrides in SEED_WORKLOADS.items():
+        if only and not any(o in name for o in only):
+            continue
+        try:
+            datasets.load(overrides[0].split("=")[1], None)
+        except (UserError, OSError) as e:
+            print(f"# {name}: skipped ({e})", flush=True)
+            continue
+        base = [*overrides, "n=10", "K=10", "B=64", f"T={T}", "eval_every=5", "checkpoint_every=0",
+                "progress_every_s=1000000"]
+        tmp = Path(tempfile.mkdtemp(prefix="bench_seeds_"))
+        fedrun = [sys.executable, "-m", "fedprox_cli"]
+        seeds = ",".join(map(str, range(R)))
+
+        def fedrun_ok(*args):
+            p = subprocess.run([*fedrun, *args], capture_output=True, text=True)
+            assert p.returncode == 0, p.stderr[-2000:]
+
+        ways = {
+            "sequential": lambda: [runner.run(compose([*base, f"seed={s}"]), tmp / f"seq{s}", progress=False)
+                                   for s in range(R)],
+            "seeds=R": lambda: runner.run(compose([*base, f"seeds={R}"]), tmp / "batched", progress=False),
+        }
+        if cli:
+            ways["fedrun -m seed=..."] = lambda: fedrun_ok("-m", *base, f"seed={seeds}", f"hydra.sweep.dir={tmp / 'sweep'}")
+            ways["fedrun seeds=R"] = lambda: fedrun_ok(*base, f"seeds={R}", f"hydra.run.dir={tmp / 'cli'}")
+        best = dict.fromkeys(ways, math.inf)
+        try:
+            for _ in range(repeats):
+                for label, fn in ways.items():
+                    for p in tmp.iterdir():
+                        shutil.rmtree(p)
+                    start = time.perf_counter()
+                    fn()
+                    best[label] = min(best[label], time.perf_counter() - start)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        rows.append({"workload": f"{name}, T={T}", "R": R, **{f"{k} s": v for k, v in best.items()},
+                     "speed-up in process": best["sequential"] / best["seeds=R"],
+                     **({"speed-up fedrun": best["fedrun -m seed=..."] / best["fedrun seeds=R"]} if cli else {})})
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workloads", default="1,2,3,4", help="comma-separated workload numbers")
@@ -151,9 +220,15 @@ def main() -> int:
     p.add_argument("--baseline", action="store_true", help="fedrun vs a plain per-client loop (only)")
     p.add_argument("--scaling", action="store_true", help="client-steps/s at n = 10, 100, 1000 (only)")
     p.add_argument("--scaling-n", default="10,100,1000", help="the n of --scaling")
+    p.add_argument("--seeds", type=int, metavar="R", help="R seed-batched runs vs R sequential runs (only)")
+    p.add_argument("--seeds-T", type=int, default=50, help="rounds of each run of --seeds")
+    p.add_argument("--seeds-workloads", help="comma-separated parts of --seeds workload names (default: all)")
+    p.add_argument("--seeds-cli", action="store_true", help="--seeds also from the command line (with start-up)")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
+    if a.threads == 1 and hasattr(os, "sched_setaffinity"):  # one core: R threads cannot overlap work
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     set_matmul_precision(a.matmul_precision)
     try:
         device = resolve_device(a.device)
@@ -172,6 +247,11 @@ def main() -> int:
     print(f"# {device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, torch "
           f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
           f"matmul_precision {a.matmul_precision}")
+    if a.seeds:
+        print("\n" + table(seed_batching(a.seeds, a.repeats, a.seeds_T,
+                                          a.seeds_workloads.split(",") if a.seeds_workloads else None,
+                                          a.seeds_cli)))
+        return 0
     if a.baseline or a.scaling:
         rows = baseline(device, a.repeats, a.rounds) if a.baseline else \
             scaling(device, a.repeats, tuple(int(n) for n in a.scaling_n.split(",")))

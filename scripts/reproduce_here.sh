@@ -3,7 +3,8 @@
 # two single-threaded jobs at a time (joblib launcher). Usage: bash scripts/reproduce_here.sh [STEP...]
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
-# figures). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
+# fednmap_fig4_seeds fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -19,6 +20,11 @@ mkdir -p results/reproduction
 R="${R:-results/reproduction}"
 PLOT=("$PY" scripts/plot.py)
 TABLES=("$PY" scripts/tables.py)
+into() {  # into NAME OVERRIDES...: a sweep written to $R/NAME, its wall time appended to run_times.txt
+  local name=$1 start; shift; start=$(date +%s)
+  $FEDRUN -m "$@" "${PAR[@]}" hydra.sweep.dir="$R/$name"
+  echo "$name: $(( $(date +%s) - start )) s wall, finished $(date -u '+%F %H:%M') UTC" | tee -a "$R/run_times.txt"
+}
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5 table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox figures)
 for step in "${steps[@]}"; do
   case "$step" in
@@ -34,6 +40,17 @@ for step in "${steps[@]}"; do
       $FEDRUN -m experiment=fednmap_fig5 dataset=mnist5k seed=0 \
         algorithm=fednmap_fig5/eta_inv_sqrt_K,fednmap_fig5/eta_0.05 "${PAR[@]}" ;;
     fedcef) $FEDRUN -m experiment=fedcef_fig3_4_quick "${PAR[@]}" ;;
+    # Issue 16's seeds and lengths. Each writes straight into its results/reproduction/ folder;
+    # re-running a step resumes its unfinished jobs from their checkpoints and leaves finished ones.
+    fedcanon_fig2_coin)  # SCAFFNEW with ProxSkip's random coin, p = 1/K, 3 seeds
+      into fedcanon_fig2_scaffnew_coin experiment=fedcanon_fig2 algorithm=fedcanon_fig2/scaffnew algorithm.p=0.05 seed=0,1,2 ;;
+    fedcanon_fig2_seeds) into fedcanon_fig2_seeds12 experiment=fedcanon_fig2 seed=1,2 ;;  # + the committed seed 0
+    fedcef_T65)  # Figs. 3-4 at the paper's T = 65 on mnist5k, 3 seeds
+      into fedcef_fig3_4_mnist5k_T65 experiment=fedcef_fig3_4 dataset=mnist5k seed=0,1,2 eval_every=5 ;;
+    fednmap_fig4_seeds) into fednmap_fig4_seeds12 experiment=fednmap_fig4 dataset=mnist5k seed=1,2 ;;
+    fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
+    fednmap_fig5_seeds) into fednmap_fig5_seeds12 experiment=fednmap_fig5 dataset=mnist5k seed=1,2 \
+        algorithm=fednmap_fig5/eta_inv_sqrt_K,fednmap_fig5/eta_0.05 ;;
     table5) # per-round training time of Table V's methods; n = 2 clients (the per-round ratios do
             # not depend on n but for the server's one prox), so that all K fit in minutes here
             for K in 10 20 40 80; do

@@ -19,3 +19,15 @@ def fedrun(*args, cwd=None, timeout=600):
 @pytest.fixture
 def run_fedrun():
     return fedrun
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny problems gain nothing from threads; on a busy machine OpenMP's spinning threads
+    make them 10-50x slower. Restored afterwards. Use with
+    ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

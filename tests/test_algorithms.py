@@ -31,13 +31,7 @@ SMOOTH_ONLY = ["fedavg", "scaffold"]
 PARTIAL = ["fedavg", "scaffold", "fedmid", "fedda", "feddr", "fedadmm"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny problems: one thread avoids oversubscribing a shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def config(*overrides):

@@ -8,14 +8,7 @@ from fedprox_cli import models, runner
 from fedprox_cli.cli import CONF_DIR
 from fedprox_cli.errors import UserError
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Convolutions of tiny batches gain nothing from threads; on a busy machine, OpenMP's
-    spinning threads make them 10-50x slower. Restored afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 ALL = ["linear", "mlp", "cnn", "cnn4", "mnist_cnn", "sigmoid_mlp", "resnet18", "mobilenetv3_small"]
