@@ -234,7 +234,7 @@ def figures(monkeypatch):
     """The figures plot.py draws, kept open instead of closed after saving."""
     kept = []
 
-    def keep(fig, path):
+    def keep(fig, path, **_):
         kept.append(fig)
         Path(path).write_bytes(b"")
     monkeypatch.setattr(curves, "save_figure", keep)
