@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .atomic import atomic_write
 from .flatten import flatten
-from .keys import is_run_control
+from .keys import complete, is_run_control
 from .errors import UserError, require
 
 FILE = "checkpoint.pt"
@@ -97,7 +97,7 @@ def load(path: Path, device: torch.device, expected: str | None = None) -> Check
 def differences(old: dict, new: dict) -> list[str]:
     """``key: old -> new`` for every key of two resolved configs that differs, run-control
     keys excepted."""
-    a, b = flatten(old), flatten(new)
+    a, b = complete(flatten(old)), complete(flatten(new))
     keys = sorted(k for k in set(a) | set(b) if not may_differ(k))
     return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
             if a.get(k, "(unset)") != b.get(k, "(unset)")]

@@ -32,6 +32,7 @@ from omegaconf import OmegaConf
 from .errors import UserError, describe, require
 from . import keys
 from .flatten import flatten
+from .keys import complete
 from .outputs import effective_status, read_summary
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
@@ -160,7 +161,8 @@ def _choices(run_dir: Path) -> dict:
         choices = OmegaConf.to_container(OmegaConf.load(hydra_yaml).hydra.runtime.choices)
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
         raise BrokenRun(f".hydra/hydra.yaml is unreadable ({_first_line(e)})") from None
-    return {f"{CHOICE}{g}": c for g, c in choices.items() if not g.startswith("hydra/")}
+    return {f"{CHOICE}{g}": c for g, c in choices.items()  # no option chosen = a group not offered
+            if c is not None and not g.startswith("hydra/") and not is_run_control(g)}
 
 
 def _first_line(e: Exception) -> str:
@@ -242,7 +244,7 @@ def load_run(run_dir: Path) -> Run:
         raise BrokenRun("config.yaml is empty or not a mapping")
     metrics = read_metrics(run_dir / "metrics.csv")
     status, error = _status(run_dir)
-    return Run(run_dir, {**flatten(cfg), **_choices(run_dir)}, metrics, status, error)
+    return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error)
 
 
 def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None) -> list[Run]:

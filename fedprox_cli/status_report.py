@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 from . import report
 from .errors import UserError, require
 from .flatten import flatten
+from .keys import complete
 from .jobtable import align, record, rounds
 
 METRICS = ("test_acc", "train_loss", "objective", "stationarity")
@@ -28,7 +29,7 @@ METRICS = ("test_acc", "train_loss", "objective", "stationarity")
 
 def _config(run_dir: Path) -> dict:
     try:
-        return flatten(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False))
+        return complete(flatten(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)))
     except Exception:  # missing or unreadable: the row shows what the summary has
         return {}
 

@@ -532,3 +532,23 @@ def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
     m = report.read_metrics(tmp_path / "metrics.csv")
     assert list(m["round"]) == [0, 2, 4] and m["round"].dtype.kind == "i"
     assert np.isnan(m["objective"][1]) and np.isinf(m["objective"][2])
+
+
+def test_runs_recorded_before_a_key_was_added_pool_with_newer_ones(tmp_path):
+    """A config.yaml without a key added later (keys.ADDED, e.g. matmul_precision) reads as
+    having the value that computes what it computed; a run-control group's choice (logger)
+    never splits groups."""
+    from fedprox_cli import keys
+    runs = []
+    for seed, old in ((0, True), (1, False)):
+        run = tmp_path / f"r{seed}"
+        run.mkdir()
+        cfg = {"algorithm": {"name": "fedcanon"}, "seed": seed, "T": 1}
+        if not old:
+            cfg.update(matmul_precision="highest", seeds=1)
+        (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+        (run / "metrics.csv").write_text("round,test_acc\n0,0.1\n1,0.5\n")
+        runs.append(run)
+    loaded = report.load([tmp_path])
+    assert len(loaded) == 2 and loaded[0].config["matmul_precision"] == keys.ADDED["matmul_precision"]
+    assert len(report.group(loaded)) == 1
