@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fednmap_fig4_seeds fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fednmap_fig4_seeds fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -47,6 +47,9 @@ for step in "${steps[@]}"; do
     fedcanon_fig2_seeds) into fedcanon_fig2_seeds12 experiment=fedcanon_fig2 seed=1,2 ;;  # + the committed seed 0
     fedcef_T65)  # Figs. 3-4 at the paper's T = 65 on mnist5k, 3 seeds
       into fedcef_fig3_4_mnist5k_T65 experiment=fedcef_fig3_4 dataset=mnist5k seed=0,1,2 eval_every=5 ;;
+    fedcef_T65_step)  # FedCEF (top-10%) with smaller local steps than the paper's 0.1, which diverges here
+      PAR=(hydra/launcher=joblib hydra.launcher.n_jobs=1) into fedcef_fig3_4_mnist5k_T65_step_probe \
+        experiment=fedcef_fig3_4 dataset=mnist5k seed=0 eval_every=5 algorithm=fedcef_fig3_4/fedcef_top10 algorithm.alpha=0.05,0.02 ;;
     fednmap_fig4_seeds) into fednmap_fig4_seeds12 experiment=fednmap_fig4 dataset=mnist5k seed=1,2 ;;
     fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
     fednmap_fig5_seeds) into fednmap_fig5_seeds12 experiment=fednmap_fig5 dataset=mnist5k seed=1,2 \
@@ -76,7 +79,11 @@ for step in "${steps[@]}"; do
         "$PY" scripts/bench_prox.py --device cpu --reps 20 --batch 64 --models cnn
       } | tee results/reproduction/prox_bench.txt ;;
     figures)  # every figure and table of REPRODUCTION.md, from the committed run folders in $R
-      "${TABLES[@]}" "$R/fedcanon_fig2" > "$R/fedcanon_fig2_table.md"
+      F2=("$R/fedcanon_fig2" "$R/fedcanon_fig2_seeds12")  # seed 0, seeds 1-2: 3 seeds
+      "${TABLES[@]}" "${F2[@]}" > "$R/fedcanon_fig2_table.md"
+      "${TABLES[@]}" "${F2[@]}" --final tail > "$R/fedcanon_fig2_table_tail.md"
+      "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew > "$R/fedcanon_fig2_scaffnew_coin_table.md"
+      "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --final tail > "$R/fedcanon_fig2_scaffnew_coin_table_tail.md"
       "${TABLES[@]}" "$R/fedcanon_table5_quick" --table5 > "$R/fedcanon_table5_quick_table.md"
       # FedCanon Fig. 1: (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
       "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_quick_loss_alpha.png"
@@ -85,11 +92,13 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_quick_stationarity_beta.png"
       # FedCanon Fig. 2 in the paper's order (a) iid, (b) Dir(0.1), (c) Dir(0.01), one file per panel
       # (plot.py sorts --panels by value, which would put iid last), and the three panels in one file
-      "${PLOT[@]}" "$R/fedcanon_fig2" --where partition=iid --y test_acc --out "$R/fedcanon_fig2_iid_test_acc.png"
-      "${PLOT[@]}" "$R/fedcanon_fig2" --where partition=dir/0.1 --y test_acc --out "$R/fedcanon_fig2_dir01_test_acc.png"
-      "${PLOT[@]}" "$R/fedcanon_fig2" --where partition=dir/0.01 --y test_acc --out "$R/fedcanon_fig2_dir001_test_acc.png"
-      "${PLOT[@]}" "$R/fedcanon_fig2" --y test_acc --panels partition --out "$R/fedcanon_fig2_test_acc.png"
-      "${PLOT[@]}" "$R/fedcanon_fig2" --y train_loss --panels partition --out "$R/fedcanon_fig2_train_loss.png"
+      "${PLOT[@]}" "${F2[@]}" --where partition=iid --y test_acc --out "$R/fedcanon_fig2_iid_test_acc.png"
+      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --out "$R/fedcanon_fig2_dir01_test_acc.png"
+      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.01 --y test_acc --out "$R/fedcanon_fig2_dir001_test_acc.png"
+      "${PLOT[@]}" "${F2[@]}" --y test_acc --panels partition --out "$R/fedcanon_fig2_test_acc.png"
+      "${PLOT[@]}" "${F2[@]}" --y train_loss --panels partition --out "$R/fedcanon_fig2_train_loss.png"
+      # SCAFFNEW: ProxSkip's random coin (p = 1/K) against the fixed schedule (communicate every K-th step)
+      "${PLOT[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --y test_acc --panels partition --out "$R/fedcanon_fig2_scaffnew_coin_test_acc.png"
       # FedCanon Fig. 3 (T = 10 of 200) and its quick variant
       "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_T10_acc_vs_time.png"
       "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x round --y train_loss --panels partition --out "$R/fedcanon_fig3_T10_loss.png"
