@@ -22,7 +22,7 @@ PLOT=("$PY" scripts/plot.py)
 TABLES=("$PY" scripts/tables.py)
 into() {  # into NAME OVERRIDES...: a sweep written to $R/NAME, its wall time appended to run_times.txt
   local name=$1 start; shift; start=$(date +%s)
-  $FEDRUN -m "$@" "${PAR[@]}" hydra.sweep.dir="$R/$name"
+  $FEDRUN -m "${PAR[@]}" "$@" hydra.sweep.dir="$R/$name"  # "$@" may override PAR
   echo "$name: $(( $(date +%s) - start )) s wall, finished $(date -u '+%F %H:%M') UTC" | tee -a "$R/run_times.txt"
 }
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5 table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox figures)
@@ -48,7 +48,7 @@ for step in "${steps[@]}"; do
     fedcef_T65)  # Figs. 3-4 at the paper's T = 65 on mnist5k, 3 seeds
       into fedcef_fig3_4_mnist5k_T65 experiment=fedcef_fig3_4 dataset=mnist5k seed=0,1,2 eval_every=5 ;;
     fedcef_T65_step)  # FedCEF (top-10%) with smaller local steps than the paper's 0.1, which diverges here
-      PAR=(hydra/launcher=joblib hydra.launcher.n_jobs=1) into fedcef_fig3_4_mnist5k_T65_step_probe \
+      into fedcef_fig3_4_mnist5k_T65_step_probe hydra.launcher.n_jobs=1 \
         experiment=fedcef_fig3_4 dataset=mnist5k seed=0 eval_every=5 algorithm=fedcef_fig3_4/fedcef_top10 algorithm.alpha=0.05,0.02 ;;
     fednmap_fig4_seeds) into fednmap_fig4_seeds12 experiment=fednmap_fig4 dataset=mnist5k seed=1,2 ;;
     fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
