@@ -37,6 +37,8 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import numpy as np
+
 from . import __version__
 from .atomic import atomic_write_text
 from .lock import is_held
@@ -55,6 +57,24 @@ def write_metrics(path: Path, rows: list[dict]) -> None:
     w.writeheader()
     w.writerows(rows)
     atomic_write_text(path, buf.getvalue())
+
+
+COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
+
+
+def model_metrics_only(df):
+    """A metrics table (pandas) whose model metrics are blanked (NaN) in rows where the loss is
+    not finite: a diverged run's model there holds NaN or inf, so its accuracy (the argmax of NaN
+    logits, i.e. class 0), sparsity and stationarity describe no model. The counters and the
+    losses themselves (nan or inf, as recorded) stay."""
+    losses = [c for c in ("train_loss", "objective") if c in df]
+    if not losses:
+        return df
+    bad = ~np.isfinite(df[losses].to_numpy(float)).all(axis=1)
+    if bad.any():
+        df = df.copy()
+        df.loc[bad, [c for c in df.columns if c not in COUNTERS and c not in losses]] = np.nan
+    return df
 
 
 def now() -> str:

@@ -17,6 +17,7 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
 
 from .atomic import atomic_write  # noqa: E402
 from .flatten import flatten  # noqa: E402
+from .outputs import model_metrics_only  # noqa: E402
 
 
 def save_figure(fig, path: Path, laid_out: bool = False) -> None:
@@ -127,7 +128,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    df = pd.read_csv(csv_path).apply(pd.to_numeric, errors="coerce")
+    df = model_metrics_only(pd.read_csv(csv_path).apply(pd.to_numeric, errors="coerce"))
     rounds = df["round"].to_numpy(float)
     losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
     bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)

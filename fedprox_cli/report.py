@@ -33,7 +33,7 @@ from .errors import UserError, describe, require
 from . import keys
 from .flatten import flatten
 from .keys import complete
-from .outputs import effective_status, read_summary
+from .outputs import effective_status, model_metrics_only, read_summary
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
@@ -229,7 +229,7 @@ def read_metrics(path: Path) -> pd.DataFrame:
     if "round" not in header:
         raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
     try:
-        return pd.DataFrame(rows, columns=header).apply(_numbers)
+        return model_metrics_only(pd.DataFrame(rows, columns=header).apply(_numbers))
     except ValueError as e:
         raise BrokenRun(f"metrics.csv holds a value that is not a number ({_first_line(e)})") from None
 

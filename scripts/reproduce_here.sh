@@ -121,7 +121,11 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fednmap_fig5" "$R/fednmap_fig4" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
       # FedCEF Figs. 3-4 (T = 10 of 65): accuracy and loss against bytes, the loss on a log axis
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y test_acc --out "$R/fedcef_fig3_quick_acc_vs_bytes.png"
-      "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png" ;;
+      "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png"
+      # FedCEF Figs. 3-4 at the paper's T = 65, 3 seeds
+      "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_T65_acc_vs_bytes.png"
+      "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_T65_loss_vs_bytes_logy.png"
+      "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

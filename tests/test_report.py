@@ -552,3 +552,17 @@ def test_runs_recorded_before_a_key_was_added_pool_with_newer_ones(tmp_path):
     loaded = report.load([tmp_path])
     assert len(loaded) == 2 and loaded[0].config["matmul_precision"] == keys.ADDED["matmul_precision"]
     assert len(report.group(loaded)) == 1
+
+
+def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
+    """At a row whose loss is NaN the model is NaN: its accuracy (argmax of NaN logits = class
+    0) is no result. Reports and metrics.png blank such rows' model metrics, keep the counters."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "metrics.csv").write_text("round,bytes_up,train_loss,objective,test_acc\n"
+                                     "0,0,2.3,2.3,0.1\n5,10,0.5,0.6,0.8\n10,20,nan,nan,0.1\n")
+    m = report.read_metrics(run / "metrics.csv")
+    assert m["bytes_up"].tolist() == [0, 10, 20] and m["test_acc"].iloc[1] == 0.8
+    assert np.isnan(m["test_acc"].iloc[2])
+    plotting.plot_run(run / "metrics.csv", run / "metrics.png")  # draws the finite part only
+    assert (run / "metrics.png").stat().st_size > 0
