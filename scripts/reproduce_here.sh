@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fednmap_fig4_seeds fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcanon_fig3_bites fednmap_fig4_seeds fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -50,6 +50,13 @@ for step in "${steps[@]}"; do
     fedcef_T65_step)  # FedCEF (top-10%) with smaller local steps than the paper's 0.1, which diverges here
       into fedcef_fig3_4_mnist5k_T65_step_probe hydra.launcher.n_jobs=1 \
         experiment=fedcef_fig3_4 dataset=mnist5k seed=0 eval_every=5 algorithm=fedcef_fig3_4/fedcef_top10 algorithm.alpha=0.05,0.02 ;;
+    fedcanon_fig3_bites)  # Fig. 3 with a SCAD that zeroes a real share of the weights: a probe of
+                          # lam at a = 20 (valid for FedDA's growing prox step up to T = 22 at K = 40),
+                          # then T = 10 at the lam chosen from it (nnz_frac)
+      into fedcanon_fig3_probe hydra.launcher.n_jobs=1 experiment=fedcanon_fig3_quick partition=dir/0.2 \
+        regularizer.lam=1e-3,1e-2 regularizer.a=20
+      into fedcanon_fig3_bites_T10 hydra.launcher.n_jobs=1 experiment=fedcanon_fig3 partition=dir/0.2 T=10 \
+        eval_every=1 metrics.train_samples=3000 regularizer.lam="${FIG3_LAM:-1e-2}" regularizer.a=20 ;;
     fednmap_fig4_seeds) into fednmap_fig4_seeds12 experiment=fednmap_fig4 dataset=mnist5k seed=1,2 ;;
     fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
     fednmap_fig5_seeds) into fednmap_fig5_seeds12 experiment=fednmap_fig5 dataset=mnist5k seed=1,2 \
