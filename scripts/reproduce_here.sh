@@ -113,14 +113,21 @@ for step in "${steps[@]}"; do
       # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
       "${PLOT[@]}" "$R/fednmap_fig2_quick" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
       # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5
-      "${PLOT[@]}" "$R/fednmap_fig3" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
-      "${PLOT[@]}" "$R/fednmap_fig3" --slope n --out "$R/fednmap_fig3_slope.png"
-      "${PLOT[@]}" "$R/fednmap_fig3" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
-      "${PLOT[@]}" "$R/fednmap_fig4" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
-      "${PLOT[@]}" "$R/fednmap_fig4" --slope K --out "$R/fednmap_fig4_slope.png"
-      "${PLOT[@]}" "$R/fednmap_fig4" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
-      "${PLOT[@]}" "$R/fednmap_fig4/1" "$R/fednmap_fig4/2" "$R/fednmap_fig4/3" --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
-      "${PLOT[@]}" "$R/fednmap_fig4/1" "$R/fednmap_fig4/2" "$R/fednmap_fig4/3" --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
+      F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2")  # seeds 0-1, seed 2
+      "${PLOT[@]}" "${F3[@]}" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
+      "${PLOT[@]}" "${F3[@]}" --slope n --out "$R/fednmap_fig3_slope.png"
+      "${PLOT[@]}" "${F3[@]}" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
+      F4=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12")  # seed 0, seeds 1-2
+      F4_NO5=("$R/fednmap_fig4/"{1,2,3} "$R/fednmap_fig4_seeds12/"{2,3,4,5,6,7})  # the same without K = 5
+      "${PLOT[@]}" "${F4[@]}" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
+      "${PLOT[@]}" "${F4[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
+      "${PLOT[@]}" "${F4[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
+      "${PLOT[@]}" "${F4_NO5[@]}" --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
+      "${PLOT[@]}" "${F4_NO5[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
+      for final in last tail; do
+        "${TABLES[@]}" "${F4[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_NO5[@]}" --slope K --final $final
+      done > "$R/fednmap_fig4_slopes.md"
       # FedNMap Fig. 5: (a) eta_a = 1/K is fednmap_fig4_stationarity.png; (b) 1/sqrt(K); (c) 0.05
       "${PLOT[@]}" "$R/fednmap_fig5" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
       "${PLOT[@]}" "$R/fednmap_fig5" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
