@@ -154,3 +154,28 @@ def test_a_sweeper_gets_the_mean_over_the_seeds(tmp_path):
     assert runner.run(cfg, tmp_path, progress=False) == 0
     finals = [read_summary(tmp_path / f"seed_{s}")["final"]["objective"] for s in (0, 1)]
     assert sweep_value(cfg, tmp_path, 0) == pytest.approx(sum(finals) / 2)
+
+
+def test_an_interrupted_batch_resumes_to_the_numbers_of_separate_runs(tmp_path):
+    import signal
+    import time
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    args = [sys.executable, "-m", "fedprox_cli", *BASE, "seeds=2", "T=200", "eval_every=10",
+            "checkpoint_every=50", f"hydra.run.dir={tmp_path / 'b'}"]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    first = tmp_path / "b" / "seed_0" / "metrics.csv"
+    deadline = time.monotonic() + 120
+    while not (first.exists() and len(first.read_text().splitlines()) >= 3) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=120) == 130
+    for s in (0, 1):
+        summary = read_summary(tmp_path / "b" / f"seed_{s}")
+        assert summary["status"] == "interrupted" and 0 < summary["round"] < 200
+        assert (tmp_path / "b" / f"seed_{s}" / "checkpoint.pt").exists()
+    assert subprocess.run(args, capture_output=True, env=env).returncode == 0
+    for s in (0, 1):
+        assert runner.run(compose([*BASE, f"seed={s}", "T=200", "eval_every=10"]), tmp_path / f"alone{s}",
+                          progress=False) == 0
+        pd.testing.assert_frame_equal(numbers(tmp_path / "b" / f"seed_{s}"), numbers(tmp_path / f"alone{s}"),
+                                      check_exact=True)
