@@ -112,6 +112,8 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_T10_acc_vs_time.png"
       "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x round --y train_loss --panels partition --out "$R/fedcanon_fig3_T10_loss.png"
       "${PLOT[@]}" "$R/fedcanon_fig3_quick" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_quick.png"
+      "${PLOT[@]}" "$R/fedcanon_fig3_bites_T10" --x time --y test_acc --out "$R/fedcanon_fig3_bites_T10_acc_vs_time.png"
+      "${PLOT[@]}" "$R/fedcanon_fig3_bites_T10" --y nnz_frac --out "$R/fedcanon_fig3_bites_T10_nnz.png"
       # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
       "${PLOT[@]}" "$R/fednmap_fig2_quick" "$R/fednmap_fig2_quick_seed2" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
       # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5
