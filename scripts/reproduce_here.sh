@@ -141,10 +141,11 @@ for step in "${steps[@]}"; do
         "${TABLES[@]}" "${F4_NO5[@]}" --slope K --final $final
       done > "$R/fednmap_fig4_slopes.md"
       # FedNMap Fig. 5: (a) eta_a = 1/K is fednmap_fig4_stationarity.png; (b) 1/sqrt(K); (c) 0.05
-      "${PLOT[@]}" "$R/fednmap_fig5" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
-      "${PLOT[@]}" "$R/fednmap_fig5" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
-      "${PLOT[@]}" "$R/fednmap_fig5" "$R/fednmap_fig4" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
-      "${PLOT[@]}" "$R/fednmap_fig5" "$R/fednmap_fig4" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
+      F5=("$R/fednmap_fig5" "$R/fednmap_fig5_seeds12")  # rules (b), (c): seed 0, seeds 1-2
+      "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
+      "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
+      "${PLOT[@]}" "${F5[@]}" "${F4[@]}" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
+      "${PLOT[@]}" "${F5[@]}" "${F4[@]}" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
       # FedCEF Figs. 3-4 (T = 10 of 65): accuracy and loss against bytes, the loss on a log axis
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y test_acc --out "$R/fedcef_fig3_quick_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png"
