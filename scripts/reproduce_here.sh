@@ -152,7 +152,9 @@ for step in "${steps[@]}"; do
       # FedCEF Figs. 3-4 at the paper's T = 65, 3 seeds
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_T65_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_T65_loss_vs_bytes_logy.png"
-      "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md" ;;
+      "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md"
+      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
+      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png" ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done
