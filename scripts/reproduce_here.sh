@@ -21,9 +21,11 @@ R="${R:-results/reproduction}"
 PLOT=("$PY" scripts/plot.py)
 TABLES=("$PY" scripts/tables.py)
 into() {  # into NAME OVERRIDES...: a sweep written to $R/NAME, its wall time appended to run_times.txt
-  local name=$1 start; shift; start=$(date +%s)
-  $FEDRUN -m "${PAR[@]}" "$@" hydra.sweep.dir="$R/$name"  # "$@" may override PAR
-  echo "$name: $(( $(date +%s) - start )) s wall, finished $(date -u '+%F %H:%M') UTC" | tee -a "$R/run_times.txt"
+  local name=$1 start code=0; shift; start=$(date +%s)
+  $FEDRUN -m "${PAR[@]}" "$@" hydra.sweep.dir="$R/$name" || code=$?  # "$@" may override PAR
+  # a diverged job (exit 1) is a result; the next step still runs
+  echo "$name: $(( $(date +%s) - start )) s wall, exit $code, finished $(date -u '+%F %H:%M') UTC" | tee -a "$R/run_times.txt"
+  [ "$code" -le 1 ]
 }
 steps=("$@"); [ ${#steps[@]} -gt 0 ] || steps=(fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5 table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox figures)
 for step in "${steps[@]}"; do
