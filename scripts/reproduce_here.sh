@@ -131,8 +131,8 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "${F3[@]}" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --out "$R/fednmap_fig3_slope.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
-      F4=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12")  # seed 0, seeds 1-2
-      F4_NO5=("$R/fednmap_fig4/"{1,2,3} "$R/fednmap_fig4_seeds12/"{2,3,4,5,6,7})  # the same without K = 5
+      F4=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, 3 seeds
+      F4_NO5=("$R/fednmap_fig4/"{1,2,3} "$R/fednmap_fig4_seeds12/"{2,3,4,5,6,7} "$R/fednmap_fig4_K15_30")  # without K = 5
       "${PLOT[@]}" "${F4[@]}" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
       "${PLOT[@]}" "${F4[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
       "${PLOT[@]}" "${F4[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
