@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -66,6 +66,9 @@ for step in "${steps[@]}"; do
       into fedcef_fig3_4_fmnist_T65 hydra.launcher.n_jobs=1 experiment=fedcef_fig3_4 dataset=fmnist seed=0 \
         eval_every=5 metrics.train_samples=3000 \
         algorithm=fedcef_fig3_4/fedcef_top10,fedcef_fig3_4/fedda,fedcef_fig3_4/fedcanon ;;
+    fedcef_fmnist_seeds)  # the same, FedCEF top-k 0.1 and FedDA, seeds 1-2
+      into fedcef_fig3_4_fmnist_T65_seeds12 experiment=fedcef_fig3_4 dataset=fmnist seed=1,2 eval_every=5 \
+        metrics.train_samples=3000 algorithm=fedcef_fig3_4/fedcef_top10,fedcef_fig3_4/fedda ;;
     table6_fmnist)  # Table VI stand-in: FMNIST, CNN, FedCanon vs FedDR vs FedADMM, iid and Dir(0.2), T = 30
       into fedcanon_table6_fmnist_T30 hydra.launcher.n_jobs=1 experiment=fedcanon_table6 dataset=fmnist model=cnn \
         seed=0 T=30 metrics.train_samples=3000 ;;
