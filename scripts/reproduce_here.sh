@@ -158,8 +158,9 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_T65_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_T65_loss_vs_bytes_logy.png"
       "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md"
-      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
-      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")
+      "${PLOT[@]}" "${FM[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
+      "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png" ;;
