@@ -28,7 +28,7 @@ class _Failed:
 class Lockstep:
     def __init__(self, max_rows: int):
         self.max_rows = max_rows      # rows per joined call (the memory plan of all R runs)
-        self.calls = self.joined = 0  # calls made by the runs, calls computed
+        self.joined = 0               # calls computed
         self._runs: set[greenlet] = set()
 
     def rounds(self, rounds: dict[int, Callable[[], None]]) -> dict[int, BaseException]:
@@ -58,7 +58,6 @@ class Lockstep:
 
     def call(self, fn: Callable, *args: torch.Tensor):
         """``fn(*args)``; inside :meth:`rounds`, joined with the other runs' calls."""
-        self.calls += 1
         me = getcurrent()
         if me not in self._runs:  # not a run's round (e.g. a start-up measurement): on its own
             return fn(*args)

@@ -192,9 +192,10 @@ class Training:
         """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
         Raises :class:`Diverged`, or :class:`Interrupted` once a signal was noted (``stop``)."""
         s, exp = self.exp.s, self.exp
+        evaluated = self.evaluates()
         self.t = done = self.t + 1
         self.train_time += seconds
-        if done % s.eval_every == 0 or done == s.T:
+        if evaluated:
             self.rows.append(_row(exp, self.state, done, self.train_time))
             write_metrics(self.out / "metrics.csv", self.rows)
             self.tracker.log(self.rows[-1])
@@ -401,7 +402,6 @@ def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
     try:
         begin(exp, cfg, out, ckpt, summary, hydra_record)
         rows = train(exp, out, progress, ckpt, summary)
-        _plot(cfg, out)
     except BaseException as e:  # noqa: BLE001 (conclude sorts them out; others re-raise)
         return conclude(exp, cfg, out, summary, e)
     return conclude(exp, cfg, out, summary, None, rows)
@@ -428,10 +428,12 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
 def conclude(exp: Experiment, cfg: DictConfig, out: Path, summary: Summary, error: BaseException | None,
              rows: list[dict] | None = None) -> int:
     """Record how the run in ``out`` ended -- ``error`` None: finished with these metrics
-    ``rows``; otherwise what stopped it -- say so in one line and return the exit code."""
+    ``rows`` (and its ``metrics.png`` is drawn); otherwise what stopped it -- say so in one line
+    and return the exit code."""
     try:
         if error is not None:
             raise error
+        _plot(cfg, out)
     except (UserError, OSError) as e:
         _end(summary, "error", error=describe(e))
         say(describe(e), "error")

@@ -114,28 +114,23 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
     return _train(cfgs, exps, todo, ckpts, lockstep, progress, command, hydra_record)
 
 
-def _train(cfgs, exps, folders, ckpts, lockstep, progress, command, hydra_record) -> int:
+def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
     from . import runner
     codes, live = [], {}
-    summaries = [Summary(f, **provenance(command), T=e.s.T) for f, e in zip(folders, exps)]
+    summaries = [Summary(f, **provenance(command), T=e.s.T) for f, e in zip(outs, exps)]
 
     def end(r: int, error: BaseException | None) -> None:
         run = live.pop(r, None)
         if run is not None:
             run.close()
-        if error is None:
-            try:
-                runner._plot(cfgs[r], folders[r])
-            except BaseException as e:  # noqa: BLE001
-                error = e
-        codes.append(runner.conclude(exps[r], cfgs[r], folders[r], summaries[r], error,
+        codes.append(runner.conclude(exps[r], cfgs[r], outs[r], summaries[r], error,
                                      run.rows if run is not None else None))
 
     for r, exp in enumerate(exps):
         try:
-            runner.begin(exp, cfgs[r], folders[r], ckpts[r], summaries[r], hydra_record)
-            live[r] = runner.Training(exp, folders[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
+            runner.begin(exp, cfgs[r], outs[r], ckpts[r], summaries[r], hydra_record)
+            live[r] = runner.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
                                       label=f"seed {cfgs[r].seed}: ")
             if live[r].done:
                 end(r, None)
