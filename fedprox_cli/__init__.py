@@ -13,4 +13,12 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"  # the Hydra config groups
+
+def shipped(folder: str) -> Path:
+    """A top-level folder of the checkout (conf, scripts): inside the package where a wheel
+    put it (setup.py), else beside the package in the source checkout."""
+    inside = Path(__file__).resolve().parent / folder
+    return inside if inside.is_dir() else inside.parent.parent / folder
+
+
+CONF_DIR = shipped("conf")  # the Hydra config groups

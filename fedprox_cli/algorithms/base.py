@@ -27,9 +27,10 @@ from ..compressors import DENSE_BYTES, Compressor
 from ..errors import require
 from ..oracle import Oracle
 from ..device import generator, stream_seed, to_device
+from ..plugins import Registry
 from ..regularizers import Regularizer
 
-_REGISTRY: dict[str, type["Algorithm"]] = {}
+_REGISTRY = Registry("algorithm", "algorithms")
 
 
 def register(cls):
@@ -38,13 +39,13 @@ def register(cls):
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
-def build(name: str, **params) -> "Algorithm":
-    """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``."""
-    require(name in _REGISTRY, f"unknown algorithm '{name}' (choose from: {', '.join(names())})")
-    cls = _REGISTRY[name]
+def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
+    """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
+    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    cls = _REGISTRY.lookup(name, _target_)
     allowed = [f.name for f in fields(cls)]
     unknown = sorted(set(params) - set(allowed))
     require(not unknown, f"algorithm {name} has no parameter {', '.join(unknown)} "
