@@ -27,7 +27,7 @@ def _located(target: str):
     module, _, attr = target.rpartition(".")
     try:
         return getattr(import_module(module), attr)
-    except (ImportError, AttributeError, ValueError) as e:
+    except Exception as e:  # the user module's own fault: one line naming it
         raise UserError(f"_target_ {target} cannot be imported ({type(e).__name__}: "
                         f"{squeeze(str(e), 200)})") from None
 
