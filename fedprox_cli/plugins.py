@@ -69,5 +69,6 @@ class Registry(dict):
                     f"give _target_ {target} another name")
         if name not in self:
             self._load(name)
-        require(name in self, f"unknown {self.kind} '{name}' (choose from: {', '.join(self.names())})")
+        if name not in self:  # (the listing imports every plugin: only for the message)
+            raise UserError(f"unknown {self.kind} '{name}' (choose from: {', '.join(self.names())})")
         return self[name]
