@@ -70,7 +70,7 @@ def one_line(exc: BaseException) -> str:
 resolvers.register()  # before Hydra composes anything
 
 
-def _reference(choices: dict) -> DictConfig | None:
+def reference_config(choices: dict) -> DictConfig | None:
     """The config of the same group choices without any other override: what a key's default
     and the set of valid keys are (:func:`config.check_keys`)."""
     from hydra import compose
@@ -87,7 +87,7 @@ def _command(hc) -> str:
     return " ".join(["fedrun", *map(shlex.quote, hc.overrides.task)])
 
 
-def _hydra_record(cfg: DictConfig, hc) -> dict[str, str]:
+def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
     """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
     run has started, so a refused re-run leaves the folder's record alone)."""
     return {"config.yaml": OmegaConf.to_yaml(cfg),
@@ -105,8 +105,8 @@ def _job(cfg: DictConfig) -> float:
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
     try:
         code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
-                          command=_command(hc), hydra_record=_hydra_record(cfg, hc),
-                          reference=_reference(dict(hc.runtime.choices)))
+                          command=_command(hc), hydra_record=hydra_files(cfg, hc),
+                          reference=reference_config(dict(hc.runtime.choices)))
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code = _crash(e)
     if not multirun:

@@ -16,11 +16,12 @@ import torch
 
 from .errors import require
 from .device import to_device
+from .plugins import Registry
 
 DENSE_BYTES = 4
 SPARSE_BYTES = 8
 
-_REGISTRY: dict[str, type["Compressor"]] = {}
+_REGISTRY = Registry("compressor", "compressors")
 
 
 def register(cls):
@@ -29,12 +30,13 @@ def register(cls):
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
-def build(name: str, **params) -> "Compressor":
-    require(name in _REGISTRY, f"unknown compressor '{name}' (choose from: {', '.join(names())})")
-    cls = _REGISTRY[name]
+def build(name: str, _target_: str | None = None, **params) -> "Compressor":
+    """The compressor ``name`` with its parameters, e.g. ``build("topk", ratio=0.1)``
+    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    cls = _REGISTRY.lookup(name, _target_)
     allowed = [f.name for f in fields(cls)]
     unknown = sorted(set(params) - set(allowed))
     require(not unknown, f"compressor {name} has no parameter {', '.join(unknown)} "

@@ -106,11 +106,11 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
     the state of each ``seed_<s>/`` run and their start rounds). Raises :class:`UserError` (or
     Hydra's errors). ``references``: reference configs by group choices, reused across a sweep's jobs."""
     from . import runner, seeds
-    from .cli import _reference
+    from .cli import reference_config
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
-        references[key] = _reference(job.choices)
+        references[key] = reference_config(job.choices)
     runner.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
         return _state(job.cfg, job.folder)

@@ -9,14 +9,14 @@ states with ``torch.func.functional_call`` -- also under ``vmap``.
 from __future__ import annotations
 
 import math
-from typing import Callable
 
 import torch
 from torch import nn
 
 from .errors import UserError, require
+from .plugins import Registry
 
-_BUILDERS: dict[str, Callable[..., nn.Module]] = {}
+_BUILDERS = Registry("model", "models")  # name -> builder(input_shape, num_classes, **params)
 
 
 def register(name: str):
@@ -27,16 +27,17 @@ def register(name: str):
 
 
 def names() -> list[str]:
-    return sorted(_BUILDERS)
+    return _BUILDERS.names()
 
 
 def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str = "default",
-          **params) -> nn.Module:
+          _target_: str | None = None, **params) -> nn.Module:
     """Model ``name`` for inputs of ``input_shape`` (without batch dim) and ``num_classes``.
-    ``init="zeros"`` sets every parameter to 0 (deterministic convex checks)."""
-    require(name in _BUILDERS, f"unknown model '{name}' (choose from: {', '.join(names())})")
+    ``init="zeros"`` sets every parameter to 0 (deterministic convex checks); ``_target_``: a
+    plugin's builder by dotted path (:mod:`fedprox_cli.plugins`)."""
+    builder = _BUILDERS.lookup(name, _target_)
     require(init in ("default", "zeros"), f"model.init must be 'default' or 'zeros', got '{init}'")
-    model = _BUILDERS[name](tuple(input_shape), int(num_classes), **params)
+    model = builder(tuple(input_shape), int(num_classes), **params)
     if init == "zeros":
         with torch.no_grad():
             for p in model.parameters():

@@ -179,7 +179,7 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
     from . import data
     run_dir = Path(run_dir)
     cfg = OmegaConf.load(run_dir / "config.yaml")
-    ds = data.load(cfg.dataset.name, cfg.data.root)
+    ds = data.load_config(cfg)
     y = ds.train_y.numpy()
     return np.stack([np.bincount(y[c], minlength=ds.num_classes)
                      for c in data.load_partition(run_dir / "partition.npz")])

@@ -22,8 +22,9 @@ from typing import ClassVar
 import torch
 
 from .errors import UserError, require
+from .plugins import Registry
 
-_REGISTRY: dict[str, type["Regularizer"]] = {}
+_REGISTRY = Registry("regularizer", "regularizers")
 
 
 def register(cls):
@@ -32,13 +33,13 @@ def register(cls):
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
-def build(name: str, **params) -> "Regularizer":
-    """The regularizer ``name`` with the given coefficients, e.g. ``build("l1", lam=1e-5)``."""
-    require(name in _REGISTRY, f"unknown regularizer '{name}' (choose from: {', '.join(names())})")
-    cls = _REGISTRY[name]
+def build(name: str, _target_: str | None = None, **params) -> "Regularizer":
+    """The regularizer ``name`` with the given coefficients, e.g. ``build("l1", lam=1e-5)``
+    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    cls = _REGISTRY.lookup(name, _target_)
     allowed = [f.name for f in fields(cls)]
     unknown = sorted(set(params) - set(allowed))
     require(not unknown, f"regularizer {name} has no parameter {', '.join(unknown)} "

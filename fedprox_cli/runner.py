@@ -115,7 +115,7 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
     v = validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
     set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
-    ds = dataset or data.load(cfg.dataset.name, cfg.data.root)
+    ds = dataset or data.load_config(cfg)
     require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
                                     f"samples of {ds.name}")
     part = params(cfg.partition, drop=("name", "seed", "min_size"))

@@ -93,7 +93,7 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
                     stream=sys.stdout)
                 continue
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
-        dataset = data.load(cfg.dataset.name, cfg.data.root) if todo else None
+        dataset = data.load_config(cfg) if todo else None
         for one in cfgs:
             exps.append(runner.build(one, dataset=dataset, runs=len(todo)))
     except (UserError, OSError) as e:

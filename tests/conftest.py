@@ -8,9 +8,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fedrun(*args, cwd=None, timeout=600):
-    """Run ``fedrun`` (as ``python -m fedprox_cli``) on this checkout; returns the CompletedProcess."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+def fedrun(*args, cwd=None, timeout=600, path=()):
+    """Run ``fedrun`` (as ``python -m fedprox_cli``) on this checkout (then the folders ``path``
+    and the caller's PYTHONPATH on the path); returns the CompletedProcess."""
+    extra = [*map(str, path), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *extra]), PYTHONUNBUFFERED="1")
     env.pop("HYDRA_FULL_ERROR", None)
     return subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)

@@ -1,4 +1,18 @@
-"""The algorithm interface and the environment a round runs in.
+"""The algorithm interface and the environment a round runs in: the stable public API that a
+plugin algorithm (:mod:`fedprox_cli.plugins`, examples/fedprox_server) implements.
+
+An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
+besides ``name``; float fields must be > 0), with class attributes ``name``,
+``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
+anything else is refused before training), and
+
+- ``init(z0, n)`` -> the state: a dict of tensors (saved whole in checkpoints; the server
+  model under ``"z"`` unless ``output`` says otherwise);
+- ``round(state, env, t)`` -> the next state (a new dict; tensors may be updated in place).
+  Everything a round needs from the run goes through ``env``; it draws no random numbers of
+  its own (mini-batches, participating clients and compressors are keyed by (seed, t, k));
+- ``output(state)`` -> the model x evaluated; ``stationarity_step(K)`` -> s of G_s(x);
+  ``prox_steps(K, T)`` -> each prox parameter by name (checked against 1/rho of h).
 
 An algorithm never touches modules, data loaders or devices. ``round(state, env, t)`` sees:
 
@@ -13,7 +27,11 @@ An algorithm never touches modules, data loaders or devices. ``round(state, env,
 - ``env.clients``: the participating clients' ids this round; ``env.n``, ``env.K``, ``env.T``.
 
 The counters make the per-round communication and prox accounting a fact of the code as
-written, which tests compare with the table in ALGORITHMS.md.
+written, which tests compare with the table in ALGORITHMS.md: ``grad_evals`` counts one per
+row of every ``grad`` call (``sgd_steps``: K per row); ``bytes_up`` what the compressor says a
+row ``up`` costs (4 per dense float); ``bytes_down`` 4 per float of ``down`` per participating
+client; ``prox_calls`` rows times ``copies`` of every ``prox`` call. A message the algorithm
+sends without ``up``/``down`` is not counted: route every one through them.
 """
 
 from __future__ import annotations
@@ -27,9 +45,10 @@ from ..compressors import DENSE_BYTES, Compressor
 from ..errors import require
 from ..oracle import Oracle
 from ..device import generator, stream_seed, to_device
+from ..plugins import Registry
 from ..regularizers import Regularizer
 
-_REGISTRY: dict[str, type["Algorithm"]] = {}
+_REGISTRY = Registry("algorithm", "algorithms")
 
 
 def register(cls):
@@ -38,13 +57,13 @@ def register(cls):
 
 
 def names() -> list[str]:
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
-def build(name: str, **params) -> "Algorithm":
-    """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``."""
-    require(name in _REGISTRY, f"unknown algorithm '{name}' (choose from: {', '.join(names())})")
-    cls = _REGISTRY[name]
+def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
+    """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
+    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    cls = _REGISTRY.lookup(name, _target_)
     allowed = [f.name for f in fields(cls)]
     unknown = sorted(set(params) - set(allowed))
     require(not unknown, f"algorithm {name} has no parameter {', '.join(unknown)} "

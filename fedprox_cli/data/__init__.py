@@ -8,7 +8,7 @@ keys ``client_000``, ``client_001``, ..., indices into ``Dataset.train_x``).
 """
 
 from . import idx, images, leaf, tabular  # noqa: F401  (loaders register on import)
-from .datasets import Dataset, load, names
+from .datasets import Dataset, load, load_config, names
 from .partition import load_partition, partition, save_partition
 
-__all__ = ["Dataset", "load", "names", "partition", "load_partition", "save_partition"]
+__all__ = ["Dataset", "load", "load_config", "names", "partition", "load_partition", "save_partition"]

@@ -24,10 +24,11 @@ import torch
 from ..atomic import atomic_write
 from ..console import say
 from ..errors import UserError, require, squeeze
+from ..plugins import Registry
 
 REDOWNLOAD = "delete it and download it again"
 
-_LOADERS: dict[str, Callable[[Path], "Dataset"]] = {}
+_LOADERS = Registry("dataset", "datasets")  # name -> loader(root: Path) -> Dataset
 
 
 @dataclass
@@ -54,7 +55,7 @@ def register(name: str):
 
 
 def names() -> list[str]:
-    return sorted(_LOADERS)
+    return _LOADERS.names()
 
 
 def default_root() -> Path:
@@ -63,13 +64,14 @@ def default_root() -> Path:
     return Path(os.environ.get("FEDPROX_DATA", "~/.cache/fedprox_cli/data")).expanduser()
 
 
-def load(name: str, root: str | os.PathLike | None = None) -> Dataset:
-    """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU."""
-    require(name in _LOADERS, f"unknown dataset '{name}' (choose from: {', '.join(names())})")
+def load(name: str, root: str | os.PathLike | None = None, target: str | None = None) -> Dataset:
+    """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU
+    (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    loader = _LOADERS.lookup(name, target)
     base = Path(root).expanduser() if root else default_root()
     require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")
     try:
-        ds = _LOADERS[name](base)
+        ds = loader(base)
     except UserError:
         raise
     except Exception as e:  # a file no loader wrapped in reading()
@@ -84,6 +86,11 @@ def load(name: str, root: str | os.PathLike | None = None) -> Dataset:
     if root and Path(ds.source).exists() and not Path(ds.source).resolve().is_relative_to(base.resolve()):
         say(f"dataset {name} is not under data.root={base}; using the copy in {ds.source}", "note")
     return ds
+
+
+def load_config(cfg) -> Dataset:
+    """The dataset a run config chooses (``dataset.name``, its ``_target_`` if any, ``data.root``)."""
+    return load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
 
 
 @contextmanager

@@ -1,0 +1,138 @@
+"""The Python API for notebooks: :func:`run` one config, :func:`load_runs` a folder of results.
+
+``run`` composes the config as ``fedrun`` does (the dry run's compose path,
+:func:`dryrun.jobs`), checks it against the same reference config, and hands it to
+:func:`runner.run` -- the same folder, files, resume and exit codes as the command line.
+``load_runs`` reads every run folder under a folder with :func:`report.load`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from . import CONF_DIR
+from .errors import EXIT
+from .outputs import read_summary, runs_in
+
+_STATUS = {code: status for status, code in EXIT.items()}
+_PLAIN = re.compile(r"^[\w.:/+-]+$")  # a string Hydra's override grammar takes unquoted
+
+
+@dataclass
+class Run:
+    """A run made by :func:`run`. With ``seeds=R``, ``metrics`` stacks the ``seed_<s>/`` runs
+    (a ``seed`` column first) and ``summary`` maps each seed to its summary."""
+    folder: Path
+    status: str           # finished | diverged | error | internal | interrupted (the exit code's name)
+    exit_code: int
+    summary: dict         # summary.json
+    metrics: pd.DataFrame  # metrics.csv as numbers (empty if the run wrote none)
+
+
+def _value(v) -> str:
+    """A Python value as Hydra's override grammar reads it."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return v if _PLAIN.match(v) else "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(map(_value, v)) + "]"
+    return repr(v)
+
+
+def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
+    """Command-line overrides from a list (as typed after ``fedrun``) or a dict of dotted keys
+    (``{"dataset": "digits", "algorithm.beta": 0.01}``)."""
+    if isinstance(config, dict):
+        return [f"{k}={_value(v)}" for k, v in config.items()]
+    return list(config)
+
+
+def _metrics(folder: Path) -> pd.DataFrame:
+    from .report import BrokenRun, read_metrics
+    try:
+        return read_metrics(folder / "metrics.csv")
+    except BrokenRun:
+        return pd.DataFrame()
+
+
+def _result(folder: Path, code: int) -> Run:
+    """The :class:`Run` of a finished call of :func:`runner.run` into ``folder``."""
+    folders = [f for f in runs_in(folder) if f != folder]
+    if not folders:  # one run (or none written)
+        summary = read_summary(folder) if (folder / "summary.json").exists() else {}
+        return Run(folder, _STATUS.get(code, "error"), code, summary, _metrics(folder))
+    seeds = [int(f.name.split("_")[-1]) for f in folders]
+    metrics = pd.concat([_metrics(f).assign(seed=s) for s, f in zip(seeds, folders)], ignore_index=True)
+    metrics = metrics[["seed", *[c for c in metrics.columns if c != "seed"]]]
+    return Run(folder, _STATUS.get(code, "error"), code,
+               {s: read_summary(f) for s, f in zip(seeds, folders)}, metrics)
+
+
+def _default_folder(cfg: DictConfig) -> Path:
+    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for ``cfg``."""
+    pattern = OmegaConf.load(CONF_DIR / "config.yaml").hydra.run
+    node = OmegaConf.merge({"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, cfg)
+    return Path(str(node.hydra.run.dir))
+
+
+def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | None = None,
+        progress: bool = False) -> Run:
+    """Run one config into ``folder`` and return its :class:`Run`, e.g.
+    ``run(["dataset=digits", "T=5"])`` or ``run({"dataset": "digits", "T": 5})``.
+
+    ``config``: ``fedrun``'s overrides (a list as typed, or a dict of dotted keys), composed
+    and checked as ``fedrun`` composes and checks them; or a whole composed config (a
+    ``DictConfig``, e.g. :func:`fedprox_cli.config.compose` or a run's ``config.yaml``), run
+    as it is. ``folder``: the run folder (default: fedrun's, ``results/runs/<time>_...`` under
+    the current folder); a finished run there with the same config is not run again, a
+    stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
+    Hydra's error) before anything is written; a run that fails later returns its status."""
+    from . import resolvers, runner
+    resolvers.register()
+    if isinstance(config, DictConfig):
+        cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        out = Path(folder) if folder is not None else _default_folder(cfg)
+        runner.validate(cfg)
+        return _result(out, runner.run(cfg, out, progress=progress, command="fedprox_cli.run(config)"))
+    from hydra import initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+
+    from .cli import hydra_files, reference_config
+    from .dryrun import jobs
+    overrides = overrides_of(config)
+    if folder is not None:
+        overrides.append(f"hydra.run.dir={_value(str(folder))}")
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
+        job = jobs(overrides, multirun=False)[0]
+        hc = HydraConfig.get()
+        reference = reference_config(job.choices)
+        runner.validate(job.cfg, reference)
+        code = runner.run(job.cfg, job.folder, progress=progress, reference=reference,
+                          command=f"fedprox_cli.run({overrides_of(config)!r})",
+                          hydra_record=hydra_files(job.cfg, hc))
+    return _result(job.folder, code)
+
+
+def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
+    """Every run under ``folder`` (runs, sweeps, the ``seed_<s>/`` runs of ``seeds=R``), one
+    row each: ``folder``, ``status``, the run's flattened config keys (``algorithm.name``,
+    ``K``, ...; ``choice:<group>`` for the config-group options chosen) and the final row of
+    its ``metrics.csv``. A folder that cannot be read is skipped with a warning naming it."""
+    from .report import load
+    runs = load([folder], warn=warnings.warn)
+    rows = [{"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
+            for r in runs]
+    return pd.DataFrame(rows)
+
+
+__all__ = ["Run", "run", "load_runs", "overrides_of"]

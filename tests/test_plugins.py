@@ -1,0 +1,233 @@
+"""Plugins from outside the package (fedprox_cli.plugins): one entry point per registry, a
+``_target_`` in a user's YAML, a user's config dir (``--config-dir`` and ``hydra.searchpath``),
+a broken plugin; and the example package examples/fedprox_server (its counts and descent).
+
+The plugin distribution is written to a temporary folder: a module plus a ``.dist-info`` with
+``entry_points.txt``, which ``importlib.metadata`` finds on ``sys.path`` as it finds an
+installed package's."""
+
+import importlib.util
+import math
+
+import pandas as pd
+import pytest
+
+from fedprox_cli import algorithms, compressors, models, regularizers
+from fedprox_cli.data import datasets
+from fedprox_cli.errors import UserError
+
+from conftest import fedrun
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+MODULE = '''
+"""Test plugins: one of each kind."""
+import math
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from torch import nn
+
+from fedprox_cli import data
+from fedprox_cli.algorithms import Algorithm
+from fedprox_cli.compressors import Compressor
+from fedprox_cli.regularizers import Regularizer
+
+
+@dataclass(kw_only=True)
+class ProxGD(Algorithm):
+    """z <- prox_{beta h}(z - beta mean_i g_i(z)): one gradient per client and round."""
+    name: ClassVar[str] = "prox_gd"
+    takes_compressor: ClassVar[bool] = True
+    beta: float = 0.05
+
+    def init(self, z0, n):
+        return {"z": z0.clone()}
+
+    def round(self, s, env, t):
+        z = s["z"]
+        g = env.up(env.grad(z.expand(len(env.clients), -1), t, 0)).mean(0)
+        z = env.prox(z - self.beta * g, self.beta)
+        env.down(z)
+        return {"z": z}
+
+    def stationarity_step(self, K):
+        return self.beta
+
+
+@dataclass(frozen=True)
+class SquaredL2(Regularizer):
+    """h(x) = lam/2 ||x||^2."""
+    name: ClassVar[str] = "sql2"
+    lam: float = 1e-3
+
+    def _value(self, x):
+        return 0.5 * self.lam * (x * x).sum(-1)
+
+    def _prox(self, x, step):
+        return x / (1 + step * self.lam)
+
+
+@dataclass(frozen=True)
+class ScaledSign(Compressor):
+    """mean |v| sign(v) per row: 4 bytes of scale plus one bit per entry."""
+    name: ClassVar[str] = "scaled_sign"
+
+    def __call__(self, V, seed=0):
+        return V.abs().mean(-1, keepdim=True) * V.sign(), len(V) * (4 + math.ceil(V.shape[-1] / 8))
+
+
+def tiny(input_shape, num_classes, hidden=8):
+    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), hidden), nn.ReLU(),
+                         nn.Linear(hidden, num_classes))
+
+
+def digits_small(root):
+    ds = data.load("digits", root)
+    return replace(ds, name="digits_small", train_x=ds.train_x[:600], train_y=ds.train_y[:600])
+'''
+
+ENTRY_POINTS = {
+    "algorithms": "prox_gd = myplugins:ProxGD",
+    "regularizers": "sql2 = myplugins:SquaredL2",
+    "compressors": "scaled_sign = myplugins:ScaledSign",
+    "models": "tiny = myplugins:tiny",
+    "datasets": "digits_small = myplugins:digits_small",
+}
+
+CONFIGS = {  # the user's config dir: one option per group
+    "algorithm/prox_gd.yaml": "name: prox_gd\nbeta: 0.05\n",
+    "regularizer/sql2.yaml": "name: sql2\nlam: 0.001\n",
+    "compressor/scaled_sign.yaml": "name: scaled_sign\n",
+    "model/tiny.yaml": "name: tiny\ninit: default\nhidden: 8\n",
+    "dataset/digits_small.yaml": "name: digits_small\n",
+    # by _target_, no entry point: the same class under another name
+    "regularizer/sql2_target.yaml": "name: sql2_target\n_target_: myplugins.SquaredL2\nlam: 0.002\n",
+    "experiment/small_prox_gd.yaml": "# @package _global_\ndefaults:\n  - override /algorithm: prox_gd\n"
+                                     "  - override /dataset: digits_small\nT: 2\n",
+}
+ALL = "algorithm=prox_gd regularizer=sql2 compressor=scaled_sign model=tiny dataset=digits_small".split()
+
+
+def write_dist(where, name, module, entry_points):
+    """A distribution ``name`` as pip would install it: the module and its .dist-info."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / f"{name}.py").write_text(module)
+    info = where / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("".join(f"[fedprox_cli.{g}]\n{line}\n\n"
+                                                   for g, line in entry_points.items()))
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    """The plugin distribution on sys.path and its config dir; the registries restored after."""
+    write_dist(tmp_path / "site", "myplugins", MODULE, ENTRY_POINTS)
+    for rel, text in CONFIGS.items():
+        (tmp_path / "conf" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "conf" / rel).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    registries = [algorithms.base._REGISTRY, regularizers._REGISTRY, compressors._REGISTRY,
+                  models._BUILDERS, datasets._LOADERS]
+    saved = [dict(r) for r in registries]
+    yield tmp_path
+    for r, s in zip(registries, saved):
+        r.clear()
+        r.update(s)
+
+
+def test_entry_points_complete_every_registry(plugin):
+    assert "prox_gd" in algorithms.names() and "fedcanon" in algorithms.names()
+    for names, name in ((regularizers.names, "sql2"), (compressors.names, "scaled_sign"),
+                        (models.names, "tiny"), (datasets.names, "digits_small")):
+        assert name in names()
+    assert algorithms.build("prox_gd", beta=0.1).beta == 0.1
+    assert regularizers.build("sql2", lam=0.5).lam == 0.5
+    with pytest.raises(UserError, match=r"unknown compressor 'nope' \(choose from: .*scaled_sign"):
+        compressors.build("nope")
+    with pytest.raises(UserError, match="algorithm prox_gd has no parameter mu"):
+        algorithms.build("prox_gd", mu=1.0)
+
+
+def test_a_name_loads_only_its_own_entry_point(plugin):
+    """A lookup imports the plugin it needs, not every installed one."""
+    write_dist(plugin / "site", "brokenplugin", "raise RuntimeError('broken on import')\n",
+               {"models": "broken = brokenplugin:model"})
+    assert models.build("tiny", (1, 8, 8), 10, hidden=4)[1].out_features == 4
+    with pytest.raises(UserError, match=r"model plugin 'broken' \(brokenplugin:model, entry point "
+                                        r"group fedprox_cli.models\) cannot be loaded: RuntimeError"):
+        models.names()
+
+
+def _per_round(run_dir, column):
+    m = pd.read_csv(run_dir / "metrics.csv")
+    return m[column].diff().dropna().unique().tolist()
+
+
+def test_plugins_of_every_kind_from_the_command_line(plugin):
+    out = plugin / "run"
+    r = fedrun("--config-dir", str(plugin / "conf"), *ALL, "T=2", "eval_every=1",
+               f"hydra.run.dir={out}", path=[plugin / "site"])
+    assert r.returncode == 0, r.stderr
+    d = (64 * 8 + 8) + (8 * 10 + 10)  # tiny on 8x8 digits
+    n = 10
+    assert _per_round(out, "bytes_up") == [n * (4 + math.ceil(d / 8))]
+    assert _per_round(out, "bytes_down") == [n * d * 4]
+    assert _per_round(out, "prox_calls") == [1]
+    assert _per_round(out, "grad_evals") == [n]
+
+
+def test_target_in_a_yaml_of_a_searchpath_config_dir(plugin):
+    """``_target_`` names the class; ``hydra.searchpath`` adds the user's groups and presets."""
+    out = plugin / "run"
+    r = fedrun(f"hydra.searchpath=[file://{plugin / 'conf'}]", "experiment=small_prox_gd",
+               "regularizer=sql2_target", "model=linear", f"hydra.run.dir={out}", path=[plugin / "site"])
+    assert r.returncode == 0, r.stderr
+    cfg = (out / "config.yaml").read_text()
+    assert "_target_: myplugins.SquaredL2" in cfg and "name: prox_gd" in cfg and "T: 2" in cfg
+
+
+def test_a_broken_plugin_is_one_line_and_exit_2(plugin):
+    (plugin / "conf" / "regularizer" / "gone.yaml").write_text("name: gone\n_target_: myplugins.Gone\n")
+    r = fedrun("--config-dir", str(plugin / "conf"), "dataset=digits", "regularizer=gone", "T=1",
+               f"hydra.run.dir={plugin / 'run'}", path=[plugin / "site"])
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "fedrun: error: _target_ myplugins.Gone cannot be imported (AttributeError: module "
+        "'myplugins' has no attribute 'Gone')"]
+
+
+# ----------------------------------------------------------- the example package (examples/)
+
+needs_example = pytest.mark.skipif(
+    importlib.util.find_spec("fedprox_server") is None,
+    reason="the example plugin is not installed: pip install --no-deps examples/fedprox_server "
+           "(.ci/run installs it)")
+
+
+@needs_example
+def test_example_fedprox_server_counts_and_descent(tmp_path):
+    out = tmp_path / "run"
+    r = fedrun("algorithm=fedprox_server", "dataset=digits", "T=3", "eval_every=1",
+               "algorithm.beta=0.01", f"hydra.run.dir={out}")
+    assert r.returncode == 0, r.stderr
+    d, n, K = 64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10, 10, 10  # mlp on digits
+    assert _per_round(out, "bytes_up") == [n * d * 4] == _per_round(out, "bytes_down")
+    assert _per_round(out, "prox_calls") == [1]
+    assert _per_round(out, "grad_evals") == [n * K]
+    objective = pd.read_csv(out / "metrics.csv")["objective"]
+    assert (objective.diff().dropna() < 0).all(), objective.tolist()
+
+
+@needs_example
+def test_example_fedprox_server_with_mu_near_0_is_fedavg(tmp_path):
+    """mu -> 0 (every float parameter must be > 0), alpha = 1, h = 0: the stated update rule
+    is FedAvg's."""
+    import fedprox_cli
+    common = ["dataset=digits", "T=2", "regularizer=none", "algorithm.beta=0.01"]
+    a = fedprox_cli.run(["algorithm=fedprox_server", "algorithm.mu=1e-12", *common], folder=tmp_path / "a")
+    b = fedprox_cli.run(["algorithm=fedavg", *common], folder=tmp_path / "b")
+    cols = ["objective", "test_acc", "bytes_up", "bytes_down"]
+    pd.testing.assert_frame_equal(a.metrics[cols], b.metrics[cols], rtol=1e-5)
+
