@@ -140,3 +140,12 @@ def test_compile_true_from_the_command_line_records_it(run_fedrun, tmp_path):
     assert summary["compile"]["compiled"] is True and summary["compile"]["source"] == "forced"
     assert summary["compile"]["mode"] == "default" and summary["compile"]["compile_s"] > 0
     assert summary["engine"]["engine"] == "vmap" and summary["status"] == "finished"
+
+
+def test_seed_batched_runs_with_compile_auto_stay_eager_and_say_so(run_fedrun, tmp_path):
+    out = tmp_path / "run"
+    p = run_fedrun(*SHAPES, "device=cpu", "seeds=2", "compile=auto", "T=1", f"hydra.run.dir={out}")
+    assert p.returncode == 0, p.stderr[-2000:]
+    for s in ("seed_1", "seed_2"):
+        rec = json.loads((out / s / "summary.json").read_text())["compile"]
+        assert rec == {"compiled": False, "source": "seeds=2: the joined call is not compiled"}
