@@ -44,6 +44,7 @@ def rounds(name: str, oracle, T: int = 2) -> dict:
     return state
 
 
+@pytest.mark.compiles
 @pytest.mark.parametrize("name", algorithms.names())
 def test_compiled_rounds_equal_eager_rounds(oracles, name):
     eager, fast = oracles
@@ -132,6 +133,7 @@ def test_compile_true_with_engine_loop_is_refused_from_the_command_line(run_fedr
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] != "finished"
 
 
+@pytest.mark.compiles
 def test_compile_true_from_the_command_line_records_it(run_fedrun, tmp_path):
     out = tmp_path / "run"
     p = run_fedrun(*SHAPES, "device=cpu", "engine=auto", "compile=true", "eval_every=1", f"hydra.run.dir={out}")
