@@ -39,9 +39,6 @@ from . import engine_choice
 from .atomic import atomic_write_text
 from .errors import UserError
 
-SETTINGS = (True, False, "auto")
-
-
 def mode(device: torch.device) -> str:
     """torch.compile's mode: CUDA graphs on CUDA, inductor's default elsewhere."""
     return "reduce-overhead" if device.type == "cuda" else "default"
@@ -122,20 +119,15 @@ def _use(oracle, record: dict) -> dict:
     """The compiled call runs: the engine is vmap (recorded where ``engine=auto`` chose loop)."""
     if oracle.engine != "vmap":
         oracle.engine_choice = {**oracle.engine_choice, "engine": "vmap",
-                                "note": f"compile: the compiled vmap call is faster than {oracle.engine}"}
+                                "note": f"compile: the compiled vmap call runs instead of {oracle.engine}"}
         oracle.engine = "vmap"
     return record
 
 
 def _warm_up(oracle, clients: int) -> float:
     """Seconds of the first compiled call (the compilation) at the run's row count."""
-    saved = oracle.engine
-    oracle.engine = "vmap"
-    try:
-        return engine_choice.time_steps(oracle, clients, {"compiled": ("vmap", oracle._batched_grad)},
-                                        repeats=0)[1]["compiled"]
-    finally:
-        oracle.engine = saved
+    return engine_choice.time_steps(oracle, clients, {"compiled": ("vmap", oracle._batched_grad)},
+                                    repeats=0)[1]["compiled"]
 
 
 def _measure(oracle, clients: int, eager: Callable) -> dict:
