@@ -30,7 +30,8 @@ from .models import FlatModel
 from .oracle import ClientData, Oracle
 
 SHAPES = {"fmnist": ((1, 28, 28), 10, 60000, 10000), "mnist": ((1, 28, 28), 10, 60000, 10000),
-          "cifar10": ((3, 32, 32), 10, 50000, 10000), "digits": ((1, 8, 8), 10, 1437, 360)}
+          "cifar10": ((3, 32, 32), 10, 50000, 10000), "digits": ((1, 8, 8), 10, 1437, 360),
+          "breast_cancer": ((30,), 2, 455, 114)}
 
 
 @dataclass
@@ -167,7 +168,11 @@ class Setup:
         self.w, self.device = w, device
 
     def oracle(self, engine: str, chunk: int | None = None) -> Oracle:
-        return Oracle(self.flat, self.data, self.w.B, seed=0, engine=engine, chunk=chunk)
+        """An oracle of ``engine``: loop, vmap or auto, or ``vmap+compile`` (compile=true)."""
+        name, plus, extra = engine.partition("+")
+        if plus and extra != "compile":
+            raise UserError(f"engine {engine!r}: the only suffix is +compile (e.g. vmap+compile)")
+        return Oracle(self.flat, self.data, self.w.B, seed=0, engine=name, chunk=chunk, compile=bool(plus))
 
     def client_step(self) -> None:
         """One client's forward + backward on B samples (the unit the FLOPs are counted in)."""
@@ -193,9 +198,30 @@ class RoundTimer:
             self.t += 1
 
 
+# Dense FP32 and TF32 peaks in FLOP/s by GPU name (NVIDIA data sheets; TF32 without sparsity),
+# first match wins: the fraction of peak is reported where the device is one of these.
+PEAKS = (("H100 PCIe", {"fp32": 51e12, "tf32": 378e12}), ("H100", {"fp32": 67e12, "tf32": 494.5e12}),
+         ("H200", {"fp32": 67e12, "tf32": 494.5e12}), ("A100", {"fp32": 19.5e12, "tf32": 156e12}))
+
+
+def peak_flops(device: torch.device, given: float | None = None) -> float | None:
+    """The device's float32 peak in FLOP/s (``given`` if set): FP32, or TF32 where
+    ``matmul_precision`` lets products use it (``high``, ``medium``); None where unknown
+    (CPUs, other GPUs)."""
+    if given:
+        return given
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    kind = "fp32" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+    return next((p[kind] for key, p in PEAKS if key in name), None)
+
+
 def bench_workload(w: Workload, device: torch.device, engines: list[str], repeats: int,
-                   rounds: int, report) -> list[dict]:
-    """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s."""
+                   rounds: int, report, peak: float | None = None) -> list[dict]:
+    """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s, the
+    fraction of the roofline and of the device's peak (:func:`peak_flops`), and the compile
+    seconds of a compiled engine."""
     setup = Setup(w, device)
     step_flops = count_flops(setup.client_step)
     roof = Roofline(setup.client_step, times=w.n * w.K)
@@ -212,10 +238,13 @@ def bench_workload(w: Workload, device: torch.device, engines: list[str], repeat
         roof_rate = roof.flops / best_roof
         for e in engines:
             steps = w.n * w.K / best[e]
+            compile_s = timers[e].env.oracle.compile_choice.get("compile_s")
             rows.append({"workload": w.name, "algorithm": alg_name, "engine": e + (f" ({chosen})" if e == "auto" else ""),
                          "rounds/s": 1 / best[e], "steps/s": steps,
                          "GFLOP/s": steps * step_flops / 1e9, "roofline GFLOP/s": roof_rate / 1e9,
-                         "of roofline": steps * step_flops / roof_rate})
+                         "of roofline": steps * step_flops / roof_rate,
+                         "of peak": steps * step_flops / peak if peak else "-",
+                         "compile s": compile_s if compile_s is not None else "-"})
             report(rows[-1])
     return rows
 
@@ -262,14 +291,14 @@ def custom_workload(model: str, algorithms_: list[str], dataset: str, n: int, K:
 
 
 def run(workloads: list[Workload], engines: list[str], device: torch.device, repeats: int,
-        rounds: int, with_eval: bool, report=print, note=print) -> tuple[list[dict], list[dict]]:
+        rounds: int, with_eval: bool, report=print, note=print, peak: float | None = None) -> tuple[list[dict], list[dict]]:
     rows, evals = [], []
     for w in workloads:
         why = _available(w, device)
         if why:
             note(f"skipped {w.name} ({w.model}, {', '.join(w.algorithms)}): {why}")
             continue
-        rows += bench_workload(w, device, engines, repeats, rounds, report)
+        rows += bench_workload(w, device, engines, repeats, rounds, report, peak)
         if with_eval:
             evals.append(bench_eval(w, device, repeats, report))
     return rows, evals

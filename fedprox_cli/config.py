@@ -39,6 +39,7 @@ class RunSettings:
     dtype: torch.dtype
     eval_every: int
     engine: str
+    compile: bool | str    # True | False | "auto" (compile_choice.py)
     participation: float
     checkpoint_every: int  # 0 = off
     keep_checkpoint: bool  # keep checkpoint.pt after the last round (to extend T later)
@@ -76,6 +77,10 @@ def settings(cfg: DictConfig) -> RunSettings:
             f"B must be a positive integer or 'full', got {B!r}")
     require(cfg.dtype in DTYPES, f"dtype must be one of {', '.join(DTYPES)}, got {cfg.dtype!r}")
     require(cfg.engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got {cfg.engine!r}")
+    require(cfg.compile is True or cfg.compile is False or cfg.compile == "auto",
+            f"compile must be true, false or auto, got {cfg.compile!r}")
+    require(not (cfg.compile is True and cfg.engine == "loop"),
+            "compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false")
     p = cfg.participation
     require(isinstance(p, (int, float)) and 0 < p <= 1,
             f"participation must be in (0, 1], got {p!r}")
@@ -94,7 +99,7 @@ def settings(cfg: DictConfig) -> RunSettings:
     return RunSettings(T=_positive_int(cfg, "T"), K=_positive_int(cfg, "K"), n=_positive_int(cfg, "n"),
                        B=None if B == "full" else B, seed=cfg.seed, device=resolve_device(cfg.device),
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
-                       engine=cfg.engine, participation=float(p), checkpoint_every=ce,
+                       engine=cfg.engine, compile=cfg.compile, participation=float(p), checkpoint_every=ce,
                        keep_checkpoint=cfg.keep_checkpoint, resume=cfg.resume,
                        train_samples=ts, matmul_precision=mp,
                        progress_every_s=float(cfg.progress_every_s), dry_run=cfg.dry_run)
@@ -179,7 +184,7 @@ def check_values(cfg: DictConfig, reference: DictConfig | None = None) -> None:
         require(not (isinstance(v, float) and not math.isfinite(v)),
                 f"{key} must be a finite number, got {v!r}")
         d = defaults.get(key)
-        if isinstance(d, bool):
+        if isinstance(d, bool) and key not in _UNION_KEYS:
             require(isinstance(v, bool), f"{key} must be true or false, got {v!r}")
         elif _is_number(d) and key not in _UNION_KEYS:
             kind = "an integer" if _is_int(d) else "a number"
@@ -192,7 +197,7 @@ def check_values(cfg: DictConfig, reference: DictConfig | None = None) -> None:
             "set checkpoint_every > 0")
 
 
-_UNION_KEYS = {"B", "oracle.chunk", "oracle.eval_batch"}  # a number or a word (full, auto, null)
+_UNION_KEYS = {"B", "oracle.chunk", "oracle.eval_batch", "compile"}  # a number or boolean, or a word (full, auto, null)
 
 
 def check_keys(cfg: DictConfig, reference: DictConfig) -> None:

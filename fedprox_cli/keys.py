@@ -19,7 +19,7 @@ def is_run_control(key: str) -> bool:
 # Keys added to conf/config.yaml after runs were recorded, each with the value that computes
 # what those runs computed: a recorded config.yaml without one is read as having it, so reports
 # pool such runs with newer ones and a resume check accepts them.
-ADDED = {"matmul_precision": "highest", "seeds": 1, "metrics.train_samples": None}
+ADDED = {"matmul_precision": "highest", "seeds": 1, "metrics.train_samples": None, "compile": False}
 
 
 def complete(flat: dict) -> dict:

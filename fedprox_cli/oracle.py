@@ -24,6 +24,10 @@ Engines:
 - ``auto`` times both on the run's model, shapes and device at start-up and caches the choice
   (:mod:`engine_choice`); ``Oracle.engine_choice`` records it.
 
+``compile`` (true | false | auto) compiles the vmap engine's batched call with torch.compile
+(:mod:`compile_choice`; ``client_steps``, the run's planned client-steps, weighs the compile
+time for ``auto``); ``Oracle.compile_choice`` records it.
+
 Nothing in
 ``grad`` reads a tensor value on the host, so on CUDA a round runs without host synchronization.
 """
@@ -41,7 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import grad_and_value, vmap
 
-from . import engine_choice
+from . import compile_choice, engine_choice
 from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
 from .errors import require
 from .models import FlatModel
@@ -134,7 +138,8 @@ def keep_freed_memory() -> None:
 class Oracle:
     def __init__(self, model: FlatModel, data: ClientData, B: int | None, seed: int,
                  engine: str = "vmap", chunk: int | None = None, eval_batch: int = 4096,
-                 train_samples: int | None = None):
+                 train_samples: int | None = None, compile: bool | str = False,
+                 client_steps: int | None = None):
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
         self.device = data.x.device
@@ -151,6 +156,7 @@ class Oracle:
         self.engine = self.engine_choice["engine"]
         if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
             import torch._dynamo  # noqa: F401
+        self.compile_choice = compile_choice.choose(self, compile, client_steps)
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
 
     def join(self, lockstep) -> None:

@@ -18,7 +18,8 @@ heartbeat is refreshed at every evaluation and checkpoint and at least every
 :data:`HEARTBEAT_S` seconds), ``slurm`` (job and array ids, when run under SLURM),
 ``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
 rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
-chosen: forced, measured with its timings, or from the cache), ``data_source``. A run whose process
+chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
+call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``. A run whose process
 died says ``running`` in its file; :func:`effective_status` tells the truth.
 """
 

@@ -93,6 +93,9 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
             f"algorithm {alg.name} is defined for h = 0 only; use regularizer=none")
     require(comp.is_identity or alg.takes_compressor,
             f"algorithm {alg.name} has no compressed uplink; use compressor=identity")
+    require(cfg.seeds == 1 or s.compile is not True,
+            f"seeds={cfg.seeds} joins the runs' gradient calls, which are not compiled; use compile=false "
+            f"or auto, or seeds=1 with compile=true")
     require(cfg.seeds == 1 or s.engine != "loop",
             f"seeds={cfg.seeds} computes the runs' gradients in one vmap call; use engine=vmap or "
             f"auto, or seeds=1 with engine=loop")
@@ -132,7 +135,8 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
                                     cfg.oracle.eval_batch, cfg.oracle.memory_gb)
     oracle = Oracle(flat, cd, s.B, s.seed, engine="vmap" if runs > 1 else s.engine,
                     chunk=max(1, min(s.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
-                    train_samples=s.train_samples)
+                    train_samples=s.train_samples, compile=s.compile if runs == 1 else False,
+                    client_steps=s.T * s.K * max(1, round(s.participation * s.n)))
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(s.device, s.dtype), ds.test_y.to(s.device)
     return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg))
@@ -412,7 +416,8 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
     """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
     partition; a previous run's leftovers go when starting over."""
     summary.fields.update(device=str(exp.s.device), dimension=exp.flat.d,
-                          engine=exp.oracle.engine_choice, data_source=exp.dataset.source)
+                          engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
+                          data_source=exp.dataset.source)
     if ckpt is None:
         for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
             (out / name).unlink(missing_ok=True)

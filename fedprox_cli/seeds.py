@@ -111,6 +111,7 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
         exp.oracle.join(lockstep)
         exp.oracle.engine_choice = {"engine": "vmap", "source": f"seeds={cfg.seeds}: the clients of "
                                     f"{len(exps)} runs in one vmap call"}
+        exp.oracle.compile_choice = {"compiled": False, "source": f"seeds={cfg.seeds}: the joined call is not compiled"}
     return _train(cfgs, exps, todo, ckpts, lockstep, progress, command, hydra_record)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark the gradient engines (loop, vmap, auto) on the README's workloads.
+"""Benchmark the gradient engines (loop, vmap, vmap+compile, auto) on the README's workloads.
 
     python scripts/bench_engine.py                          # workloads 1-4 (missing ones skipped)
     python scripts/bench_engine.py --workloads 1 --threads 1
@@ -8,7 +8,11 @@
     python scripts/bench_engine.py --threads 1 --scaling    # client-steps/s at n = 10, 100, 1000
     python scripts/bench_engine.py --threads 1 --seeds 10   # 10 seed-batched runs vs 10 sequential
 
-Prints one line per measurement, then markdown tables (README, Performance).
+Prints one line per measurement, then markdown tables (README, Performance): per workload and
+engine steps/s, GFLOP/s, the fraction of the same-shape products' rate ("of roofline") and of
+the device's FP32/TF32 peak ("of peak": known GPUs, or --peak-tflops), and the compile seconds
+of ``vmap+compile`` (compile=true: torch.compile, CUDA graphs on CUDA), eager and compiled
+timed in turn in the same run.
 
 ``--baseline``: FedCanon on the MLP (fmnist-shaped, n = 10, K = 20, B = 64, l1) run by fedrun's
 engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher would write
@@ -82,12 +86,12 @@ def plain_fedcanon(setup: bench.Setup, K: int, B: int, alpha: float, beta: float
     return one_round
 
 
-def baseline(device, repeats: int, rounds: int) -> list[dict]:
+def baseline(device, repeats: int, rounds: int, engines: list[str]) -> list[dict]:
     """fedrun's engines vs :func:`plain_fedcanon` on FedCanon fig2's shapes, interleaved."""
     w = bench.WORKLOADS[1]
     setup = bench.Setup(w, device)
     alg, h = bench._algorithm("fedcanon", w.regularizer, w.overrides)
-    timers = {e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e), rounds) for e in ("loop", "vmap", "auto")}
+    timers = {e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e), rounds) for e in engines}
     plain = plain_fedcanon(setup, w.K, w.B, alg.alpha, alg.beta, h.lam)
     plain()  # warm-up
     run_plain = lambda: [plain() for _ in range(rounds)]  # noqa: E731
@@ -96,7 +100,7 @@ def baseline(device, repeats: int, rounds: int) -> list[dict]:
         for e, timer in timers.items():
             best[e] = min(best[e], bench.best_time(timer) / rounds)
         best["plain loop"] = min(best["plain loop"], bench.best_time(run_plain) / rounds)
-    chosen = timers["auto"].env.oracle.engine
+    chosen = timers["auto"].env.oracle.engine if "auto" in timers else None
     return [{"workload": f"{w.name} (mlp, n={w.n}, K={w.K}, B={w.B})",
              "runner": "plain loop" if k == "plain loop" else f"fedrun {k}" + (f" ({chosen})" if k == "auto" else ""),
              "steps/s": w.n * w.K / t, "vs plain loop": best["plain loop"] / t} for k, t in best.items()]
@@ -216,7 +220,9 @@ def main() -> int:
     p.add_argument("--n", type=int, default=10)
     p.add_argument("--K", type=int, default=10)
     p.add_argument("--B", type=int, default=64)
-    p.add_argument("--engines", default="loop,vmap,auto")
+    p.add_argument("--engines", default="loop,vmap,vmap+compile,auto",
+                   help="engines to time: loop, vmap, auto, vmap+compile (compile=true)")
+    p.add_argument("--peak-tflops", type=float, help="the device's peak (default: known GPUs' FP32/TF32 data-sheet peak)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
     p.add_argument("--repeats", type=int, default=3, help="timings per measurement (best is kept)")
@@ -253,7 +259,8 @@ def main() -> int:
         print(f"bench_engine: error: {e}", file=sys.stderr)
         return 2
     print(f"# {device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, torch "
-          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}, "
+          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}"
+          f"{f' ({device_name(device)})' if device.type == 'cuda' else ''}, "
           f"matmul_precision {a.matmul_precision}")
     if a.seeds:
         print("\n" + table(seed_batching(a.seeds, a.repeats, a.seeds_T,
@@ -261,12 +268,15 @@ def main() -> int:
                                           a.seeds_cli)))
         return 0
     if a.baseline or a.scaling:
-        rows = baseline(device, a.repeats, a.rounds) if a.baseline else \
+        rows = baseline(device, a.repeats, a.rounds, a.engines.split(",")) if a.baseline else \
             scaling(device, a.repeats, tuple(int(n) for n in a.scaling_n.split(",")))
         print("\n" + table(rows))
         return 0
+    peak = bench.peak_flops(device, a.peak_tflops and a.peak_tflops * 1e12)
+    print(f"# peak {peak / 1e12:.4g} TFLOP/s ({'given' if a.peak_tflops else 'data sheet'})" if peak else
+          "# peak unknown for this device (--peak-tflops gives one): of peak not reported")
     rows, evals = bench.run(workloads, a.engines.split(","), device, a.repeats, a.rounds,
-                            not a.no_eval, report=lambda r: print(r, flush=True))
+                            not a.no_eval, report=lambda r: print(r, flush=True), peak=peak)
     print("\n" + table(rows))
     if a.csv and rows:
         with open(a.csv, "w", newline="") as f:

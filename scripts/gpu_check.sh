@@ -12,7 +12,9 @@
 #        fednmap_fig2 | fednmap_fig3 | fednmap_fig4 | prox | none. OVERRIDEs go to fedrun, e.g.
 #        `fedcanon_fig3 seed=0 partition=iid` for one piece of a sweep.
 # Time: each part runs under a budget (minutes: TESTS_MIN=3 BENCH_MIN=2 MEMORY_MIN=1
-# REPRO_MIN=3, env) so that the call ends inside the device's 10-minute limit. A reproduction
+# REPRO_MIN=3, env) so that the call ends inside the device's 10-minute limit (the tests
+# compile with torch.compile on CPU and CUDA: if 3 minutes do not suffice, PARTS=tests
+# TESTS_MIN=8 in a call of its own; the bench's vmap+compile rows likewise want BENCH_MIN=8). A reproduction
 # stopped by its budget gets SIGTERM, saves its checkpoint (checkpoint_every=5,
 # keep_checkpoint=true) and is tarred with its run folders into OUTDIR/repro_STEP.tar.gz:
 # unpack it in the next call's tree (carry results/gpu) and the same command continues it.
@@ -51,9 +53,9 @@ if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0); print(p.name, p.total_memory >> 20, 'MiB,', p.multi_processor_count, 'SMs')"
   git log -1 --oneline 2>/dev/null; } > "$DIR/env.txt" 2>&1
 status=0
-if has tests; then  # CUDA agreement / no-sync tests, engine equivalence, compressor and prox tests
+if has tests; then  # CUDA agreement / no-sync tests, engine equivalence, eager vs compiled, compressor and prox tests
   budget "${TESTS_MIN:-3}" "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_device.py tests/test_engines.py \
-    tests/test_regularizers.py tests/test_compressors.py > "$DIR/tests.log" 2>&1 || status=1
+    tests/test_compile.py tests/test_regularizers.py tests/test_compressors.py > "$DIR/tests.log" 2>&1 || status=1
   tail -3 "$DIR/tests.log"
 fi
 if has bench; then  # engines on CUDA, exact float32 and TF32 (ratios within each run)

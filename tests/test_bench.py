@@ -1,9 +1,11 @@
 """The benchmark's accounting (fedprox_cli/bench.py): the roofline replays exactly the step's
 products, and the sweep estimate counts rounds and evaluations."""
 
+import pytest
 import torch
 
 from fedprox_cli import bench
+from fedprox_cli.errors import UserError
 
 
 def test_roofline_replays_the_steps_products():
@@ -21,3 +23,29 @@ def test_fig2_estimate_counts_rounds_and_evaluations():
     assert bench.fig2_estimate(1.0, 2.0, 10, runs=1, T=200) == (200 + 21 * 2) / 60
     # every 3: 0, 3, ..., 198, and the last round 200
     assert bench.fig2_estimate(1.0, 2.0, 3, runs=12, T=200, parallel=2) == 12 * (200 + 68 * 2) / 2 / 60
+
+
+def test_peak_is_the_data_sheets_fp32_or_tf32_by_matmul_precision(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    cuda = torch.device("cuda")
+    before = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert bench.peak_flops(cuda) == 67e12
+        torch.set_float32_matmul_precision("high")
+        assert bench.peak_flops(cuda) == 494.5e12
+    finally:
+        torch.set_float32_matmul_precision(before)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe")
+    assert bench.peak_flops(cuda) == 51e12
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Some Other GPU")
+    assert bench.peak_flops(cuda) is None
+    assert bench.peak_flops(torch.device("cpu")) is None and bench.peak_flops(torch.device("cpu"), 2e11) == 2e11
+
+
+def test_engine_names_take_a_compile_suffix_only():
+    setup = bench.Setup(bench.custom_workload("linear", ["fedcanon"], "breast_cancer", n=3, K=2, B=8),
+                        torch.device("cpu"))
+    assert setup.oracle("vmap").compile_choice == {"compiled": False, "source": "forced"}
+    with pytest.raises(UserError, match=r"the only suffix is \+compile"):
+        setup.oracle("vmap+fast")
