@@ -114,7 +114,8 @@ def test_the_report_lists_every_job_wherever_its_folder(tmp_path):
     (s / "summary.json").write_text('[1, 2]')
     (s / "junk").mkdir()
     (s / "junk" / "summary.json").write_text('{"status": 7, "exit_code": "x", "final": [1], "round": "r"}')
-    p = fedrun("-m", "n=4,5000", *BASE, f"hydra.sweep.dir={s}", "hydra.sweep.subdir=../out/${hydra.job.num}",
+    base = [a for a in BASE if not a.startswith("n=")]
+    p = fedrun("-m", "n=4,5000", *base, f"hydra.sweep.dir={s}", "hydra.sweep.subdir=../out/${hydra.job.num}",
                cwd=tmp_path)
     assert p.returncode == EXIT["error"], p.stderr
     out = tmp_path / "out"
@@ -125,15 +126,21 @@ def test_the_report_lists_every_job_wherever_its_folder(tmp_path):
                                                     (str(out / "1"), "error", "n=5000")]
 
 
-def test_a_job_folder_that_is_a_file_refuses_the_sweep(tmp_path):
+@pytest.mark.parametrize("plant, says", [
+    (lambda job: job.write_text("mine"), "is a file, not a folder"),     # 25.3's example
+    (lambda job: (job.mkdir(), (job / "summary.json").write_text('{"status": 7, "round": "x"}')),
+     "holds files that are not a fedrun run (summary.json)"),           # a foreign summary as a job's
+])
+def test_a_job_folder_that_is_not_a_run_refuses_the_sweep(tmp_path, plant, says):
     s = tmp_path / "S"
-    numbered = "hydra.sweep.subdir=${hydra.job.num}"
     s.mkdir()
-    (s / "1").write_text("mine")
-    p = fedrun("-m", "seed=0,1,2", *BASE, f"hydra.sweep.dir={s}", numbered, cwd=tmp_path)
+    plant(s / "1")
+    before = sorted(s.rglob("*"))
+    p = fedrun("-m", "seed=0,1,2", *BASE, f"hydra.sweep.dir={s}", "hydra.sweep.subdir=${hydra.job.num}",
+               cwd=tmp_path)
     assert p.returncode == EXIT["error"]
-    assert p.stderr.splitlines()[0].endswith(f"run folder {s / '1'} is a file, not a folder")
-    assert sorted(x.name for x in s.iterdir()) == ["1"] and (s / "1").read_text() == "mine"
+    assert p.stderr.splitlines()[0].startswith("fedrun: error: job 1 (seed=1 ") and says in p.stderr.splitlines()[0]
+    assert sorted(s.rglob("*")) == before
 
 
 def test_summary_json_reads_through_its_schema(tmp_path):
