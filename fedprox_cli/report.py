@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -182,7 +183,8 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
         if (p / "metrics.csv").exists() or (p / "summary.json").exists():
             dirs = [p]
         else:
-            dirs = sorted({m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)})
+            dirs = sorted({m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)},
+                          key=launch_order(p))
         for d in dirs:
             if (d / "metrics.csv").exists():
                 found.append(d)
@@ -191,6 +193,20 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
     return found
+
+
+def launch_order(folder: Path) -> Callable[[Path], tuple]:
+    """A sort key for the run folders under ``folder``: a sweep's jobs named by config in the
+    order its last command launched them (its job records, :mod:`sweep`; a ``seed_<s>`` run
+    by its job's), the others after them by path."""
+    from .sweep import records
+    num = {Path(r.folder): r.num for m in Path(folder).rglob(".fedrun") for r in records(m.parent)}
+
+    def key(run_dir: Path) -> tuple:
+        here = Path(os.path.abspath(run_dir))
+        n = next((num[a] for a in (here, *here.parents) if a in num), math.inf)
+        return (n, run_dir)
+    return key
 
 
 def _status(run_dir: Path) -> tuple[str, str]:
