@@ -7,10 +7,12 @@ one line), 3 for an internal error (a bug: the traceback goes to the run folder'
 ``error.log``, or to :data:`CRASH_LOG` outside a run), 1 for a diverged run, 130 for an
 interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
 
-After a multirun, :class:`SweepReport` (a Hydra callback, run in the launching process) reads
-every job's ``summary.json`` in the sweep folder -- jobs may have run in other processes
-(``hydra/launcher=joblib``) -- and reports every job that did not finish, including those that
-never started, then the table of its jobs (:mod:`jobtable`).
+A multirun goes through :mod:`sweep`: :class:`SweepReport` (a Hydra callback, run in the
+launching process) checks every job before the first one trains, each job records how it
+ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the report made
+from those records lists every job that did not finish, including those that never started,
+then the table of its jobs (:mod:`jobtable`). A single run of a preset that defines a sweep
+says so (:func:`_one_of_a_sweep`).
 
 Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
 ``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
@@ -23,6 +25,7 @@ import re
 import shlex
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
@@ -33,17 +36,18 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import CONF_DIR, resolvers
+from . import CONF_DIR, console, resolvers, sweep
 from .cluster import sweep_value
 from .atomic import atomic_write_text
+from .console import say
 from .errors import EXIT, UserError, describe, squeeze
-from .outputs import effective_status, read_summary, runs_in
 from .signals import sigterm_interrupts
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
 
 _SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
-_SWEEPS: list[tuple[Path, int | None]] = []  # (sweep folder, number of jobs) of this process's multirun
+_SWEEPS: list[tuple[Path, list | None, float]] = []  # this process's multirun: (sweep folder,
+#   its jobs' planned records or None, start time); see sweep.report
 
 _DROP = ("full_key:", "object_type", "reference_type", "Config search path", "provider=", "path=",
          "To append to your config", "Set the environment variable")
@@ -103,20 +107,26 @@ def _job(cfg: DictConfig) -> float:
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
+    if not multirun:
+        _one_of_a_sweep(hc)
+    console.errors.clear()
+    started, reason = time.time(), ""
     try:
         code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
                           command=_command(hc), hydra_record=hydra_files(cfg, hc),
                           reference=reference_config(dict(hc.runtime.choices)))
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
-        code = _crash(e)
-    if not multirun:
+        code, reason = _crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    if multirun:
+        sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
+        if code == EXIT["interrupted"]:
+            raise KeyboardInterrupt  # stop the whole sweep, not just this job
+    else:
         _SINGLE_RUN.append(code)
         if code == 0 and cfg.seeds > 1:
             print(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
         elif code == 0:
             print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
-    elif code == EXIT["interrupted"]:
-        raise KeyboardInterrupt  # stop the whole sweep, not just this job
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 
@@ -129,8 +139,20 @@ def _crash(e: BaseException) -> int:
         where = f"; traceback in {CRASH_LOG}"
     except OSError:
         where = ""
-    print(f"fedrun: internal error: {type(e).__name__}: {squeeze(str(e))}{where}", file=sys.stderr)
+    say(f"internal error: {type(e).__name__}: {squeeze(str(e))}{where}")
     return EXIT["internal"]
+
+
+def _one_of_a_sweep(hc) -> None:
+    """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
+    saying that it runs one config (the preset's own values), and what ``-m`` would run."""
+    params = OmegaConf.select(hc, "sweeper.params")
+    if not params:
+        return
+    jobs = sweep_jobs(OmegaConf.create({"hydra": hc}))
+    what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
+    say(f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
+        f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}", "note")
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
@@ -140,52 +162,18 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
         return None
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
-    params = [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
-    overrides = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
+    as_typed = OmegaConf.to_container(config.hydra, resolve=False)  # an interpolation stays one
+    params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
+    overrides = OverridesParser.create().parse_overrides(params + as_typed["overrides"]["task"])
     return BasicSweeper.split_arguments(overrides, None)[0]
 
 
 class SweepReport(Callback):
-    """Remembers the sweep folder of a multirun and how many jobs it has (see :func:`report_sweep`)."""
+    """Checks every job of a multirun before the first one runs (:func:`sweep.check_all`),
+    records them as planned and remembers the sweep for its report (:func:`sweep.report`)."""
 
-    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        jobs = sweep_jobs(config)
-        default_subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
-        _SWEEPS.append((Path(str(config.hydra.sweep.dir)), len(jobs) if jobs and default_subdir else None))
-
-
-def _natural(path: Path) -> list:
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in path.parts]
-
-
-def report_sweep(sweep: Path, expected: int | None = None, table: bool = True) -> int:
-    """Print how many of the sweep's jobs finished and list every other one (stderr): its
-    status (``dead`` for a process that is gone while its summary says running) and reason,
-    and the jobs that never started; then (``table``) the table of all jobs
-    (:func:`jobtable.table`); return the worst exit code among them."""
-    jobs = {p.parent for p in sweep.rglob("summary.json")}
-    if expected is not None:  # a job of seeds=R is its seed_<s>/ runs
-        jobs |= {sweep / str(i) for i in range(expected) if not runs_in(sweep / str(i))}
-    jobs = sorted(jobs, key=_natural)
-    status = {}
-    for job in jobs:
-        st = effective_status(job)
-        why, code = "", EXIT["error"]
-        if st == "missing":
-            st, why = "not started", "no summary.json" if job.exists() else "no folder"
-        else:
-            s = read_summary(job)
-            why = s.get("error", "")
-            code = s.get("exit_code", EXIT.get(st, EXIT["error"]))
-        status[job] = (st, why, EXIT["finished"] if st == "finished" else code)
-    failed = {j: s for j, s in status.items() if s[0] != "finished"}
-    print(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
-    for job, (st, why, _) in failed.items():
-        print(f"  {job}: {st}" + (f" ({why})" if why else ""), file=sys.stderr)
-    if table and jobs:
-        from .jobtable import table as job_table
-        print("\n".join(job_table(jobs, sweep)))
-    return max((code for _, _, code in status.values()), default=0)
+    def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
+        _SWEEPS.append(sweep.start(config, config_name or "config"))
 
 
 _EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
@@ -264,5 +252,5 @@ def main() -> None:
     except Exception as e:
         code = _crash(e)
     if _SWEEPS:
-        code = max(code, report_sweep(*_SWEEPS[-1]))
+        code = max(code, sweep.report(*_SWEEPS[-1]))
     sys.exit(max([code, *_SINGLE_RUN]))

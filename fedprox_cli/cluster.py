@@ -194,10 +194,12 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     from .report import LOWER_IS_BETTER
 
     metric = str(cfg.get("sweep_metric") or "objective")
-    if not isinstance(direction, (str, type(None))):  # multi-objective sweeps: the first
-        direction = str(list(direction)[0])
+    if isinstance(direction, Sequence) and not isinstance(direction, str):  # multi-objective: the first
+        direction = direction[0] if len(direction) else None
+    direction = getattr(direction, "name", direction)  # Optuna's enum Direction.minimize
     if direction is None:
         direction = "minimize" if metric in LOWER_IS_BETTER else "maximize"
+    direction = str(direction)
     if code == 1:
         return math.inf if direction.startswith("min") else -math.inf
     from .outputs import read_summary, runs_in

@@ -12,6 +12,7 @@ from .outputs import now
 
 LOG = "fedrun.log"
 _logs: list[Path] = []
+errors: list[str] = []  # the messages said as errors (a sweep's job record takes the last)
 
 
 def say(message: str, kind: str = "", stream=None) -> None:
@@ -19,6 +20,8 @@ def say(message: str, kind: str = "", stream=None) -> None:
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
     print(line, file=stream or sys.stderr, flush=True)
     _append(line)
+    if kind == "error":
+        errors.append(message)
 
 
 def log_only(message: str) -> None:

@@ -10,8 +10,9 @@ Nothing is written: no folder, no ``.hydra``, no lock.
 The listing (stdout) gives each job's overrides, folder and work -- client steps
 ``T * K * n * participation`` (local steps of one client on one mini-batch) and evaluations
 ``ceil(T / eval_every) + 1``, counted from the round the job would start from (a prior run in
-its folder is resumed) -- and the totals; the first bad job ends it with one line on
-stderr naming the job, exit code 2.
+its folder is resumed) -- and the totals; bad jobs end it with one line each on stderr
+naming the job (:func:`check_jobs`, which a real sweep runs before its first job too), exit
+code 2.
 """
 
 from __future__ import annotations
@@ -53,21 +54,29 @@ def _compose(gh, config_name: str, overrides: list[str], mode):
 def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> list[Job]:
     """Every job the command would run, composed (Hydra must be initialized)."""
     from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from .cli import sweep_jobs
     gh = GlobalHydra.instance().hydra
-    if multirun:
-        master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
-        task = sweep_jobs(master)
-        if task is None:
-            raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
-                            f"this sweep uses {master.hydra.sweeper._target_}")
-        pre = list(master.hydra.overrides.hydra)
+    if not multirun:
+        return compose_jobs(gh, config_name, None, [overrides])
+    master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
+    task = sweep_jobs(master)
+    if task is None:
+        raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
+                        f"this sweep uses {master.hydra.sweeper._target_}")
+    return compose_jobs(gh, config_name, master, task)
+
+
+def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[list[str]]) -> list[Job]:
+    """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them:
+    the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    pre = [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)  # unresolved
+    if master is not None:
         str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
-    else:
-        master, task, pre = None, [overrides], []
     out = []
     for num, job in enumerate(task):
         cfg = _compose(gh, config_name, pre + list(job), RunMode.RUN)  # as Hydra's launchers do
@@ -77,9 +86,10 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
             cfg.hydra.job.num, cfg.hydra.job.id = num, f"dry_run_{num}"
         HydraConfig.instance().set_config(cfg)
         h = cfg.hydra
+        multirun = master is not None
         folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
         choices = dict(h.runtime.choices)
-        shown = list(job) if multirun else list(h.overrides.task)
+        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task)
         with open_dict(cfg):
             del cfg["hydra"]
         out.append(Job(num, shown, folder, cfg, choices))
@@ -134,7 +144,29 @@ def _state(cfg: DictConfig, folder: Path) -> tuple[str, int]:
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 
-def _name(job: Job, multirun: bool) -> str:
+def check_jobs(listed: list[Job], multirun: bool) -> tuple[list[tuple[Job, str, int | list[int]]], list[str]]:
+    """:func:`check` of every job: (job, state, start) of the good ones, and one
+    ``fedrun: error: job N (...): why`` line per bad one -- a job that fails a check, or that
+    has the folder of an earlier job (the same config twice)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .cli import one_line
+    good, bad, first, references = [], [], {}, {}
+    for job in listed:
+        try:
+            state, start = check(job, references)
+            earlier = first.setdefault(job.folder, job)
+            if earlier is not job:
+                raise UserError(f"the same config as {job_name(earlier, multirun)} "
+                                f"(both would run in {job.folder})")
+            good.append((job, state, start))
+        except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+            bad.append(f"fedrun: error: {job_name(job, multirun) + ': ' if multirun else ''}{one_line(e)}")
+    return good, bad
+
+
+def job_name(job: Job, multirun: bool) -> str:
     return f"job {job.num} ({' '.join(job.overrides) or 'no overrides'})" if multirun else "the run"
 
 
@@ -151,19 +183,16 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             listed = jobs(overrides, multirun)
             if show_cfg:
                 for job in listed:
-                    print(f"# {_name(job, multirun)} -> {job.folder}")
+                    print(f"# {job_name(job, multirun)} -> {job.folder}")
                     print(OmegaConf.to_yaml(job.cfg, resolve=True))
                 return EXIT["finished"]
+            checked, bad = check_jobs(listed, multirun)
+            if bad:
+                print("\n".join(bad), file=sys.stderr)
+                return EXIT["error"]
             rows = [["job", "folder", "client steps", "evaluations", "state"]]
             total_steps = total_evals = 0
-            references: dict = {}
-            for job in listed:
-                try:
-                    state, start = check(job, references)
-                except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
-                    where = f"{_name(job, multirun)}: " if multirun else ""
-                    print(f"fedrun: error: {where}{one_line(e)}", file=sys.stderr)
-                    return EXIT["error"]
+            for job, state, start in checked:
                 steps, evals = work(job.cfg, start)
                 total_steps, total_evals = total_steps + steps, total_evals + evals
                 rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), state])

@@ -54,11 +54,16 @@ def _overrides(folder: Path) -> list[str]:
 
 
 def record(folder: Path, status: str | None = None) -> RunRecord:
-    """What ``folder`` holds (``status``: the caller's own, else the folder's effective one)."""
+    """What ``folder`` holds (``status``: the caller's own, else the folder's effective one; a
+    status the folder's own record does not have, such as a job refused in the folder of an
+    earlier run, gets no numbers from the folder)."""
     folder = Path(folder)
-    st = status or effective_status(folder)
-    if st == "missing":
-        return RunRecord(folder, "not started")
+    own = effective_status(folder)
+    st = status or own
+    if st == "missing" or own == "missing":
+        return RunRecord(folder, "not started" if st == "missing" else st)
+    if st != own:
+        return RunRecord(folder, st, overrides=_overrides(folder))
     try:
         s = read_summary(folder)
     except (OSError, ValueError):
@@ -98,9 +103,14 @@ def differing(overrides: list[list[str]]) -> list[list[str]]:
     return [[o for k, o in p.items() if k in varied] for p in parsed]
 
 
-def table(folders: list[Path], root: Path | None = None) -> list[str]:
-    """The compact table of the runs in ``folders`` (names relative to ``root``), as lines."""
-    records = [record(f) for f in folders]
+def table(folders: list[Path], root: Path | None = None, statuses: list[str] | None = None,
+          overrides: list[list[str]] | None = None) -> list[str]:
+    """The compact table of the runs in ``folders`` (names relative to ``root``), as lines;
+    ``statuses`` and ``overrides``: what the caller knows of each (a sweep's job records: a job
+    that failed before its folder recorded anything keeps its overrides)."""
+    records = [record(f, s) for f, s in zip(folders, statuses or [None] * len(folders))]
+    for r, given in zip(records, overrides or []):
+        r.overrides = list(given)
     head = ["job", "status", "rounds", "test_acc", "objective", "stationarity", "time", "overrides"]
     rows = [head]
     for r, diff in zip(records, differing([r.overrides for r in records])):

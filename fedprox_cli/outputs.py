@@ -145,8 +145,19 @@ def runs_in(folder: Path) -> list[Path]:
                   key=lambda p: int(p.name[len(SEED_PREFIX):]) if p.name[len(SEED_PREFIX):].isdigit() else -1)
 
 
+SCHEMA = {"status": str, "error": str, "exit_code": int, "round": int, "T": int, "final": dict,
+          "versions": dict, "heartbeat": str, "started": str, "ended": str, "command": str}
+
+
 def read_summary(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / SUMMARY).read_text())
+    """``run_dir``'s ``summary.json``: a JSON object whose fields of :data:`SCHEMA` have their
+    types (a field of another type is left out, as if absent: any file, fedrun's or another
+    tool's, reads without surprises); ValueError for a file that is not a JSON object."""
+    d = json.loads((Path(run_dir) / SUMMARY).read_text())
+    if not isinstance(d, dict):
+        raise ValueError(f"{Path(run_dir) / SUMMARY} is not a JSON object")
+    return {k: v for k, v in d.items()
+            if k not in SCHEMA or (isinstance(v, SCHEMA[k]) and not (SCHEMA[k] is int and isinstance(v, bool)))}
 
 
 def is_fedrun_summary(s: dict) -> bool:

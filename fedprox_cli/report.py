@@ -9,6 +9,9 @@ partition.alpha=0.1``). When a run folder has Hydra's record (``.hydra/hydra.yam
 config-group choices (e.g. ``algorithm=fedcanon_fig2/fedavg``) join the keys, so runs that
 resolve to the same numbers but were chosen differently stay apart.
 
+A run is counted once: folders holding the same run (same settings and seeds: a sweep re-run
+into its folder under an older folder layout, a copy) are one run (:func:`once`).
+
 Only finished runs with a finite value enter a mean; the others (diverged, interrupted, running,
 error, no summary, non-finite) are counted and shown beside it (:class:`Cell`). A run folder that
 cannot be read (empty or cut ``metrics.csv``, unreadable ``config.yaml``) is skipped with a
@@ -20,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -179,7 +183,8 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
         if (p / "metrics.csv").exists() or (p / "summary.json").exists():
             dirs = [p]
         else:
-            dirs = sorted({m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)})
+            dirs = sorted({m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)},
+                          key=launch_order(p))
         for d in dirs:
             if (d / "metrics.csv").exists():
                 found.append(d)
@@ -188,6 +193,20 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
     return found
+
+
+def launch_order(folder: Path) -> Callable[[Path], tuple]:
+    """A sort key for the run folders under ``folder``: a sweep's jobs named by config in the
+    order its last command launched them (its job records, :mod:`sweep`; a ``seed_<s>`` run
+    by its job's), the others after them by path."""
+    from .sweep import records
+    num = {Path(r.folder): r.num for m in Path(folder).rglob(".fedrun") for r in records(m.parent)}
+
+    def key(run_dir: Path) -> tuple:
+        here = Path(os.path.abspath(run_dir))
+        n = next((num[a] for a in (here, *here.parents) if a in num), math.inf)
+        return (n, run_dir)
+    return key
 
 
 def _status(run_dir: Path) -> tuple[str, str]:
@@ -257,6 +276,7 @@ def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: N
         except BrokenRun as e:
             warn(f"skipped {p}: {e}")
     require(runs, f"no readable run under {', '.join(map(str, paths))}")
+    runs = once(runs, warn)
     for cond in where:
         require("=" in cond, f"--where takes KEY=VALUE, got {cond!r}")
         k, v = cond.split("=", 1)
@@ -297,24 +317,36 @@ def left_out(runs: list[Run], metric: str | None = None, how: str = "last") -> l
 
 def note_runs(runs: list[Run], metric: str | None, final: str | None,
               warn: Callable[[str], None]) -> None:
-    """One ``warn`` line per run left out of the means of ``metric`` and per pair of runs that
-    are the same run twice (same settings and seeds: both counted)."""
+    """One ``warn`` line per run left out of the means of ``metric``."""
     for r, why in left_out(runs, metric, final or "last"):
         warn(f"left out of the mean: {r.path} ({why})")
-    for a, b in same_seed(group(runs, final=final)):
-        warn(f"note: {a.path} and {b.path} have the same settings and seeds (both counted)")
 
 
-def same_seed(groups: list[Group]) -> list[tuple[Run, Run]]:
-    """Pairs of runs of one group that also share their seeds (the same run twice)."""
-    pairs = []
-    for g in groups:
-        first: dict = {}
-        for r in g.runs:
-            if r.seed in first:
-                pairs.append((first[r.seed], r))
-            first.setdefault(r.seed, r)
-    return pairs
+def identity(run: Run) -> tuple:
+    """What makes a run the run it is: its :func:`settings` and its seeds. Two folders with one
+    identity hold the same run (a sweep re-run into another folder layout, a copied folder)."""
+    return tuple(sorted(settings(run).items())) + run.seed
+
+
+def _preference(run: Run) -> tuple:
+    return (run.status != "finished", -len(run.metrics), str(run.path))
+
+
+def once(runs: list[Run], warn: Callable[[str], None] = lambda _: None) -> list[Run]:
+    """``runs`` with each run counted once: of the folders of one :func:`identity` the one kept
+    is finished if one is, else the one with the most evaluations (then the first by path);
+    one ``warn`` line names each folder left out."""
+    by_id: dict[tuple, list[Run]] = {}
+    for r in runs:
+        by_id.setdefault(identity(r), []).append(r)
+    kept = {id(min(same, key=_preference)) for same in by_id.values()}
+    for same in by_id.values():
+        best = min(same, key=_preference)
+        for r in same:
+            if r is not best:
+                warn(f"note: {r.path} and {best.path} have the same settings and seeds; "
+                     f"counted once, from {best.path}")
+    return [r for r in runs if id(r) in kept]
 
 
 def config_key(runs: list[Run], key: str) -> str:

@@ -5,7 +5,8 @@ parentheses, e.g. FedNMap's local step rules ``eta_a: ${calc:1/${K}}`` and
 ``${calc:${K}**-0.5}``. Nothing else (names, calls, attributes) is accepted.
 ``${fedrun.pid:}`` is the launching process's id (in run and sweep folder names);
 ``${fedrun.under:NAME}`` is ``NAME/`` (or nothing for null): a preset's sweeps go into a
-folder of the preset's name.
+folder of the preset's name; ``${fedrun.job_dir:}`` is a sweep job's folder name, from its
+config (:func:`sweep.job_dir`).
 """
 
 from __future__ import annotations
@@ -51,3 +52,6 @@ def register() -> None:
         OmegaConf.register_new_resolver("fedrun.pid", os.getpid, use_cache=True)
     if not OmegaConf.has_resolver("fedrun.under"):
         OmegaConf.register_new_resolver("fedrun.under", lambda name: f"{name}/" if name else "")
+    if not OmegaConf.has_resolver("fedrun.job_dir"):
+        from .sweep import job_dir
+        OmegaConf.register_new_resolver("fedrun.job_dir", job_dir)

@@ -4,7 +4,7 @@ One row per run folder (a folder with ``summary.json`` or ``config.yaml``, found
 under each argument): its status as :func:`outputs.effective_status` tells it (finished,
 diverged, interrupted, error, running -- or dead when the summary says running but no process
 holds the run folder's lock, stale when its heartbeat stopped; "not started" for a job of a
-sweep's multirun.yaml without a summary yet, e.g. queued on SLURM), rounds done of T, the
+sweep's job records without a summary yet, e.g. queued on SLURM), rounds done of T, the
 final metrics, and the config keys that tell the runs apart. It reads only the run folders, so
 it works while a sweep runs and after its launcher died or was backgrounded.
 """
@@ -47,8 +47,17 @@ def find(paths) -> list[Path]:
 
 
 def _planned(multirun_yaml: Path) -> list[Path]:
-    """The job folders a basic-sweeper sweep will have (started or not), from its multirun.yaml."""
+    """The job folders a sweep will have (started or not): from its job records
+    (:mod:`sweep`), or for a sweep of numbered folders (before those records) from its
+    multirun.yaml."""
     from .cli import sweep_jobs
+    from .sweep import records
+
+    sweep = multirun_yaml.parent
+    recorded = [Path(r.folder) for r in records(sweep)]
+    if recorded:  # named as the sweep folder was given, when they are in it
+        return [sweep / f.relative_to(sweep.absolute()) if f.is_relative_to(sweep.absolute()) else f
+                for f in recorded]
 
     try:
         config = OmegaConf.load(multirun_yaml)

@@ -33,3 +33,10 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def job_folders(sweep) -> list[Path]:
+    """The job folders of the sweep in ``sweep`` (its last run), in launch order, from the
+    sweep's job records (fedprox_cli.sweep): folders are named by config, not number."""
+    from fedprox_cli.sweep import records
+    return [Path(r.folder) for r in sorted(records(Path(sweep)), key=lambda r: r.num)]

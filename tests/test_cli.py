@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 
+from conftest import job_folders
 from fedprox_cli.metrics import COLUMNS
 
 TINY = ["dataset=digits", "T=3", "K=2", "n=4", "B=8", "eval_every=1"]
@@ -37,7 +38,7 @@ def test_train_samples_changes_only_the_train_metrics(run_fedrun, tmp_path):
     and the test metrics are the same as with exact evaluation."""
     r = run_fedrun("-m", *TINY, "metrics.train_samples=null,400", f"hydra.sweep.dir={tmp_path}")
     assert r.returncode == 0, r.stderr
-    exact, sub = (pd.read_csv(tmp_path / str(j) / "metrics.csv") for j in (0, 1))
+    exact, sub = (pd.read_csv(j / "metrics.csv") for j in job_folders(tmp_path))
     for col in ("grad_evals", "test_loss", "test_acc", "hoyer"):
         pd.testing.assert_series_equal(exact[col], sub[col])
     assert not exact["train_loss"].equals(sub["train_loss"])

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, fedrun
+from conftest import ROOT, fedrun, job_folders
 from fedprox_cli import CONF_DIR, help, jobtable
 from fedprox_cli.errors import EXIT
 
@@ -81,10 +81,11 @@ def test_sweep_ends_with_report_and_job_table(tmp_path):
     head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished"):].splitlines()[1:]
     assert head.split() == ["job", "status", "rounds", "test_acc", "objective", "stationarity",
                             "time", "overrides"]
-    acc = pd.read_csv(sweep / "0" / "metrics.csv")["test_acc"].iloc[-1]
-    assert rows[0].split()[:4] == ["0", "finished", "3/3", f"{acc:.4f}"]
+    jobs = job_folders(sweep)
+    acc = pd.read_csv(jobs[0] / "metrics.csv")["test_acc"].iloc[-1]
+    assert rows[0].split()[:4] == [jobs[0].name, "finished", "3/3", f"{acc:.4f}"]
     assert rows[0].split()[-1] == "algorithm.beta=0.01"   # only the override that differs
-    assert rows[1].split()[:2] == ["1", "diverged"] and rows[1].split()[-1].startswith("algorithm.beta=1")
+    assert rows[1].split()[:2] == [jobs[1].name, "diverged"] and rows[1].split()[-1].startswith("algorithm.beta=1")
 
 
 def test_job_table_of_folders(tmp_path):
@@ -155,9 +156,10 @@ def test_dry_run_of_a_12_job_sweep(tmp_path):
     assert [r[0] for r in rows] == [str(i) for i in range(12)]
     folders = [r[1] for r in rows]
     assert len({f.rsplit("/", 1)[0] for f in folders}) == 1          # one sweep folder
-    assert [f.rsplit("/", 1)[1] for f in folders] == [str(i) for i in range(12)]
-    assert folders[0].startswith("results/sweeps/")
     ks = [k for k in (1, 2, 3, 4, 5, 6) for _ in (0, 1)]
+    assert [re.sub(r"_[0-9a-f]{8}$", "", f.rsplit("/", 1)[1]) for f in folders] == [   # named by config
+        f"B=8,K={k},T=3,dataset=digits,model=linear,n=4,seed={i % 2}" for i, k in enumerate(ks)]
+    assert folders[0].startswith("results/sweeps/")
     assert [r[-2:] for r in rows] == [[f"K={k}", f"seed={i % 2}"] for i, k in enumerate(ks)]
     assert [int(r[2]) for r in rows] == [3 * k * 4 for k in ks]         # T K n participation
     assert all(r[3] == str(2) for r in rows)                            # ceil(3/5) + 1
@@ -180,13 +182,13 @@ def test_dry_run_of_a_preset_lists_its_sweep(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_dry_run_stops_at_the_first_bad_job(tmp_path):
+def test_dry_run_names_every_bad_job(tmp_path):
     sweep = tmp_path / "sweep"
     p = fedrun("-m", *SWEEP, "K=1,2,3,0,5,6", "dry_run=true", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
     assert p.returncode == 2 and p.stdout == ""
     lines = [line for line in p.stderr.splitlines() if line.strip()]
-    assert lines == ["fedrun: error: job 6 (dataset=digits model=linear n=4 K=0 B=8 T=3 seed=0 "
-                     "dry_run=True): K must be a positive integer, got 0"], p.stderr
+    assert lines == [f"fedrun: error: job {j} (dataset=digits model=linear n=4 K=0 B=8 T=3 seed={s} "
+                     "dry_run=True): K must be a positive integer, got 0" for j, s in ((6, 0), (7, 1))], p.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, fedrun
+from conftest import ROOT, fedrun, job_folders
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16"]
 SLURM = ["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
@@ -52,8 +52,9 @@ def summary(run: Path) -> dict:
 
 
 def complete_run_folders(sweep: Path, n: int) -> None:
-    jobs = sorted(d for d in sweep.iterdir() if d.is_dir() and not d.name.startswith("."))
-    assert [d.name for d in jobs] == [str(i) for i in range(n)]
+    jobs = job_folders(sweep)
+    assert sorted(d for d in sweep.iterdir() if d.is_dir() and not d.name.startswith(".")) == sorted(jobs)
+    assert len(jobs) == n
     for d in jobs:
         for f in ("config.yaml", "metrics.csv", "summary.json", "metrics.png", ".hydra/overrides.yaml"):
             assert (d / f).is_file(), f"{d / f} missing"
@@ -111,13 +112,16 @@ def _start_sweep(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
     return proc, sweep
 
 
-def _wait_rows(csv: Path, rows: int, timeout: float) -> None:
+def _wait_rows(sweep: Path, rows: int, timeout: float) -> None:
+    """Wait until the first job of the sweep in ``sweep`` has ``rows`` metrics rows."""
     end = time.time() + timeout
     while time.time() < end:
+        jobs = job_folders(sweep)
+        csv = jobs[0] / "metrics.csv" if jobs else sweep / "none"
         if csv.exists() and len(csv.read_text().splitlines()) > rows:
             return
         time.sleep(0.5)
-    raise AssertionError(f"{csv} did not reach {rows} rows in {timeout}s")
+    raise AssertionError(f"the first job of {sweep} did not reach {rows} rows in {timeout}s")
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +139,7 @@ def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
     ref, _ = reference
     proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=1500")
     try:
-        _wait_rows(sweep / "0" / "metrics.csv", 4, timeout=240)  # round 150 done, checkpoints saved
+        _wait_rows(sweep, 4, timeout=240)  # round 150 done, checkpoints saved
         job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
         subprocess.run(["scontrol", "requeue", job], check=True)
         out, err = proc.communicate(timeout=420)
@@ -146,8 +150,8 @@ def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
     assert "Traceback" not in err
     logs = submitit_logs(sweep)
     assert "fedrun: job 0 stopped by SIGTERM" in logs and "interrupted after round" in logs
-    assert summary(sweep / "0")["status"] == "finished"
-    same_metrics(sweep / "0", ref)
+    assert summary(job_folders(sweep)[0])["status"] == "finished"
+    same_metrics(job_folders(sweep)[0], ref)
 
 
 @needs_slurm
@@ -168,7 +172,7 @@ def test_time_limit_requeues_and_finishes(tmp_path, reference):
     assert "sweep: 1 of 1 jobs finished" in out
     logs = submitit_logs(sweep)
     assert "Caught signal SIGUSR2" in logs and "Requeued job" in logs, logs[-3000:]
-    s = summary(sweep / "0")
+    s = summary(job_folders(sweep)[0])
     assert s["status"] == "finished" and s["final"]["round"] == T
 
 
@@ -176,7 +180,7 @@ def test_time_limit_requeues_and_finishes(tmp_path, reference):
 def test_cancelled_job_still_gets_a_report(tmp_path):
     proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=100000")
     try:
-        _wait_rows(sweep / "0" / "metrics.csv", 2, timeout=240)
+        _wait_rows(sweep, 2, timeout=240)
         job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
         subprocess.run(["scancel", job], check=True)
         out, err = proc.communicate(timeout=180)
@@ -185,8 +189,8 @@ def test_cancelled_job_still_gets_a_report(tmp_path):
     assert "Traceback" not in err, err
     assert "sweep: 0 of 1 jobs finished" in out
     assert "interrupted" in err and proc.returncode == 130
-    assert summary(sweep / "0")["status"] == "interrupted"
-    assert (sweep / "0" / "checkpoint.pt").exists()
+    assert summary(job_folders(sweep)[0])["status"] == "interrupted"
+    assert (job_folders(sweep)[0] / "checkpoint.pt").exists()
 
 
 # ---- the number a job hands to a sweeper; Optuna ----------------------------------------
@@ -204,6 +208,11 @@ def test_sweep_value(tmp_path):
     assert sweep_value(OmegaConf.create({"sweep_metric": "test_acc"}), tmp_path, 1) == -math.inf
     assert sweep_value(cfg, tmp_path, 1, direction="maximize") == -math.inf
     assert math.isnan(sweep_value(cfg, tmp_path / "nothing", 130))
+    # Optuna's own default is an enum (25.3: "'Direction' object is not iterable"), or a list of them
+    from hydra_plugins.hydra_optuna_sweeper.config import Direction
+    assert sweep_value(cfg, tmp_path, 1, direction=Direction.maximize) == -math.inf
+    assert sweep_value(cfg, tmp_path, 1, direction=Direction.minimize) == math.inf
+    assert sweep_value(cfg, tmp_path, 1, direction=OmegaConf.create(["maximize", "minimize"])) == -math.inf
 
 
 def test_optuna_search_survives_a_diverged_trial(tmp_path):
@@ -295,7 +304,7 @@ def test_report_on_a_sweep_whose_launcher_died(tmp_path):
                              f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        _wait_rows(sweep / "0" / "metrics.csv", 2, timeout=120)
+        _wait_rows(sweep, 2, timeout=120)
         assert report(str(sweep)).stdout.splitlines()[1].split()[1] == "running"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -304,7 +313,7 @@ def test_report_on_a_sweep_whose_launcher_died(tmp_path):
     assert r.returncode == 0
     lines = r.stdout.splitlines()
     assert lines[1].split()[1] == "dead"
-    assert lines[2].split()[0] == str(sweep / "1") and "not started" in lines[2]
+    assert lines[2].split()[0] == str(sweep / job_folders(sweep)[1].name) and "not started" in lines[2]
     assert lines[-1] == "2 runs: 1 dead, 1 not started"
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from conftest import job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
 from fedprox_cli import checkpoint
 from fedprox_cli.outputs import effective_status, read_summary
@@ -343,13 +344,23 @@ def test_a_corrupt_cache_is_rebuilt_and_the_copy_recorded(faults):
 
 # ---- 5. sweeps ---------------------------------------------------------------------------
 
-def test_a_crashing_job_leaves_the_other_jobs_and_the_report(tmp_path):
-    p = fedrun("-m", *DIGITS, "model=mlp", "model.hidden=8,-5,16", f"hydra.sweep.dir={tmp_path}",
+def test_a_sweep_with_a_bad_job_is_refused_before_any_job_runs(tmp_path):
+    p = fedrun("-m", *DIGITS, "model=mlp", "model.hidden=8,-5,16", f"hydra.sweep.dir={tmp_path / 's'}",
                cwd=tmp_path)
     assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines()[0].startswith("fedrun: error: job 1 (") and \
+        p.stderr.splitlines()[0].endswith("model.hidden must be a positive integer, got -5")
+    assert not (tmp_path / "s").exists() and "Traceback" not in p.stderr
+
+
+def test_a_job_failing_at_run_time_leaves_the_other_jobs_and_the_report(tmp_path):
+    base = [a for a in DIGITS if not a.startswith("n=")]
+    p = fedrun("-m", *base, "n=4,5000,5", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path)  # 5000: > samples
+    assert p.returncode == 2, p.stderr
     assert "sweep: 2 of 3 jobs finished" in p.stdout
-    assert re.search(r"/1: error \(model.hidden must be a positive integer, got -5\)", p.stderr)
-    assert [read_summary(tmp_path / str(i))["status"] for i in range(3)] == ["finished", "error", "finished"]
+    jobs = job_folders(tmp_path)
+    assert f"  {jobs[1].name}: error (n = 5000 clients exceeds the 1437 training samples of digits)" in p.stderr
+    assert [read_summary(j)["status"] for j in jobs] == ["finished", "error", "finished"]
     assert "Traceback" not in p.stderr
 
 
@@ -364,8 +375,9 @@ def test_the_report_counts_jobs_that_never_started(tmp_path):
     p = fedrun("-m", *DIGITS, "T=3", "seed=0,1,2", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=stop)
     assert p.returncode == 130, p.stderr
     assert "sweep: 0 of 3 jobs finished" in p.stdout
-    assert re.search(r"/0: interrupted", p.stderr)
-    assert re.search(r"/1: not started", p.stderr) and re.search(r"/2: not started", p.stderr)
+    jobs = job_folders(tmp_path)
+    assert f"  {jobs[0].name}: interrupted" in p.stderr
+    assert f"  {jobs[1].name}: not started" in p.stderr and f"  {jobs[2].name}: not started" in p.stderr
 
 
 # ---- 6. status truth, one writer per folder ---------------------------------------------

@@ -519,7 +519,9 @@ def test_the_same_run_twice_is_named(tmp_path, capsys):
     acc_run(tmp_path, "a", 0.7)
     acc_run(tmp_path, "b", 0.7)
     assert tables_script.main([str(tmp_path)]) == 0
-    assert f"{tmp_path / 'a'} and {tmp_path / 'b'} have the same settings and seeds" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert f"{tmp_path / 'b'} and {tmp_path / 'a'} have the same settings and seeds; counted once, from {tmp_path / 'a'}" in err
+    assert "(n=1)" in out   # counted once
 
 
 def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):

@@ -23,6 +23,7 @@ import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from conftest import job_folders
 from fedprox_cli import algorithms, checkpoint, memory, models, runner
 from fedprox_cli.algorithms.fedcanon import FedCanon
 from fedprox_cli.cli import CONF_DIR
@@ -224,8 +225,10 @@ def parallel_sweep(tmp_path_factory):
 
 def test_parallel_sweep_writes_four_complete_run_folders(parallel_sweep):
     p, sweep = parallel_sweep
-    jobs = sorted(d for d in sweep.iterdir() if d.is_dir())
-    assert [d.name for d in jobs] == ["0", "1", "2", "3"]
+    jobs = job_folders(sweep)
+    assert sorted(d for d in sweep.iterdir() if d.is_dir() and d.name != ".fedrun") == sorted(jobs)
+    for d in jobs:  # named by config
+        assert f"algorithm.beta={OmegaConf.load(d / 'config.yaml').algorithm.beta}," in d.name
     for d in jobs:
         for f in ("config.yaml", "partition.npz", "metrics.csv", "summary.json"):
             assert (d / f).is_file(), f"{d / f} missing"
@@ -240,10 +243,11 @@ def test_parallel_sweep_writes_four_complete_run_folders(parallel_sweep):
 
 def test_parallel_sweep_reports_the_diverged_job(parallel_sweep):
     p, sweep = parallel_sweep
-    assert [summary(sweep / str(i))["status"] for i in range(4)] == ["finished"] * 3 + ["diverged"]
+    jobs = job_folders(sweep)
+    assert [summary(j)["status"] for j in jobs] == ["finished"] * 3 + ["diverged"]
     assert p.returncode == 1, p.stderr
     assert f"sweep: 3 of 4 jobs finished in {sweep}" in p.stdout
-    assert f"{sweep / '3'}: diverged" in p.stderr
+    assert f"  {jobs[3].name}: diverged (objective is nan after round 3)" in p.stderr
 
 
 def test_run_folders_differ_by_process_id():
