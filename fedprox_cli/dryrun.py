@@ -23,7 +23,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from . import CONF_DIR
+from . import CONF_DIR, extras
 from .errors import EXIT, UserError
 from .jobtable import align, differing
 
@@ -60,6 +60,7 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
     gh = GlobalHydra.instance().hydra
     if multirun:
         master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
+        extras.check(master.hydra.runtime.choices)
         task = sweep_jobs(master)
         if task is None:
             raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
@@ -111,6 +112,7 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
         references[key] = _reference(job.choices)
+    extras.check(job.choices)
     runner.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
         return _state(job.cfg, job.folder)

@@ -5,7 +5,6 @@ sampling, SCAFFNEW's coin, compressor draws)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import child_env
 
 from fedprox_cli import algorithms, runner
 from fedprox_cli.config import compose
@@ -130,7 +130,7 @@ def test_refusals_change_nothing(tmp_path, capsys):
 
 
 def test_fedrun_seeds_from_the_command_line(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = child_env(OMP_NUM_THREADS="1")
     p = subprocess.run([sys.executable, "-m", "fedprox_cli", *BASE, "seeds=2", "T=2",
                         f"hydra.run.dir={tmp_path / 'r'}"], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
@@ -159,7 +159,7 @@ def test_a_sweeper_gets_the_mean_over_the_seeds(tmp_path):
 def test_an_interrupted_batch_resumes_to_the_numbers_of_separate_runs(tmp_path):
     import signal
     import time
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = child_env(OMP_NUM_THREADS="1")
     args = [sys.executable, "-m", "fedprox_cli", *BASE, "seeds=2", "T=200", "eval_every=10",
             "checkpoint_every=50", f"hydra.run.dir={tmp_path / 'b'}"]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
