@@ -3,8 +3,13 @@ the recorded CPU runs, and the same numbers on every device; ``matmul_precision`
 GPU exists, CPU-vs-CUDA agreement of both engines on every model and rounds without host
 synchronization (``scripts/gpu_check.sh`` runs these on the device machine)."""
 
+import linecache
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from fedprox_cli import algorithms, compressors, data, models, regularizers, runner
 from fedprox_cli.config import compose
@@ -144,6 +149,48 @@ def test_cuda_gradients_and_rounds_match_the_cpu(model, engine):
     G_gpu, L_gpu = gpu.oracle.grad(X.cuda(), 1, 1)
     assert close(G_gpu, G_cpu) and close(L_gpu, L_cpu)
     assert close(rounds(gpu), rounds(cpu), rel=1e-3)
+
+
+class HostReads(TorchFunctionMode):
+    """Records the calls made from fedprox_cli's code that read a tensor's value on the host
+    or make a tensor of host values (on CUDA each synchronizes the host with the device), except
+    on lines that say why they do not (``# CPU: no sync``: a value drawn on the CPU)."""
+
+    CALLS = {torch.Tensor.item, torch.Tensor.__bool__, torch.Tensor.__float__, torch.Tensor.__int__,
+             torch.Tensor.__index__, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu,
+             torch.Tensor.new_tensor, torch.tensor, torch.as_tensor}
+    PACKAGE = str(Path(algorithms.__file__).parent.parent)
+
+    def __init__(self):
+        super().__init__()
+        self.seen = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.CALLS:
+            frame = sys._getframe(1)
+            while frame is not None and not frame.f_code.co_filename.startswith(self.PACKAGE):
+                frame = frame.f_back
+            line = frame and linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            if line and "no sync" not in line:
+                self.seen.add(f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}: {line}")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", algorithms.names())
+def test_a_round_reads_no_tensor_on_the_host(name):
+    """The CPU counterpart of the CUDA test below, for machines without a GPU: a round of
+    every algorithm (SCAFFNEW with its coin), both engines, makes none of the calls that
+    synchronize on CUDA."""
+    extra = ["algorithm.p=0.5"] if name == "scaffnew" else []
+    for engine in ("loop", "vmap"):
+        exp = tiny_run("cpu", "model=mlp", f"engine={engine}", *algorithm_config(name), *extra)
+        state = exp.alg.init(exp.flat.flat(), exp.s.n)
+        exp.env.start_round(0)
+        state = exp.alg.round(state, exp.env, 0)
+        with HostReads() as reads:
+            exp.env.start_round(1)
+            exp.alg.round(state, exp.env, 1)
+        assert not reads.seen, (engine, sorted(reads.seen))
 
 
 @cuda
