@@ -36,8 +36,9 @@ from omegaconf.errors import OmegaConfBaseException
 from . import CONF_DIR, extras, resolvers
 from .cluster import sweep_value
 from .atomic import atomic_write_text
-from .errors import EXIT, UserError, describe, squeeze
+from .errors import EXIT, Refusal, UserError, describe, refuse_in_callback, squeeze
 from .outputs import effective_status, read_summary, runs_in
+from .seeds import check_sweep
 from .signals import sigterm_interrupts
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
@@ -154,6 +155,7 @@ class SweepReport(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         jobs = sweep_jobs(config)
+        refuse_in_callback(check_sweep, config, jobs)
         default_subdir = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
         _SWEEPS.append((Path(str(config.hydra.sweep.dir)), len(jobs) if jobs and default_subdir else None))
 
@@ -256,7 +258,7 @@ def main() -> None:
     code = 0
     try:
         _job()
-    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, extras.Missing) as e:
+    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
         if debug:
             raise
         print(f"fedrun: error: {one_line(e)}", file=sys.stderr)

@@ -57,6 +57,7 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
     from hydra.types import RunMode
 
     from .cli import sweep_jobs
+    from .seeds import check_sweep
     gh = GlobalHydra.instance().hydra
     if multirun:
         master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
@@ -65,6 +66,7 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
         if task is None:
             raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
                             f"this sweep uses {master.hydra.sweeper._target_}")
+        check_sweep(master, task)
         pre = list(master.hydra.overrides.hydra)
         str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
     else:

@@ -13,7 +13,7 @@ import re
 
 from hydra.experimental.callback import Callback
 
-from .errors import UserError
+from .errors import UserError, refuse_in_callback
 
 # "group/option" -> (modules it needs, the extra that installs them)
 _LAUNCHERS = ("hydra_plugins.hydra_submitit_launcher", "submitit")
@@ -68,20 +68,12 @@ def explain(error: BaseException) -> str | None:
     return None
 
 
-class Missing(BaseException):
-    """A refusal by :class:`Check`: a BaseException, because Hydra turns a callback's
-    exceptions into warnings and goes on; :func:`cli.main` prints it as one line, exit 2."""
-
-
 class Check(Callback):
     """Hydra callback (conf/config.yaml): :func:`check` a run's or a sweep's choices before
     Hydra builds its sweeper or launcher."""
 
     def on_run_start(self, config, **kwargs) -> None:
-        self.on_multirun_start(config)
+        refuse_in_callback(check, config.hydra.runtime.choices)
 
     def on_multirun_start(self, config, **kwargs) -> None:
-        try:
-            check(config.hydra.runtime.choices)
-        except UserError as e:
-            raise Missing(str(e)) from None
+        refuse_in_callback(check, config.hydra.runtime.choices)
