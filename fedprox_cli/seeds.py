@@ -44,10 +44,10 @@ def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
 
     swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
     batched = {str(value(job, "seeds", config.seeds)) for job in jobs or []} - {"1"}
-    require(len(swept) < 2 or not batched,
-            f"seeds={batched.pop()} with a sweep over seed ({','.join(swept)}) would run "
-            f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds 0..R-1 in "
-            f"each job) or sweep seed without seeds")
+    if len(swept) > 1 and batched:
+        raise UserError(f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
+                        f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
+                        f"0..R-1 in each job) or sweep seed without seeds")
 
 
 def folders(cfg: DictConfig, out: Path) -> list[tuple[int, Path]]:
