@@ -275,11 +275,14 @@ def test_wandb_offline(tmp_path):
 
 
 def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
+    from fedprox_cli import extras
     from fedprox_cli.errors import UserError
     from fedprox_cli.loggers import _need
 
-    with pytest.raises(UserError, match=r"logger=nosuch needs the no_such_module package"):
-        _need("no_such_module", "nosuch")
+    monkeypatch.setitem(extras.NEEDS, "logger/nosuch", (("no_such_module",), "nosuch"))
+    with pytest.raises(UserError, match=r"^logger=nosuch needs `pip install fedprox_cli\[nosuch\]` .*; "
+                                        r"no_such_module is not installed$"):
+        _need("logger/nosuch", "no_such_module")
 
 
 # ---- fedrun-report -----------------------------------------------------------------------
