@@ -36,11 +36,11 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import CONF_DIR, console, resolvers, sweep
+from . import CONF_DIR, console, extras, resolvers, sweep
 from .cluster import sweep_value
 from .atomic import atomic_write_text
 from .console import say
-from .errors import EXIT, UserError, describe, squeeze
+from .errors import EXIT, Refusal, UserError, describe, squeeze
 from .signals import sigterm_interrupts
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
@@ -54,7 +54,11 @@ _DROP = ("full_key:", "object_type", "reference_type", "Config search path", "pr
 
 
 def one_line(exc: BaseException) -> str:
-    """A Hydra/OmegaConf/OS error message squeezed into one readable line."""
+    """A Hydra/OmegaConf/OS error message squeezed into one readable line (a missing extra's
+    config: the extra to install, :func:`extras.explain`)."""
+    missing = extras.explain(exc)
+    if missing:
+        return missing
     if isinstance(exc, (OSError, UserError)) and not isinstance(exc, HydraException):
         return describe(exc)
     lines = []
@@ -240,7 +244,7 @@ def main() -> None:
     code = 0
     try:
         _job()
-    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError) as e:
+    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
         if debug:
             raise
         print(f"fedrun: error: {one_line(e)}", file=sys.stderr)

@@ -32,7 +32,6 @@ from typing import Any, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 from omegaconf import OmegaConf
 
 from . import signals
@@ -83,6 +82,7 @@ class _LaunchSide:
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         import submitit
+        from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
         params = dict(self.params)
         init = {"folder": params.pop("submitit_folder")}

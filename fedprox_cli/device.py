@@ -15,6 +15,9 @@ matrix products and convolutions in full float32 on every device; ``high`` lets 
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+from pathlib import Path
 
 import torch
 
@@ -40,6 +43,49 @@ def to_device(t: torch.Tensor, device: torch.device | str) -> torch.Tensor:
     if device.type == "cuda":
         return t.pin_memory().to(device, non_blocking=True)
     return t.to(device)
+
+
+def device_name(device: torch.device) -> str:
+    """The GPU's name, or the CPU's model name with its family/model numbers and vector width
+    (one name such as "AMD EPYC" covers several generations)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    info: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            k, _, v = line.partition(":")
+            info.setdefault(k.strip(), v.strip())
+    except OSError:
+        import platform
+        return platform.processor() or platform.machine()
+    flags = info.get("flags", "").split()
+    vec = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else ""
+    return " ".join(x for x in (info.get("model name", ""), f"family {info.get('cpu family', '?')}",
+                                f"model {info.get('model', '?')}", vec) if x)
+
+
+def hardware(device: torch.device) -> dict:
+    """What a run ran on (summary.json's ``hardware``): the device's name (GPU, or CPU model as
+    :func:`device_name` gives it), its memory in GiB (the GPU's, or the machine's RAM), and the
+    torch, CUDA runtime and NVIDIA driver versions (the last two null on a CPU run)."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return {"name": props.name, "memory_gib": round(props.total_memory / 2**30, 1),
+                "torch": torch.__version__, "cuda": torch.version.cuda, "driver": _nvidia_driver()}
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+    return {"name": device_name(device), "memory_gib": round(memory / 2**30, 1) or None,
+            "torch": torch.__version__, "cuda": None, "driver": None}
+
+
+def _nvidia_driver() -> str | None:
+    """The NVIDIA driver's version (nvidia-smi), or None where it cannot be asked."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    driver = out.stdout.split("\n")[0].strip() if out.returncode == 0 else ""
+    return driver or None
 
 
 MATMUL_PRECISIONS = ("highest", "high", "medium")

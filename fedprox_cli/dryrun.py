@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from . import CONF_DIR
+from . import CONF_DIR, extras
 from .errors import EXIT, UserError
 from .jobtable import align, differing
 
@@ -70,12 +70,17 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
 
 def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[list[str]]) -> list[Job]:
     """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them:
-    the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run."""
+    the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run.
+    A sweep's launcher/sweeper must be installed (:func:`extras.check`) and its jobs may not
+    batch overlapping seeds (:func:`seeds.check_sweep`)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
+    from .seeds import check_sweep
     pre = [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)  # unresolved
     if master is not None:
+        extras.check(master.hydra.runtime.choices)
+        check_sweep(master, task)
         str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
     out = []
     for num, job in enumerate(task):
@@ -121,6 +126,7 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
         references[key] = reference_config(job.choices)
+    extras.check(job.choices)
     runner.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
         return _state(job.cfg, job.folder)

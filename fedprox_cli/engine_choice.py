@@ -27,6 +27,7 @@ from typing import Callable
 import torch
 
 from .atomic import atomic_write_text
+from .device import device_name
 
 MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are flat beyond this)
 REPEATS = 3        # timed steps per engine (best kept)
@@ -36,25 +37,6 @@ TIMED = ("loop", "vmap")
 
 def cache_file() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "fedprox_cli" / "engine.json"
-
-
-def device_name(device: torch.device) -> str:
-    """The GPU's name, or the CPU's model name with its family/model numbers and vector width
-    (one name such as "AMD EPYC" covers several generations)."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    info: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            k, _, v = line.partition(":")
-            info.setdefault(k.strip(), v.strip())
-    except OSError:
-        import platform
-        return platform.processor() or platform.machine()
-    flags = info.get("flags", "").split()
-    vec = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else ""
-    return " ".join(x for x in (info.get("model name", ""), f"family {info.get('cpu family', '?')}",
-                                f"model {info.get('model', '?')}", vec) if x)
 
 
 def cache_key(oracle, clients: int) -> str:
@@ -142,6 +124,15 @@ def choose(oracle, engine: str) -> dict:
     except OSError:
         pass  # an unwritable cache folder: the run goes on, the next one measures again
     return {**record, "source": "measured", "cache": str(path)}
+
+
+def line(record: dict) -> str | None:
+    """The run's line about ``auto``'s choice and both timings (None for a forced engine)."""
+    if record.get("source") not in ("measured", "cache"):
+        return None
+    times = ", ".join(f"{e} {1e3 * s:.3g} ms" for e, s in sorted(record["s_per_client_step"].items()))
+    how = "measured" if record["source"] == "measured" else f"from the cache (measured {record.get('measured_at', '?')})"
+    return f"{record['engine']} (engine=auto, {how}: {times} per client-step)"
 
 
 def _valid(record) -> bool:

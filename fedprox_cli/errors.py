@@ -9,6 +9,20 @@ class UserError(Exception):
     """A problem with the user's configuration, data or files, reported without a traceback."""
 
 
+class Refusal(BaseException):
+    """A :class:`UserError` raised from a Hydra callback before a run or sweep starts: a
+    BaseException, because Hydra turns a callback's exceptions into warnings and goes on;
+    ``cli.main`` prints it as one line, exit code 2."""
+
+
+def refuse_in_callback(check, *args) -> None:
+    """``check(*args)``, its :class:`UserError` raised as a :class:`Refusal`."""
+    try:
+        check(*args)
+    except UserError as e:
+        raise Refusal(str(e)) from None
+
+
 def require(condition: bool, message: str) -> None:
     """Raise :class:`UserError` with ``message`` unless ``condition`` holds."""
     if not condition:

@@ -45,14 +45,16 @@ class Null:
         pass
 
 
-def _need(module: str, extra: str):
+def _need(option: str, module: str):
+    """``module``, or the refusal naming the extra that ``option`` needs (:mod:`extras`)."""
     import importlib
 
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise UserError(f"logger={extra} needs the {module} package: pip install -e '.[{extra}]' "
-                        f"(or choose another logger)") from None
+    from .extras import message
+
+    why = message(option)
+    if why:
+        raise UserError(why)
+    return importlib.import_module(module)
 
 
 class TensorBoard:
@@ -61,7 +63,7 @@ class TensorBoard:
     run_id = None
 
     def __init__(self, run_dir, run_id=None, run_config=None, subdir: str = "tensorboard"):
-        tb = _need("torch.utils.tensorboard", "tensorboard")
+        tb = _need("logger/tensorboard", "torch.utils.tensorboard")
         path = Path(run_dir) / subdir
         if run_id is None:  # a new series: a previous run's events would mix with this one's
             for old in path.glob("events.out.tfevents.*"):
@@ -86,7 +88,7 @@ class MLflow:
         import os
 
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 deprecates, still has, it
-        mlflow = _need("mlflow", "mlflow")
+        mlflow = _need("logger/mlflow", "mlflow")
         self.client = mlflow.tracking.MlflowClient(tracking_uri or (Path(run_dir).resolve() / "mlruns").as_uri())
         if run_id is None:
             exp = self.client.get_experiment_by_name(experiment)
@@ -113,7 +115,7 @@ class WandB:
         import os
 
         os.environ.setdefault("WANDB_SILENT", "true")  # its banner would drown fedrun's lines
-        wandb = _need("wandb", "wandb")
+        wandb = _need("logger/wandb", "wandb")
         self.run = wandb.init(project=project, entity=entity, mode=mode, dir=str(run_dir),
                               id=run_id, resume="allow" if run_id else None, config=run_config,
                               name=name or Path(run_dir).name, reinit=True)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from . import algorithms, compressors, data, loggers, memory, models, regularizers
+from . import algorithms, compressors, data, engine_choice, loggers, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_same_run, counters, restore_counters
 from .checkpoint import digest as config_digest
@@ -25,7 +25,7 @@ from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
 from .atomic import atomic_write_text
 from .config import RunSettings, check_keys, check_values, params, settings
-from .device import set_matmul_precision
+from .device import hardware, set_matmul_precision
 from .console import logging_to, say
 from .errors import EXIT, UserError, describe, require, squeeze
 from .lock import FILE as LOCK
@@ -415,13 +415,16 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
           hydra_record: dict[str, str] | None) -> None:
     """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
     partition; a previous run's leftovers go when starting over."""
-    summary.fields.update(device=str(exp.s.device), dimension=exp.flat.d,
+    summary.fields.update(device=str(exp.s.device), hardware=hardware(exp.s.device), dimension=exp.flat.d,
                           engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
                           data_source=exp.dataset.source)
     if ckpt is None:
         for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
             (out / name).unlink(missing_ok=True)
     summary.start(round=ckpt.round if ckpt else 0)
+    chosen = engine_choice.line(exp.oracle.engine_choice)
+    if chosen:
+        say(chosen, "engine", stream=sys.stdout)
     if ckpt is not None:
         say(f"resuming {out} from round {ckpt.round} of {exp.s.T} (checkpoint of "
             f"{checkpoint_time(out / CHECKPOINT)})")

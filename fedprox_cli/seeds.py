@@ -34,6 +34,22 @@ from .outputs import Summary, provenance
 from .signals import StopAfterRound
 
 
+def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
+    """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
+    seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
+    each job's overrides (None: a sweeper that chooses them itself)."""
+    def value(job: list[str], key: str, default):
+        return next((o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
+                    default)
+
+    swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
+    batched = {str(value(job, "seeds", config.seeds)) for job in jobs or []} - {"1"}
+    if len(swept) > 1 and batched:
+        raise UserError(f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
+                        f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
+                        f"0..R-1 in each job) or sweep seed without seeds")
+
+
 def folders(cfg: DictConfig, out: Path) -> list[tuple[int, Path]]:
     """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` in ``out``."""
     return [(cfg.seed + r, Path(out) / f"{PREFIX}{cfg.seed + r}") for r in range(cfg.seeds)]

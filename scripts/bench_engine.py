@@ -34,7 +34,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from fedprox_cli import bench, memory  # noqa: E402
-from fedprox_cli.engine_choice import device_name  # noqa: E402
+from fedprox_cli.device import device_name  # noqa: E402
 from fedprox_cli.config import resolve_device  # noqa: E402
 from fedprox_cli.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.errors import UserError  # noqa: E402

@@ -124,7 +124,8 @@ def main() -> None:
     for chunk in args.chunks.split(","):
         argv = [*sys.argv[1:], "--child", chunk]
         out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(  # keeps carried wheels
+                                 [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])})
         if out.returncode != 0:
             print(f"{chunk:>14} failed: {out.stderr.strip().splitlines()[-1:]}")
             continue

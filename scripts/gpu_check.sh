@@ -2,7 +2,8 @@
 # Everything issue 17 asks of a GPU, in ONE device call: install the carried wheels, run the
 # CUDA tests and the engine-equivalence tests on CUDA, the engine and memory benchmarks, and one
 # named reproduction step; logs and CSVs land in OUTDIR ($OUT on the device machine, else
-# results/gpu_check). Prepare here first with `bash scripts/gpu_prep.sh` (.whl/, .gpu_data/), then:
+# results/gpu_check). Prepare here first with `bash scripts/gpu_prep.sh` (.whl/: the wheels of
+# fedprox_cli's dependency closure that the device image lacks; .gpu_data/), then:
 #
 #   device run: carry [".whl", ".gpu_data"],
 #               command "bash scripts/gpu_check.sh [-o OUTDIR] [-p PARTS] [STEP [OVERRIDE...]]"

@@ -8,12 +8,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def fedrun(*args, cwd=None, timeout=600, path=()):
-    """Run ``fedrun`` (as ``python -m fedprox_cli``) on this checkout (then the folders ``path``
-    and the caller's PYTHONPATH on the path); returns the CompletedProcess."""
-    extra = [*map(str, path), *filter(None, [os.environ.get("PYTHONPATH")])]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *extra]), PYTHONUNBUFFERED="1")
-    env.pop("HYDRA_FULL_ERROR", None)
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of every subprocess the tests start: the tests' own (the interpreter's
+    setup, e.g. carried wheels on PYTHONPATH on the device machine), with this checkout first
+    on PYTHONPATH and without fedrun's debugging switches; ``extra`` on top."""
+    paths = [str(ROOT), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    env = {k: v for k, v in os.environ.items() if k not in ("FEDRUN_DEBUG", "HYDRA_FULL_ERROR")}
+    return {**env, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)), **extra}
+
+
+def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
+    """Run ``fedrun`` (as ``python -m fedprox_cli``) on this checkout, with the folders ``path``
+    next on PYTHONPATH; returns the CompletedProcess."""
+    env = dict(env or child_env(PYTHONUNBUFFERED="1"))
+    if path:
+        first, *rest = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join([first, *map(str, path), *rest])
     return subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -40,3 +50,28 @@ def job_folders(sweep) -> list[Path]:
     sweep's job records (fedprox_cli.sweep): folders are named by config, not number."""
     from fedprox_cli.sweep import records
     return [Path(r.folder) for r in sorted(records(Path(sweep)), key=lambda r: r.num)]
+_MISSING = '''import importlib.abc, os, pkgutil, sys
+_GONE = tuple(os.environ["FEDRUN_TEST_MISSING"].split(","))
+def _gone(name):
+    return any(name == g or name.startswith(g + ".") for g in _GONE)
+class _Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if _gone(name):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, _Missing())
+_walk = pkgutil.walk_packages
+def _walk_installed(*args, **kwargs):  # Hydra's plugin scan finds no files of a missing package
+    return (m for m in _walk(*args, **kwargs) if not _gone(m.name))
+pkgutil.walk_packages = _walk_installed
+'''
+
+
+def without(tmp_path: Path, *modules: str) -> dict[str, str]:
+    """The environment of a subprocess in which ``modules`` (and their submodules) are not
+    installed: a ``sitecustomize`` makes importing them fail and hides them from Hydra's plugin
+    scan, as if their packages were absent."""
+    site = tmp_path / "missing_site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_MISSING)
+    env = child_env(FEDRUN_TEST_MISSING=",".join(modules), PYTHONUNBUFFERED="1")
+    return {**env, "PYTHONPATH": os.pathsep.join([str(site), env["PYTHONPATH"]])}

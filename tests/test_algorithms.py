@@ -5,7 +5,6 @@ partial participation and prox-parameter validation."""
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 import torch
+from conftest import child_env
 from hydra import compose, initialize_config_dir
 
 from fedprox_cli import regularizers, runner
@@ -348,8 +348,7 @@ def test_fedrun_runs_fedcef_with_a_compressed_uplink(tmp_path):
     cmd = [sys.executable, "-m", "fedprox_cli", "algorithm=fedcef", "compressor=topk",
            "dataset=digits", "model=linear", "T=2", "K=2", "eval_every=2", "device=cpu",
            f"hydra.run.dir={tmp_path}"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
     d = 650

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import ROOT, fedrun, job_folders
+from conftest import ROOT, child_env, fedrun, job_folders
 from fedprox_cli import CONF_DIR, help, jobtable
 from fedprox_cli.errors import EXIT
 
@@ -22,11 +22,9 @@ PROGRESS = re.compile(r"^fedrun: round (\d+)/(\d+), [\d.hms]+ elapsed, ~[\d.hms]
 
 def to_files(tmp_path, *args, name="cli"):
     """fedrun with stdout and stderr to files (no terminal), as under nohup or on a cluster."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("HYDRA_FULL_ERROR", None)
     out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
     with open(out, "w") as o, open(err, "w") as e:
-        p = subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp_path, env=env,
+        p = subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp_path, env=child_env(),
                            stdout=o, stderr=e, stdin=subprocess.DEVNULL, timeout=600)
     return p.returncode, out.read_text(), err.read_text()
 
@@ -225,9 +223,8 @@ def test_a_terminal_gets_a_bar_and_the_log_the_lines(tmp_path):
     run = tmp_path / "run"
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.Popen([sys.executable, "-m", "fedprox_cli", *TINY, "T=4", "eval_every=2",
-                          "progress_every_s=0", f"hydra.run.dir={run}"], cwd=tmp_path, env=env,
+                          "progress_every_s=0", f"hydra.run.dir={run}"], cwd=tmp_path, env=child_env(),
                          stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
     os.close(slave)
     screen = b""

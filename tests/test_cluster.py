@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, fedrun, job_folders
+from conftest import ROOT, child_env, fedrun, job_folders
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16"]
 SLURM = ["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
@@ -42,8 +42,7 @@ needs_slurm = pytest.mark.skipif(slurm_reason() is not None, reason=str(slurm_re
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "fedprox_cli.status_report", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "fedprox_cli.status_report", *args], env=child_env(),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -106,9 +105,8 @@ def test_slurm_sweep_two_jobs(tmp_path):
 
 def _start_sweep(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
     sweep = tmp_path / "sweep"
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *args, f"hydra.sweep.dir={sweep}"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=child_env(PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return proc, sweep
 
 
@@ -286,11 +284,14 @@ def test_wandb_offline(tmp_path):
 
 
 def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
+    from fedprox_cli import extras
     from fedprox_cli.errors import UserError
     from fedprox_cli.loggers import _need
 
-    with pytest.raises(UserError, match=r"logger=nosuch needs the no_such_module package"):
-        _need("no_such_module", "nosuch")
+    monkeypatch.setitem(extras.NEEDS, "logger/nosuch", (("no_such_module",), "nosuch"))
+    with pytest.raises(UserError, match=r"^logger=nosuch needs `pip install fedprox_cli\[nosuch\]` .*; "
+                                        r"no_such_module is not installed$"):
+        _need("logger/nosuch", "no_such_module")
 
 
 # ---- fedrun-report -----------------------------------------------------------------------
@@ -299,9 +300,8 @@ def test_report_on_a_sweep_whose_launcher_died(tmp_path):
     """A run killed with its launcher (SIGKILL: no chance to record anything) is not listed
     as running (its lock is free), and the job the launcher never started is listed."""
     sweep = tmp_path / "sweep"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *LONG, "T=100000", "seed=0,1",
-                             f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=env,
+                             f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=child_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         _wait_rows(sweep, 2, timeout=120)
@@ -329,7 +329,6 @@ def test_console_scripts_are_declared():
     assert {"fedrun", "fedrun-report", "fedrun-plot", "fedrun-table"} <= set(scripts)
     for entry in ("fedprox_cli.commands:plot", "fedprox_cli.commands:table"):
         module, func = entry.split(":")
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
         p = subprocess.run([sys.executable, "-c", f"import sys; sys.argv=['x', '--help']; "
-                            f"from {module} import {func}; {func}()"], env=env, capture_output=True, text=True)
+                            f"from {module} import {func}; {func}()"], env=child_env(), capture_output=True, text=True)
         assert p.returncode == 0 and "usage:" in p.stdout

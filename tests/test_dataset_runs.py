@@ -1,12 +1,12 @@
 """fedrun end to end on fixture datasets, and the partition plot of its run folder."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+from conftest import child_env
 from data_fixtures import a9a_files, leaf_files
 from hydra import compose, initialize_config_dir
 
@@ -19,9 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*args, cwd=ROOT):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    env.pop("HYDRA_FULL_ERROR", None)
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=child_env(OMP_NUM_THREADS="1"), capture_output=True,
                           text=True, timeout=300)
 
 

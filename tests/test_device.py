@@ -3,15 +3,23 @@ the recorded CPU runs, and the same numbers on every device; ``matmul_precision`
 GPU exists, CPU-vs-CUDA agreement of both engines on every model and rounds without host
 synchronization (``scripts/gpu_check.sh`` runs these on the device machine)."""
 
+import json
+import linecache
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from fedprox_cli import algorithms, compressors, data, models, regularizers, runner
 from fedprox_cli.config import compose
 from fedprox_cli.errors import UserError
 from fedprox_cli.models import FlatModel
 from fedprox_cli.oracle import ClientData, Oracle
-from fedprox_cli.device import set_matmul_precision, stream_seed
+from fedprox_cli.device import device_name, hardware, set_matmul_precision, stream_seed
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -101,6 +109,32 @@ def test_matmul_precision_is_validated_applied_and_recorded(run_fedrun, tmp_path
                    "matmul_precision=high", f"hydra.run.dir={tmp_path}")
     assert p.returncode == 0, p.stderr
     assert "matmul_precision: high" in (tmp_path / "config.yaml").read_text()
+    hw = json.loads((tmp_path / "summary.json").read_text())["hardware"]  # what it ran on
+    assert hw == {"name": device_name(torch.device("cpu")), "memory_gib": hw["memory_gib"],
+                  "torch": torch.__version__, "cuda": None, "driver": None} and hw["memory_gib"] > 0
+
+
+def test_hardware_of_a_gpu_names_it_its_memory_and_versions(monkeypatch, tmp_path):
+    """The CUDA branch with the GPU's answers stood in for: properties and nvidia-smi."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 580.159.03\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda d: SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_477_376))
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    assert hardware(torch.device("cuda")) == {"name": "NVIDIA H100 80GB HBM3", "memory_gib": 79.2,
+                                              "torch": torch.__version__, "cuda": "13.0", "driver": "580.159.03"}
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))  # no nvidia-smi: the driver is unknown
+    assert hardware(torch.device("cuda"))["driver"] is None
+
+
+@cuda
+def test_a_cuda_run_records_its_gpu(run_fedrun, tmp_path):
+    p = run_fedrun("dataset=digits", "model=linear", "n=3", "K=1", "T=1", "device=cuda", f"hydra.run.dir={tmp_path}")
+    assert p.returncode == 0, p.stderr
+    hw = json.loads((tmp_path / "summary.json").read_text())["hardware"]
+    assert hw["name"] == torch.cuda.get_device_name(0) and hw["cuda"] == torch.version.cuda and hw["memory_gib"] > 1
 
 
 def algorithm_config(name):
@@ -144,6 +178,48 @@ def test_cuda_gradients_and_rounds_match_the_cpu(model, engine):
     G_gpu, L_gpu = gpu.oracle.grad(X.cuda(), 1, 1)
     assert close(G_gpu, G_cpu) and close(L_gpu, L_cpu)
     assert close(rounds(gpu), rounds(cpu), rel=1e-3)
+
+
+class HostReads(TorchFunctionMode):
+    """Records the calls made from fedprox_cli's code that read a tensor's value on the host
+    or make a tensor of host values (on CUDA each synchronizes the host with the device), except
+    on lines that say why they do not (``# CPU: no sync``: a value drawn on the CPU)."""
+
+    CALLS = {torch.Tensor.item, torch.Tensor.__bool__, torch.Tensor.__float__, torch.Tensor.__int__,
+             torch.Tensor.__index__, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu,
+             torch.Tensor.new_tensor, torch.tensor, torch.as_tensor}
+    PACKAGE = str(Path(algorithms.__file__).parent.parent)
+
+    def __init__(self):
+        super().__init__()
+        self.seen = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.CALLS:
+            frame = sys._getframe(1)
+            while frame is not None and not frame.f_code.co_filename.startswith(self.PACKAGE):
+                frame = frame.f_back
+            line = frame and linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            if line and "no sync" not in line:
+                self.seen.add(f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}: {line}")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("name", algorithms.names())
+def test_a_round_reads_no_tensor_on_the_host(name):
+    """The CPU counterpart of the CUDA test below, for machines without a GPU: a round of
+    every algorithm (SCAFFNEW with its coin), both engines, makes none of the calls that
+    synchronize on CUDA."""
+    extra = ["algorithm.p=0.5"] if name == "scaffnew" else []
+    for engine in ("loop", "vmap"):
+        exp = tiny_run("cpu", "model=mlp", f"engine={engine}", *algorithm_config(name), *extra)
+        state = exp.alg.init(exp.flat.flat(), exp.s.n)
+        exp.env.start_round(0)
+        state = exp.alg.round(state, exp.env, 0)
+        with HostReads() as reads:
+            exp.env.start_round(1)
+            exp.alg.round(state, exp.env, 1)
+        assert not reads.seen, (engine, sorted(reads.seen))
 
 
 @cuda

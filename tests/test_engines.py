@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import child_env, fedrun
 
 from fedprox_cli import algorithms, compressors, data, models, regularizers
 from fedprox_cli.models import FlatModel
@@ -244,3 +245,28 @@ def test_auto_chunk_stays_within_chunk_bytes():
     assert memory.plan(fp, 1000, 64, "auto", 64, 0.01) == (10, 64)  # memory_gb below the cap
     gpu = memory.Footprint(per_client=2**20, per_sample=0, device_type="cuda")
     assert memory.plan(gpu, 1000, 64, "auto", 64, 0.5) == (512, 64)  # GPUs: memory_gb only
+
+
+def test_a_run_shows_and_records_auto_s_choice_and_both_timings(tmp_path):
+    """fedrun engine=auto on digits, real timing: the run's line and summary.json name the
+    faster engine with both timings; the next run of the same shapes reads the cache."""
+    env = child_env(XDG_CACHE_HOME=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    runs = []
+    for name in ("a", "b"):
+        p = fedrun("dataset=digits", "model=linear", "n=3", "K=1", "T=1", "device=cpu",
+                   f"hydra.run.dir={tmp_path / name}", env=env, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        runs.append((p.stdout, json.loads((tmp_path / name / "summary.json").read_text())["engine"]))
+    (out, first), (again, second) = runs
+    times = first["s_per_client_step"]
+    assert first["source"] == "measured" and first["engine"] == min(times, key=times.get)
+    assert f"fedrun: engine: {first['engine']} (engine=auto, measured: loop " in out and "per client-step" in out
+    assert second["source"] == "cache" and second["engine"] == first["engine"]
+    assert f"from the cache (measured {first['measured_at']})" in again
+
+
+def test_the_engine_line_names_the_choice_and_both_timings():
+    from fedprox_cli.engine_choice import line
+    assert line({"engine": "loop", "source": "forced"}) is None
+    assert line({"engine": "vmap", "source": "measured", "s_per_client_step": {"vmap": 0.46e-3, "loop": 0.8e-3}}) == \
+        "vmap (engine=auto, measured: loop 0.8 ms, vmap 0.46 ms per client-step)"

@@ -12,7 +12,6 @@ more than one process, have their own tests below the table.
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import resource
 import shutil
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import child_env
 
 from conftest import job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
@@ -33,8 +33,7 @@ from fedprox_cli import checkpoint
 from fedprox_cli.outputs import effective_status, read_summary
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**{k: v for k, v in os.environ.items() if k not in ("FEDRUN_DEBUG", "HYDRA_FULL_ERROR")},
-       "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+ENV = child_env(OMP_NUM_THREADS="1")
 DIGITS = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "T=2", "eval_every=1"]
 MNIST = ["dataset=mnist", "data.root={mnist}", "partition=iid", "model=linear", "n=2", "K=2",
          "B=4", "T=2", "eval_every=1", "keep_checkpoint=true"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import child_env
 from omegaconf import OmegaConf
 
 from fedprox_cli import curves, plotting, report
@@ -25,7 +25,7 @@ import plot as plot_script  # noqa: E402
 import tables as tables_script  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+ENV = child_env(OMP_NUM_THREADS="1")
 # config.yaml of `fedrun dataset=digits model=linear T=2 K=2 n=3 B=8 eval_every=1 device=cpu`
 REAL = yaml.safe_load("""
 dataset: {name: digits}
@@ -476,7 +476,7 @@ def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
 def test_real_sweep_through_both_scripts(tmp_path):
     """A preset's sweep (FedCanon Fig. 2's quick variant, shrunk to digits and 2 rounds) lands in
     results/sweeps/<preset>/ and goes through plot.py and tables.py."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", "experiment=fedcanon_fig2_quick",
                     "dataset=digits", "algorithm=fedcanon_fig2/fedcanon,fedcanon_fig2/fedavg",
                     "partition=iid", "seed=0,1", "T=2", "K=2", "n=3", "B=8", "eval_every=1",

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import child_env
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -31,7 +32,7 @@ from fedprox_cli.oracle import ClientData, Oracle
 from fedprox_cli.signals import StopAfterRound
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**{k: v for k, v in os.environ.items() if k != "FEDRUN_DEBUG"}, "PYTHONPATH": str(ROOT)}
+ENV = child_env()
 TINY = ["dataset=digits", "model=mlp", "model.hidden=16", "n=4", "K=2", "B=16", "eval_every=3"]
 DIVERGING = "algorithm.beta=1e3"  # a huge local step: NaN by round 3
 RUN = TINY + ["T=12", "checkpoint_every=5"]

@@ -5,7 +5,6 @@ sampling, SCAFFNEW's coin, compressor draws)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import child_env
 
 from conftest import job_folders
 from fedprox_cli import algorithms, runner
@@ -131,7 +131,7 @@ def test_refusals_change_nothing(tmp_path, capsys):
 
 
 def test_fedrun_seeds_from_the_command_line(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = child_env(OMP_NUM_THREADS="1")
     p = subprocess.run([sys.executable, "-m", "fedprox_cli", *BASE, "seeds=2", "T=2",
                         f"hydra.run.dir={tmp_path / 'r'}"], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
@@ -160,7 +160,7 @@ def test_a_sweeper_gets_the_mean_over_the_seeds(tmp_path):
 def test_an_interrupted_batch_resumes_to_the_numbers_of_separate_runs(tmp_path):
     import signal
     import time
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = child_env(OMP_NUM_THREADS="1")
     args = [sys.executable, "-m", "fedprox_cli", *BASE, "seeds=2", "T=200", "eval_every=10",
             "checkpoint_every=50", f"hydra.run.dir={tmp_path / 'b'}"]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
@@ -180,3 +180,25 @@ def test_an_interrupted_batch_resumes_to_the_numbers_of_separate_runs(tmp_path):
                           progress=False) == 0
         pd.testing.assert_frame_equal(numbers(tmp_path / "b" / f"seed_{s}"), numbers(tmp_path / f"alone{s}"),
                                       check_exact=True)
+
+
+@pytest.mark.parametrize("args, swept", [
+    (["experiment=fedcanon_table5_quick", "seeds=3", "dry_run=true"], "(0,1)"),   # a preset's sweep
+    (["experiment=fednmap_fig2", "seeds=10", "dry_run=true"], "(0,1,2,3,4,5,6,7,8,9)"),
+    ([*BASE, "seed=1,2", "seeds=2", "T=1"], "(1,2)"),                            # a run, not a dry run
+    ([*BASE, "seed=0,3", "seeds=1,2", "T=1", "dry_run=true"], "(0,3)"),
+])
+def test_seeds_with_a_sweep_over_seed_is_refused(tmp_path, args, swept):
+    """Each job would run seed..seed+R-1: overlapping, duplicate runs. One line, nothing written."""
+    p = subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", *args, f"hydra.sweep.dir={tmp_path / 's'}"],
+                       capture_output=True, text=True, env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.startswith("fedrun: error: seeds=") and swept in p.stderr, p.stderr
+    assert len(p.stderr.splitlines()) == 1 and not (tmp_path / "s").exists()
+
+
+def test_one_seed_with_seeds_in_a_preset_sweep_batches_the_seeds(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", "experiment=fedcanon_table5_quick", "seed=0",
+                        "seeds=3", "dry_run=true", f"hydra.sweep.dir={tmp_path / 's'}"],
+                       capture_output=True, text=True, env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
+    assert p.returncode == 0 and "dry run: 16 jobs" in p.stdout and "3 runs: new" in p.stdout, p.stderr
+    assert {"seed=0", "seeds=3"} <= set(p.stdout.splitlines()[1].split())  # every job's overrides

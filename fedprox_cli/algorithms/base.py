@@ -146,5 +146,7 @@ class Env:
         self.bytes_up += nbytes
         return out
 
-    def down(self, *vectors: torch.Tensor) -> None:
-        self.bytes_down += DENSE_BYTES * len(self.clients) * sum(v.numel() for v in vectors)
+    def down(self, *vectors: torch.Tensor, scalars: int = 0) -> None:
+        """Count the broadcast of ``vectors`` and of ``scalars`` host numbers (sent as they are:
+        making a device tensor of one would synchronize the host with the device)."""
+        self.bytes_down += DENSE_BYTES * len(self.clients) * (sum(v.numel() for v in vectors) + scalars)

@@ -35,7 +35,7 @@ class FedDA(Algorithm):
         W, _ = local_dual_sgd(env, z.expand(len(env.clients), -1), t, self.beta, s=elapsed)
         z = z + self.alpha * env.up(W - z).mean(0)
         elapsed += self.alpha * env.K * self.beta
-        env.down(z, z.new_tensor([elapsed]))
+        env.down(z, scalars=1)  # and the elapsed step s, a host number
         return {"z": z, "x": env.prox(z, elapsed), "s": elapsed}
 
     def output(self, s):
