@@ -78,6 +78,17 @@ def integer_ticks(axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
+def at_data(ax, xs, integer: bool = True) -> None:
+    """x limits at the data's first and last finite value (no margin: ticks stop at T), with
+    whole-number ticks (rounds) if ``integer``."""
+    xs = np.asarray(xs, float)
+    xs = xs[np.isfinite(xs)]
+    if len(xs) and xs.min() < xs.max():
+        ax.set_xlim(xs.min(), xs.max())
+    if integer:
+        integer_ticks(ax.xaxis)
+
+
 def readable_log_ticks(ax, which: str = "y") -> None:
     """Log-axis tick labels as plain numbers (0.01, 2, 500), with labels between the decades
     when the data spans fewer than two (at 2 and 5; at every digit below a factor of 3), so a
@@ -117,7 +128,7 @@ def figure_legend(fig, handles: list, labels: list[str]) -> None:
 
 RUN_PANELS = (  # (columns, y label, log y, scale)
     (("train_loss", "objective"), "loss", True, 1.0),
-    (("test_acc",), "test accuracy (%)", False, 100.0),
+    (("test_acc",), "test accuracy", False, 1.0),
     (("stationarity",), "stationarity ||G_s(x)||²", True, 1.0),
 )
 SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
@@ -159,7 +170,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
             ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
-        integer_ticks(ax.xaxis)
+        at_data(ax, rounds)
         ax.grid(alpha=0.3)
     # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
     # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
@@ -202,3 +213,28 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_title(f"{run_dir.name}\n{n} clients, {counts.sum()} samples", fontsize=8)
     save_figure(fig, out)
     return out
+
+
+CLIENT_PANELS = (("train_acc", "client train accuracy"), ("test_acc_rw", "client test accuracy\n(reweighted)"),
+                 ("train_loss", "client train loss"))
+
+
+def plot_clients(summary_csv: Path, png_path: Path) -> None:
+    """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
+    mean over clients, a +- std band and the mean of the worst 10% of clients."""
+    df = pd.read_csv(summary_csv)
+    fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
+    for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
+        r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]
+        mean_line, = ax.plot(r, mean, color="C0", marker=".")
+        band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
+        worst_line, = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        at_data(ax, r)
+        ax.grid(alpha=0.3)
+    fig.legend([mean_line, band, worst_line], ["mean over clients", "± std over clients",
+                                               "worst 10% of clients (mean)"],
+               loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.95, bottom=0.25)
+    save_figure(fig, png_path, laid_out=True)
