@@ -20,21 +20,54 @@ from .flatten import flatten  # noqa: E402
 from .outputs import model_metrics_only  # noqa: E402
 
 
-def save_figure(fig, path: Path, laid_out: bool = False) -> None:
+METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
+STYLES = Path(__file__).resolve().parent / "styles"   # style sheets shipped: <name>.mplstyle
+
+
+def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "") -> None:
     """Lay out ``fig`` (unless ``laid_out``: its layout is fixed and all inside the figure),
     write it to ``path`` atomically in the format its extension names (``.png``, ``.pdf``,
-    ``.svg``, ...; PNG without one), close it. A missing folder is created; legends placed
-    outside the axes are kept inside the written image."""
+    ``.svg``, ...; PNG without one) with ``caption`` in the file's metadata (PNG and SVG
+    ``Description``, PDF ``Subject``), close it. A missing folder is created; legends placed
+    outside the axes are kept inside the written image. Resolution: the style's
+    ``savefig.dpi``, else 110."""
     path = Path(path)
     if not laid_out:
         fig.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
     tight = {} if laid_out else {"bbox_inches": "tight"}  # "tight" draws the figure twice
+    dpi = plt.rcParams["savefig.dpi"]
+    meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110, **tight))
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110 if dpi == "figure" else dpi,
+                                                 metadata=meta or None, **tight))
     finally:
         plt.close(fig)
+
+
+def style_sheet(name: str) -> str:
+    """A matplotlib style: a shipped sheet by name (``paper``: :data:`STYLES`), a ``.mplstyle``
+    file, or one of matplotlib's own (``ggplot``, ``seaborn-v0_8-paper``, ...)."""
+    from .errors import require
+    shipped = STYLES / f"{name}.mplstyle"
+    if shipped.exists():
+        return str(shipped)
+    if name.endswith(".mplstyle") or "/" in name:
+        require(Path(name).is_file(), f"no such style sheet: {name}")
+        return name
+    require(name in plt.style.available, f"unknown style {name!r} (shipped: "
+            f"{', '.join(sorted(p.stem for p in STYLES.glob('*.mplstyle')))}; a .mplstyle file; or one "
+            f"of matplotlib's: {', '.join(sorted(plt.style.available)[:6])}, ...)")
+    return name
+
+
+def styled(style: str | None = None, font_size: float | None = None):
+    """A context in which figures are drawn with ``style`` (:func:`style_sheet`) and, if given,
+    ``font_size`` points as the base font size."""
+    sheets = [style_sheet(style)] if style else []
+    rc = {"font.size": font_size} if font_size else {}
+    return plt.style.context([*sheets, rc])
 
 
 def _fmt(v) -> str:
@@ -122,7 +155,7 @@ def figure_legend(fig, handles: list, labels: list[str]) -> None:
     """One legend for the whole figure, below the axes, so it covers no curve."""
     if handles:
         fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize=8,
+                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize="small",
                    frameon=False)
 
 
@@ -199,6 +232,7 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
 def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
     """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
     (default ``RUN/partition.png``). Returns the path written."""
+    from omegaconf import OmegaConf
     run_dir = Path(run_dir)
     out = Path(out) if out else run_dir / "partition.png"
     counts = partition_counts(run_dir)
@@ -210,8 +244,10 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         integer_ticks(axis)
-    ax.set_title(f"{run_dir.name}\n{n} clients, {counts.sum()} samples", fontsize=8)
-    save_figure(fig, out)
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    setting = run_title({k: cfg.get(k) for k in ("dataset", "partition") if k in cfg})
+    ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
+    save_figure(fig, out, caption=f"{run_dir}: {setting}")
     return out
 
 

@@ -106,7 +106,7 @@ for step in "${steps[@]}"; do
       "${TABLES[@]}" "${F2[@]}" --final tail > "$R/fedcanon_fig2_table_tail.md"
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew > "$R/fedcanon_fig2_scaffnew_coin_table.md"
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --final tail > "$R/fedcanon_fig2_scaffnew_coin_table_tail.md"
-      "${TABLES[@]}" "$R/fedcanon_table5_quick" --table5 > "$R/fedcanon_table5_quick_table.md"
+      "${TABLES[@]}" "$R/fedcanon_table5_quick" --preset table5 > "$R/fedcanon_table5_quick_table.md"
       # FedCanon Fig. 1: (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
       "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_quick_loss_alpha.png"
       "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_quick_stationarity_alpha.png"
