@@ -21,8 +21,8 @@ from matplotlib.ticker import NullFormatter
 
 from .plotting import (at_data, figure_legend, mark_end, plt, readable_log_ticks, run_title,
                        save_figure)
-from .report import (LOG_Y, X_AXES, Run, band, config_key, fmt, group, seed_interval, shared,
-                     slope, split)
+from .report import (LOG_Y, X_AXES, Run, band, config_key, fmt, group, relabel, seed_interval,
+                     shared, slope, split)
 
 Y_LABELS = {"stationarity": "stationarity ||G_s(x)||²", "test_acc": "test accuracy",
             "train_loss": "train loss f(x)", "objective": "objective f(x) + h(x)",
@@ -43,19 +43,6 @@ def caption(runs: list[Run], leave=()) -> str:
     each curve holds is in its legend entry."""
     common = {k: v for k, v in shared(runs).items() if k not in leave}
     return " · ".join(run_title(common).splitlines()) + "; n: runs (seeds) per curve"
-
-
-def relabel(label: str, names: dict[str, str]) -> str:
-    """A group's label ``k=v, k2=v2`` renamed by ``names``: a whole label, a part ``k=v``, a
-    value ``v`` (the part reads TEXT) or a key ``k`` (the part reads ``TEXT=v``)."""
-    if label in names:
-        return names[label]
-    parts = []
-    for part in label.split(", "):
-        k, eq, v = part.partition("=")
-        parts.append(names.get(part) or (names[v] if eq and v in names else
-                     f"{names[k]}={v}" if eq and k in names else part))
-    return ", ".join(parts)
 
 
 def _figure(panels: int, panel_size) -> tuple:
@@ -102,7 +89,7 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
             if ok:
                 b = band(ok, x, y)
                 line, = ax.plot(b["x"], b["mean"], **st, markevery=max(1, len(b) // 10),
-                                markersize=5)
+                                markersize=0.8 * plt.rcParams["lines.markersize"])
                 if len(ok) > 1:
                     ax.fill_between(b["x"], b["mean"] - b["std"], b["mean"] + b["std"],
                                     color=st["color"], alpha=0.15, linewidth=0)

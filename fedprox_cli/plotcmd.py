@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import yaml
-
 from . import report
 from .curves import plot_groups, plot_slope
 from .errors import UserError, require
@@ -52,11 +50,7 @@ def parse(argv):
     p.add_argument("--out", type=Path, help="output file, .png, .pdf or .svg (default: "
                    "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created")
     p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
-    p.add_argument("--label", action="append", default=[], metavar="KEY=TEXT",
-                   help="rename legend entries and panel titles: KEY a value (fedcanon=FedCanon), a "
-                        "config key (algorithm.beta=β) or a whole legend label; repeatable")
-    p.add_argument("--labels", type=Path, metavar="FILE",
-                   help="a YAML mapping of such renames (keys may hold '=': 'partition=dir/0.1': Dir(0.1))")
+    report.add_label_arguments(p, "legend entries and panel titles")
     p.add_argument("--style", help="a matplotlib style sheet: paper (shipped: serif, 3.4x2.5 in per "
                    "panel, 300 dpi), a .mplstyle file or a matplotlib style name")
     p.add_argument("--size", metavar="W,H", help="size of one panel in inches (default 5.6,4.2, "
@@ -66,23 +60,6 @@ def parse(argv):
     if not args.results and args.partition is None:
         p.error("give RESULTS folders or --partition RUN")
     return args
-
-
-def names(args) -> dict[str, str]:
-    """The renames of --labels FILE and --label KEY=TEXT (these win)."""
-    out = {}
-    if args.labels is not None:
-        try:
-            loaded = yaml.safe_load(args.labels.read_text())
-        except yaml.YAMLError as e:
-            raise UserError(f"--labels {args.labels} is not YAML ({str(e).splitlines()[0]})") from None
-        require(isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text")
-        out.update({str(k): str(v) for k, v in loaded.items()})
-    for item in args.label:
-        require("=" in item, f"--label takes KEY=TEXT, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k] = v
-    return out
 
 
 def panel_size(args) -> tuple[float, float] | None:
@@ -124,7 +101,7 @@ def draw(args, warn) -> int:
         report.note_runs(runs, metric, args.final, warn)
         out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
         fits, text = plot_slope(runs, args.slope, out, metric, args.final, warn, args.title,
-                                names(args), panel_size(args))
+                                report.names(args), panel_size(args))
         for f in fits:
             seeds = report.seed_interval(f)
             print(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
@@ -135,7 +112,7 @@ def draw(args, warn) -> int:
         report.note_runs(runs, None, None, warn)
         out = args.out or base / f"plot_{y}_vs_{args.x}.png"
         labels, text = plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels, warn,
-                                   names(args), panel_size(args))
+                                   report.names(args), panel_size(args))
         for label in labels:
             print(label)
     print(f"caption: {text}")

@@ -244,8 +244,8 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         integer_ticks(axis)
-    cfg = OmegaConf.load(run_dir / "config.yaml")
-    setting = run_title({k: cfg.get(k) for k in ("dataset", "partition") if k in cfg})
+    cfg = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
     ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
     save_figure(fig, out, caption=f"{run_dir}: {setting}")
     return out

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from omegaconf import OmegaConf
 
 from .errors import UserError, describe, require
@@ -534,6 +535,45 @@ def add_arguments(p) -> None:
     p.add_argument("--final", choices=FINALS, default="last",
                    help="a run's final value: its last evaluation (last, the default) or the mean "
                         "of its last 10%% of evaluations, at least one (tail)")
+
+
+def add_label_arguments(p, what: str) -> None:
+    """``--label KEY=TEXT`` and ``--labels FILE``: renames of ``what`` (see :func:`relabel`)."""
+    p.add_argument("--label", action="append", default=[], metavar="KEY=TEXT",
+                   help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
+                        "(algorithm.beta=β) or a whole legend label; repeatable")
+    p.add_argument("--labels", type=Path, metavar="FILE",
+                   help="a YAML mapping of such renames (keys may hold '=': 'partition=dir/0.1': Dir(0.1))")
+
+
+def names(args) -> dict[str, str]:
+    """The renames of ``--labels FILE`` and ``--label KEY=TEXT`` (these win)."""
+    out = {}
+    if args.labels is not None:
+        try:
+            loaded = yaml.safe_load(args.labels.read_text())
+        except yaml.YAMLError as e:
+            raise UserError(f"--labels {args.labels} is not YAML ({_first_line(e)})") from None
+        require(isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text")
+        out.update({str(k): str(v) for k, v in loaded.items()})
+    for item in args.label:
+        require("=" in item, f"--label takes KEY=TEXT, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
+
+
+def relabel(label: str, names: dict[str, str]) -> str:
+    """A group's label ``k=v, k2=v2`` renamed by ``names``: a whole label, a part ``k=v``, a
+    value ``v`` (the part reads TEXT) or a key ``k`` (the part reads ``TEXT=v``)."""
+    if label in names:
+        return names[label]
+    parts = []
+    for part in label.split(", "):
+        k, eq, v = part.partition("=")
+        parts.append(names.get(part) or (names[v] if eq and v in names else
+                     f"{names[k]}={v}" if eq and k in names else part))
+    return ", ".join(parts)
 
 
 def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:

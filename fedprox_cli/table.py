@@ -9,7 +9,8 @@ One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grou
 the table when every cell holds as many, else in every cell (``(n=2)``), and runs left out are
 always named in their cell (``(n=2; diverged 1 of 3)``). The best mean is bold -- the highest,
 or the lowest for the metrics in :data:`report.LOWER_IS_BETTER` -- down each column, or across
-the ``column`` values of each row when there is a ``column`` (``bold``). The papers' layouts are
+the ``column`` values of each row when there is a ``column`` (``bold``); means equal at the
+precision shown are all bold. The papers' layouts are
 named presets of it (:data:`PRESETS`).
 """
 
@@ -40,6 +41,7 @@ class Spec:
     ratio_to: str | None = None        # append each mean's ratio to this column value's, same row
     ratio_prev: bool = False           # ... and to the same column's mean in the previous row
     final: str = "last"
+    names: dict = field(default_factory=dict)  # renames of shown values, keys, metrics (not in CSV)
 
 
 PRESETS = {   # the papers' layouts
@@ -76,19 +78,21 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     require(spec.bold in BOLD, f"bold must be one of {', '.join(BOLD)}, got {spec.bold!r}")
     tables = {m: pivot(runs, m, spec.column, spec.final, spec.rows) for m in spec.metrics}
     first = next(iter(tables.values()))
-    names = [short(k) for k in first.row_keys]
-    if names:
-        index = pd.MultiIndex.from_tuples([tuple(fmt(r[k]) if r[k] is not None else "" for k in first.row_keys)
-                                           for r in first.rows], names=names)
+    say = lambda v: spec.names.get(v, v)  # noqa: E731
+    keys = [say(short(k)) for k in first.row_keys]
+    if keys:
+        index = pd.MultiIndex.from_tuples([tuple(say(fmt(r[k])) if r[k] is not None else "" for k in first.row_keys)
+                                           for r in first.rows], names=keys)
     else:
         index = pd.Index([""] * len(first.rows))
-    pairs = [(m, h) for m in spec.metrics for h in first.headers]
+    headers = [say(fmt(c)) + h[len(fmt(c)):] for c, h in zip(first.cols, first.headers)]
+    metrics = [say(m) for m in spec.metrics]
     if len(spec.metrics) == 1:
-        columns = pd.Index(first.headers) if spec.column else pd.Index(spec.metrics)
+        columns = pd.Index(headers) if spec.column else pd.Index(metrics)
     elif spec.column:
-        columns = pd.MultiIndex.from_tuples(pairs)
+        columns = pd.MultiIndex.from_tuples([(m, h) for m in metrics for h in headers])
     else:
-        columns = pd.Index(spec.metrics)
+        columns = pd.Index(metrics)
     cells = pd.DataFrame([[tables[m].cells.get((i, c)) for m in spec.metrics for c in first.cols]
                           for i in range(len(first.rows))], index=index, columns=columns)
     ns = Counter(c.n for c in cells.to_numpy().ravel() if c is not None)
@@ -104,9 +108,13 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
             if uniform:
                 t = _value(cell, _spec(m, spec.precision), pm)
             text.iat[i, j] = t + _ratios(spec, means, first.cols, i, j, c, m, first.row_keys)
-    bold = _best(means, spec)
-    n_text = (f"mean {pm} std over n = {next(iter(ns))} runs (seeds) per cell" if uniform
-              else f"mean {pm} std over the n runs (seeds) in each cell")
+    shown = means.copy()   # bold compares the means as printed: equal to the precision shown, all bold
+    for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
+        shown.iloc[:, j] = means.iloc[:, j].map(lambda v, f=_spec(m, spec.precision): float(f"{v:{f}}"))
+    bold = _best(shown, spec)
+    k = next(iter(ns)) if uniform else 0
+    n_text = ("one run per cell" if k == 1 else f"mean {pm} std over n = {k} runs (seeds) per cell"
+              if uniform else f"mean {pm} std over the n runs (seeds) in each cell")
     final = "mean of the last 10% of evaluations" if spec.final == "tail" else "last evaluation"
     note = f"{n_text}; {', '.join(spec.metrics)} at the {final}"
     return Built(index, columns, cells, text, bold, note, _tidy(tables, spec))

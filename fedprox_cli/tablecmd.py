@@ -55,6 +55,7 @@ def parse(argv):
     p.add_argument("--format", choices=sorted(set(table.FORMATS.values())),
                    help="md, latex or csv (default: by --out's suffix, else md)")
     p.add_argument("--out", type=Path, help="write the table here (default: print it)")
+    report.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
     report.add_arguments(p)
     args = p.parse_args(argv)
     if args.precision is not None and args.precision < 0:
@@ -70,10 +71,12 @@ def slope_table(fits: list[dict], key: str, metric: str) -> str:
 
 
 def spec(args) -> table.Spec:
-    column = None if args.column == "none" else args.column
-    return table.preset(args.preset or "table6", metrics=args.metric, rows=args.rows,
-                        precision=args.precision, bold=args.bold, final=args.final,
-                        **({"column": column} if args.column else {}))
+    s = table.preset(args.preset or "table6", metrics=args.metric, rows=args.rows,
+                     precision=args.precision, bold=args.bold, final=args.final,
+                     names=report.names(args))
+    if args.column:
+        s.column = None if args.column == "none" else args.column
+    return s
 
 
 def run(args, warn) -> int:

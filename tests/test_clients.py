@@ -83,7 +83,7 @@ def _csv(run, name="clients.csv"):
     return pd.read_csv(run / name)
 
 
-def test_clients_csv_through_runs_seed_batches_and_resume(run_fedrun, tmp_path):
+def test_clients_csv_through_runs_seed_batches_and_resume(run_fedrun, tmp_path, monkeypatch):
     plain = tmp_path / "plain"
     p = run_fedrun(*TINY, "T=4", f"hydra.run.dir={plain}")
     assert p.returncode == 0, p.stderr
@@ -93,6 +93,7 @@ def test_clients_csv_through_runs_seed_batches_and_resume(run_fedrun, tmp_path):
     assert table["client"].tolist() == [0, 1, 2, 3] * 5
     assert _csv(plain, "clients_summary.csv")["round"].tolist() == list(range(5))
     assert (plain / "clients.png").stat().st_size > 0
+    _partition_plot_is_titled_by_its_setting(plain, monkeypatch)
     # the existing metrics do not change
     off = tmp_path / "off"
     assert run_fedrun(*TINY[:-1], "T=4", f"hydra.run.dir={off}").returncode == 0
@@ -115,6 +116,18 @@ def test_clients_csv_through_runs_seed_batches_and_resume(run_fedrun, tmp_path):
     assert run_fedrun(*TINY, "T=4", "seed=1", "engine=vmap", f"hydra.run.dir={tmp_path / 's1'}").returncode == 0
     pd.testing.assert_frame_equal(_csv(batched / "seed_1"), _csv(tmp_path / "s1"), rtol=1e-5)
     assert len(_csv(batched / "seed_0")) == 20
+
+
+def _partition_plot_is_titled_by_its_setting(run, monkeypatch):
+    """Not by the folder's name (a sweep's job folder is "0")."""
+    from fedprox_cli import plotting
+    kept = []
+    monkeypatch.setattr(plotting, "save_figure", lambda fig, path, **kw: kept.append((fig, kw)))
+    plotting.plot_partition(run, run / "p.png")
+    (fig, kw), = kept
+    title = fig.axes[0].get_title()
+    assert title.startswith("digits · partition dirichlet (alpha=0.5") and "4 clients" in title
+    assert run.name not in title and "digits" in kw["caption"]
 
 
 def test_per_client_must_be_a_boolean(run_fedrun, tmp_path):

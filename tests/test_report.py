@@ -110,7 +110,7 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
     assert p.returncode == 0, p.stderr
     assert table_rows(p.stdout) == [["algorithm.beta", "fedcanon"], ["0.01", "0.6000"],
                                     ["0.05", "0.7000"], ["0.1", "0.8000"]]
-    assert "mean ± std over n = 1 runs (seeds) per cell" in p.stdout
+    assert "one run per cell; test_acc at the last evaluation" in p.stdout
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
     assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
 
