@@ -162,7 +162,8 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
 
 class Training:
     """One run's rounds from its start point to T, a round at a time: the metrics rows (written
-    to ``metrics.csv`` at every evaluation), ``checkpoint.pt`` every ``checkpoint_every``
+    to ``metrics.csv`` at every evaluation; with ``metrics.per_client``, also each client's, to
+    ``clients.csv``: :mod:`clients`), ``checkpoint.pt`` every ``checkpoint_every``
     rounds, when stopped by a signal and, with ``keep_checkpoint``, after the last round, the
     progress bar or lines (:mod:`progress`) and the ``summary``'s heartbeat (refreshed at each of
     these and at least every minute). :func:`train` runs one; :mod:`seeds` interleaves several."""

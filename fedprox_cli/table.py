@@ -172,7 +172,7 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
     require(fmt_name == "md", f"format must be md, latex or csv, got {fmt_name!r}")
     b = build(runs, spec)
     shown = b.text.where(~b.bold, "**" + b.text + "**")
-    heads = [" ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in b.columns]
+    heads = [": ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in b.columns]
     names = [n for n in b.index.names if n is not None]
     rows = [[*(list(k) if isinstance(k, tuple) else ([k] if names else [])), *vals]
             for k, vals in zip(b.index, shown.to_numpy().tolist())]
