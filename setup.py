@@ -1,6 +1,6 @@
-"""setuptools: the repository's top-level conf/ (Hydra configs) and scripts/ (fedrun-plot,
-fedrun-table) ship inside the package as fedprox_cli/conf and fedprox_cli/scripts, so a wheel
-runs without the checkout; everything else is in pyproject.toml."""
+"""setuptools: the repository's top-level conf/ (Hydra configs) ships inside the package as
+fedprox_cli/conf, so a wheel runs without the checkout; with the figure style sheets
+(fedprox_cli/styles). Everything else is in pyproject.toml."""
 
 from pathlib import Path
 
@@ -10,6 +10,6 @@ CONF = ["fedprox_cli.conf", *sorted("fedprox_cli.conf." + ".".join(d.relative_to
                                     for d in Path("conf").rglob("*") if d.is_dir())]
 
 setup(packages=[*find_namespace_packages(include=["fedprox_cli*", "hydra_plugins*"],
-                                         exclude=["*__pycache__*"]), *CONF, "fedprox_cli.scripts"],
-      package_dir={"fedprox_cli.conf": "conf", "fedprox_cli.scripts": "scripts"},
-      package_data={p: ["*.yaml"] for p in CONF})
+                                         exclude=["*__pycache__*"]), *CONF],
+      package_dir={"fedprox_cli.conf": "conf"},
+      package_data={"fedprox_cli": ["styles/*.mplstyle"], **{p: ["*.yaml"] for p in CONF}})

@@ -21,8 +21,8 @@ __version__ = "0.1.0"
 
 
 def shipped(folder: str) -> Path:
-    """A top-level folder of the checkout (conf, scripts): inside the package where a wheel
-    put it (setup.py), else beside the package in the source checkout."""
+    """A top-level folder of the checkout (conf): inside the package where a wheel put it
+    (setup.py), else beside the package in the source checkout."""
     inside = Path(__file__).resolve().parent / folder
     return inside if inside.is_dir() else inside.parent.parent / folder
 

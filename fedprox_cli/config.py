@@ -45,6 +45,7 @@ class RunSettings:
     keep_checkpoint: bool  # keep checkpoint.pt after the last round (to extend T later)
     resume: bool
     train_samples: int | None  # None = train metrics over all training data
+    per_client: bool       # clients.csv: each client's metrics at every evaluation (clients.py)
     matmul_precision: str  # float32 products: highest (exact) | high (TF32) | medium (bf16); see device.py
     progress_every_s: float = 30.0  # least seconds between progress lines (no terminal)
     dry_run: bool = False   # validate and list, write nothing (cli.main intercepts it)
@@ -87,8 +88,9 @@ def settings(cfg: DictConfig) -> RunSettings:
     require(_is_int(cfg.seed) and cfg.seed >= 0, f"seed must be an integer >= 0, got {cfg.seed!r}")
     ce = cfg.checkpoint_every
     require(_is_int(ce) and ce >= 0, f"checkpoint_every must be an integer >= 0 (0 = off), got {ce!r}")
-    for key in ("resume", "keep_checkpoint", "dry_run"):
-        require(isinstance(cfg[key], bool), f"{key} must be true or false, got {cfg[key]!r}")
+    for key in ("resume", "keep_checkpoint", "dry_run", "metrics.per_client"):
+        v = OmegaConf.select(cfg, key)
+        require(isinstance(v, bool), f"{key} must be true or false, got {v!r}")
     mp = cfg.matmul_precision
     require(mp in MATMUL_PRECISIONS,
             f"matmul_precision must be one of {', '.join(MATMUL_PRECISIONS)}, got {mp!r}")
@@ -101,7 +103,7 @@ def settings(cfg: DictConfig) -> RunSettings:
                        dtype=DTYPES[cfg.dtype], eval_every=_positive_int(cfg, "eval_every"),
                        engine=cfg.engine, compile=cfg.compile, participation=float(p), checkpoint_every=ce,
                        keep_checkpoint=cfg.keep_checkpoint, resume=cfg.resume,
-                       train_samples=ts, matmul_precision=mp,
+                       train_samples=ts, per_client=cfg.metrics.per_client, matmul_precision=mp,
                        progress_every_s=float(cfg.progress_every_s), dry_run=cfg.dry_run)
 
 

@@ -1,10 +1,13 @@
-"""Figures of many runs: one mean +- std band per run group (scripts/plot.py).
+"""Figures of many runs: one mean +- std band per run group (``fedrun-plot``).
 
-Every figure has one legend, below the axes; curves cycle colours, line styles and markers, so
-coinciding curves stay apart, and curves identical to float precision are named as such; a run
-that did not finish (diverged, interrupted, ...) is left out of its group's mean and drawn on
-its own up to its last finite point, marked there (``x`` for diverged). The settings all runs
-share are the caption; the x-axis of rounds has whole-number ticks, log axes plain-number ticks.
+Every figure has one legend, below the axes, whose entries say how many runs each curve
+averages (``(n=3)``); ``names`` renames them (:func:`relabel`). Curves cycle colours, line
+styles and markers, so coinciding curves stay apart, and curves identical to float precision are
+named as such; a run that did not finish (diverged, interrupted, ...) is left out of its group's
+mean and drawn on its own up to its last finite point, marked there (``x`` for diverged). The
+settings all runs share are the figure's caption, written into the file's metadata, not drawn;
+x limits are the data's (whole-number ticks for rounds), log axes have plain-number ticks.
+Accuracies are fractions (0-1) as in ``metrics.csv``, in every figure and table.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from .plotting import (figure_legend, integer_ticks, mark_end, plt, readable_log_ticks,
-                       run_title, save_figure)
-from .report import (LOG_Y, X_AXES, Run, band, config_key, fmt, group, seed_interval, shared,
-                     slope, split)
+from .plotting import (at_data, figure_legend, mark_end, plt, readable_log_ticks, run_title,
+                       save_figure)
+from .report import (LOG_Y, X_AXES, Run, band, config_key, fmt, group, relabel, seed_interval,
+                     shared, slope, split)
 
 Y_LABELS = {"stationarity": "stationarity ||G_s(x)||²", "test_acc": "test accuracy",
             "train_loss": "train loss f(x)", "objective": "objective f(x) + h(x)",
@@ -35,12 +38,19 @@ def style(i: int) -> dict:
     return {"color": f"C{i % 10}", "linestyle": LINESTYLES[i % 4], "marker": MARKERS[i % 8]}
 
 
-def caption(runs: list[Run], title: str = "", leave=()) -> str:
-    """``title`` over the settings all ``runs`` share (without ``leave`` keys) and their seeds."""
+def caption(runs: list[Run], leave=()) -> str:
+    """The settings all ``runs`` share (without ``leave`` keys), on one line; how many runs
+    each curve holds is in its legend entry."""
     common = {k: v for k, v in shared(runs).items() if k not in leave}
-    seeds = sorted({r.config.get("seed") for r in runs if "seed" in r.config}, key=str)
-    tail = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(fmt, seeds))}" if seeds else ""
-    return "\n".join(t for t in (title, run_title(common), tail) if t)
+    return " · ".join(run_title(common).splitlines()) + "; n: runs (seeds) per curve"
+
+
+def _figure(panels: int, panel_size) -> tuple:
+    cols = min(3, panels)
+    rows = -(-panels // cols)
+    w, h = panel_size or (5.6, 4.2)
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False, sharey=True)
+    return fig, axes
 
 
 def _same(a, b) -> bool:
@@ -49,18 +59,21 @@ def _same(a, b) -> bool:
 
 def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc",
                 logy: bool | None = None, title: str = "", panels: list[str] = (),
-                warn: Callable[[str], None] = lambda _: None) -> list[str]:
+                warn: Callable[[str], None] = lambda _: None, names: dict[str, str] | None = None,
+                panel_size: tuple[float, float] | None = None) -> tuple[list[str], str]:
     """Draw ``y`` against ``x`` (round | time | bytes), one line (mean over the group's finished
     runs, markers every tenth point) and band (+- std, with two or more) per group, one subplot
-    per value of the ``panels`` keys; log y for the metrics in LOG_Y unless ``logy`` says
-    otherwise. Returns the legend's labels."""
+    per value of the ``panels`` keys (each ``panel_size`` inches); log y for the metrics in
+    LOG_Y unless ``logy`` says otherwise; ``title`` drawn above if given. Returns the legend's
+    labels and the caption (also in the file's metadata)."""
+    names = names or {}
     parts = split(runs, list(panels)) if panels else {"": runs}
     panel_keys = [config_key(runs, k) for k in panels]
     groups = group(runs, shown=panel_keys)
+    for g in groups:
+        g.label = relabel(g.label, names)
     styles = {label: style(i) for i, label in enumerate(dict.fromkeys(g.label for g in groups))}
-    cols = min(3, len(parts))
-    rows = -(-len(parts) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 4.2 * rows), squeeze=False, sharey=True)
+    fig, axes = _figure(len(parts), panel_size)
     for ax in axes.flat[len(parts):]:
         ax.set_visible(False)
     means: dict[str, list] = {}       # legend label -> [handle, set of run counts, note]
@@ -76,7 +89,7 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
             if ok:
                 b = band(ok, x, y)
                 line, = ax.plot(b["x"], b["mean"], **st, markevery=max(1, len(b) // 10),
-                                markersize=5)
+                                markersize=0.8 * plt.rcParams["lines.markersize"])
                 if len(ok) > 1:
                     ax.fill_between(b["x"], b["mean"] - b["std"], b["mean"] + b["std"],
                                     color=st["color"], alpha=0.15, linewidth=0)
@@ -102,11 +115,10 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
         if log:
             ax.set_yscale("log")
             readable_log_ticks(ax)
-        if x == "round":
-            integer_ticks(ax.xaxis)
+        at_data(ax, np.concatenate([r.column(x) for r in panel_runs]), integer=x == "round")
         ax.set_xlabel(X_AXES[x])
         ax.grid(alpha=0.3)
-        ax.set_title(panel, fontsize=9)
+        ax.set_title(relabel(panel, names) if panel else "")
     for ax in axes[:, 0]:
         ax.set_ylabel(Y_LABELS.get(y, y))
     labels = [f"{label} (n={min(c)}{f'-{max(c)}' if len(c) > 1 else ''}{note})"
@@ -114,19 +126,23 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
     labels += [f"{label} ({k} run{'s' * (k > 1)}, not in the mean; marked at the last finite point)"
                for label, (_, k) in alone.items()]
     figure_legend(fig, [e[0] for e in (*means.values(), *alone.values())], labels)
-    fig.suptitle(caption(runs, title, leave=panel_keys), fontsize=9)
-    save_figure(fig, out)
-    return labels
+    if title:
+        fig.suptitle(title)
+    text = caption(runs, leave=panel_keys)
+    save_figure(fig, out, caption=text)
+    return labels, text
 
 
 def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity",
                final: str = "last", warn: Callable[[str], None] = lambda _: None,
-               title: str = "") -> list[dict]:
+               title: str = "", names: dict[str, str] | None = None,
+               panel_size: tuple[float, float] | None = None) -> tuple[list[dict], str]:
     """Final ``metric`` (mean +- std over seeds) against ``key`` on log-log axes with the
     least-squares line of log(metric) on log(key) (FedNMap Figs. 3b, 4b), its slope, R^2 and,
-    with several seeds, the spread of the per-seed slopes. Returns the fits."""
+    with several seeds, the spread of the per-seed slopes. Returns the fits and the caption."""
     fits = slope(runs, key, metric, final, warn)
-    fig, ax = plt.subplots(figsize=(5.6, 4.2))
+    fig, axes = _figure(1, panel_size)
+    ax = axes[0, 0]
     handles, labels = [], []
     for i, f in enumerate(fits):
         st = style(i)
@@ -136,7 +152,7 @@ def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity
         ax.errorbar(v, m, yerr=s, fmt=st["marker"], color=st["color"], capsize=3)
         line, = ax.plot(v, np.exp(f["intercept"]) * v ** f["slope"], color=st["color"],
                         linestyle=st["linestyle"])
-        name = f"{f['label']}: " if f["label"] != "all runs" else ""
+        name = f"{relabel(f['label'], names or {})}: " if f["label"] != "all runs" else ""
         seeds = seed_interval(f)
         handles.append(line)
         labels.append(f"{name}slope {f['slope']:.3f}, R² {f['r2']:.3f}"
@@ -149,10 +165,12 @@ def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity
     ax.set_xticks(swept, [fmt(v) for v in swept])   # the swept values, not decades
     ax.xaxis.set_minor_formatter(NullFormatter())
     final_text = "mean of the last 10% of evaluations of" if final == "tail" else "final"
-    ax.set_xlabel(f"{key} (log scale)")
-    ax.set_ylabel(f"{final_text} {Y_LABELS.get(metric, metric)}", fontsize=9)
+    ax.set_xlabel(f"{(names or {}).get(key, key)} (log scale)")
+    ax.set_ylabel(f"{final_text} {Y_LABELS.get(metric, metric)}")
     ax.grid(alpha=0.3, which="both")
     figure_legend(fig, handles, labels)
-    fig.suptitle(caption(runs, title, leave=[key]), fontsize=9)
-    save_figure(fig, out)
-    return fits
+    if title:
+        fig.suptitle(title)
+    text = caption(runs, leave=[key])
+    save_figure(fig, out, caption=text)
+    return fits, text

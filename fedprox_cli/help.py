@@ -41,7 +41,8 @@ EXAMPLES = """\
   fedrun dataset=digits model=linear T=50                    # a first run (offline data, seconds)
   fedrun -m algorithm=fedcanon,fedmid K=10,20 seed=0,1,2     # a 12-job sweep
   fedrun -m experiment=fedcanon_fig2_quick dry_run=true      # what a preset would run, without running it
-  python scripts/plot.py results/sweeps/fedcanon_fig2_quick --y test_acc --panels partition   # its figure"""
+  fedrun-plot results/sweeps/fedcanon_fig2_quick --y test_acc --panels partition   # its figure
+  fedrun-table results/sweeps/fedcanon_fig2_quick --out table.tex                    # its table (LaTeX)"""
 
 _KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_]\w*):\s*(?P<value>[^#]*?)\s*(?:#\s?(?P<doc>.*))?$")
 _MAX_COLUMN = 26  # a wider first column puts its description on the next line

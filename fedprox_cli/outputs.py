@@ -6,6 +6,8 @@ half-written file, and concurrent jobs never share one.
 - ``partition.npz``: per-client index arrays into the training set
 - ``summary.json``: the run's record (:class:`Summary`)
 - ``metrics.png``: loss, accuracy and stationarity against round
+- ``clients.csv``, ``clients_summary.csv``, ``clients.png``: per-client metrics, with
+  ``metrics.per_client=true`` (:mod:`clients`)
 - ``.hydra/``: Hydra's record of the command (config, hydra config, overrides)
 - ``fedrun.log``: every line fedrun printed about this run; ``error.log``: the traceback of an
   internal error

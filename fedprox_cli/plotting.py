@@ -20,21 +20,54 @@ from .flatten import flatten  # noqa: E402
 from .outputs import model_metrics_only  # noqa: E402
 
 
-def save_figure(fig, path: Path, laid_out: bool = False) -> None:
+METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
+STYLES = Path(__file__).resolve().parent / "styles"   # style sheets shipped: <name>.mplstyle
+
+
+def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "") -> None:
     """Lay out ``fig`` (unless ``laid_out``: its layout is fixed and all inside the figure),
     write it to ``path`` atomically in the format its extension names (``.png``, ``.pdf``,
-    ``.svg``, ...; PNG without one), close it. A missing folder is created; legends placed
-    outside the axes are kept inside the written image."""
+    ``.svg``, ...; PNG without one) with ``caption`` in the file's metadata (PNG and SVG
+    ``Description``, PDF ``Subject``), close it. A missing folder is created; legends placed
+    outside the axes are kept inside the written image. Resolution: the style's
+    ``savefig.dpi``, else 110."""
     path = Path(path)
     if not laid_out:
         fig.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
     tight = {} if laid_out else {"bbox_inches": "tight"}  # "tight" draws the figure twice
+    dpi = plt.rcParams["savefig.dpi"]
+    meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110, **tight))
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110 if dpi == "figure" else dpi,
+                                                 metadata=meta or None, **tight))
     finally:
         plt.close(fig)
+
+
+def style_sheet(name: str) -> str:
+    """A matplotlib style: a shipped sheet by name (``paper``: :data:`STYLES`), a ``.mplstyle``
+    file, or one of matplotlib's own (``ggplot``, ``seaborn-v0_8-paper``, ...)."""
+    from .errors import require
+    shipped = STYLES / f"{name}.mplstyle"
+    if shipped.exists():
+        return str(shipped)
+    if name.endswith(".mplstyle") or "/" in name:
+        require(Path(name).is_file(), f"no such style sheet: {name}")
+        return name
+    require(name in plt.style.available, f"unknown style {name!r} (shipped: "
+            f"{', '.join(sorted(p.stem for p in STYLES.glob('*.mplstyle')))}; a .mplstyle file; or one "
+            f"of matplotlib's: {', '.join(sorted(plt.style.available)[:6])}, ...)")
+    return name
+
+
+def styled(style: str | None = None, font_size: float | None = None):
+    """A context in which figures are drawn with ``style`` (:func:`style_sheet`) and, if given,
+    ``font_size`` points as the base font size."""
+    sheets = [style_sheet(style)] if style else []
+    rc = {"font.size": font_size} if font_size else {}
+    return plt.style.context([*sheets, rc])
 
 
 def _fmt(v) -> str:
@@ -78,6 +111,17 @@ def integer_ticks(axis) -> None:
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
+def at_data(ax, xs, integer: bool = True) -> None:
+    """x limits at the data's first and last finite value (no margin: ticks stop at T), with
+    whole-number ticks (rounds) if ``integer``."""
+    xs = np.asarray(xs, float)
+    xs = xs[np.isfinite(xs)]
+    if len(xs) and xs.min() < xs.max():
+        ax.set_xlim(xs.min(), xs.max())
+    if integer:
+        integer_ticks(ax.xaxis)
+
+
 def readable_log_ticks(ax, which: str = "y") -> None:
     """Log-axis tick labels as plain numbers (0.01, 2, 500), with labels between the decades
     when the data spans fewer than two (at 2 and 5; at every digit below a factor of 3), so a
@@ -111,13 +155,13 @@ def figure_legend(fig, handles: list, labels: list[str]) -> None:
     """One legend for the whole figure, below the axes, so it covers no curve."""
     if handles:
         fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize=8,
+                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize="small",
                    frameon=False)
 
 
 RUN_PANELS = (  # (columns, y label, log y, scale)
     (("train_loss", "objective"), "loss", True, 1.0),
-    (("test_acc",), "test accuracy (%)", False, 100.0),
+    (("test_acc",), "test accuracy", False, 1.0),
     (("stationarity",), "stationarity ||G_s(x)||²", True, 1.0),
 )
 SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
@@ -159,7 +203,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
             ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
-        integer_ticks(ax.xaxis)
+        at_data(ax, rounds)
         ax.grid(alpha=0.3)
     # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
     # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
@@ -188,6 +232,7 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
 def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
     """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
     (default ``RUN/partition.png``). Returns the path written."""
+    from omegaconf import OmegaConf
     run_dir = Path(run_dir)
     out = Path(out) if out else run_dir / "partition.png"
     counts = partition_counts(run_dir)
@@ -199,6 +244,33 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         integer_ticks(axis)
-    ax.set_title(f"{run_dir.name}\n{n} clients, {counts.sum()} samples", fontsize=8)
-    save_figure(fig, out)
+    cfg = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
+    ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
+    save_figure(fig, out, caption=f"{run_dir}: {setting}")
     return out
+
+
+CLIENT_PANELS = (("train_acc", "client train accuracy"), ("test_acc_rw", "client test accuracy\n(reweighted)"),
+                 ("train_loss", "client train loss"))
+
+
+def plot_clients(summary_csv: Path, png_path: Path) -> None:
+    """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
+    mean over clients, a +- std band and the mean of the worst 10% of clients."""
+    df = pd.read_csv(summary_csv)
+    fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
+    for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
+        r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]
+        mean_line, = ax.plot(r, mean, color="C0", marker=".")
+        band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
+        worst_line, = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        at_data(ax, r)
+        ax.grid(alpha=0.3)
+    fig.legend([mean_line, band, worst_line], ["mean over clients", "± std over clients",
+                                               "worst 10% of clients (mean)"],
+               loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.95, bottom=0.25)
+    save_figure(fig, png_path, laid_out=True)

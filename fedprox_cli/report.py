@@ -1,4 +1,4 @@
-"""Result folders -> grouped curves and tables (the logic behind scripts/plot.py and tables.py).
+"""Result folders -> grouped curves and tables (the logic behind ``fedrun-plot`` and ``fedrun-table``).
 
 A *run* is a folder holding ``config.yaml`` (the resolved config) and ``metrics.csv``. Runs whose
 configs differ only in replicate keys (``seed`` and every ``*.seed``) and in run-control keys
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import yaml
 from omegaconf import OmegaConf
 
 from .errors import UserError, describe, require
@@ -559,13 +560,52 @@ def _by(runs: list[Run], key: str) -> dict:
 
 
 def add_arguments(p) -> None:
-    """The arguments scripts/plot.py and scripts/tables.py share (argparse parser ``p``)."""
+    """The arguments ``fedrun-plot`` and ``fedrun-table`` share (argparse parser ``p``)."""
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                    help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
                         "such as algorithm=fedcanon_fig2/fedavg); repeatable")
     p.add_argument("--final", choices=FINALS, default="last",
                    help="a run's final value: its last evaluation (last, the default) or the mean "
                         "of its last 10%% of evaluations, at least one (tail)")
+
+
+def add_label_arguments(p, what: str) -> None:
+    """``--label KEY=TEXT`` and ``--labels FILE``: renames of ``what`` (see :func:`relabel`)."""
+    p.add_argument("--label", action="append", default=[], metavar="KEY=TEXT",
+                   help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
+                        "(algorithm.beta=β) or a whole legend label; repeatable")
+    p.add_argument("--labels", type=Path, metavar="FILE",
+                   help="a YAML mapping of such renames (keys may hold '=': 'partition=dir/0.1': Dir(0.1))")
+
+
+def names(args) -> dict[str, str]:
+    """The renames of ``--labels FILE`` and ``--label KEY=TEXT`` (these win)."""
+    out = {}
+    if args.labels is not None:
+        try:
+            loaded = yaml.safe_load(args.labels.read_text())
+        except yaml.YAMLError as e:
+            raise UserError(f"--labels {args.labels} is not YAML ({_first_line(e)})") from None
+        require(isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text")
+        out.update({str(k): str(v) for k, v in loaded.items()})
+    for item in args.label:
+        require("=" in item, f"--label takes KEY=TEXT, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
+
+
+def relabel(label: str, names: dict[str, str]) -> str:
+    """A group's label ``k=v, k2=v2`` renamed by ``names``: a whole label, a part ``k=v``, a
+    value ``v`` (the part reads TEXT) or a key ``k`` (the part reads ``TEXT=v``)."""
+    if label in names:
+        return names[label]
+    parts = []
+    for part in label.split(", "):
+        k, eq, v = part.partition("=")
+        parts.append(names.get(part) or (names[v] if eq and v in names else
+                     f"{names[k]}={v}" if eq and k in names else part))
+    return ", ".join(parts)
 
 
 def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
@@ -600,98 +640,56 @@ def _namespace(key: str) -> str:
     return key.removeprefix(CHOICE).split(".")[0]
 
 
-def pivot(runs: list[Run], metric: str, column: str = "algorithm.name", final: str = "last") -> Table:
-    """Final ``metric`` per row x column: the columns are the values of ``column``, the rows the
-    values of the keys that, with the column, tell every group apart (:func:`group`), so a cell
-    holds exactly one group and nothing is pooled. The column's own parameters (keys in its
-    namespace, e.g. ``algorithm.*`` for ``algorithm.name``) name no rows when the column and
-    the row keys fix them; another key fixed by the column alone is shown in the column header;
-    any other difference becomes a row key of its own."""
-    column = config_key(runs, column)
-    require(all(column in r.config for r in runs), f"some runs have no config key {short(column)!r}")
+def pivot(runs: list[Run], metric: str, column: str | None = "algorithm.name", final: str = "last",
+          rows: list[str] | None = None) -> Table:
+    """Final ``metric`` per row x column: the columns are the values of ``column`` (one column,
+    ``""``, without one), the rows the values of ``rows`` or, by default, of the keys that, with
+    the column, tell every group apart (:func:`group`), so a cell holds exactly one group and
+    nothing is pooled (given ``rows`` that leave two groups in one cell are refused). The
+    column's own parameters (keys in its namespace, e.g. ``algorithm.*`` for ``algorithm.name``)
+    name no rows when the column and the row keys fix them; another key fixed by the column
+    alone is shown in the column header; any other difference becomes a row key of its own."""
     groups = group(runs, ignore=(), final=final)
     configs = [g.config for g in groups]
-    ns = _namespace(column)
+    if column is not None:
+        column = config_key(runs, column)
+        require(all(column in r.config for r in runs), f"some runs have no config key {short(column)!r}")
+    col_of = (lambda c: c[column]) if column else (lambda c: "")  # noqa: E731
+    given = [column] if column else []
+    ns = _namespace(column) if column else None
     own = lambda k: _namespace(k) == ns  # noqa: E731
-    row_keys = label_keys(configs, given=[column], last=own)
     header_keys = []
-    for k in sorted(set(_differing(configs)) - {column, *row_keys}, key=_priority):
-        if own(k) or _function_of(configs, k, row_keys):
-            continue
-        (header_keys if _function_of(configs, k, [column]) else row_keys).append(k)
-    cols = list(dict.fromkeys(r.config[column] for r in runs))   # the sweep's order
+    if rows is not None:
+        row_keys = [config_key(runs, k) for k in rows]
+        for k in row_keys:
+            require(any(k in c for c in configs), f"no run has a config key {short(k)!r}")
+        rest = label_keys(configs, given=[*given, *row_keys])
+        require(not rest, f"rows {', '.join(map(short, row_keys)) or '(none)'} leave runs that differ in "
+                f"{', '.join(map(short, rest))} in one cell; add them to --rows or filter with --where")
+    else:
+        row_keys = label_keys(configs, given=given, last=own)
+        for k in sorted(set(_differing(configs)) - {column, *row_keys}, key=_priority):
+            if own(k) or _function_of(configs, k, row_keys):
+                continue
+            (header_keys if column and _function_of(configs, k, [column]) else row_keys).append(k)
+    cols = list(dict.fromkeys(col_of(r.config) for r in runs))   # the sweep's order
     if all(_number(c) for c in cols):
         cols.sort()
-    rows, cells = [], {}
+    table_rows, cells = [], {}
     for g in groups:
         values = {k: g.config.get(k) for k in row_keys}
-        if values not in rows:
-            rows.append(values)
-        cell = (rows.index(values), g.config[column])
+        if values not in table_rows:
+            table_rows.append(values)
+        cell = (table_rows.index(values), col_of(g.config))
         assert cell not in cells, "two groups in one cell"   # by the choice of row_keys
         cells[cell] = Cell.of(g.runs, metric, final)
-    by_col = {g.config[column]: g.config for g in groups}
+    by_col = {col_of(g.config): g.config for g in groups}
     headers = [fmt(c) + (" (" + ", ".join(f"{short(k)}={fmt(by_col[c].get(k))}" for k in header_keys)
                          + ")" if header_keys else "") for c in cols]
-    return Table(row_keys, rows, cols, headers, cells)
+    return Table(row_keys, table_rows, cols, headers, cells)
 
 
 def markdown(header: list[str], body: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in body]
     return "\n".join(lines)
-
-
-def _row_cells(t: Table, i: int) -> list[str]:
-    return ["" if t.rows[i][k] is None else fmt(t.rows[i][k]) for k in t.row_keys]
-
-
-def accuracy_table(runs: list[Run], metric: str = "test_acc", column: str = "algorithm.name",
-                   final: str = "last") -> str:
-    """FedCanon Table VI: final ``metric`` mean +- std (n runs) per row and ``column`` value;
-    the best mean of each row in bold."""
-    t = pivot(runs, metric, column, final)
-    pick = min if metric in LOWER_IS_BETTER else max
-    spec = ".4f" if metric == "test_acc" else ".4g"   # stationarity can be 1e-5
-    body = []
-    for i in range(len(t.rows)):
-        means = [t.cells[(i, c)].mean for c in t.cols if (i, c) in t.cells and t.cells[(i, c)].n]
-        best = pick(means) if len(means) > 1 else None
-        texts = []
-        for c in t.cols:
-            cell = t.cells.get((i, c))
-            text = "" if cell is None else cell.text(spec)
-            texts.append(f"**{text}**" if cell is not None and cell.n and cell.mean == best else text)
-        body.append(_row_cells(t, i) + texts)
-    return markdown([short(k) for k in t.row_keys] + t.headers, body)
-
-
-def time_table(runs: list[Run], reference: str = "fedcanon", column: str = "algorithm.name",
-               final: str = "last") -> str:
-    """FedCanon Table V: total training time (s) at the last round, mean +- std over seeds (n
-    runs), per K (rows) and ``column`` value, with the ratio to ``reference`` at the same K and
-    the ratio to the same column value at the previous K."""
-    require(all("K" in r.config for r in runs), "some runs have no config key 'K'")
-    t = pivot(runs, "time_s", column, final)
-    require(set(t.row_keys) <= {"K"},
-            f"Table V varies K only; these runs also differ in "
-            f"{', '.join(short(k) for k in t.row_keys if k != 'K')} (filter them with --where)")
-    ref = reference if reference in t.cols else t.cols[0]
-    mean = {ic: c.mean for ic, c in t.cells.items() if c.n}
-    body, prev = [], None
-    for i in sorted(range(len(t.rows)), key=lambda i: order([t.rows[i].get("K", 0)])):
-        texts = []
-        for c in t.cols:
-            if (i, c) not in t.cells:
-                texts.append("")
-                continue
-            notes = []
-            if (i, c) in mean and c != ref and (i, ref) in mean:
-                notes.append(f"{mean[(i, c)] / mean[(i, ref)]:.2f}× {ref}")
-            if (i, c) in mean and prev is not None and (prev, c) in mean:
-                notes.append(f"{mean[(i, c)] / mean[(prev, c)]:.2f}× prev. K")
-            texts.append(t.cells[(i, c)].text(".1f") + (f" [{'; '.join(notes)}]" if notes else ""))
-        k = t.rows[i].get("K", runs[0].config["K"])
-        body.append([fmt(k)] + texts)
-        prev = i
-    return markdown(["K"] + t.headers, body)

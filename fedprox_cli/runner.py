@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from . import algorithms, compressors, data, engine_choice, loggers, memory, models, regularizers
+from . import algorithms, clients, compressors, data, engine_choice, loggers, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_same_run, counters, restore_counters
 from .checkpoint import digest as config_digest
@@ -166,7 +166,8 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
 
 class Training:
     """One run's rounds from its start point to T, a round at a time: the metrics rows (written
-    to ``metrics.csv`` at every evaluation), ``checkpoint.pt`` every ``checkpoint_every``
+    to ``metrics.csv`` at every evaluation; with ``metrics.per_client``, also each client's, to
+    ``clients.csv``: :mod:`clients`), ``checkpoint.pt`` every ``checkpoint_every``
     rounds, when stopped by a signal and, with ``keep_checkpoint``, after the last round, the
     progress bar or lines (:mod:`progress`) and the ``summary``'s heartbeat (refreshed at each of
     these and at least every minute). :func:`train` runs one; :mod:`seeds` interleaves several."""
@@ -178,6 +179,11 @@ class Training:
         c = _start(exp, ckpt)
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
         write_metrics(out / "metrics.csv", self.rows)
+        self.clients = None
+        if exp.s.per_client:
+            self.clients = clients.Log(out, c.round if ckpt is not None else None)
+            if ckpt is None:
+                self._evaluate_clients(0)
         self._open = ExitStack()
         self.bar = self._open.enter_context(closing(Progress(
             exp.s.T, c.round, bar=progress, every_s=exp.s.progress_every_s, desc=exp.alg.name, label=label)))
@@ -202,6 +208,8 @@ class Training:
         if evaluated:
             self.rows.append(_row(exp, self.state, done, self.train_time))
             write_metrics(self.out / "metrics.csv", self.rows)
+            if self.clients is not None:
+                self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
             self.bar.evaluated(done, self.rows[-1])
             if not (math.isfinite(self.rows[-1]["train_loss"]) and math.isfinite(self.rows[-1]["objective"])):
@@ -217,6 +225,11 @@ class Training:
             self.beat(force=True, round=done)
         if stop:
             raise Interrupted(done)
+
+    def _evaluate_clients(self, t: int) -> None:
+        exp = self.exp
+        self.clients.add(t, clients.evaluate(exp.oracle, exp.alg.output(self.state), exp.dataset.test_x,
+                                             exp.dataset.test_y, exp.dataset.num_classes))
 
     def evaluates(self) -> bool:
         """Whether round t is followed by an evaluation."""
@@ -419,7 +432,8 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
                           engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
                           data_source=exp.dataset.source)
     if ckpt is None:
-        for name in (CHECKPOINT, "metrics.png", "error.log"):  # a previous run's
+        for name in (CHECKPOINT, "metrics.png", "error.log", clients.FILE, clients.SUMMARY,
+                     clients.FIGURE):  # a previous run's
             (out / name).unlink(missing_ok=True)
     summary.start(round=ckpt.round if ckpt else 0)
     chosen = engine_choice.line(exp.oracle.engine_choice)
@@ -488,6 +502,9 @@ def _closing(out: Path, status: str) -> None:
 
 
 def _plot(cfg: DictConfig, out: Path) -> None:
-    """``metrics.png`` of a finished or diverged run (matplotlib loads only here)."""
-    from .plotting import plot_run, run_title
+    """``metrics.png`` (and ``clients.png`` with per-client metrics) of a finished or diverged
+    run (matplotlib loads only here)."""
+    from .plotting import plot_clients, plot_run, run_title
     plot_run(out / "metrics.csv", out / "metrics.png", title=run_title(cfg))
+    if (out / clients.SUMMARY).exists():
+        plot_clients(out / clients.SUMMARY, out / clients.FIGURE)

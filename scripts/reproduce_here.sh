@@ -106,7 +106,7 @@ for step in "${steps[@]}"; do
       "${TABLES[@]}" "${F2[@]}" --final tail > "$R/fedcanon_fig2_table_tail.md"
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew > "$R/fedcanon_fig2_scaffnew_coin_table.md"
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --final tail > "$R/fedcanon_fig2_scaffnew_coin_table_tail.md"
-      "${TABLES[@]}" "$R/fedcanon_table5_quick" --table5 > "$R/fedcanon_table5_quick_table.md"
+      "${TABLES[@]}" "$R/fedcanon_table5_quick" --preset table5 > "$R/fedcanon_table5_quick_table.md"
       # FedCanon Fig. 1: (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
       "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_quick_loss_alpha.png"
       "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_quick_stationarity_alpha.png"
@@ -163,7 +163,12 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
-      "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png" ;;
+      "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
+      # the README's paper-style figure and LaTeX table (FedCanon Fig. 2, 3 seeds)
+      NAMES=(--label fedcanon=FedCanon --label fedavg=FedAvg --label scaffold=SCAFFOLD --label scaffnew=SCAFFNEW)
+      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --style paper "${NAMES[@]}" --out results/readme/fedcanon_fig2_dir01.png
+      "${TABLES[@]}" "${F2[@]}" --rows partition --precision 3 "${NAMES[@]}" --label partition=Partition --label iid=IID \
+        --label "dir/0.1=Dir(0.1)" --label "dir/0.01=Dir(0.01)" --out results/readme/fedcanon_fig2_table.tex ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

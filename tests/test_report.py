@@ -5,6 +5,7 @@ would, plus one real tiny sweep on digits fed through both scripts."""
 from __future__ import annotations
 
 import copy
+import io
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import yaml
 from conftest import child_env
 from omegaconf import OmegaConf
 
-from fedprox_cli import curves, plotting, report
+from fedprox_cli import curves, plotting, report, table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -25,6 +26,7 @@ import plot as plot_script  # noqa: E402
 import tables as tables_script  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
+PROG = {"plot.py": "fedrun-plot", "tables.py": "fedrun-table"}
 ENV = child_env(OMP_NUM_THREADS="1")
 # config.yaml of `fedrun dataset=digits model=linear T=2 K=2 n=3 B=8 eval_every=1 device=cpu`
 REAL = yaml.safe_load("""
@@ -106,11 +108,11 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
         acc_run(tmp_path, f"b{beta}", acc, **{"algorithm.beta": beta})
     p = cli("tables.py", tmp_path)
     assert p.returncode == 0, p.stderr
-    assert table_rows(p.stdout) == [["algorithm.beta", "fedcanon"], ["0.01", "0.6000 (n=1)"],
-                                    ["0.05", "0.7000 (n=1)"], ["0.1", "0.8000 (n=1)"]]
+    assert table_rows(p.stdout) == [["algorithm.beta", "fedcanon"], ["0.01", "0.6000"],
+                                    ["0.05", "0.7000"], ["0.1", "0.8000"]]
+    assert "one run per cell; test_acc at the last evaluation" in p.stdout
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
-    assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"],
-                                    ["0.6000 (n=1)", "0.7000 (n=1)", "**0.8000 (n=1)**"]]
+    assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
 
 
 def test_an_alpha_beta_grid_keeps_every_cell(tmp_path):
@@ -120,9 +122,8 @@ def test_an_alpha_beta_grid_keeps_every_cell(tmp_path):
             acc_run(tmp_path, f"a{alpha}_b{beta}", 0.5 + i / 10 + j / 100,
                     **{"algorithm.alpha": alpha, "algorithm.beta": beta})
     rows = table_rows(cli("tables.py", tmp_path, "--column", "algorithm.beta").stdout)
-    assert rows == [["algorithm.alpha", "0.005", "0.05"],
-                    ["0.01", "0.5000 (n=1)", "**0.5100 (n=1)**"],
-                    ["0.1", "0.6000 (n=1)", "**0.6100 (n=1)**"]]
+    assert rows == [["algorithm.alpha", "0.005", "0.05"], ["0.01", "0.5000", "**0.5100**"],
+                    ["0.1", "0.6000", "**0.6100**"]]
 
 
 def test_three_seeds_give_mean_pm_std_with_n3_and_run_control_keys_do_not_split(tmp_path):
@@ -130,14 +131,15 @@ def test_three_seeds_give_mean_pm_std_with_n3_and_run_control_keys_do_not_split(
         acc_run(tmp_path, f"s{seed}", acc, seed=seed, checkpoint_every=seed, resume=bool(seed),
                 **{"data.root": f"/data{seed}", "oracle.chunk": seed + 1})
     p = cli("tables.py", tmp_path)
-    assert table_rows(p.stdout) == [["fedcanon"], [f"0.7100 ± {np.std([0, .01, .02], ddof=1):.4f} (n=3)"]]
+    assert table_rows(p.stdout) == [["fedcanon"], [f"0.7100 ± {np.std([0, .01, .02], ddof=1):.4f}"]]
+    assert "over n = 3 runs" in p.stdout
 
 
 def test_eval_every_splits_only_when_it_changes_the_compared_value(tmp_path):
     for seed, every in enumerate((1, 2)):
         acc_run(tmp_path, f"s{seed}", 0.7, seed=seed, eval_every=every)
     assert len(table_rows(cli("tables.py", tmp_path).stdout)) == 2            # one cell, n=2
-    assert "(n=2)" in cli("tables.py", tmp_path).stdout
+    assert "n = 2 runs" in cli("tables.py", tmp_path).stdout
     tail = table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)   # tail: cadence matters
     assert tail[0] == ["eval_every", "fedcanon"] and len(tail) == 3
 
@@ -152,7 +154,7 @@ def test_a_diverged_run_is_reported_not_averaged(tmp_path):
     assert table_rows(p.stdout)[1:] == [["0.02", f"0.7100 ± {np.std([.7, .72], ddof=1):.4f} (n=2; diverged 1 of 3)"],
                                         ["1000", "diverged (1 of 1)"]]
     lines = p.stderr.splitlines()
-    assert f"tables.py: left out of the mean: {bad} (diverged: objective is inf after round 10)" in lines
+    assert f"fedrun-table: left out of the mean: {bad} (diverged: objective is inf after round 10)" in lines
     assert sum(str(lone) in line for line in lines) == 1
 
 
@@ -185,13 +187,13 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
         args = ["--out", tmp_path / "fig.png"] if script == "plot.py" else []
         p = cli(script, tmp_path, *args)
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-        assert "(n=2)" in p.stdout
+        assert ("(n=2)" if script == "plot.py" else "n = 2 runs") in p.stdout
         for run, why in ((empty, "metrics.csv is empty"), (cut, "metrics.csv is cut"),
                          (short, "metrics.csv is cut (line 4 has 5 of 8 fields)"),
                          (unreadable, "config.yaml is unreadable"),
                          (no_acc, "metrics.csv has no column 'test_acc'")):
             (line,) = [x for x in p.stderr.splitlines() if str(run) + ":" in x]
-            assert line.startswith(f"{script}: skipped {run}: {why}")
+            assert line.startswith(f"{PROG[script]}: skipped {run}: {why}")
 
 
 def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
@@ -199,7 +201,7 @@ def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
                          ("tables.py", [tmp_path / "nope"])):
         p = cli(script, *args)
         assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
-        assert p.stderr.startswith(f"{script}: error: no ")
+        assert p.stderr.startswith(f"{PROG[script]}: error: no ")
     acc_run(tmp_path, "ok", 0.7)
     p = cli("plot.py", tmp_path, "--y", "no_such_metric")
     assert p.returncode == 2 and "no column 'no_such_metric'" in p.stderr
@@ -226,7 +228,7 @@ def test_out_honours_the_extension_and_creates_missing_folders(tmp_path):
     p = cli("plot.py", tmp_path / "runs", "--out", tmp_path / "runs" / "n10" / "metrics.csv" / "x.png")
     assert p.returncode == 2 and "Traceback" not in p.stderr   # a file where a folder must be
     assert [x for x in p.stderr.splitlines() if "error" in x] == [
-        f"plot.py: error: File exists: {tmp_path / 'runs' / 'n10' / 'metrics.csv'}"]
+        f"fedrun-plot: error: File exists: {tmp_path / 'runs' / 'n10' / 'metrics.csv'}"]
 
 
 @pytest.fixture
@@ -234,7 +236,8 @@ def figures(monkeypatch):
     """The figures plot.py draws, kept open instead of closed after saving."""
     kept = []
 
-    def keep(fig, path, **_):
+    def keep(fig, path, caption="", **_):
+        fig.caption = caption
         kept.append(fig)
         Path(path).write_bytes(b"")
     monkeypatch.setattr(curves, "save_figure", keep)
@@ -272,7 +275,7 @@ def test_coinciding_curves_stay_distinguishable_and_are_named(tmp_path, figures,
     assert (a.get_linestyle(), a.get_marker()) != (b.get_linestyle(), b.get_marker())
 
 
-def test_one_legend_below_axes_shared_settings_in_title_integer_round_ticks(tmp_path, figures):
+def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path, figures):
     for i, beta in enumerate((0.01, 0.02)):
         for seed in range(2):
             fake_run(tmp_path, f"b{beta}_{seed}", real(seed, **{"algorithm.beta": beta}),
@@ -283,13 +286,72 @@ def test_one_legend_below_axes_shared_settings_in_title_integer_round_ticks(tmp_
     (fig,) = figures
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
     assert fig.legends[0].get_bbox_to_anchor().y1 <= fig.bbox.y0 + 1   # hangs below the axes
-    title = fig._suptitle.get_text()
-    assert "fedcanon (alpha=0.2)" in title and "digits" in title and "n=3, K=2, B=8" in title
-    assert "seeds 0, 1" in title
+    assert fig._suptitle is None and not fig.texts                     # no settings drawn
+    caption = fig.caption
+    assert "fedcanon (alpha=0.2)" in caption and "digits" in caption and "n=3, K=2, B=8" in caption
+    assert "seed" not in caption.split(";")[0]
     ax = fig.axes[0]
     assert all(float(t).is_integer() for t in ax.get_xticks())
     assert ax.get_yscale() == "log"
     assert {t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()} >= {"0.2", "0.5"}
+
+
+def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys):
+    """--label renames legend entries (by value, by key, whole labels from --labels YAML); x stops
+    at the last round; accuracy in 0-1 like metrics.csv; each entry has its own n."""
+    for seed in range(3):
+        acc_run(tmp_path, f"c{seed}", 0.7, seed=seed)
+    for seed in range(2):
+        acc_run(tmp_path, f"a{seed}", 0.6, seed=seed, **{"algorithm.name": "fedavg"})
+    acc_run(tmp_path, "b", 0.5, **{"algorithm.beta": 0.5})
+    names = tmp_path / "labels.yaml"
+    names.write_text("'algorithm=fedcanon, algorithm.beta=0.5': FedCanon (β = 0.5)\n")
+    assert plot_script.main([str(tmp_path), "--label", "fedavg=FedAvg", "--label", "algorithm.beta=β",
+                             "--labels", str(names), "--title", "Digits", "--out", str(tmp_path / "f.pdf")]) == 0
+    (fig,) = figures
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == ["FedAvg, β=0.02 (n=2)", "algorithm=fedcanon, β=0.02 (n=3)", "FedCanon (β = 0.5) (n=1)"]
+    ax = fig.axes[0]
+    assert ax.get_xlim() == (0.0, 10.0)                 # rounds 0, 5, 10: no tick past T
+    assert max(ax.get_xticks()[(ax.get_xticks() >= ax.get_xlim()[0]) & (ax.get_xticks() <= 10)]) == 10
+    assert ax.get_ylabel() == "test accuracy" and ax.get_ylim()[1] < 1.0
+    assert fig._suptitle.get_text() == "Digits"
+    out = capsys.readouterr().out
+    assert "caption: " in out and "FedAvg, β=0.02 (n=2)" in out
+
+
+def test_styles_sizes_fonts_and_vector_output(tmp_path):
+    for seed in range(2):
+        acc_run(tmp_path / "runs", f"s{seed}", 0.7, seed=seed)
+    svg = tmp_path / "f.svg"
+    p = cli("plot.py", tmp_path / "runs", "--style", "paper", "--out", svg)
+    assert p.returncode == 0, p.stderr
+    text = svg.read_text()
+    assert "<dc:description>" in text and "fedcanon (alpha=0.2" in text   # the caption, as metadata
+    width = float(text.split('width="', 1)[1].split("pt", 1)[0])
+    assert 200 < width < 3.4 * 72     # the paper style's panel, 3.4 in, cropped to the drawing
+    assert "DejaVu Serif" in text      # its serif font, kept as text (svg.fonttype: none)
+    png = tmp_path / "f.png"
+    p = cli("plot.py", tmp_path / "runs", "--size", "4,3", "--font-size", "14", "--out", png)
+    assert p.returncode == 0, p.stderr
+    from PIL import Image
+    img = Image.open(png)
+    assert "fedcanon (alpha=0.2" in img.info["Description"]
+    pdf = tmp_path / "f.pdf"
+    assert cli("plot.py", tmp_path / "runs", "--style", "ggplot", "--out", pdf).returncode == 0
+    assert pdf.read_bytes().startswith(b"%PDF-")
+    for bad, why in ((["--style", "nope"], "unknown style 'nope'"), (["--size", "4"], "--size takes W,H"),
+                     (["--label", "x"], "--label takes KEY=TEXT")):
+        p = cli("plot.py", tmp_path / "runs", *bad, "--out", png)
+        assert p.returncode == 2 and why in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
+
+
+def test_commands_name_themselves_in_help():
+    for cmd, prog, words in (("plot", "fedrun-plot", "--label"), ("table", "fedrun-table", "--preset")):
+        p = subprocess.run([sys.executable, "-c", f"from fedprox_cli.commands import {cmd}; {cmd}()", "--help"],
+                           env=ENV, capture_output=True, text=True)
+        assert p.returncode == 0 and p.stdout.startswith(f"usage: {prog} ") and words in p.stdout
+        assert "plot.py" not in p.stdout and "tables.py" not in p.stdout
 
 
 def test_slope_has_r2_and_a_seed_interval(tmp_path):
@@ -311,8 +373,8 @@ def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):
     acc = np.r_[np.zeros(18), 0.6, 0.8]          # 20 evaluations: tail = mean of the last 2
     fake_run(tmp_path, "r", real(), train_loss=np.ones(20), objective=np.ones(20),
              test_acc=acc, stationarity=np.ones(20))
-    assert table_rows(cli("tables.py", tmp_path).stdout)[1] == ["0.8000 (n=1)"]
-    assert table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)[1] == ["0.7000 (n=1)"]
+    assert table_rows(cli("tables.py", tmp_path).stdout)[1] == ["0.8000"]
+    assert table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)[1] == ["0.7000"]
 
 
 # ------------------------------------------------------------------------ one run's figure
@@ -334,7 +396,7 @@ def test_metrics_png_of_a_diverged_run(tmp_path, figures):
     plotting.plot_run(d / "metrics.csv", d / "metrics.png", title="t")
     (fig,) = figures
     loss, acc, stat = fig.axes
-    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "test accuracy (%)",
+    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "test accuracy",
                                                     "stationarity ||G_s(x)||²"]
     assert loss.get_yscale() == stat.get_yscale() == "log"
     marks = [tuple(line.get_xydata()[0]) for line in loss.get_lines() if line.get_marker() == "x"]
@@ -398,12 +460,13 @@ def test_band_is_mean_and_std_over_seeds(sweep):
 
 
 def test_accuracy_table_numbers_and_bold_best(sweep):
-    text = report.accuracy_table(report.load([sweep]))
+    text = table.render(report.load([sweep]), table.preset("table6"))
     lines = text.splitlines()
     assert lines[0] == "| partition | fedcanon | fedavg |"
     sd = np.std([0, 0.01, 0.02], ddof=1)
-    assert f"| iid | **0.8100 ± {sd:.4f} (n=3)** | 0.7100 ± {sd:.4f} (n=3) |" in lines
-    assert f"| dirichlet | **0.6100 ± {sd:.4f} (n=3)** | 0.5100 ± {sd:.4f} (n=3) |" in lines
+    assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
+    assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
+    assert lines[-1] == "mean ± std over n = 3 runs (seeds) per cell; test_acc at the last evaluation"
 
 
 def test_time_table_ratios(tmp_path):
@@ -413,12 +476,53 @@ def test_time_table_ratios(tmp_path):
         for seed, t in enumerate(ts):
             fake_run(tmp_path, f"{alg}{K}_{seed}", cfg(alg, seed, K=K), test_acc=[0.1, 0.2],
                      time_s=[0.0, t])
-    lines = report.time_table(report.load([tmp_path])).splitlines()
+    lines = table.render(report.load([tmp_path]), table.preset("table5")).splitlines()
     assert lines[0] == "| K | fedcanon | fedmid |"
-    assert lines[2] == (f"| 10 | 11.0 ± {np.std([10, 12], ddof=1):.1f} (n=2) | "
-                        "33.0 ± 0.0 (n=2) [3.00× fedcanon] |")
-    assert lines[3] == ("| 20 | 22.0 ± 0.0 (n=2) [2.00× prev. K] | "
-                        "88.0 ± 0.0 (n=2) [4.00× fedcanon; 2.67× prev. K] |")
+    assert lines[2] == (f"| 10 | **11.0 ± {np.std([10, 12], ddof=1):.1f}** | "
+                        "33.0 ± 0.0 [3.00× fedcanon] |")
+    assert lines[3] == ("| 20 | **22.0 ± 0.0 [2.00× prev. K]** | "
+                        "88.0 ± 0.0 [4.00× fedcanon; 2.67× prev. K] |")
+
+
+def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_path):
+    """Any metrics and grouping keys by name; Markdown, LaTeX (booktabs) and CSV of one table."""
+    runs = report.load([sweep])
+    spec = table.Spec(metrics=["test_acc", "stationarity"], column=None,
+                      rows=["algorithm.name", "partition.name"], precision=2)
+    md = table.render(runs, spec).splitlines()
+    assert md[0] == "| algorithm | partition | test_acc | stationarity |"
+    body = {tuple(r[:2]): r[2:] for r in table_rows("\n".join(md))[1:]}
+    assert len(body) == 4
+    sd = np.std([0, 0.01, 0.02], ddof=1)
+    assert body[("fedcanon", "iid")] == [f"**0.81 ± {sd:.2f}**", "**0.10 ± 0.00**"]  # best per column
+    assert body[("fedavg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "**0.10 ± 0.00**"]  # a tie: all bold
+    assert sum(v[0].startswith("**") for v in body.values()) == 1
+    tex = table.render(runs, spec, "latex")
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
+    assert f"\\textbf{{0.81 $\\pm$ {sd:.2f}}}" in tex
+    assert tex.count("\\textbf") == 1 + 4
+    assert "\\caption{mean $\\pm$ std over n = 3 runs (seeds) per cell; test\\_acc" in tex
+    csv = pd.read_csv(io.StringIO(table.render(runs, spec, "csv")))
+    assert list(csv.columns) == ["algorithm", "partition", "metric", "mean", "std", "n", "left_out"]
+    assert len(csv) == 8 and set(csv["n"]) == {3}
+    row = csv[(csv.algorithm == "fedcanon") & (csv.partition == "iid") & (csv.metric == "test_acc")]
+    assert row["mean"].item() == pytest.approx(0.81) and row["std"].item() == pytest.approx(sd)
+    # the same from the command line, format by --out's suffix
+    for ext, head in ((".tex", "\\begin{table}"), (".csv", "algorithm,partition,metric"), (".md", "| algorithm")):
+        out = tmp_path / f"t{ext}"
+        p = cli("tables.py", sweep, "--metric", "test_acc", "--metric", "stationarity", "--column", "none",
+                "--rows", "algorithm.name", "partition.name", "--precision", "2", "--out", out)
+        assert p.returncode == 0, p.stderr
+        assert out.read_text().startswith(head)
+    p = cli("tables.py", sweep, "--rows", "algorithm.name", "--column", "none")
+    assert p.returncode == 2 and "leave runs that differ in partition in one cell" in p.stderr
+
+
+def test_uneven_cells_say_their_n(sweep):
+    (sweep / "0_2" / "summary.json").write_text('{"status": "diverged"}')
+    text = table.render(report.load([sweep]), table.preset("table6"))
+    assert "(n=2; diverged 1 of 3)" in text and "(n=3)" in text
+    assert "over the n runs (seeds) in each cell" in text
 
 
 def test_slope_recovers_a_power_law(tmp_path):
@@ -488,7 +592,7 @@ def test_real_sweep_through_both_scripts(tmp_path):
                        (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
                         "all runs (n=2)"),   # a Hydra choice as panel key: the panels name the groups
                        (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |"),
-                       (["scripts/tables.py", str(sweep_dir)], "(n=2)")):
+                       (["scripts/tables.py", str(sweep_dir)], "n = 2 runs")):
         p = subprocess.run([sys.executable, str(ROOT / cmd[0]), *cmd[1:]], env=env, cwd=tmp_path,
                            capture_output=True, text=True, check=True)
         assert check in p.stdout
@@ -509,10 +613,9 @@ def test_steps_tied_to_the_row_key_do_not_split_rows(tmp_path):
         for alg, alpha in (("fedcanon", 0.02 * K), ("fedmid", 1.0)):
             fake_run(tmp_path, f"{alg}{K}", real(K=K, **{"algorithm.name": alg, "algorithm.alpha": alpha}),
                      test_acc=[0.1, 0.2], time_s=[0.0, K / 10 * (1 + (alg == "fedmid"))])
-    rows = table_rows(cli("tables.py", tmp_path, "--table5").stdout)
-    assert rows == [["K", "fedcanon", "fedmid"],
-                    ["10", "1.0 (n=1)", "2.0 (n=1) [2.00× fedcanon]"],
-                    ["20", "2.0 (n=1) [2.00× prev. K]", "4.0 (n=1) [2.00× fedcanon; 2.00× prev. K]"]]
+    rows = table_rows(cli("tables.py", tmp_path, "--preset", "table5").stdout)
+    assert rows == [["K", "fedcanon", "fedmid"], ["10", "**1.0**", "2.0 [2.00× fedcanon]"],
+                    ["20", "**2.0 [2.00× prev. K]**", "4.0 [2.00× fedcanon; 2.00× prev. K]"]]
 
 
 def test_the_same_run_twice_is_named(tmp_path, capsys):
