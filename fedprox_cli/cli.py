@@ -84,7 +84,13 @@ def _reference(choices: dict) -> DictConfig | None:
 def _command(hc) -> str:
     """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
     is a launcher's own under submitit)."""
-    return " ".join(["fedrun", *map(shlex.quote, hc.overrides.task)])
+    return " ".join(["fedrun", *map(shlex.quote, _overrides(hc))])
+
+
+def _overrides(hc) -> list[str]:
+    """The command line's overrides as typed (an interpolation in one, ``a=${calc:1/0}``, is
+    text here: the run's validation resolves it and refuses what fails)."""
+    return OmegaConf.to_container(hc.overrides.task, resolve=False)
 
 
 def _hydra_record(cfg: DictConfig, hc) -> dict[str, str]:
@@ -92,7 +98,7 @@ def _hydra_record(cfg: DictConfig, hc) -> dict[str, str]:
     run has started, so a refused re-run leaves the folder's record alone)."""
     return {"config.yaml": OmegaConf.to_yaml(cfg),
             "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
-            "overrides.yaml": OmegaConf.to_yaml(list(hc.overrides.task))}
+            "overrides.yaml": OmegaConf.to_yaml(_overrides(hc))}
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")

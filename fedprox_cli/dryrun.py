@@ -79,7 +79,7 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
         h = cfg.hydra
         folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
         choices = dict(h.runtime.choices)
-        shown = list(job) if multirun else list(h.overrides.task)
+        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
         with open_dict(cfg):
             del cfg["hydra"]
         out.append(Job(num, shown, folder, cfg, choices))

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from . import algorithms, compressors, data, loggers, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
@@ -24,7 +25,7 @@ from .checkpoint import digest as config_digest
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
 from .atomic import atomic_write_text
-from .config import RunSettings, check_keys, check_values, params, settings
+from .config import RunSettings, check_keys, check_values, params, resolved, settings
 from .device import set_matmul_precision
 from .console import logging_to, say
 from .errors import EXIT, UserError, describe, require, squeeze
@@ -78,14 +79,21 @@ class Validated:
 
 
 def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
-    """Every check that needs no data (:class:`UserError`): the keys against ``reference``
-    (the same group choices without overrides; :func:`config.check_keys`), every value
-    (:func:`config.check_values`), the top-level keys, the algorithm, regularizer and
-    compressor with their parameters, and every prox parameter against h."""
+    """Every check that needs no data (:class:`UserError`), shared by the run and the dry run:
+    the keys against ``reference`` (the same group choices without overrides;
+    :func:`config.check_keys`), the top-level keys, the whole config resolved and every value
+    checked (:func:`config.check_values`), the sizes against the device's memory
+    (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
+    parameters, and every prox parameter against h."""
     if reference is not None:
         check_keys(cfg, reference)
+    try:
+        s = settings(cfg)  # the top-level keys first: K=0 is named before a step ${calc:1/${K}} fails
+    except OmegaConfBaseException:
+        resolved(cfg)  # raises the UserError naming the key that does not resolve
+        raise
     check_values(cfg, reference)
-    s = settings(cfg)
+    memory.check_sizes(s, cfg.model.name, params(cfg.model, drop=("name", "init")), runs=cfg.seeds)
     alg = algorithms.build(cfg.algorithm.name, **params(cfg.algorithm))
     h = regularizers.build(cfg.regularizer.name, **params(cfg.regularizer))
     comp = compressors.build(cfg.compressor.name, **params(cfg.compressor))
@@ -309,7 +317,13 @@ def _end(summary: Summary, status: str, code: int | None = None, **fields) -> No
 
 def _internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     """A bug: one line on stderr, the traceback in ``out/error.log``, status error, exit 3
-    (``FEDRUN_DEBUG=1`` re-raises)."""
+    (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug: status error, exit 2."""
+    if memory.exhausted(e):
+        message = f"out of memory: {squeeze(str(e), 200)}; reduce n, B, oracle.memory_gb or the model"
+        if summary is not None:
+            _end(summary, "error", error=message)
+        say(message, "error")
+        return EXIT["error"]
     where = out / "error.log"
     try:
         atomic_write_text(where, traceback.format_exc())

@@ -158,6 +158,19 @@ CASES = {
                                 2, "ratio"),
     "empty hydra.run.dir": Case("config", DIGITS + ["hydra.run.dir="], 2, "hydra.run.dir is empty"),
     "malformed override": Case("config", DIGITS + ["K=[1"], 2, "fedrun: error:"),
+    # ... values that only fail once resolved or allocated: refused by the validation, as by the dry run
+    "seed 2**64": Case("config", DIGITS + ["seed=18446744073709551616"], 2, "seed must lie within +-2**63"),
+    "B of 10**12": Case("config", DIGITS + ["B=1000000000000"], 2, "the run needs at least"),
+    "width of 10**9": Case("config", DIGITS + ["model=mlp", "model.hidden=1000000000"], 2, "the run needs at least"),
+    "calc dividing by 0": Case("config", DIGITS + ["algorithm.alpha=${calc:1/0}"], 2,
+                               "cannot resolve algorithm.alpha: calc: division by zero"),
+    "calc overflowing": Case("config", DIGITS + ["algorithm.alpha=${calc:10**400}"], 2, "the result is too large"),
+    "calc power tower": Case("config", DIGITS + ["algorithm.alpha=${calc:9**9**9**9}"], 2, "is outside |base|"),
+    "calc beyond int64": Case("config", DIGITS + ["T=${calc:2**70}"], 2, "T must be a positive integer"),
+    "unset environment variable": Case("config", DIGITS + ["algorithm.alpha=${oc.env:FEDRUN_UNSET_VAR}"], 2,
+                                       "cannot resolve algorithm.alpha"),
+    "K=0 with a step 1/K": Case("config", ["experiment=fednmap_fig2_quick", "dataset=digits", "K=0", "T=1"], 2,
+                                "K must be a positive integer, got 0"),
     # ... against a finished run, whose four files must stay byte for byte
     "config change of a finished run": Case("config", MNIST + ["algorithm.beta=0.03"], 2,
                                             "holds a run of a different config", prior=True),
@@ -305,6 +318,19 @@ def test_fault(name, faults):
     for f, content in before.items():
         assert (work / "run" / f).read_bytes() == content, f"{f} of the finished run changed"
     assert not temp_files(work), temp_files(work)
+
+
+RESOLVED = ["seed 2**64", "B of 10**12", "width of 10**9", "calc dividing by 0", "calc overflowing",
+            "calc power tower", "calc beyond int64", "unset environment variable", "K=0 with a step 1/K"]
+
+
+@pytest.mark.parametrize("name", RESOLVED)
+def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path):
+    """runner.validate resolves the whole config and checks sizes for both: same line, same code."""
+    case = CASES[name]
+    p = fedrun(*case.args, "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
+    assert p.returncode == case.code and case.phrase in p.stderr, (p.returncode, p.stderr)
+    assert len(stderr_lines(p)) == 1 and not (tmp_path / "run").exists()
 
 
 def test_an_internal_error_keeps_its_traceback_in_the_run_folder(faults):
