@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, read_text
 
 MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are flat beyond this)
 REPEATS = 3        # timed steps per engine (best kept)
@@ -105,7 +105,7 @@ def time_engines(oracle, clients: int) -> dict[str, float]:
 
 def _read(path: Path) -> dict:
     try:
-        cache = json.loads(path.read_text())
+        cache = json.loads(read_text(path))
         return cache if isinstance(cache, dict) else {}
     except (OSError, ValueError):
         return {}  # no cache yet, or an unreadable one: measure (and rewrite it)

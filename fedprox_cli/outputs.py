@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, read_text
 from .lock import is_held
 
 SUMMARY = "summary.json"
@@ -145,7 +145,7 @@ def runs_in(folder: Path) -> list[Path]:
 
 
 def read_summary(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / SUMMARY).read_text())
+    return json.loads(read_text(Path(run_dir) / SUMMARY))
 
 
 def is_fedrun_summary(s: dict) -> bool:
