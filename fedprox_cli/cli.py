@@ -38,6 +38,7 @@ from .cluster import sweep_value
 from .atomic import atomic_write_text
 from .errors import EXIT, UserError, describe, squeeze
 from .outputs import effective_status, read_summary, runs_in
+from . import signals
 from .signals import sigterm_interrupts
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
@@ -103,12 +104,16 @@ def _hydra_record(cfg: DictConfig, hc) -> dict[str, str]:
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _job(cfg: DictConfig) -> float:
+    sigterm_interrupts()  # in whichever process runs the job (a joblib worker too): SIGTERM stops it
+    if signals.received:  # this process was told to stop (a joblib worker, between jobs): no new job
+        raise KeyboardInterrupt
     from . import runner  # here, so that config errors are reported before torch loads
 
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
+    noted = len(signals.received)
     try:
         code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
                           command=_command(hc), hydra_record=_hydra_record(cfg, hc),
@@ -121,8 +126,10 @@ def _job(cfg: DictConfig) -> float:
             print(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
         elif code == 0:
             print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
-    elif code == EXIT["interrupted"]:
-        raise KeyboardInterrupt  # stop the whole sweep, not just this job
+    elif code == EXIT["interrupted"] or len(signals.received) > noted:
+        # stop the whole sweep, not just this job -- also after a signal that came too late to
+        # stop the job itself (during its last round's evaluation or checkpoint)
+        raise KeyboardInterrupt
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 

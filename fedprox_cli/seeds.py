@@ -136,6 +136,11 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
                                       label=f"seed {cfgs[r].seed}: ")
             if live[r].done:
                 end(r, None)
+        except KeyboardInterrupt as e:  # a signal before training: every run stops (those not
+            end(r, e)                   # begun are left as they were)
+            for q in list(live):
+                end(q, e)
+            return max(codes + [EXIT["interrupted"]])
         except BaseException as e:  # noqa: BLE001
             end(r, e)
 
