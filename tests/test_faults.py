@@ -162,12 +162,12 @@ CASES = {
     "seed 2**64": Case("config", DIGITS + ["seed=18446744073709551616"], 2, "seed must lie within +-2**63"),
     "B of 10**12": Case("config", DIGITS + ["B=1000000000000"], 2, "the run needs at least"),
     "width of 10**9": Case("config", DIGITS + ["model=mlp", "model.hidden=1000000000"], 2, "the run needs at least"),
-    "calc dividing by 0": Case("config", DIGITS + ["algorithm.alpha=${calc:1/0}"], 2,
+    "calc dividing by 0": Case("config", DIGITS + ["algorithm.alpha=${{calc:1/0}}"], 2,
                                "cannot resolve algorithm.alpha: calc: division by zero"),
-    "calc overflowing": Case("config", DIGITS + ["algorithm.alpha=${calc:10**400}"], 2, "the result is too large"),
-    "calc power tower": Case("config", DIGITS + ["algorithm.alpha=${calc:9**9**9**9}"], 2, "is outside |base|"),
-    "calc beyond int64": Case("config", DIGITS + ["T=${calc:2**70}"], 2, "T must be a positive integer"),
-    "unset environment variable": Case("config", DIGITS + ["algorithm.alpha=${oc.env:FEDRUN_UNSET_VAR}"], 2,
+    "calc overflowing": Case("config", DIGITS + ["algorithm.alpha=${{calc:10**400}}"], 2, "the result is too large"),
+    "calc power tower": Case("config", DIGITS + ["algorithm.alpha=${{calc:9**9**9**9}}"], 2, "is outside |base|"),
+    "calc beyond int64": Case("config", DIGITS + ["T=${{calc:2**70}}"], 2, "T must be a positive integer"),
+    "unset environment variable": Case("config", DIGITS + ["algorithm.alpha=${{oc.env:FEDRUN_UNSET_VAR}}"], 2,
                                        "cannot resolve algorithm.alpha"),
     "K=0 with a step 1/K": Case("config", ["experiment=fednmap_fig2_quick", "dataset=digits", "K=0", "T=1"], 2,
                                 "K must be a positive integer, got 0"),
@@ -328,7 +328,7 @@ RESOLVED = ["seed 2**64", "B of 10**12", "width of 10**9", "calc dividing by 0",
 def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path):
     """runner.validate resolves the whole config and checks sizes for both: same line, same code."""
     case = CASES[name]
-    p = fedrun(*case.args, "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
+    p = fedrun(*[a.format() for a in case.args], "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
     assert p.returncode == case.code and case.phrase in p.stderr, (p.returncode, p.stderr)
     assert len(stderr_lines(p)) == 1 and not (tmp_path / "run").exists()
 
