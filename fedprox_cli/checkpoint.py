@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from .atomic import atomic_write
+from .atomic import atomic_write, open_file, read_text
 from .flatten import flatten
 from .keys import complete, is_run_control
 from .errors import UserError, require
@@ -81,7 +81,8 @@ def load(path: Path, device: torch.device, expected: str | None = None) -> Check
     """The checkpoint at ``path``; with ``expected`` (a :func:`digest`), refused unless it is
     a checkpoint of that config."""
     try:
-        d = torch.load(path, map_location=device, weights_only=True)
+        with open_file(path) as f:  # a regular file (a FIFO never hangs)
+            d = torch.load(f, map_location=device, weights_only=True)
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
         raise UserError(f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
                         f"resume=false to start over") from None
@@ -92,6 +93,23 @@ def load(path: Path, device: torch.device, expected: str | None = None) -> Check
             f"{path} is a checkpoint of another run (its config differs from this folder's "
             f"config.yaml); delete it or set resume=false to start over")
     return ckpt
+
+
+def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
+    """Refuse (:class:`UserError`) a checkpoint that cannot continue this run although its
+    digest matches (a file edited or forged): its round outside 0..T, its state's keys, shapes
+    or dtypes unlike ``template`` (the algorithm's initial state), counters or rows missing."""
+    def shape(state):
+        return {k: (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__
+                for k, v in state.items()} if isinstance(state, dict) else None
+    ok = (isinstance(ckpt.round, int) and not isinstance(ckpt.round, bool) and 0 <= ckpt.round <= T
+          and shape(ckpt.state) == shape(template)
+          and isinstance(ckpt.counters, dict) and set(ckpt.counters) == set(COUNTERS)
+          and all(isinstance(v, int) for v in ckpt.counters.values())
+          and isinstance(ckpt.rows, list) and len(ckpt.rows) > 0
+          and all(isinstance(r, dict) and r.get("round", T + 1) <= ckpt.round for r in ckpt.rows))
+    require(ok, f"{path} does not fit this run (its round, state, counters or rows are not those "
+                f"of a checkpoint of this config); delete it or set resume=false to start over")
 
 
 def differences(old: dict, new: dict) -> list[str]:
@@ -107,7 +125,7 @@ def check_same_run(out: Path, cfg: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``cfg`` differs from it
     in more than :func:`may_differ`."""
     try:
-        old = OmegaConf.to_container(OmegaConf.load(out / "config.yaml"))
+        old = OmegaConf.to_container(OmegaConf.create(read_text(out / "config.yaml")))
     except Exception as e:  # missing or unparsable
         raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
                         f"({type(e).__name__}); choose another run folder") from None

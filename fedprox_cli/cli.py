@@ -36,7 +36,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import CONF_DIR, console, extras, resolvers, sweep
+from . import CONF_DIR, console, extras, resolvers, signals, sweep
 from .cluster import sweep_value
 from .atomic import atomic_write_text
 from .console import say
@@ -92,7 +92,13 @@ def reference_config(choices: dict) -> DictConfig | None:
 def _command(hc) -> str:
     """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
     is a launcher's own under submitit)."""
-    return " ".join(["fedrun", *map(shlex.quote, hc.overrides.task)])
+    return " ".join(["fedrun", *map(shlex.quote, _overrides(hc))])
+
+
+def _overrides(hc) -> list[str]:
+    """The command line's overrides as typed (an interpolation in one, ``a=${calc:1/0}``, is
+    text here: the run's validation resolves it and refuses what fails)."""
+    return OmegaConf.to_container(hc.overrides.task, resolve=False)
 
 
 def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
@@ -100,11 +106,14 @@ def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
     run has started, so a refused re-run leaves the folder's record alone)."""
     return {"config.yaml": OmegaConf.to_yaml(cfg),
             "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
-            "overrides.yaml": OmegaConf.to_yaml(list(hc.overrides.task))}
+            "overrides.yaml": OmegaConf.to_yaml(_overrides(hc))}
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _job(cfg: DictConfig) -> float:
+    sigterm_interrupts()  # in whichever process runs the job (a joblib worker too): SIGTERM stops it
+    if signals.received:  # this process was told to stop (a joblib worker, between jobs): no new job
+        raise KeyboardInterrupt
     from . import runner  # here, so that config errors are reported before torch loads
 
     hc = HydraConfig.get()
@@ -115,6 +124,7 @@ def _job(cfg: DictConfig) -> float:
         _one_of_a_sweep(hc)
     console.errors.clear()
     started, reason = time.time(), ""
+    noted = len(signals.received)
     try:
         code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
                           command=_command(hc), hydra_record=hydra_files(cfg, hc),
@@ -123,8 +133,10 @@ def _job(cfg: DictConfig) -> float:
         code, reason = _crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
-        if code == EXIT["interrupted"]:
-            raise KeyboardInterrupt  # stop the whole sweep, not just this job
+        if code == EXIT["interrupted"] or len(signals.received) > noted:
+            # stop the whole sweep, not just this job -- also after a signal that came too late
+            # to stop the job itself (during its last round's evaluation or checkpoint)
+            raise KeyboardInterrupt
     else:
         _SINGLE_RUN.append(code)
         if code == 0 and cfg.seeds > 1:

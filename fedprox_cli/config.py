@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from . import CONF_DIR
 from .device import MATMUL_PRECISIONS
@@ -176,15 +177,32 @@ RANGES = {
 }
 
 
+INT_BOUND = 2 ** 63  # every integer of a config is an int64 (seeds, sizes, counts)
+
+
+def resolved(cfg: DictConfig) -> dict:
+    """The whole config with every interpolation resolved; one that fails (``${calc:1/0}``,
+    an unset ``${oc.env:...}``, a missing key) is a :class:`UserError` naming its key."""
+    try:
+        return OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as e:
+        why = str(e).splitlines()[0].split("raised while resolving interpolation: ")[-1]
+        raise UserError(f"cannot resolve {e.full_key or 'the config'}: {why}") from None
+
+
 def check_values(cfg: DictConfig, reference: DictConfig | None = None) -> None:
-    """Refuse NaN or infinite numbers anywhere, a value whose type differs from the default's
-    in ``reference`` (the same group choices composed without overrides: a number where a
-    number stands, a boolean where a boolean stands), and values outside :data:`RANGES`."""
-    values = flatten(OmegaConf.to_container(cfg, resolve=True))
+    """Refuse NaN or infinite numbers anywhere, integers beyond int64, a value whose type
+    differs from the default's in ``reference`` (the same group choices composed without
+    overrides: a number where a number stands, a boolean where a boolean stands), and values
+    outside :data:`RANGES`."""
+    values = flatten(resolved(cfg))
     defaults = flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
     for key, v in sorted(values.items(), key=lambda kv: "." in kv[0]):  # top-level keys first
         require(not (isinstance(v, float) and not math.isfinite(v)),
                 f"{key} must be a finite number, got {v!r}")
+        if _is_int(v) and abs(v) >= INT_BOUND:
+            raise UserError(f"{key} must lie within +-2**63 (an int64), got a number of "
+                            f"{len(str(abs(v)))} digits")
         d = defaults.get(key)
         if isinstance(d, bool) and key not in _UNION_KEYS:
             require(isinstance(v, bool), f"{key} must be true or false, got {v!r}")

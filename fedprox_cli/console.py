@@ -8,6 +8,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from .atomic import open_file
 from .outputs import now
 
 LOG = "fedrun.log"
@@ -32,10 +33,10 @@ def log_only(message: str) -> None:
 def _append(line: str) -> None:
     if _logs:
         try:
-            with open(_logs[-1], "a", encoding="utf-8") as f:
+            with open_file(_logs[-1], "a", encoding="utf-8") as f:  # no link followed
                 f.write(f"{now()} {line}\n")
         except OSError:
-            pass  # a full disk or read-only folder: the screen has the line
+            pass  # a full disk, a read-only folder, a log that is a link: the screen has the line
 
 
 @contextmanager

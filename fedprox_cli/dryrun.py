@@ -94,7 +94,7 @@ def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[lis
         multirun = master is not None
         folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
         choices = dict(h.runtime.choices)
-        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task)
+        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
         with open_dict(cfg):
             del cfg["hydra"]
         out.append(Job(num, shown, folder, cfg, choices))

@@ -38,6 +38,8 @@ def squeeze(text: str, limit: int = 400) -> str:
 def describe(exc: Exception) -> str:
     """The one-line message of a :class:`UserError`, or of an ``OSError`` (a file or folder
     that cannot be read or written: the path and the cause)."""
+    if isinstance(exc, UserError):
+        return squeeze(str(exc))
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
     if isinstance(exc, OSError):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from .atomic import open_file, read_text
 from .outputs import effective_status, read_summary
 from .progress import duration
 
@@ -33,7 +34,7 @@ class RunRecord:
 
 def _last_row(folder: Path) -> dict:
     try:
-        with open(folder / "metrics.csv", newline="", encoding="utf-8") as f:
+        with open_file(folder / "metrics.csv", "r", newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     except (OSError, csv.Error, UnicodeDecodeError):
         return {}
@@ -48,7 +49,7 @@ def _last_row(folder: Path) -> dict:
 
 def _overrides(folder: Path) -> list[str]:
     try:
-        return [str(o) for o in OmegaConf.load(folder / ".hydra" / "overrides.yaml")]
+        return [str(o) for o in OmegaConf.create(read_text(folder / ".hydra" / "overrides.yaml"))]
     except Exception:  # missing or unreadable: the row shows none
         return []
 

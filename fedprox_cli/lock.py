@@ -15,6 +15,7 @@ import os
 import socket
 from pathlib import Path
 
+from .atomic import open_regular
 from .errors import UserError
 
 FILE = ".fedrun.lock"
@@ -28,7 +29,7 @@ class RunLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "RunLock":
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -50,8 +51,8 @@ class RunLock:
 def is_held(run_dir: Path) -> bool:
     """Whether some process holds ``run_dir``'s lock now."""
     try:
-        fd = os.open(Path(run_dir) / FILE, os.O_RDONLY)
-    except OSError:
+        fd = open_regular(Path(run_dir) / FILE)
+    except OSError:  # missing, or not a lock file fedrun made (atomic.NotRegular)
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

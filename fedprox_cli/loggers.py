@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, folder, read_text, remove
 from .errors import UserError
 
 STATE = "tracker.json"
@@ -64,10 +64,10 @@ class TensorBoard:
 
     def __init__(self, run_dir, run_id=None, run_config=None, subdir: str = "tensorboard"):
         tb = _need("logger/tensorboard", "torch.utils.tensorboard")
-        path = Path(run_dir) / subdir
+        path = folder(run_dir, subdir)  # inside the run folder, no link
         if run_id is None:  # a new series: a previous run's events would mix with this one's
             for old in path.glob("events.out.tfevents.*"):
-                old.unlink()
+                remove(old)
         self.writer = tb.SummaryWriter(log_dir=str(path))
         self.run_id = "events"
 
@@ -140,7 +140,8 @@ class Series:
     def __init__(self, out: Path, start_round: int, rows: list[dict]):
         self.out = Path(out)
         self.tracker = None
-        cfg = OmegaConf.load(self.out / "config.yaml") if (self.out / "config.yaml").exists() else {}
+        path = self.out / "config.yaml"
+        cfg = OmegaConf.create(read_text(path)) if path.exists() else {}
         spec = cfg.get("logger")
         if spec is None or str(spec.get("_target_", "")).endswith("loggers.Null"):
             return
@@ -166,7 +167,7 @@ class Series:
 
     def _state(self) -> dict:
         try:
-            return json.loads((self.out / STATE).read_text())
+            return json.loads(read_text(self.out / STATE))
         except (OSError, ValueError):
             return {}
 

@@ -19,6 +19,7 @@ peak memory (ACT_COPIES = 3 bounds what MobileNetV3-Small and the MLP were measu
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import torch
@@ -79,3 +80,46 @@ def plan(fp: Footprint, n: int, samples: int, chunk, eval_batch, memory_gb: floa
     if eval_batch == "auto":
         eval_batch = max(1, int((budget - fp.per_client) // fp.per_sample))
     return chunk or n, eval_batch
+
+
+def available_bytes(device: torch.device) -> int:
+    """The memory of ``device``: the GPU's, or the machine's physical memory."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def least_parameters(name: str, params: dict) -> int:
+    """A lower bound on the parameters of model ``name`` that needs no data: the model built on
+    the ``meta`` device (nothing allocated) for a one-feature input, or 0 for a model that needs
+    the data's image shape (its size is then fixed by the data set, checked once loaded)."""
+    from . import models
+    from .errors import UserError
+    try:
+        with torch.device("meta"):
+            return sum(p.numel() for p in models.build(name, (1,), 2, **params).parameters())
+    except (UserError, RuntimeError, ValueError):
+        return 0
+
+
+def check_sizes(s, model: str, model_params: dict, runs: int = 1) -> None:
+    """Refuse (:class:`UserError`) a config whose tensors cannot fit the device before anything
+    is allocated: each of the ``runs`` x n clients holds at least one model-sized state (d
+    numbers, :func:`least_parameters`), and each local step draws n x B mini-batch positions
+    (a float32 draw and two int64 index tables)."""
+    from .errors import require
+    item = torch.tensor([], dtype=s.dtype).element_size()
+    d = least_parameters(model, model_params)
+    need = runs * s.n * (item * d + 20 * (s.B or 0))
+    have = available_bytes(s.device)
+    require(need <= have, f"the run needs at least {need / 2**30:,.0f} GiB (n={s.n} clients x "
+                          f"(d >= {d:,} parameters of model {model} + B={s.B} mini-batch draws)"
+                          f"{f' x {runs} runs' if runs > 1 else ''}), more than the "
+                          f"{have / 2**30:,.0f} GiB of {s.device}; reduce n, B or the model")
+
+
+def exhausted(e: BaseException) -> bool:
+    """Whether ``e`` is an allocation that failed (the machine's or the GPU's memory): an
+    outside fault, not a bug."""
+    return isinstance(e, (MemoryError, torch.OutOfMemoryError)) or (
+        isinstance(e, RuntimeError) and "can't allocate memory" in str(e))

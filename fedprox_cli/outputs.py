@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, read_text
 from .lock import is_held
 
 SUMMARY = "summary.json"
@@ -155,7 +155,7 @@ def read_summary(run_dir: Path) -> dict:
     """``run_dir``'s ``summary.json``: a JSON object whose fields of :data:`SCHEMA` have their
     types (a field of another type is left out, as if absent: any file, fedrun's or another
     tool's, reads without surprises); ValueError for a file that is not a JSON object."""
-    d = json.loads((Path(run_dir) / SUMMARY).read_text())
+    d = json.loads(read_text(Path(run_dir) / SUMMARY))
     if not isinstance(d, dict):
         raise ValueError(f"{Path(run_dir) / SUMMARY} is not a JSON object")
     return {k: v for k, v in d.items()

@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
                                NullFormatter)
 
-from .atomic import atomic_write  # noqa: E402
+from .atomic import atomic_write, open_file  # noqa: E402
 from .flatten import flatten  # noqa: E402
 from .outputs import model_metrics_only  # noqa: E402
 
@@ -172,7 +172,8 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    df = model_metrics_only(pd.read_csv(csv_path).apply(pd.to_numeric, errors="coerce"))
+    with open_file(csv_path, "rb") as f:  # a FIFO never hangs
+        df = model_metrics_only(pd.read_csv(f).apply(pd.to_numeric, errors="coerce"))
     rounds = df["round"].to_numpy(float)
     losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
     bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)

@@ -34,6 +34,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from .atomic import read_text
 from .errors import UserError, describe, require
 from . import keys
 from .flatten import flatten
@@ -163,7 +164,7 @@ def _choices(run_dir: Path) -> dict:
     if not hydra_yaml.exists():
         return {}
     try:
-        choices = OmegaConf.to_container(OmegaConf.load(hydra_yaml).hydra.runtime.choices)
+        choices = OmegaConf.to_container(OmegaConf.create(read_text(hydra_yaml)).hydra.runtime.choices)
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
         raise BrokenRun(f".hydra/hydra.yaml is unreadable ({_first_line(e)})") from None
     return {f"{CHOICE}{g}": c for g, c in choices.items()  # no option chosen = a group not offered
@@ -233,7 +234,7 @@ def read_metrics(path: Path) -> pd.DataFrame:
     """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
     fields than the header, or no end of line after the last row), or not numbers."""
     try:
-        text = path.read_text()
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as e:
         raise BrokenRun(f"metrics.csv is unreadable ({_first_line(e)})") from None
     if not text.strip():
@@ -257,7 +258,7 @@ def read_metrics(path: Path) -> pd.DataFrame:
 def load_run(run_dir: Path) -> Run:
     """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
     try:
-        cfg = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)
+        cfg = OmegaConf.to_container(OmegaConf.create(read_text(run_dir / "config.yaml")), resolve=False)
     except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
         raise BrokenRun(f"config.yaml is unreadable ({_first_line(e)})") from None
     if not isinstance(cfg, dict) or not cfg:

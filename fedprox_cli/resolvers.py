@@ -2,7 +2,9 @@
 
 ``${calc:EXPR}`` evaluates an arithmetic expression of numbers with + - * / ** and
 parentheses, e.g. FedNMap's local step rules ``eta_a: ${calc:1/${K}}`` and
-``${calc:${K}**-0.5}``. Nothing else (names, calls, attributes) is accepted.
+``${calc:${K}**-0.5}``. Nothing else (names, calls, attributes) is accepted, and ``**`` is
+bounded (:data:`MAX_BASE`, :data:`MAX_EXPONENT`) so that no expression takes long to compute; a
+division by zero or an overflow is a ``ValueError`` (the run refuses the config in one line).
 ``${fedrun.pid:}`` is the launching process's id (in run and sweep folder names);
 ``${fedrun.under:NAME}`` is ``NAME/`` (or nothing for null): a preset's sweeps go into a
 folder of the preset's name; ``${fedrun.job_dir:}`` is a sweep job's folder name, from its
@@ -17,8 +19,27 @@ import os
 
 from omegaconf import OmegaConf
 
+MAX_BASE = 2 ** 64      # |a| of a ** b
+MAX_EXPONENT = 1024     # |b| of a ** b
+
+
+def _pow(a, b):
+    if abs(a) > MAX_BASE or abs(b) > MAX_EXPONENT:
+        raise ValueError(f"calc: {a!r} ** {b!r} is outside |base| <= 2**64, |exponent| <= {MAX_EXPONENT}")
+    return operator.pow(a, b)
+
+
+def _apply(op, *args):
+    try:
+        return op(*args)
+    except ZeroDivisionError:
+        raise ValueError("calc: division by zero") from None
+    except ArithmeticError:  # 10.0 ** 400
+        raise ValueError("calc: the result is too large") from None
+
+
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+        ast.Div: operator.truediv, ast.Pow: _pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
 def _eval(node: ast.AST) -> float:
@@ -26,9 +47,9 @@ def _eval(node: ast.AST) -> float:
             and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_eval(node.left), _eval(node.right))
+        return _apply(_OPS[type(node.op)], _eval(node.left), _eval(node.right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_eval(node.operand))
+        return _apply(_OPS[type(node.op)], _eval(node.operand))
     raise ValueError(f"calc: only numbers and + - * / ** ( ) are allowed, got {ast.unparse(node)!r}")
 
 
@@ -40,7 +61,12 @@ def calc(expr: str | int | float) -> float:
         tree = ast.parse(str(expr), mode="eval")
     except SyntaxError as e:
         raise ValueError(f"calc: cannot parse {expr!r}") from e
-    return _eval(tree.body)
+    value = _eval(tree.body)
+    if isinstance(value, complex):  # (-8) ** 0.5
+        raise ValueError(f"calc: {expr!r} is not a real number")
+    if isinstance(value, int) and abs(value) >= 2 ** 63:  # beyond int64: a float, if one holds it
+        value = _apply(float, value)
+    return value
 
 
 def register() -> None:

@@ -16,15 +16,16 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
-from . import algorithms, clients, compressors, data, engine_choice, loggers, memory, models, regularizers
+from . import algorithms, clients, compressors, data, engine_choice, keep, loggers, memory, models, regularizers
 from .checkpoint import FILE as CHECKPOINT
-from .checkpoint import Checkpoint, check_same_run, counters, restore_counters
+from .checkpoint import Checkpoint, check_fits, check_same_run, counters, restore_counters
 from .checkpoint import digest as config_digest
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
-from .atomic import atomic_write_text
-from .config import RunSettings, check_keys, check_values, params, settings
+from .atomic import atomic_write_text, folder, remove
+from .config import RunSettings, check_keys, check_values, params, resolved, settings
 from .device import hardware, set_matmul_precision
 from .console import logging_to, say
 from .errors import EXIT, UserError, describe, require, squeeze
@@ -78,14 +79,21 @@ class Validated:
 
 
 def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
-    """Every check that needs no data (:class:`UserError`): the keys against ``reference``
-    (the same group choices without overrides; :func:`config.check_keys`), every value
-    (:func:`config.check_values`), the top-level keys, the algorithm, regularizer and
-    compressor with their parameters, and every prox parameter against h."""
+    """Every check that needs no data (:class:`UserError`), shared by the run and the dry run:
+    the keys against ``reference`` (the same group choices without overrides;
+    :func:`config.check_keys`), the top-level keys, the whole config resolved and every value
+    checked (:func:`config.check_values`), the sizes against the device's memory
+    (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
+    parameters, and every prox parameter against h."""
     if reference is not None:
         check_keys(cfg, reference)
+    try:
+        s = settings(cfg)  # the top-level keys first: K=0 is named before a step ${calc:1/${K}} fails
+    except OmegaConfBaseException:
+        resolved(cfg)  # raises the UserError naming the key that does not resolve
+        raise
     check_values(cfg, reference)
-    s = settings(cfg)
+    memory.check_sizes(s, cfg.model.name, params(cfg.model, drop=("name", "init")), runs=cfg.seeds)
     alg = algorithms.build(cfg.algorithm.name, **params(cfg.algorithm))
     h = regularizers.build(cfg.regularizer.name, **params(cfg.regularizer))
     comp = compressors.build(cfg.compressor.name, **params(cfg.compressor))
@@ -275,6 +283,12 @@ def has_prior_run(out: Path) -> bool:
 SCAFFOLD = {".hydra", LOCK, "fedrun.log", "error.log"}  # what fedrun leaves before a run starts
 
 
+def is_scaffold(p: Path) -> bool:
+    """Whether ``p`` is one of :data:`SCAFFOLD` as fedrun makes it: ``.hydra`` a real folder,
+    the others regular files (a link or a FIFO of that name is someone else's)."""
+    return p.name in SCAFFOLD and not p.is_symlink() and (p.is_dir() if p.name == ".hydra" else p.is_file())
+
+
 def check_owned(out: Path) -> None:
     """Refuse a folder that is not a file, or holds files of something other than a fedrun
     run (a run folder's ``summary.json`` says it is one; an empty folder is free)."""
@@ -287,7 +301,7 @@ def check_owned(out: Path) -> None:
         ours = False
     if ours:
         return
-    foreign = sorted(p.name for p in out.iterdir() if p.name not in SCAFFOLD)
+    foreign = sorted(p.name for p in out.iterdir() if not is_scaffold(p))
     require(not foreign, f"run folder {out} holds files that are not a fedrun run "
                          f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); "
                          f"choose another folder")
@@ -301,14 +315,14 @@ def _resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
     if not (s.resume and has_prior_run(out)):
         return None
     prior = check_same_run(out, cfg)
+    finished = status_of(out) == "finished"
+    if finished and prior.get("T") == s.T:  # a checkpoint beside it is an extension's, stopped
+        return True
     path = out / CHECKPOINT
     ckpt = load_checkpoint(path, s.device, config_digest(cfg)) if path.exists() else None
-    finished = status_of(out) == "finished"
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
     require(done <= s.T, f"T={s.T} is below the {done} rounds the run in {out} has done; "
                          f"T may only be extended (or set resume=false to start over)")
-    if finished and done == s.T:
-        return True
     if ckpt is None:
         say(f"no checkpoint in {out}; starting it over from round 0", "note")
     return ckpt
@@ -326,7 +340,13 @@ def _end(summary: Summary, status: str, code: int | None = None, **fields) -> No
 
 def _internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     """A bug: one line on stderr, the traceback in ``out/error.log``, status error, exit 3
-    (``FEDRUN_DEBUG=1`` re-raises)."""
+    (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug: status error, exit 2."""
+    if memory.exhausted(e):
+        message = f"out of memory: {squeeze(str(e), 200)}; reduce n, B, oracle.memory_gb or the model"
+        if summary is not None:
+            _end(summary, "error", error=message)
+        say(message, "error")
+        return EXIT["error"]
     where = out / "error.log"
     try:
         atomic_write_text(where, traceback.format_exc())
@@ -345,9 +365,9 @@ def _write_hydra_record(out: Path, files: dict[str, str] | None) -> None:
     """Hydra's record of the command (``.hydra/``), written only once the run has started."""
     if not files:
         return
-    (out / ".hydra").mkdir(exist_ok=True)
+    record = folder(out, ".hydra")
     for name, text in files.items():
-        atomic_write_text(out / ".hydra" / name, text)
+        atomic_write_text(record / name, text)
 
 
 def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
@@ -388,7 +408,20 @@ def _dry_run(cfg: DictConfig, out: Path, reference: DictConfig | None) -> int:
     return EXIT["finished"]
 
 
+def recover(out: Path) -> None:
+    """Undo what a killed attempt on a finished run left in ``out`` (:func:`keep.recover`)."""
+    if keep.recover(out):
+        say(f"a killed attempt on the finished run in {out} was undone", "note")
+
+
+def fits(exp: Experiment, out: Path, ckpt: Checkpoint | None) -> None:
+    """Refuse a checkpoint that cannot continue ``exp`` (:func:`checkpoint.check_fits`)."""
+    if ckpt is not None:
+        check_fits(out / CHECKPOINT, ckpt, exp.alg.init(exp.flat.flat(), exp.s.n), exp.s.T)
+
+
 def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
+    recover(out)
     prior = has_prior_run(out)
     fresh = None if prior else Summary(out, **provenance(command), T=cfg.get("T"))
     try:
@@ -400,6 +433,7 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
             _closing(out, "finished")
             return EXIT["finished"]
         exp = build(cfg)
+        fits(exp, out, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
         if fresh is not None:  # nothing to keep: the folder says why it holds no run
@@ -428,13 +462,14 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
           hydra_record: dict[str, str] | None) -> None:
     """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
     partition; a previous run's leftovers go when starting over."""
+    keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
     summary.fields.update(device=str(exp.s.device), hardware=hardware(exp.s.device), dimension=exp.flat.d,
                           engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
                           data_source=exp.dataset.source)
     if ckpt is None:
         for name in (CHECKPOINT, "metrics.png", "error.log", clients.FILE, clients.SUMMARY,
                      clients.FIGURE):  # a previous run's
-            (out / name).unlink(missing_ok=True)
+            remove(out / name)
     summary.start(round=ckpt.round if ckpt else 0)
     chosen = engine_choice.line(exp.oracle.engine_choice)
     if chosen:
@@ -451,7 +486,15 @@ def conclude(exp: Experiment, cfg: DictConfig, out: Path, summary: Summary, erro
              rows: list[dict] | None = None) -> int:
     """Record how the run in ``out`` ended -- ``error`` None: finished with these metrics
     ``rows`` (and its ``metrics.png`` is drawn); otherwise what stopped it -- say so in one line
-    and return the exit code."""
+    and return the exit code. An attempt on a finished run that did not finish puts the
+    finished run's files back (:mod:`keep`)."""
+    code = _conclude(exp, cfg, out, summary, error, rows)
+    if keep.settle(out, code == EXIT["finished"]):
+        say(f"the finished run in {out} is kept as it was (metrics, plot, summary, config)", "note")
+    return code
+
+
+def _conclude(exp, cfg, out, summary, error, rows) -> int:
     try:
         if error is not None:
             raise error
@@ -482,7 +525,7 @@ def conclude(exp: Experiment, cfg: DictConfig, out: Path, summary: Summary, erro
         return _internal_error(out, e, summary)
     _end(summary, "finished", final=rows[-1], round=exp.s.T)
     if not exp.s.keep_checkpoint:  # n x d numbers per state tensor: ~1 GB for ResNet-18, n = 10
-        (out / CHECKPOINT).unlink(missing_ok=True)
+        remove(out / CHECKPOINT)
     _closing(out, "finished")
     return EXIT["finished"]
 

@@ -64,11 +64,11 @@ def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
 
 def check_container(out: Path) -> None:
     """``out`` holds the runs' folders only (and fedrun's own files)."""
-    from .runner import SCAFFOLD
+    from .runner import is_scaffold
     require(not out.exists() or out.is_dir(), f"run folder {out} is a file, not a folder")
     if out.is_dir():
         other = sorted(p.name for p in out.iterdir()
-                       if p.name not in SCAFFOLD and not (p.is_dir() and p.name.startswith(PREFIX)))
+                       if not is_scaffold(p) and not (p.is_dir() and not p.is_symlink() and p.name.startswith(PREFIX)))
         require(not other, f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
                            f"seeds=R writes its runs into {out}/{PREFIX}<seed>/; choose another folder")
 
@@ -102,6 +102,7 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
     todo, exps, ckpts, cfgs = [], [], [], []
     try:
         for seed, folder in runs:
+            runner.recover(folder)
             one = with_seed(cfg, seed)
             ckpt = runner._resume_point(one, folder)
             if ckpt is True:
@@ -110,8 +111,9 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
                 continue
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
         dataset = data.load_config(cfg) if todo else None
-        for one in cfgs:
+        for one, folder, ckpt in zip(cfgs, todo, ckpts):
             exps.append(runner.build(one, dataset=dataset, runs=len(todo)))
+            runner.fits(exps[-1], folder, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
         return EXIT["error"]
@@ -151,6 +153,11 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
                                       label=f"seed {cfgs[r].seed}: ")
             if live[r].done:
                 end(r, None)
+        except KeyboardInterrupt as e:  # a signal before training: every run stops (those not
+            end(r, e)                   # begun are left as they were)
+            for q in list(live):
+                end(q, e)
+            return max(codes + [EXIT["interrupted"]])
         except BaseException as e:  # noqa: BLE001
             end(r, e)
 

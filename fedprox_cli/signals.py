@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from contextlib import contextmanager
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGUSR2,) if hasattr(signal, "SIGUSR2") else ())
 received: list[int] = []  # signals noted in this process, in order
@@ -55,3 +56,22 @@ class StopAfterRound:
     def __exit__(self, *exc) -> None:
         for s, handler in self._old.items():
             signal.signal(s, handler)
+
+
+@contextmanager
+def deferred():
+    """Hold :data:`SIGNALS` inside the block (a file being written) and deliver them, to the
+    handlers in force before it, as it ends (main thread only; elsewhere signals do not
+    arrive in Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    old = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in held:
+            signal.raise_signal(s)

@@ -19,6 +19,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from . import report
+from .atomic import read_text
 from .errors import UserError, require
 from .flatten import flatten
 from .keys import complete
@@ -29,7 +30,7 @@ METRICS = ("test_acc", "train_loss", "objective", "stationarity")
 
 def _config(run_dir: Path) -> dict:
     try:
-        return complete(flatten(OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=False)))
+        return complete(flatten(OmegaConf.to_container(OmegaConf.create(read_text(run_dir / "config.yaml")), resolve=False)))
     except Exception:  # missing or unreadable: the row shows what the summary has
         return {}
 
@@ -60,7 +61,7 @@ def _planned(multirun_yaml: Path) -> list[Path]:
                 for f in recorded]
 
     try:
-        config = OmegaConf.load(multirun_yaml)
+        config = OmegaConf.create(read_text(multirun_yaml))
         jobs = sweep_jobs(config)
         numbered = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
     except Exception:  # not a sweep record this version can read: list what is on disk

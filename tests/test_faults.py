@@ -158,6 +158,19 @@ CASES = {
                                 2, "ratio"),
     "empty hydra.run.dir": Case("config", DIGITS + ["hydra.run.dir="], 2, "hydra.run.dir is empty"),
     "malformed override": Case("config", DIGITS + ["K=[1"], 2, "fedrun: error:"),
+    # ... values that only fail once resolved or allocated: refused by the validation, as by the dry run
+    "seed 2**64": Case("config", DIGITS + ["seed=18446744073709551616"], 2, "seed must lie within +-2**63"),
+    "B of 10**12": Case("config", DIGITS + ["B=1000000000000"], 2, "the run needs at least"),
+    "width of 10**9": Case("config", DIGITS + ["model=mlp", "model.hidden=1000000000"], 2, "the run needs at least"),
+    "calc dividing by 0": Case("config", DIGITS + ["algorithm.alpha=${{calc:1/0}}"], 2,
+                               "cannot resolve algorithm.alpha: calc: division by zero"),
+    "calc overflowing": Case("config", DIGITS + ["algorithm.alpha=${{calc:10**400}}"], 2, "the result is too large"),
+    "calc power tower": Case("config", DIGITS + ["algorithm.alpha=${{calc:9**9**9**9}}"], 2, "is outside |base|"),
+    "calc beyond int64": Case("config", DIGITS + ["T=${{calc:2**70}}"], 2, "T must be a positive integer"),
+    "unset environment variable": Case("config", DIGITS + ["algorithm.alpha=${{oc.env:FEDRUN_UNSET_VAR}}"], 2,
+                                       "cannot resolve algorithm.alpha"),
+    "K=0 with a step 1/K": Case("config", ["experiment=fednmap_fig2_quick", "dataset=digits", "K=0", "T=1"], 2,
+                                "K must be a positive integer, got 0"),
     # ... against a finished run, whose four files must stay byte for byte
     "config change of a finished run": Case("config", MNIST + ["algorithm.beta=0.03"], 2,
                                             "holds a run of a different config", prior=True),
@@ -305,6 +318,19 @@ def test_fault(name, faults):
     for f, content in before.items():
         assert (work / "run" / f).read_bytes() == content, f"{f} of the finished run changed"
     assert not temp_files(work), temp_files(work)
+
+
+RESOLVED = ["seed 2**64", "B of 10**12", "width of 10**9", "calc dividing by 0", "calc overflowing",
+            "calc power tower", "calc beyond int64", "unset environment variable", "K=0 with a step 1/K"]
+
+
+@pytest.mark.parametrize("name", RESOLVED)
+def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path):
+    """runner.validate resolves the whole config and checks sizes for both: same line, same code."""
+    case = CASES[name]
+    p = fedrun(*[a.format() for a in case.args], "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
+    assert p.returncode == case.code and case.phrase in p.stderr, (p.returncode, p.stderr)
+    assert len(stderr_lines(p)) == 1 and not (tmp_path / "run").exists()
 
 
 def test_an_internal_error_keeps_its_traceback_in_the_run_folder(faults):
@@ -455,3 +481,196 @@ def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
         assert jobs and all(read_summary(j)["status"] == "finished" for j in jobs)
     commands = [read_summary(next(s.rglob("summary.json")).parent)["command"].split() for s in sweeps]
     assert sorted(next(a for a in c if a.startswith("seed=")) for c in commands) == ["seed=0", "seed=1"]
+
+
+# ------------------------------------------------------------------ issue 25: files, survival, signals
+
+LINEAR = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "eval_every=1"]
+FINISHED_FILES = ("metrics.csv", "metrics.png", "summary.json", "config.yaml", ".hydra/config.yaml",
+                  ".hydra/overrides.yaml")
+
+
+def _finished(tmp: Path, *args) -> tuple[Path, dict]:
+    run = tmp / "run"
+    p = fedrun(*LINEAR, "T=2", f"hydra.run.dir={run}", *args, cwd=tmp)
+    assert p.returncode == 0, p.stderr
+    return run, {f: (run / f).read_bytes() for f in FINISHED_FILES}
+
+
+def _unchanged(run: Path, before: dict) -> None:
+    for f, content in before.items():
+        assert (run / f).read_bytes() == content, f"{f} of the finished run changed"
+    assert not (run / ".kept").exists()
+
+
+@pytest.mark.parametrize("name", [".fedrun.lock", "fedrun.log", ".hydra", "metrics.csv"])
+def test_a_link_in_a_run_folder_is_never_followed(name, tmp_path):
+    """Links where fedrun's files belong: the folder is not free (scaffold) or the write is
+    refused (metrics.csv of a run folder); the file the link points to is untouched."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "file").write_text("precious\n")
+    run = tmp_path / "run"
+    if name == "metrics.csv":
+        run, _ = _finished(tmp_path)
+        (run / name).unlink()
+    else:
+        run.mkdir()
+    (run / name).symlink_to(victim if name == ".hydra" else victim / "file")
+    p = fedrun(*LINEAR, "T=3", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert p.returncode == 2 and len(stderr_lines(p)) <= 3, p.stderr
+    assert (victim / "file").read_text() == "precious\n" and sorted(os.listdir(victim)) == ["file"]
+
+
+def test_special_files_are_refused_without_hanging(tmp_path):
+    """A device node as fedrun-plot's --out, FIFOs as lock, metrics.csv, summary.json and data
+    file: one line each, within the timeout (no open blocks), nothing replaced."""
+    run, _ = _finished(tmp_path)
+    plot = [sys.executable, "-c", "import sys; from fedprox_cli.commands import plot; sys.argv[0] = 'fedrun-plot'; plot()"]
+    report = [sys.executable, "-c", "import sys; from fedprox_cli.status_report import main; main()"]
+    p = subprocess.run([*plot, str(run), "--out", "/dev/null"], env=ENV, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "/dev/null is a device node" in p.stderr and Path("/dev/null").is_char_device()
+    for name in (".fedrun.lock", "metrics.csv", "summary.json"):
+        bad = tmp_path / f"fifo_{name}"
+        shutil.copytree(run, bad, symlinks=True)
+        (bad / name).unlink()
+        os.mkfifo(bad / name)
+        for cmd in (plot + [str(bad), "--out", str(tmp_path / "x.png")], report + [str(bad)]):
+            subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=60)  # no hang
+    p = fedrun(*LINEAR, "T=3", f"hydra.run.dir={tmp_path / 'fifo_.fedrun.lock'}", cwd=tmp_path, timeout=120)
+    assert p.returncode == 2 and "is a FIFO" in p.stderr
+    data = tmp_path / "data"
+    mnist_files(data)
+    target = next(data.rglob("train-images*"))
+    target.unlink()
+    os.mkfifo(target)
+    p = fedrun("dataset=mnist", f"data.root={data}", "partition=iid", "model=linear", "n=2", "T=1", "B=4",
+               f"hydra.run.dir={tmp_path / 'm'}", cwd=tmp_path, timeout=120)
+    assert p.returncode == 2 and "is a FIFO" in p.stderr, p.stderr
+
+
+def test_a_tracker_folder_stays_inside_the_run_folder(tmp_path):
+    pytest.importorskip("torch.utils.tensorboard")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "events.out.tfevents.precious").write_text("x")
+    for subdir in (str(outside), "../outside"):
+        p = fedrun(*LINEAR, "T=1", "logger=tensorboard", f"logger.subdir={subdir}",
+                   f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+        assert p.returncode == 2 and "must be a folder inside" in p.stderr, p.stderr
+        assert sorted(os.listdir(outside)) == ["events.out.tfevents.precious"]
+
+
+def _forge(path: Path, kind: str) -> None:
+    d = torch.load(path, weights_only=True)
+    key = next(iter(d["state"]))
+    if kind == "shape":
+        d["state"][key] = torch.zeros(3)
+    elif kind == "key":
+        del d["state"][key]
+    else:
+        d["round"] = -3
+    torch.save(d, path)
+
+
+@pytest.mark.parametrize("fault", ["shape", "key", "round", ".hydra a file", "partition.npz a folder"])
+def test_a_finished_run_survives_a_failed_extension(fault, tmp_path):
+    run, before = _finished(tmp_path, "keep_checkpoint=true", "checkpoint_every=1")
+    if fault in ("shape", "key", "round"):
+        _forge(run / "checkpoint.pt", fault)
+    elif fault == ".hydra a file":
+        shutil.rmtree(run / ".hydra")
+        (run / ".hydra").write_text("not a folder")
+        before = {f: b for f, b in before.items() if not f.startswith(".hydra")}
+    else:
+        (run / "partition.npz").unlink()
+        (run / "partition.npz").mkdir()
+    p = fedrun(*LINEAR, "T=4", "keep_checkpoint=true", "checkpoint_every=1", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    _unchanged(run, before)
+
+
+def _start_sweep(tmp: Path, *args, env=None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp, env={**ENV, **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def test_ctrl_c_during_an_extension_keeps_the_finished_run(tmp_path):
+    """No kept checkpoint, T extended, Ctrl-C once the attempt has started writing."""
+    run, before = _finished(tmp_path)
+    proc = _start_sweep(tmp_path, *LINEAR, "T=100000", f"hydra.run.dir={run}")
+    deadline = time.time() + 120
+    while not (run / ".kept").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    _unchanged(run, before)
+
+
+@pytest.mark.parametrize("hit,times", [("ckpt", 2), ("part", 1)])
+def test_signals_during_a_write_end_as_interrupted(hit, times, tmp_path):
+    """SIGINTs arriving inside torch.save / np.savez_compressed (atomic.atomic_write holds them)."""
+    driver = f"""
+import os, signal, sys
+import numpy as np, torch
+from fedprox_cli import cli
+class Hit:
+    def __init__(self, f): self.f, self.n = f, 0
+    def write(self, b):
+        self.n += 1
+        if self.n == 2:
+            for _ in range({times}):
+                os.kill(os.getpid(), signal.SIGINT)
+        return self.f.write(b)
+    def __getattr__(self, k): return getattr(self.f, k)
+save, savez = torch.save, np.savez_compressed
+if "{hit}" == "ckpt": torch.save = lambda obj, f, *a, **k: save(obj, Hit(f), *a, **k)
+else: np.savez_compressed = lambda f, *a, **k: savez(Hit(f), *a, **k)
+sys.argv = ["fedrun", *sys.argv[1:]]
+cli.main()
+"""
+    run = tmp_path / "run"
+    p = fedrun(*LINEAR, "T=3", "checkpoint_every=1", f"hydra.run.dir={run}", cwd=tmp_path, driver=driver)
+    assert p.returncode == 130, p.stderr
+    assert read_summary(run)["status"] == "interrupted" and not temp_files(run)
+
+
+HOOK = Path(__file__).parent / "signal_hook"
+
+
+@pytest.mark.parametrize("phase", ["import:1", "data:2", "build:2", "training:3", "evaluation:4",
+                                   "plotting:2", "between:1"])
+def test_a_signal_at_any_phase_stops_the_sweep(phase, tmp_path):
+    """SIGTERM at the n-th entry into a phase (tests/signal_hook): exit 130 within seconds, no
+    job started after it, no job left running, finished jobs kept."""
+    sweep = tmp_path / "sweep"
+    p = fedrun("-m", *LINEAR, "T=3", "seed=0,1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
+               env={"PYTHONPATH": f"{ROOT}{os.pathsep}{HOOK}", "FEDRUN_SIGNAL_AT": phase}, timeout=240)
+    assert p.returncode == 130, (p.returncode, p.stderr)
+    statuses = [effective_status(sweep / str(j)) for j in range(3)]
+    assert statuses[2] == "missing" and not {"running", "dead"} & set(statuses), statuses
+
+
+def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
+    """The whole process group gets SIGTERM (as from `timeout`): the sweep ends within seconds and
+    the queued jobs never start (before the fix the workers went on through the queue for
+    minutes). The running jobs stop after their round; joblib's abort in the launching process
+    may kill a worker first (then ``dead``: resumable from its last checkpoint) -- not closed."""
+    sweep = tmp_path / "sweep"
+    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", "hydra/launcher=joblib",
+                             "hydra.launcher.n_jobs=2", *LINEAR, "T=100000", "checkpoint_every=50",
+                             "seed=0,1,2,3", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and not all((sweep / str(j) / "metrics.csv").exists() for j in (0, 1)):
+        time.sleep(0.5)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGTERM)
+    start = time.time()
+    proc.communicate(timeout=120)
+    assert time.time() - start < 30
+    statuses = [effective_status(sweep / str(j)) for j in range(4)]
+    assert set(statuses[:2]) <= {"interrupted", "dead"} and statuses[2:] == ["missing"] * 2, statuses

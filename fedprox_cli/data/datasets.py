@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..atomic import atomic_write
+from ..atomic import atomic_write, check_readable, open_file
 from ..console import say
 from ..errors import UserError, require, squeeze
 from ..plugins import Registry
@@ -96,8 +96,10 @@ def load_config(cfg) -> Dataset:
 @contextmanager
 def reading(path: Path, remedy: str = REDOWNLOAD):
     """Turn any failure to read ``path`` inside the block into one :class:`UserError` naming
-    the file, what is wrong and ``remedy``."""
+    the file, what is wrong and ``remedy``. A path that is not a regular file (a FIFO, a
+    device node, a folder) is refused before it is opened (:func:`atomic.check_readable`)."""
     try:
+        check_readable(path)
         yield
     except UserError:
         raise
@@ -139,7 +141,8 @@ def cached(path: Path, build: Callable[[], dict]) -> dict:
     is read-only). An unreadable cache (truncated, say) is rebuilt from the source files."""
     if path.exists():
         try:
-            return torch.load(path, weights_only=True)
+            with open_file(path) as f:
+                return torch.load(f, weights_only=True)
         except Exception as e:
             say(f"the cache {path} cannot be read ({type(e).__name__}); rebuilding it from "
                 f"the source files", "note")

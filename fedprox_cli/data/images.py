@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..atomic import read_text
 from ..errors import UserError, require
 from .datasets import Dataset, cached, labels, not_found, reading, register, standardize
 from .idx import find_or_download
@@ -120,9 +121,9 @@ def tinyimagenet(root: Path) -> Dataset:
                         "data.root=DIR")
 
     def build():
-        classes = sorted((d / "wnids.txt").read_text().split())
+        classes = sorted(read_text(d / "wnids.txt").split())
         tr_p, tr_y = image_folder(d / "train", classes)
-        rows = [line.split("\t") for line in (d / "val" / "val_annotations.txt").read_text().splitlines()
+        rows = [line.split("\t") for line in read_text(d / "val" / "val_annotations.txt").splitlines()
                 if line.strip()]
         require(all(len(r) >= 2 and r[1] in classes for r in rows),
                 f"{d}/val/val_annotations.txt: each line must be 'file<TAB>wnid...' with a wnid of wnids.txt")
