@@ -97,17 +97,17 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
     the current folder); a finished run there with the same config is not run again, a
     stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
     Hydra's error) before anything is written; a run that fails later returns its status."""
-    from . import resolvers, runner
+    from . import lifecycle, resolvers, runner
     resolvers.register()
     if isinstance(config, DictConfig):
         cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
         out = Path(folder) if folder is not None else _default_folder(cfg)
-        runner.validate(cfg)
+        lifecycle.validate(cfg)
         return _result(out, runner.run(cfg, out, progress=progress, command="fedprox_cli.run(config)"))
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    from .cli import hydra_files, reference_config
+    from .compose import hydra_files, reference_config
     from .dryrun import jobs
     overrides = overrides_of(config)
     if folder is not None:
@@ -116,7 +116,7 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
         job = jobs(overrides, multirun=False)[0]
         hc = HydraConfig.get()
         reference = reference_config(job.choices)
-        runner.validate(job.cfg, reference)
+        lifecycle.validate(job.cfg, reference)
         code = runner.run(job.cfg, job.folder, progress=progress, reference=reference,
                           command=f"fedprox_cli.run({overrides_of(config)!r})",
                           hydra_record=hydra_files(job.cfg, hc))

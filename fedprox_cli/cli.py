@@ -4,7 +4,7 @@ The fault contract (README, "Exit codes"): every fault is one line on stderr and
 of :data:`errors.EXIT` -- 2 for bad input and faults of data or files (Hydra's own error
 printing is bypassed: HYDRA_FULL_ERROR is set for the call, and its messages are squeezed into
 one line), 3 for an internal error (a bug: the traceback goes to the run folder's
-``error.log``, or to :data:`CRASH_LOG` outside a run), 1 for a diverged run, 130 for an
+``error.log``, or to :data:`faults.CRASH_LOG` outside a run), 1 for a diverged run, 130 for an
 interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
 
 A multirun goes through :mod:`sweep`: :class:`SweepReport` (a Hydra callback, run in the
@@ -22,11 +22,8 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
 import hydra
@@ -36,77 +33,19 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import CONF_DIR, console, extras, resolvers, signals, sweep
+from . import CONF_DIR, console, resolvers, signals, sweep
 from .cluster import sweep_value
-from .atomic import atomic_write_text
 from .console import say
-from .errors import EXIT, Refusal, UserError, describe, squeeze
+from .errors import EXIT, Refusal, UserError, squeeze
+from .compose import command, hydra_files, reference_config, sweep_jobs
+from .faults import crash, one_line
 from .signals import sigterm_interrupts
-
-CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
 
 _SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
 _SWEEPS: list[tuple[Path, list | None, float]] = []  # this process's multirun: (sweep folder,
 #   its jobs' planned records or None, start time); see sweep.report
 
-_DROP = ("full_key:", "object_type", "reference_type", "Config search path", "provider=", "path=",
-         "To append to your config", "Set the environment variable")
-
-
-def one_line(exc: BaseException) -> str:
-    """A Hydra/OmegaConf/OS error message squeezed into one readable line (a missing extra's
-    config: the extra to install, :func:`extras.explain`)."""
-    missing = extras.explain(exc)
-    if missing:
-        return missing
-    if isinstance(exc, (OSError, UserError)) and not isinstance(exc, HydraException):
-        return describe(exc)
-    lines = []
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if not line or line.startswith(_DROP):
-            continue
-        if line.startswith("Config search path"):
-            break
-        lines.append(line.rstrip(":") + ":" if line.startswith("Available options") else line)
-    text = " ".join(lines).replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
-    if isinstance(exc.__cause__, OmegaConfBaseException):  # e.g. "Key 'x' is not in struct"
-        text += " " + one_line(exc.__cause__)
-    return squeeze(text)
-
-
 resolvers.register()  # before Hydra composes anything
-
-
-def reference_config(choices: dict) -> DictConfig | None:
-    """The config of the same group choices without any other override: what a key's default
-    and the set of valid keys are (:func:`config.check_keys`)."""
-    from hydra import compose
-    try:
-        return compose("config", overrides=[f"{g}={c}" for g, c in choices.items()
-                                             if c is not None and not g.startswith("hydra")])
-    except (HydraException, OmegaConfBaseException):
-        return None
-
-
-def _command(hc) -> str:
-    """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
-    is a launcher's own under submitit)."""
-    return " ".join(["fedrun", *map(shlex.quote, _overrides(hc))])
-
-
-def _overrides(hc) -> list[str]:
-    """The command line's overrides as typed (an interpolation in one, ``a=${calc:1/0}``, is
-    text here: the run's validation resolves it and refuses what fails)."""
-    return OmegaConf.to_container(hc.overrides.task, resolve=False)
-
-
-def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
-    """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
-    run has started, so a refused re-run leaves the folder's record alone)."""
-    return {"config.yaml": OmegaConf.to_yaml(cfg),
-            "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
-            "overrides.yaml": OmegaConf.to_yaml(_overrides(hc))}
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -127,10 +66,10 @@ def _job(cfg: DictConfig) -> float:
     noted = len(signals.received)
     try:
         code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
-                          command=_command(hc), hydra_record=hydra_files(cfg, hc),
+                          command=command(hc), hydra_record=hydra_files(cfg, hc),
                           reference=reference_config(dict(hc.runtime.choices)))
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
-        code, reason = _crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+        code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
         if code == EXIT["interrupted"] or len(signals.received) > noted:
@@ -146,19 +85,6 @@ def _job(cfg: DictConfig) -> float:
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 
-def _crash(e: BaseException) -> int:
-    """An internal error outside a run folder: one line, the traceback in :data:`CRASH_LOG`."""
-    if os.environ.get("FEDRUN_DEBUG"):
-        raise e
-    try:
-        atomic_write_text(CRASH_LOG, traceback.format_exc())
-        where = f"; traceback in {CRASH_LOG}"
-    except OSError:
-        where = ""
-    say(f"internal error: {type(e).__name__}: {squeeze(str(e))}{where}")
-    return EXIT["internal"]
-
-
 def _one_of_a_sweep(hc) -> None:
     """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
     saying that it runs one config (the preset's own values), and what ``-m`` would run."""
@@ -169,19 +95,6 @@ def _one_of_a_sweep(hc) -> None:
     what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
     say(f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
         f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}", "note")
-
-
-def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
-    """The overrides of every job of a basic-sweeper multirun (the sweeper's own expansion of
-    ``hydra.sweeper.params`` and the command line), or None for other sweepers."""
-    if not str(config.hydra.sweeper._target_).endswith("BasicSweeper"):
-        return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    as_typed = OmegaConf.to_container(config.hydra, resolve=False)  # an interpolation stays one
-    params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
-    overrides = OverridesParser.create().parse_overrides(params + as_typed["overrides"]["task"])
-    return BasicSweeper.split_arguments(overrides, None)[0]
 
 
 class SweepReport(Callback):
@@ -266,7 +179,7 @@ def main() -> None:
         if not _SWEEPS and not _SINGLE_RUN:
             print("fedrun: interrupted", file=sys.stderr)
     except Exception as e:
-        code = _crash(e)
+        code = crash(e)
     if _SWEEPS:
         code = max(code, sweep.report(*_SWEEPS[-1]))
     sys.exit(max([code, *_SINGLE_RUN]))

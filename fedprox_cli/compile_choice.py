@@ -85,7 +85,7 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
             return _use(oracle, {**record, "compiled": True, "source": "forced"})
         key = json.dumps({"engine": json.loads(engine_choice.cache_key(oracle, clients)), **record,
                           "timed": _engines(oracle)}, sort_keys=True)
-        cached = engine_choice._read(cache_file()).get(key)
+        cached = engine_choice.read_cache(cache_file()).get(key)
         if _valid(cached):
             record.update(cached, source="cache", cache=str(cache_file()))
         else:
@@ -140,7 +140,7 @@ def _measure(oracle, clients: int, eager: Callable) -> dict:
 
 def _store(key: str, record: dict) -> None:
     path = cache_file()
-    cache = engine_choice._read(path)
+    cache = engine_choice.read_cache(path)
     if _valid(cache.get(key)):
         return  # another process measured meanwhile: the first record stays
     try:

@@ -1,9 +1,9 @@
 """``fedrun ... dry_run=true`` and ``fedrun -m ... --cfg job``: what a run or a sweep would do,
 without doing it. Handled in :func:`cli.main` before Hydra starts (Hydra's multirun creates the
 sweep folder before any job runs), with Hydra's compose API and the basic sweeper's own job
-expansion (:func:`cli.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
+expansion (:func:`compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
 config is composed as the launcher composes it (the sweep's Hydra overrides, then the job's) and
-checked with :func:`runner.validate` against the job's reference config, like a real run, plus
+checked with :func:`lifecycle.validate` against the job's reference config, like a real run, plus
 the run-folder checks that need no data (a foreign folder, a prior run of another config).
 Nothing is written: no folder, no ``.hydra``, no lock.
 
@@ -56,7 +56,7 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
     from hydra.core.global_hydra import GlobalHydra
     from hydra.types import RunMode
 
-    from .cli import sweep_jobs
+    from .compose import sweep_jobs
     gh = GlobalHydra.instance().hydra
     if not multirun:
         return compose_jobs(gh, config_name, None, [overrides])
@@ -116,18 +116,18 @@ def work(cfg: DictConfig, start: int | list[int] = 0) -> tuple[float, int]:
 
 
 def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int]]:
-    """Validate a job like a real run (:func:`runner.validate`, the folder checks); returns
+    """Validate a job like a real run (:func:`lifecycle.validate`, the folder checks); returns
     what the run would do in its folder and the round it would start from (with ``seeds=R``:
     the state of each ``seed_<s>/`` run and their start rounds). Raises :class:`UserError` (or
     Hydra's errors). ``references``: reference configs by group choices, reused across a sweep's jobs."""
-    from . import runner, seeds
-    from .cli import reference_config
+    from . import lifecycle, seeds
+    from .compose import reference_config
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
         references[key] = reference_config(job.choices)
     extras.check(job.choices)
-    runner.validate(job.cfg, references[key])
+    lifecycle.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
         return _state(job.cfg, job.folder)
     seeds.check_container(job.folder)
@@ -140,11 +140,11 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
 
 def _state(cfg: DictConfig, folder: Path) -> tuple[str, int]:
     """What a run of ``cfg`` would do in ``folder``, and the round it would start from."""
-    from . import runner
-    runner.check_owned(folder)
+    from . import lifecycle
+    lifecycle.check_owned(folder)
     if not folder.exists():
         return "new", 0
-    start = runner._resume_point(cfg, folder)
+    start = lifecycle.resume_point(cfg, folder)
     if start is True:
         return "finished already", cfg.T
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
@@ -157,7 +157,7 @@ def check_jobs(listed: list[Job], multirun: bool) -> tuple[list[tuple[Job, str, 
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from .cli import one_line
+    from .faults import one_line
     good, bad, first, references = [], [], {}, {}
     for job in listed:
         try:
@@ -183,7 +183,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from .cli import one_line
+    from .faults import one_line
     try:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
             listed = jobs(overrides, multirun)

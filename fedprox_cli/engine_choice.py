@@ -95,7 +95,7 @@ def time_steps(oracle, clients: int, variants: dict[str, tuple[str, Callable]],
     return {v: s / clients for v, s in best.items()}, first
 
 
-def _read(path: Path) -> dict:
+def read_cache(path: Path) -> dict:
     try:
         cache = json.loads(read_text(path))
         return cache if isinstance(cache, dict) else {}
@@ -109,13 +109,13 @@ def choose(oracle, engine: str) -> dict:
         return {"engine": engine, "source": "forced"}
     clients = max(1, min(oracle.data.n, oracle.chunk, MAX_CLIENTS))
     key, path = cache_key(oracle, clients), cache_file()
-    hit = _read(path).get(key)
+    hit = read_cache(path).get(key)
     if _valid(hit):
         return {**hit, "source": "cache", "cache": str(path)}
     timings = time_engines(oracle, clients)
     record = {"engine": min(TIMED, key=timings.__getitem__), "s_per_client_step": timings,
               "clients_timed": clients, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    cache = _read(path)
+    cache = read_cache(path)
     if _valid(cache.get(key)):  # another process (a parallel sweep job) measured meanwhile:
         return {**cache[key], "source": "cache", "cache": str(path)}  # the first one wins
     try:

@@ -8,7 +8,7 @@ division by zero or an overflow is a ``ValueError`` (the run refuses the config 
 ``${fedrun.pid:}`` is the launching process's id (in run and sweep folder names);
 ``${fedrun.under:NAME}`` is ``NAME/`` (or nothing for null): a preset's sweeps go into a
 folder of the preset's name; ``${fedrun.job_dir:}`` is a sweep job's folder name, from its
-config (:func:`sweep.job_dir`).
+config (:func:`jobdir.job_dir`).
 """
 
 from __future__ import annotations
@@ -79,5 +79,5 @@ def register() -> None:
     if not OmegaConf.has_resolver("fedrun.under"):
         OmegaConf.register_new_resolver("fedrun.under", lambda name: f"{name}/" if name else "")
     if not OmegaConf.has_resolver("fedrun.job_dir"):
-        from .sweep import job_dir
+        from .jobdir import job_dir
         OmegaConf.register_new_resolver("fedrun.job_dir", job_dir)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from . import data
+from . import data, lifecycle
 from .console import logging_to, say
 from .errors import EXIT, UserError, describe, require
 from .lock import RunLock
@@ -64,11 +64,10 @@ def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
 
 def check_container(out: Path) -> None:
     """``out`` holds the runs' folders only (and fedrun's own files)."""
-    from .runner import is_scaffold
     require(not out.exists() or out.is_dir(), f"run folder {out} is a file, not a folder")
     if out.is_dir():
         other = sorted(p.name for p in out.iterdir()
-                       if not is_scaffold(p) and not (p.is_dir() and not p.is_symlink() and p.name.startswith(PREFIX)))
+                       if not lifecycle.is_scaffold(p) and not (p.is_dir() and not p.is_symlink() and p.name.startswith(PREFIX)))
         require(not other, f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
                            f"seeds=R writes its runs into {out}/{PREFIX}<seed>/; choose another folder")
 
@@ -77,15 +76,14 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
         hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None) -> int:
     """Run the ``seeds`` runs of ``cfg`` into ``out/seed_<s>`` (see the module docstring) and
     return the worst exit code. Nothing is written before every run is validated and built."""
-    from . import runner
     out = Path(out)
     with ExitStack() as held:
         try:
-            runner.validate(cfg, reference)
+            lifecycle.validate(cfg, reference)
             runs = folders(cfg, out)
             check_container(out)
             for _, folder in runs:
-                runner.check_owned(folder)
+                lifecycle.check_owned(folder)
             out.mkdir(parents=True, exist_ok=True)
             for _, folder in runs:
                 folder.mkdir(exist_ok=True)
@@ -98,13 +96,12 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
 
 
 def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
-    from . import runner
     todo, exps, ckpts, cfgs = [], [], [], []
     try:
         for seed, folder in runs:
-            runner.recover(folder)
+            lifecycle.recover(folder)
             one = with_seed(cfg, seed)
-            ckpt = runner._resume_point(one, folder)
+            ckpt = lifecycle.resume_point(one, folder)
             if ckpt is True:
                 say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
                     stream=sys.stdout)
@@ -112,8 +109,8 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
         dataset = data.load_config(cfg) if todo else None
         for one, folder, ckpt in zip(cfgs, todo, ckpts):
-            exps.append(runner.build(one, dataset=dataset, runs=len(todo)))
-            runner.fits(exps[-1], folder, ckpt)
+            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo)))
+            lifecycle.fits(exps[-1], folder, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
         return EXIT["error"]
@@ -121,7 +118,7 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
         say("interrupted before the runs started")
         return EXIT["interrupted"]
     except Exception as e:  # a bug
-        return runner._internal_error(runs[0][1], e, None)
+        return lifecycle.internal_error(runs[0][1], e, None)
     if not todo:
         return EXIT["finished"]
     lockstep = Lockstep(max_rows=max(e.oracle.chunk for e in exps) * len(exps))
@@ -135,7 +132,6 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
 
 def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
-    from . import runner
     codes, live = [], {}
     summaries = [Summary(f, **provenance(command), T=e.s.T) for f, e in zip(outs, exps)]
 
@@ -143,13 +139,13 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
         run = live.pop(r, None)
         if run is not None:
             run.close()
-        codes.append(runner.conclude(exps[r], cfgs[r], outs[r], summaries[r], error,
+        codes.append(lifecycle.conclude(exps[r], cfgs[r], outs[r], summaries[r], error,
                                      run.rows if run is not None else None))
 
     for r, exp in enumerate(exps):
         try:
-            runner.begin(exp, cfgs[r], outs[r], ckpts[r], summaries[r], hydra_record)
-            live[r] = runner.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
+            lifecycle.begin(exp, cfgs[r], outs[r], ckpts[r], summaries[r], hydra_record)
+            live[r] = lifecycle.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
                                       label=f"seed {cfgs[r].seed}: ")
             if live[r].done:
                 end(r, None)
@@ -166,7 +162,7 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
             while live:
                 start = time.perf_counter()
                 failed = lockstep.rounds({r: run.round for r, run in live.items()})
-                runner._sync(exps[0].s.device)
+                lifecycle.sync(exps[0].s.device)
                 seconds = time.perf_counter() - start
                 for r in list(live):
                     try:

@@ -51,7 +51,7 @@ def _planned(multirun_yaml: Path) -> list[Path]:
     """The job folders a sweep will have (started or not): from its job records
     (:mod:`sweep`), or for a sweep of numbered folders (before those records) from its
     multirun.yaml."""
-    from .cli import sweep_jobs
+    from .compose import sweep_jobs
     from .sweep import records
 
     sweep = multirun_yaml.parent

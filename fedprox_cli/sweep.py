@@ -1,9 +1,9 @@
 """A sweep's jobs (``fedrun -m``): where each job writes, the check of every job before the
 first one trains, and the record the sweep's report and exit code are made from.
 
-- **Folders follow from configs.** ``hydra.sweep.subdir`` is ``${fedrun.job_dir:}``
+- **Folders follow from configs** (:mod:`jobdir`). ``hydra.sweep.subdir`` is ``${fedrun.job_dir:}``
   (conf/config.yaml): the job's overrides, sorted by key (run-control keys left out, ``/`` as
-  ``-``), then ``_`` and 8 hex digits of :func:`identity`, e.g.
+  ``-``), then ``_`` and 8 hex digits of :func:`jobdir.identity`, e.g.
   ``algorithm=fedavg,regularizer=none,seed=1_3fa2c1d9``. A sweep re-run into its folder with a
   longer, shorter or reordered list finds each config's own folder (finished jobs are skipped,
   interrupted ones resume, new ones start); no position decides a folder.
@@ -26,60 +26,17 @@ import datetime as dt
 import hashlib
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from omegaconf import Container, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from .atomic import atomic_write_text
 from .errors import EXIT, UserError
-from .flatten import flatten
-from .keys import is_run_control
 
-LAYOUT = {"seeds"}   # run control that changes what a job's folder holds (seed_<s>/ runs)
 RECORDS = Path(".fedrun") / "jobs"
-NAME_CHARS = 120     # the readable part of a job folder's name, at most
-
-
-def _kept(key: str) -> bool:
-    key = key.lstrip("+~")
-    return not key.startswith("hydra.") and (key in LAYOUT or not is_run_control(key))
-
-
-def identity(root: DictConfig) -> str:
-    """A fingerprint of a job's config: every resolved key but Hydra's and run control's (the
-    layout key ``seeds`` kept), and the config-group choices."""
-    resolved = {}
-    for k in root:
-        if k != "hydra":
-            v = root[k]
-            resolved[k] = OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
-    kept = {k: v for k, v in sorted(flatten(resolved).items()) if _kept(k)}
-    choices = {g: c for g, c in sorted(OmegaConf.to_container(root.hydra.runtime.choices).items())
-               if c is not None and not g.startswith("hydra/") and _kept(g)}
-    return hashlib.sha256(json.dumps([kept, choices], default=str).encode()).hexdigest()
-
-
-def folder_name(overrides: list[str], digest: str) -> str:
-    """``key=value,...`` of the ``overrides`` that decide numbers, sorted, safe as a folder name,
-    then ``_`` and 8 hex digits of ``digest``."""
-    items = sorted((o for o in overrides if _kept(o.split("=", 1)[0])), key=lambda o: o.split("=", 1)[0])
-    text = re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(items).replace("/", "-"))[:NAME_CHARS]
-    return f"{text}_{digest[:8]}" if text else digest[:8]
-
-
-def job_dir(*, _root_: DictConfig) -> str:
-    """The ``${fedrun.job_dir:}`` resolver: a job's folder name within the sweep folder. A job
-    whose config cannot be resolved (it will fail with the reason) is named by its overrides."""
-    overrides = OmegaConf.to_container(_root_.hydra.overrides.task)  # as typed, not resolved
-    try:
-        digest = identity(_root_)
-    except Exception:  # noqa: BLE001 -- the job itself reports what is wrong
-        digest = hashlib.sha256(json.dumps(sorted(overrides)).encode()).hexdigest()
-    return folder_name(overrides, digest)
 
 
 # ------------------------------------------------------------------------------------- record
@@ -168,11 +125,11 @@ def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[J
     """What the launching process does before the first job: :func:`check_all`, then the
     planned records written; returns (sweep folder, planned records, start time) for
     :func:`report`. Hydra turns a callback's exceptions into warnings, so a refusal (exit 2)
-    or a bug (exit 3, :func:`cli._crash`) ends the process here as :class:`SystemExit`."""
+    or a bug (exit 3, :func:`faults.crash`) ends the process here as :class:`SystemExit`."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from .cli import _crash, one_line
+    from .faults import crash, one_line
     started = time.time()
     try:
         planned = check_all(master, config_name)
@@ -183,7 +140,7 @@ def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[J
         print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
         raise SystemExit(EXIT["error"]) from None
     except Exception as e:  # noqa: BLE001 -- a bug; Hydra would only warn
-        raise SystemExit(_crash(e)) from None
+        raise SystemExit(crash(e)) from None
     return folder, planned, started
 
 
@@ -195,7 +152,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
     from hydra.core.hydra_config import HydraConfig
 
     from . import dryrun
-    from .cli import sweep_jobs
+    from .compose import sweep_jobs
     task = sweep_jobs(master)
     if task is None:
         return None

@@ -4,7 +4,7 @@
     python scripts/bench_memory.py --model mobilenetv3_small --n 100 --memory-gb 2
 
 For each client chunking -- ``oracle.chunk=auto`` under the budget, and all n clients at once
--- a fresh child process builds the run (``runner.build``, CPU), resets the kernel's peak-RSS
+-- a fresh child process builds the run (``lifecycle.build``, CPU), resets the kernel's peak-RSS
 mark (Linux ``/proc/self/clear_refs``), runs the rounds and one evaluation, and reports the
 peak resident memory above the resident memory before the rounds (``--device cuda``: PyTorch's
 peak of allocated GPU memory above what was allocated before the rounds). Next to it: the plan's
@@ -48,7 +48,7 @@ def child(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fedprox_cli import memory, runner
+    from fedprox_cli import lifecycle, memory
     from fedprox_cli.cli import CONF_DIR
     from fedprox_cli.metrics import evaluate
 
@@ -62,7 +62,7 @@ def child(args) -> dict:
                  f"oracle.memory_gb={args.memory_gb}", f"data.root={args.data_root}"]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
-    exp = runner.build(cfg)
+    exp = lifecycle.build(cfg)
     state = exp.alg.init(exp.flat.flat(), exp.s.n)
     oracle = exp.oracle
     fp = memory.footprint(exp.flat.module, exp.flat.d, exp.dataset.input_shape, exp.s.dtype,

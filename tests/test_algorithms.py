@@ -16,7 +16,7 @@ import torch
 from conftest import child_env
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli import regularizers, runner
+from fedprox_cli import lifecycle, regularizers
 from fedprox_cli.cli import CONF_DIR
 from fedprox_cli.errors import UserError
 from fedprox_cli.regularizers import Regularizer, soft_threshold
@@ -43,7 +43,7 @@ def config(*overrides):
 
 def trajectory(*overrides, T=5, h=None):
     """(experiment, [state after round t+1 for t < T])."""
-    exp = runner.build(config(*overrides))
+    exp = lifecycle.build(config(*overrides))
     if h is not None:
         exp.h = exp.env.h = h
     s = exp.alg.init(exp.flat.flat(), exp.s.n)
@@ -146,7 +146,7 @@ def regularizer_for(name):
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_counters_per_round_match_the_table(name):
     participation = 0.5 if name in PARTIAL else 1.0
-    exp = runner.build(config(f"algorithm={name}", f"participation={participation}", "B=4",
+    exp = lifecycle.build(config(f"algorithm={name}", f"participation={participation}", "B=4",
                               *regularizer_for(name)))
     env, n, K, d = exp.env, exp.s.n, exp.s.K, exp.flat.d
     up, down, prox = TABLE[name]
@@ -163,7 +163,7 @@ def test_counters_per_round_match_the_table(name):
 
 
 def test_scaffnew_random_coin_communicates_when_the_shared_coin_says():
-    exp = runner.build(config("algorithm=scaffnew", "algorithm.p=0.5", "B=4"))
+    exp = lifecycle.build(config("algorithm=scaffnew", "algorithm.p=0.5", "B=4"))
     env, alg, d = exp.env, exp.alg, exp.flat.d
     s = alg.init(exp.flat.flat(), exp.s.n)
     total = 0
@@ -232,7 +232,7 @@ CONVERGENCE = {
 @pytest.fixture(scope="module")
 def optimum():
     h = L1Ridge()
-    exp = runner.build(config("algorithm=fedcanon", "partition=dirichlet"))
+    exp = lifecycle.build(config("algorithm=fedcanon", "partition=dirichlet"))
     exp.h = exp.env.h = h
     return h, centralized_optimum(exp, h)
 
@@ -262,7 +262,7 @@ ROWS = {"scaffold": ["C"], "feddr": ["Y", "X", "Xhat"], "fedadmm": ["X", "Lam", 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_partial_participation_touches_only_sampled_rows(name):
-    exp = runner.build(config(f"algorithm={name}", "participation=0.5", "B=8",
+    exp = lifecycle.build(config(f"algorithm={name}", "participation=0.5", "B=8",
                               *regularizer_for(name)))
     env, s = exp.env, exp.alg.init(exp.flat.flat(), exp.s.n)
     for t in range(4):
@@ -281,7 +281,7 @@ def test_partial_participation_touches_only_sampled_rows(name):
 @pytest.mark.parametrize("name", sorted(set(TABLE) - set(PARTIAL)))
 def test_methods_without_partial_participation_refuse_it(name):
     with pytest.raises(UserError, match="full participation only"):
-        runner.build(config(f"algorithm={name}", "participation=0.5"))
+        lifecycle.build(config(f"algorithm={name}", "participation=0.5"))
 
 
 @dataclass(frozen=True)
@@ -326,18 +326,18 @@ ADMISSIBLE = {"feddr": ["algorithm.eta=0.4"], "fedadmm": ["algorithm.eta=0.4"],
 def test_prox_parameters_are_checked_against_weak_convexity(name, overrides, param, monkeypatch):
     monkeypatch.setitem(regularizers._REGISTRY, WeakL1.name, WeakL1)
     weak = ["regularizer=l1", f"regularizer.name={WeakL1.name}"]
-    runner.build(config(f"algorithm={name}", *weak, *ADMISSIBLE.get(name, [])))
+    lifecycle.build(config(f"algorithm={name}", *weak, *ADMISSIBLE.get(name, [])))
     with pytest.raises(UserError, match=f"{param}.*must be < 1/rho = 0.5"):
-        runner.build(config(f"algorithm={name}", *weak, *overrides))
+        lifecycle.build(config(f"algorithm={name}", *weak, *overrides))
 
 
 def test_fedda_checks_its_prox_step_over_all_rounds(monkeypatch):
     """s_T = T alpha K beta: fine for T = 5, too large for T = 20 (alpha = 1, K = 3, beta = 0.02)."""
     monkeypatch.setitem(regularizers._REGISTRY, WeakL1.name, WeakL1)
     weak = ["regularizer=l1", f"regularizer.name={WeakL1.name}", "algorithm=fedda"]
-    runner.build(config(*weak, "T=5"))
+    lifecycle.build(config(*weak, "T=5"))
     with pytest.raises(UserError, match="algorithm.s\\+k\\*beta .* = 1.2 must be < 1/rho"):
-        runner.build(config(*weak, "T=20", "algorithm.beta=0.02"))
+        lifecycle.build(config(*weak, "T=20", "algorithm.beta=0.02"))
 
 
 # --- the command line -------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import json
 import pytest
 import torch
 
-from fedprox_cli import algorithms, compile_choice, compressors, engine_choice, regularizers, runner
+from fedprox_cli import algorithms, compile_choice, compressors, engine_choice, lifecycle, regularizers
 from fedprox_cli.config import compose, params
 from fedprox_cli.errors import UserError
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module", params=DEVICES)
 def oracles(request):
     """(eager, compiled) oracles of the same run on one device."""
-    built = {c: runner.build(compose([*SHAPES, f"device={request.param}", "engine=vmap", f"compile={c}"]))
+    built = {c: lifecycle.build(compose([*SHAPES, f"device={request.param}", "engine=vmap", f"compile={c}"]))
              for c in ("false", "true")}
     assert built["true"].oracle.compile_choice["compiled"] is True
     assert built["false"].oracle.compile_choice == {"compiled": False, "source": "forced"}
@@ -75,7 +75,7 @@ def stubbed(tmp_path, monkeypatch):
 
 
 def build(*overrides):
-    return runner.build(compose([*SHAPES, "device=cpu", "engine=vmap", *overrides]))
+    return lifecycle.build(compose([*SHAPES, "device=cpu", "engine=vmap", *overrides]))
 
 
 def test_auto_counts_the_compile_time_against_the_runs_length(stubbed):
@@ -92,7 +92,7 @@ def test_auto_counts_the_compile_time_against_the_runs_length(stubbed):
 
 def test_auto_keeps_eager_where_compiled_is_slower_and_compares_with_the_chosen_engine(stubbed):
     stubbed["times"] = {"vmap": 1e-3, "loop": 5e-4, "compiled": 8e-4}
-    o = runner.build(compose([*SHAPES, "device=cpu", "engine=loop", "compile=auto"])).oracle
+    o = lifecycle.build(compose([*SHAPES, "device=cpu", "engine=loop", "compile=auto"])).oracle
     assert o.compile_choice == {"compiled": False, "source": "engine=loop (only the vmap engine compiles)"}
     o = build("compile=auto", "T=100000").oracle  # vmap forced: the compiled call beats it
     assert o.compile_choice["compiled"] is True and o.engine == "vmap"
@@ -124,7 +124,7 @@ def test_a_failing_compile_is_eager_under_auto_and_an_error_under_true(tmp_path,
 ])
 def test_bad_compile_settings_are_refused(overrides, message):
     with pytest.raises(UserError, match=message):
-        runner.validate(compose([*SHAPES, *overrides]))
+        lifecycle.validate(compose([*SHAPES, *overrides]))
 
 
 def test_compile_true_with_engine_loop_is_refused_from_the_command_line(run_fedrun, tmp_path):

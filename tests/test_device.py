@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from fedprox_cli import algorithms, compressors, data, models, regularizers, runner
+from fedprox_cli import algorithms, compressors, data, lifecycle, models, regularizers
 from fedprox_cli.config import compose
 from fedprox_cli.errors import UserError
 from fedprox_cli.models import FlatModel
@@ -96,11 +96,11 @@ def test_compressor_draws_do_not_depend_on_the_device(name):
 
 def test_matmul_precision_is_validated_applied_and_recorded(run_fedrun, tmp_path):
     with pytest.raises(UserError, match="matmul_precision must be one of highest, high, medium, got 'fast'"):
-        runner.build(compose(["dataset=digits", "matmul_precision=fast"]))
+        lifecycle.build(compose(["dataset=digits", "matmul_precision=fast"]))
     try:
-        runner.build(compose(["dataset=digits", "device=cpu", "matmul_precision=medium"]))
+        lifecycle.build(compose(["dataset=digits", "device=cpu", "matmul_precision=medium"]))
         assert torch.get_float32_matmul_precision() == "medium" and torch.backends.cudnn.allow_tf32
-        runner.build(compose(["dataset=digits", "device=cpu"]))
+        lifecycle.build(compose(["dataset=digits", "device=cpu"]))
         assert torch.get_float32_matmul_precision() == "highest"  # the default: exact float32
         assert not torch.backends.cudnn.allow_tf32
     finally:
@@ -148,7 +148,7 @@ def algorithm_config(name):
 
 def tiny_run(device, *overrides):
     """The pieces of a 4-client digits run on ``device`` (float32, 2 local steps of B = 8)."""
-    return runner.build(compose(["dataset=digits", "n=4", "K=2", "B=8", "T=3", f"device={device}",
+    return lifecycle.build(compose(["dataset=digits", "n=4", "K=2", "B=8", "T=3", f"device={device}",
                                  "matmul_precision=highest", *overrides]))
 
 

@@ -12,6 +12,7 @@ more than one process, have their own tests below the table.
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import resource
 import shutil
@@ -326,7 +327,7 @@ RESOLVED = ["seed 2**64", "B of 10**12", "width of 10**9", "calc dividing by 0",
 
 @pytest.mark.parametrize("name", RESOLVED)
 def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path):
-    """runner.validate resolves the whole config and checks sizes for both: same line, same code."""
+    """lifecycle.validate resolves the whole config and checks sizes for both: same line, same code."""
     case = CASES[name]
     p = fedrun(*[a.format() for a in case.args], "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
     assert p.returncode == case.code and case.phrase in p.stderr, (p.returncode, p.stderr)

@@ -3,7 +3,7 @@
 import torch
 
 from fedprox_cli.config import compose
-from fedprox_cli.runner import build
+from fedprox_cli.lifecycle import build
 
 DIGITS_LOGREG = ["dataset=digits", "model=linear", "model.init=zeros", "dtype=float64", "n=5",
                  "partition=dirichlet", "partition.alpha=0.3", "regularizer=l1", "regularizer.lam=1e-3"]

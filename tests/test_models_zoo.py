@@ -4,7 +4,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli import models, runner
+from fedprox_cli import lifecycle, models
 from fedprox_cli.cli import CONF_DIR
 from fedprox_cli.errors import UserError
 
@@ -48,7 +48,7 @@ def one_round(model):
         cfg = compose("config", overrides=[
             "dataset=digits", f"model={model}", "partition=iid", "regularizer=l1", "n=2", "K=1",
             "B=2", "T=1", "engine=loop", "device=cpu", "seed=0"])
-    exp = runner.build(cfg)
+    exp = lifecycle.build(cfg)
     z0 = exp.flat.flat()
     z = {}
     for engine in ("loop", "vmap"):

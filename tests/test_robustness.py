@@ -25,7 +25,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from conftest import job_folders
-from fedprox_cli import algorithms, checkpoint, memory, models, runner
+from fedprox_cli import algorithms, checkpoint, lifecycle, memory, models, runner
 from fedprox_cli.algorithms.fedcanon import FedCanon
 from fedprox_cli.cli import CONF_DIR
 from fedprox_cli.oracle import ClientData, Oracle
@@ -190,7 +190,7 @@ def test_algorithms_leave_global_random_generators_alone(name):
     overrides = [*TINY, f"algorithm={name}", "regularizer=none"]
     if alg.partial_participation:
         overrides.append("participation=0.5")
-    exp = runner.build(compose_cfg(*overrides))
+    exp = lifecycle.build(compose_cfg(*overrides))
     state = exp.alg.init(exp.flat.flat(), exp.s.n)
     before = torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate()
     for t in range(2):

@@ -1,0 +1,55 @@
+"""Hydra composition that runs, dry runs, sweeps and the Python API share: a config's
+reference (its group choices alone), a basic sweep's jobs, and what a run records of the
+command (``.hydra/`` files, the command line rebuilt from Hydra's overrides)."""
+
+from __future__ import annotations
+
+import shlex
+
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+
+def reference_config(choices: dict) -> DictConfig | None:
+    """The config of the same group choices without any other override: what a key's default
+    and the set of valid keys are (:func:`config.check_keys`)."""
+    from hydra import compose
+    try:
+        return compose("config", overrides=[f"{g}={c}" for g, c in choices.items()
+                                             if c is not None and not g.startswith("hydra")])
+    except (HydraException, OmegaConfBaseException):
+        return None
+
+
+def command(hc) -> str:
+    """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
+    is a launcher's own under submitit)."""
+    return " ".join(["fedrun", *map(shlex.quote, overrides(hc))])
+
+
+def overrides(hc) -> list[str]:
+    """The command line's overrides as typed (an interpolation in one, ``a=${calc:1/0}``, is
+    text here: the run's validation resolves it and refuses what fails)."""
+    return OmegaConf.to_container(hc.overrides.task, resolve=False)
+
+
+def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
+    """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
+    run has started, so a refused re-run leaves the folder's record alone)."""
+    return {"config.yaml": OmegaConf.to_yaml(cfg),
+            "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
+            "overrides.yaml": OmegaConf.to_yaml(overrides(hc))}
+
+
+def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
+    """The overrides of every job of a basic-sweeper multirun (the sweeper's own expansion of
+    ``hydra.sweeper.params`` and the command line), or None for other sweepers."""
+    if not str(config.hydra.sweeper._target_).endswith("BasicSweeper"):
+        return None
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    as_typed = OmegaConf.to_container(config.hydra, resolve=False)  # an interpolation stays one
+    params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
+    overrides = OverridesParser.create().parse_overrides(params + as_typed["overrides"]["task"])
+    return BasicSweeper.split_arguments(overrides, None)[0]

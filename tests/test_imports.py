@@ -1,0 +1,113 @@
+"""The package's import graph: no cycles between modules, and no module imports another's
+private names (``from .runner import _resume_point``). Every import counts, the lazy ones inside
+functions too: a cycle hidden in a function is still a cycle."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parent.parent / "fedprox_cli"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PKG.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in PKG.rglob("*.py")}
+
+
+def _imports(name: str, path: Path):
+    """(imported module, imported names) for each import of a package module in ``path``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                yield (sub, None) if sub in MODULES else (source, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None
+
+
+def _graph() -> dict[str, set[str]]:
+    graph = {}
+    for name, path in MODULES.items():
+        graph[name] = {m for m, _ in _imports(name, path) if m in MODULES and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _is_package_init_edge(a: str, b: str) -> bool:
+    """A package's ``__init__`` re-exporting its own modules, which import siblings through the
+    package: not a cycle between modules."""
+    return a == b.rpartition(".")[0] or b == a.rpartition(".")[0]
+
+
+def test_no_import_cycles():
+    graph = {a: {b for b in bs if not _is_package_init_edge(a, b)} for a, bs in _graph().items()}
+    assert _cycles(graph) == []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_uses(name: str, path: Path):
+    """Another module's private names that ``path`` imports or reaches as ``module._name``."""
+    bound = {}
+    for source, imported in _imports(name, path):
+        if imported is None and source != name:
+            bound[source.rpartition(".")[2]] = source
+        elif imported and _private(imported) and source in MODULES and source != name:
+            yield f"{source}.{imported}"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in bound and _private(node.attr)):
+            yield f"{bound[node.value.id]}.{node.attr}"
+
+
+def test_no_private_names_used_across_modules():
+    assert sorted({(name, use) for name, path in MODULES.items() for use in _private_uses(name, path)}) == []
+
+
+@pytest.mark.parametrize("graph", [{"a": {"b"}, "b": {"a"}}, {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}])
+def test_the_cycle_finder_finds_cycles(graph):
+    assert _cycles(graph) == [sorted(k for k in graph if graph[k])]
