@@ -4,12 +4,14 @@ squeezed (:func:`one_line`), and an internal error's traceback kept in :data:`CR
 
 from __future__ import annotations
 
+import difflib
 import os
 import tempfile
 import traceback
 from pathlib import Path
 
 from hydra.errors import HydraException
+from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from . import extras
@@ -42,7 +44,17 @@ def one_line(exc: BaseException) -> str:
     text = " ".join(lines).replace(":\t", ": ").replace("\t", ", ") or type(exc).__name__
     if isinstance(exc.__cause__, OmegaConfBaseException):  # e.g. "Key 'x' is not in struct"
         text += " " + one_line(exc.__cause__)
-    return squeeze(text)
+    return squeeze(text + did_you_mean(exc))
+
+
+def did_you_mean(exc: BaseException) -> str:
+    """`` (did you mean regularizer.lam?)`` for a key that is not in the config but close to one
+    of its siblings (OmegaConf's error carries the node it was looked up in), else ``""``."""
+    node, key, full = (getattr(exc, a, None) for a in ("parent_node", "key", "full_key"))
+    if not isinstance(node, DictConfig) or not isinstance(key, str) or not isinstance(full, str):
+        return ""
+    close = difflib.get_close_matches(key, [str(k) for k in node.keys()], n=1, cutoff=0.6)
+    return f" (did you mean {full[:len(full) - len(key)]}{close[0]}?)" if close else ""
 
 
 def crash(e: BaseException) -> int:
