@@ -8,11 +8,11 @@ these load on first use):
   under a folder as one DataFrame (config keys and final metrics); see :mod:`fedprox_cli.api`;
 - :func:`fedprox_cli.data.load` -- train/test tensors exactly as training sees them;
 - :func:`fedprox_cli.data.load_partition` -- a run's saved per-client index arrays;
-- :func:`fedprox_cli.regularizers.build`, :func:`fedprox_cli.models.build`,
+- :func:`fedprox_cli.operators.regularizers.build`, :func:`fedprox_cli.engine.models.build`,
   :func:`fedprox_cli.algorithms.build` -- the pieces a run is made of;
-- :func:`fedprox_cli.runner.run` -- one run from a config, into a folder;
+- :func:`fedprox_cli.runs.runner.run` -- one run from a config, into a folder;
 - :class:`fedprox_cli.algorithms.Algorithm` / :class:`fedprox_cli.algorithms.Env` -- the
-  interface a plugin algorithm implements (:mod:`fedprox_cli.plugins`).
+  interface a plugin algorithm implements (:mod:`fedprox_cli.common.plugins`).
 """
 
 from pathlib import Path
@@ -20,10 +20,13 @@ from pathlib import Path
 __version__ = "0.1.0"
 
 
+PACKAGE = Path(__file__).resolve().parent  # the installed package's folder
+
+
 def shipped(folder: str) -> Path:
     """A top-level folder of the checkout (conf): inside the package where a wheel put it
     (setup.py), else beside the package in the source checkout."""
-    inside = Path(__file__).resolve().parent / folder
+    inside = PACKAGE / folder
     return inside if inside.is_dir() else inside.parent.parent / folder
 
 

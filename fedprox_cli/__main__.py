@@ -1,5 +1,5 @@
 """``python -m fedprox_cli`` is ``fedrun``."""
 
-from .cli import main
+from .cli.main import main
 
 main()

@@ -18,8 +18,8 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from . import CONF_DIR
-from .errors import EXIT
-from .outputs import read_summary, runs_in
+from .common.errors import EXIT
+from .runs.outputs import read_summary, runs_in
 
 _STATUS = {code: status for status, code in EXIT.items()}
 _PLAIN = re.compile(r"^[\w.:/+-]+$")  # a string Hydra's override grammar takes unquoted
@@ -58,7 +58,7 @@ def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _metrics(folder: Path) -> pd.DataFrame:
-    from .report import BrokenRun, read_metrics
+    from .analysis.report import BrokenRun, read_metrics
     try:
         return read_metrics(folder / "metrics.csv")
     except BrokenRun:
@@ -92,12 +92,13 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
 
     ``config``: ``fedrun``'s overrides (a list as typed, or a dict of dotted keys), composed
     and checked as ``fedrun`` composes and checks them; or a whole composed config (a
-    ``DictConfig``, e.g. :func:`fedprox_cli.config.compose` or a run's ``config.yaml``), run
+    ``DictConfig``, e.g. :func:`fedprox_cli.config.validate.compose` or a run's ``config.yaml``), run
     as it is. ``folder``: the run folder (default: fedrun's, ``results/runs/<time>_...`` under
     the current folder); a finished run there with the same config is not run again, a
     stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
     Hydra's error) before anything is written; a run that fails later returns its status."""
-    from . import lifecycle, resolvers, runner
+    from .runs import lifecycle, runner
+    from .config import resolvers
     resolvers.register()
     if isinstance(config, DictConfig):
         cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
@@ -107,8 +108,8 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    from .compose import hydra_files, reference_config
-    from .dryrun import jobs
+    from .cli.compose import hydra_files, reference_config
+    from .cli.dryrun import jobs
     overrides = overrides_of(config)
     if folder is not None:
         overrides.append(f"hydra.run.dir={_value(str(folder))}")
@@ -128,7 +129,7 @@ def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
     row each: ``folder``, ``status``, the run's flattened config keys (``algorithm.name``,
     ``K``, ...; ``choice:<group>`` for the config-group options chosen) and the final row of
     its ``metrics.csv``. A folder that cannot be read is skipped with a warning naming it."""
-    from .report import load
+    from .analysis.report import load
     runs = load([folder], warn=warnings.warn)
     rows = [{"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
             for r in runs]

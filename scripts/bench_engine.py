@@ -33,11 +33,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from fedprox_cli import bench, memory  # noqa: E402
-from fedprox_cli.device import device_name  # noqa: E402
-from fedprox_cli.config import resolve_device  # noqa: E402
-from fedprox_cli.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
-from fedprox_cli.errors import UserError  # noqa: E402
+from fedprox_cli.engine import bench, memory  # noqa: E402
+from fedprox_cli.engine.device import device_name  # noqa: E402
+from fedprox_cli.config.validate import resolve_device  # noqa: E402
+from fedprox_cli.engine.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
+from fedprox_cli.common.errors import UserError  # noqa: E402
 
 
 def table(rows: list[dict]) -> str:
@@ -152,10 +152,10 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
     import time
     from pathlib import Path
 
-    from fedprox_cli import runner
-    from fedprox_cli.config import compose
+    from fedprox_cli.runs import runner
+    from fedprox_cli.config.validate import compose
     from fedprox_cli.data import datasets
-    from fedprox_cli.outputs import read_summary
+    from fedprox_cli.runs.outputs import read_summary
     rows = []
     for name, overrides in SEED_WORKLOADS.items():
         if only and not any(o in name for o in only):

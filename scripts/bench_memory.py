@@ -1,4 +1,4 @@
-"""Peak memory of a few training rounds and one evaluation, against fedprox_cli.memory's plan.
+"""Peak memory of a few training rounds and one evaluation, against fedprox_cli.engine.memory's plan.
 
     python scripts/bench_memory.py --model mlp --n 100 --memory-gb 0.5
     python scripts/bench_memory.py --model mobilenetv3_small --n 100 --memory-gb 2
@@ -48,9 +48,10 @@ def child(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fedprox_cli import lifecycle, memory
-    from fedprox_cli.cli import CONF_DIR
-    from fedprox_cli.metrics import evaluate
+    from fedprox_cli.runs import lifecycle
+    from fedprox_cli.engine import memory
+    from fedprox_cli.cli.main import CONF_DIR
+    from fedprox_cli.engine.metrics import evaluate
 
     torch.set_num_threads(args.threads)
     from fedprox_cli import algorithms

@@ -23,9 +23,10 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from fedprox_cli import models, regularizers
-from fedprox_cli.config import resolve_device
-from fedprox_cli.errors import UserError
+from fedprox_cli.engine import models
+from fedprox_cli.operators import regularizers
+from fedprox_cli.config.validate import resolve_device
+from fedprox_cli.common.errors import UserError
 
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")  # Table I's, from torchvision
 SHAPE = (1, 28, 28)  # MNIST images

@@ -16,10 +16,11 @@ import torch
 from conftest import child_env
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli import lifecycle, regularizers
-from fedprox_cli.cli import CONF_DIR
-from fedprox_cli.errors import UserError
-from fedprox_cli.regularizers import Regularizer, soft_threshold
+from fedprox_cli.runs import lifecycle
+from fedprox_cli.operators import regularizers
+from fedprox_cli.cli.main import CONF_DIR
+from fedprox_cli.common.errors import UserError
+from fedprox_cli.operators.regularizers import Regularizer, soft_threshold
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = ["dataset=digits", "model=linear", "model.init=zeros", "dtype=float64", "B=full",

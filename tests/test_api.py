@@ -9,8 +9,8 @@ import pytest
 
 import fedprox_cli
 from conftest import ROOT
-from fedprox_cli.config import compose
-from fedprox_cli.errors import UserError
+from fedprox_cli.config.validate import compose
+from fedprox_cli.common.errors import UserError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

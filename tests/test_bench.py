@@ -1,11 +1,11 @@
-"""The benchmark's accounting (fedprox_cli/bench.py): the roofline replays exactly the step's
+"""The benchmark's accounting (fedprox_cli/engine/bench.py): the roofline replays exactly the step's
 products, and the sweep estimate counts rounds and evaluations."""
 
 import pytest
 import torch
 
-from fedprox_cli import bench
-from fedprox_cli.errors import UserError
+from fedprox_cli.engine import bench
+from fedprox_cli.common.errors import UserError
 
 
 def test_roofline_replays_the_steps_products():

@@ -9,7 +9,7 @@ import pytest
 from conftest import child_env, fedrun, without
 
 from conftest import job_folders
-from fedprox_cli.metrics import COLUMNS
+from fedprox_cli.engine.metrics import COLUMNS
 
 TINY = ["dataset=digits", "T=3", "K=2", "n=4", "B=8", "eval_every=1"]
 
@@ -133,8 +133,8 @@ def _loaded(tmp_path, code: str) -> list[str]:
 
 
 def test_importing_fedrun_or_running_once_loads_no_optional_package(tmp_path):
-    assert _loaded(tmp_path, "import fedprox_cli, fedprox_cli.cli\n"
+    assert _loaded(tmp_path, "import fedprox_cli, fedprox_cli.cli.main\n"
                    "assert not [m for m in sys.modules if m.startswith('hydra_plugins.')], sys.modules") == []
     run = (f"sys.argv = ['fedrun', *{TINY}, 'T=1', 'hydra.run.dir={tmp_path / 'run'}']\n"
-           "from fedprox_cli.cli import main\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0")
+           "from fedprox_cli.cli.main import main\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0")
     assert _loaded(tmp_path, run) == []

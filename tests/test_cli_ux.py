@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from conftest import ROOT, child_env, fedrun, job_folders
-from fedprox_cli import CONF_DIR, help, jobtable
-from fedprox_cli.errors import EXIT
+from fedprox_cli import CONF_DIR
+from fedprox_cli.cli import help, jobtable
+from fedprox_cli.common.errors import EXIT
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=8"]
 PROGRESS = re.compile(r"^fedrun: round (\d+)/(\d+), [\d.hms]+ elapsed, ~[\d.hms]+ left; "

@@ -7,10 +7,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fedprox_cli import clients as pc
-from fedprox_cli import data, models
-from fedprox_cli.models import FlatModel
-from fedprox_cli.oracle import ClientData, Oracle
+from fedprox_cli.engine import clients as pc
+from fedprox_cli import data
+from fedprox_cli.engine import models
+from fedprox_cli.engine.models import FlatModel
+from fedprox_cli.engine.oracle import ClientData, Oracle
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -120,7 +121,7 @@ def test_clients_csv_through_runs_seed_batches_and_resume(run_fedrun, tmp_path, 
 
 def _partition_plot_is_titled_by_its_setting(run, monkeypatch):
     """Not by the folder's name (a sweep's job folder is "0")."""
-    from fedprox_cli import plotting
+    from fedprox_cli.analysis import plotting
     kept = []
     monkeypatch.setattr(plotting, "save_figure", lambda fig, path, **kw: kept.append((fig, kw)))
     plotting.plot_partition(run, run / "p.png")

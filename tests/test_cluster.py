@@ -42,7 +42,7 @@ needs_slurm = pytest.mark.skipif(slurm_reason() is not None, reason=str(slurm_re
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fedprox_cli.status_report", *args], env=child_env(),
+    return subprocess.run([sys.executable, "-m", "fedprox_cli.cli.status", *args], env=child_env(),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -196,7 +196,7 @@ def test_cancelled_job_still_gets_a_report(tmp_path):
 def test_sweep_value(tmp_path):
     from omegaconf import OmegaConf
 
-    from fedprox_cli.cluster import sweep_value
+    from fedprox_cli.cluster.launchers import sweep_value
 
     (tmp_path / "summary.json").write_text(json.dumps({"status": "finished", "final": {"objective": 0.5, "test_acc": 0.9}}))
     cfg = OmegaConf.create({"sweep_metric": "objective"})
@@ -279,14 +279,14 @@ def test_wandb_offline(tmp_path):
     run_id = json.loads((out / "tracker.json").read_text())["run_id"]
     assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0   # resumed: the same W&B run
     assert json.loads((out / "tracker.json").read_text()) == {
-        "target": "fedprox_cli.loggers.WandB", "run_id": run_id, "last_round": 6}
+        "target": "fedprox_cli.cluster.loggers.WandB", "run_id": run_id, "last_round": 6}
     assert len(list((out / "wandb").glob(f"offline-run-*-{run_id}"))) == 2
 
 
 def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
-    from fedprox_cli import extras
-    from fedprox_cli.errors import UserError
-    from fedprox_cli.loggers import _need
+    from fedprox_cli.config import extras
+    from fedprox_cli.common.errors import UserError
+    from fedprox_cli.cluster.loggers import _need
 
     monkeypatch.setitem(extras.NEEDS, "logger/nosuch", (("no_such_module",), "nosuch"))
     with pytest.raises(UserError, match=r"^logger=nosuch needs `pip install fedprox_cli\[nosuch\]` .*; "
@@ -327,7 +327,7 @@ def test_console_scripts_are_declared():
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert {"fedrun", "fedrun-report", "fedrun-plot", "fedrun-table"} <= set(scripts)
-    for entry in ("fedprox_cli.commands:plot", "fedprox_cli.commands:table"):
+    for entry in ("fedprox_cli.cli.commands:plot", "fedprox_cli.cli.commands:table"):
         module, func = entry.split(":")
         p = subprocess.run([sys.executable, "-c", f"import sys; sys.argv=['x', '--help']; "
                             f"from {module} import {func}; {func}()"], env=child_env(), capture_output=True, text=True)

@@ -11,9 +11,12 @@ import json
 import pytest
 import torch
 
-from fedprox_cli import algorithms, compile_choice, compressors, engine_choice, lifecycle, regularizers
-from fedprox_cli.config import compose, params
-from fedprox_cli.errors import UserError
+from fedprox_cli import algorithms
+from fedprox_cli.engine import compile as compile_choice, choice as engine_choice
+from fedprox_cli.operators import compressors, regularizers
+from fedprox_cli.runs import lifecycle
+from fedprox_cli.config.validate import compose, params
+from fedprox_cli.common.errors import UserError
 
 SHAPES = ["dataset=digits", "model=mlp", "model.hidden=16", "n=4", "K=2", "B=8", "T=2", "seed=1"]
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),

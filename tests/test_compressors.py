@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from fedprox_cli import compressors
-from fedprox_cli.errors import UserError
+from fedprox_cli.operators import compressors
+from fedprox_cli.common.errors import UserError
 
 
 @pytest.fixture

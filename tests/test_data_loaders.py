@@ -7,7 +7,7 @@ from data_fixtures import (a9a_files, cifar_files, cinic_files, leaf_files, mnis
                            tiny_imagenet_files)
 
 from fedprox_cli import data
-from fedprox_cli.errors import UserError
+from fedprox_cli.common.errors import UserError
 
 
 def pixels(x: torch.Tensor, mean, std) -> np.ndarray:

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from fedprox_cli import data
-from fedprox_cli.errors import UserError
+from fedprox_cli.common.errors import UserError
 
 
 def test_digits_standardized_and_split():

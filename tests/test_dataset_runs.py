@@ -10,10 +10,10 @@ from conftest import child_env
 from data_fixtures import a9a_files, leaf_files
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli import runner
-from fedprox_cli.cli import CONF_DIR
+from fedprox_cli.runs import runner
+from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.data import load_partition
-from fedprox_cli.plotting import partition_counts
+from fedprox_cli.analysis.plotting import partition_counts
 
 ROOT = Path(__file__).resolve().parent.parent
 

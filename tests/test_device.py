@@ -1,4 +1,4 @@
-"""Devices: random draws come from CPU generators (fedprox_cli/device.py) -- the numbers of
+"""Devices: random draws come from CPU generators (fedprox_cli/engine/device.py) -- the numbers of
 the recorded CPU runs, and the same numbers on every device; ``matmul_precision``; and, where a
 GPU exists, CPU-vs-CUDA agreement of both engines on every model and rounds without host
 synchronization (``scripts/gpu_check.sh`` runs these on the device machine)."""
@@ -14,12 +14,15 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from fedprox_cli import algorithms, compressors, data, lifecycle, models, regularizers
-from fedprox_cli.config import compose
-from fedprox_cli.errors import UserError
-from fedprox_cli.models import FlatModel
-from fedprox_cli.oracle import ClientData, Oracle
-from fedprox_cli.device import device_name, hardware, set_matmul_precision, stream_seed
+from fedprox_cli import algorithms, data
+from fedprox_cli.operators import compressors, regularizers
+from fedprox_cli.runs import lifecycle
+from fedprox_cli.engine import models
+from fedprox_cli.config.validate import compose
+from fedprox_cli.common.errors import UserError
+from fedprox_cli.engine.models import FlatModel
+from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision, stream_seed
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

@@ -8,9 +8,11 @@ import torch
 import torch.nn.functional as F
 from conftest import child_env, fedrun
 
-from fedprox_cli import algorithms, compressors, data, models, regularizers
-from fedprox_cli.models import FlatModel
-from fedprox_cli.oracle import ClientData, Oracle
+from fedprox_cli import algorithms, data
+from fedprox_cli.operators import compressors, regularizers
+from fedprox_cli.engine import models
+from fedprox_cli.engine.models import FlatModel
+from fedprox_cli.engine.oracle import ClientData, Oracle
 
 N_CLIENTS = 6
 
@@ -146,7 +148,7 @@ def test_test_pass_matches_direct_forward(digits):
 def engine_cache(tmp_path, monkeypatch):
     """engine=auto's cache in a temporary folder, and a stub for the timing: ``timings`` (seconds
     per client-step by engine) is what the next measurement returns; ``calls`` counts them."""
-    from fedprox_cli import engine_choice
+    from fedprox_cli.engine import choice as engine_choice
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     stub = {"timings": {"loop": 1.0, "vmap": 2.0}, "calls": 0}
 
@@ -184,7 +186,7 @@ def test_engine_loop_or_vmap_forces_without_timing(digits, engine_cache, engine)
 
 def test_a_choice_written_while_measuring_wins(digits, engine_cache, monkeypatch):
     """Two jobs of a sweep measuring at once end with one engine: the first choice written."""
-    from fedprox_cli import engine_choice
+    from fedprox_cli.engine import choice as engine_choice
     first = make_oracle(digits, "auto")  # writes loop
     key_file = engine_cache["file"]
     key, rec = next(iter(json.loads(key_file.read_text()).items()))
@@ -210,7 +212,7 @@ def test_unreadable_cache_is_measured_again_and_rewritten(digits, engine_cache):
 
 def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
     """The real timer (no stub): a time for each engine; counters and engine untouched."""
-    from fedprox_cli import engine_choice
+    from fedprox_cli.engine import choice as engine_choice
     o = make_oracle(digits, "vmap")
     t = engine_choice.time_engines(o, 3)
     assert set(t) == {"loop", "vmap"} and all(0 <= v < 10 for v in t.values())
@@ -239,7 +241,7 @@ def test_fused_sgd_steps_are_bitwise_the_step_by_step_loop(digits, engine, chunk
 
 
 def test_auto_chunk_stays_within_chunk_bytes():
-    from fedprox_cli import memory
+    from fedprox_cli.engine import memory
     fp = memory.Footprint(per_client=2**20, per_sample=0)  # 1 MB per client
     assert memory.plan(fp, 1000, 64, "auto", 64, 4.0) == (memory.CHUNK_BYTES // 2**20, 64)
     assert memory.plan(fp, 1000, 64, "auto", 64, 0.01) == (10, 64)  # memory_gb below the cap
@@ -266,7 +268,7 @@ def test_a_run_shows_and_records_auto_s_choice_and_both_timings(tmp_path):
 
 
 def test_the_engine_line_names_the_choice_and_both_timings():
-    from fedprox_cli.engine_choice import line
+    from fedprox_cli.engine.choice import line
     assert line({"engine": "loop", "source": "forced"}) is None
     assert line({"engine": "vmap", "source": "measured", "s_per_client_step": {"vmap": 0.46e-3, "loop": 0.8e-3}}) == \
         "vmap (engine=auto, measured: loop 0.8 ms, vmap 0.46 ms per client-step)"

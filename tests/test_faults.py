@@ -30,8 +30,8 @@ from conftest import child_env
 
 from conftest import job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
-from fedprox_cli import checkpoint
-from fedprox_cli.outputs import effective_status, read_summary
+from fedprox_cli.runs import checkpoint
+from fedprox_cli.runs.outputs import effective_status, read_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env(OMP_NUM_THREADS="1")
@@ -43,7 +43,7 @@ RUN_FILES = ("config.yaml", "metrics.csv", "metrics.png", "summary.json")
 # fedrun with FedCanon's round raising an unexpected exception at round 1 (a bug)
 BUGGY = """
 import sys
-from fedprox_cli import cli
+from fedprox_cli.cli import main as cli
 from fedprox_cli.algorithms.fedcanon import FedCanon
 def round(self, s, env, t):
     if t == 1:
@@ -527,8 +527,8 @@ def test_special_files_are_refused_without_hanging(tmp_path):
     """A device node as fedrun-plot's --out, FIFOs as lock, metrics.csv, summary.json and data
     file: one line each, within the timeout (no open blocks), nothing replaced."""
     run, _ = _finished(tmp_path)
-    plot = [sys.executable, "-c", "import sys; from fedprox_cli.commands import plot; sys.argv[0] = 'fedrun-plot'; plot()"]
-    report = [sys.executable, "-c", "import sys; from fedprox_cli.status_report import main; main()"]
+    plot = [sys.executable, "-c", "import sys; from fedprox_cli.cli.commands import plot; sys.argv[0] = 'fedrun-plot'; plot()"]
+    report = [sys.executable, "-c", "import sys; from fedprox_cli.cli.status import main; main()"]
     p = subprocess.run([*plot, str(run), "--out", "/dev/null"], env=ENV, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "/dev/null is a device node" in p.stderr and Path("/dev/null").is_char_device()
     for name in (".fedrun.lock", "metrics.csv", "summary.json"):
@@ -617,7 +617,7 @@ def test_signals_during_a_write_end_as_interrupted(hit, times, tmp_path):
     driver = f"""
 import os, signal, sys
 import numpy as np, torch
-from fedprox_cli import cli
+from fedprox_cli.cli import main as cli
 class Hit:
     def __init__(self, f): self.f, self.n = f, 0
     def write(self, b):

@@ -1,7 +1,7 @@
 import torch
 
-from fedprox_cli.config import compose
-from fedprox_cli.lifecycle import build
+from fedprox_cli.config.validate import compose
+from fedprox_cli.runs.lifecycle import build
 
 
 def test_k1_full_batch_is_gradient_descent():

@@ -2,8 +2,8 @@
 
 import torch
 
-from fedprox_cli.config import compose
-from fedprox_cli.lifecycle import build
+from fedprox_cli.config.validate import compose
+from fedprox_cli.runs.lifecycle import build
 
 DIGITS_LOGREG = ["dataset=digits", "model=linear", "model.init=zeros", "dtype=float64", "n=5",
                  "partition=dirichlet", "partition.alpha=0.3", "regularizer=l1", "regularizer.lam=1e-3"]

@@ -9,10 +9,12 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from fedprox_cli import data, models, regularizers
-from fedprox_cli.metrics import COLUMNS, evaluate, hoyer, prox_grad_mapping
-from fedprox_cli.models import FlatModel
-from fedprox_cli.oracle import ClientData, Oracle
+from fedprox_cli import data
+from fedprox_cli.engine import models
+from fedprox_cli.operators import regularizers
+from fedprox_cli.engine.metrics import COLUMNS, evaluate, hoyer, prox_grad_mapping
+from fedprox_cli.engine.models import FlatModel
+from fedprox_cli.engine.oracle import ClientData, Oracle
 
 
 

@@ -4,9 +4,10 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli import lifecycle, models
-from fedprox_cli.cli import CONF_DIR
-from fedprox_cli.errors import UserError
+from fedprox_cli.runs import lifecycle
+from fedprox_cli.engine import models
+from fedprox_cli.cli.main import CONF_DIR
+from fedprox_cli.common.errors import UserError
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fedprox_cli.data import load_partition, partition, save_partition
-from fedprox_cli.errors import UserError
+from fedprox_cli.common.errors import UserError
 
 LABELS = np.random.default_rng(0).integers(0, 10, size=5000)
 

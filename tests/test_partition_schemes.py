@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fedprox_cli.data import partition
-from fedprox_cli.errors import UserError
+from fedprox_cli.common.errors import UserError
 
 RNG = np.random.default_rng(0)
 LABELS = RNG.integers(0, 10, 3000)

@@ -1,4 +1,4 @@
-"""Plugins from outside the package (fedprox_cli.plugins): one entry point per registry, a
+"""Plugins from outside the package (fedprox_cli.common.plugins): one entry point per registry, a
 ``_target_`` in a user's YAML, a user's config dir (``--config-dir`` and ``hydra.searchpath``),
 a broken plugin; and the example package examples/fedprox_server (its counts and descent).
 
@@ -12,9 +12,11 @@ import math
 import pandas as pd
 import pytest
 
-from fedprox_cli import algorithms, compressors, models, regularizers
+from fedprox_cli import algorithms
+from fedprox_cli.operators import compressors, regularizers
+from fedprox_cli.engine import models
 from fedprox_cli.data import datasets
-from fedprox_cli.errors import UserError
+from fedprox_cli.common.errors import UserError
 
 from conftest import fedrun
 
@@ -30,8 +32,8 @@ from torch import nn
 
 from fedprox_cli import data
 from fedprox_cli.algorithms import Algorithm
-from fedprox_cli.compressors import Compressor
-from fedprox_cli.regularizers import Regularizer
+from fedprox_cli.operators.compressors import Compressor
+from fedprox_cli.operators.regularizers import Regularizer
 
 
 @dataclass(kw_only=True)
@@ -156,7 +158,7 @@ def test_a_name_loads_only_its_own_entry_point(plugin):
                {"models": "broken = brokenplugin:model"})
     assert models.build("tiny", (1, 8, 8), 10, hidden=4)[1].out_features == 4
     with pytest.raises(UserError, match=r"model plugin 'broken' \(brokenplugin:model, entry point "
-                                        r"group fedprox_cli.models\) cannot be loaded: RuntimeError"):
+                                        r"group fedprox_cli.engine.models\) cannot be loaded: RuntimeError"):
         models.names()
 
 

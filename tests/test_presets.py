@@ -18,7 +18,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import MissingConfigException
 from omegaconf import OmegaConf
 
-from fedprox_cli import resolvers
+from fedprox_cli.config import resolvers
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
 # The agreed names (helper_common.md) and, for algorithms / regularizers / partitions, the keys

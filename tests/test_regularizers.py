@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from fedprox_cli import regularizers
-from fedprox_cli.errors import UserError
+from fedprox_cli.operators import regularizers
+from fedprox_cli.common.errors import UserError
 
 LAM, THETA, A = 1.0, 3.0, 3.7
 SEPARABLE = {  # name -> (params, steps < 1/rho, kinks of h and of its prox as functions of step)

@@ -18,7 +18,7 @@ import yaml
 from conftest import child_env
 from omegaconf import OmegaConf
 
-from fedprox_cli import curves, plotting, report, table
+from fedprox_cli.analysis import curves, plotting, report, table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -348,7 +348,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
 
 def test_commands_name_themselves_in_help():
     for cmd, prog, words in (("plot", "fedrun-plot", "--label"), ("table", "fedrun-table", "--preset")):
-        p = subprocess.run([sys.executable, "-c", f"from fedprox_cli.commands import {cmd}; {cmd}()", "--help"],
+        p = subprocess.run([sys.executable, "-c", f"from fedprox_cli.cli.commands import {cmd}; {cmd}()", "--help"],
                            env=ENV, capture_output=True, text=True)
         assert p.returncode == 0 and p.stdout.startswith(f"usage: {prog} ") and words in p.stdout
         assert "plot.py" not in p.stdout and "tables.py" not in p.stdout
@@ -574,7 +574,7 @@ def test_panels_split_runs_by_a_key(sweep, tmp_path):
 def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
     monkeypatch.delattr(plotting, "plot_partition", raising=False)
     assert plot_script.main(["--partition", str(sweep / "0_0")]) == 2
-    assert "needs fedprox_cli.plotting.plot_partition" in capsys.readouterr().err
+    assert "needs fedprox_cli.analysis.plotting.plot_partition" in capsys.readouterr().err
 
 
 def test_real_sweep_through_both_scripts(tmp_path):
@@ -630,7 +630,7 @@ def test_the_same_run_twice_is_named(tmp_path, capsys):
 def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
     """metrics.csv as the runner writes it after a divergence (``nan``/``inf`` via repr) is a
     diverged run to report, not a broken file to skip."""
-    from fedprox_cli.outputs import write_metrics
+    from fedprox_cli.runs.outputs import write_metrics
     write_metrics(tmp_path / "metrics.csv", [{"round": 0, "objective": 1.5},
                                              {"round": 2, "objective": float("nan")},
                                              {"round": 4, "objective": float("inf")}])
@@ -643,7 +643,7 @@ def test_runs_recorded_before_a_key_was_added_pool_with_newer_ones(tmp_path):
     """A config.yaml without a key added later (keys.ADDED, e.g. matmul_precision) reads as
     having the value that computes what it computed; a run-control group's choice (logger)
     never splits groups."""
-    from fedprox_cli import keys
+    from fedprox_cli.config import keys
     runs = []
     for seed, old in ((0, True), (1, False)):
         run = tmp_path / f"r{seed}"

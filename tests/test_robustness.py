@@ -25,11 +25,13 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from conftest import job_folders
-from fedprox_cli import algorithms, checkpoint, lifecycle, memory, models, runner
+from fedprox_cli import algorithms
+from fedprox_cli.runs import checkpoint, lifecycle, runner
+from fedprox_cli.engine import memory, models
 from fedprox_cli.algorithms.fedcanon import FedCanon
-from fedprox_cli.cli import CONF_DIR
-from fedprox_cli.oracle import ClientData, Oracle
-from fedprox_cli.signals import StopAfterRound
+from fedprox_cli.cli.main import CONF_DIR
+from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.runs.signals import StopAfterRound
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env()
@@ -41,7 +43,7 @@ RUN = TINY + ["T=12", "checkpoint_every=5"]
 # start of round STOP_T (argv: STOP_T SIG fedrun-args...).
 DRIVER = """
 import os, sys
-from fedprox_cli import cli
+from fedprox_cli.cli import main as cli
 from fedprox_cli.algorithms.fedcanon import FedCanon
 stop_t, sig, fedcanon_round = int(sys.argv[1]), int(sys.argv[2]), FedCanon.round
 def round(self, s, env, t):

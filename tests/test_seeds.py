@@ -1,4 +1,4 @@
-"""Seed-batched runs (``seeds=R``, fedprox_cli/seeds.py): R runs in one process, their clients'
+"""Seed-batched runs (``seeds=R``, fedprox_cli/runs/seeds.py): R runs in one process, their clients'
 gradients in one vmap call, write the same run folders as R separate runs -- for every
 algorithm, with every per-run random stream in play (partition, init, mini-batches, client
 sampling, SCAFFNEW's coin, compressor draws)."""
@@ -17,10 +17,11 @@ import yaml
 from conftest import child_env
 
 from conftest import job_folders
-from fedprox_cli import algorithms, runner
-from fedprox_cli.config import compose
-from fedprox_cli.lockstep import Lockstep
-from fedprox_cli.outputs import read_summary
+from fedprox_cli import algorithms
+from fedprox_cli.runs import runner
+from fedprox_cli.config.validate import compose
+from fedprox_cli.engine.lockstep import Lockstep
+from fedprox_cli.runs.outputs import read_summary
 
 BASE = ["dataset=digits", "n=4", "K=2", "B=8", "T=3", "eval_every=1", "device=cpu", "engine=vmap",
         "checkpoint_every=0", "progress_every_s=0"]
@@ -150,7 +151,7 @@ def test_fedrun_seeds_from_the_command_line(tmp_path):
 
 
 def test_a_sweeper_gets_the_mean_over_the_seeds(tmp_path):
-    from fedprox_cli.cluster import sweep_value
+    from fedprox_cli.cluster.launchers import sweep_value
     cfg = compose([*BASE, "seeds=2", "T=2"])
     assert runner.run(cfg, tmp_path, progress=False) == 0
     finals = [read_summary(tmp_path / f"seed_{s}")["final"]["objective"] for s in (0, 1)]

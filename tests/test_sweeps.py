@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from conftest import ROOT, fedrun, job_folders
-from fedprox_cli.errors import EXIT
-from fedprox_cli.outputs import read_summary
+from fedprox_cli.common.errors import EXIT
+from fedprox_cli.runs.outputs import read_summary
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import tables as tables_script  # noqa: E402

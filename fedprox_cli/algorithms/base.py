@@ -1,5 +1,5 @@
 """The algorithm interface and the environment a round runs in: the stable public API that a
-plugin algorithm (:mod:`fedprox_cli.plugins`, examples/fedprox_server) implements.
+plugin algorithm (:mod:`fedprox_cli.common.plugins`, examples/fedprox_server) implements.
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
 besides ``name``; float fields must be > 0), with class attributes ``name``,
@@ -41,12 +41,12 @@ from typing import ClassVar
 
 import torch
 
-from ..compressors import DENSE_BYTES, Compressor
-from ..errors import require
-from ..oracle import Oracle
-from ..device import generator, stream_seed, to_device
-from ..plugins import Registry
-from ..regularizers import Regularizer
+from ..operators.compressors import DENSE_BYTES, Compressor
+from ..common.errors import require
+from ..engine.oracle import Oracle
+from ..engine.device import generator, stream_seed, to_device
+from ..common.plugins import Registry
+from ..operators.regularizers import Regularizer
 
 _REGISTRY = Registry("algorithm", "algorithms")
 
@@ -62,7 +62,7 @@ def names() -> list[str]:
 
 def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
     """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
-    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
     cls = _REGISTRY.lookup(name, _target_)
     allowed = [f.name for f in fields(cls)]
     unknown = sorted(set(params) - set(allowed))

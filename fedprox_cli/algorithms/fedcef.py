@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..errors import require
+from ..common.errors import require
 from ._local import local_dual_sgd
 from .base import Algorithm, register
 

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import torch
 
-from ..errors import require
-from ..device import generator
+from ..common.errors import require
+from ..engine.device import generator
 from .base import Algorithm, register
 
 

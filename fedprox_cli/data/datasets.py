@@ -21,10 +21,10 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..atomic import atomic_write, check_readable, open_file
-from ..console import say
-from ..errors import UserError, require, squeeze
-from ..plugins import Registry
+from ..common.files import atomic_write, check_readable, open_file
+from ..runs.console import say
+from ..common.errors import UserError, require, squeeze
+from ..common.plugins import Registry
 
 REDOWNLOAD = "delete it and download it again"
 
@@ -66,7 +66,7 @@ def default_root() -> Path:
 
 def load(name: str, root: str | os.PathLike | None = None, target: str | None = None) -> Dataset:
     """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU
-    (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.plugins`)."""
+    (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
     loader = _LOADERS.lookup(name, target)
     base = Path(root).expanduser() if root else default_root()
     require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")

@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..errors import require
+from ..common.errors import require
 from .datasets import REDOWNLOAD, Dataset, labels, not_found, reading, register, standardize
 
 

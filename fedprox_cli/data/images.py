@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..atomic import read_text
-from ..errors import UserError, require
+from ..common.files import read_text
+from ..common.errors import UserError, require
 from .datasets import Dataset, cached, labels, not_found, reading, register, standardize
 from .idx import find_or_download
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import require
+from ..common.errors import require
 from .datasets import Dataset, cached, labels, not_found, reading, register, standardize
 
 

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..atomic import atomic_write, open_file
-from ..errors import require
+from ..common.files import atomic_write, open_file
+from ..common.errors import require
 
 _SCHEMES: dict[str, Callable[..., list[np.ndarray]]] = {}
 _GROUPED: set[str] = set()  # schemes that split by Dataset.groups (e.g. FEMNIST writers)

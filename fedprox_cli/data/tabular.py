@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..errors import UserError, require
+from ..common.errors import UserError, require
 from .datasets import Dataset, labels, not_found, register, split, standardize
 
 

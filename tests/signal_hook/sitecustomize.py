@@ -16,16 +16,16 @@ if _at:
     class _Finder:
         """import: the runner module's import (the first job's)."""
         def find_spec(self, name, path=None, target=None):
-            if name == "fedprox_cli.runner" and phase == "import":
+            if name == "fedprox_cli.runs.runner" and phase == "import":
                 _hit()
             return None
 
     sys.meta_path.insert(0, _Finder())
-    where = {"data": ("fedprox_cli.data", "load"), "build": ("fedprox_cli.models", "build"),
-             "training": ("fedprox_cli.runner", "Training.round"),
-             "evaluation": ("fedprox_cli.runner", "evaluate"),
-             "plotting": ("fedprox_cli.plotting", "plot_run"),
-             "between": ("fedprox_cli.cli", "sweep_value")}.get(phase)
+    where = {"data": ("fedprox_cli.data", "load"), "build": ("fedprox_cli.engine.models", "build"),
+             "training": ("fedprox_cli.runs.runner", "Training.round"),
+             "evaluation": ("fedprox_cli.runs.runner", "evaluate"),
+             "plotting": ("fedprox_cli.analysis.plotting", "plot_run"),
+             "between": ("fedprox_cli.cli.main", "sweep_value")}.get(phase)
     if where:
         import importlib
         import importlib.abc

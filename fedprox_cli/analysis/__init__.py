@@ -1,0 +1,1 @@
+"""From run folders to results: grouping runs, curves, figures and tables."""

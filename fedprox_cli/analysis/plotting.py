@@ -1,0 +1,278 @@
+"""Figures of one run (``metrics.png``, the partition's clients x classes counts) and the pieces
+every figure shares: atomic saving, titles from configs, readable ticks, one legend below the axes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
+                               NullFormatter)
+
+from .. import PACKAGE  # noqa: E402
+from ..common.files import atomic_write, open_file  # noqa: E402
+from ..common.flatten import flatten  # noqa: E402
+from ..runs.outputs import model_metrics_only  # noqa: E402
+
+
+METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
+STYLES = PACKAGE / "styles"   # style sheets shipped: <name>.mplstyle
+
+
+def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "") -> None:
+    """Lay out ``fig`` (unless ``laid_out``: its layout is fixed and all inside the figure),
+    write it to ``path`` atomically in the format its extension names (``.png``, ``.pdf``,
+    ``.svg``, ...; PNG without one) with ``caption`` in the file's metadata (PNG and SVG
+    ``Description``, PDF ``Subject``), close it. A missing folder is created; legends placed
+    outside the axes are kept inside the written image. Resolution: the style's
+    ``savefig.dpi``, else 110."""
+    path = Path(path)
+    if not laid_out:
+        fig.tight_layout()
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    tight = {} if laid_out else {"bbox_inches": "tight"}  # "tight" draws the figure twice
+    dpi = plt.rcParams["savefig.dpi"]
+    meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110 if dpi == "figure" else dpi,
+                                                 metadata=meta or None, **tight))
+    finally:
+        plt.close(fig)
+
+
+def style_sheet(name: str) -> str:
+    """A matplotlib style: a shipped sheet by name (``paper``: :data:`STYLES`), a ``.mplstyle``
+    file, or one of matplotlib's own (``ggplot``, ``seaborn-v0_8-paper``, ...)."""
+    from ..common.errors import require
+    shipped = STYLES / f"{name}.mplstyle"
+    if shipped.exists():
+        return str(shipped)
+    if name.endswith(".mplstyle") or "/" in name:
+        require(Path(name).is_file(), f"no such style sheet: {name}")
+        return name
+    require(name in plt.style.available, f"unknown style {name!r} (shipped: "
+            f"{', '.join(sorted(p.stem for p in STYLES.glob('*.mplstyle')))}; a .mplstyle file; or one "
+            f"of matplotlib's: {', '.join(sorted(plt.style.available)[:6])}, ...)")
+    return name
+
+
+def styled(style: str | None = None, font_size: float | None = None):
+    """A context in which figures are drawn with ``style`` (:func:`style_sheet`) and, if given,
+    ``font_size`` points as the base font size."""
+    sheets = [style_sheet(style)] if style else []
+    rc = {"font.size": font_size} if font_size else {}
+    return plt.style.context([*sheets, rc])
+
+
+def _fmt(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def run_title(cfg) -> str:
+    """Two lines naming a run's setting: the algorithm with its step sizes, the regularizer
+    and (unless identity) the compressor with their parameters; then dataset, model, n, K, B,
+    T and the partition. ``cfg`` is a resolved config (DictConfig, nested dict as in
+    ``config.yaml``, or a flat dotted dict); missing parts are left out, so a config holding
+    only the settings several runs share gives the caption of a figure of them."""
+    if not isinstance(cfg, dict):
+        from omegaconf import OmegaConf
+        try:
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+        except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: show it unresolved
+            cfg = OmegaConf.to_container(cfg, resolve=False)
+    flat = flatten(cfg)
+
+    def section(name: str, prefix: str = "") -> str | None:
+        params = [f"{k[len(name) + 1:]}={_fmt(v)}" for k, v in flat.items()
+                  if k.startswith(f"{name}.") and k not in (f"{name}.name", f"{name}.seed")]
+        head = flat.get(f"{name}.name")
+        if head is None and not params:
+            return None
+        text = prefix + (str(head) if head is not None else name)
+        return text + (f" ({', '.join(params)})" if params else "")
+
+    compressor = section("compressor", "compressor ") if flat.get("compressor.name") != "identity" else None
+    first = [section("algorithm"), section("regularizer", "reg. "), compressor]
+    second = [section("dataset"), section("model"),
+              ", ".join(f"{k}={_fmt(flat[k])}" for k in ("n", "K", "B", "T") if k in flat) or None,
+              section("partition", "partition ")]
+    return "\n".join(" · ".join(p for p in line if p) for line in (first, second)
+                     if any(line)).strip()
+
+
+def integer_ticks(axis) -> None:
+    """Ticks on whole numbers only (rounds)."""
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def at_data(ax, xs, integer: bool = True) -> None:
+    """x limits at the data's first and last finite value (no margin: ticks stop at T), with
+    whole-number ticks (rounds) if ``integer``."""
+    xs = np.asarray(xs, float)
+    xs = xs[np.isfinite(xs)]
+    if len(xs) and xs.min() < xs.max():
+        ax.set_xlim(xs.min(), xs.max())
+    if integer:
+        integer_ticks(ax.xaxis)
+
+
+def readable_log_ticks(ax, which: str = "y") -> None:
+    """Log-axis tick labels as plain numbers (0.01, 2, 500), with labels between the decades
+    when the data spans fewer than two (at 2 and 5; at every digit below a factor of 3), so a
+    short log axis is never left with one label or none."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    lo, hi = ax.get_ylim() if which == "y" else ax.get_xlim()
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(plain)
+    if lo > 0 and hi / lo < 100:
+        subs = tuple(range(2, 10)) if hi / lo < 3 else (2, 5)
+        axis.set_minor_locator(LogLocator(base=10, subs=subs))
+        axis.set_minor_formatter(plain)
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def mark_end(ax, xs, ys, color, marker: str = "x") -> bool:
+    """Draw a big ``marker`` at the last finite point of (xs, ys) (where a run diverged or
+    stopped); False if there is none."""
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    if not ok.any():
+        return False
+    i = np.flatnonzero(ok)[-1]
+    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=10, markeredgewidth=2.2, color=color,
+            linestyle="none", zorder=5)
+    return True
+
+
+def figure_legend(fig, handles: list, labels: list[str]) -> None:
+    """One legend for the whole figure, below the axes, so it covers no curve."""
+    if handles:
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize="small",
+                   frameon=False)
+
+
+RUN_PANELS = (  # (columns, y label, log y, scale)
+    (("train_loss", "objective"), "loss", True, 1.0),
+    (("test_acc",), "test accuracy", False, 1.0),
+    (("stationarity",), "stationarity ||G_s(x)||²", True, 1.0),
+)
+SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
+
+
+def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
+    """Loss (train loss, and the objective when h != 0; log y), test accuracy and stationarity
+    (log y) against round, each panel with its y label. A run with non-finite values (diverged)
+    gets the finite part of every curve, an x at its last finite point and a dotted line at the
+    first round with a non-finite loss."""
+    with open_file(csv_path, "rb") as f:  # a FIFO never hangs
+        df = model_metrics_only(pd.read_csv(f).apply(pd.to_numeric, errors="coerce"))
+    rounds = df["round"].to_numpy(float)
+    losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
+    bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)
+    diverged_at = rounds[bad][0] if bad.any() else None
+    fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
+    handles: dict = {}
+    for ax, (cols, ylabel, log, scale) in zip(axes, RUN_PANELS):
+        drawn = False
+        for i, c in enumerate(cols):
+            if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
+                continue
+            ys = scale * df[c].to_numpy(float)
+            ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
+            color = "C2" if c == "test_acc" else f"C{i}"
+            line, = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
+            if len(cols) > 1:   # the other panels' y labels name their one curve
+                handles.setdefault(SERIES[c], line)
+            if diverged_at is not None:
+                mark_end(ax, rounds, ys, color)
+            drawn = drawn or bool(np.isfinite(ys).any())
+        if diverged_at is not None:
+            handles.setdefault(f"diverged (round {diverged_at:g}; x: last finite value)",
+                               ax.axvline(diverged_at, color="red", linestyle=":"))
+        if log and drawn:
+            ax.set_yscale("log")
+            readable_log_ticks(ax)
+        if not drawn:
+            ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        at_data(ax, rounds)
+        ax.grid(alpha=0.3)
+    # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
+    # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="lower center", fontsize=8, frameon=False,
+                   ncol=1 if max(map(len, handles)) > 45 else min(3, len(handles)))
+    fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.82, bottom=0.24 if handles else 0.14)
+    fig.suptitle(title, fontsize=9)
+    save_figure(fig, png_path, laid_out=True)
+
+
+def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
+    """Counts (n, C): samples of class c held by client i, from a run folder's
+    ``partition.npz`` and the labels of the dataset named in its ``config.yaml``."""
+    from omegaconf import OmegaConf
+
+    from .. import data
+    run_dir = Path(run_dir)
+    cfg = OmegaConf.load(run_dir / "config.yaml")
+    ds = data.load_config(cfg)
+    y = ds.train_y.numpy()
+    return np.stack([np.bincount(y[c], minlength=ds.num_classes)
+                     for c in data.load_partition(run_dir / "partition.npz")])
+
+
+def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
+    """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
+    (default ``RUN/partition.png``). Returns the path written."""
+    from omegaconf import OmegaConf
+    run_dir = Path(run_dir)
+    out = Path(out) if out else run_dir / "partition.png"
+    counts = partition_counts(run_dir)
+    n, C = counts.shape
+    fig, ax = plt.subplots(figsize=(min(3 + 0.25 * C, 16), min(2 + 0.25 * n, 12)))
+    im = ax.imshow(counts, aspect="auto", cmap="viridis", interpolation="nearest")
+    fig.colorbar(im, ax=ax, label="samples")
+    ax.set_xlabel("class")
+    ax.set_ylabel("client")
+    for axis in (ax.xaxis, ax.yaxis):
+        integer_ticks(axis)
+    cfg = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
+    ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
+    save_figure(fig, out, caption=f"{run_dir}: {setting}")
+    return out
+
+
+CLIENT_PANELS = (("train_acc", "client train accuracy"), ("test_acc_rw", "client test accuracy\n(reweighted)"),
+                 ("train_loss", "client train loss"))
+
+
+def plot_clients(summary_csv: Path, png_path: Path) -> None:
+    """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
+    mean over clients, a +- std band and the mean of the worst 10% of clients."""
+    df = pd.read_csv(summary_csv)
+    fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
+    for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
+        r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]
+        mean_line, = ax.plot(r, mean, color="C0", marker=".")
+        band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
+        worst_line, = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
+        ax.set_xlabel("round")
+        ax.set_ylabel(ylabel)
+        at_data(ax, r)
+        ax.grid(alpha=0.3)
+    fig.legend([mean_line, band, worst_line], ["mean over clients", "± std over clients",
+                                               "worst 10% of clients (mean)"],
+               loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.95, bottom=0.25)
+    save_figure(fig, png_path, laid_out=True)

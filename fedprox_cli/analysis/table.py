@@ -1,0 +1,204 @@
+"""Tables of run groups (``fedrun-table``): final metrics, mean ± std over seeds, as Markdown,
+LaTeX (booktabs, through pandas' ``Styler.to_latex``) or CSV.
+
+One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grouping by name --
+``rows`` (config keys; by default the keys that tell the groups apart) and an optional
+``column`` key whose values become columns (one per value and metric). Cells come from
+:func:`report.pivot` (a cell is exactly one group: nothing is pooled but seeds) and read
+``0.8100 ± 0.0100`` at ``precision`` decimals; how many runs a cell holds is said once below
+the table when every cell holds as many, else in every cell (``(n=2)``), and runs left out are
+always named in their cell (``(n=2; diverged 1 of 3)``). The best mean is bold -- the highest,
+or the lowest for the metrics in :data:`report.LOWER_IS_BETTER` -- down each column, or across
+the ``column`` values of each row when there is a ``column`` (``bold``); means equal at the
+precision shown are all bold. The papers' layouts are
+named presets of it (:data:`PRESETS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..common.errors import require
+from .report import LOG_Y, LOWER_IS_BETTER, Cell, Run, fmt, markdown, pivot, short
+
+FORMATS = {".md": "md", ".tex": "latex", ".csv": "csv"}
+BOLD = ("auto", "column", "row", "none")
+
+
+@dataclass
+class Spec:
+    metrics: list[str] = field(default_factory=lambda: ["test_acc"])
+    column: str | None = "algorithm.name"
+    rows: list[str] | None = None      # None: the keys that tell the groups apart
+    precision: int | None = None       # decimals; None: 4 (3 significant digits for LOG_Y metrics)
+    bold: str = "auto"                 # auto: across the column values if a column, else down columns
+    ratio_to: str | None = None        # append each mean's ratio to this column value's, same row
+    ratio_prev: bool = False           # ... and to the same column's mean in the previous row
+    final: str = "last"
+    names: dict = field(default_factory=dict)  # renames of shown values, keys, metrics (not in CSV)
+
+
+PRESETS = {   # the papers' layouts
+    "table6": Spec(metrics=["test_acc"], column="algorithm.name"),             # FedCanon Table VI
+    "table5": Spec(metrics=["time_s"], column="algorithm.name", rows=["K"],    # FedCanon Table V
+                   precision=1, ratio_to="fedcanon", ratio_prev=True),
+}
+
+
+@dataclass
+class Built:
+    """The table: per (row, column) its Cell, text and whether it is bold; the note under it."""
+    index: pd.Index            # rows (a MultiIndex of the row keys' values, or one unnamed row)
+    columns: pd.Index          # (metric, header) pairs, or the headers of one metric
+    cells: pd.DataFrame        # Cell objects (None: no such runs)
+    text: pd.DataFrame         # the cells as text (without bold)
+    bold: pd.DataFrame         # bool
+    note: str
+    tidy: pd.DataFrame         # one row per cell: row keys, column value, metric, mean, std, n, left out
+
+
+def _spec(metric: str, precision: int | None) -> str:
+    if precision is not None:
+        return f".{precision}f"
+    return ".3g" if metric in LOG_Y else ".4f"
+
+
+def _value(cell: Cell, spec: str, pm: str) -> str:
+    return f"{cell.mean:{spec}}" + (f" {pm} {cell.std:{spec}}" if cell.n > 1 else "")
+
+
+def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
+    """The table of ``runs`` that ``spec`` describes (``pm``: the text of ±)."""
+    require(spec.bold in BOLD, f"bold must be one of {', '.join(BOLD)}, got {spec.bold!r}")
+    tables = {m: pivot(runs, m, spec.column, spec.final, spec.rows) for m in spec.metrics}
+    first = next(iter(tables.values()))
+    say = lambda v: spec.names.get(v, v)  # noqa: E731
+    keys = [say(short(k)) for k in first.row_keys]
+    if keys:
+        index = pd.MultiIndex.from_tuples([tuple(say(fmt(r[k])) if r[k] is not None else "" for k in first.row_keys)
+                                           for r in first.rows], names=keys)
+    else:
+        index = pd.Index([""] * len(first.rows))
+    headers = [say(fmt(c)) + h[len(fmt(c)):] for c, h in zip(first.cols, first.headers)]
+    metrics = [say(m) for m in spec.metrics]
+    if len(spec.metrics) == 1:
+        columns = pd.Index(headers) if spec.column else pd.Index(metrics)
+    elif spec.column:
+        columns = pd.MultiIndex.from_tuples([(m, h) for m in metrics for h in headers])
+    else:
+        columns = pd.Index(metrics)
+    cells = pd.DataFrame([[tables[m].cells.get((i, c)) for m in spec.metrics for c in first.cols]
+                          for i in range(len(first.rows))], index=index, columns=columns)
+    ns = Counter(c.n for c in cells.to_numpy().ravel() if c is not None)
+    uniform = len(ns) == 1 and all(c is None or not c.left_out for c in cells.to_numpy().ravel())
+    means = cells.map(lambda c: c.mean if c is not None and c.n else math.nan)
+    text = pd.DataFrame("", index=index, columns=columns)
+    for j, (m, c) in enumerate((m, c) for m in spec.metrics for c in first.cols):
+        for i in range(len(index)):
+            cell = cells.iat[i, j]
+            if cell is None:
+                continue
+            t = cell.text(_spec(m, spec.precision)).replace("±", pm)
+            if uniform:
+                t = _value(cell, _spec(m, spec.precision), pm)
+            text.iat[i, j] = t + _ratios(spec, means, first.cols, i, j, c, m, first.row_keys)
+    shown = means.copy()   # bold compares the means as printed: equal to the precision shown, all bold
+    for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
+        shown.iloc[:, j] = means.iloc[:, j].map(lambda v, f=_spec(m, spec.precision): float(f"{v:{f}}"))
+    bold = _best(shown, spec)
+    k = next(iter(ns)) if uniform else 0
+    n_text = ("one run per cell" if k == 1 else f"mean {pm} std over n = {k} runs (seeds) per cell"
+              if uniform else f"mean {pm} std over the n runs (seeds) in each cell")
+    final = "mean of the last 10% of evaluations" if spec.final == "tail" else "last evaluation"
+    note = f"{n_text}; {', '.join(spec.metrics)} at the {final}"
+    return Built(index, columns, cells, text, bold, note, _tidy(tables, spec))
+
+
+def _ratios(spec: Spec, means: pd.DataFrame, cols: list, i: int, j: int, c, m: str, row_keys) -> str:
+    notes = []
+    here = means.iat[i, j]
+    block = spec.metrics.index(m) * len(cols)
+    if spec.ratio_to is not None and fmt(c) != spec.ratio_to and spec.ratio_to in map(fmt, cols):
+        ref = means.iat[i, block + [fmt(v) for v in cols].index(spec.ratio_to)]
+        if math.isfinite(here) and math.isfinite(ref):
+            notes.append(f"{here / ref:.2f}× {spec.ratio_to}")
+    if spec.ratio_prev and i > 0 and math.isfinite(here) and math.isfinite(means.iat[i - 1, j]):
+        notes.append(f"{here / means.iat[i - 1, j]:.2f}× prev. {short(row_keys[0]) if row_keys else 'row'}")
+    return f" [{'; '.join(notes)}]" if notes else ""
+
+
+def _best(means: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Whether each cell holds the best mean of its comparison (of two or more finite means)."""
+    bold = np.zeros(means.shape, bool)
+    how = spec.bold if spec.bold != "auto" else ("row" if spec.column else "column")
+    if how != "none":
+        width = means.shape[1] // len(spec.metrics)
+        axis = 1 if how == "row" else 0
+        for b, m in enumerate(spec.metrics):
+            part = means.iloc[:, b * width:(b + 1) * width].to_numpy(float)
+            sign = -1.0 if m in LOWER_IS_BETTER else 1.0
+            scored = np.where(np.isfinite(part), sign * part, -np.inf)
+            best = scored.max(axis=axis, keepdims=True)
+            count = np.isfinite(part).sum(axis=axis, keepdims=True)
+            bold[:, b * width:(b + 1) * width] = (scored == best) & (count >= 2) & np.isfinite(part)
+    return pd.DataFrame(bold, index=means.index, columns=means.columns)
+
+
+def _tidy(tables: dict, spec: Spec) -> pd.DataFrame:
+    records = []
+    for m, t in tables.items():
+        for (i, c), cell in t.cells.items():
+            left = "; ".join(f"{why} {k}" for why, k in sorted(cell.left_out.items()))
+            records.append({**{short(k): t.rows[i][k] for k in t.row_keys},
+                            **({short(spec.column): c} if spec.column else {}),
+                            "metric": m, "mean": cell.mean, "std": cell.std, "n": cell.n,
+                            "left_out": left})
+    return pd.DataFrame.from_records(records)
+
+
+def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
+    """The table as ``md`` (Markdown, the note as a line below), ``latex`` (booktabs, bold with
+    ``\\textbf``, the note as the caption) or ``csv`` (one row per cell, numbers)."""
+    if fmt_name == "csv":
+        return build(runs, spec).tidy.to_csv(index=False)
+    if fmt_name == "latex":
+        return _latex(build(runs, spec, pm=r"$\pm$"))
+    require(fmt_name == "md", f"format must be md, latex or csv, got {fmt_name!r}")
+    b = build(runs, spec)
+    shown = b.text.where(~b.bold, "**" + b.text + "**")
+    heads = [": ".join(map(str, c)) if isinstance(c, tuple) else str(c) for c in b.columns]
+    names = [n for n in b.index.names if n is not None]
+    rows = [[*(list(k) if isinstance(k, tuple) else ([k] if names else [])), *vals]
+            for k, vals in zip(b.index, shown.to_numpy().tolist())]
+    return markdown([*names, *heads], rows) + f"\n\n{b.note}\n"
+
+
+def _latex(b: Built) -> str:
+    styler = b.text.style.apply(lambda _: b.bold.map(lambda x: "textbf:--rwrap;" if x else ""), axis=None)
+    styler = styler.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
+    if all(n is None for n in b.index.names) and len(b.index) <= 1:
+        styler = styler.hide(axis="index")
+    return styler.to_latex(hrules=True, caption=b.note.replace("_", r"\_"), position_float="centering",
+                           multicol_align="c", sparse_index=False)
+
+
+def output_format(out: Path | None, given: str | None) -> str:
+    """``given``, else the format ``out``'s suffix names (.md, .tex, .csv), else Markdown."""
+    if given:
+        return given
+    if out is None:
+        return "md"
+    require(out.suffix in FORMATS, f"--out {out}: the suffix names the format (.md, .tex or .csv), "
+            f"or give --format")
+    return FORMATS[out.suffix]
+
+
+def preset(name: str, **changes) -> Spec:
+    require(name in PRESETS, f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")
+    return replace(PRESETS[name], **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,219 @@
+"""``fedrun ... dry_run=true`` and ``fedrun -m ... --cfg job``: what a run or a sweep would do,
+without doing it. Handled in :func:`cli.main` before Hydra starts (Hydra's multirun creates the
+sweep folder before any job runs), with Hydra's compose API and the basic sweeper's own job
+expansion (:func:`compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
+config is composed as the launcher composes it (the sweep's Hydra overrides, then the job's) and
+checked with :func:`lifecycle.validate` against the job's reference config, like a real run, plus
+the run-folder checks that need no data (a foreign folder, a prior run of another config).
+Nothing is written: no folder, no ``.hydra``, no lock.
+
+The listing (stdout) gives each job's overrides, folder and work -- client steps
+``T * K * n * participation`` (local steps of one client on one mini-batch) and evaluations
+``ceil(T / eval_every) + 1``, counted from the round the job would start from (a prior run in
+its folder is resumed) -- and the totals; bad jobs end it with one line each on stderr
+naming the job (:func:`check_jobs`, which a real sweep runs before its first job too), exit
+code 2.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from .. import CONF_DIR
+from ..config import extras
+from ..common.errors import EXIT, UserError
+from .jobtable import align, differing
+
+_DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
+
+
+def requested(overrides: list[str]) -> bool:
+    """Whether the command line sets ``dry_run`` to anything but false (a value that is not a
+    boolean is then refused by the validation, before anything runs)."""
+    values = [m["value"].strip() for m in map(_DRY.match, overrides) if m]
+    return bool(values) and values[-1].lower() != "false"
+
+
+@dataclass
+class Job:
+    num: int
+    overrides: list[str]
+    folder: Path
+    cfg: DictConfig  # the job's config, without the hydra node
+    choices: dict
+
+
+def _compose(gh, config_name: str, overrides: list[str], mode):
+    return gh.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
+
+
+def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> list[Job]:
+    """Every job the command would run, composed (Hydra must be initialized)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    from .compose import sweep_jobs
+    gh = GlobalHydra.instance().hydra
+    if not multirun:
+        return compose_jobs(gh, config_name, None, [overrides])
+    master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
+    task = sweep_jobs(master)
+    if task is None:
+        raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
+                        f"this sweep uses {master.hydra.sweeper._target_}")
+    return compose_jobs(gh, config_name, master, task)
+
+
+def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[list[str]]) -> list[Job]:
+    """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them:
+    the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run.
+    A sweep's launcher/sweeper must be installed (:func:`extras.check`) and its jobs may not
+    batch overlapping seeds (:func:`seeds.check_sweep`)."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    from ..runs.seeds import check_sweep
+    pre = [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)  # unresolved
+    if master is not None:
+        extras.check(master.hydra.runtime.choices)
+        check_sweep(master, task)
+        str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
+    out = []
+    for num, job in enumerate(task):
+        cfg = _compose(gh, config_name, pre + list(job), RunMode.RUN)  # as Hydra's launchers do
+        if master is not None:
+            OmegaConf.copy_cache(from_config=master, to_config=cfg)  # the same ${now:} as the sweep
+        with open_dict(cfg):
+            cfg.hydra.job.num, cfg.hydra.job.id = num, f"dry_run_{num}"
+        HydraConfig.instance().set_config(cfg)
+        h = cfg.hydra
+        multirun = master is not None
+        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
+        choices = dict(h.runtime.choices)
+        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
+        with open_dict(cfg):
+            del cfg["hydra"]
+        out.append(Job(num, shown, folder, cfg, choices))
+    return out
+
+
+def work(cfg: DictConfig, start: int | list[int] = 0) -> tuple[float, int]:
+    """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
+    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too); summed over the runs
+    of ``seeds=R`` when ``start`` lists their start rounds."""
+    if isinstance(start, list):
+        parts = [work(cfg, s) for s in start]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    T, e = cfg.T, cfg.eval_every
+    if start >= T:
+        return 0, 0
+    evals = T // e - start // e + (T % e != 0) + (start == 0)
+    return (T - start) * cfg.K * cfg.n * cfg.participation, evals
+
+
+def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int]]:
+    """Validate a job like a real run (:func:`lifecycle.validate`, the folder checks); returns
+    what the run would do in its folder and the round it would start from (with ``seeds=R``:
+    the state of each ``seed_<s>/`` run and their start rounds). Raises :class:`UserError` (or
+    Hydra's errors). ``references``: reference configs by group choices, reused across a sweep's jobs."""
+    from ..runs import lifecycle, seeds
+    from .compose import reference_config
+    references = {} if references is None else references
+    key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
+    if key not in references:
+        references[key] = reference_config(job.choices)
+    extras.check(job.choices)
+    lifecycle.validate(job.cfg, references[key])
+    if job.cfg.seeds == 1:
+        return _state(job.cfg, job.folder)
+    seeds.check_container(job.folder)
+    states = [_state(seeds.with_seed(job.cfg, s), folder) for s, folder in seeds.folders(job.cfg, job.folder)]
+    said = {state for state, _ in states}
+    text = f"{job.cfg.seeds} runs: " + (said.pop() if len(said) == 1 else
+                                        ", ".join(f"seed {job.cfg.seed + r} {state}" for r, (state, _) in enumerate(states)))
+    return text, [start for _, start in states]
+
+
+def _state(cfg: DictConfig, folder: Path) -> tuple[str, int]:
+    """What a run of ``cfg`` would do in ``folder``, and the round it would start from."""
+    from ..runs import lifecycle
+    lifecycle.check_owned(folder)
+    if not folder.exists():
+        return "new", 0
+    start = lifecycle.resume_point(cfg, folder)
+    if start is True:
+        return "finished already", cfg.T
+    return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
+
+
+def check_jobs(listed: list[Job], multirun: bool) -> tuple[list[tuple[Job, str, int | list[int]]], list[str]]:
+    """:func:`check` of every job: (job, state, start) of the good ones, and one
+    ``fedrun: error: job N (...): why`` line per bad one -- a job that fails a check, or that
+    has the folder of an earlier job (the same config twice)."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .faults import one_line
+    good, bad, first, references = [], [], {}, {}
+    for job in listed:
+        try:
+            state, start = check(job, references)
+            earlier = first.setdefault(job.folder, job)
+            if earlier is not job:
+                raise UserError(f"the same config as {job_name(earlier, multirun)} "
+                                f"(both would run in {job.folder})")
+            good.append((job, state, start))
+        except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+            bad.append(f"fedrun: error: {job_name(job, multirun) + ': ' if multirun else ''}{one_line(e)}")
+    return good, bad
+
+
+def job_name(job: Job, multirun: bool) -> str:
+    return f"job {job.num} ({' '.join(job.overrides) or 'no overrides'})" if multirun else "the run"
+
+
+def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int:
+    """List, validate and estimate every job (``show_cfg``: print each job's resolved config
+    instead of validating); return the exit code."""
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .faults import one_line
+    try:
+        with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
+            listed = jobs(overrides, multirun)
+            if show_cfg:
+                for job in listed:
+                    print(f"# {job_name(job, multirun)} -> {job.folder}")
+                    print(OmegaConf.to_yaml(job.cfg, resolve=True))
+                return EXIT["finished"]
+            checked, bad = check_jobs(listed, multirun)
+            if bad:
+                print("\n".join(bad), file=sys.stderr)
+                return EXIT["error"]
+            rows = [["job", "folder", "client steps", "evaluations", "state"]]
+            total_steps = total_evals = 0
+            for job, state, start in checked:
+                steps, evals = work(job.cfg, start)
+                total_steps, total_evals = total_steps + steps, total_evals + evals
+                rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), state])
+    except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        return EXIT["error"]
+    n = len(listed)
+    varied = differing([job.overrides for job in listed])
+    common = [o for o in listed[0].overrides if o not in varied[0]]
+    print(f"dry run: {n} job{'s' if n != 1 else ''}, every config valid; nothing was written")
+    print(f"overrides of every job: {' '.join(common) or 'none'}")
+    print("\n".join(align([row + [" ".join(v) if i else "overrides"]
+                           for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))
+    print(f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
+          f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
+          f"job from round 0), counted from the round each job would start from")
+    return EXIT["finished"]

@@ -1,0 +1,174 @@
+"""``fedrun --help``: built at help time from the config files themselves, so it cannot drift
+from them -- the top-level keys with their defaults and meanings from the comments of
+``conf/config.yaml``, each group option's first comment line, each preset's first comment line
+and its ``# time:`` line, and the exit codes of :data:`errors.EXIT`. Hydra's own page stays
+at ``fedrun --hydra-help``."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+from .. import CONF_DIR
+from ..common.errors import EXIT
+
+ABOUT = """\
+fedrun trains a model over n simulated clients with a composite federated learning method
+(FedCanon, FedCEF, FedNMap and their baselines) on f + h (a loss plus a regularizer), evaluates
+it every eval_every rounds and writes one run folder: metrics.csv, config.yaml, summary.json,
+metrics.png, fedrun.log. A sweep (-m) runs every combination of the values given, one folder
+per job. Configuration is Hydra's: KEY=VALUE for a key, GROUP=OPTION for a config group."""
+
+USAGE = """\
+  fedrun [GROUP=OPTION | KEY=VALUE]...       one run into results/runs/<time>_<pid>_<alg>_<data>/
+  fedrun -m KEY=V1,V2 GROUP=A,B ...          a sweep of every combination into results/sweeps/<time>_<pid>/<job>/
+  fedrun -m experiment=PRESET                a paper's figure or table (presets below)
+  ... dry_run=true                           list the jobs, their folders and the work, validate, write nothing
+  ... --cfg job                              print the resolved config (with -m: every job's)
+  fedrun --hydra-help                        Hydra's own options"""
+
+EXIT_MEANING = {
+    "finished": "finished (or had already finished)",
+    "diverged": "diverged (NaN or infinite objective; the rows so far are kept)",
+    "error": "bad input, or a fault of data or files (one line on stderr)",
+    "internal": "internal error, a bug (the traceback goes to the run folder's error.log)",
+    "interrupted": "interrupted (Ctrl-C / SIGTERM; re-run the same command to resume)",
+}
+
+EXAMPLES = """\
+  fedrun dataset=digits model=linear T=50                    # a first run (offline data, seconds)
+  fedrun -m algorithm=fedcanon,fedmid K=10,20 seed=0,1,2     # a 12-job sweep
+  fedrun -m experiment=fedcanon_fig2_quick dry_run=true      # what a preset would run, without running it
+  fedrun-plot results/sweeps/fedcanon_fig2_quick --y test_acc --panels partition   # its figure
+  fedrun-table results/sweeps/fedcanon_fig2_quick --out table.tex                    # its table (LaTeX)"""
+
+_KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_]\w*):\s*(?P<value>[^#]*?)\s*(?:#\s?(?P<doc>.*))?$")
+_MAX_COLUMN = 26  # a wider first column puts its description on the next line
+_SENTENCE_END = re.compile(r"\.\s+(?=[A-Z])")
+_COMMENT = re.compile(r"^\s+#\s?(?P<doc>.*)$")
+
+
+def config_keys(path: Path = CONF_DIR / "config.yaml") -> list[tuple[str, str, str]]:
+    """``(dotted key, default, meaning)`` of every key of ``config.yaml`` but the defaults list
+    and ``hydra``, the meaning from its end-of-line comment and the indented comment lines
+    under it."""
+    keys: list[list[str]] = []
+    parents: list[tuple[int, str]] = []
+    skip = None  # indentation of a section left out (defaults, hydra)
+    for line in path.read_text().splitlines():
+        m = _KEY.match(line)
+        if m is None:
+            c = _COMMENT.match(line)
+            if c and keys and skip is None and keys[-1][2]:
+                keys[-1][2] += " " + c["doc"].strip()
+            continue
+        indent = len(m["indent"])
+        if skip is not None and indent > skip:
+            continue
+        skip = None
+        if m["key"] in ("defaults", "hydra") and indent == 0:
+            skip = 0
+            continue
+        parents = [(i, k) for i, k in parents if i < indent]
+        dotted = ".".join([k for _, k in parents] + [m["key"]])
+        if m["value"] == "" and not m["doc"]:
+            parents.append((indent, m["key"]))
+            continue
+        keys.append([dotted, m["value"], (m["doc"] or "").strip()])
+    return [tuple(k) for k in keys]
+
+
+def _comments(path: Path) -> list[str]:
+    """The leading comment lines of a yaml file (without ``# @package``)."""
+    out = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        text = line.lstrip("#").strip()
+        if not text.startswith("@package"):
+            out.append(text)
+    return out
+
+
+def describe(path: Path) -> str:
+    """A config file's description: its first comment line (not ``time:``), joined with the
+    next ones while the sentence goes on (a line not ending in ``.``, ``)`` or ``:``)."""
+    lines = [c for c in _comments(path) if c and not c.startswith("time:")]
+    text = lines[0] if lines else ""
+    for c in lines[1:4]:
+        if text.endswith((".", ")", ":")):
+            break
+        text += c if text.endswith("-") else " " + c
+    end = _SENTENCE_END.search(text, 60)  # a long paragraph: up to its first sentence
+    return text[:end.start() + 1] if end else text
+
+
+def preset_time(path: Path) -> str:
+    return next((c[len("time:"):].strip() for c in _comments(path) if c.startswith("time:")), "not given")
+
+
+def group_options(group: str) -> list[tuple[str, str]]:
+    """``(option, description)`` of a config group; a subfolder of options is one entry,
+    ``sub/{a,b,c}``, described by its preset (``conf/algorithm/<preset>/``) or first file."""
+    root = CONF_DIR / group
+    presets = {p.stem for p in (CONF_DIR / "experiment").glob("*.yaml")}
+    out = [(p.stem, describe(p)) for p in sorted(root.glob("*.yaml"))]
+    for sub in sorted(d for d in root.iterdir() if d.is_dir()):
+        files = sorted(sub.glob("*.yaml"))
+        if not files:
+            continue
+        name = f"{sub.name}/{{{','.join(f.stem for f in files)}}}"
+        what = (f"the methods and step sizes of preset {sub.name}" if sub.name in presets
+                else f"e.g. {sub.name}/{files[0].stem}: {describe(files[0])}")
+        out.append((name, what))
+    return out
+
+
+def _defaults() -> dict[str, str]:
+    text = (CONF_DIR / "config.yaml").read_text()
+    return dict(re.findall(r"^\s+- (\w+): (\w+)", text, re.M))
+
+
+def _rows(rows: list[tuple[str, ...]], indent: int = 2, width: int | None = None) -> list[str]:
+    """Aligned columns; the last one wrapped to the terminal's width."""
+    width = width or min(shutil.get_terminal_size((120, 24)).columns, 140)
+    cols = len(rows[0])
+    w = [min(max(len(r[i]) for r in rows), _MAX_COLUMN) for i in range(cols - 1)]
+    lead = indent + sum(x + 2 for x in w)
+    lines = []
+    for r in rows:
+        head = " " * indent + "".join(c.ljust(x + 2) for c, x in zip(r[:-1], w))
+        body = textwrap.wrap(r[-1], max(30, width - lead), break_on_hyphens=False) or [""]
+        if len(head.rstrip()) > lead - 2:  # a long name: its description on the next lines
+            lines.append(head.rstrip())
+            lines += [" " * lead + b for b in body if b]
+        else:
+            lines.append((head + body[0]).rstrip())
+            lines += [" " * lead + b for b in body[1:]]
+    return lines
+
+
+def text() -> str:
+    defaults = _defaults()
+    out = [ABOUT, "", "Usage:", USAGE, "",
+           "Top-level keys (conf/config.yaml; KEY=VALUE):"]
+    out += _rows([(k, v, d) for k, v, d in config_keys()])
+    out += ["", "Config groups (GROUP=OPTION; * = default):"]
+    for g in (g for g in defaults if g != "experiment"):  # config.yaml's defaults list
+        out.append(f"  {g}:")
+        out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in group_options(g)], 4)
+    out += ["", "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
+                "cores; README, 'Reproducing the papers'):"]
+    out += _rows([(p.stem, f"{describe(p)} Time: {preset_time(p)}.")
+                  for p in sorted((CONF_DIR / "experiment").glob("*.yaml"))])
+    out += ["", "Exit codes (a sweep exits with its worst job's):"]
+    out += _rows([(str(code), EXIT_MEANING.get(name, name)) for name, code in EXIT.items()])
+    out += ["", "Examples:", EXAMPLES, ""]
+    out += textwrap.wrap("Progress: a bar on a terminal, otherwise a line every evaluation or every "
+                         "progress_every_s seconds, whichever is rarer (stderr and the run's "
+                         "fedrun.log); every run ends with a summary line (status, test accuracy, "
+                         "objective, stationarity, training time, folder), a sweep with its report "
+                         "and a table of its jobs.", 100, break_on_hyphens=False)
+    return "\n".join(out) + "\n"

@@ -1,0 +1,188 @@
+"""The ``fedrun`` command: Hydra composes the config, :func:`runner.run` does the work.
+
+The fault contract (README, "Exit codes"): every fault is one line on stderr and an exit code
+of :data:`errors.EXIT` -- 2 for bad input and faults of data or files (Hydra's own error
+printing is bypassed: HYDRA_FULL_ERROR is set for the call, and its messages are squeezed into
+one line), 3 for an internal error (a bug: the traceback goes to the run folder's
+``error.log``, or to :data:`faults.CRASH_LOG` outside a run), 1 for a diverged run, 130 for an
+interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
+
+A multirun goes through :mod:`sweep`: :class:`SweepReport` (a Hydra callback, run in the
+launching process) checks every job before the first one trains, each job records how it
+ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the report made
+from those records lists every job that did not finish, including those that never started,
+then the table of its jobs (:mod:`jobtable`). A single run of a preset that defines a sweep
+says so (:func:`_one_of_a_sweep`).
+
+Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
+``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from .. import CONF_DIR
+from ..runs import console, signals
+from ..config import resolvers
+from . import sweep
+from ..cluster.launchers import sweep_value
+from ..runs.console import say
+from ..common.errors import EXIT, Refusal, UserError, squeeze
+from .compose import command, hydra_files, reference_config, sweep_jobs
+from .faults import crash, one_line
+from ..runs.signals import sigterm_interrupts
+
+_SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
+_SWEEPS: list[tuple[Path, list | None, float]] = []  # this process's multirun: (sweep folder,
+#   its jobs' planned records or None, start time); see sweep.report
+
+resolvers.register()  # before Hydra composes anything
+
+
+@hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+def _job(cfg: DictConfig) -> float:
+    sigterm_interrupts()  # in whichever process runs the job (a joblib worker too): SIGTERM stops it
+    if signals.received:  # this process was told to stop (a joblib worker, between jobs): no new job
+        raise KeyboardInterrupt
+    from ..runs import runner  # here, so that config errors are reported before torch loads
+
+    hc = HydraConfig.get()
+    out = Path(hc.runtime.output_dir)
+    multirun = hc.mode.name == "MULTIRUN"
+    in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
+    if not multirun:
+        _one_of_a_sweep(hc)
+    console.errors.clear()
+    started, reason = time.time(), ""
+    noted = len(signals.received)
+    try:
+        code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
+                          command=command(hc), hydra_record=hydra_files(cfg, hc),
+                          reference=reference_config(dict(hc.runtime.choices)))
+    except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
+        code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    if multirun:
+        sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
+        if code == EXIT["interrupted"] or len(signals.received) > noted:
+            # stop the whole sweep, not just this job -- also after a signal that came too late
+            # to stop the job itself (during its last round's evaluation or checkpoint)
+            raise KeyboardInterrupt
+    else:
+        _SINGLE_RUN.append(code)
+        if code == 0 and cfg.seeds > 1:
+            print(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
+        elif code == 0:
+            print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
+    return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
+
+
+def _one_of_a_sweep(hc) -> None:
+    """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
+    saying that it runs one config (the preset's own values), and what ``-m`` would run."""
+    params = OmegaConf.select(hc, "sweeper.params")
+    if not params:
+        return
+    jobs = sweep_jobs(OmegaConf.create({"hydra": hc}))
+    what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
+    say(f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
+        f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}", "note")
+
+
+class SweepReport(Callback):
+    """Checks every job of a multirun before the first one runs (:func:`sweep.check_all`),
+    records them as planned and remembers the sweep for its report (:func:`sweep.report`)."""
+
+    def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
+        _SWEEPS.append(sweep.start(config, config_name or "config"))
+
+
+_EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
+_PATH_KEY = re.compile(r"^(\+{0,2}(?:hydra\.(?:run|sweep)\.dir|hydra\.sweep\.subdir|data\.root))=(.+)$")
+
+
+def quote_paths(args: list[str]) -> list[str]:
+    """Folder overrides with characters Hydra's override grammar rejects unquoted (non-ASCII:
+    ``hydra.run.dir=results/résultats``) in Hydra's quotes, so such paths work as typed."""
+    out = []
+    for a in args:
+        m = _PATH_KEY.match(a)
+        if m and m.group(2)[0] not in "'\"" and not m.group(2).isascii():
+            a = f"{m.group(1)}='" + m.group(2).replace("\\", "\\\\").replace("'", "\\'") + "'"
+        out.append(a)
+    return out
+
+
+def _not_parsed(message: str):
+    raise ValueError(message)
+
+
+def _preflight(argv: list[str]) -> int | None:
+    """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
+    ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
+    create the sweep folder first); ``--cfg job`` of one run gets ``--resolve``. Returns an
+    exit code, or None to go on with Hydra."""
+    if "--help" in argv or "-h" in argv:
+        from .help import text
+        sys.stdout.write(text())
+        return EXIT["finished"]
+    from hydra._internal.utils import get_args_parser
+    parser = get_args_parser()
+    parser.error = _not_parsed  # silent here: Hydra's own parsing says what is wrong
+    try:
+        args = parser.parse_intermixed_args(argv)
+    except (ValueError, TypeError, SystemExit):
+        return None
+    if args.config_name or args.config_path or args.config_dir or args.info or args.shell_completion:
+        return None
+    from .dryrun import dry_run, requested
+    if args.cfg == "job" and args.multirun:
+        return dry_run(args.overrides, multirun=True, show_cfg=True)
+    if args.cfg == "job" and not args.resolve:
+        sys.argv.append("--resolve")
+    if args.cfg is None and requested(args.overrides):
+        return dry_run(args.overrides, multirun=args.multirun)
+    return None
+
+
+def main() -> None:
+    debug = bool(os.environ.get("FEDRUN_DEBUG"))
+    early = _preflight(sys.argv[1:])
+    if early is not None:
+        sys.exit(early)
+    empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
+    if empty:
+        print(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
+              f"(an empty one would write the run into the current folder)", file=sys.stderr)
+        sys.exit(EXIT["error"])
+    sys.argv[1:] = quote_paths(sys.argv[1:])
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    sigterm_interrupts()
+    code = 0
+    try:
+        _job()
+    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
+        if debug:
+            raise
+        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        code = EXIT["error"]
+    except KeyboardInterrupt:
+        code = EXIT["interrupted"]
+        if not _SWEEPS and not _SINGLE_RUN:
+            print("fedrun: interrupted", file=sys.stderr)
+    except Exception as e:
+        code = crash(e)
+    if _SWEEPS:
+        code = max(code, sweep.report(*_SWEEPS[-1]))
+    sys.exit(max([code, *_SINGLE_RUN]))

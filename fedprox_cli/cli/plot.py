@@ -1,0 +1,125 @@
+"""fedrun-plot: plot run folders, one curve per group of runs that differ only in seeds (mean +- std band).
+
+  fedrun-plot results/sweeps/fedcanon_fig2 --y test_acc --panels partition
+  fedrun-plot results/sweeps/fedcef_fig1_2 --x bytes --y train_loss --out fig1.pdf --style paper
+  fedrun-plot S --label fedcanon=FedCanon --label fedavg=FedAvg --title "Fashion-MNIST"
+  fedrun-plot results/sweeps/fednmap_fig3 --slope n      # final stationarity vs log n
+  fedrun-plot --partition results/runs/<run>             # a run's client partition
+
+Each RESULTS argument is a run folder or a folder searched for them (a sweep). Runs are pooled
+only across seeds: every other config difference is a separate curve. A diverged or unfinished
+run is left out of its curve's mean, drawn alone and marked at its last finite point, and named
+on stderr; a run folder that cannot be read is skipped with one line on stderr. Each legend entry
+says how many runs its curve averages (n=3). The settings all curves share are the caption: printed
+and written into the file's metadata, not drawn (--title draws a title). --out writes the format
+its extension names (.png, .pdf, .svg: vector) and creates missing folders. Bad input is one line
+on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..analysis import report
+from ..analysis.curves import plot_groups, plot_slope
+from ..common.errors import UserError, require
+from ..analysis.plotting import plt, styled
+
+PROG = "fedrun-plot"
+
+METRICS = ("test_acc", "train_loss", "objective", "test_loss", "stationarity", "hoyer", "nnz_frac")
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
+    p.add_argument("--x", choices=sorted(report.X_AXES), default="round")
+    p.add_argument("--y", help=f"a metrics.csv column ({', '.join(METRICS)}, ...); default test_acc, "
+                   "with --slope stationarity")
+    report.add_arguments(p)
+    p.add_argument("--panels", action="append", default=[], metavar="KEY",
+                   help="one subplot per value of KEY (a dotted key or a config group); repeatable")
+    p.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
+                   help="log-scale y (default: for stationarity only, as the papers)")
+    p.add_argument("--slope", metavar="KEY", help="plot final --y (default stationarity) against "
+                   "KEY on log-log axes and print the fitted slope (FedNMap Figs. 3b/4b: n or K)")
+    p.add_argument("--partition", metavar="RUN", type=Path,
+                   help="plot the client partition of one run folder instead")
+    p.add_argument("--out", type=Path, help="output file, .png, .pdf or .svg (default: "
+                   "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created")
+    p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
+    report.add_label_arguments(p, "legend entries and panel titles")
+    p.add_argument("--style", help="a matplotlib style sheet: paper (shipped: serif, 3.4x2.5 in per "
+                   "panel, 300 dpi), a .mplstyle file or a matplotlib style name")
+    p.add_argument("--size", metavar="W,H", help="size of one panel in inches (default 5.6,4.2, "
+                   "or the style's figure.figsize)")
+    p.add_argument("--font-size", type=float, metavar="PT", help="base font size in points")
+    args = p.parse_args(argv)
+    if not args.results and args.partition is None:
+        p.error("give RESULTS folders or --partition RUN")
+    return args
+
+
+def panel_size(args) -> tuple[float, float] | None:
+    if args.size:
+        try:
+            w, h = (float(v) for v in args.size.split(","))
+        except ValueError:
+            raise UserError(f"--size takes W,H in inches, got {args.size!r}") from None
+        require(w > 0 and h > 0, f"--size must be positive, got {args.size!r}")
+        return w, h
+    return tuple(plt.rcParams["figure.figsize"]) if args.style else None
+
+
+def plot_partition(run: Path, out: Path) -> None:
+    try:
+        from ..analysis.plotting import plot_partition as draw
+    except ImportError:
+        raise UserError("--partition needs fedprox_cli.analysis.plotting.plot_partition, which this "
+                        "installation does not have") from None
+    draw(run, out)
+
+
+def run(args, warn) -> int:
+    with styled(args.style, args.font_size):
+        return draw(args, warn)
+
+
+def draw(args, warn) -> int:
+    if args.partition is not None:
+        out = args.out or args.partition / "partition.png"
+        plot_partition(args.partition, out)
+        print(f"wrote {out}")
+        return 0
+    runs = report.load(args.results, args.where, warn)
+    base = args.results[0] if args.results[0].is_dir() else Path(".")
+    if args.slope:
+        metric = args.y or "stationarity"
+        runs = report.having(runs, [metric], warn)
+        report.note_runs(runs, metric, args.final, warn)
+        out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
+        fits, text = plot_slope(runs, args.slope, out, metric, args.final, warn, args.title,
+                                report.names(args), panel_size(args))
+        for f in fits:
+            seeds = report.seed_interval(f)
+            print(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
+                  f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")"))
+    else:
+        y = args.y or "test_acc"
+        runs = report.having(runs, [args.x, y], warn)
+        report.note_runs(runs, None, None, warn)
+        out = args.out or base / f"plot_{y}_vs_{args.x}.png"
+        labels, text = plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels, warn,
+                                   report.names(args), panel_size(args))
+        for label in labels:
+            print(label)
+    print(f"caption: {text}")
+    print(f"wrote {out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    return report.script(PROG, lambda warn: run(args, warn))

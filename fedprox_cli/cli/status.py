@@ -1,0 +1,127 @@
+"""``fedrun-report RUNS_OR_SWEEPS... [--csv]``: where every run of a sweep stands.
+
+One row per run folder (a folder with ``summary.json`` or ``config.yaml``, found recursively
+under each argument): its status as :func:`outputs.effective_status` tells it (finished,
+diverged, interrupted, error, running -- or dead when the summary says running but no process
+holds the run folder's lock, stale when its heartbeat stopped; "not started" for a job of a
+sweep's job records without a summary yet, e.g. queued on SLURM), rounds done of T, the
+final metrics, and the config keys that tell the runs apart. It reads only the run folders, so
+it works while a sweep runs and after its launcher died or was backgrounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from ..analysis import report
+from ..common.files import read_text
+from ..common.errors import UserError, require
+from ..common.flatten import flatten
+from ..config.keys import complete
+from .jobtable import align, record, rounds
+
+METRICS = ("test_acc", "train_loss", "objective", "stationarity")
+
+
+def _config(run_dir: Path) -> dict:
+    try:
+        return complete(flatten(OmegaConf.to_container(OmegaConf.create(read_text(run_dir / "config.yaml")), resolve=False)))
+    except Exception:  # missing or unreadable: the row shows what the summary has
+        return {}
+
+
+def find(paths) -> list[Path]:
+    """Run folders under ``paths`` (each a run folder or a folder searched recursively)."""
+    found = []
+    for p in map(Path, paths):
+        require(p.exists(), f"no such run or sweep folder: {p}")
+        marks = [m.parent for pat in ("summary.json", "config.yaml") for m in p.rglob(pat)]
+        found += [d for d in marks if ".hydra" not in d.parts and ".submitit" not in d.parts]
+        found += [job for m in p.rglob("multirun.yaml") for job in _planned(m)]
+    require(found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}")
+    return sorted(set(found), key=lambda d: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in d.parts])
+
+
+def _planned(multirun_yaml: Path) -> list[Path]:
+    """The job folders a sweep will have (started or not): from its job records
+    (:mod:`sweep`), or for a sweep of numbered folders (before those records) from its
+    multirun.yaml."""
+    from .compose import sweep_jobs
+    from .sweep import records
+
+    sweep = multirun_yaml.parent
+    recorded = [Path(r.folder) for r in records(sweep)]
+    if recorded:  # named as the sweep folder was given, when they are in it
+        return [sweep / f.relative_to(sweep.absolute()) if f.is_relative_to(sweep.absolute()) else f
+                for f in recorded]
+
+    try:
+        config = OmegaConf.create(read_text(multirun_yaml))
+        jobs = sweep_jobs(config)
+        numbered = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
+    except Exception:  # not a sweep record this version can read: list what is on disk
+        return []
+    return [multirun_yaml.parent / str(i) for i in range(len(jobs))] if jobs and numbered else []
+
+
+def rows(paths) -> tuple[list[str], list[dict]]:
+    """The table: column names and one dict per run."""
+    runs = find(paths)
+    configs = {d: _config(d) for d in runs}
+    known = [c for c in configs.values() if c]  # jobs not started have no config yet
+    keys = report.label_keys(known) if len(known) > 1 else []
+    out = []
+    for d in runs:
+        r, cfg = record(d), configs[d]
+        if r.T is None:
+            r.T = cfg.get("T")
+        row = {"run": str(d), "status": r.status, "rounds": rounds(r) if r.status != "not started" else "-"}
+        row.update({m: r.final.get(m, "") for m in METRICS})
+        row.update({report.short(k): cfg.get(k, "") for k in keys})
+        if r.error:
+            row["error"] = r.error
+        out.append(row)
+    columns = list(dict.fromkeys(k for r in out for k in r))
+    return columns, out
+
+
+def _cell(v) -> str:
+    if isinstance(v, str):
+        try:
+            v = float(v) if "." in v or "e" in v else v
+        except ValueError:
+            pass
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="fedrun-report", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    p.add_argument("paths", nargs="+", type=Path, metavar="RUNS_OR_SWEEPS")
+    p.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
+    args = p.parse_args(argv)
+    try:
+        columns, table = rows(args.paths)
+    except UserError as e:
+        print(f"fedrun-report: error: {e}", file=sys.stderr)
+        return 2
+    if args.csv:
+        w = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        w.writeheader()
+        w.writerows(table)
+        return 0
+    for line in align([columns, *([_cell(r.get(c, "")) for c in columns] for r in table)]):
+        print(line)
+    counts: dict[str, int] = {}
+    for r in table:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    print(f"{len(table)} runs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""A sweep's jobs (``fedrun -m``): where each job writes, the check of every job before the
+first one trains, and the record the sweep's report and exit code are made from.
+
+- **Folders follow from configs** (:mod:`jobdir`). ``hydra.sweep.subdir`` is ``${fedrun.job_dir:}``
+  (conf/config.yaml): the job's overrides, sorted by key (run-control keys left out, ``/`` as
+  ``-``), then ``_`` and 8 hex digits of :func:`jobdir.identity`, e.g.
+  ``algorithm=fedavg,regularizer=none,seed=1_3fa2c1d9``. A sweep re-run into its folder with a
+  longer, shorter or reordered list finds each config's own folder (finished jobs are skipped,
+  interrupted ones resume, new ones start); no position decides a folder.
+- **Every job is checked first.** In the launching process, before Hydra's sweeper writes
+  anything, every job of a basic sweep is composed and checked as a dry run checks it
+  (:func:`dryrun.check`: values, algorithm/regularizer pairs, the folder's prior run); two jobs
+  of one config are refused too (they would share a folder). Any bad job refuses the sweep: one
+  ``fedrun: error: job N (...)`` line per bad job, exit code 2, nothing written.
+- **The record.** Each job, in whichever process ran it, writes ``SWEEP/.fedrun/jobs/<key>.json``
+  when it ends: its number, overrides, folder (anywhere), exit code, status and reason. The
+  launching process knows the jobs of a basic sweep up front (they are recorded as planned when
+  the check passes, which ``fedrun-report`` reads) and reports each of them, from its record;
+  for other sweepers (Optuna) it reports every record written since the sweep began. The exit
+  code of ``fedrun -m`` is the worst of the jobs' codes, a refused job included.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..common.files import atomic_write_text
+from ..common.errors import EXIT, UserError
+
+RECORDS = Path(".fedrun") / "jobs"
+
+
+# ------------------------------------------------------------------------------------- record
+
+
+@dataclass
+class JobRecord:
+    num: int
+    overrides: list[str]
+    folder: str                 # absolute
+    code: int | None = None     # None: planned, not ended (yet)
+    status: str = "not started"
+    reason: str = ""
+    written: float = field(default_factory=time.time)
+
+
+def _record_path(sweep: Path, folder: Path) -> Path:
+    key = hashlib.sha256(os.path.abspath(folder).encode()).hexdigest()[:16]
+    return Path(sweep) / RECORDS / f"{key}.json"
+
+
+def write(sweep: Path, rec: JobRecord) -> None:
+    """Record ``rec`` in ``sweep``'s job records (a folder that cannot be written: the job's own
+    lines and summary still tell; the report then goes by the folder)."""
+    path = _record_path(sweep, Path(rec.folder))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(asdict(rec)) + "\n")
+    except OSError:
+        pass
+
+
+def read(path: Path) -> JobRecord | None:
+    """One record, or None when it is not one (any content is tolerated)."""
+    try:
+        d = json.loads(path.read_text())
+        rec = JobRecord(int(d["num"]), [str(o) for o in d["overrides"]], str(d["folder"]),
+                        None if d["code"] is None else int(d["code"]), str(d["status"]),
+                        str(d["reason"]), float(d["written"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return rec
+
+
+def records(sweep: Path, since: float = 0.0) -> list[JobRecord]:
+    """The job records in ``sweep`` written at ``since`` or later."""
+    found = (read(p) for p in sorted((Path(sweep) / RECORDS).glob("*.json")))
+    return [r for r in found if r is not None and r.written >= since]
+
+
+STATUS = {EXIT["finished"]: "finished", EXIT["diverged"]: "diverged", EXIT["error"]: "error",
+          EXIT["internal"]: "error", EXIT["interrupted"]: "interrupted"}
+
+
+def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
+    """Record, from inside a job (``hc``: its Hydra config) that began at ``started``, how it
+    ended: its exit code and status, and why when it did not finish -- the error its runs'
+    summaries recorded during the job, else the last error it ``said`` (a refused job leaves
+    the folder's earlier run and its summary as they were)."""
+    from ..runs.outputs import read_summary, runs_in
+    reason = ""
+    if code != EXIT["finished"]:
+        for run in runs_in(folder):
+            try:
+                s = read_summary(run)
+                fresh = dt.datetime.fromisoformat(s["ended"]).timestamp() >= started - 1
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if fresh and s.get("status") != "finished" and s.get("error"):
+                reason = str(s["error"])
+                break
+        reason = reason or said
+    rec = JobRecord(int(hc.job.num), OmegaConf.to_container(hc.overrides.task), os.path.abspath(folder),
+                    code, STATUS.get(code, "error"), reason)
+    write(Path(str(hc.sweep.dir)), rec)
+
+
+# -------------------------------------------------------------------------------- the check
+
+
+class SweepRefused(UserError):
+    """Some jobs of a sweep are invalid; their lines are printed already."""
+
+
+def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[JobRecord] | None, float]:
+    """What the launching process does before the first job: :func:`check_all`, then the
+    planned records written; returns (sweep folder, planned records, start time) for
+    :func:`report`. Hydra turns a callback's exceptions into warnings, so a refusal (exit 2)
+    or a bug (exit 3, :func:`faults.crash`) ends the process here as :class:`SystemExit`."""
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .faults import crash, one_line
+    started = time.time()
+    try:
+        planned = check_all(master, config_name)
+        folder = Path(str(master.hydra.sweep.dir))
+        for rec in planned or []:
+            write(folder, rec)
+    except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        raise SystemExit(EXIT["error"]) from None
+    except Exception as e:  # noqa: BLE001 -- a bug; Hydra would only warn
+        raise SystemExit(crash(e)) from None
+    return folder, planned, started
+
+
+def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord] | None:
+    """Compose and check every job of a basic sweep (``master``: the sweep's config) as a dry
+    run does (:func:`dryrun.check_jobs`); the jobs' records, planned (None for other sweepers).
+    Bad jobs: one line each on stderr, then :class:`SweepRefused`."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    from . import dryrun
+    from .compose import sweep_jobs
+    task = sweep_jobs(master)
+    if task is None:
+        return None
+    saved = HydraConfig.instance().cfg
+    try:
+        listed = dryrun.compose_jobs(GlobalHydra.instance().hydra, config_name, master, task)
+        _, bad = dryrun.check_jobs(listed, multirun=True)
+    finally:
+        HydraConfig.instance().cfg = saved
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
+        raise SweepRefused(f"{len(bad)} of {len(task)} jobs of the sweep are invalid (above); nothing ran")
+    return [JobRecord(j.num, j.overrides, os.path.abspath(j.folder)) for j in listed]
+
+
+# ------------------------------------------------------------------------------------ report
+
+
+def _shown(folder: Path, sweep: Path) -> str:
+    return str(folder.relative_to(sweep)) if folder.is_relative_to(sweep) else str(folder)
+
+
+def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bool = True) -> int:
+    """Print how many of the sweep's jobs finished and list every other one (stderr) with its
+    status and reason, then (``table``) the table of every job (:mod:`jobtable`); return the
+    worst exit code. ``planned``: the jobs launched (a basic sweep), each reported from its
+    record, or from its folder when it has none (it never ended: not started, or its process
+    died); None: the jobs recorded since ``since``."""
+    from .jobtable import table as job_table
+    from ..runs.outputs import effective_status
+
+    sweep = Path(sweep)
+    done = {r.folder: r for r in records(sweep, since)}
+    jobs = []
+    for p in (planned if planned is not None else sorted(done.values(), key=lambda r: r.num)):
+        r = done.get(p.folder, p)
+        if r.code is None:  # no record of its end
+            st = effective_status(Path(r.folder))
+            r.status = "not started" if st == "missing" else st
+            r.code = EXIT["finished"] if st == "finished" else EXIT.get(st, EXIT["error"])
+        jobs.append(r)
+    failed = [r for r in jobs if r.code != EXIT["finished"]]
+    root = sweep.absolute()
+    print(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
+    for r in failed:
+        print(f"  {_shown(Path(r.folder), root)}: {r.status}" + (f" ({r.reason})" if r.reason else ""),
+              file=sys.stderr)
+    if table and jobs:
+        print("\n".join(job_table([Path(r.folder) for r in jobs], root,
+                                  statuses=[r.status for r in jobs],
+                                  overrides=[r.overrides for r in jobs])))
+    return max((r.code for r in jobs), default=EXIT["finished"])

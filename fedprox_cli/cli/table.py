@@ -1,0 +1,106 @@
+"""fedrun-table: tables of run folders, final metrics as mean ± std over seeds (Markdown, LaTeX, CSV).
+
+  fedrun-table results/sweeps/fedcanon_fig2 --column algorithm --rows partition
+  fedrun-table S --metric test_acc --metric train_loss --column none --precision 3 --out t.tex
+  fedrun-table results/sweeps/fedcanon_table6* --preset table6      # FedCanon Table VI layout
+  fedrun-table results/sweeps/fedcanon_table5 --preset table5       # FedCanon Table V layout
+  fedrun-table results/sweeps/fednmap_fig3 --slope n                # FedNMap Fig. 3b slope
+
+Runs are pooled only across seeds: a cell is one group of runs whose configs differ only in
+seeds. Rows are named by --rows KEY... (default: the keys that, with --column, tell the groups
+apart); --column KEY (default algorithm.name; none: no column key) makes one column per value
+(and --metric, repeatable). A cell reads 0.8100 ± 0.0100; how many runs it holds is said below
+the table (or in each cell when they differ); a diverged or unfinished run is left out of the
+mean, counted in its cell ("(n=2; diverged 1 of 3)") and named on stderr. The best mean is bold
+(the lowest for losses, stationarity and time): across the column values of each row with a
+column key, else down each column (--bold). --format md|latex|csv (default: by the --out suffix
+.md/.tex/.csv, else md); LaTeX is booktabs with \textbf and the note as caption; CSV one row per
+cell with mean, std, n. --slope KEY: least-squares slope of log(final stationarity) on log(KEY),
+its R² and, with several seeds, the spread of the per-seed slopes (Markdown). A run folder that
+cannot be read is skipped with one line on stderr; bad input is one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..analysis import report, table
+from ..common.files import atomic_write_text
+
+PROG = "fedrun-table"
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                epilog=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--preset", choices=sorted(table.PRESETS),
+                      help="a paper's layout: table6 (final test accuracy per row and algorithm; "
+                           "FedCanon Table VI), table5 (training time per K and algorithm with the "
+                           "ratios to FedCanon and to the previous K; Table V); other options override it")
+    mode.add_argument("--slope", metavar="KEY", help="slope of log final stationarity vs log KEY")
+    p.add_argument("--metric", action="append", metavar="M",
+                   help="a metrics.csv column (default test_acc; with --slope stationarity); repeatable")
+    p.add_argument("--column", help="config key whose values are the columns (default "
+                   "algorithm.name; 'none': one column per metric)")
+    p.add_argument("--rows", nargs="+", metavar="KEY", help="config keys naming the rows (default: "
+                   "the keys that tell the groups apart)")
+    p.add_argument("--precision", type=int, metavar="P",
+                   help="decimals of mean and std (default 4; 3 significant digits for stationarity)")
+    p.add_argument("--bold", choices=table.BOLD, help="where the best mean is bold (default auto: "
+                   "across the column values of each row with a column key, else down each column)")
+    p.add_argument("--format", choices=sorted(set(table.FORMATS.values())),
+                   help="md, latex or csv (default: by --out's suffix, else md)")
+    p.add_argument("--out", type=Path, help="write the table here (default: print it)")
+    report.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
+    report.add_arguments(p)
+    args = p.parse_args(argv)
+    if args.precision is not None and args.precision < 0:
+        p.error("--precision must be >= 0")
+    return args
+
+
+def slope_table(fits: list[dict], key: str, metric: str) -> str:
+    body = [[f["label"], f"{f['slope']:.3f}", f"{f['r2']:.3f}", report.seed_interval(f) or "-",
+             "; ".join(f"{report.fmt(p[0])}: {p[4]}" for p in f["points"])] for f in fits]
+    return report.markdown(["group", f"slope of log final {metric} vs log {key}", "R²",
+                            "per-seed slopes", f"final {metric} per {key}"], body)
+
+
+def spec(args) -> table.Spec:
+    s = table.preset(args.preset or "table6", metrics=args.metric, rows=args.rows,
+                     precision=args.precision, bold=args.bold, final=args.final,
+                     names=report.names(args))
+    if args.column:
+        s.column = None if args.column == "none" else args.column
+    return s
+
+
+def run(args, warn) -> int:
+    runs = report.load(args.results, args.where, warn)
+    if args.slope:
+        metric = (args.metric or ["stationarity"])[0]
+        runs = report.having(runs, [metric], warn)
+        report.note_runs(runs, metric, args.final, warn)
+        text = slope_table(report.slope(runs, args.slope, metric, args.final, warn), args.slope, metric) + "\n"
+    else:
+        s = spec(args)
+        runs = report.having(runs, s.metrics, warn)
+        for m in s.metrics:
+            report.note_runs(runs, m, args.final, warn)
+        text = table.render(runs, s, table.output_format(args.out, args.format))
+    if args.out is None:
+        print(text, end="")
+    else:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, text)
+        print(f"wrote {args.out}")
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    return report.script(PROG, lambda warn: run(args, warn))

@@ -1,0 +1,1 @@
+"""Running elsewhere: Hydra launchers (SLURM, local) and experiment trackers."""

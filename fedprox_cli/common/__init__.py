@@ -1,0 +1,1 @@
+"""Foundations every layer uses: the exit-code contract and its errors, safe file writes, key flattening."""

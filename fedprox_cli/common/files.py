@@ -1,0 +1,196 @@
+"""The one gate of fedprox_cli's file operations: every file it writes, appends to, deletes or
+locks, and every file it reads from a path a user controls, goes through this module.
+
+- Only regular files are replaced, appended to or deleted, and a link is never followed when
+  writing: the final component is checked with ``lstat`` (:func:`check_replaceable`) or opened
+  with ``O_NOFOLLOW`` (:func:`open_regular`); a folder fedrun makes inside a run folder
+  (``.hydra``, a tracker's subfolder) must be a real folder inside it (:func:`folder`).
+  Anything else -- a symlink, a folder, a FIFO, a device node -- is one :class:`NotRegular`
+  line and nothing is written.
+- No open can hang: files are opened with ``O_NONBLOCK`` and checked with ``fstat`` to be
+  regular files before a byte is read (a FIFO as a data file, lock or summary is refused).
+- A write is not cut by a signal: Ctrl-C, SIGTERM or SIGUSR2 arriving during
+  :func:`atomic_write` is held and delivered once the file is complete
+  (:func:`signals.deferred`), so torch's and numpy's writers never see it.
+
+The content is written to a temp file created with :mod:`tempfile` in the destination folder
+(a unique name even across cluster nodes sharing a file system), optionally fsync'ed, then
+renamed over the destination: a reader sees the old file or the new one, never a half-written
+one. On any failure (disk full, a file-size limit, a read-only folder, an exception in the
+writer) the temp file is removed and the error propagates; the destination is untouched.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from .errors import UserError
+from ..runs.signals import deferred
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object], *,
+                 fsync: bool = False, suffix: str = "") -> None:
+    """Call ``write(f)`` on a binary temp file beside ``path``, then rename it to ``path``.
+
+    ``suffix`` ends the temp file's name, for writers that infer a format from it (a figure's
+    ``.pdf``); ``fsync`` flushes the data to disk before the rename (checkpoints)."""
+    path = Path(path)
+    check_replaceable(path)
+    with deferred():
+        _write_replace(path, write, fsync, suffix)
+
+
+def _write_replace(path: Path, write, fsync: bool, suffix: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    f = _Watched(os.fdopen(fd, "wb"))
+    try:
+        with f.raw:
+            write(f)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0o600 -> what open() would give
+        os.replace(tmp, path)
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        cause = e if isinstance(e, OSError) else f.error  # a writer may wrap the OSError
+        if cause is not None:  # one message naming the file the user knows, and the cause
+            raise OSError(cause.errno, cause.strerror or str(cause), str(path)) from e
+        raise
+
+
+class _Watched:
+    """A file object that remembers the OSError of a failed write, which writers such as
+    ``torch.save`` turn into an exception of their own (a full disk, a file-size limit)."""
+
+    def __init__(self, raw):
+        self.raw, self.error = raw, None
+
+    def write(self, data):
+        try:
+            return self.raw.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write(path, lambda f: f.write(text.encode()))
+
+
+class NotRegular(UserError, OSError):
+    """A path fedrun would read, write or delete is not a regular file (or a folder it makes is
+    not a real folder): bad input (a :class:`UserError`) that every handler of a file that
+    cannot be read or written (an ``OSError``) also catches."""
+
+    def __init__(self, path: str | os.PathLike, what: str):
+        super().__init__(f"{path} is {what}; fedrun reads, replaces and deletes only regular "
+                         f"files and follows no link when writing: remove it or choose another folder")
+
+
+def _what(mode: int) -> str:
+    for test, what in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device node"),
+                       (stat.S_ISBLK, "a device node"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def check_replaceable(path: str | os.PathLike) -> None:
+    """Refuse (:class:`NotRegular`) a ``path`` that exists and is not a regular file itself (a
+    link to one included): it may be replaced or deleted only when missing or regular."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise NotRegular(path, _what(mode))
+
+
+def check_readable(path: str | os.PathLike) -> None:
+    """Refuse (:class:`NotRegular`) a ``path`` that exists and is not a regular file once links
+    are followed, before a reader that takes a path (gzip, PIL, scikit-learn) opens it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing: the reader says so
+    if not stat.S_ISREG(mode):
+        raise NotRegular(path, _what(mode))
+
+
+def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow: bool = False) -> int:
+    """A descriptor of the regular file ``path``, opened without blocking (a FIFO never hangs)
+    and, unless ``follow``, without following a link; anything else is :class:`NotRegular`.
+    ``flags`` may add ``O_CREAT`` (mode 0o666 less the umask), ``O_APPEND``, ..."""
+    extra = os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags | extra, 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP and not follow:
+            raise NotRegular(path, "a symbolic link") from None
+        if e.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without reader, a folder
+            raise NotRegular(path, _what(os.lstat(path).st_mode)) from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegular(path, _what(mode))
+    return fd
+
+
+def open_file(path: str | os.PathLike, mode: str = "rb", follow: bool = True, **kwargs):
+    """:func:`open_regular` as a Python file object (``mode`` r / rb / a); reading follows links
+    (a data set may be one), appending does not."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode.startswith("a") else os.O_RDONLY
+    return open(open_regular(path, flags, follow=follow and not mode.startswith("a")), mode, **kwargs)
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The text of the regular file ``path`` (UTF-8)."""
+    with open_file(path, "r", encoding="utf-8") as f:
+        return f.read()
+
+
+def folder(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
+    """The folder ``root/relative``, made if missing, every component a real folder (no link)
+    inside ``root``; an absolute ``relative`` or one with ``..`` is refused."""
+    rel = Path(relative)
+    if rel.is_absolute() or ".." in rel.parts:
+        raise UserError(f"{relative} must be a folder inside {root} (relative, without ..)")
+    path = Path(root)
+    for part in rel.parts:
+        path = path / part
+        try:
+            path.mkdir()
+        except FileExistsError:
+            pass
+        mode = os.lstat(path).st_mode
+        if not stat.S_ISDIR(mode):
+            raise NotRegular(path, f"{_what(mode)}, not a folder")
+    return path
+
+
+def remove(path: str | os.PathLike) -> None:
+    """Delete the file ``path`` if it is there: a regular file, or a link (the link goes, never
+    what it points to); anything else is :class:`NotRegular`."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise NotRegular(path, _what(mode))
+    Path(path).unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""The configuration: validation of a composed config, run-control keys, OmegaConf resolvers."""

@@ -1,0 +1,306 @@
+"""Engine benchmark: rounds/s, local steps/s and achieved FLOP/s of the training steps and of
+evaluation, against the practical roofline -- the matrix products (and convolutions) of the
+same shapes, replayed alone in the same run (DESIGN.md, Performance).
+
+Every timing is the best of ``repeats`` measurements taken in turn (engines and the roofline
+interleaved, the roofline replayed as often as a round runs its products), so that a machine
+shared with other work biases all of them alike; compare the ratios of one run, not absolute
+numbers across runs. Single-threaded CPU runs are timed in process CPU time (what the run
+would take on a core of its own), everything else in wall time (:func:`clock`). Data are random tensors of the dataset's
+shapes (the dataset is not the point), split i.i.d. over the clients.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+from torch.utils.flop_counter import FlopCounterMode, flop_registry
+
+from .. import algorithms
+from ..operators import compressors, regularizers
+from . import models
+from ..config.validate import compose, params
+from ..common.errors import UserError
+from .metrics import evaluate
+from .models import FlatModel
+from .oracle import ClientData, Oracle
+
+SHAPES = {"fmnist": ((1, 28, 28), 10, 60000, 10000), "mnist": ((1, 28, 28), 10, 60000, 10000),
+          "cifar10": ((3, 32, 32), 10, 50000, 10000), "digits": ((1, 8, 8), 10, 1437, 360),
+          "breast_cancer": ((30,), 2, 455, 114)}
+
+
+@dataclass
+class Workload:
+    name: str
+    dataset: str           # a key of SHAPES: the shapes of the random data
+    model: str
+    n: int
+    K: int
+    B: int
+    algorithms: list[str]
+    cuda_only: bool = False
+    model_params: dict = field(default_factory=dict)
+    regularizer: str = "l1"  # a conf/regularizer option (its defaults); h = 0 for smooth-only methods
+    overrides: list[str] = field(default_factory=list)  # further config overrides, e.g. regularizer.a=1000
+
+
+WORKLOADS = {
+    1: Workload("FedCanon fig2", "fmnist", "mlp", 10, 20, 64, ["fedcanon"]),
+    2: Workload("FedCanon table5", "fmnist", "cnn", 10, 40, 64, ["fedcanon", "fedmid"]),
+    3: Workload("FedNMap fig2", "mnist", "sigmoid_mlp", 100, 10, 64, ["fednmap"]),
+    4: Workload("MobileNetV3 CIFAR-10", "cifar10", "mobilenetv3_small", 20, 10, 64, ["fedcanon"],
+                cuda_only=True),
+}
+
+
+def clock():
+    """CPU time of this process when it runs one CPU thread (robust to other processes on a
+    shared machine), else wall time."""
+    one_thread = torch.get_num_threads() == 1 and not torch.cuda.is_initialized()
+    return time.process_time() if one_thread else time.perf_counter()
+
+
+def best_time(fn, repeats: int = 1) -> float:
+    """Smallest time (:func:`clock`) of ``repeats`` calls of ``fn`` (device synchronized)."""
+    best = math.inf
+    for _ in range(repeats):
+        _sync()
+        start = clock()
+        fn()
+        _sync()
+        best = min(best, clock() - start)
+    return best
+
+
+def _sync():
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+class _RecordProducts(TorchDispatchMode):
+    """Records every FLOP-counted aten call (matrix products, convolutions) with its arguments'
+    shapes, to replay them alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.overloadpacket in flop_registry:
+            spec = lambda a: (a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else a  # noqa: E731
+            self.calls.append((func, tree_map(spec, args), tree_map(spec, kwargs)))
+        return func(*args, **kwargs)
+
+
+class Roofline:
+    """The products of one client step (forward + backward), replayed ``times`` times on random
+    operands."""
+
+    def __init__(self, step_fn, times: int = 1):
+        self.times = times
+        with _RecordProducts() as rec:
+            step_fn()
+        make = lambda a: torch.randn(a[0], dtype=a[1], device=a[2]) if _is_spec(a) else a  # noqa: E731
+        self.calls = [(f, tree_map(make, a, is_leaf=_is_spec), tree_map(make, k, is_leaf=_is_spec))
+                      for f, a, k in rec.calls]
+        counter = FlopCounterMode(display=False)
+        with counter:
+            self.replay()
+        self.flops = counter.get_total_flops()
+
+    def replay(self):
+        for _ in range(self.times):
+            for f, a, k in self.calls:
+                f(*a, **k)
+
+
+def _is_spec(a) -> bool:
+    return isinstance(a, tuple) and len(a) == 3 and isinstance(a[0], torch.Size)
+
+
+def count_flops(fn) -> int:
+    counter = FlopCounterMode(display=False)
+    with counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def _algorithm(name: str, regularizer: str, overrides: list[str]):
+    """An algorithm and a regularizer with their config defaults and ``overrides`` (h = 0 for
+    smooth-only methods)."""
+    cfg = compose([f"algorithm={name}", f"regularizer={regularizer}", *overrides])
+    alg = algorithms.build(name, **params(cfg.algorithm))
+    h = regularizers.build("none") if alg.smooth_only else \
+        regularizers.build(regularizer, **params(cfg.regularizer))
+    return alg, h
+
+
+def _available(w: Workload, device: torch.device) -> str | None:
+    """Why workload ``w`` cannot run here, or None."""
+    if w.cuda_only and device.type != "cuda":
+        return "needs CUDA (no GPU here)"
+    if w.model not in models.names():
+        return f"model '{w.model}' is not in this build"
+    missing = [a for a in w.algorithms if a not in algorithms.names()]
+    return f"algorithm(s) {', '.join(missing)} not in this build" if missing else None
+
+
+class Setup:
+    """Random data of the workload's shapes, the model, and one oracle per engine."""
+
+    def __init__(self, w: Workload, device: torch.device, seed: int = 0):
+        shape, classes, n_train, n_test = SHAPES[w.dataset]
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(n_train, *shape, generator=gen)
+        y = torch.randint(0, classes, (n_train,), generator=gen)
+        self.test_x = torch.randn(n_test, *shape, generator=gen).to(device)
+        self.test_y = torch.randint(0, classes, (n_test,), generator=gen).to(device)
+        clients = np.array_split(np.random.default_rng(seed).permutation(n_train), w.n)
+        torch.manual_seed(seed)
+        self.flat = FlatModel(models.build(w.model, shape, classes, **w.model_params).to(device))
+        self.data = ClientData.build(x, y, clients, device)
+        self.w, self.device = w, device
+
+    def oracle(self, engine: str, chunk: int | None = None) -> Oracle:
+        """An oracle of ``engine``: loop, vmap or auto, or ``vmap+compile`` (compile=true)."""
+        name, plus, extra = engine.partition("+")
+        if plus and extra != "compile":
+            raise UserError(f"engine {engine!r}: the only suffix is +compile (e.g. vmap+compile)")
+        return Oracle(self.flat, self.data, self.w.B, seed=0, engine=name, chunk=chunk, compile=bool(plus))
+
+    def client_step(self) -> None:
+        """One client's forward + backward on B samples (the unit the FLOPs are counted in)."""
+        o = self.oracle("loop")
+        o.grad(self.flat.flat()[None], 0, 0, torch.zeros(1, dtype=torch.long, device=self.device))
+
+
+class RoundTimer:
+    """Times ``rounds`` rounds of an algorithm with one oracle (state carried across calls)."""
+
+    def __init__(self, setup: Setup, alg_name: str, oracle: Oracle, rounds: int):
+        self.alg, self.h = _algorithm(alg_name, setup.w.regularizer, setup.w.overrides)
+        w = setup.w
+        self.env = algorithms.Env(oracle, self.h, compressors.build("identity"), w.n, w.K, 10**6)
+        self.state = self.alg.init(setup.flat.flat(), w.n)
+        self.rounds, self.t = rounds, 0
+        self()  # warm-up
+
+    def __call__(self) -> None:
+        for _ in range(self.rounds):
+            self.env.start_round(self.t)
+            self.state = self.alg.round(self.state, self.env, self.t)
+            self.t += 1
+
+
+# Dense FP32 and TF32 peaks in FLOP/s by GPU name (NVIDIA data sheets; TF32 without sparsity),
+# first match wins: the fraction of peak is reported where the device is one of these.
+PEAKS = (("H100 PCIe", {"fp32": 51e12, "tf32": 378e12}), ("H100", {"fp32": 67e12, "tf32": 494.5e12}),
+         ("H200", {"fp32": 67e12, "tf32": 494.5e12}), ("A100", {"fp32": 19.5e12, "tf32": 156e12}))
+
+
+def peak_flops(device: torch.device, given: float | None = None) -> float | None:
+    """The device's float32 peak in FLOP/s (``given`` if set): FP32, or TF32 where
+    ``matmul_precision`` lets products use it (``high``, ``medium``); None where unknown
+    (CPUs, other GPUs)."""
+    if given:
+        return given
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    kind = "fp32" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+    return next((p[kind] for key, p in PEAKS if key in name), None)
+
+
+def bench_workload(w: Workload, device: torch.device, engines: list[str], repeats: int,
+                   rounds: int, report, peak: float | None = None) -> list[dict]:
+    """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s, the
+    fraction of the roofline and of the device's peak (:func:`peak_flops`), and the compile
+    seconds of a compiled engine."""
+    setup = Setup(w, device)
+    step_flops = count_flops(setup.client_step)
+    roof = Roofline(setup.client_step, times=w.n * w.K)
+    rows = []
+    for alg_name in w.algorithms:
+        timers = {e: RoundTimer(setup, alg_name, setup.oracle(e), rounds) for e in engines}
+        chosen = timers["auto"].env.oracle.engine if "auto" in timers else None
+        best = {e: math.inf for e in engines}
+        best_roof = math.inf
+        for _ in range(repeats):  # interleaved, so shared-machine noise hits every engine alike
+            for e, timer in timers.items():
+                best[e] = min(best[e], best_time(timer) / rounds)
+            best_roof = min(best_roof, best_time(roof.replay))
+        roof_rate = roof.flops / best_roof
+        for e in engines:
+            steps = w.n * w.K / best[e]
+            compile_s = timers[e].env.oracle.compile_choice.get("compile_s")
+            rows.append({"workload": w.name, "algorithm": alg_name, "engine": e + (f" ({chosen})" if e == "auto" else ""),
+                         "rounds/s": 1 / best[e], "steps/s": steps,
+                         "GFLOP/s": steps * step_flops / 1e9, "roofline GFLOP/s": roof_rate / 1e9,
+                         "of roofline": steps * step_flops / roof_rate,
+                         "of peak": steps * step_flops / peak if peak else "-",
+                         "compile s": compile_s if compile_s is not None else "-"})
+            report(rows[-1])
+    return rows
+
+
+def bench_eval(w: Workload, device: torch.device, repeats: int, report) -> dict:
+    """Achieved FLOP/s of one evaluation (exact train loss + gradient for stationarity, test
+    pass) at the algorithm's output, and its share of run time at eval_every 1 and 10."""
+    setup = Setup(w, device)
+    alg_name = w.algorithms[0]
+    timer = RoundTimer(setup, alg_name, setup.oracle("auto"), 1)
+    oracle, h = timer.env.oracle, timer.h
+    x = timer.alg.output(timer.state)
+    step = timer.alg.stationarity_step(w.K)
+    run_eval = lambda: evaluate(x, oracle, h, step, setup.test_x, setup.test_y)  # noqa: E731
+    flops = count_flops(run_eval)
+    t_eval, t_round = math.inf, math.inf
+    for _ in range(repeats):
+        t_eval = min(t_eval, best_time(run_eval))
+        t_round = min(t_round, best_time(timer))
+    train_rate = w.n * w.K * count_flops(setup.client_step) / t_round
+    row = {"workload": w.name, "eval s": t_eval, "eval GFLOP/s": flops / t_eval / 1e9,
+           "train GFLOP/s": train_rate / 1e9, "round s": t_round,
+           "eval share @1": t_eval / (t_eval + t_round), "eval share @10": t_eval / (t_eval + 10 * t_round)}
+    report(row)
+    return row
+
+
+def fig2_estimate(t_round: float, t_eval: float, eval_every: int, runs: int = 12, T: int = 200,
+                  parallel: int = 1) -> float:
+    """Minutes for FedCanon fig2's sweep (runs x T rounds, an evaluation every eval_every rounds
+    and at round 0), ``parallel`` jobs at a time."""
+    evals = T // eval_every + 1 + (T % eval_every != 0)
+    return runs * (T * t_round + evals * t_eval) / parallel / 60
+
+
+def custom_workload(model: str, algorithms_: list[str], dataset: str, n: int, K: int, B: int,
+                    model_params: dict | None = None, regularizer: str = "l1",
+                    overrides: list[str] | None = None) -> Workload:
+    if dataset not in SHAPES:
+        raise UserError(f"--shape must be one of {', '.join(SHAPES)}, got '{dataset}'")
+    return Workload(f"{model}/{dataset} n={n} K={K} B={B}", dataset, model, n, K, B, algorithms_,
+                    model_params=model_params or {}, regularizer=regularizer,
+                    overrides=overrides or [])
+
+
+def run(workloads: list[Workload], engines: list[str], device: torch.device, repeats: int,
+        rounds: int, with_eval: bool, report=print, note=print, peak: float | None = None) -> tuple[list[dict], list[dict]]:
+    rows, evals = [], []
+    for w in workloads:
+        why = _available(w, device)
+        if why:
+            note(f"skipped {w.name} ({w.model}, {', '.join(w.algorithms)}): {why}")
+            continue
+        rows += bench_workload(w, device, engines, repeats, rounds, report, peak)
+        if with_eval:
+            evals.append(bench_eval(w, device, repeats, report))
+    return rows, evals

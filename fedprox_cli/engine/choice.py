@@ -1,0 +1,140 @@
+"""``engine=auto``: pick the gradient engine by timing both on the run's own model, shapes and
+device, and remember the choice.
+
+At start-up :func:`choose` times a few real ``Oracle.grad`` steps of each engine -- on
+``min(n, chunk, MAX_CLIENTS)`` clients, one warm-up step each, then steps of both engines in
+turn until each has :data:`REPEATS` timings or :data:`BUDGET_S` has passed, keeping each
+engine's best -- and picks the faster. The choice and the timings are cached in
+``$XDG_CACHE_HOME/fedprox_cli/engine.json`` (default ``~/.cache``) under a key of everything
+the timing depends on: the model's architecture, the number of parameters, the input shape, the
+mini-batch size, the clients timed, dtype, device and its name (CPU model or GPU), threads and
+the torch version. A later run with the same key reuses the choice without timing, and the
+first choice written for a key stays (a run that measured while another wrote it takes the
+written one), so runs of one config on one machine use one engine. The record
+(``Oracle.engine_choice``) says which engine runs, whether it was ``measured``, read from the
+``cache`` or ``forced`` (``engine=loop|vmap``), and the seconds per client-step of each engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..common.files import atomic_write_text, read_text
+from .device import device_name
+
+MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are flat beyond this)
+REPEATS = 3        # timed steps per engine (best kept)
+BUDGET_S = 2.0     # stop timing after this long (at least one timed step per engine)
+TIMED = ("loop", "vmap")
+
+
+def cache_file() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "fedprox_cli" / "engine.json"
+
+
+def cache_key(oracle, clients: int) -> str:
+    data = oracle.data
+    key = {"model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
+           "d": oracle.model.d, "input": list(data.x.shape[1:]), "B": oracle.B, "clients": clients,
+           "dtype": str(data.x.dtype), "device": oracle.device.type,
+           "device_name": device_name(oracle.device), "threads": torch.get_num_threads(),
+           "torch": torch.__version__}
+    return json.dumps(key, sort_keys=True)
+
+
+def _clock(device: torch.device):
+    """CPU time of this process for one-thread CPU runs (robust to other processes on a shared
+    machine), else wall time."""
+    return time.process_time if device.type == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
+
+
+def time_engines(oracle, clients: int) -> dict[str, float]:
+    """Best seconds per client-step of each engine: ``Oracle.grad`` on the first ``clients``
+    clients at the initial model, engines interleaved."""
+    return time_steps(oracle, clients, {e: (e, oracle._batched_grad) for e in TIMED})[0]
+
+
+def time_steps(oracle, clients: int, variants: dict[str, tuple[str, Callable]],
+               repeats: int = REPEATS) -> tuple[dict[str, float], dict[str, float]]:
+    """Time ``Oracle.grad`` on the first ``clients`` clients at the initial model for each
+    variant (an engine and the batched-gradient call the vmap engine makes), interleaved: the
+    best seconds per client-step of ``repeats`` steps (or as many as :data:`BUDGET_S` allows,
+    at least one), and the wall seconds of each variant's first, warm-up step (first-call
+    costs: vmap imports torch._dynamo; a compiled call compiles). The oracle is left as it was."""
+    ids = torch.arange(clients, device=oracle.device)
+    X = oracle.model.flat().expand(clients, -1).contiguous()
+    G = torch.empty_like(X)
+    clock, sync = _clock(oracle.device), (torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None)
+    saved = oracle.engine, oracle._batched_grad, oracle.grad_evals
+
+    def step(variant: str, k: int, clock=clock) -> float:
+        oracle.engine, oracle._batched_grad = variants[variant]
+        sync()
+        start = clock()
+        oracle.grad(X, 0, k, ids, out=G)
+        sync()
+        return clock() - start
+
+    try:
+        first = {v: step(v, 0, time.perf_counter) for v in variants}  # wall: a compiler runs as child processes
+        best, start = {v: float("inf") for v in variants}, time.perf_counter()
+        for r in range(repeats):
+            if r and time.perf_counter() - start > BUDGET_S:
+                break
+            for v in variants:
+                best[v] = min(best[v], step(v, r + 1))
+    finally:
+        oracle.engine, oracle._batched_grad, oracle.grad_evals = saved
+    return {v: s / clients for v, s in best.items()}, first
+
+
+def read_cache(path: Path) -> dict:
+    try:
+        cache = json.loads(read_text(path))
+        return cache if isinstance(cache, dict) else {}
+    except (OSError, ValueError):
+        return {}  # no cache yet, or an unreadable one: measure (and rewrite it)
+
+
+def choose(oracle, engine: str) -> dict:
+    """The engine record for ``engine`` (``auto`` measured or cached; others forced)."""
+    if engine != "auto":
+        return {"engine": engine, "source": "forced"}
+    clients = max(1, min(oracle.data.n, oracle.chunk, MAX_CLIENTS))
+    key, path = cache_key(oracle, clients), cache_file()
+    hit = read_cache(path).get(key)
+    if _valid(hit):
+        return {**hit, "source": "cache", "cache": str(path)}
+    timings = time_engines(oracle, clients)
+    record = {"engine": min(TIMED, key=timings.__getitem__), "s_per_client_step": timings,
+              "clients_timed": clients, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    cache = read_cache(path)
+    if _valid(cache.get(key)):  # another process (a parallel sweep job) measured meanwhile:
+        return {**cache[key], "source": "cache", "cache": str(path)}  # the first one wins
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps({**cache, key: record}, indent=1, sort_keys=True))
+    except OSError:
+        pass  # an unwritable cache folder: the run goes on, the next one measures again
+    return {**record, "source": "measured", "cache": str(path)}
+
+
+def line(record: dict) -> str | None:
+    """The run's line about ``auto``'s choice and both timings (None for a forced engine)."""
+    if record.get("source") not in ("measured", "cache"):
+        return None
+    times = ", ".join(f"{e} {1e3 * s:.3g} ms" for e, s in sorted(record["s_per_client_step"].items()))
+    how = "measured" if record["source"] == "measured" else f"from the cache (measured {record.get('measured_at', '?')})"
+    return f"{record['engine']} (engine=auto, {how}: {times} per client-step)"
+
+
+def _valid(record) -> bool:
+    return isinstance(record, dict) and record.get("engine") in TIMED and \
+        isinstance(record.get("s_per_client_step"), dict)

@@ -1,0 +1,156 @@
+"""Uplink compressors: each maps client messages (rows of a tensor) to what the server
+receives, and reports the bytes that cost (a dense float 4 bytes; a kept sparse element 8:
+value + index, as in FedCEF Sec. V-A; a quantized row: see :class:`QSGD`).
+
+New compressors subclass :class:`Compressor`, implement ``__call__`` and register with
+:func:`register`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+import torch
+
+from ..common.errors import require
+from ..engine.device import to_device
+from ..common.plugins import Registry
+
+DENSE_BYTES = 4
+SPARSE_BYTES = 8
+
+_REGISTRY = Registry("compressor", "compressors")
+
+
+def register(cls):
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def names() -> list[str]:
+    return _REGISTRY.names()
+
+
+def build(name: str, _target_: str | None = None, **params) -> "Compressor":
+    """The compressor ``name`` with its parameters, e.g. ``build("topk", ratio=0.1)``
+    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
+    cls = _REGISTRY.lookup(name, _target_)
+    allowed = [f.name for f in fields(cls)]
+    unknown = sorted(set(params) - set(allowed))
+    require(not unknown, f"compressor {name} has no parameter {', '.join(unknown)} "
+                         f"(it takes: {', '.join(allowed) or 'none'})")
+    comp = cls(**params)
+    comp.validate()
+    return comp
+
+
+@dataclass(frozen=True)
+class Compressor:
+    name: ClassVar[str]
+
+    @property
+    def is_identity(self) -> bool:
+        return False
+
+    def validate(self) -> None:
+        pass
+
+    def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
+        """(compressed rows of V, total bytes of all rows); ``seed`` keys any randomness."""
+        raise NotImplementedError
+
+
+@register
+@dataclass(frozen=True)
+class Identity(Compressor):
+    """No compression: every entry sent as a dense float."""
+    name: ClassVar[str] = "identity"
+
+    @property
+    def is_identity(self) -> bool:
+        return True
+
+    def __call__(self, V, seed=0):
+        return V, DENSE_BYTES * V.numel()
+
+
+def _kept(d: int, ratio: float) -> int:
+    """k = ceil(ratio d) coordinates kept per row (at least 1)."""
+    return max(1, min(d, math.ceil(ratio * d)))
+
+
+@dataclass(frozen=True)
+class _Sparsifier(Compressor):
+    ratio: float = 0.1   # share r of coordinates kept per row
+
+    def validate(self):
+        require(isinstance(self.ratio, (int, float)) and 0 < self.ratio <= 1,
+                f"compressor.ratio must be in (0, 1], got {self.ratio!r}")
+
+
+@register
+@dataclass(frozen=True)
+class TopK(_Sparsifier):
+    """Top-k: keep the k = ceil(r d) largest-magnitude entries of each row (a q^2 = 1 - k/d
+    contractive compressor, FedCEF Definition 1). Each kept entry costs 8 bytes."""
+    name: ClassVar[str] = "topk"
+
+    def __call__(self, V, seed=0):
+        k = _kept(V.shape[-1], self.ratio)
+        idx = V.abs().topk(k, dim=-1).indices
+        return torch.zeros_like(V).scatter_(-1, idx, V.gather(-1, idx)), SPARSE_BYTES * k * V.shape[0]
+
+
+@register
+@dataclass(frozen=True)
+class RandK(_Sparsifier):
+    """Rand-k: keep k = ceil(r d) uniformly random entries of each row (independent per row,
+    drawn from ``seed``). ``scaled = false`` (default) keeps them as they are: contractive with
+    E||C(v) - v||^2 = (1 - k/d)||v||^2, the class FedCEF's Definition 1 assumes;
+    ``scaled = true`` multiplies by d/k: unbiased, E||C(v) - v||^2 = (d/k - 1)||v||^2, not
+    contractive. 8 bytes per kept entry (the indices are counted, though a shared seed could
+    replace them)."""
+    name: ClassVar[str] = "randk"
+    scaled: bool = False
+
+    def validate(self):
+        super().validate()
+        require(isinstance(self.scaled, bool), f"compressor.scaled must be true or false, got {self.scaled!r}")
+
+    def __call__(self, V, seed=0):
+        d = V.shape[-1]
+        k = _kept(d, self.ratio)
+        gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
+        idx = to_device(torch.rand(V.shape, generator=gen, dtype=torch.float32).topk(k, dim=-1).indices, V.device)
+        vals = V.gather(-1, idx) * (d / k if self.scaled else 1.0)
+        return torch.zeros_like(V).scatter_(-1, idx, vals), SPARSE_BYTES * k * V.shape[0]
+
+
+@register
+@dataclass(frozen=True)
+class QSGD(Compressor):
+    """QSGD (Alistarh et al. 2017) with s = ``levels``: each row v is sent as ||v||_2 and, per
+    entry, sign(v_j) and a level l_j in {0..s} drawn by unbiased stochastic rounding of
+    s |v_j| / ||v||_2; the server gets ||v|| sign(v_j) l_j / s (unbiased, not contractive).
+    Bytes per row: 4 for the norm + ceil(d (1 + ceil(log2(s + 1))) / 8) for signs and levels,
+    bit-packed (no entropy coding)."""
+    name: ClassVar[str] = "qsgd"
+    levels: int = 16
+
+    def validate(self):
+        require(isinstance(self.levels, int) and not isinstance(self.levels, bool) and self.levels > 0,
+                f"compressor.levels must be a positive integer, got {self.levels!r}")
+
+    def row_bytes(self, d: int) -> int:
+        return DENSE_BYTES + math.ceil(d * (1 + math.ceil(math.log2(self.levels + 1))) / 8)
+
+    def __call__(self, V, seed=0):
+        gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
+        u = to_device(torch.rand(V.shape, generator=gen, dtype=V.dtype), V.device)
+        norm = V.norm(dim=-1, keepdim=True)
+        scaled = self.levels * V.abs() / norm.clamp_min(torch.finfo(V.dtype).tiny)
+        low = scaled.floor()
+        level = low + (u < scaled - low)
+        return norm * V.sign() * level / self.levels, self.row_bytes(V.shape[-1]) * V.shape[0]

@@ -1,0 +1,135 @@
+"""Checkpoints (``checkpoint.pt`` in the run folder) and the rules for resuming a run.
+
+A checkpoint after round t holds everything the next rounds depend on: the algorithm's state
+dict of tensors, the counters (``grad_evals`` of the oracle; ``bytes_up``, ``bytes_down``,
+``prox_calls`` of the Env), the training time so far and the metrics rows logged so far. No
+random-generator state is needed: mini-batches (``Oracle.batch_ids``), participating clients
+(``Env.start_round``) and compressor draws (``Env.up``) come from generators seeded by
+``stream_seed(seed, round, step)``, the initial model from ``torch.manual_seed(seed)`` and the
+partition from ``partition.seed`` -- all rebuilt from the config -- and algorithms never draw
+from the global generators (tested for every registered algorithm).
+
+A run folder holds a *prior run* when it has a checkpoint or its ``summary.json`` has any
+status but ``error``. Re-running into it with ``resume=true`` compares the resolved configs
+(the folder's ``config.yaml`` against the new one) minus :func:`may_differ`, the keys that
+may differ: ``T`` (extended, or not below the rounds done) and the run-control keys of
+:mod:`keys` (checkpoint cadence, data location, memory knobs, progress cadence, ``dry_run``).
+Any other difference is refused; a finished run with the same
+T is left as it is (see ``runner.run``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from ..common.files import atomic_write, open_file, read_text
+from ..common.flatten import flatten
+from ..config.keys import complete, is_run_control
+from ..common.errors import UserError, require
+
+FILE = "checkpoint.pt"
+FORMAT = 2  # 2: with the config digest
+def may_differ(key: str) -> bool:
+    """A key a resumed run may change: run control (:mod:`keys`) and ``T`` (extended)."""
+    return key == "T" or is_run_control(key)
+
+
+COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
+
+
+@dataclass
+class Checkpoint:
+    round: int                 # rounds done
+    state: dict                # the algorithm's state after that round
+    counters: dict[str, int]   # COUNTERS after that round
+    train_time: float
+    rows: list[dict]           # metrics rows logged so far
+    digest: str                # of the config that determines the numbers (:func:`digest`)
+
+
+def counters(env) -> dict[str, int]:
+    """The cumulative counters of an :class:`~fedprox_cli.algorithms.Env` and its oracle."""
+    return {"grad_evals": env.oracle.grad_evals, "bytes_up": env.bytes_up,
+            "bytes_down": env.bytes_down, "prox_calls": env.prox_calls}
+
+
+def restore_counters(env, c: dict[str, int]) -> None:
+    env.oracle.grad_evals = c["grad_evals"]
+    env.bytes_up, env.bytes_down, env.prox_calls = c["bytes_up"], c["bytes_down"], c["prox_calls"]
+
+
+def save(path: Path, ckpt: Checkpoint) -> None:
+    """Write ``ckpt`` atomically and durably (temp file, fsync, rename)."""
+    atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
+
+
+def digest(cfg: DictConfig | dict) -> str:
+    """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
+    digest compute the same numbers, so a checkpoint of one can continue the other."""
+    d = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
+    kept = {k: v for k, v in sorted(flatten(d).items()) if not may_differ(k)}
+    return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
+
+
+def load(path: Path, device: torch.device, expected: str | None = None) -> Checkpoint:
+    """The checkpoint at ``path``; with ``expected`` (a :func:`digest`), refused unless it is
+    a checkpoint of that config."""
+    try:
+        with open_file(path) as f:  # a regular file (a FIFO never hangs)
+            d = torch.load(f, map_location=device, weights_only=True)
+    except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
+        raise UserError(f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
+                        f"resume=false to start over") from None
+    require(isinstance(d, dict) and d.get("format") == FORMAT,
+            f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
+    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")})
+    require(expected is None or ckpt.digest == expected,
+            f"{path} is a checkpoint of another run (its config differs from this folder's "
+            f"config.yaml); delete it or set resume=false to start over")
+    return ckpt
+
+
+def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
+    """Refuse (:class:`UserError`) a checkpoint that cannot continue this run although its
+    digest matches (a file edited or forged): its round outside 0..T, its state's keys, shapes
+    or dtypes unlike ``template`` (the algorithm's initial state), counters or rows missing."""
+    def shape(state):
+        return {k: (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__
+                for k, v in state.items()} if isinstance(state, dict) else None
+    ok = (isinstance(ckpt.round, int) and not isinstance(ckpt.round, bool) and 0 <= ckpt.round <= T
+          and shape(ckpt.state) == shape(template)
+          and isinstance(ckpt.counters, dict) and set(ckpt.counters) == set(COUNTERS)
+          and all(isinstance(v, int) for v in ckpt.counters.values())
+          and isinstance(ckpt.rows, list) and len(ckpt.rows) > 0
+          and all(isinstance(r, dict) and r.get("round", T + 1) <= ckpt.round for r in ckpt.rows))
+    require(ok, f"{path} does not fit this run (its round, state, counters or rows are not those "
+                f"of a checkpoint of this config); delete it or set resume=false to start over")
+
+
+def differences(old: dict, new: dict) -> list[str]:
+    """``key: old -> new`` for every key of two resolved configs that differs, run-control
+    keys excepted."""
+    a, b = complete(flatten(old)), complete(flatten(new))
+    keys = sorted(k for k in set(a) | set(b) if not may_differ(k))
+    return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
+            if a.get(k, "(unset)") != b.get(k, "(unset)")]
+
+
+def check_same_run(out: Path, cfg: DictConfig) -> dict:
+    """The folder's prior config; refuses (:class:`UserError`) when ``cfg`` differs from it
+    in more than :func:`may_differ`."""
+    try:
+        old = OmegaConf.to_container(OmegaConf.create(read_text(out / "config.yaml")))
+    except Exception as e:  # missing or unparsable
+        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
+                        f"({type(e).__name__}); choose another run folder") from None
+    diff = differences(old, OmegaConf.to_container(cfg, resolve=True))
+    require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
+                      f"choose another run folder, or set resume=false to start it over")
+    return old

@@ -1,0 +1,49 @@
+"""What fedrun tells its user: one line per message on stderr (``fedrun: error: ...``), copied
+with a time stamp to the run folder's ``fedrun.log`` once the run owns its folder, so that on a
+cluster node the reason for a failure lies next to the run."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..common.files import open_file
+from .outputs import now
+
+LOG = "fedrun.log"
+_logs: list[Path] = []
+errors: list[str] = []  # the messages said as errors (a sweep's job record takes the last)
+
+
+def say(message: str, kind: str = "", stream=None) -> None:
+    """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log."""
+    line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
+    print(line, file=stream or sys.stderr, flush=True)
+    _append(line)
+    if kind == "error":
+        errors.append(message)
+
+
+def log_only(message: str) -> None:
+    """Append ``fedrun: message`` to the run's log without printing it (a terminal shows a bar)."""
+    _append(f"fedrun: {message}")
+
+
+def _append(line: str) -> None:
+    if _logs:
+        try:
+            with open_file(_logs[-1], "a", encoding="utf-8") as f:  # no link followed
+                f.write(f"{now()} {line}\n")
+        except OSError:
+            pass  # a full disk, a read-only folder, a log that is a link: the screen has the line
+
+
+@contextmanager
+def logging_to(run_dir: Path):
+    """Copy :func:`say`'s lines to ``run_dir/fedrun.log`` inside the block."""
+    _logs.append(Path(run_dir) / LOG)
+    try:
+        yield
+    finally:
+        _logs.pop()

@@ -1,0 +1,63 @@
+"""One process at a time per run folder: an exclusive ``flock`` on ``RUN/.fedrun.lock``.
+
+The operating system releases the lock when the holder's process ends, however it ends
+(SIGKILL included), so a killed run never leaves a stale lock; the file itself stays and holds
+the last holder's pid and host, which a refused second process names. ``flock`` locks belong
+to an open file (not to a process, as ``fcntl`` record locks do), so a reader opening the file
+in the holder's own process cannot release them; Linux maps them onto NFS byte-range locks, so
+they also work across the nodes of a cluster sharing the folder.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from pathlib import Path
+
+from ..common.files import open_regular
+from ..common.errors import UserError
+
+FILE = ".fedrun.lock"
+
+
+class RunLock:
+    """``with RunLock(run_dir):`` -- hold the folder's lock, or raise :class:`UserError`."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / FILE
+        self._fd: int | None = None
+
+    def __enter__(self) -> "RunLock":
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+            os.close(fd)
+            raise UserError(f"run folder {self.path.parent} is in use by {holder}; wait for it "
+                            f"to end or choose another run folder") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
+
+
+def is_held(run_dir: Path) -> bool:
+    """Whether some process holds ``run_dir``'s lock now."""
+    try:
+        fd = open_regular(Path(run_dir) / FILE)
+    except OSError:  # missing, or not a lock file fedrun made (atomic.NotRegular)
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

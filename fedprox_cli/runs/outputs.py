@@ -1,0 +1,187 @@
+"""A run folder's files, each written atomically (:mod:`atomic`): a reader never sees a
+half-written file, and concurrent jobs never share one.
+
+- ``metrics.csv``: one row per evaluated round (columns in :data:`metrics.COLUMNS`)
+- ``config.yaml``: the resolved config
+- ``partition.npz``: per-client index arrays into the training set
+- ``summary.json``: the run's record (:class:`Summary`)
+- ``metrics.png``: loss, accuracy and stationarity against round
+- ``clients.csv``, ``clients_summary.csv``, ``clients.png``: per-client metrics, with
+  ``metrics.per_client=true`` (:mod:`clients`)
+- ``.hydra/``: Hydra's record of the command (config, hydra config, overrides)
+- ``fedrun.log``: every line fedrun printed about this run; ``error.log``: the traceback of an
+  internal error
+- ``.fedrun.lock``: held (``flock``) by the one process running in the folder (:mod:`lock`)
+
+``summary.json`` holds ``status`` (running / finished / diverged / interrupted / error),
+``error`` (one line, unless finished), ``round`` (rounds done) of ``T``, ``final`` (the last
+metrics row), ``pid``, ``host``, ``started``, ``ended`` and ``heartbeat`` (ISO 8601 UTC; the
+heartbeat is refreshed at every evaluation and checkpoint and at least every
+:data:`HEARTBEAT_S` seconds), ``slurm`` (job and array ids, when run under SLURM),
+``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
+rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
+chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
+call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``. A run whose process
+died says ``running`` in its file; :func:`effective_status` tells the truth.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import functools
+import io
+import json
+import os
+import platform
+import socket
+import subprocess
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+
+from .. import PACKAGE, __version__
+from ..common.files import atomic_write_text, read_text
+from .lock import is_held
+
+SUMMARY = "summary.json"
+HEARTBEAT_S = 60.0        # the heartbeat is at most this old while a run is alive
+STALE_S = 600.0           # a held lock whose heartbeat is older than this: "stale"
+SLURM_VARS = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
+              "array_task_id": "SLURM_ARRAY_TASK_ID", "restart_count": "SLURM_RESTART_COUNT"}
+
+
+def write_metrics(path: Path, rows: list[dict]) -> None:
+    """Rows (dicts with the same keys) as CSV, floats written exactly (``repr``)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
+
+
+COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
+
+
+def model_metrics_only(df):
+    """A metrics table (pandas) whose model metrics are blanked (NaN) in rows where the loss is
+    not finite: a diverged run's model there holds NaN or inf, so its accuracy (the argmax of NaN
+    logits, i.e. class 0), sparsity and stationarity describe no model. The counters and the
+    losses themselves (nan or inf, as recorded) stay."""
+    losses = [c for c in ("train_loss", "objective") if c in df]
+    if not losses:
+        return df
+    bad = ~np.isfinite(df[losses].to_numpy(float)).all(axis=1)
+    if bad.any():
+        df = df.copy()
+        df.loc[bad, [c for c in df.columns if c not in COUNTERS and c not in losses]] = np.nan
+    return df
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """The commit of the checkout fedprox_cli runs from, or None (an installed copy)."""
+    root = PACKAGE.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def provenance(command: str) -> dict:
+    """Where and what runs: pid, host, SLURM ids, git commit, versions, the command."""
+    slurm = {k: os.environ[v] for k, v in SLURM_VARS.items() if v in os.environ}
+    return {"pid": os.getpid(), "host": socket.gethostname(), **({"slurm": slurm} if slurm else {}),
+            "git_commit": git_commit(), "command": command,
+            "versions": {"fedprox_cli": __version__, "torch": version("torch"),
+                         "python": platform.python_version()}}
+
+
+class Summary:
+    """The run's ``summary.json``, rewritten atomically on every change."""
+
+    def __init__(self, run_dir: Path, **fields):
+        self.path = Path(run_dir) / SUMMARY
+        self.fields = fields
+        self._beat = 0.0
+
+    def write(self, status: str, **fields) -> None:
+        self.fields.update(fields, heartbeat=now())
+        self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
+        self._beat = time.monotonic()
+        atomic_write_text(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
+
+    def start(self, **fields) -> None:
+        self.fields.pop("error", None)
+        self.write("running", started=now(), **fields)
+
+    def beat(self, force: bool = False, **fields) -> None:
+        """Refresh the heartbeat (and ``fields``) if forced or :data:`HEARTBEAT_S` has passed."""
+        if force or time.monotonic() - self._beat >= HEARTBEAT_S:
+            self.write("running", **fields)
+
+    def end(self, status: str, **fields) -> None:
+        self.write(status, ended=now(), **fields)
+
+
+SEED_PREFIX = "seed_"  # the run folders of a seed-batched run: RUN/seed_<s>/ (see seeds.py)
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run folders a job wrote: ``folder`` itself, or its ``seed_<s>/`` folders (``seeds=R``)
+    -- those holding a ``summary.json``."""
+    folder = Path(folder)
+    if (folder / SUMMARY).exists():
+        return [folder]
+    return sorted((p.parent for p in folder.glob(f"{SEED_PREFIX}*/{SUMMARY}")),
+                  key=lambda p: int(p.name[len(SEED_PREFIX):]) if p.name[len(SEED_PREFIX):].isdigit() else -1)
+
+
+SCHEMA = {"status": str, "error": str, "exit_code": int, "round": int, "T": int, "final": dict,
+          "versions": dict, "heartbeat": str, "started": str, "ended": str, "command": str}
+
+
+def read_summary(run_dir: Path) -> dict:
+    """``run_dir``'s ``summary.json``: a JSON object whose fields of :data:`SCHEMA` have their
+    types (a field of another type is left out, as if absent: any file, fedrun's or another
+    tool's, reads without surprises); ValueError for a file that is not a JSON object."""
+    d = json.loads(read_text(Path(run_dir) / SUMMARY))
+    if not isinstance(d, dict):
+        raise ValueError(f"{Path(run_dir) / SUMMARY} is not a JSON object")
+    return {k: v for k, v in d.items()
+            if k not in SCHEMA or (isinstance(v, SCHEMA[k]) and not (SCHEMA[k] is int and isinstance(v, bool)))}
+
+
+def is_fedrun_summary(s: dict) -> bool:
+    return isinstance(s, dict) and "status" in s and "fedprox_cli" in s.get("versions", {})
+
+
+def effective_status(run_dir: Path) -> str:
+    """The recorded status, except for a run recorded as ``running``: ``dead`` when no process
+    holds the folder's lock (it was killed, or its machine went down), ``stale`` when one does
+    but the heartbeat is older than :data:`STALE_S` (hung). ``missing`` without a readable
+    summary."""
+    try:
+        s = read_summary(run_dir)
+        status = s["status"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "missing"
+    if status != "running":
+        return status
+    if not is_held(Path(run_dir)):
+        return "dead"
+    try:
+        age = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(s["heartbeat"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return "running"
+    return "stale" if age > STALE_S else "running"

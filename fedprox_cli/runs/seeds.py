@@ -1,0 +1,182 @@
+"""Seed-batched runs: ``seeds=R`` runs seeds s, s+1, ..., s+R-1 of one config in one process.
+
+Each run is built as on its own (its own partition, initial model, mini-batch and compressor
+streams; the data is loaded once and shared) and writes its own run folder ``RUN/seed_<s>``,
+which holds what ``fedrun seed=<s> engine=vmap`` would write: the same metrics (to float
+rounding; bitwise where the joined products compute each row as on its own), config (with
+``seeds: R``, a run-control key) and summary. The rounds of the R runs are made in lockstep,
+one coroutine per run, and every local gradient step of all R x n clients is one vmap call
+(:mod:`lockstep`): the algorithms run unchanged, each on its own state. Evaluations, prox
+steps and the server's updates stay per run. ``time_s`` of a run is the wall time of the
+joined rounds, which all R runs share.
+
+A folder of the R runs is resumed, extended or re-run like one run; runs that already
+finished are left alone; a run that diverges or fails ends with its own status while the
+others go on. The exit code is the worst of the runs'.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from .. import data
+from . import lifecycle
+from .console import logging_to, say
+from ..common.errors import EXIT, UserError, describe, require
+from .lock import RunLock
+from ..engine.lockstep import Lockstep
+from .outputs import SEED_PREFIX as PREFIX
+from .outputs import Summary, provenance
+from .signals import StopAfterRound
+
+
+def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
+    """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
+    seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
+    each job's overrides (None: a sweeper that chooses them itself)."""
+    def value(job: list[str], key: str, default):
+        return next((o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
+                    default)
+
+    swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
+    batched = {str(value(job, "seeds", config.seeds)) for job in jobs or []} - {"1"}
+    if len(swept) > 1 and batched:
+        raise UserError(f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
+                        f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
+                        f"0..R-1 in each job) or sweep seed without seeds")
+
+
+def folders(cfg: DictConfig, out: Path) -> list[tuple[int, Path]]:
+    """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` in ``out``."""
+    return [(cfg.seed + r, Path(out) / f"{PREFIX}{cfg.seed + r}") for r in range(cfg.seeds)]
+
+
+def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
+    """``cfg`` with ``seed`` (keys that follow ``${seed}``, e.g. partition.seed, follow it)."""
+    one = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    one.seed = seed
+    return one
+
+
+def check_container(out: Path) -> None:
+    """``out`` holds the runs' folders only (and fedrun's own files)."""
+    require(not out.exists() or out.is_dir(), f"run folder {out} is a file, not a folder")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir()
+                       if not lifecycle.is_scaffold(p) and not (p.is_dir() and not p.is_symlink() and p.name.startswith(PREFIX)))
+        require(not other, f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
+                           f"seeds=R writes its runs into {out}/{PREFIX}<seed>/; choose another folder")
+
+
+def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
+        hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None) -> int:
+    """Run the ``seeds`` runs of ``cfg`` into ``out/seed_<s>`` (see the module docstring) and
+    return the worst exit code. Nothing is written before every run is validated and built."""
+    out = Path(out)
+    with ExitStack() as held:
+        try:
+            lifecycle.validate(cfg, reference)
+            runs = folders(cfg, out)
+            check_container(out)
+            for _, folder in runs:
+                lifecycle.check_owned(folder)
+            out.mkdir(parents=True, exist_ok=True)
+            for _, folder in runs:
+                folder.mkdir(exist_ok=True)
+                held.enter_context(RunLock(folder))
+        except (UserError, OSError) as e:
+            say(describe(e), "error")
+            return EXIT["error"]
+        with logging_to(out):
+            return _run_locked(cfg, runs, progress, command, hydra_record, reference)
+
+
+def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
+    todo, exps, ckpts, cfgs = [], [], [], []
+    try:
+        for seed, folder in runs:
+            lifecycle.recover(folder)
+            one = with_seed(cfg, seed)
+            ckpt = lifecycle.resume_point(one, folder)
+            if ckpt is True:
+                say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
+                    stream=sys.stdout)
+                continue
+            todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
+        dataset = data.load_config(cfg) if todo else None
+        for one, folder, ckpt in zip(cfgs, todo, ckpts):
+            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo)))
+            lifecycle.fits(exps[-1], folder, ckpt)
+    except (UserError, OSError) as e:
+        say(describe(e), "error")
+        return EXIT["error"]
+    except KeyboardInterrupt:
+        say("interrupted before the runs started")
+        return EXIT["interrupted"]
+    except Exception as e:  # a bug
+        return lifecycle.internal_error(runs[0][1], e, None)
+    if not todo:
+        return EXIT["finished"]
+    lockstep = Lockstep(max_rows=max(e.oracle.chunk for e in exps) * len(exps))
+    for exp in exps:
+        exp.oracle.join(lockstep)
+        exp.oracle.engine_choice = {"engine": "vmap", "source": f"seeds={cfg.seeds}: the clients of "
+                                    f"{len(exps)} runs in one vmap call"}
+        exp.oracle.compile_choice = {"compiled": False, "source": f"seeds={cfg.seeds}: the joined call is not compiled"}
+    return _train(cfgs, exps, todo, ckpts, lockstep, progress, command, hydra_record)
+
+
+def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -> int:
+    """The rounds of all runs in lockstep; each run's folder records its own end."""
+    codes, live = [], {}
+    summaries = [Summary(f, **provenance(command), T=e.s.T) for f, e in zip(outs, exps)]
+
+    def end(r: int, error: BaseException | None) -> None:
+        run = live.pop(r, None)
+        if run is not None:
+            run.close()
+        codes.append(lifecycle.conclude(exps[r], cfgs[r], outs[r], summaries[r], error,
+                                     run.rows if run is not None else None))
+
+    for r, exp in enumerate(exps):
+        try:
+            lifecycle.begin(exp, cfgs[r], outs[r], ckpts[r], summaries[r], hydra_record)
+            live[r] = lifecycle.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
+                                      label=f"seed {cfgs[r].seed}: ")
+            if live[r].done:
+                end(r, None)
+        except KeyboardInterrupt as e:  # a signal before training: every run stops (those not
+            end(r, e)                   # begun are left as they were)
+            for q in list(live):
+                end(q, e)
+            return max(codes + [EXIT["interrupted"]])
+        except BaseException as e:  # noqa: BLE001
+            end(r, e)
+
+    with StopAfterRound() as stop:
+        try:
+            while live:
+                start = time.perf_counter()
+                failed = lockstep.rounds({r: run.round for r, run in live.items()})
+                lifecycle.sync(exps[0].s.device)
+                seconds = time.perf_counter() - start
+                for r in list(live):
+                    try:
+                        if r in failed:
+                            raise failed[r]
+                        live[r].after(seconds, stop.requested)
+                        if live[r].done:
+                            end(r, None)
+                    except KeyboardInterrupt:
+                        raise
+                    except BaseException as e:  # noqa: BLE001
+                        end(r, e)
+        except KeyboardInterrupt as e:  # a second signal: stop every run at once
+            for r in list(live):
+                end(r, e)
+    return max(codes)
