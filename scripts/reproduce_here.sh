@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -76,6 +76,9 @@ for step in "${steps[@]}"; do
     fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
     fednmap_fig5_seeds) into fednmap_fig5_seeds12 experiment=fednmap_fig5 dataset=mnist5k seed=1,2 \
         algorithm=fednmap_fig5/eta_inv_sqrt_K,fednmap_fig5/eta_0.05 ;;
+    # Issue 28's runs (from a worktree fixed at a commit; each writes into results/reproduction/<name>/).
+    fedcanon_fig1_seeds)  # Fig. 1's 4 x 4 (alpha, beta) grid at T = 200, seeds 0-4 batched in one process per job
+      into fedcanon_fig1_T200 experiment=fedcanon_fig1_quick T=200 seeds=5 seed=0 ;;
     table5) # per-round training time of Table V's methods; n = 2 clients (the per-round ratios do
             # not depend on n but for the server's one prox), so that all K fit in minutes here
             for K in 10 20 40 80; do
