@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta_step fednmap_fig2_paper_n (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta_step fednmap_fig2_paper_n counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -94,6 +94,11 @@ for step in "${steps[@]}"; do
     fednmap_fig2_paper_n)  # Fig. 2 at the paper's n = 20, 50, 100, K = 10 (of 10, 20), T = 200, mnist5k; seed 0, then 1-2
       into fednmap_fig2_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 seed=0
       into fednmap_fig2_K10_T200_seeds12 experiment=fednmap_fig2 dataset=mnist5k K=10 seed=1,2 ;;
+    counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
+               # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
+               # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
+      into fedcanon2_counters_digits algorithm=fedcanon2 dataset=digits model=linear regularizer=scad \
+        regularizer.lam=1e-4 regularizer.a=1000 n=10 K=40 T=2 ;;
     table5) # per-round training time of Table V's methods; n = 2 clients (the per-round ratios do
             # not depend on n but for the server's one prox), so that all K fit in minutes here
             for K in 10 20 40 80; do
