@@ -130,11 +130,16 @@ for step in "${steps[@]}"; do
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew > "$R/fedcanon_fig2_scaffnew_coin_table.md"
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --final tail > "$R/fedcanon_fig2_scaffnew_coin_table_tail.md"
       "${TABLES[@]}" "$R/fedcanon_table5_quick" --table5 > "$R/fedcanon_table5_quick_table.md"
-      # FedCanon Fig. 1: (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_quick_loss_alpha.png"
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_quick_stationarity_alpha.png"
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y train_loss --out "$R/fedcanon_fig1c_quick_loss_beta.png"
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_quick_stationarity_beta.png"
+      # FedCanon Fig. 1 (T = 200, seeds 0-4): (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
+      F1="$R/fedcanon_fig1_T200"
+      "${PLOT[@]}" "$F1" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_T200_loss_alpha.png"
+      "${PLOT[@]}" "$F1" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_T200_stationarity_alpha.png"
+      "${PLOT[@]}" "$F1" --where algorithm.alpha=0.05 --y train_loss --out "$R/fedcanon_fig1c_T200_loss_beta.png"
+      "${PLOT[@]}" "$F1" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_T200_stationarity_beta.png"
+      "${TABLES[@]}" "$F1" --metric stationarity --column algorithm.beta > "$R/fedcanon_fig1_T200_stationarity_table.md"
+      "${TABLES[@]}" "$F1" --metric train_loss --column algorithm.beta > "$R/fedcanon_fig1_T200_loss_table.md"
+      # FedCanon Table III: prox calls and floats per client per round, from the counters
+      "$PY" scripts/counters.py "$R/fedcanon_fig3_T10" "$R/fedcanon2_counters_digits" > "$R/fedcanon_table3_counters.md"
       # FedCanon Fig. 2 in the paper's order (a) iid, (b) Dir(0.1), (c) Dir(0.01), one file per panel
       # (plot.py sorts --panels by value, which would put iid last), and the three panels in one file
       "${PLOT[@]}" "${F2[@]}" --where partition=iid --y test_acc --out "$R/fedcanon_fig2_iid_test_acc.png"
