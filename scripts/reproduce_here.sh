@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta_step fednmap_fig2_paper_n counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -86,15 +86,15 @@ for step in "${steps[@]}"; do
       into fedcef_fig3_4_fmnist_T65_h0 dataset=fmnist model=mnist_cnn partition=dir/0.5 regularizer=none \
         n=10 K=10 T=65 B=64 eval_every=5 metrics.train_samples=3000 seed=0,1,2 \
         algorithm=scaffold,fedcef_fig3_4/fedcanon algorithm.beta=0.1 ;;
-    fedcef_eta_step)  # FedCEF top-k 0.1 on Fashion-MNIST in seed 1 (diverged at the default eta = 0.3, round 20):
-                      # momentum eta 0.1 and 1.0, then the local step alpha 0.05 and 0.2 around the paper's 0.1;
-                      # two sequences of one job each side by side (a diverging run frees its core early)
+    fedcef_eta1_step|fedcef_eta01)  # FedCEF top-k 0.1 on Fashion-MNIST in seed 1 (diverged at the default eta =
+                      # 0.3, round 20), one job at a time per step (run the two steps side by side):
+                      # fedcef_eta1_step: momentum eta = 1.0, then the local step alpha 0.2 and 0.05 around the
+                      # paper's 0.1; fedcef_eta01: eta = 0.1
       FC=(experiment=fedcef_fig3_4 dataset=fmnist eval_every=5 metrics.train_samples=3000
           algorithm=fedcef_fig3_4/fedcef_top10 seed=1 hydra.launcher.n_jobs=1)
-      into fedcef_fig3_4_fmnist_T65_eta01 "${FC[@]}" algorithm.eta=0.1 &
-      into fedcef_fig3_4_fmnist_T65_eta1 "${FC[@]}" algorithm.eta=1.0
-      into fedcef_fig3_4_fmnist_T65_step "${FC[@]}" algorithm.alpha=0.2,0.05
-      wait ;;
+      if [ "$step" = fedcef_eta01 ]; then into fedcef_fig3_4_fmnist_T65_eta01 "${FC[@]}" algorithm.eta=0.1
+      else into fedcef_fig3_4_fmnist_T65_eta1 "${FC[@]}" algorithm.eta=1.0
+           into fedcef_fig3_4_fmnist_T65_step "${FC[@]}" algorithm.alpha=0.2,0.05; fi ;;
     fednmap_fig2_paper_n)  # Fig. 2 at the paper's n = 20, 50, 100, K = 10 (of 10, 20), T = 200, mnist5k; seed 0, then 1-2
       into fednmap_fig2_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 seed=0
       into fednmap_fig2_K10_T200_seeds12 experiment=fednmap_fig2 dataset=mnist5k K=10 seed=1,2 ;;
@@ -193,6 +193,8 @@ for step in "${steps[@]}"; do
       FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")
       "${PLOT[@]}" "${FM[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
       "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      # FedCEF's divergence at the paper's step: h = 0 SCAFFOLD and FedCanon beside FedCEF and FedDA (issue 28)
+      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_h0" "${FM[@]}" --y test_acc --out "$R/fedcef_fmnist_T65_h0_check_test_acc.png"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png" ;;
