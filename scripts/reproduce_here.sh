@@ -195,6 +195,11 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
       # FedCEF's divergence at the paper's step: h = 0 SCAFFOLD and FedCanon beside FedCEF and FedDA (issue 28)
       "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_h0" "${FM[@]}" --y test_acc --out "$R/fedcef_fmnist_T65_h0_check_test_acc.png"
+      # FedCEF's momentum and local step in seed 1 (the seed that diverged at the defaults), with FedDA's seed 1
+      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_eta01" "$R/fedcef_fig3_4_fmnist_T65_eta1" "$R/fedcef_fig3_4_fmnist_T65_step" \
+        "${FM[@]}" --where seed=1 --y test_acc --out "$R/fedcef_fmnist_T65_seed1_eta_step_test_acc.png"
+      # FedNMap Fig. 2 at the paper's n (K = 10, T = 200), as far as it ran
+      "${PLOT[@]}" "$R/fednmap_fig2_K10_T200" --y stationarity --panels n --out "$R/fednmap_fig2_K10_T200_stationarity.png"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png" ;;
