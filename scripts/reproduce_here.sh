@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -76,6 +76,33 @@ for step in "${steps[@]}"; do
     fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
     fednmap_fig5_seeds) into fednmap_fig5_seeds12 experiment=fednmap_fig5 dataset=mnist5k seed=1,2 \
         algorithm=fednmap_fig5/eta_inv_sqrt_K,fednmap_fig5/eta_0.05 ;;
+    # Issue 28's runs (from a worktree fixed at a commit; each writes into results/reproduction/<name>/).
+    fedcanon_fig1_seeds)  # Fig. 1's 4 x 4 (alpha, beta) grid at T = 200, seeds 0-4 batched in one process per job
+      into fedcanon_fig1_T200 experiment=fedcanon_fig1_quick T=200 seeds=5 seed=0 ;;
+    fedcef_h0_check)  # is FedCEF's divergence at the paper's local step 0.1 its code or the setting? Plain
+                      # drift-corrected SCAFFOLD (server step 1) and FedCanon (alpha = beta K = 1) at the same
+                      # step, h = 0, Fashion-MNIST, FedCEF Figs. 3-4's CNN, n, K, T, B and Dir(0.5), 3 seeds
+                      # (spelled out: the preset's l1 lam cannot be combined with regularizer=none)
+      into fedcef_fig3_4_fmnist_T65_h0 dataset=fmnist model=mnist_cnn partition=dir/0.5 regularizer=none \
+        n=10 K=10 T=65 B=64 eval_every=5 metrics.train_samples=3000 seed=0,1,2 \
+        algorithm=scaffold,fedcef_fig3_4/fedcanon algorithm.beta=0.1 ;;
+    fedcef_eta1_step|fedcef_eta01)  # FedCEF top-k 0.1 on Fashion-MNIST in seed 1 (diverged at the default eta =
+                      # 0.3, round 20), one job at a time per step (run the two steps side by side):
+                      # fedcef_eta1_step: momentum eta = 1.0, then the local step alpha 0.2 and 0.05 around the
+                      # paper's 0.1; fedcef_eta01: eta = 0.1
+      FC=(experiment=fedcef_fig3_4 dataset=fmnist eval_every=5 metrics.train_samples=3000
+          algorithm=fedcef_fig3_4/fedcef_top10 seed=1 hydra.launcher.n_jobs=1)
+      if [ "$step" = fedcef_eta01 ]; then into fedcef_fig3_4_fmnist_T65_eta01 "${FC[@]}" algorithm.eta=0.1
+      else into fedcef_fig3_4_fmnist_T65_eta1 "${FC[@]}" algorithm.eta=1.0
+           into fedcef_fig3_4_fmnist_T65_step "${FC[@]}" algorithm.alpha=0.2,0.05; fi ;;
+    fednmap_fig2_paper_n)  # Fig. 2 at the paper's n = 20, 50, 100, K = 10 (of 10, 20), T = 200, mnist5k; seed 0, then 1-2
+      into fednmap_fig2_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 seed=0
+      into fednmap_fig2_K10_T200_seeds12 experiment=fednmap_fig2 dataset=mnist5k K=10 seed=1,2 ;;
+    counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
+               # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
+               # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
+      into fedcanon2_counters_digits algorithm=fedcanon2 dataset=digits model=linear regularizer=scad \
+        regularizer.lam=1e-4 regularizer.a=1000 n=10 K=40 T=2 ;;
     table5) # per-round training time of Table V's methods; n = 2 clients (the per-round ratios do
             # not depend on n but for the server's one prox), so that all K fit in minutes here
             for K in 10 20 40 80; do
@@ -107,11 +134,16 @@ for step in "${steps[@]}"; do
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew > "$R/fedcanon_fig2_scaffnew_coin_table.md"
       "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --final tail > "$R/fedcanon_fig2_scaffnew_coin_table_tail.md"
       "${TABLES[@]}" "$R/fedcanon_table5_quick" --preset table5 > "$R/fedcanon_table5_quick_table.md"
-      # FedCanon Fig. 1: (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_quick_loss_alpha.png"
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_quick_stationarity_alpha.png"
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y train_loss --out "$R/fedcanon_fig1c_quick_loss_beta.png"
-      "${PLOT[@]}" "$R/fedcanon_fig1_quick" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_quick_stationarity_beta.png"
+      # FedCanon Fig. 1 (T = 200, seeds 0-4): (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
+      F1="$R/fedcanon_fig1_T200"
+      "${PLOT[@]}" "$F1" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_T200_loss_alpha.png"
+      "${PLOT[@]}" "$F1" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_T200_stationarity_alpha.png"
+      "${PLOT[@]}" "$F1" --where algorithm.alpha=0.05 --y train_loss --out "$R/fedcanon_fig1c_T200_loss_beta.png"
+      "${PLOT[@]}" "$F1" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_T200_stationarity_beta.png"
+      "${TABLES[@]}" "$F1" --metric stationarity --column algorithm.beta > "$R/fedcanon_fig1_T200_stationarity_table.md"
+      "${TABLES[@]}" "$F1" --metric train_loss --column algorithm.beta > "$R/fedcanon_fig1_T200_loss_table.md"
+      # FedCanon Table III: prox calls and floats per client per round, from the counters
+      "$PY" scripts/counters.py "$R/fedcanon_fig3_T10" "$R/fedcanon2_counters_digits" > "$R/fedcanon_table3_counters.md"
       # FedCanon Fig. 2 in the paper's order (a) iid, (b) Dir(0.1), (c) Dir(0.01), one file per panel
       # (plot.py sorts --panels by value, which would put iid last), and the three panels in one file
       "${PLOT[@]}" "${F2[@]}" --where partition=iid --y test_acc --out "$R/fedcanon_fig2_iid_test_acc.png"
@@ -161,6 +193,13 @@ for step in "${steps[@]}"; do
       FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")
       "${PLOT[@]}" "${FM[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
       "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      # FedCEF's divergence at the paper's step: h = 0 SCAFFOLD and FedCanon beside FedCEF and FedDA (issue 28)
+      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_h0" "${FM[@]}" --y test_acc --out "$R/fedcef_fmnist_T65_h0_check_test_acc.png"
+      # FedCEF's momentum and local step in seed 1 (the seed that diverged at the defaults), with FedDA's seed 1
+      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_eta01" "$R/fedcef_fig3_4_fmnist_T65_eta1" "$R/fedcef_fig3_4_fmnist_T65_step" \
+        "${FM[@]}" --where seed=1 --y test_acc --out "$R/fedcef_fmnist_T65_seed1_eta_step_test_acc.png"
+      # FedNMap Fig. 2 at the paper's n (K = 10, T = 200), as far as it ran
+      "${PLOT[@]}" "$R/fednmap_fig2_K10_T200" --y stationarity --panels n --out "$R/fednmap_fig2_K10_T200_stationarity.png"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
