@@ -10,7 +10,7 @@ else
 TORCH  := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup data run test bench
+.PHONY: setup data run test bench docs
 
 setup: $(VENV)/.installed
 
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch, torchvision" 2>/dev/null || $(PY) -m pip install -q $(TORCH)
-	$(PY) -m pip install -q -e '.[test,all]'
+	$(PY) -m pip install -q -e '.[test,all,docs]'
 	touch $@
 
 # Fashion-MNIST from Debian's package where apt-get exists (offline machines); elsewhere
@@ -39,3 +39,7 @@ test: setup data
 # Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
 bench: setup
 	$(PY) scripts/bench_engine.py $(ARGS)
+
+# The documentation site (docs/, mkdocs.yml) into build/site; strict: a broken link fails it.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -205,9 +205,9 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
       # the README's paper-style figure and LaTeX table (FedCanon Fig. 2, 3 seeds)
       NAMES=(--label fedcanon=FedCanon --label fedavg=FedAvg --label scaffold=SCAFFOLD --label scaffnew=SCAFFNEW)
-      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --style paper "${NAMES[@]}" --out results/readme/fedcanon_fig2_dir01.png
+      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --style paper "${NAMES[@]}" --out docs/assets/fedcanon_fig2_dir01.png
       "${TABLES[@]}" "${F2[@]}" --rows partition --precision 3 "${NAMES[@]}" --label partition=Partition --label iid=IID \
-        --label "dir/0.1=Dir(0.1)" --label "dir/0.01=Dir(0.01)" --out results/readme/fedcanon_fig2_table.tex ;;
+        --label "dir/0.1=Dir(0.1)" --label "dir/0.01=Dir(0.01)" --out docs/assets/fedcanon_fig2_table.tex ;;
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
 done

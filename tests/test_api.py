@@ -28,11 +28,11 @@ def test_import_is_light():
 
 
 def test_readme_example(tmp_path, monkeypatch, capsys):
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "api.md").read_text()
     block = re.search(r"<!-- tested: tests/test_api.py::test_readme_example -->\n```python\n(.*?)```",
                       readme, re.S).group(1)
     monkeypatch.chdir(tmp_path)
-    exec(compile(block, "README.md", "exec"), {})
+    exec(compile(block, "docs/api.md", "exec"), {})
     printed = capsys.readouterr().out
     assert "\nfinished {'round': 4.0, 'objective': " in printed
     runs = fedprox_cli.load_runs(tmp_path / "results" / "api")
