@@ -130,7 +130,7 @@ def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
     ``K``, ...; ``choice:<group>`` for the config-group options chosen) and the final row of
     its ``metrics.csv``. A folder that cannot be read is skipped with a warning naming it."""
     from .analysis.report import load
-    runs = load([folder], warn=warnings.warn)
+    runs = load([folder], warn=warnings.warn, count_once=False)  # every folder, as listed
     rows = [{"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
             for r in runs]
     return pd.DataFrame(rows)

@@ -268,9 +268,12 @@ def load_run(run_dir: Path) -> Run:
     return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error)
 
 
-def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None) -> list[Run]:
+def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None,
+         count_once: bool = True) -> list[Run]:
     """All readable runs under ``paths`` whose config matches every ``KEY=VALUE`` in ``where``;
-    each unreadable one is skipped with one ``warn`` line naming it."""
+    each unreadable one is skipped with one ``warn`` line naming it. ``count_once``: folders
+    holding the same run count once (:func:`once`; for figures and tables), else every folder
+    is listed."""
     runs = []
     for p in find_runs(paths, warn):
         try:
@@ -278,7 +281,8 @@ def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: N
         except BrokenRun as e:
             warn(f"skipped {p}: {e}")
     require(runs, f"no readable run under {', '.join(map(str, paths))}")
-    runs = once(runs, warn)
+    if count_once:
+        runs = once(runs, warn)
     for cond in where:
         require("=" in cond, f"--where takes KEY=VALUE, got {cond!r}")
         k, v = cond.split("=", 1)
