@@ -556,10 +556,11 @@ def test_a_tracker_folder_stays_inside_the_run_folder(tmp_path):
     outside.mkdir()
     (outside / "events.out.tfevents.precious").write_text("x")
     for subdir in (str(outside), "../outside"):
-        p = fedrun(*LINEAR, "T=1", "logger=tensorboard", f"logger.subdir={subdir}",
-                   f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
-        assert p.returncode == 2 and "must be a folder inside" in p.stderr, p.stderr
-        assert sorted(os.listdir(outside)) == ["events.out.tfevents.precious"]
+        for dry in ([], ["dry_run=true"]):  # the dry run refuses what the run refuses
+            p = fedrun(*LINEAR, "T=1", "logger=tensorboard", f"logger.subdir={subdir}", *dry,
+                       f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
+            assert p.returncode == 2 and "must be a folder inside the run folder" in p.stderr, p.stderr
+            assert sorted(os.listdir(outside)) == ["events.out.tfevents.precious"]
 
 
 def _forge(path: Path, kind: str) -> None:

@@ -165,12 +165,19 @@ def read_text(path: str | os.PathLike) -> str:
         return f.read()
 
 
-def folder(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
-    """The folder ``root/relative``, made if missing, every component a real folder (no link)
-    inside ``root``; an absolute ``relative`` or one with ``..`` is refused."""
+def inside(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
+    """``relative`` as a path that stays inside ``root`` (relative, without ``..``), or the
+    refusal (:class:`UserError`); checked before anything is made, by runs and dry runs alike."""
     rel = Path(relative)
     if rel.is_absolute() or ".." in rel.parts:
         raise UserError(f"{relative} must be a folder inside {root} (relative, without ..)")
+    return rel
+
+
+def folder(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
+    """The folder ``root/relative``, made if missing, every component a real folder (no link)
+    inside ``root``; an absolute ``relative`` or one with ``..`` is refused."""
+    rel = inside(root, relative)
     path = Path(root)
     for part in rel.parts:
         path = path / part

@@ -30,7 +30,7 @@ from .checkpoint import Checkpoint, check_fits, check_same_run, counters, restor
 from .checkpoint import digest as config_digest
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
-from ..common.files import atomic_write_text, folder, remove
+from ..common.files import atomic_write_text, folder, inside, remove
 from ..config.validate import RunSettings, check_keys, check_values, params, resolved, settings
 from ..engine.device import hardware, set_matmul_precision
 from .console import say
@@ -112,6 +112,9 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
     require(cfg.seeds == 1 or s.engine != "loop",
             f"seeds={cfg.seeds} computes the runs' gradients in one vmap call; use engine=vmap or "
             f"auto, or seeds=1 with engine=loop")
+    subdir = OmegaConf.select(cfg, "logger.subdir")
+    if subdir is not None:  # a tracker writes inside the run folder only
+        inside("the run folder (logger.subdir)", str(subdir))
     require(s.participation == 1 or alg.partial_participation,
             f"algorithm {alg.name} is defined for full participation only; use participation=1")
     for name, step in alg.prox_steps(s.K, s.T).items():
