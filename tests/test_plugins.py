@@ -158,7 +158,7 @@ def test_a_name_loads_only_its_own_entry_point(plugin):
                {"models": "broken = brokenplugin:model"})
     assert models.build("tiny", (1, 8, 8), 10, hidden=4)[1].out_features == 4
     with pytest.raises(UserError, match=r"model plugin 'broken' \(brokenplugin:model, entry point "
-                                        r"group fedprox_cli.engine.models\) cannot be loaded: RuntimeError"):
+                                        r"group fedprox_cli.models\) cannot be loaded: RuntimeError"):
         models.names()
 
 

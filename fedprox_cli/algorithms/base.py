@@ -51,24 +51,14 @@ from ..operators.regularizers import Regularizer
 _REGISTRY = Registry("algorithm", "algorithms")
 
 
-def register(cls):
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def names() -> list[str]:
-    return _REGISTRY.names()
+register = _REGISTRY.register
+names = _REGISTRY.names
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
     """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
     (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    cls = _REGISTRY.lookup(name, _target_)
-    allowed = [f.name for f in fields(cls)]
-    unknown = sorted(set(params) - set(allowed))
-    require(not unknown, f"algorithm {name} has no parameter {', '.join(unknown)} "
-                         f"(it takes: {', '.join(allowed)})")
-    alg = cls(**params)
+    alg = _REGISTRY.make(name, _target_, **params)
     for f in fields(alg):
         v = getattr(alg, f.name)
         if f.type in ("float", float):

@@ -4,7 +4,7 @@ Every registry (algorithms, regularizers, compressors, models, datasets) is a :c
 the package's own entries register on import; a user's entries come
 
 - from a Python entry point of the group ``fedprox_cli.<plural>`` (``fedprox_cli.algorithms``,
-  ``fedprox_cli.operators.regularizers``, ``fedprox_cli.operators.compressors``, ``fedprox_cli.engine.models``,
+  ``fedprox_cli.regularizers``, ``fedprox_cli.compressors``, ``fedprox_cli.models``,
   ``fedprox_cli.datasets``) whose name is the config name and whose value is the object (an
   ``Algorithm``/``Regularizer``/``Compressor`` class, a model builder or a dataset loader) or a
   module that registers it on import; loaded when a name is not found and when the names are
@@ -15,6 +15,7 @@ the package's own entries register on import; a user's entries come
 
 from __future__ import annotations
 
+from dataclasses import fields
 from importlib import import_module
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -53,6 +54,21 @@ class Registry(dict):
                                 f"{squeeze(str(e), 200)}") from None
             if not isinstance(obj, ModuleType):
                 self.setdefault(ep.name, obj)
+
+    def register(self, cls):
+        """Class decorator: ``cls`` under its ``name``."""
+        self[cls.name] = cls
+        return cls
+
+    def make(self, name: str, target: str | None = None, **params):
+        """An instance of the dataclass ``name`` (:meth:`lookup`) with ``params``; a parameter
+        it does not have is one :class:`UserError` naming the ones it takes."""
+        cls = self.lookup(name, target)
+        allowed = [f.name for f in fields(cls)]
+        unknown = sorted(set(params) - set(allowed))
+        require(not unknown, f"{self.kind} {name} has no parameter {', '.join(unknown)} "
+                             f"(it takes: {', '.join(allowed) or 'none'})")
+        return cls(**params)
 
     def names(self) -> list[str]:
         """Every registered name, the installed plugins' included."""

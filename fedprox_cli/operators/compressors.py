@@ -9,7 +9,7 @@ New compressors subclass :class:`Compressor`, implement ``__call__`` and registe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -24,24 +24,14 @@ SPARSE_BYTES = 8
 _REGISTRY = Registry("compressor", "compressors")
 
 
-def register(cls):
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def names() -> list[str]:
-    return _REGISTRY.names()
+register = _REGISTRY.register
+names = _REGISTRY.names
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Compressor":
     """The compressor ``name`` with its parameters, e.g. ``build("topk", ratio=0.1)``
     (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    cls = _REGISTRY.lookup(name, _target_)
-    allowed = [f.name for f in fields(cls)]
-    unknown = sorted(set(params) - set(allowed))
-    require(not unknown, f"compressor {name} has no parameter {', '.join(unknown)} "
-                         f"(it takes: {', '.join(allowed) or 'none'})")
-    comp = cls(**params)
+    comp = _REGISTRY.make(name, _target_, **params)
     comp.validate()
     return comp
 

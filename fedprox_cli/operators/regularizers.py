@@ -27,24 +27,14 @@ from ..common.plugins import Registry
 _REGISTRY = Registry("regularizer", "regularizers")
 
 
-def register(cls):
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def names() -> list[str]:
-    return _REGISTRY.names()
+register = _REGISTRY.register
+names = _REGISTRY.names
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Regularizer":
     """The regularizer ``name`` with the given coefficients, e.g. ``build("l1", lam=1e-5)``
     (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    cls = _REGISTRY.lookup(name, _target_)
-    allowed = [f.name for f in fields(cls)]
-    unknown = sorted(set(params) - set(allowed))
-    require(not unknown, f"regularizer {name} has no parameter {', '.join(unknown)} "
-                         f"(it takes: {', '.join(allowed) or 'none'})")
-    reg = cls(**params)
+    reg = _REGISTRY.make(name, _target_, **params)
     reg.validate()
     return reg
 
