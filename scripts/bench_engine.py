@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark the gradient engines (loop, vmap, vmap+compile, auto) on the README's workloads.
+"""Benchmark the gradient engines (loop, vmap, vmap+compile, auto) on the workloads of docs/performance.md.
 
     python scripts/bench_engine.py                          # workloads 1-4 (missing ones skipped)
     python scripts/bench_engine.py --workloads 1 --threads 1
@@ -8,7 +8,7 @@
     python scripts/bench_engine.py --threads 1 --scaling    # client-steps/s at n = 10, 100, 1000
     python scripts/bench_engine.py --threads 1 --seeds 10   # 10 seed-batched runs vs 10 sequential
 
-Prints one line per measurement, then markdown tables (README, Performance): per workload and
+Prints one line per measurement, then markdown tables (docs/performance.md): per workload and
 engine steps/s, GFLOP/s, the fraction of the same-shape products' rate ("of roofline") and of
 the device's FP32/TF32 peak ("of peak": known GPUs, or --peak-tflops), and the compile seconds
 of ``vmap+compile`` (compile=true: torch.compile, CUDA graphs on CUDA), eager and compiled

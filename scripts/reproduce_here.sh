@@ -203,7 +203,7 @@ for step in "${steps[@]}"; do
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
-      # the README's paper-style figure and LaTeX table (FedCanon Fig. 2, 3 seeds)
+      # the paper-style figure and LaTeX table of README.md and docs/reproducing.md (FedCanon Fig. 2, 3 seeds)
       NAMES=(--label fedcanon=FedCanon --label fedavg=FedAvg --label scaffold=SCAFFOLD --label scaffnew=SCAFFNEW)
       "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --style paper "${NAMES[@]}" --out docs/assets/fedcanon_fig2_dir01.png
       "${TABLES[@]}" "${F2[@]}" --rows partition --precision 3 "${NAMES[@]}" --label partition=Partition --label iid=IID \

@@ -1,5 +1,5 @@
-"""The Python API (fedprox_cli.api): run() in its three forms, load_runs(), the README's
-example, and that importing the package stays light."""
+"""The Python API (fedprox_cli.api): run() in its three forms, load_runs(), the example of
+docs/api.md, and that importing the package stays light."""
 
 import re
 import subprocess

@@ -1,4 +1,4 @@
-"""The fault contract (README, "Faults and exit codes"), as a user meets it from the command line.
+"""The fault contract (docs/robustness.md, "Faults and exit codes"), as a user meets it from the command line.
 
 One table of faults across the six classes of the contract -- config keys and values, data on
 disk, the file system, internal errors, sweeps, status truth -- each run as a real ``fedrun``

@@ -160,7 +160,7 @@ def text() -> str:
         out.append(f"  {g}:")
         out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in group_options(g)], 4)
     out += ["", "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
-                "cores; README, 'Reproducing the papers'):"]
+                "cores; docs/reproducing.md):"]
     out += _rows([(p.stem, f"{describe(p)} Time: {preset_time(p)}.")
                   for p in sorted((CONF_DIR / "experiment").glob("*.yaml"))])
     out += ["", "Exit codes (a sweep exits with its worst job's):"]

@@ -1,6 +1,6 @@
 """The ``fedrun`` command: Hydra composes the config, :func:`runner.run` does the work.
 
-The fault contract (README, "Exit codes"): every fault is one line on stderr and an exit code
+The fault contract (docs/robustness.md, "Faults and exit codes"): every fault is one line on stderr and an exit code
 of :data:`errors.EXIT` -- 2 for bad input and faults of data or files (Hydra's own error
 printing is bypassed: HYDRA_FULL_ERROR is set for the call, and its messages are squeezed into
 one line), 3 for an internal error (a bug: the traceback goes to the run folder's
