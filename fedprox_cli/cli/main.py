@@ -62,15 +62,15 @@ def _job(cfg: DictConfig) -> float:
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
+    reference = reference_config(dict(hc.runtime.choices))
     if not multirun:
-        _one_of_a_sweep(hc)
+        _one_of_a_sweep(hc, cfg, reference)
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
     try:
         code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
-                          command=command(hc), hydra_record=hydra_files(cfg, hc),
-                          reference=reference_config(dict(hc.runtime.choices)))
+                          command=command(hc), hydra_record=hydra_files(cfg, hc), reference=reference)
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if multirun:
@@ -88,11 +88,17 @@ def _job(cfg: DictConfig) -> float:
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 
-def _one_of_a_sweep(hc) -> None:
+def _one_of_a_sweep(hc, cfg: DictConfig, reference: DictConfig | None) -> None:
     """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
-    saying that it runs one config (the preset's own values), and what ``-m`` would run."""
+    saying that it runs one config (the preset's own values), and what ``-m`` would run; not
+    for a config the run will refuse (a fault stays one line)."""
+    from ..runs import lifecycle
     params = OmegaConf.select(hc, "sweeper.params")
     if not params:
+        return
+    try:
+        lifecycle.validate(cfg, reference)
+    except Exception:  # noqa: BLE001 -- the run says what is wrong, in one line
         return
     jobs = sweep_jobs(OmegaConf.create({"hydra": hc}))
     what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
