@@ -652,7 +652,9 @@ def test_a_signal_at_any_phase_stops_the_sweep(phase, tmp_path):
     p = fedrun("-m", *LINEAR, "T=3", "seed=0,1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
                env={"PYTHONPATH": f"{ROOT}{os.pathsep}{HOOK}", "FEDRUN_SIGNAL_AT": phase}, timeout=240)
     assert p.returncode == 130, (p.returncode, p.stderr)
-    statuses = [effective_status(sweep / str(j)) for j in range(3)]
+    jobs = job_folders(sweep)  # none when the signal came while the sweep's jobs were checked
+    assert len(jobs) in (0, 3), jobs
+    statuses = [effective_status(j) for j in jobs] or ["missing"] * 3
     assert statuses[2] == "missing" and not {"running", "dead"} & set(statuses), statuses
 
 
@@ -667,12 +669,12 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
                              "seed=0,1,2,3", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.time() + 180
-    while time.time() < deadline and not all((sweep / str(j) / "metrics.csv").exists() for j in (0, 1)):
+    while time.time() < deadline and len(list(sweep.glob("*/metrics.csv"))) < 2:
         time.sleep(0.5)
     time.sleep(1)
     os.killpg(proc.pid, signal.SIGTERM)
     start = time.time()
     proc.communicate(timeout=120)
     assert time.time() - start < 30
-    statuses = [effective_status(sweep / str(j)) for j in range(4)]
+    statuses = [effective_status(j) for j in job_folders(sweep)]
     assert set(statuses[:2]) <= {"interrupted", "dead"} and statuses[2:] == ["missing"] * 2, statuses

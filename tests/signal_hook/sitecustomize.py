@@ -21,9 +21,9 @@ if _at:
             return None
 
     sys.meta_path.insert(0, _Finder())
-    where = {"data": ("fedprox_cli.data", "load"), "build": ("fedprox_cli.engine.models", "build"),
-             "training": ("fedprox_cli.runs.runner", "Training.round"),
-             "evaluation": ("fedprox_cli.runs.runner", "evaluate"),
+    where = {"data": ("fedprox_cli.data", "load_config"), "build": ("fedprox_cli.engine.models", "build"),
+             "training": ("fedprox_cli.runs.lifecycle", "Training.round"),
+             "evaluation": ("fedprox_cli.runs.lifecycle", "evaluate"),
              "plotting": ("fedprox_cli.analysis.plotting", "plot_run"),
              "between": ("fedprox_cli.cli.main", "sweep_value")}.get(phase)
     if where:
