@@ -148,6 +148,9 @@ def test_fedrun_seeds_from_the_command_line(tmp_path):
     assert "2 of 2 jobs finished" in p.stdout  # jobs, each of seeds=2 runs (the report lists the jobs Hydra launched)
     jobs = job_folders(tmp_path / "s")
     assert sorted((tmp_path / "s").glob("*/seed_*")) == [j / f"seed_{s}" for j in sorted(jobs) for s in (0, 1)]
+    rows = [r for r in map(str.split, p.stdout.splitlines()) if r and "/seed_" in r[0]]  # the job table: run by run
+    assert [(r[0].rsplit("/", 1)[1], r[1], r[2], r[-2:]) for r in rows] == [
+        (f"seed_{s}", "finished", "1/1", [f"K={k}", f"seed={s}"]) for k in (1, 2) for s in (0, 1)], p.stdout
 
 
 def test_a_sweeper_gets_the_mean_over_the_seeds(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..common.files import open_file, read_text
-from ..runs.outputs import effective_status, read_summary
+from ..runs.outputs import SEED_PREFIX, effective_status, read_summary
 from ..runs.progress import duration
 
 
@@ -104,14 +104,43 @@ def differing(overrides: list[list[str]]) -> list[list[str]]:
     return [[o for k, o in p.items() if k in varied] for p in parsed]
 
 
+def seed_runs(folder: Path) -> list[Path]:
+    """The runs of a seed-batched job (``seeds=R``: ``folder/seed_<s>/``), by seed; [] for a
+    folder that is a run itself."""
+    if (folder / "summary.json").exists() or not folder.is_dir():
+        return []
+    runs = [p for p in folder.iterdir() if p.name.startswith(SEED_PREFIX) and p.name[len(SEED_PREFIX):].isdigit()
+            and p.is_dir() and not p.is_symlink()]
+    return sorted(runs, key=lambda p: int(p.name[len(SEED_PREFIX):]))
+
+
+def _records(folder: Path, status: str | None, overrides: list[str] | None) -> list[RunRecord]:
+    """The row(s) of one job: a seed-batched job gives one row per seed run (each with its own
+    status and ``seed=<s>`` added to the job's overrides)."""
+    runs = seed_runs(Path(folder))
+    if not runs:
+        r = record(folder, status)
+        r.overrides = list(overrides) if overrides is not None else r.overrides
+        return [r]
+    out = []
+    for run in runs:
+        r = record(run)
+        known = list(overrides) if overrides is not None else r.overrides
+        r.overrides = [o for o in known if not o.split("=", 1)[0].lstrip("+~") in ("seed", "seeds")]
+        r.overrides.append(f"seed={run.name[len(SEED_PREFIX):]}")
+        out.append(r)
+    return out
+
+
 def table(folders: list[Path], root: Path | None = None, statuses: list[str] | None = None,
           overrides: list[list[str]] | None = None) -> list[str]:
     """The compact table of the runs in ``folders`` (names relative to ``root``), as lines;
     ``statuses`` and ``overrides``: what the caller knows of each (a sweep's job records: a job
-    that failed before its folder recorded anything keeps its overrides)."""
-    records = [record(f, s) for f, s in zip(folders, statuses or [None] * len(folders))]
-    for r, given in zip(records, overrides or []):
-        r.overrides = list(given)
+    that failed before its folder recorded anything keeps its overrides). A seed-batched job
+    (``seeds=R``) is listed run by run."""
+    n = len(folders)
+    records = [r for f, s, o in zip(folders, statuses or [None] * n, overrides or [None] * n)
+               for r in _records(f, s, o)]
     head = ["job", "status", "rounds", "test_acc", "objective", "stationarity", "time", "overrides"]
     rows = [head]
     for r, diff in zip(records, differing([r.overrides for r in records])):
