@@ -138,6 +138,10 @@ def test_fedrun_seeds_from_the_command_line(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "seed_<s> for s = 0..1" in p.stdout
     assert [read_summary(tmp_path / "r" / f"seed_{s}")["status"] for s in (0, 1)] == ["finished"] * 2
+    p = subprocess.run([sys.executable, "-m", "fedprox_cli", *BASE, "seeds=3", "T=2", "dry_run=true",
+                        f"hydra.run.dir={tmp_path / 'r'}"], capture_output=True, text=True, env=env)
+    assert "3 runs: seed 0 finished already, seed 1 finished already, seed 2 new" in p.stdout, p.stdout
+    assert "work: 16 client steps (" in p.stdout and " and 3 evaluations (" in p.stdout, p.stdout  # seed 2's only
     sweep = [sys.executable, "-m", "fedprox_cli", "-m", *BASE, "seeds=2", "T=1", "K=1,2",
              f"hydra.sweep.dir={tmp_path / 's'}"]
     p = subprocess.run([*sweep, "dry_run=true"], capture_output=True, text=True, env=env)

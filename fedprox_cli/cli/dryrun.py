@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,14 +107,13 @@ def work(cfg: DictConfig, start: int | list[int] = 0) -> tuple[float, int]:
     """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
     ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too); summed over the runs
     of ``seeds=R`` when ``start`` lists their start rounds."""
-    if isinstance(start, list):
-        parts = [work(cfg, s) for s in start]
-        return sum(p[0] for p in parts), sum(p[1] for p in parts)
-    T, e = cfg.T, cfg.eval_every
-    if start >= T:
-        return 0, 0
-    evals = T // e - start // e + (T % e != 0) + (start == 0)
-    return (T - start) * cfg.K * cfg.n * cfg.participation, evals
+    T, e, per_round = cfg.T, cfg.eval_every, cfg.K * cfg.n * cfg.participation  # read once: R can be large
+    steps = evals = 0
+    for s in (start if isinstance(start, list) else [start]):
+        if s < T:
+            steps += (T - s) * per_round
+            evals += T // e - s // e + (T % e != 0) + (s == 0)
+    return steps, evals
 
 
 def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int]]:
@@ -130,24 +130,26 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
     extras.check(job.choices)
     lifecycle.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
-        return _state(job.cfg, job.folder)
+        return _state(lambda: job.cfg, job.folder, job.cfg.T)
     seeds.check_container(job.folder)
-    states = [_state(seeds.with_seed(job.cfg, s), folder) for s, folder in seeds.folders(job.cfg, job.folder)]
+    T, runs = job.cfg.T, seeds.folders(job.cfg, job.folder)
+    states = [_state(lambda s=s: seeds.with_seed(job.cfg, s), folder, T) for s, folder in runs]
     said = {state for state, _ in states}
-    text = f"{job.cfg.seeds} runs: " + (said.pop() if len(said) == 1 else
-                                        ", ".join(f"seed {job.cfg.seed + r} {state}" for r, (state, _) in enumerate(states)))
+    text = f"{len(runs)} runs: " + (said.pop() if len(said) == 1 else
+                                    ", ".join(f"seed {s} {state}" for (s, _), (state, _) in zip(runs, states)))
     return text, [start for _, start in states]
 
 
-def _state(cfg: DictConfig, folder: Path) -> tuple[str, int]:
-    """What a run of ``cfg`` would do in ``folder``, and the round it would start from."""
+def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str, int]:
+    """What a run of ``config()`` (made only for a folder that exists: a seed batch of many new
+    runs costs no config each) would do in ``folder``, and the round it would start from."""
     from ..runs import lifecycle
     lifecycle.check_owned(folder)
     if not folder.exists():
         return "new", 0
-    start = lifecycle.resume_point(cfg, folder)
+    start = lifecycle.resume_point(config(), folder)
     if start is True:
-        return "finished already", cfg.T
+        return "finished already", T
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 

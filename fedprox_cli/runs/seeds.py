@@ -53,7 +53,8 @@ def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
 
 def folders(cfg: DictConfig, out: Path) -> list[tuple[int, Path]]:
     """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` in ``out``."""
-    return [(cfg.seed + r, Path(out) / f"{PREFIX}{cfg.seed + r}") for r in range(cfg.seeds)]
+    first, out = cfg.seed, Path(out)
+    return [(s, out / f"{PREFIX}{s}") for s in range(first, first + cfg.seeds)]
 
 
 def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
