@@ -155,6 +155,11 @@ def test_a_run_of_a_preset_that_defines_a_sweep_says_so(tmp_path):
     p = fedrun("experiment=fedcanon_fig2_quick", "dataset=digits", "model=linear", "n=4", "T=1",
                f"hydra.run.dir={tmp_path / 'r'}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stderr.splitlines()[0] == (
-        "fedrun: note: this preset defines a sweep over partition, algorithm; without -m this runs "
-        "one config (the preset's own values); `fedrun -m ...` with the same arguments runs its 12 jobs")
+    note = ("this preset defines a sweep over partition, algorithm; without -m this runs one config "
+            "(the preset's own values); `fedrun -m ...` with the same arguments runs its 12 jobs")
+    assert p.stderr.splitlines()[0] == f"fedrun: note: {note}"
+    dry = fedrun("experiment=fedcanon_fig2_quick", "dataset=digits", "model=linear", "n=4", "T=1", "dry_run=true",
+                 f"hydra.run.dir={tmp_path / 'd'}", cwd=tmp_path)
+    assert dry.returncode == 0 and f"\nnote: {note}\n" in dry.stdout, dry.stdout  # the dry run says it too
+    assert "note:" not in fedrun("experiment=fedcanon_fig2_quick", "dataset=digits", "model=linear", "n=4", "T=1",
+                                 "dry_run=true", "-m", f"hydra.sweep.dir={tmp_path / 's'}", cwd=tmp_path).stdout

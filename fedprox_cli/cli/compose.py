@@ -53,3 +53,16 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
     params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
     overrides = OverridesParser.create().parse_overrides(params + as_typed["overrides"]["task"])
     return BasicSweeper.split_arguments(overrides, None)[0]
+
+
+def one_of_a_sweep(hc) -> str | None:
+    """For a run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep
+    (``hc``: its Hydra node): the note that it runs one config and what ``-m`` would run; None
+    for any other run."""
+    params = OmegaConf.select(hc, "sweeper.params")
+    if not params:
+        return None
+    jobs = sweep_jobs(OmegaConf.create({"hydra": hc}))
+    what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
+    return (f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
+            f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}")

@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from .. import CONF_DIR
 from ..config import extras
 from ..common.errors import EXIT, UserError
+from .compose import one_of_a_sweep
 from .jobtable import align, differing
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
@@ -47,6 +48,7 @@ class Job:
     folder: Path
     cfg: DictConfig  # the job's config, without the hydra node
     choices: dict
+    note: str | None = None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
 
 
 def _compose(gh, config_name: str, overrides: list[str], mode):
@@ -97,9 +99,10 @@ def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[lis
         folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
         choices = dict(h.runtime.choices)
         shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
+        note = None if multirun else one_of_a_sweep(h)
         with open_dict(cfg):
             del cfg["hydra"]
-        out.append(Job(num, shown, folder, cfg, choices))
+        out.append(Job(num, shown, folder, cfg, choices, note))
     return out
 
 
@@ -212,6 +215,8 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
     varied = differing([job.overrides for job in listed])
     common = [o for o in listed[0].overrides if o not in varied[0]]
     print(f"dry run: {n} job{'s' if n != 1 else ''}, every config valid; nothing was written")
+    if listed[0].note:
+        print(f"note: {listed[0].note}")
     print(f"overrides of every job: {' '.join(common) or 'none'}")
     print("\n".join(align([row + [" ".join(v) if i else "overrides"]
                            for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))

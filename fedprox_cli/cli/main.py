@@ -40,7 +40,7 @@ from . import sweep
 from ..cluster.launchers import sweep_value
 from ..runs.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
-from .compose import command, hydra_files, reference_config, sweep_jobs
+from .compose import command, hydra_files, one_of_a_sweep, reference_config
 from .faults import crash, one_line
 from ..runs.signals import sigterm_interrupts
 
@@ -93,17 +93,14 @@ def _one_of_a_sweep(hc, cfg: DictConfig, reference: DictConfig | None) -> None:
     saying that it runs one config (the preset's own values), and what ``-m`` would run; not
     for a config the run will refuse (a fault stays one line)."""
     from ..runs import lifecycle
-    params = OmegaConf.select(hc, "sweeper.params")
-    if not params:
+    note = one_of_a_sweep(hc)
+    if not note:
         return
     try:
         lifecycle.validate(cfg, reference)
     except Exception:  # noqa: BLE001 -- the run says what is wrong, in one line
         return
-    jobs = sweep_jobs(OmegaConf.create({"hydra": hc}))
-    what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
-    say(f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
-        f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}", "note")
+    say(note, "note")
 
 
 class SweepReport(Callback):
