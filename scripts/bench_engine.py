@@ -35,7 +35,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from fedprox_cli.engine import bench, memory  # noqa: E402
 from fedprox_cli.engine.device import device_name  # noqa: E402
-from fedprox_cli.config.validate import resolve_device  # noqa: E402
+from fedprox_cli.engine.device import resolve_device  # noqa: E402
 from fedprox_cli.engine.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.common.errors import UserError  # noqa: E402
 

@@ -25,7 +25,7 @@ import torchvision
 
 from fedprox_cli.engine import models
 from fedprox_cli.operators import regularizers
-from fedprox_cli.config.validate import resolve_device
+from fedprox_cli.engine.device import resolve_device
 from fedprox_cli.common.errors import UserError
 
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")  # Table I's, from torchvision

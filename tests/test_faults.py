@@ -124,9 +124,11 @@ CASES = {
     # 1. config keys and values
     "+unknown top-level key": Case("config", DIGITS + ["+nonsense=1"], 2, "unknown key 'nonsense'"),
     "++unknown top-level key": Case("config", DIGITS + ["++nonsense=1"], 2, "unknown key 'nonsense'"),
-    "+unknown oracle key": Case("config", DIGITS + ["+oracle.chunks=4"], 2, "unknown key 'oracle.chunks'"),
+    "+unknown oracle key": Case("config", DIGITS + ["+oracle.chunks=4"], 2,
+                                "unknown key 'oracle.chunks': fedrun has no such setting (see fedrun --help); "
+                                "did you mean oracle.chunk?"),
     "+misspelt model parameter": Case("config", DIGITS + ["model=mlp", "+model.hiden=100"], 2,
-                                      "model mlp has no parameter hiden (it takes: hidden, init)"),
+                                      "model mlp has no parameter hiden (it takes: hidden, init); did you mean model.hidden?"),
     "+misspelt partition parameter": Case("config", DIGITS + ["+partition.alpah=0.1"], 2,
                                           "partition dirichlet has no parameter alpah"),
     "+unknown algorithm parameter": Case("config", DIGITS + ["+algorithm.gamma=1"], 2,

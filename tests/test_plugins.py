@@ -233,3 +233,15 @@ def test_example_fedprox_server_with_mu_near_0_is_fedavg(tmp_path):
     cols = ["objective", "test_acc", "bytes_up", "bytes_down"]
     pd.testing.assert_frame_equal(a.metrics[cols], b.metrics[cols], rtol=1e-5)
 
+
+
+def test_help_lists_installed_plugins(plugin):
+    r = fedrun("--help", path=[plugin / "site"])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    for group, name in (("algorithm", "prox_gd"), ("regularizer", "sql2"), ("compressor", "scaled_sign"),
+                        ("model", "tiny"), ("dataset", "digits_small")):
+        start = lines.index(f"  {group}:") + 1
+        end = next(i for i in range(start, len(lines)) if not lines[i].startswith("    "))
+        assert any(line.split() == [name, "installed", "plugin", f"(myplugins:{ep})"]
+                   for line in lines[start:end] for ep in [ENTRY_POINTS[group + "s"].split(":")[1]]), group

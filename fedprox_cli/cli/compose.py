@@ -13,7 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 def reference_config(choices: dict) -> DictConfig | None:
     """The config of the same group choices without any other override: what a key's default
-    and the set of valid keys are (:func:`config.check_keys`)."""
+    and the set of valid keys are (:func:`config.validate.check_keys`)."""
     from hydra import compose
     try:
         return compose("config", overrides=[f"{g}={c}" for g, c in choices.items()

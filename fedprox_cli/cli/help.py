@@ -126,6 +126,20 @@ def group_options(group: str) -> list[tuple[str, str]]:
     return out
 
 
+PLUGIN_GROUPS = {"algorithm": "algorithms", "regularizer": "regularizers", "compressor": "compressors",
+                 "model": "models", "dataset": "datasets"}  # config group -> entry-point group's plural
+
+
+def plugin_options(group: str) -> list[tuple[str, str]]:
+    """``(name, description)`` of each installed plugin of a config group (an entry point of
+    ``fedprox_cli.<plural>``, :mod:`common.plugins`); listed without importing it."""
+    from importlib.metadata import entry_points
+    if group not in PLUGIN_GROUPS:
+        return []
+    eps = entry_points(group=f"fedprox_cli.{PLUGIN_GROUPS[group]}")
+    return [(ep.name, f"installed plugin ({ep.value})") for ep in sorted(eps, key=lambda ep: ep.name)]
+
+
 def _defaults() -> dict[str, str]:
     text = (CONF_DIR / "config.yaml").read_text()
     return dict(re.findall(r"^\s+- (\w+): (\w+)", text, re.M))
@@ -158,7 +172,9 @@ def text() -> str:
     out += ["", "Config groups (GROUP=OPTION; * = default):"]
     for g in (g for g in defaults if g != "experiment"):  # config.yaml's defaults list
         out.append(f"  {g}:")
-        out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in group_options(g)], 4)
+        options = group_options(g)
+        options += [(o, d) for o, d in plugin_options(g) if o not in {name for name, _ in options}]
+        out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in options], 4)
     out += ["", "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
                 "cores; docs/reproducing.md):"]
     out += _rows([(p.stem, f"{describe(p)} Time: {preset_time(p)}.")

@@ -1,1 +1,2 @@
-"""The configuration: validation of a composed config, run-control keys, OmegaConf resolvers."""
+"""The configuration: its typed schema (Hydra structured configs), the check that types a composed
+config once, run-control keys, OmegaConf resolvers, job folder names."""

@@ -89,8 +89,9 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
 
 
 def load_config(cfg) -> Dataset:
-    """The dataset a run config chooses (``dataset.name``, its ``_target_`` if any, ``data.root``)."""
-    return load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
+    """The dataset a typed run config (:class:`config.schema.RunConfig`) chooses
+    (``dataset.name``, its ``_target_`` if any, ``data.root``)."""
+    return load(cfg.dataset.name, cfg.data.root, cfg.dataset.params.get("_target_"))
 
 
 @contextmanager

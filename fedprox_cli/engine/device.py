@@ -21,6 +21,19 @@ from pathlib import Path
 
 import torch
 
+from ..common.errors import require
+
+
+def resolve_device(name: str) -> torch.device:
+    """The device ``name`` (auto: CUDA where present); CUDA that is not here is refused."""
+    require(name in ("auto", "cpu", "cuda") or str(name).startswith("cuda:"),
+            f"device must be auto, cpu or cuda, got {name!r}")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    require(name == "cpu" or torch.cuda.is_available(),
+            f"device={name} requested but CUDA is not available here (use device=cpu or auto)")
+    return torch.device(name)
+
 
 def stream_seed(*key: int) -> int:
     """A 63-bit seed from an integer key, e.g. (seed, round, step)."""

@@ -108,14 +108,14 @@ def check_sizes(s, model: str, model_params: dict, runs: int = 1) -> None:
     numbers, :func:`least_parameters`), and each local step draws n x B mini-batch positions
     (a float32 draw and two int64 index tables)."""
     from ..common.errors import require
-    item = torch.tensor([], dtype=s.dtype).element_size()
+    item = torch.tensor([], dtype=s.torch_dtype).element_size()
     d = least_parameters(model, model_params)
-    need = runs * s.n * (item * d + 20 * (s.B or 0))
-    have = available_bytes(s.device)
+    need = runs * s.n * (item * d + 20 * (s.batch or 0))
+    have = available_bytes(s.torch_device)
     require(need <= have, f"the run needs at least {need / 2**30:,.0f} GiB (n={s.n} clients x "
                           f"(d >= {d:,} parameters of model {model} + B={s.B} mini-batch draws)"
                           f"{f' x {runs} runs' if runs > 1 else ''}), more than the "
-                          f"{have / 2**30:,.0f} GiB of {s.device}; reduce n, B or the model")
+                          f"{have / 2**30:,.0f} GiB of {s.torch_device}; reduce n, B or the model")
 
 
 def exhausted(e: BaseException) -> bool:

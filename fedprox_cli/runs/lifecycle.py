@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
 
 from .. import algorithms, data
 from ..engine import clients, choice as engine_choice, memory, models
@@ -31,7 +30,8 @@ from .checkpoint import digest as config_digest
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
 from ..common.files import atomic_write_text, folder, inside, remove
-from ..config.validate import RunSettings, check_keys, check_values, params, resolved, settings
+from ..config.schema import RunConfig
+from ..config.validate import typed
 from ..engine.device import hardware, set_matmul_precision
 from .console import say
 from ..common.errors import EXIT, UserError, describe, require, squeeze
@@ -58,7 +58,7 @@ class Interrupted(Exception):
 
 @dataclass
 class Experiment:
-    s: RunSettings
+    s: RunConfig
     dataset: data.Dataset
     clients: list[np.ndarray]
     flat: FlatModel
@@ -76,7 +76,7 @@ class Experiment:
 @dataclass
 class Validated:
     """The parts of a run that need neither data nor a model, checked."""
-    s: RunSettings
+    s: RunConfig
     alg: algorithms.Algorithm
     h: regularizers.Regularizer
     comp: compressors.Compressor
@@ -85,41 +85,28 @@ class Validated:
 
 def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
     """Every check that needs no data (:class:`UserError`), shared by the run and the dry run:
-    the keys against ``reference`` (the same group choices without overrides;
-    :func:`config.check_keys`), the top-level keys, the whole config resolved and every value
-    checked (:func:`config.check_values`), the sizes against the device's memory
+    the config typed (:func:`config.validate.typed`: keys against ``reference``, the same group
+    choices without overrides; types and ranges), the sizes against the device's memory
     (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
     parameters, and every prox parameter against h."""
-    if reference is not None:
-        check_keys(cfg, reference)
-    try:
-        s = settings(cfg)  # the top-level keys first: K=0 is named before a step ${calc:1/${K}} fails
-    except OmegaConfBaseException:
-        resolved(cfg)  # raises the UserError naming the key that does not resolve
-        raise
-    check_values(cfg, reference)
-    memory.check_sizes(s, cfg.model.name, params(cfg.model, drop=("name", "init")), runs=cfg.seeds)
-    alg = algorithms.build(cfg.algorithm.name, **params(cfg.algorithm))
-    h = regularizers.build(cfg.regularizer.name, **params(cfg.regularizer))
-    comp = compressors.build(cfg.compressor.name, **params(cfg.compressor))
+    s = typed(cfg, reference)
+    s.torch_device  # a CUDA device that is not here is refused now  # noqa: B018
+    memory.check_sizes(s, s.model.name, s.model.without("init"), runs=s.seeds)
+    alg = algorithms.build(s.algorithm.name, **s.algorithm.params)
+    h = regularizers.build(s.regularizer.name, **s.regularizer.params)
+    comp = compressors.build(s.compressor.name, **s.compressor.params)
     require(not (alg.smooth_only and not h.is_zero),
             f"algorithm {alg.name} is defined for h = 0 only; use regularizer=none")
     require(comp.is_identity or alg.takes_compressor,
             f"algorithm {alg.name} has no compressed uplink; use compressor=identity")
-    require(cfg.seeds == 1 or s.compile is not True,
-            f"seeds={cfg.seeds} joins the runs' gradient calls, which are not compiled; use compile=false "
-            f"or auto, or seeds=1 with compile=true")
-    require(cfg.seeds == 1 or s.engine != "loop",
-            f"seeds={cfg.seeds} computes the runs' gradients in one vmap call; use engine=vmap or "
-            f"auto, or seeds=1 with engine=loop")
-    subdir = OmegaConf.select(cfg, "logger.subdir")
+    subdir = (s.logger or {}).get("subdir")
     if subdir is not None:  # a tracker writes inside the run folder only
         inside("the run folder (logger.subdir)", str(subdir))
     require(s.participation == 1 or alg.partial_participation,
             f"algorithm {alg.name} is defined for full participation only; use participation=1")
     for name, step in alg.prox_steps(s.K, s.T).items():
         h.check_step(step, f"algorithm.{name} (prox parameter of {alg.name})")
-    stat_step = cfg.metrics.stationarity_step
+    stat_step = s.metrics.stationarity_step
     stat_step = alg.stationarity_step(s.K) if stat_step is None else stat_step
     require(stat_step > 0, f"metrics.stationarity_step must be > 0, got {stat_step}")
     h.check_step(stat_step, "metrics.stationarity_step")
@@ -133,28 +120,28 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
     call (:mod:`seeds`): its memory plan covers all of them and the engine is vmap."""
     v = validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
+    device, dtype = s.torch_device, s.torch_dtype
     set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
-    ds = dataset or data.load_config(cfg)
+    ds = dataset or data.load_config(s)
     require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
                                     f"samples of {ds.name}")
-    part = params(cfg.partition, drop=("name", "seed", "min_size"))
-    clients = data.partition(cfg.partition.name, ds.train_y.numpy(), s.n, cfg.partition.seed,
-                             min_size=cfg.partition.min_size,
-                             groups=None if ds.groups is None else ds.groups.numpy(), **part)
+    p = s.partition
+    clients = data.partition(p.name, ds.train_y.numpy(), s.n, p.params["seed"], min_size=p.params["min_size"],
+                             groups=None if ds.groups is None else ds.groups.numpy(),
+                             **p.without("seed", "min_size"))
     torch.manual_seed(s.seed)
-    module = models.build(cfg.model.name, ds.input_shape, ds.num_classes,
-                          **params(cfg.model)).to(s.device, s.dtype)
+    module = models.build(s.model.name, ds.input_shape, ds.num_classes, **s.model.params).to(device, dtype)
     flat = FlatModel(module)
-    cd = ClientData.build(ds.train_x.to(s.dtype), ds.train_y, clients, s.device)
-    fp = memory.footprint(module, flat.d, ds.input_shape, s.dtype, s.device)
-    chunk, eval_batch = memory.plan(fp, s.n * runs, s.B or cd.index.shape[1], cfg.oracle.chunk,
-                                    cfg.oracle.eval_batch, cfg.oracle.memory_gb)
-    oracle = Oracle(flat, cd, s.B, s.seed, engine="vmap" if runs > 1 else s.engine,
+    cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
+    fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
+    chunk, eval_batch = memory.plan(fp, s.n * runs, s.batch or cd.index.shape[1], s.oracle.chunk,
+                                    s.oracle.eval_batch, s.oracle.memory_gb)
+    oracle = Oracle(flat, cd, s.batch, s.seed, engine="vmap" if runs > 1 else s.engine,
                     chunk=max(1, min(s.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
-                    train_samples=s.train_samples, compile=s.compile if runs == 1 else False,
+                    train_samples=s.metrics.train_samples, compile=s.compile if runs == 1 else False,
                     client_steps=s.T * s.K * max(1, round(s.participation * s.n)))
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
-    ds.test_x, ds.test_y = ds.test_x.to(s.device, s.dtype), ds.test_y.to(s.device)
+    ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg))
 
 
@@ -196,7 +183,7 @@ class Training:
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
         write_metrics(out / "metrics.csv", self.rows)
         self.clients = None
-        if exp.s.per_client:
+        if exp.s.metrics.per_client:
             self.clients = clients.Log(out, c.round if ckpt is not None else None)
             if ckpt is None:
                 self._evaluate_clients(0)
@@ -266,7 +253,7 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
             start = time.perf_counter()
             run.round()
             if run.evaluates():  # the evaluation reads the device's results
-                sync(exp.s.device)
+                sync(exp.s.torch_device)
             run.after(time.perf_counter() - start, stop.requested)
     return run.rows
 
@@ -319,7 +306,7 @@ def resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
     """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
     ``None`` to start from round 0, or ``True`` when the folder's run has already finished
     these T rounds. Refusals are :class:`UserError`; nothing is written."""
-    s = settings(cfg)
+    s = typed(cfg)
     if not (s.resume and has_prior_run(out)):
         return None
     prior = check_same_run(out, cfg)
@@ -327,7 +314,7 @@ def resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
     if finished and prior.get("T") == s.T:  # a checkpoint beside it is an extension's, stopped
         return True
     path = out / CHECKPOINT
-    ckpt = load_checkpoint(path, s.device, config_digest(cfg)) if path.exists() else None
+    ckpt = load_checkpoint(path, s.torch_device, config_digest(cfg)) if path.exists() else None
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
     require(done <= s.T, f"T={s.T} is below the {done} rounds the run in {out} has done; "
                          f"T may only be extended (or set resume=false to start over)")
@@ -395,7 +382,7 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
     """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
     partition; a previous run's leftovers go when starting over."""
     keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
-    summary.fields.update(device=str(exp.s.device), hardware=hardware(exp.s.device), dimension=exp.flat.d,
+    summary.fields.update(device=str(exp.s.torch_device), hardware=hardware(exp.s.torch_device), dimension=exp.flat.d,
                           engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
                           data_source=exp.dataset.source)
     if ckpt is None:

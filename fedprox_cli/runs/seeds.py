@@ -28,6 +28,7 @@ from .. import data
 from . import lifecycle
 from .console import logging_to, say
 from ..common.errors import EXIT, UserError, describe, require
+from ..config.schema import RunConfig
 from .lock import RunLock
 from ..engine.lockstep import Lockstep
 from .outputs import SEED_PREFIX as PREFIX
@@ -51,7 +52,7 @@ def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
                         f"0..R-1 in each job) or sweep seed without seeds")
 
 
-def folders(cfg: DictConfig, out: Path) -> list[tuple[int, Path]]:
+def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
     """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` in ``out``."""
     first, out = cfg.seed, Path(out)
     return [(s, out / f"{PREFIX}{s}") for s in range(first, first + cfg.seeds)]
@@ -81,8 +82,8 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
     out = Path(out)
     with ExitStack() as held:
         try:
-            lifecycle.validate(cfg, reference)
-            runs = folders(cfg, out)
+            s = lifecycle.validate(cfg, reference).s
+            runs = folders(s, out)
             check_container(out)
             for _, folder in runs:
                 lifecycle.check_owned(folder)
@@ -94,10 +95,10 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
             say(describe(e), "error")
             return EXIT["error"]
         with logging_to(out):
-            return _run_locked(cfg, runs, progress, command, hydra_record, reference)
+            return _run_locked(cfg, s, runs, progress, command, hydra_record)
 
 
-def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
+def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
     todo, exps, ckpts, cfgs = [], [], [], []
     try:
         for seed, folder in runs:
@@ -109,7 +110,7 @@ def _run_locked(cfg, runs, progress, command, hydra_record, reference) -> int:
                     stream=sys.stdout)
                 continue
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
-        dataset = data.load_config(cfg) if todo else None
+        dataset = data.load_config(s) if todo else None
         for one, folder, ckpt in zip(cfgs, todo, ckpts):
             exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo)))
             lifecycle.fits(exps[-1], folder, ckpt)
@@ -164,7 +165,7 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
             while live:
                 start = time.perf_counter()
                 failed = lockstep.rounds({r: run.round for r, run in live.items()})
-                lifecycle.sync(exps[0].s.device)
+                lifecycle.sync(exps[0].s.torch_device)
                 seconds = time.perf_counter() - start
                 for r in list(live):
                     try:
