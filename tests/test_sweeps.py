@@ -3,6 +3,7 @@ folder with a longer, shorter or reordered list loses and doubles nothing; every
 before the first one trains; the report and the exit code come from what every job launched
 returned, wherever its folder; a single run of a preset that defines a sweep says so."""
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -163,3 +164,18 @@ def test_a_run_of_a_preset_that_defines_a_sweep_says_so(tmp_path):
     assert dry.returncode == 0 and f"\nnote: {note}\n" in dry.stdout, dry.stdout  # the dry run says it too
     assert "note:" not in fedrun("experiment=fedcanon_fig2_quick", "dataset=digits", "model=linear", "n=4", "T=1",
                                  "dry_run=true", "-m", f"hydra.sweep.dir={tmp_path / 's'}", cwd=tmp_path).stdout
+
+
+def test_the_dry_run_names_a_run_another_process_holds(tmp_path):
+    """A job whose folder is in use (another sweep into the same folder) would be refused: the
+    dry run says so, by whom, and counts no work for it."""
+    from fedprox_cli.runs.lock import RunLock
+    args = ("dataset=digits", "model=linear", "T=2", f"hydra.run.dir={tmp_path / 'run'}")
+    assert fedrun(*args, cwd=tmp_path).returncode == 0
+    with RunLock(tmp_path / "run"):
+        dry = fedrun(*args[:-2], "T=4", args[-1], "dry_run=true", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert f"running now (pid {os.getpid()} on host " in dry.stdout and "): refused" in dry.stdout
+    assert "work: 0 client steps" in dry.stdout
+    free = fedrun(*args[:-2], "T=4", args[-1], "dry_run=true", cwd=tmp_path)  # released: it would run
+    assert "running now" not in free.stdout and "work: 400 client steps" in free.stdout

@@ -145,11 +145,16 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
 
 def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str, int]:
     """What a run of ``config()`` (made only for a folder that exists: a seed batch of many new
-    runs costs no config each) would do in ``folder``, and the round it would start from."""
+    runs costs no config each) would do in ``folder``, and the round it would start from (T: no
+    work, as for a run another process holds, which this one would be refused)."""
     from ..runs import lifecycle
+    from ..runs.lock import holder
     lifecycle.check_owned(folder)
     if not folder.exists():
         return "new", 0
+    running = holder(folder)
+    if running is not None:  # the run would be refused: the folder is in use
+        return f"running now ({running}): refused", T
     start = lifecycle.resume_point(config(), folder)
     if start is True:
         return "finished already", T

@@ -48,16 +48,21 @@ class RunLock:
             self._fd = None
 
 
-def is_held(run_dir: Path) -> bool:
-    """Whether some process holds ``run_dir``'s lock now."""
+def holder(run_dir: Path) -> str | None:
+    """Who holds ``run_dir``'s lock now (``pid N on host H``), or None when no process does."""
     try:
         fd = open_regular(Path(run_dir) / FILE)
     except OSError:  # missing, or not a lock file fedrun made (atomic.NotRegular)
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
+        return None
     except BlockingIOError:
-        return True
+        return os.read(fd, 200).decode(errors="replace").strip() or "another process"
     finally:
         os.close(fd)
+
+
+def is_held(run_dir: Path) -> bool:
+    """Whether some process holds ``run_dir``'s lock now."""
+    return holder(run_dir) is not None
