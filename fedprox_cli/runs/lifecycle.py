@@ -114,11 +114,12 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
 
 
 def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
-          runs: int = 1) -> Experiment:
-    """Validate ``cfg`` and build the run's pieces; every problem is a :class:`UserError`.
-    ``dataset``: the loaded data (default: load it); ``runs``: how many runs share one vmap
-    call (:mod:`seeds`): its memory plan covers all of them and the engine is vmap."""
-    v = validate(cfg, reference)
+          runs: int = 1, validated: Validated | None = None) -> Experiment:
+    """Validate ``cfg`` (unless ``validated`` is its :func:`validate`) and build the run's
+    pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
+    it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
+    of them and the engine is vmap."""
+    v = validated or validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
     device, dtype = s.torch_device, s.torch_dtype
     set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
@@ -302,11 +303,12 @@ def check_owned(out: Path) -> None:
                          f"choose another folder")
 
 
-def resume_point(cfg: DictConfig, out: Path) -> Checkpoint | None | bool:
+def resume_point(cfg: DictConfig, out: Path, s: RunConfig | None = None) -> Checkpoint | None | bool:
     """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
     ``None`` to start from round 0, or ``True`` when the folder's run has already finished
-    these T rounds. Refusals are :class:`UserError`; nothing is written."""
-    s = typed(cfg)
+    these T rounds. Refusals are :class:`UserError`; nothing is written. ``s``: ``cfg`` typed,
+    if it has been."""
+    s = s or typed(cfg)
     if not (s.resume and has_prior_run(out)):
         return None
     prior = check_same_run(out, cfg)

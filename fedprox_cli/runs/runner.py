@@ -58,14 +58,14 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
     prior = lifecycle.has_prior_run(out)
     fresh = None if prior else Summary(out, **provenance(command), T=cfg.get("T"))
     try:
-        lifecycle.validate(cfg, reference)
-        ckpt = lifecycle.resume_point(cfg, out)
+        v = lifecycle.validate(cfg, reference)
+        ckpt = lifecycle.resume_point(cfg, out, v.s)
         if ckpt is True:
-            say(f"the run in {out} has already finished its {cfg.T} rounds; nothing to do",
+            say(f"the run in {out} has already finished its {v.s.T} rounds; nothing to do",
                 stream=sys.stdout)
             lifecycle.say_closing(out, "finished")
             return EXIT["finished"]
-        exp = lifecycle.build(cfg)
+        exp = lifecycle.build(cfg, validated=v)
         lifecycle.fits(exp, out, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
