@@ -1,0 +1,86 @@
+#!/usr/bin/env python
+"""Seed by seed: which method is lowest in a metric, per panel (issue 28's rule that an ordering
+counts only where it holds in every seed), printed as markdown.
+
+  python scripts/per_seed.py results/reproduction/fednmap_fig2_n50_100_K20_T200 --panels K n \\
+      --method algorithm.name --best fednmap --y stationarity --from-round 50 --tail 180
+
+One row per panel (the ``--panels`` keys): how many seeds have ``--best`` lowest at the last
+evaluation; in each seed, at how many evaluations from ``--from-round`` on it is lowest; and each
+method's tail mean (evaluations from round ``--tail`` on) per seed. A seed enters a panel only
+when every method has a finished run of it there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from fedprox_cli.analysis import report
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="per_seed.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
+    p.add_argument("--panels", nargs="+", default=["K", "n"], help="config keys of a panel")
+    p.add_argument("--method", default="algorithm.name", help="the config key that names a method")
+    p.add_argument("--best", required=True, help="the method whose lead is counted")
+    p.add_argument("--y", default="stationarity", help="the metrics column (lower is better)")
+    p.add_argument("--from-round", type=int, default=50, help="count leads from this round on")
+    p.add_argument("--tail", type=int, default=180, help="tail means over evaluations from this round on")
+    report.add_arguments(p)
+    return p.parse_args(argv)
+
+
+def panel_row(panel: tuple, runs: list[report.Run], args) -> list[str] | None:
+    """The markdown cells of one panel, or None when no seed has every method."""
+    by_seed: dict[tuple, dict[str, report.Run]] = {}
+    for r in runs:
+        by_seed.setdefault(r.seed, {})[str(r.config[args.method])] = r
+    methods = sorted({str(r.config[args.method]) for r in runs}, key=lambda m: (m != args.best, m))
+    seeds = sorted(s for s, got in by_seed.items() if set(got) == set(methods))
+    if not seeds:
+        return None
+    last, leads, tails = 0, [], {m: [] for m in methods}
+    for s in seeds:
+        got = by_seed[s]
+        rounds = got[args.best].metrics["round"].to_numpy()
+        curves = {m: got[m].column(args.y) for m in methods}
+        lowest = np.argmin(np.stack([curves[m] for m in methods]), axis=0) == 0  # the best is first
+        last += bool(lowest[-1])
+        counted = rounds >= args.from_round
+        leads.append(f"{int(lowest[counted].sum())}/{int(counted.sum())}")
+        for m in methods:
+            tails[m].append(float(np.mean(curves[m][got[m].metrics["round"].to_numpy() >= args.tail])))
+    return [", ".join(map(report.fmt, panel)), str(len(seeds)), f"{last} of {len(seeds)}", ", ".join(leads),
+            " / ".join(", ".join(f"{v:.1e}" for v in tails[m]) for m in methods)], methods
+
+
+def run(args, warn) -> int:
+    runs = [r for r in report.load(args.results, args.where, warn) if r.status == "finished"]
+    keys = [report.config_key(runs, k) for k in args.panels]
+    panels = report.split(runs, keys) if keys else {"": runs}
+    rows, methods = [], []
+    for runs_of in panels.values():
+        panel = tuple(runs_of[0].config.get(k) for k in keys)
+        got = panel_row(panel, runs_of, args)
+        if got is not None:
+            rows.append((panel, got[0]))
+            methods = got[1]
+    print(report.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} lowest at the last evaluation",
+                           f"{args.best} lowest from round {args.from_round} on (evaluations, per seed)",
+                           f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)"],
+                          [r for _, r in sorted(rows, key=lambda pr: report.order(pr[0]))]))
+    return 0
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    return report.script("per_seed.py", lambda warn: run(args, warn))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
