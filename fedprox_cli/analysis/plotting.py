@@ -224,8 +224,8 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
 
     from .. import data
     run_dir = Path(run_dir)
-    cfg = OmegaConf.load(run_dir / "config.yaml")
-    ds = data.load_config(cfg)
+    cfg = OmegaConf.load(run_dir / "config.yaml")  # the record, not a typed run config
+    ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
     y = ds.train_y.numpy()
     return np.stack([np.bincount(y[c], minlength=ds.num_classes)
                      for c in data.load_partition(run_dir / "partition.npz")])
