@@ -34,7 +34,7 @@ run: setup data
 	$(VENV)/bin/fedrun
 
 test: setup data
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 # Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
 bench: setup
