@@ -35,12 +35,12 @@ def parse(argv):
     return p.parse_args(argv)
 
 
-def panel_row(panel: tuple, runs: list[report.Run], args) -> list[str] | None:
-    """The markdown cells of one panel, or None when no seed has every method."""
+def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) -> list[str] | None:
+    """The markdown cells of one panel, or None when no seed has every method (``methods``,
+    the best first)."""
     by_seed: dict[tuple, dict[str, report.Run]] = {}
     for r in runs:
         by_seed.setdefault(r.seed, {})[str(r.config[args.method])] = r
-    methods = sorted({str(r.config[args.method]) for r in runs}, key=lambda m: (m != args.best, m))
     seeds = sorted(s for s, got in by_seed.items() if set(got) == set(methods))
     if not seeds:
         return None
@@ -56,20 +56,21 @@ def panel_row(panel: tuple, runs: list[report.Run], args) -> list[str] | None:
         for m in methods:
             tails[m].append(float(np.mean(curves[m][got[m].metrics["round"].to_numpy() >= args.tail])))
     return [", ".join(map(report.fmt, panel)), str(len(seeds)), f"{last} of {len(seeds)}", ", ".join(leads),
-            " / ".join(", ".join(f"{v:.1e}" for v in tails[m]) for m in methods)], methods
+            " / ".join(", ".join(f"{v:.1e}" for v in tails[m]) for m in methods)]
 
 
 def run(args, warn) -> int:
     runs = [r for r in report.load(args.results, args.where, warn) if r.status == "finished"]
     keys = [report.config_key(runs, k) for k in args.panels]
     panels = report.split(runs, keys) if keys else {"": runs}
-    rows, methods = [], []
+    method = report.config_key(runs, args.method)
+    methods = sorted({str(r.config[method]) for r in runs}, key=lambda m: (m != args.best, m))
+    rows = []
     for runs_of in panels.values():
         panel = tuple(runs_of[0].config.get(k) for k in keys)
-        got = panel_row(panel, runs_of, args)
+        got = panel_row(panel, runs_of, methods, args)
         if got is not None:
-            rows.append((panel, got[0]))
-            methods = got[1]
+            rows.append((panel, got))
     print(report.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} lowest at the last evaluation",
                            f"{args.best} lowest from round {args.from_round} on (evaluations, per seed)",
                            f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)"],
