@@ -34,7 +34,7 @@ run: setup data
 	$(VENV)/bin/fedrun
 
 test: setup data
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest
 
 # Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
 bench: setup
