@@ -95,12 +95,13 @@ for step in "${steps[@]}"; do
       if [ "$step" = fedcef_eta01 ]; then into fedcef_fig3_4_fmnist_T65_eta01 "${FC[@]}" algorithm.eta=0.1
       else into fedcef_fig3_4_fmnist_T65_eta1 "${FC[@]}" algorithm.eta=1.0
            into fedcef_fig3_4_fmnist_T65_step "${FC[@]}" algorithm.alpha=0.2,0.05; fi ;;
-    fednmap_fig2_paper_n)  # Fig. 2 at the paper's n = 20, 50, 100 with K = 10, and n = 20 with K = 20; T = 200,
+    fednmap_fig2_paper_n)  # Fig. 2 at the paper's n = 20, 50, 100 with K = 10 and 20; T = 200,
                            # mnist5k, 3 seeds (the first folder holds seed 0 at n = 20 in the numbered layout)
       into fednmap_fig2_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 n=20 seed=0
       into fednmap_fig2_n20_K10_T200_seeds12 experiment=fednmap_fig2 dataset=mnist5k K=10 n=20 seed=1,2
       into fednmap_fig2_n50_100_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 n=50,100 seed=0,1,2
-      into fednmap_fig2_n20_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=20 seed=0,1,2 ;;
+      into fednmap_fig2_n20_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=20 seed=0,1,2
+      into fednmap_fig2_n50_100_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=50,100 seed=0,1,2 ;;
     counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
                # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
                # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
@@ -201,9 +202,11 @@ for step in "${steps[@]}"; do
       # FedCEF's momentum and local step in seed 1 (the seed that diverged at the defaults), with FedDA's seed 1
       "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_eta01" "$R/fedcef_fig3_4_fmnist_T65_eta1" "$R/fedcef_fig3_4_fmnist_T65_step" \
         "${FM[@]}" --where seed=1 --y test_acc --out "$R/fedcef_fmnist_T65_seed1_eta_step_test_acc.png"
-      # FedNMap Fig. 2 at the paper's n (T = 200), as far as it ran
-      "${PLOT[@]}" "$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200" \
-        "$R/fednmap_fig2_n20_K20_T200" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
+      # FedNMap Fig. 2 at the paper's n (T = 200), its six panels, and the per-seed table of the report
+      F2=("$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200"
+          "$R/fednmap_fig2_n20_K20_T200" "$R/fednmap_fig2_n50_100_K20_T200")
+      "${PLOT[@]}" "${F2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
+      "$PY" scripts/per_seed.py "${F2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
