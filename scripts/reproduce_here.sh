@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n fedcef_fmnist_methods fedcef_eta_step_seeds02 fednmap_fig3_4_seeds counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -102,6 +102,27 @@ for step in "${steps[@]}"; do
       into fednmap_fig2_n50_100_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 n=50,100 seed=0,1,2
       into fednmap_fig2_n20_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=20 seed=0,1,2
       into fednmap_fig2_n50_100_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=50,100 seed=0,1,2 ;;
+    fedcef_fmnist_methods)  # the methods of Figs. 3-4 not yet run on Fashion-MNIST: ZA2 and FedCEF top-k 0.01 in
+                            # seeds 0-2, FedCanon in seeds 1-2 (seed 0: fedcef_fmnist_T65), one job at a time
+      FM=(hydra.launcher.n_jobs=1 experiment=fedcef_fig3_4 dataset=fmnist eval_every=5 metrics.train_samples=3000)
+      into fedcef_fig3_4_fmnist_T65_za2_top1 "${FM[@]}" seed=0,1,2 algorithm=fedcef_fig3_4/za2,fedcef_fig3_4/fedcef_top1
+      into fedcef_fig3_4_fmnist_T65_fedcanon_seeds12 "${FM[@]}" seed=1,2 algorithm=fedcef_fig3_4/fedcanon ;;
+    fedcef_eta_step_seeds02)  # the momentum / local-step probe of fedcef_eta1_step and fedcef_eta01 in seeds 0 and 2
+                              # (both converge at the default eta = 0.3): eta = 0.1, 1.0, then alpha = 0.2, 0.05
+      FC=(experiment=fedcef_fig3_4 dataset=fmnist eval_every=5 metrics.train_samples=3000
+          algorithm=fedcef_fig3_4/fedcef_top10 seed=0,2 hydra.launcher.n_jobs=1)
+      into fedcef_fig3_4_fmnist_T65_eta_step_seeds02 "${FC[@]}" algorithm.eta=0.1,1.0
+      into fedcef_fig3_4_fmnist_T65_eta_step_seeds02 "${FC[@]}" algorithm.alpha=0.2,0.05 ;;
+    fednmap_fig3_4_seeds)  # FedNMap Figs. 3-4 in seeds 3-9 (the paper's 10 seeds with the committed 0-2), one
+                           # sweep per seed into one folder, so that each seed's panel is whole before the next
+                           # starts; run the step twice at once (SEEDS="9 8 7 6 5 4 3" for the second) and the
+                           # run locks give each job to one of them. Fig. 4 at the paper's K only
+      for s in ${SEEDS:-3 4 5 6 7 8 9}; do
+        into fednmap_fig4_seeds3_9 hydra.launcher.n_jobs=1 experiment=fednmap_fig4 dataset=mnist5k K=5,10,20,40 seed=$s
+      done
+      for s in ${SEEDS:-3 4 5 6 7 8 9}; do
+        into fednmap_fig3_seeds3_9 hydra.launcher.n_jobs=1 experiment=fednmap_fig3 dataset=mnist5k seed=$s
+      done ;;
     counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
                # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
                # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
