@@ -1,14 +1,20 @@
 #!/usr/bin/env python
-"""Seed by seed: which method is lowest in a metric, per panel (issue 28's rule that an ordering
-counts only where it holds in every seed), printed as markdown.
+"""Seed by seed: which method is lowest in a metric, per panel, or whether a metric falls along a
+setting (issue 28's rule that an ordering counts only where it holds in every seed), as markdown.
 
   python scripts/per_seed.py results/reproduction/fednmap_fig2_n50_100_K20_T200 --panels K n \\
       --method algorithm.name --best fednmap --y stationarity --from-round 50 --tail 180
+  python scripts/per_seed.py results/reproduction/fednmap_fig3 ... --order n --final tail
 
-One row per panel (the ``--panels`` keys): how many seeds have ``--best`` lowest at the last
-evaluation; in each seed, at how many evaluations from ``--from-round`` on it is lowest; and each
-method's tail mean (evaluations from round ``--tail`` on) per seed. A seed enters a panel only
+``--best``: one row per panel (the ``--panels`` keys): how many seeds have ``--best`` lowest at the
+last evaluation; in each seed, at how many evaluations from ``--from-round`` on it is lowest; and
+each method's tail mean (evaluations from round ``--tail`` on) per seed. A seed enters a panel only
 when every method has a finished run of it there.
+
+``--order KEY``: does the final value (``--final``) fall as KEY grows? One row per seed with every
+value of KEY (its values, whether it falls at every step, its inversions), then one row per
+neighbouring pair of values: in how many of the seeds holding both the larger value ends lower,
+and the gap of the seed means against the seeds' standard deviations.
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from fedprox_cli.analysis import report
 def parse(argv):
     p = argparse.ArgumentParser(prog="per_seed.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
-    p.add_argument("--panels", nargs="+", default=["K", "n"], help="config keys of a panel")
+    p.add_argument("--panels", nargs="*", default=["K", "n"], help="config keys of a panel (none: one panel)")
     p.add_argument("--method", default="algorithm.name", help="the config key that names a method")
-    p.add_argument("--best", required=True, help="the method whose lead is counted")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--best", help="the method whose lead is counted")
+    mode.add_argument("--order", metavar="KEY", help="the config key along which the metric should fall")
     p.add_argument("--y", default="stationarity", help="the metrics column (lower is better)")
     p.add_argument("--from-round", type=int, default=50, help="count leads from this round on")
     p.add_argument("--tail", type=int, default=180, help="tail means over evaluations from this round on")
@@ -59,8 +67,49 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
             " / ".join(", ".join(f"{v:.1e}" for v in tails[m]) for m in methods)]
 
 
+def seed_of(r: report.Run) -> str:
+    """The run's seed as a cell (``seed`` and ``partition.seed`` shown once where they agree)."""
+    return ", ".join(dict.fromkeys(report.fmt(v) for _, v in r.seed))
+
+
+def order_tables(runs: list[report.Run], args) -> str:
+    """The per-seed and per-pair tables of ``--order``."""
+    key = report.config_key(runs, args.order)
+    finals: dict[str, dict] = {}
+    for r in runs:
+        finals.setdefault(seed_of(r), {})[r.config[key]] = r.final(args.y, args.final)
+    values = sorted({v for got in finals.values() for v in got}, key=lambda v: report.order((v,)))
+    name = report.short(key)
+    whole = {s: got for s, got in finals.items() if set(got) == set(values)}
+    seeds = []
+    for s, got in sorted(whole.items()):
+        ys = [got[v] for v in values]
+        inversions = [f"{name} = {report.fmt(b)} not below {report.fmt(a)}"
+                      for a, b, ya, yb in zip(values, values[1:], ys, ys[1:]) if not yb < ya]
+        seeds.append([s, ", ".join(f"{y:.2e}" for y in ys), "yes" if not inversions else "no",
+                      "; ".join(inversions) or "-"])
+    falls = sum(row[2] == "yes" for row in seeds)
+    pairs = []
+    for a, b in zip(values, values[1:]):
+        both = [(got[a], got[b]) for got in finals.values() if a in got and b in got]
+        ya, yb = np.array(both).T
+        pairs.append([f"{report.fmt(a)} → {report.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
+                      f"{ya.mean() - yb.mean():.1e}", f"{ya.std(ddof=1) if len(both) > 1 else 0:.1e}, "
+                      f"{yb.std(ddof=1) if len(both) > 1 else 0:.1e}"])
+    return "\n\n".join([
+        f"{args.y} ({args.final}) falls at every step of {name} in {falls} of {len(seeds)} seeds with every "
+        f"{name} ({', '.join(map(report.fmt, values))}).",
+        report.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(report.fmt, values))}",
+                         "falls at every step", "inversions"], seeds),
+        report.markdown([f"{name} step", "seeds where the larger ends lower", "gap of the means",
+                         "std of the seeds (smaller, larger)"], pairs)])
+
+
 def run(args, warn) -> int:
     runs = [r for r in report.load(args.results, args.where, warn) if r.status == "finished"]
+    if args.order:
+        print(order_tables(runs, args))
+        return 0
     keys = [report.config_key(runs, k) for k in args.panels]
     panels = report.split(runs, keys) if keys else {"": runs}
     method = report.config_key(runs, args.method)
