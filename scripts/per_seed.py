@@ -14,7 +14,8 @@ when every method has a finished run of it there.
 ``--order KEY``: does the final value (``--final``) fall as KEY grows? One row per seed with every
 value of KEY (its values, whether it falls at every step, its inversions), then one row per
 neighbouring pair of values: in how many of the seeds holding both the larger value ends lower,
-and the gap of the seed means against the seeds' standard deviations.
+and the gap of the seed means against the seeds' standard deviations and against the standard
+error of the per-seed differences (a paired comparison: each seed's runs share its data split).
 """
 
 from __future__ import annotations
@@ -93,15 +94,19 @@ def order_tables(runs: list[report.Run], args) -> str:
     for a, b in zip(values, values[1:]):
         both = [(got[a], got[b]) for got in finals.values() if a in got and b in got]
         ya, yb = np.array(both).T
+        sd = (lambda v: float(np.std(v, ddof=1))) if len(both) > 1 else (lambda v: 0.0)
+        se = sd(ya - yb) / np.sqrt(len(both))
+        gap = ya.mean() - yb.mean()
         pairs.append([f"{report.fmt(a)} → {report.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
-                      f"{ya.mean() - yb.mean():.1e}", f"{ya.std(ddof=1) if len(both) > 1 else 0:.1e}, "
-                      f"{yb.std(ddof=1) if len(both) > 1 else 0:.1e}"])
+                      f"{gap:.1e} ± {se:.1e}" + (f" ({gap / se:.1f} s.e.)" if se else ""),
+                      f"{sd(ya):.1e}, {sd(yb):.1e}"])
     return "\n\n".join([
         f"{args.y} ({args.final}) falls at every step of {name} in {falls} of {len(seeds)} seeds with every "
         f"{name} ({', '.join(map(report.fmt, values))}).",
         report.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(report.fmt, values))}",
                          "falls at every step", "inversions"], seeds),
-        report.markdown([f"{name} step", "seeds where the larger ends lower", "gap of the means",
+        report.markdown([f"{name} step", "seeds where the larger ends lower",
+                         "gap of the means ± standard error of the per-seed gaps",
                          "std of the seeds (smaller, larger)"], pairs)])
 
 

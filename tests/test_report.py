@@ -685,7 +685,8 @@ def test_per_seed_order_counts_each_seed_and_pair(tmp_path):
     assert p.stdout.startswith("stationarity (last) falls at every step of n in 2 of 3 seeds")
     rows = table_rows(p.stdout)
     assert rows[3] == ["2", "3.00e+00, 1.00e+00, 1.20e+00", "no", "n = 50 not below 20"]
-    assert rows[5][:3] == ["10 → 20", "3 of 3", "1.3e+00"] and rows[6][:2] == ["20 → 50", "2 of 3"]
+    assert rows[5][:3] == ["10 → 20", "3 of 3", "1.3e+00 ± 3.3e-01 (4.0 s.e.)"]  # gaps 1, 1, 2
+    assert rows[6][:2] == ["20 → 50", "2 of 3"]
 
 
 def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
