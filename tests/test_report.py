@@ -698,3 +698,17 @@ def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
     assert p.returncode == 0, p.stderr
     (_, row) = table_rows(p.stdout)
     assert row[1:4] == ["2", "1 of 2", "1/1, 0/1"]
+
+
+def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
+    acc_run(tmp_path, "a0", 0.9, seed=0)
+    acc_run(tmp_path, "a1", 0.9, status="diverged", seed=1)   # objective inf at round 10
+    p = cli("per_seed.py", tmp_path, "--method", "algorithm.name", "algorithm.beta", "--reach", "0.5",
+            "--y", "test_acc", "--x", "round")
+    assert p.returncode == 0, p.stderr
+    assert "finished runs per method: algorithm=fedcanon, algorithm.beta=0.02: 1 of 2." in p.stdout
+    (_, done, diverged) = table_rows(p.stdout)
+    assert done[1:] == ["0", "finished", "0.9000", "0.9000", "round 5, 5"]
+    assert diverged[1:] == ["1", "diverged (last finite evaluation: round 5)", "0.5000", "0.5000", "round 5, 5"]
+    p = cli("per_seed.py", tmp_path, "--method", "algorithm.nme", "--reach", "0.5")
+    assert p.returncode == 2 and p.stderr.strip().endswith("no run has a config key 'algorithm.nme'")
