@@ -215,19 +215,22 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_T65_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_T65_loss_vs_bytes_logy.png"
       "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md"
-      FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")
-      "${PLOT[@]}" "${FM[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
-      "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")  # FedCEF top-k 0.1, FedDA, FedCanon
+      FM_ALL=("${FM[@]}" "$R/fedcef_fig3_4_fmnist_T65_za2_top1" "$R/fedcef_fig3_4_fmnist_T65_fedcanon_seeds12")  # + ZA2, 0.01
+      "${PLOT[@]}" "${FM_ALL[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
+      "${PLOT[@]}" "${FM_ALL[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      "$PY" scripts/per_seed.py "${FM_ALL[@]}" --method algorithm --reach 0.8 --y test_acc --x bytes \
+        > "$R/fedcef_fig3_4_fmnist_T65_per_seed.md"
       # FedCEF's divergence at the paper's step: h = 0 SCAFFOLD and FedCanon beside FedCEF and FedDA (issue 28)
       "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_h0" "${FM[@]}" --y test_acc --out "$R/fedcef_fmnist_T65_h0_check_test_acc.png"
       # FedCEF's momentum and local step in seed 1 (the seed that diverged at the defaults), with FedDA's seed 1
       "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_eta01" "$R/fedcef_fig3_4_fmnist_T65_eta1" "$R/fedcef_fig3_4_fmnist_T65_step" \
         "${FM[@]}" --where seed=1 --y test_acc --out "$R/fedcef_fmnist_T65_seed1_eta_step_test_acc.png"
       # FedNMap Fig. 2 at the paper's n (T = 200), its six panels, and the per-seed table of the report
-      F2=("$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200"
+      N2=("$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200"
           "$R/fednmap_fig2_n20_K20_T200" "$R/fednmap_fig2_n50_100_K20_T200")
-      "${PLOT[@]}" "${F2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
-      "$PY" scripts/per_seed.py "${F2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
+      "${PLOT[@]}" "${N2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
+      "$PY" scripts/per_seed.py "${N2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
