@@ -548,6 +548,7 @@ def test_slope_over_K_ignores_steps_tied_to_K(tmp_path):
 def test_where_filters_and_rejects(sweep, capsys):
     runs = report.load([sweep], ["algorithm.name=fedavg", "partition.alpha=0.1"])
     assert len(runs) == 3
+    assert len(report.load([sweep], ["algorithm.name=fedavg,fedcanon", "partition.alpha=0.1"])) == 6
     assert plot_script.main([str(sweep), "--where", "algorithm.name=nope"]) == 2
     assert "no run has algorithm.name=nope" in capsys.readouterr().err
 
