@@ -186,28 +186,39 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcanon_fig3_bites_T10" --y nnz_frac --out "$R/fedcanon_fig3_bites_T10_nnz.png"
       # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
       "${PLOT[@]}" "$R/fednmap_fig2_quick" "$R/fednmap_fig2_quick_seed2" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
-      # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5
-      F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2")  # seeds 0-1, seed 2
+      # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5;
+      # the per-seed orderings (10 seeds: 0-2 and 3-9; Fig. 4's K = 15, 30 in seeds 0-2 only)
+      F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2" "$R/fednmap_fig3_seeds3_9")  # seeds 0-1, 2, 3-9
       "${PLOT[@]}" "${F3[@]}" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --out "$R/fednmap_fig3_slope.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
-      F4=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, 3 seeds
-      F4_NO5=("$R/fednmap_fig4/"{1,2,3} "$R/fednmap_fig4_seeds12/"{2,3,4,5,6,7} "$R/fednmap_fig4_K15_30")  # without K = 5
-      "${PLOT[@]}" "${F4[@]}" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
-      "${PLOT[@]}" "${F4[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
-      "${PLOT[@]}" "${F4[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
-      "${PLOT[@]}" "${F4_NO5[@]}" --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
-      "${PLOT[@]}" "${F4_NO5[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
+      F4_3=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, seeds 0-2
+      F4_10=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_seeds3_9")  # K = 5, 10, 20, 40, seeds 0-9
+      "${PLOT[@]}" "${F4_3[@]}" "$R/fednmap_fig4_seeds3_9" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
+      "${PLOT[@]}" "${F4_10[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
+      "${PLOT[@]}" "${F4_10[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
+      "${PLOT[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
+      "${PLOT[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
       for final in last tail; do
-        "${TABLES[@]}" "${F4[@]}" --slope K --final $final
-        "${TABLES[@]}" "${F4_NO5[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_10[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --final $final
+        "${TABLES[@]}" "${F4_3[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_3[@]}" --where K=10,15,20,30,40 --slope K --final $final
       done > "$R/fednmap_fig4_slopes.md"
+      for final in tail last; do
+        "$PY" scripts/per_seed.py "${F3[@]}" --order n --final $final
+        echo
+      done > "$R/fednmap_fig3_per_seed.md"
+      for final in tail last; do
+        "$PY" scripts/per_seed.py "${F4_10[@]}" --order K --final $final; echo
+        "$PY" scripts/per_seed.py "${F4_3[@]}" --order K --final $final; echo
+      done > "$R/fednmap_fig4_per_seed.md"
       # FedNMap Fig. 5: (a) eta_a = 1/K is fednmap_fig4_stationarity.png; (b) 1/sqrt(K); (c) 0.05
       F5=("$R/fednmap_fig5" "$R/fednmap_fig5_seeds12")  # rules (b), (c): seed 0, seeds 1-2
       "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
       "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" "${F4[@]}" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" "${F4[@]}" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
+      "${PLOT[@]}" "${F5[@]}" "${F4_3[@]}" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
+      "${PLOT[@]}" "${F5[@]}" "${F4_3[@]}" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
       # FedCEF Figs. 3-4 (T = 10 of 65): accuracy and loss against bytes, the loss on a log axis
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y test_acc --out "$R/fedcef_fig3_quick_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png"
