@@ -1,14 +1,28 @@
 #!/usr/bin/env python
-"""Seed by seed: which method is lowest in a metric, per panel (issue 28's rule that an ordering
-counts only where it holds in every seed), printed as markdown.
+"""Seed by seed: which method is lowest in a metric, per panel, or whether a metric falls along a
+setting (issue 28's rule that an ordering counts only where it holds in every seed), as markdown.
 
   python scripts/per_seed.py results/reproduction/fednmap_fig2_n50_100_K20_T200 --panels K n \\
       --method algorithm.name --best fednmap --y stationarity --from-round 50 --tail 180
+  python scripts/per_seed.py results/reproduction/fednmap_fig3 ... --order n --final tail
 
-One row per panel (the ``--panels`` keys): how many seeds have ``--best`` lowest at the last
-evaluation; in each seed, at how many evaluations from ``--from-round`` on it is lowest; and each
-method's tail mean (evaluations from round ``--tail`` on) per seed. A seed enters a panel only
+``--best``: one row per panel (the ``--panels`` keys): how many seeds have ``--best`` lowest at the
+last evaluation; in each seed, at how many evaluations from ``--from-round`` on it is lowest; and
+each method's tail mean (evaluations from round ``--tail`` on) per seed. A seed enters a panel only
 when every method has a finished run of it there.
+
+``--order KEY``: does the final value (``--final``) fall as KEY grows? One row per seed with every
+value of KEY (its values, whether it falls at every step, its inversions), then one row per
+neighbouring pair of values: in how many of the seeds holding both the larger value ends lower,
+and the gap of the seed means against the seeds' standard deviations and against the standard
+error of the per-seed differences (a paired comparison: each seed's runs share its data split).
+
+``--reach VALUE``: one row per method and seed, finished or not: how the run ended (a diverged
+run's last evaluation with a finite objective), its last and best ``--y``, and the round and
+``--x`` at which ``--y`` first reached VALUE (FedCEF Figs. 3-4: accuracy against bytes).
+
+  python scripts/per_seed.py results/reproduction/fedcef_fig3_4_fmnist_T65* --method algorithm \\
+      --reach 0.8 --y test_acc --x bytes
 """
 
 from __future__ import annotations
@@ -20,15 +34,22 @@ from pathlib import Path
 import numpy as np
 
 from fedprox_cli.analysis import report
+from fedprox_cli.common.errors import require
 
 
 def parse(argv):
     p = argparse.ArgumentParser(prog="per_seed.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
-    p.add_argument("--panels", nargs="+", default=["K", "n"], help="config keys of a panel")
-    p.add_argument("--method", default="algorithm.name", help="the config key that names a method")
-    p.add_argument("--best", required=True, help="the method whose lead is counted")
-    p.add_argument("--y", default="stationarity", help="the metrics column (lower is better)")
+    p.add_argument("--panels", nargs="*", default=["K", "n"], help="config keys of a panel (none: one panel)")
+    p.add_argument("--method", nargs="+", default=["algorithm.name"],
+                   help="the config keys that name a method (algorithm: the config-group choice)")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--best", help="the method whose lead is counted")
+    mode.add_argument("--order", metavar="KEY", help="the config key along which the metric should fall")
+    mode.add_argument("--reach", type=float, metavar="VALUE",
+                      help="per method and seed: how the run ended, and the first --x at which --y reaches VALUE")
+    p.add_argument("--y", default="stationarity", help="the metrics column (lower is better; with --reach, higher)")
+    p.add_argument("--x", default="bytes", help="with --reach: round, time or bytes (communicated, in MB)")
     p.add_argument("--from-round", type=int, default=50, help="count leads from this round on")
     p.add_argument("--tail", type=int, default=180, help="tail means over evaluations from this round on")
     report.add_arguments(p)
@@ -40,7 +61,7 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
     the best first)."""
     by_seed: dict[tuple, dict[str, report.Run]] = {}
     for r in runs:
-        by_seed.setdefault(r.seed, {})[str(r.config[args.method])] = r
+        by_seed.setdefault(r.seed, {})[method_of(r, args.keys)] = r
     seeds = sorted(s for s, got in by_seed.items() if set(got) == set(methods))
     if not seeds:
         return None
@@ -59,12 +80,92 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
             " / ".join(", ".join(f"{v:.1e}" for v in tails[m]) for m in methods)]
 
 
+def method_of(r: report.Run, keys: list[str]) -> str:
+    """The run's method: its value of the one key, else ``k=v, ...`` of several."""
+    if len(keys) == 1:
+        return str(r.config.get(keys[0]))
+    return ", ".join(f"{report.short(k)}={report.fmt(r.config.get(k))}" for k in keys)
+
+
+def seed_of(r: report.Run) -> str:
+    """The run's seed as a cell (``seed`` and ``partition.seed`` shown once where they agree)."""
+    return ", ".join(dict.fromkeys(report.fmt(v) for _, v in r.seed))
+
+
+def order_tables(runs: list[report.Run], args) -> str:
+    """The per-seed and per-pair tables of ``--order``."""
+    key = report.config_key(runs, args.order)
+    finals: dict[str, dict] = {}
+    for r in runs:
+        finals.setdefault(seed_of(r), {})[r.config[key]] = r.final(args.y, args.final)
+    values = sorted({v for got in finals.values() for v in got}, key=lambda v: report.order((v,)))
+    name = report.short(key)
+    whole = {s: got for s, got in finals.items() if set(got) == set(values)}
+    seeds = []
+    for s, got in sorted(whole.items()):
+        ys = [got[v] for v in values]
+        inversions = [f"{name} = {report.fmt(b)} not below {report.fmt(a)}"
+                      for a, b, ya, yb in zip(values, values[1:], ys, ys[1:]) if not yb < ya]
+        seeds.append([s, ", ".join(f"{y:.2e}" for y in ys), "yes" if not inversions else "no",
+                      "; ".join(inversions) or "-"])
+    falls = sum(row[2] == "yes" for row in seeds)
+    pairs = []
+    for a, b in zip(values, values[1:]):
+        both = [(got[a], got[b]) for got in finals.values() if a in got and b in got]
+        ya, yb = np.array(both).T
+        sd = (lambda v: float(np.std(v, ddof=1))) if len(both) > 1 else (lambda v: 0.0)
+        se = sd(ya - yb) / np.sqrt(len(both))
+        gap = ya.mean() - yb.mean()
+        pairs.append([f"{report.fmt(a)} → {report.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
+                      f"{gap:.1e} ± {se:.1e}" + (f" ({gap / se:.1f} s.e.)" if se else ""),
+                      f"{sd(ya):.1e}, {sd(yb):.1e}"])
+    return "\n\n".join([
+        f"{args.y} ({args.final}) falls at every step of {name} in {falls} of {len(seeds)} seeds with every "
+        f"{name} ({', '.join(map(report.fmt, values))}).",
+        report.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(report.fmt, values))}",
+                         "falls at every step", "inversions"], seeds),
+        report.markdown([f"{name} step", "seeds where the larger ends lower",
+                         "gap of the means ± standard error of the per-seed gaps",
+                         "std of the seeds (smaller, larger)"], pairs)])
+
+
+def reach_table(runs: list[report.Run], args) -> str:
+    """The table of ``--reach``: one row per method and seed."""
+    rows, ended = [], {}
+    for r in sorted(runs, key=lambda r: (method_of(r, args.keys), report.order([v for _, v in r.seed]))):
+        y, x, rounds = r.column(args.y), r.column(args.x), r.metrics["round"].to_numpy()
+        ok = np.isfinite(y) & (np.isfinite(r.column("objective")) if r.has("objective") else True)
+        last = np.flatnonzero(ok)[-1] if ok.any() else None
+        hit = np.flatnonzero(ok & (y >= args.reach))
+        at = (lambda i: f"round {rounds[i]}, {x[i] / 1e6:,.0f} MB" if args.x == "bytes" else f"round {rounds[i]}, {x[i]:g}")
+        method = method_of(r, args.keys)
+        ended.setdefault(method, []).append(r.status == "finished")
+        rows.append([method, seed_of(r), report.status_text(r.status) if r.status == "finished" else
+                     f"{report.status_text(r.status)} (last finite evaluation: round {rounds[last]})" if last is not None
+                     else report.status_text(r.status),
+                     f"{y[last]:.4f}" if last is not None else "-", f"{np.max(y[ok]):.4f}" if ok.any() else "-",
+                     at(hit[0]) if hit.size else "not reached"])
+    finished = "; ".join(f"{m}: {sum(f)} of {len(f)}" for m, f in ended.items())
+    return "\n\n".join([f"finished runs per method: {finished}.",
+                          report.markdown(["method", "seed", "ended", f"last {args.y}", f"best {args.y}",
+                                           f"first {args.y} ≥ {args.reach:g} at"], rows)])
+
+
 def run(args, warn) -> int:
-    runs = [r for r in report.load(args.results, args.where, warn) if r.status == "finished"]
+    runs = report.load(args.results, args.where, warn)
+    args.keys = [report.config_key(runs, k) for k in args.method]
+    for k in args.keys:
+        require(any(k in r.config for r in runs), f"no run has a config key {report.short(k)!r}")
+    if args.reach is not None:
+        print(reach_table(runs, args))
+        return 0
+    runs = [r for r in runs if r.status == "finished"]
+    if args.order:
+        print(order_tables(runs, args))
+        return 0
     keys = [report.config_key(runs, k) for k in args.panels]
     panels = report.split(runs, keys) if keys else {"": runs}
-    method = report.config_key(runs, args.method)
-    methods = sorted({str(r.config[method]) for r in runs}, key=lambda m: (m != args.best, m))
+    methods = sorted({method_of(r, args.keys) for r in runs}, key=lambda m: (m != args.best, m))
     rows = []
     for runs_of in panels.values():
         panel = tuple(runs_of[0].config.get(k) for k in keys)

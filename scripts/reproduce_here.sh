@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n fedcef_fmnist_methods fedcef_eta_step_seeds02 fednmap_fig3_4_seeds counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -102,6 +102,27 @@ for step in "${steps[@]}"; do
       into fednmap_fig2_n50_100_K10_T200 experiment=fednmap_fig2 dataset=mnist5k K=10 n=50,100 seed=0,1,2
       into fednmap_fig2_n20_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=20 seed=0,1,2
       into fednmap_fig2_n50_100_K20_T200 experiment=fednmap_fig2 dataset=mnist5k K=20 n=50,100 seed=0,1,2 ;;
+    fedcef_fmnist_methods)  # the methods of Figs. 3-4 not yet run on Fashion-MNIST: ZA2 and FedCEF top-k 0.01 in
+                            # seeds 0-2, FedCanon in seeds 1-2 (seed 0: fedcef_fmnist_T65), one job at a time
+      FM=(hydra.launcher.n_jobs=1 experiment=fedcef_fig3_4 dataset=fmnist eval_every=5 metrics.train_samples=3000)
+      into fedcef_fig3_4_fmnist_T65_za2_top1 "${FM[@]}" seed=0,1,2 algorithm=fedcef_fig3_4/za2,fedcef_fig3_4/fedcef_top1
+      into fedcef_fig3_4_fmnist_T65_fedcanon_seeds12 "${FM[@]}" seed=1,2 algorithm=fedcef_fig3_4/fedcanon ;;
+    fedcef_eta_step_seeds02)  # the momentum / local-step probe of fedcef_eta1_step and fedcef_eta01 in seeds 0 and 2
+                              # (both converge at the default eta = 0.3): eta = 0.1, 1.0, then alpha = 0.2, 0.05
+      FC=(experiment=fedcef_fig3_4 dataset=fmnist eval_every=5 metrics.train_samples=3000
+          algorithm=fedcef_fig3_4/fedcef_top10 seed=0,2 hydra.launcher.n_jobs=1)
+      into fedcef_fig3_4_fmnist_T65_eta_step_seeds02 "${FC[@]}" algorithm.eta=0.1,1.0
+      into fedcef_fig3_4_fmnist_T65_eta_step_seeds02 "${FC[@]}" algorithm.alpha=0.2,0.05 ;;
+    fednmap_fig3_4_seeds)  # FedNMap Figs. 3-4 in seeds 3-9 (the paper's 10 seeds with the committed 0-2), one
+                           # sweep per seed into one folder, so that each seed's panel is whole before the next
+                           # starts; run the step twice at once (SEEDS="9 8 7 6 5 4 3" for the second) and the
+                           # run locks give each job to one of them. Fig. 4 at the paper's K only
+      for s in ${SEEDS:-3 4 5 6 7 8 9}; do
+        into fednmap_fig4_seeds3_9 hydra.launcher.n_jobs=1 experiment=fednmap_fig4 dataset=mnist5k K=5,10,20,40 seed=$s
+      done
+      for s in ${SEEDS:-3 4 5 6 7 8 9}; do
+        into fednmap_fig3_seeds3_9 hydra.launcher.n_jobs=1 experiment=fednmap_fig3 dataset=mnist5k seed=$s
+      done ;;
     counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
                # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
                # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
@@ -165,28 +186,39 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcanon_fig3_bites_T10" --y nnz_frac --out "$R/fedcanon_fig3_bites_T10_nnz.png"
       # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
       "${PLOT[@]}" "$R/fednmap_fig2_quick" "$R/fednmap_fig2_quick_seed2" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
-      # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5
-      F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2")  # seeds 0-1, seed 2
+      # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5;
+      # the per-seed orderings (10 seeds: 0-2 and 3-9; Fig. 4's K = 15, 30 in seeds 0-2 only)
+      F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2" "$R/fednmap_fig3_seeds3_9")  # seeds 0-1, 2, 3-9
       "${PLOT[@]}" "${F3[@]}" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --out "$R/fednmap_fig3_slope.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
-      F4=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, 3 seeds
-      F4_NO5=("$R/fednmap_fig4/"{1,2,3} "$R/fednmap_fig4_seeds12/"{2,3,4,5,6,7} "$R/fednmap_fig4_K15_30")  # without K = 5
-      "${PLOT[@]}" "${F4[@]}" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
-      "${PLOT[@]}" "${F4[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
-      "${PLOT[@]}" "${F4[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
-      "${PLOT[@]}" "${F4_NO5[@]}" --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
-      "${PLOT[@]}" "${F4_NO5[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
+      F4_3=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, seeds 0-2
+      F4_10=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_seeds3_9")  # K = 5, 10, 20, 40, seeds 0-9
+      "${PLOT[@]}" "${F4_3[@]}" "$R/fednmap_fig4_seeds3_9" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
+      "${PLOT[@]}" "${F4_10[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
+      "${PLOT[@]}" "${F4_10[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
+      "${PLOT[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
+      "${PLOT[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
       for final in last tail; do
-        "${TABLES[@]}" "${F4[@]}" --slope K --final $final
-        "${TABLES[@]}" "${F4_NO5[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_10[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --final $final
+        "${TABLES[@]}" "${F4_3[@]}" --slope K --final $final
+        "${TABLES[@]}" "${F4_3[@]}" --where K=10,15,20,30,40 --slope K --final $final
       done > "$R/fednmap_fig4_slopes.md"
+      for final in tail last; do
+        "$PY" scripts/per_seed.py "${F3[@]}" --order n --final $final
+        echo
+      done > "$R/fednmap_fig3_per_seed.md"
+      for final in tail last; do
+        "$PY" scripts/per_seed.py "${F4_10[@]}" --order K --final $final; echo
+        "$PY" scripts/per_seed.py "${F4_3[@]}" --order K --final $final; echo
+      done > "$R/fednmap_fig4_per_seed.md"
       # FedNMap Fig. 5: (a) eta_a = 1/K is fednmap_fig4_stationarity.png; (b) 1/sqrt(K); (c) 0.05
       F5=("$R/fednmap_fig5" "$R/fednmap_fig5_seeds12")  # rules (b), (c): seed 0, seeds 1-2
       "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
       "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" "${F4[@]}" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" "${F4[@]}" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
+      "${PLOT[@]}" "${F5[@]}" "${F4_3[@]}" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
+      "${PLOT[@]}" "${F5[@]}" "${F4_3[@]}" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
       # FedCEF Figs. 3-4 (T = 10 of 65): accuracy and loss against bytes, the loss on a log axis
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y test_acc --out "$R/fedcef_fig3_quick_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png"
@@ -194,19 +226,22 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_T65_acc_vs_bytes.png"
       "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_T65_loss_vs_bytes_logy.png"
       "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md"
-      FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")
-      "${PLOT[@]}" "${FM[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
-      "${PLOT[@]}" "${FM[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")  # FedCEF top-k 0.1, FedDA, FedCanon
+      FM_ALL=("${FM[@]}" "$R/fedcef_fig3_4_fmnist_T65_za2_top1" "$R/fedcef_fig3_4_fmnist_T65_fedcanon_seeds12")  # + ZA2, 0.01
+      "${PLOT[@]}" "${FM_ALL[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
+      "${PLOT[@]}" "${FM_ALL[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
+      "$PY" scripts/per_seed.py "${FM_ALL[@]}" --method algorithm --reach 0.8 --y test_acc --x bytes \
+        > "$R/fedcef_fig3_4_fmnist_T65_per_seed.md"
       # FedCEF's divergence at the paper's step: h = 0 SCAFFOLD and FedCanon beside FedCEF and FedDA (issue 28)
       "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_h0" "${FM[@]}" --y test_acc --out "$R/fedcef_fmnist_T65_h0_check_test_acc.png"
       # FedCEF's momentum and local step in seed 1 (the seed that diverged at the defaults), with FedDA's seed 1
       "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_eta01" "$R/fedcef_fig3_4_fmnist_T65_eta1" "$R/fedcef_fig3_4_fmnist_T65_step" \
         "${FM[@]}" --where seed=1 --y test_acc --out "$R/fedcef_fmnist_T65_seed1_eta_step_test_acc.png"
       # FedNMap Fig. 2 at the paper's n (T = 200), its six panels, and the per-seed table of the report
-      F2=("$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200"
+      N2=("$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200"
           "$R/fednmap_fig2_n20_K20_T200" "$R/fednmap_fig2_n50_100_K20_T200")
-      "${PLOT[@]}" "${F2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
-      "$PY" scripts/per_seed.py "${F2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
+      "${PLOT[@]}" "${N2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
+      "$PY" scripts/per_seed.py "${N2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"

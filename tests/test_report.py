@@ -548,6 +548,7 @@ def test_slope_over_K_ignores_steps_tied_to_K(tmp_path):
 def test_where_filters_and_rejects(sweep, capsys):
     runs = report.load([sweep], ["algorithm.name=fedavg", "partition.alpha=0.1"])
     assert len(runs) == 3
+    assert len(report.load([sweep], ["algorithm.name=fedavg,fedcanon", "partition.alpha=0.1"])) == 6
     assert plot_script.main([str(sweep), "--where", "algorithm.name=nope"]) == 2
     assert "no run has algorithm.name=nope" in capsys.readouterr().err
 
@@ -671,3 +672,44 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
     assert np.isnan(m["test_acc"].iloc[2])
     plotting.plot_run(run / "metrics.csv", run / "metrics.png")  # draws the finite part only
     assert (run / "metrics.png").stat().st_size > 0
+
+
+def test_per_seed_order_counts_each_seed_and_pair(tmp_path):
+    """scripts/per_seed.py --order: an ordering that holds in the means but not in every seed."""
+    ends = {0: (3.0, 2.0, 1.0), 1: (3.0, 2.0, 1.5), 2: (3.0, 1.0, 1.2)}  # seed 2: n = 50 above n = 20
+    for seed, ys in ends.items():
+        for n, y in zip((10, 20, 50), ys):
+            fake_run(tmp_path, f"n{n}_s{seed}", real(seed, n=n), train_loss=[1.0, 1.0],
+                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[9.0, y])
+    p = cli("per_seed.py", tmp_path, "--order", "n")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("stationarity (last) falls at every step of n in 2 of 3 seeds")
+    rows = table_rows(p.stdout)
+    assert rows[3] == ["2", "3.00e+00, 1.00e+00, 1.20e+00", "no", "n = 50 not below 20"]
+    assert rows[5][:3] == ["10 → 20", "3 of 3", "1.3e+00 ± 3.3e-01 (4.0 s.e.)"]  # gaps 1, 1, 2
+    assert rows[6][:2] == ["20 → 50", "2 of 3"]
+
+
+def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
+    for seed in range(2):
+        for alg, end in (("fedcanon", 0.1), ("fedavg", 0.2 if seed == 0 else 0.05)):
+            fake_run(tmp_path, f"{alg}_{seed}", real(seed, **{"algorithm.name": alg}), train_loss=[1.0, 1.0],
+                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, end])
+    p = cli("per_seed.py", tmp_path, "--panels", "--best", "fedcanon", "--from-round", "5", "--tail", "5")
+    assert p.returncode == 0, p.stderr
+    (_, row) = table_rows(p.stdout)
+    assert row[1:4] == ["2", "1 of 2", "1/1, 0/1"]
+
+
+def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
+    acc_run(tmp_path, "a0", 0.9, seed=0)
+    acc_run(tmp_path, "a1", 0.9, status="diverged", seed=1)   # objective inf at round 10
+    p = cli("per_seed.py", tmp_path, "--method", "algorithm.name", "algorithm.beta", "--reach", "0.5",
+            "--y", "test_acc", "--x", "round")
+    assert p.returncode == 0, p.stderr
+    assert "finished runs per method: algorithm=fedcanon, algorithm.beta=0.02: 1 of 2." in p.stdout
+    (_, done, diverged) = table_rows(p.stdout)
+    assert done[1:] == ["0", "finished", "0.9000", "0.9000", "round 5, 5"]
+    assert diverged[1:] == ["1", "diverged (last finite evaluation: round 5)", "0.5000", "0.5000", "round 5, 5"]
+    p = cli("per_seed.py", tmp_path, "--method", "algorithm.nme", "--reach", "0.5")
+    assert p.returncode == 2 and p.stderr.strip().endswith("no run has a config key 'algorithm.nme'")

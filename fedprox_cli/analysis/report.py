@@ -382,6 +382,9 @@ def _number(v) -> bool:
 
 
 def _matches(value, text: str) -> bool:
+    """``value`` is ``text``, or one of its comma-separated alternatives (``K=10,20,40``)."""
+    if "," in text:
+        return any(_matches(value, t) for t in text.split(","))
     if _number(value):
         try:
             return math.isclose(float(value), float(text), rel_tol=1e-9)
@@ -568,7 +571,7 @@ def add_arguments(p) -> None:
     """The arguments ``fedrun-plot`` and ``fedrun-table`` share (argparse parser ``p``)."""
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                    help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
-                        "such as algorithm=fedcanon_fig2/fedavg); repeatable")
+                        "such as algorithm=fedcanon_fig2/fedavg), or one of KEY=V1,V2,...; repeatable")
     p.add_argument("--final", choices=FINALS, default="last",
                    help="a run's final value: its last evaluation (last, the default) or the mean "
                         "of its last 10%% of evaluations, at least one (tail)")

@@ -4,7 +4,6 @@ squeezed (:func:`one_line`), and an internal error's traceback kept in :data:`CR
 
 from __future__ import annotations
 
-import difflib
 import os
 import tempfile
 import traceback
@@ -17,7 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..config import extras
 from ..common.files import atomic_write_text
 from ..runs.console import say
-from ..common.errors import EXIT, UserError, describe, squeeze
+from ..common.errors import EXIT, UserError, closest, describe, squeeze
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
 
@@ -53,8 +52,8 @@ def did_you_mean(exc: BaseException) -> str:
     node, key, full = (getattr(exc, a, None) for a in ("parent_node", "key", "full_key"))
     if not isinstance(node, DictConfig) or not isinstance(key, str) or not isinstance(full, str):
         return ""
-    close = difflib.get_close_matches(key, [str(k) for k in node.keys()], n=1, cutoff=0.6)
-    return f" (did you mean {full[:len(full) - len(key)]}{close[0]}?)" if close else ""
+    close = closest(key, node.keys())
+    return f" (did you mean {full[:len(full) - len(key)]}{close}?)" if close else ""
 
 
 def crash(e: BaseException) -> int:

@@ -1,5 +1,7 @@
 """The one exception type for bad input, and fedrun's exit codes."""
 
+import difflib
+
 # Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in summary.json): a sweep exits
 # with its worst job's code.
 EXIT = {"finished": 0, "diverged": 1, "error": 2, "internal": 3, "interrupted": 130}
@@ -27,6 +29,12 @@ def require(condition: bool, message: str) -> None:
     """Raise :class:`UserError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise UserError(message)
+
+
+def closest(name: str, among) -> str | None:
+    """The string of ``among`` closest to ``name`` (a misspelt key's "did you mean"), or None."""
+    close = difflib.get_close_matches(name, [str(a) for a in among], n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 def squeeze(text: str, limit: int = 400) -> str:

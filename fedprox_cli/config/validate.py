@@ -13,13 +13,12 @@
 
 from __future__ import annotations
 
-import difflib
 
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .. import CONF_DIR
-from ..common.errors import UserError, require
+from ..common.errors import UserError, closest, require
 from ..common.flatten import flatten
 from .schema import GROUPS, Choice, Data, Metrics, Oracle, RunConfig, check, finite, is_int, is_number
 from .schema import positive_int
@@ -113,8 +112,8 @@ def _check_groups(values: dict, reference: DictConfig | None) -> None:
 
 def _did_you_mean(key: str, among, prefix: str = "") -> str:
     """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or ``""``."""
-    close = difflib.get_close_matches(key, list(among), n=1, cutoff=0.6)
-    return f"; did you mean {prefix}{close[0]}?" if close else ""
+    close = closest(key, among)
+    return f"; did you mean {prefix}{close}?" if close else ""
 
 
 def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
