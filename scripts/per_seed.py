@@ -129,26 +129,35 @@ def order_tables(runs: list[report.Run], args) -> str:
                          "std of the seeds (smaller, larger)"], pairs)])
 
 
+def reach_row(r: report.Run, args) -> list[str]:
+    """One run's cells of ``--reach``: method, seed, how it ended, last and best --y, first reach."""
+    y, x, rounds = r.column(args.y), r.column(args.x), r.metrics["round"].to_numpy()
+    ok = np.isfinite(y) & (np.isfinite(r.column("objective")) if r.has("objective") else True)
+    ended = report.status_text(r.status)
+    if not ok.any():
+        return [method_of(r, args.keys), seed_of(r), ended, "-", "-", "not reached"]
+    last = np.flatnonzero(ok)[-1]
+    if r.status != "finished":
+        ended += f" (last finite evaluation: round {rounds[last]})"
+    hit = np.flatnonzero(ok & (y >= args.reach))
+    if not hit.size:
+        reached = "not reached"
+    else:
+        i = hit[0]
+        reached = f"round {rounds[i]}, " + (f"{x[i] / 1e6:,.0f} MB" if args.x == "bytes" else f"{x[i]:g}")
+    return [method_of(r, args.keys), seed_of(r), ended, f"{y[last]:.4f}", f"{np.max(y[ok]):.4f}", reached]
+
+
 def reach_table(runs: list[report.Run], args) -> str:
     """The table of ``--reach``: one row per method and seed."""
-    rows, ended = [], {}
-    for r in sorted(runs, key=lambda r: (method_of(r, args.keys), report.order([v for _, v in r.seed]))):
-        y, x, rounds = r.column(args.y), r.column(args.x), r.metrics["round"].to_numpy()
-        ok = np.isfinite(y) & (np.isfinite(r.column("objective")) if r.has("objective") else True)
-        last = np.flatnonzero(ok)[-1] if ok.any() else None
-        hit = np.flatnonzero(ok & (y >= args.reach))
-        at = (lambda i: f"round {rounds[i]}, {x[i] / 1e6:,.0f} MB" if args.x == "bytes" else f"round {rounds[i]}, {x[i]:g}")
-        method = method_of(r, args.keys)
-        ended.setdefault(method, []).append(r.status == "finished")
-        rows.append([method, seed_of(r), report.status_text(r.status) if r.status == "finished" else
-                     f"{report.status_text(r.status)} (last finite evaluation: round {rounds[last]})" if last is not None
-                     else report.status_text(r.status),
-                     f"{y[last]:.4f}" if last is not None else "-", f"{np.max(y[ok]):.4f}" if ok.any() else "-",
-                     at(hit[0]) if hit.size else "not reached"])
+    runs = sorted(runs, key=lambda r: (method_of(r, args.keys), report.order([v for _, v in r.seed])))
+    ended: dict[str, list[bool]] = {}
+    for r in runs:
+        ended.setdefault(method_of(r, args.keys), []).append(r.status == "finished")
     finished = "; ".join(f"{m}: {sum(f)} of {len(f)}" for m, f in ended.items())
     return "\n\n".join([f"finished runs per method: {finished}.",
                           report.markdown(["method", "seed", "ended", f"last {args.y}", f"best {args.y}",
-                                           f"first {args.y} ≥ {args.reach:g} at"], rows)])
+                                           f"first {args.y} ≥ {args.reach:g} at"], [reach_row(r, args) for r in runs])])
 
 
 def run(args, warn) -> int:
