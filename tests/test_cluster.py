@@ -154,24 +154,58 @@ def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
 
 @needs_slurm
 def test_time_limit_requeues_and_finishes(tmp_path, reference):
-    # SIGUSR2 comes at most 30 s into each 1-minute attempt (signal_delay_s=30; the controller
-    # checks limits every 30 s): ~100 s of training at the reference speed needs several attempts,
-    # and still two if the job trains 3x faster than the reference did (a quieter machine)
+    # slurmctld signals a job when a 30-s check finds it within signal_delay_s + 30 s of its
+    # limit: 60-90 s into each 2-minute attempt. ~150 s of training at the reference speed needs
+    # two attempts at least, unless this job trains 1.7x faster than the reference run did.
+    # (timeout_min=1 could signal a job while Python starts, which kills it: refused, below.)
     _, speed = reference
-    T = max(1000, int(speed * 100))
-    proc, sweep = _start_sweep(tmp_path, *SLURM, "hydra.launcher.timeout_min=1",
+    T = max(1000, int(speed * 150))
+    proc, sweep = _start_sweep(tmp_path, *SLURM, "hydra.launcher.timeout_min=2",
                                "hydra.launcher.signal_delay_s=30", "hydra.launcher.max_num_timeout=30",
                                *LONG, f"T={T}", "eval_every=100", "checkpoint_every=50")
     try:
         out, err = proc.communicate(timeout=900)
     finally:
         proc.kill()
-    assert proc.returncode == 0, err
+    assert proc.returncode == 0, err + submitit_logs(sweep)[-3000:]
     assert "sweep: 1 of 1 jobs finished" in out
     logs = submitit_logs(sweep)
     assert "Caught signal SIGUSR2" in logs and "Requeued job" in logs, logs[-3000:]
     s = summary(job_folders(sweep)[0])
     assert s["status"] == "finished" and s["final"]["round"] == T
+
+
+def test_time_limit_too_short_for_the_warning_is_refused(tmp_path):
+    # no SLURM needed: the launcher's config is checked before anything is submitted or written
+    sweep = tmp_path / "sweep"
+    p = fedrun("-m", *SLURM, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
+               *TINY, "T=4", "seed=0,1", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    assert p.returncode == 2 and not sweep.exists()
+    assert p.stderr.strip().splitlines() == [
+        "fedrun: error: hydra.launcher.timeout_min=1 with signal_delay_s=30: SLURM may send its warning "
+        "up to 60 s before signal_delay_s, while a job is still starting, which kills the job without a "
+        "requeue; ask for timeout_min >= 2"]
+    ok = fedrun("-m", *SLURM, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=30",
+                *TINY, "T=4", "seed=0,1", f"hydra.sweep.dir={sweep}", "dry_run=true", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_killed_job_is_reported_with_the_launchers_word(tmp_path):
+    # a job killed outright (SIGKILL: no handler, no record of its end) is still in the report,
+    # with its true status and where its log is, and the sweep's exit code says it failed
+    proc, sweep = _start_sweep(tmp_path, "hydra/launcher=local", *LONG, "T=100000")
+    try:
+        _wait_rows(sweep, 2, timeout=240)
+        os.kill(summary(job_folders(sweep)[0])["pid"], signal.SIGKILL)
+        out, err = proc.communicate(timeout=180)
+    finally:
+        proc.kill()
+    assert "Traceback" not in err, err
+    assert "sweep: 0 of 1 jobs finished" in out and proc.returncode == 2
+    name = job_folders(sweep)[0].name
+    line = next(ln for ln in err.splitlines() if ln.strip().startswith(name))
+    assert line.strip().startswith(f"{name}: dead (ended without a result (its log: .submitit/"), line
+    assert line.endswith("_log.err))"), line
 
 
 @needs_slurm

@@ -27,6 +27,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .. import CONF_DIR
 from ..config import extras
+from ..config.slurm import check_time_limit
 from ..common.errors import EXIT, UserError
 from .compose import one_of_a_sweep
 from .jobtable import align, differing
@@ -75,7 +76,8 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
 def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[list[str]]) -> list[Job]:
     """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them:
     the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run.
-    A sweep's launcher/sweeper must be installed (:func:`extras.check`) and its jobs may not
+    A sweep's launcher/sweeper must be installed (:func:`extras.check`), a SLURM time limit
+    must leave room before its warning (:func:`slurm.check_time_limit`) and its jobs may not
     batch overlapping seeds (:func:`seeds.check_sweep`)."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
@@ -84,6 +86,7 @@ def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[lis
     pre = [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)  # unresolved
     if master is not None:
         extras.check(master.hydra.runtime.choices)
+        check_time_limit(master.hydra.launcher)
         check_sweep(master, task)
         str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
     out = []

@@ -16,7 +16,9 @@ first one trains, and the record the sweep's report and exit code are made from.
   when it ends: its number, overrides, folder (anywhere), exit code, status and reason. The
   launching process knows the jobs of a basic sweep up front (they are recorded as planned when
   the check passes, which ``fedrun-report`` reads) and reports each of them, from its record;
-  for other sweepers (Optuna) it reports every record written since the sweep began. The exit
+  for other sweepers (Optuna) it reports every record written since the sweep began. A job
+  killed before it could record its end (by its scheduler, by a signal) is recorded by the
+  launcher (:func:`lost`), with the scheduler's word and the job's log as its reason. The exit
   code of ``fedrun -m`` is the worst of the jobs' codes, a refused job included.
 """
 
@@ -85,6 +87,16 @@ def records(sweep: Path, since: float = 0.0) -> list[JobRecord]:
     """The job records in ``sweep`` written at ``since`` or later."""
     found = (read(p) for p in sorted((Path(sweep) / RECORDS).glob("*.json")))
     return [r for r in found if r is not None and r.written >= since]
+
+
+def lost(sweep: Path, rec: JobRecord, submitted: float) -> None:
+    """Record, from the launching process, a job submitted at ``submitted`` that ended without
+    recording its end (killed before or while fedrun ran): ``rec`` has the scheduler's word as
+    its reason and no code, so the report takes its status from its folder. A record the job
+    wrote itself since it was submitted is kept."""
+    old = read(_record_path(sweep, Path(rec.folder)))
+    if old is None or old.code is None or old.written < submitted:
+        write(sweep, rec)
 
 
 STATUS = {EXIT["finished"]: "finished", EXIT["diverged"]: "diverged", EXIT["error"]: "error",

@@ -15,14 +15,20 @@ Hydra's submitit launchers with two changes:
   whatever SLURM does next decides: a requeued job runs again and resumes, a cancelled or
   timed-out one is reported. No ``KeyboardInterrupt`` leaves a job.
 - The launching process never raises for a job that died (cancelled, killed, out of time,
-  node failure): it waits on SLURM's own record (``squeue``; ``sacct`` is not needed), logs
-  one line per such job and hands the sweeper a NaN, so the sweep report is always printed.
+  node failure, a signal before Python could catch it): it waits on SLURM's own record
+  (``squeue``; ``sacct`` is not needed), hands the sweeper a NaN and, where the job left no
+  record of its end, records the scheduler's word for it (:func:`sweep.lost`), so the sweep
+  report lists it with why and where its log is.
+
+A SLURM time limit must leave room before its warning, or the warning may kill a job that is
+still starting (:func:`fedprox_cli.config.slurm.check_time_limit`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -32,8 +38,9 @@ from typing import Any, Sequence
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
+from ..cli import sweep
 from ..runs import signals
 from ..common.errors import UserError
 
@@ -100,6 +107,7 @@ class _LaunchSide:
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
             args.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}",
                          Singleton.get_state()))
+        submitted = time.time()
         try:
             jobs = executor.map_array(self, *zip(*args))
         except (submitit.core.utils.FailedJobError, OSError, subprocess.SubprocessError) as e:
@@ -116,7 +124,7 @@ class _LaunchSide:
                       f"(scancel {' '.join(sorted({j.job_id.split('_')[0] for j in jobs}))}); "
                       f"`fedrun-report {sweep_dir}` shows where they are", file=sys.stderr)
             raise
-        return [self._outcome(j, a[0]) for j, a in zip(jobs, args)]
+        return [self._outcome(j, a[0], a[2], sweep_dir, submitted) for j, a in zip(jobs, args)]
 
     def _wait(self, jobs) -> None:
         pending = list(jobs)
@@ -134,7 +142,7 @@ class _LaunchSide:
     def _ended(self, job, states: dict[str, str]) -> bool:
         return job.done()
 
-    def _outcome(self, job, overrides: list[str]) -> JobReturn:
+    def _outcome(self, job, overrides: list[str], num: int, sweep_dir: Path, submitted: float) -> JobReturn:
         why = ""
         if job.paths.result_pickle.exists():
             try:
@@ -146,14 +154,38 @@ class _LaunchSide:
             except Exception as e:  # the job's own error (a bug: fedrun handles its errors)
                 why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         else:
-            why = f"ended without a result (SLURM state {self._state_now(job)})"
+            log_file = Path(job.paths.stderr)
+            shown = log_file.relative_to(sweep_dir) if log_file.is_relative_to(sweep_dir) else log_file
+            why = f"ended without a result ({self._state_now(job)}its log: {shown})"
         log.warning(f"job {job.job_id} ({' '.join(filter_overrides(overrides))}): {why}")
+        folder = self._folder(overrides, num)
+        if folder is not None:
+            sweep.lost(sweep_dir, sweep.JobRecord(num, list(overrides), str(folder), reason=why), submitted)
         ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED)
         ret.return_value = math.nan  # a sweeper's "no value" (Optuna: a failed trial)
         return ret
 
+    def _folder(self, overrides: list[str], num: int) -> Path | None:
+        """The job's folder, composed as the job composes it (Hydra's submitit launcher:
+        the sweep's config, then the job's overrides); None where that fails (the job's own
+        error then says why)."""
+        from hydra.core.hydra_config import HydraConfig
+        saved = HydraConfig.instance().cfg
+        try:
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(cfg.hydra.job):
+                cfg.hydra.job.num = num
+            HydraConfig.instance().set_config(cfg)
+            return Path(os.path.abspath(Path(str(self.config.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)))
+        except Exception:  # noqa: BLE001 -- a job that cannot be composed reported that itself
+            return None
+        finally:
+            HydraConfig.instance().cfg = saved
+
     def _state_now(self, job) -> str:
-        return (self._states([job]) or {}).get(job.job_id, "unknown")
+        """What the scheduler says of a job that ended, as ``"... ; "`` or ``""`` (submitit's
+        local state says FINISHED for a killed job: nothing)."""
+        return ""
 
 
 def _squeue(jobs) -> dict[str, str] | None:
@@ -180,6 +212,10 @@ class SlurmSide(_JobSide, _LaunchSide):
     def _ended(self, job, states: dict[str, str]) -> bool:
         state = states.get(job.job_id)
         return state is None or state.split()[0] in ENDED  # None: the controller forgot it
+
+    def _state_now(self, job) -> str:
+        state = (self._states([job]) or {}).get(job.job_id, "unknown: the controller forgot it")
+        return f"SLURM state {state}; "
 
 
 class LocalSide(_JobSide, _LaunchSide):
