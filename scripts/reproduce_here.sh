@@ -190,21 +190,21 @@ for step in "${steps[@]}"; do
       # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
       "${PLOT[@]}" "$R/fednmap_fig2_quick" "$R/fednmap_fig2_quick_seed2" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
       # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5;
-      # the per-seed orderings (10 seeds: 0-2 and 3-9; Fig. 4's K = 15, 30 in seeds 0-2 only)
+      # the per-seed orderings (10 seeds: 0-2 and 3-9)
       F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2" "$R/fednmap_fig3_seeds3_9")  # seeds 0-1, 2, 3-9
       "${PLOT[@]}" "${F3[@]}" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --out "$R/fednmap_fig3_slope.png"
       "${PLOT[@]}" "${F3[@]}" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
       F4_3=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, seeds 0-2
-      F4_10=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_seeds3_9")  # K = 5, 10, 20, 40, seeds 0-9
-      "${PLOT[@]}" "${F4_3[@]}" "$R/fednmap_fig4_seeds3_9" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
+      F4_10=("${F4_3[@]}" "$R/fednmap_fig4_seeds3_9")  # K = 5-40, seeds 0-9
+      "${PLOT[@]}" "${F4_10[@]}" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
       "${PLOT[@]}" "${F4_10[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
       "${PLOT[@]}" "${F4_10[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
-      "${PLOT[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
-      "${PLOT[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
+      "${PLOT[@]}" "${F4_10[@]}" --where K=10,15,20,30,40 --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
+      "${PLOT[@]}" "${F4_10[@]}" --where K=10,15,20,30,40 --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
       for final in last tail; do
         "${TABLES[@]}" "${F4_10[@]}" --slope K --final $final
-        "${TABLES[@]}" "${F4_10[@]}" --where K=10,20,40 --slope K --final $final
+        "${TABLES[@]}" "${F4_10[@]}" --where K=10,15,20,30,40 --slope K --final $final
         "${TABLES[@]}" "${F4_3[@]}" --slope K --final $final
         "${TABLES[@]}" "${F4_3[@]}" --where K=10,15,20,30,40 --slope K --final $final
       done > "$R/fednmap_fig4_slopes.md"
