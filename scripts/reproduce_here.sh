@@ -4,7 +4,7 @@
 # Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
-# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n fedcef_fmnist_methods fedcef_eta_step_seeds02 fednmap_fig3_4_seeds fednmap_fig4_K15_30_seeds counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
+# fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n fedcef_fmnist_methods fedcef_eta_step_seeds02 fednmap_fig3_4_seeds fednmap_fig4_K15_30_seeds fednmap_fig6_digits counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
@@ -126,6 +126,14 @@ for step in "${steps[@]}"; do
     fednmap_fig4_K15_30_seeds)  # Fig. 4's other two K in seeds 3-9, into the seeds' own folder (its folders are
                                 # keyed by config: the finished K = 5, 10, 20, 40 jobs are skipped)
       into fednmap_fig4_seeds3_9 experiment=fednmap_fig4 dataset=mnist5k K=15,30 seed=3,4,5,6,7,8,9 ;;
+    fednmap_fig6_digits)  # FedNMap Fig. 6 stand-in: MobileNetV3-Small with l1 on digits (CIFAR-10 is not here), the
+                          # paper's panels (n, K) = (20, 10), (20, 20), (50, 10) and steps, T = 20, one sweep per seed
+                          # into one folder; the n = 20 and n = 50 sweeps side by side (PART=20 or 50), one job each
+      for s in ${SEEDS:-0 1 2}; do
+        if [ "${PART:-20}" = 20 ]; then K6=10,20; else K6=10; fi
+        into fednmap_fig6_digits_T20 hydra.launcher.n_jobs=1 experiment=fednmap_fig6 dataset=digits T=20 eval_every=1 \
+          n="${PART:-20}" K=$K6 seed=$s
+      done ;;
     counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
                # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
                # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
