@@ -1,19 +1,22 @@
 #!/usr/bin/env python
-"""Seed by seed: which method is lowest in a metric, per panel, or whether a metric falls along a
+"""Seed by seed: which method is best in a metric, per panel, or whether a metric improves along a
 setting (issue 28's rule that an ordering counts only where it holds in every seed), as markdown.
+Best is lowest for the metrics of ``report.LOWER_IS_BETTER`` (losses, stationarity), highest for
+the others (test accuracy, Hoyer sparsity).
 
   python scripts/per_seed.py results/reproduction/fednmap_fig2_n50_100_K20_T200 --panels K n \\
       --method algorithm.name --best fednmap --y stationarity --from-round 50 --tail 180
   python scripts/per_seed.py results/reproduction/fednmap_fig3 ... --order n --final tail
 
-``--best``: one row per panel (the ``--panels`` keys): how many seeds have ``--best`` lowest at the
-last evaluation; in each seed, at how many evaluations from ``--from-round`` on it is lowest; and
+``--best``: one row per panel (the ``--panels`` keys): how many seeds have ``--best`` best at the
+last evaluation; in each seed, at how many evaluations from ``--from-round`` on it is best; and
 each method's tail mean (evaluations from round ``--tail`` on) per seed. A seed enters a panel only
 when every method has a finished run of it there.
 
-``--order KEY``: does the final value (``--final``) fall as KEY grows? One row per seed with every
-value of KEY (its values, whether it falls at every step, its inversions), then one row per
-neighbouring pair of values: in how many of the seeds holding both the larger value ends lower,
+``--order KEY``: does the final value (``--final``) improve (fall, or rise for a higher-is-better
+metric) as KEY grows? One row per seed with every
+value of KEY (its values, whether it improves at every step, its inversions), then one row per
+neighbouring pair of values: in how many of the seeds holding both the larger value ends better,
 and the gap of the seed means against the seeds' standard deviations and against the standard
 error of the per-seed differences (a paired comparison: each seed's runs share its data split).
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,12 +52,30 @@ def parse(argv):
     mode.add_argument("--order", metavar="KEY", help="the config key along which the metric should fall")
     mode.add_argument("--reach", type=float, metavar="VALUE",
                       help="per method and seed: how the run ended, and the first --x at which --y reaches VALUE")
-    p.add_argument("--y", default="stationarity", help="the metrics column (lower is better; with --reach, higher)")
+    p.add_argument("--y", default="stationarity",
+                   help="the metrics column (best: lowest for losses and stationarity, else highest; "
+                        "with --reach, the value to reach from below)")
     p.add_argument("--x", default="bytes", help="with --reach: round, time or bytes (communicated, in MB)")
     p.add_argument("--from-round", type=int, default=50, help="count leads from this round on")
     p.add_argument("--tail", type=int, default=180, help="tail means over evaluations from this round on")
     report.add_arguments(p)
     return p.parse_args(argv)
+
+
+class Direction(NamedTuple):
+    """How a metric improves: the sign that makes better values smaller, and its words."""
+    sign: int
+    best: str       # "lowest"
+    improves: str   # "falls"
+    beyond: str     # "below": a better value lies below the other
+    ends: str       # "lower"
+
+
+def direction(metric: str) -> Direction:
+    """Lower is better for the metrics of ``report.LOWER_IS_BETTER``, higher for the others."""
+    if metric in report.LOWER_IS_BETTER:
+        return Direction(1, "lowest", "falls", "below", "lower")
+    return Direction(-1, "highest", "rises", "above", "higher")
 
 
 def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) -> list[str] | None:
@@ -70,10 +92,10 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
         got = by_seed[s]
         rounds = got[args.best].metrics["round"].to_numpy()
         curves = {m: got[m].column(args.y) for m in methods}
-        lowest = np.argmin(np.stack([curves[m] for m in methods]), axis=0) == 0  # the best is first
-        last += bool(lowest[-1])
+        best = np.argmin(direction(args.y).sign * np.stack([curves[m] for m in methods]), axis=0) == 0  # the best is first
+        last += bool(best[-1])
         counted = rounds >= args.from_round
-        leads.append(f"{int(lowest[counted].sum())}/{int(counted.sum())}")
+        leads.append(f"{int(best[counted].sum())}/{int(counted.sum())}")
         for m in methods:
             tails[m].append(float(np.mean(curves[m][got[m].metrics["round"].to_numpy() >= args.tail])))
     return [", ".join(map(report.fmt, panel)), str(len(seeds)), f"{last} of {len(seeds)}", ", ".join(leads),
@@ -100,31 +122,36 @@ def order_tables(runs: list[report.Run], args) -> str:
         finals.setdefault(seed_of(r), {})[r.config[key]] = r.final(args.y, args.final)
     values = sorted({v for got in finals.values() for v in got}, key=lambda v: report.order((v,)))
     name = report.short(key)
+    way = direction(args.y)
+    require(any(len(got) > 1 for got in finals.values()),
+            f"no seed has runs at two values of {name}: nothing to order")
     whole = {s: got for s, got in finals.items() if set(got) == set(values)}
     seeds = []
     for s, got in sorted(whole.items()):
         ys = [got[v] for v in values]
-        inversions = [f"{name} = {report.fmt(b)} not below {report.fmt(a)}"
-                      for a, b, ya, yb in zip(values, values[1:], ys, ys[1:]) if not yb < ya]
+        inversions = [f"{name} = {report.fmt(b)} not {way.beyond} {report.fmt(a)}"
+                      for a, b, ya, yb in zip(values, values[1:], ys, ys[1:]) if not way.sign * yb < way.sign * ya]
         seeds.append([s, ", ".join(f"{y:.2e}" for y in ys), "yes" if not inversions else "no",
                       "; ".join(inversions) or "-"])
     falls = sum(row[2] == "yes" for row in seeds)
     pairs = []
     for a, b in zip(values, values[1:]):
         both = [(got[a], got[b]) for got in finals.values() if a in got and b in got]
-        ya, yb = np.array(both).T
+        if not both:
+            continue
+        ya, yb = way.sign * np.array(both).T  # better is smaller
         sd = (lambda v: float(np.std(v, ddof=1))) if len(both) > 1 else (lambda v: 0.0)
         se = sd(ya - yb) / np.sqrt(len(both))
-        gap = ya.mean() - yb.mean()
+        gap = ya.mean() - yb.mean()  # positive: the larger value of KEY is better
         pairs.append([f"{report.fmt(a)} → {report.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
                       f"{gap:.1e} ± {se:.1e}" + (f" ({gap / se:.1f} s.e.)" if se else ""),
                       f"{sd(ya):.1e}, {sd(yb):.1e}"])
     return "\n\n".join([
-        f"{args.y} ({args.final}) falls at every step of {name} in {falls} of {len(seeds)} seeds with every "
+        f"{args.y} ({args.final}) {way.improves} at every step of {name} in {falls} of {len(seeds)} seeds with every "
         f"{name} ({', '.join(map(report.fmt, values))}).",
         report.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(report.fmt, values))}",
-                         "falls at every step", "inversions"], seeds),
-        report.markdown([f"{name} step", "seeds where the larger ends lower",
+                         f"{way.improves} at every step", "inversions"], seeds),
+        report.markdown([f"{name} step", f"seeds where the larger ends {way.ends}",
                          "gap of the means ± standard error of the per-seed gaps",
                          "std of the seeds (smaller, larger)"], pairs)])
 
@@ -181,8 +208,9 @@ def run(args, warn) -> int:
         got = panel_row(panel, runs_of, methods, args)
         if got is not None:
             rows.append((panel, got))
-    print(report.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} lowest at the last evaluation",
-                           f"{args.best} lowest from round {args.from_round} on (evaluations, per seed)",
+    best = direction(args.y).best
+    print(report.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} {best} at the last evaluation",
+                           f"{args.best} {best} from round {args.from_round} on (evaluations, per seed)",
                            f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)"],
                           [r for _, r in sorted(rows, key=lambda pr: report.order(pr[0]))]))
     return 0

@@ -701,6 +701,35 @@ def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
     assert row[1:4] == ["2", "1 of 2", "1/1, 0/1"]
 
 
+def test_per_seed_counts_a_higher_is_better_metric_upwards(tmp_path):
+    """Hoyer sparsity (not in LOWER_IS_BETTER): the best method is the highest, an ordering rises.
+    The same runs read through a lower-is-better column (stationarity) count the other way."""
+    ends = {0: {"fednmap": 0.9, "za1": 0.5}, 1: {"fednmap": 0.4, "za1": 0.6}}  # seed 1: ZA1 above
+    for seed, got in ends.items():
+        for alg, h in got.items():
+            fake_run(tmp_path, f"{alg}_{seed}", real(seed, **{"algorithm.name": alg}), train_loss=[1.0, 1.0],
+                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, h], hoyer=[0.1, h])
+    for y, wins, word in (("hoyer", "1 of 2", "highest"), ("stationarity", "1 of 2", "lowest")):
+        p = cli("per_seed.py", tmp_path, "--panels", "--best", "fednmap", "--y", y, "--from-round", "0", "--tail", "5")
+        assert p.returncode == 0, p.stderr
+        (head, row) = table_rows(p.stdout)
+        assert head[2] == f"fednmap {word} at the last evaluation" and row[2] == wins
+    p = cli("per_seed.py", tmp_path, "--panels", "--best", "fednmap", "--y", "hoyer", "--from-round", "0")
+    assert table_rows(p.stdout)[1][3] == "2/2, 1/2"  # round 0: a tie at 0.1 counts for fednmap
+    p = cli("per_seed.py", tmp_path, "--order", "seed", "--y", "hoyer")  # one run per seed
+    assert p.returncode == 2 and p.stderr.strip().endswith("no seed has runs at two values of seed: nothing to order")
+    for seed, ys in {0: (0.2, 0.5), 1: (0.3, 0.1)}.items():  # seed 1 falls
+        for n, h in zip((10, 20), ys):
+            fake_run(tmp_path / "n", f"n{n}_s{seed}", real(seed, n=n), train_loss=[1.0, 1.0],
+                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, h], hoyer=[0.1, h])
+    p = cli("per_seed.py", tmp_path / "n", "--order", "n", "--y", "hoyer")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("hoyer (last) rises at every step of n in 1 of 2 seeds")
+    rows = table_rows(p.stdout)
+    assert rows[2] == ["1", "3.00e-01, 1.00e-01", "no", "n = 20 not above 10"]
+    assert rows[4][:3] == ["10 → 20", "1 of 2", "5.0e-02 ± 2.5e-01 (0.2 s.e.)"]  # gaps +0.3, -0.2
+
+
 def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
     acc_run(tmp_path, "a0", 0.9, seed=0)
     acc_run(tmp_path, "a1", 0.9, status="diverged", seed=1)   # objective inf at round 10
