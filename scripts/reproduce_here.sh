@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reproduction runs of results/REPRODUCTION.md, as run on a 2-core CPU machine without a GPU:
 # two single-threaded jobs at a time (joblib launcher). Usage: bash scripts/reproduce_here.sh [STEP...]
-# Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
+# `bash scripts/reproduce_here.sh list` prints every step. Steps (runs): fedcanon_fig1 fedcanon_fig2 fednmap fednmap_long fednmap_fig5 fedcef table5
 # table5_quick bench fedcanon_fig3 fedcanon_fig3_T10 quick_times prox (default: all of them, then
 # figures); issue 16's seeds and lengths: fedcanon_fig2_coin fedcanon_fig2_seeds fedcef_T65
 # fedcef_T65_step fedcef_fmnist_T65 fedcef_fmnist_seeds table6_fmnist fedcanon_fig3_bites fednmap_fig2_seed2 fednmap_fig4_seeds fednmap_fig4_K15_30 fednmap_fig3_seed2 fednmap_fig5_seeds; issue 28's: fedcanon_fig1_seeds fedcef_h0_check fedcef_eta1_step fedcef_eta01 fednmap_fig2_paper_n fedcef_fmnist_methods fedcef_eta_step_seeds02 fednmap_fig3_4_seeds fednmap_fig4_K15_30_seeds fednmap_fig6_digits counters (not in the default list). A run step writes its sweep under results/sweeps/<preset>/<time>/ (conf/config.yaml);
@@ -261,6 +261,8 @@ for step in "${steps[@]}"; do
       "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --style paper "${NAMES[@]}" --out docs/assets/fedcanon_fig2_dir01.png
       "${TABLES[@]}" "${F2[@]}" --rows partition --precision 3 "${NAMES[@]}" --label partition=Partition --label iid=IID \
         --label "dir/0.1=Dir(0.1)" --label "dir/0.01=Dir(0.01)" --out docs/assets/fedcanon_fig2_table.tex ;;
-    *) echo "unknown step $step" >&2; exit 2 ;;
+    list)  # every step, one per line, as the labels of this case statement name them
+      grep -oE '^    [A-Za-z0-9_|]+\)' "$0" | tr -d ' )' | tr '|' '\n' ;;
+    *) echo "unknown step $step (bash scripts/reproduce_here.sh list names them)" >&2; exit 2 ;;
   esac
 done
