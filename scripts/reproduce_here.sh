@@ -253,6 +253,14 @@ for step in "${steps[@]}"; do
           "$R/fednmap_fig2_n20_K20_T200" "$R/fednmap_fig2_n50_100_K20_T200")
       "${PLOT[@]}" "${N2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
       "$PY" scripts/per_seed.py "${N2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
+      # FedNMap Fig. 6 stand-in (digits, MobileNetV3-Small, l1, T = 20): Hoyer sparsity and training loss in the
+      # paper's panels (n, K), and per seed: is FedNMap the sparsest and the lowest in loss
+      F6="$R/fednmap_fig6_digits_T20"
+      "${PLOT[@]}" "$F6" --y hoyer --panels n --panels K --out "$R/fednmap_fig6_digits_T20_hoyer.png"
+      "${PLOT[@]}" "$F6" --y train_loss --panels n --panels K --out "$R/fednmap_fig6_digits_T20_train_loss.png"
+      for y in hoyer train_loss; do
+        "$PY" scripts/per_seed.py "$F6" --panels n K --best fednmap --y $y --from-round 1 --tail 15; echo
+      done > "$R/fednmap_fig6_digits_T20_per_seed.md"
       # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
       "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
       "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
