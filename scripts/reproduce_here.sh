@@ -127,12 +127,12 @@ for step in "${steps[@]}"; do
                                 # keyed by config: the finished K = 5, 10, 20, 40 jobs are skipped)
       into fednmap_fig4_seeds3_9 experiment=fednmap_fig4 dataset=mnist5k K=15,30 seed=3,4,5,6,7,8,9 ;;
     fednmap_fig6_digits)  # FedNMap Fig. 6 stand-in: MobileNetV3-Small with l1 on digits (CIFAR-10 is not here), the
-                          # paper's panels (n, K) = (20, 10), (20, 20), (50, 10) and steps, T = 20, one sweep per seed
-                          # into one folder; the n = 20 and n = 50 sweeps side by side (PART=20 or 50), one job each
+                          # paper's panels (n, K) = (20, 10), (20, 20), (50, 10) and steps, T = 20 (T6=...), one sweep
+                          # per seed into one folder; the n = 20 and n = 50 sweeps side by side (PART=20 or 50), one job each
       for s in ${SEEDS:-0 1 2}; do
         if [ "${PART:-20}" = 20 ]; then K6=10,20; else K6=10; fi
-        into fednmap_fig6_digits_T20 hydra.launcher.n_jobs=1 experiment=fednmap_fig6 dataset=digits T=20 eval_every=1 \
-          n="${PART:-20}" K=$K6 seed=$s
+        into "fednmap_fig6_digits_T${T6:-20}" hydra.launcher.n_jobs=1 experiment=fednmap_fig6 dataset=digits \
+          T="${T6:-20}" eval_every=1 n="${PART:-20}" K=$K6 seed=$s
       done ;;
     counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
                # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
