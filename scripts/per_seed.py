@@ -88,11 +88,12 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
     if not seeds:
         return None
     last, leads, tails = 0, [], {m: [] for m in methods}
+    sign = direction(args.y).sign
     for s in seeds:
         got = by_seed[s]
         rounds = got[args.best].metrics["round"].to_numpy()
         curves = {m: got[m].column(args.y) for m in methods}
-        best = np.argmin(direction(args.y).sign * np.stack([curves[m] for m in methods]), axis=0) == 0  # the best is first
+        best = np.argmin(sign * np.stack([curves[m] for m in methods]), axis=0) == 0  # the best is first
         last += bool(best[-1])
         counted = rounds >= args.from_round
         leads.append(f"{int(best[counted].sum())}/{int(counted.sum())}")
