@@ -287,7 +287,7 @@ def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: N
         require("=" in cond, f"--where takes KEY=VALUE, got {cond!r}")
         k, v = cond.split("=", 1)
         k = config_key(runs, k)
-        runs = [r for r in runs if _matches(r.config.get(k), v)]
+        runs = [r for r in runs if matches(r.config.get(k), v)]
         require(runs, f"no run has {cond}")
     return runs
 
@@ -381,10 +381,10 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _matches(value, text: str) -> bool:
+def matches(value, text: str) -> bool:
     """``value`` is ``text``, or one of its comma-separated alternatives (``K=10,20,40``)."""
     if "," in text:
-        return any(_matches(value, t) for t in text.split(","))
+        return any(matches(value, t) for t in text.split(","))
     if _number(value):
         try:
             return math.isclose(float(value), float(text), rel_tol=1e-9)

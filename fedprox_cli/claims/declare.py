@@ -1,0 +1,142 @@
+"""The claims of the three papers as typed records, loaded from the package's YAML declarations
+(``fedprox_cli/claims/<paper>.yaml``, one entry per figure or table).
+
+A :class:`Claim` holds the paper's words and setting, the :class:`RunSet` at the paper's setting
+(``paper``) and the run sets that ran here (``ran``, the paper's data or a stand-in, each with its
+folders under the results root), the :class:`Test` list that decides its word, and what was chosen
+where the paper is silent. Nothing here reads a run folder (:mod:`.evidence` does).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from importlib import resources
+
+import yaml
+
+from ..common.errors import UserError, require
+
+PAPERS = ("fedcanon", "fedcef", "fednmap")
+KINDS = ("order", "slope", "drop", "ratio")
+AT = ("last", "tail", "every")
+
+
+@dataclass(frozen=True)
+class Test:
+    """One test, evaluated unit by unit (a unit: a seed in a panel; a benchmark row for
+    ``source: bench``). ``order``: ``values`` of ``key`` best first; ``mode`` best (the first
+    beats every other) or chain (each beats the next). ``slope``: of log(final ``metric``) on
+    log(``key``) per seed. ``drop``: points (x100) by which ``values[0]`` falls short of the best
+    other value of ``key``. ``ratio``: final ``metric`` of each of ``values`` over ``base``'s.
+    ``holds`` bounds the number of slope/drop/ratio (``min``, ``max``)."""
+    kind: str
+    metric: str
+    says: str
+    key: str | None = None
+    values: tuple = ()
+    base: object = None
+    mode: str = "best"
+    panels: tuple = ()
+    at: str = "last"
+    from_round: int = 0
+    where: dict = field(default_factory=dict)
+    holds: dict = field(default_factory=dict)
+    paper: str = ""
+    source: str = "runs"     # runs, or bench (a benchmark table under the results root)
+    file: str = ""           # with source bench
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """Runs of one claim on one dataset: the preset and overrides that make them, the folders
+    (relative to the results root) that hold them, the settings every run there must have
+    (``fixed``), those that select this claim's runs (``where``), and the declared runs: the
+    product of ``grid`` (or the listed ``points`` times the rest of the grid) and ``seeds``."""
+    data: str
+    preset: str
+    overrides: tuple = ()
+    stands_for: str = ""     # the paper's dataset this one stands in for ("": the paper's own)
+    folders: tuple = ()
+    into: str = ""           # the folder new runs go to
+    fixed: dict = field(default_factory=dict)
+    where: dict = field(default_factory=dict)
+    grid: dict = field(default_factory=dict)
+    points: tuple = ()
+    seeds: tuple = ()
+    T: int | None = None
+    device: str = "cpu"
+
+    def declared(self) -> list[tuple[tuple, int]]:
+        """Every declared run as ((key, value) pairs, seed)."""
+        rest = [[(k, v) for v in vs] for k, vs in self.grid.items()]
+        points = [tuple(p.items()) for p in self.points] or [()]
+        return [(tuple(point) + tuple(combo), s) for point in points
+                for combo in itertools.product(*rest) for s in self.seeds]
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    where: str
+    short: str
+    quote: str
+    numbers: str             # the paper's numbers, as it states them
+    setting: str             # the paper's setting, in words
+    chosen: str              # what the declaration chose where the paper is silent
+    paper_T: int | None
+    paper_seeds: int | None
+    paper_runs: RunSet | None
+    ran: tuple               # RunSet, the first with runs decides the word
+    tests: tuple             # Test
+    figure: str = ""
+    trained_metric: str = ""     # a unit whose finished runs end below trained_min on it is
+    trained_min: float = 0.0     # no evidence (nothing trained): inconclusive
+    per_round: bool = False      # the tested numbers do not depend on T
+    no_seeds: bool = False       # counts or a benchmark: one unit is the evidence
+    note: str = ""
+
+    @property
+    def title(self) -> str:
+        return f"{self.paper} {self.where.split(', ')[-1]}"
+
+
+def _test(d: dict) -> Test:
+    require(d.get("kind") in KINDS, f"test kind must be one of {KINDS}, got {d.get('kind')!r}")
+    require(d.get("at", "last") in AT, f"test 'at' must be one of {AT}, got {d.get('at')!r}")
+    return Test(**{**d, "values": tuple(d.get("values", ())), "panels": tuple(d.get("panels", ()))})
+
+
+def _runset(d: dict) -> RunSet:
+    return RunSet(**{**d, "overrides": tuple(d.get("overrides", ())), "folders": tuple(d.get("folders", ())),
+                     "points": tuple(d.get("points", ())), "seeds": tuple(d.get("seeds", ())),
+                     "grid": {k: list(v) for k, v in d.get("grid", {}).items()}})
+
+
+def _claim(paper: str, d: dict) -> Claim:
+    try:
+        return Claim(paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
+                     **{**d, "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,
+                        "ran": tuple(map(_runset, d.get("ran", ()))), "tests": tuple(map(_test, d.get("tests", ())))})
+    except TypeError as e:
+        raise UserError(f"claim {d.get('id')!r}: {e}") from None
+
+
+def load() -> list[Claim]:
+    """Every declared claim, in the papers' order."""
+    claims = []
+    for paper in PAPERS:
+        text = resources.files(__package__).joinpath(f"{paper}.yaml").read_text()
+        claims += [_claim(paper, d) for d in yaml.safe_load(text)]
+    ids = [c.id for c in claims]
+    require(len(set(ids)) == len(ids), "two claims share an id")
+    return claims
+
+
+def select(claims: list[Claim], ids) -> list[Claim]:
+    """The claims named by ``ids`` (all for none); an unknown id is a user error."""
+    known = {c.id: c for c in claims}
+    for i in ids:
+        require(i in known, f"unknown claim {i!r} (fedrun-reproduce list shows them)")
+    return [known[i] for i in ids] if ids else claims

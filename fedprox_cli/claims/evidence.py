@@ -1,0 +1,328 @@
+"""A claim's evidence: its runs read from the results folders (through :mod:`..analysis.report`'s
+loaders) and each :class:`~.declare.Test` evaluated unit by unit.
+
+A *unit* is one seed in one panel (the test's ``panels`` keys), one benchmark row for ``source:
+bench``, and for ``ratio`` one compared value within that. Definitions used by every claim:
+- *tail*: the mean of a run's last 10% of evaluations, at least one (``report.Run.final``);
+- a run that diverged (its objective or metric non-finite from some round on) counts as the
+  worst in every comparison, and "diverged after round r" means the first non-finite evaluation
+  is at round r;
+- ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on; the
+  *onset* is the first round from which it holds at every later evaluation (None: not at the end);
+- a unit with a finished run whose ``trained_metric`` ends below ``trained_min`` is no evidence
+  (nothing trained: a collapse to the zero model, chance accuracy).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from ..analysis import report
+from ..common.errors import UserError, require
+from ..runs.outputs import read_summary
+from .declare import Claim, RunSet, Test
+
+PRESENT = ("finished", "diverged")   # a run that counts as made; others are resumed by `run`
+
+
+@dataclass
+class Unit:
+    label: str
+    value: float                 # the unit's number: the first value's final metric, a slope, drop or ratio
+    holds: bool | None           # None: no evidence (nothing trained)
+    onset: int | None = None     # with at: every
+
+
+@dataclass
+class Outcome:
+    test: Test
+    units: list[Unit]
+
+    @property
+    def conclusive(self) -> list[Unit]:
+        return [u for u in self.units if u.holds is not None]
+
+    @property
+    def held(self) -> int:
+        return sum(bool(u.holds) for u in self.units)
+
+
+@dataclass
+class Evidence:
+    runset: RunSet
+    present: int
+    declared: int
+    missing: list = field(default_factory=list)   # (point, seed) of the declared runs not made
+    seeds: tuple = ()
+    T: int | None = None
+    devices: tuple = ()
+    minutes: float = 0.0                           # job-minutes of the runs present
+    outcomes: list = field(default_factory=list)
+
+
+def key_of(runs: list[report.Run], key: str) -> str:
+    return report.config_key(runs, key)
+
+
+def _is(value, want) -> bool:
+    if isinstance(want, list):
+        return any(_is(value, w) for w in want)
+    return report.matches(value, report.fmt(want) if isinstance(want, float) else str(want))
+
+
+def _point(run: report.Run, runs, rs: RunSet) -> tuple | None:
+    """The run's declared grid point, or None when it is outside the declaration."""
+    keys = [k for p in rs.points for k in p] + list(rs.grid)
+    values = tuple((k, run.config.get(key_of(runs, k))) for k in dict.fromkeys(keys))
+    for k, v in values:
+        if k in rs.grid and not any(_is(v, w) for w in rs.grid[k]):
+            return None
+    if rs.points and not any(all(_is(dict(values)[k], w) for k, w in p.items()) for p in rs.points):
+        return None
+    return values
+
+
+def _declared_key(point: tuple) -> tuple:
+    return tuple((k, _canon(v)) for k, v in point)
+
+
+def _canon(v) -> str:
+    return report.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def _minutes(run: report.Run) -> float:
+    """A run's job-minutes from its summary (started to ended), else its training time."""
+    try:
+        s = read_summary(run.path)
+        return (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])).total_seconds() / 60
+    except (OSError, ValueError, KeyError, TypeError):
+        return float(run.metrics["time_s"].iloc[-1]) / 60 if "time_s" in run.metrics else 0.0
+
+
+def _device(run: report.Run) -> str:
+    try:
+        return str(read_summary(run.path).get("device", "cpu"))
+    except (OSError, ValueError):
+        return "cpu"
+
+
+def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None]) -> list[report.Run]:
+    """The runs of ``rs`` under ``root``: every run in its folders must have its ``fixed``
+    settings (else a user error naming the run folder); those matching ``where`` and the grid
+    are returned. A missing folder or one without runs is a user error."""
+    folders = [root / f for f in rs.folders]
+    for f in folders:
+        require(f.is_dir(), f"claim {claim.id}: no results folder {f}")
+    runs = _read(tuple(folders), warn)
+    for r in runs:
+        for k, want in rs.fixed.items():
+            got = r.config.get(key_of(runs, k))
+            if not _is(got, want):
+                raise UserError(f"claim {claim.id}: {r.path} is a run of another config "
+                                f"({k}={report.fmt(got)}, the claim's runs have {k}={want})")
+    for k, want in rs.where.items():
+        runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    return [r for r in runs if _point(r, runs, rs) is not None and r.config.get("seed") in rs.seeds]
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(folders: tuple, warn) -> list[report.Run]:
+    return report.load(folders, warn=lambda m: None if m.startswith("note:") else warn(m))
+
+
+def _read(folders: tuple, warn) -> list[report.Run]:
+    """The runs under ``folders``, read once per process (claims share folders)."""
+    return list(_cached(folders, warn))
+
+
+def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None]) -> Evidence:
+    """The evidence of one run set: runs present against declared, and every test's units."""
+    if not rs.folders:   # a benchmark file
+        outcomes = [Outcome(t, bench_units(t, root, claim)) for t in claim.tests]
+        return Evidence(rs, 1, 1, outcomes=outcomes, devices=(rs.device,))
+    runs = load_runs(claim, rs, root, warn)
+    declared = {(_declared_key(p), s) for p, s in rs.declared()}
+    made = [r for r in runs if r.status in PRESENT]
+    have = {(_declared_key(_point(r, runs, rs)), r.config.get("seed")) for r in made}
+    missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
+    require(made, f"claim {claim.id}: no finished or diverged run of the claim under "
+            f"{', '.join(str(root / f) for f in rs.folders)}")
+    ev = Evidence(rs, len(declared & have), len(declared), missing,
+                  tuple(sorted({r.config.get("seed") for r in made})),
+                  made[0].config.get("T"), tuple(sorted({_device(r) for r in made})),
+                  sum(_minutes(r) for r in made))
+    if not missing:
+        ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
+    return ev
+
+
+# ------------------------------------------------------------------------------------ tests
+
+
+def _worst(v: float) -> float:
+    return v if math.isfinite(v) else math.inf
+
+
+def _sign(metric: str) -> int:
+    return 1 if metric in report.LOWER_IS_BETTER else -1
+
+
+def _label(panel: tuple, seed) -> str:
+    return ", ".join([*(f"{report.short(k)}={report.fmt(v)}" for k, v in panel), f"seed {seed}"])
+
+
+def _cells(t: Test, runs: list[report.Run]) -> dict:
+    """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
+    for k, want in t.where.items():
+        runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    key = key_of(runs, t.key)
+    panels = [key_of(runs, p) for p in t.panels]
+    out: dict = {}
+    for r in runs:
+        v = r.config.get(key)
+        wanted = [*t.values, *([t.base] if t.base is not None else [])]
+        idx = next((i for i, w in enumerate(wanted) if _is(v, w)), None)
+        if idx is None:
+            continue
+        cell = (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed"))
+        out.setdefault(cell, {})[idx if idx < len(t.values) else -1] = r
+    return dict(sorted(out.items(), key=lambda kv: (report.order([v for _, v in kv[0][0]]), kv[0][1])))
+
+
+def _trained(claim: Claim, runs) -> bool:
+    if not claim.trained_metric:
+        return True
+    for r in runs:
+        if r.status == "finished":
+            v = r.final(claim.trained_metric)
+            if math.isfinite(v) and v < claim.trained_min:
+                return False
+    return True
+
+
+def _ordered(s: list[float], mode: str) -> bool:
+    """``s`` (smaller is better, best-first order) holds the ordering of ``mode``."""
+    if mode == "best":
+        return all(s[0] < x for x in s[1:])
+    return all(a < b for a, b in zip(s, s[1:]))
+
+
+def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
+    sign = _sign(t.metric)
+    runs = [got[i] for i in range(len(t.values))]
+    first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
+    if t.at != "every":
+        return first, _ordered([_worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
+    curves = []
+    for r in runs:
+        rounds = r.metrics["round"].to_numpy()
+        curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
+    rounds = sorted(set.union(*(set(c) for c in curves)))
+    rounds = [x for x in rounds if x >= t.from_round]
+    ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
+    onset = None
+    for x, good in zip(reversed(rounds), reversed(ok)):
+        if not good:
+            break
+        onset = x
+    return first, all(ok), onset
+
+
+def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
+    """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left out)."""
+    out = []
+    if t.kind == "slope":
+        return slope_units(t, runs, claim)
+    for (panel, seed), got in _cells(t, runs).items():
+        need = range(len(t.values)) if t.kind in ("order", "drop") else [-1]
+        if not all(i in got for i in need) or (t.kind == "order" and len(got) < len(t.values)):
+            continue
+        trained = _trained(claim, got.values())
+        label = _label(panel, seed)
+        if t.kind == "order":
+            value, holds, onset = _order_unit(t, got)
+            out.append(Unit(label, value, holds if trained else None, onset if trained else None))
+        elif t.kind == "drop":
+            sign = _sign(t.metric)
+            s = {i: _worst(sign * r.final(t.metric, t.at)) for i, r in got.items() if i >= 0}
+            others = [v for i, v in s.items() if i != 0] + \
+                [_worst(sign * r.final(t.metric, t.at)) for i, r in _rest(t, runs, panel, seed)]
+            value = 100 * (s[0] - min(others))
+            out.append(Unit(label, value, _within(value, t.holds) if trained else None))
+        else:   # ratio
+            base = got[-1].final(t.metric, t.at)
+            for i, v in enumerate(t.values):
+                if i in got:
+                    value = got[i].final(t.metric, t.at) / base if base else math.inf
+                    out.append(Unit(f"{report.fmt(v)}, {label}", value,
+                                    _within(value, t.holds) if trained else None))
+    return out
+
+
+def _rest(t: Test, runs, panel, seed):
+    """For ``drop``: the runs of the same panel and seed at the other values of ``t.key``."""
+    for k, want in t.where.items():
+        runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    key = key_of(runs, t.key)
+    for r in runs:
+        if r.config.get("seed") == seed and all(r.config.get(p) == v for p, v in panel) \
+                and not any(_is(r.config.get(key), w) for w in t.values):
+            yield -2, r
+
+
+def _within(value: float, holds: dict) -> bool:
+    return math.isfinite(value) and holds.get("min", -math.inf) <= value <= holds.get("max", math.inf)
+
+
+def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
+    """Per panel and seed: the slope of log(final metric) on log(key)."""
+    for k, want in t.where.items():
+        runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    key = key_of(runs, t.key)
+    panels = [key_of(runs, p) for p in t.panels]
+    cells: dict = {}
+    for r in runs:
+        cells.setdefault((tuple((p, r.config.get(p)) for p in panels), r.config.get("seed")), []).append(r)
+    out = []
+    for (panel, seed), rs in sorted(cells.items(), key=lambda kv: (report.order([v for _, v in kv[0][0]]), kv[0][1])):
+        pts = [(float(r.config[key]), r.final(t.metric, t.at)) for r in rs]
+        if len({x for x, _ in pts}) < 2:
+            continue
+        if all(math.isfinite(y) and y > 0 for _, y in pts):
+            value = report.fit_line(np.log([x for x, _ in pts]), np.log([y for _, y in pts]))[0]
+        else:
+            value = math.nan
+        out.append(Unit(_label(panel, seed), value, _within(value, t.holds) if _trained(claim, rs) else None))
+    return out
+
+
+BENCH_ROW = re.compile(r"^(\S+)\s+[\d,]+\s+[\d.]+\s+(.*)$")
+
+
+def bench_units(t: Test, root: Path, claim: Claim) -> list[Unit]:
+    """Units of a benchmark table (``scripts/bench_prox.py``'s output): one per model of
+    ``t.values``, its value the ``(r x)`` ratio in ``t.metric``'s column."""
+    path = root / t.file
+    require(path.is_file(), f"claim {claim.id}: no benchmark file {path}")
+    header, rows = None, {}
+    for line in path.read_text().splitlines():
+        if line.startswith("Models"):
+            header = re.split(r"\s{2,}", line.strip())[3:]
+        elif header and (m := BENCH_ROW.match(line)):
+            ratios = [float(x) for x in re.findall(r"\(([\d.]+)x\)", m.group(2))]
+            rows.setdefault(m.group(1), dict(zip(header, ratios)))
+    out = []
+    for model in t.values:
+        require(model in rows and t.metric in rows[model],
+                f"claim {claim.id}: {path} has no {t.metric} ratio for {model}")
+        value = rows[model][t.metric]
+        out.append(Unit(str(model), value, _within(value, t.holds)))
+    return out

@@ -1,0 +1,82 @@
+"""The word of a claim, from its evidence, by one rule for every claim (:func:`word`).
+
+- nothing of the claim ran here: **not run**; some declared runs missing: **partly run (k of m
+  runs)** (never a number from fewer runs than declared);
+- one seed (where seeds matter), or fewer rounds than the paper's T (where the tested numbers
+  depend on T): **inconclusive**;
+- no unit of any test is evidence (nothing trained): **inconclusive**;
+- every test holds in every unit: **reproduced** on the paper's data, **reproduced on a
+  stand-in** on another dataset; every test in no unit: **not reproduced**; anything between,
+  and an ordering that holds only from some round on ("holds from round r on only"): **partly**.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .evidence import Evidence, Outcome
+
+WORDS = ("reproduced", "reproduced on a stand-in", "partly", "not reproduced", "inconclusive", "not run")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    word: str
+    why: str
+
+
+def units_noun(o: Outcome) -> str:
+    if o.test.source == "bench":
+        return "models"
+    if o.test.kind == "ratio":
+        return "pairs"
+    return "panel-seeds" if o.test.panels else "seeds"
+
+
+def state(o: Outcome) -> tuple[str, str]:
+    """A test's state (all, late, some, none, undecided) and its count in words."""
+    c = o.conclusive
+    n, held = len(c), o.held
+    count = f"{held} of {n} {units_noun(o)}" + (f" ({len(o.units) - n} no evidence)" if len(o.units) > n else "")
+    if not c:
+        return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
+    if held == n:
+        return "all", count
+    if o.test.at == "every" and all(u.onset is not None for u in c):
+        return "late", f"{count}; in all from round {max(u.onset for u in c)} on"
+    return ("none" if held == 0 else "some"), count
+
+
+def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | None, seeds: int,
+         present: int, declared: int, per_round: bool = False, no_seeds: bool = False) -> Verdict:
+    """The word from the per-unit test results, the data (``stand_in``: "" for the paper's own),
+    T and seeds against the paper's, and the runs present against those declared."""
+    if not declared or not present:
+        return Verdict("not run", "nothing of it ran here")
+    if present < declared:
+        return Verdict(f"partly run ({present} of {declared} runs)", "the missing runs are in `fedrun-reproduce plan`")
+    if not no_seeds and seeds < 2:
+        return Verdict("inconclusive", "one seed cannot order the runs")
+    if not per_round and paper_T and T is not None and T < paper_T:
+        return Verdict("inconclusive", f"T = {T} of the paper's {paper_T}")
+    states = [state(o) for o in outcomes]
+    why = "; ".join(f"{o.test.says}: {text}" for o, (_, text) in zip(outcomes, states))
+    kinds = {s for s, _ in states}
+    if kinds == {"undecided"}:
+        return Verdict("inconclusive", why)
+    if kinds == {"all"} and all(len(o.conclusive) == len(o.units) for o in outcomes):
+        return Verdict("reproduced on a stand-in" if stand_in else "reproduced", why)
+    if kinds == {"none"}:
+        return Verdict("not reproduced", why)
+    if kinds <= {"all", "late"}:
+        r = max(u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive)
+        return Verdict("partly", f"holds from round {r} on only; {why}")
+    return Verdict("partly", why)
+
+
+def of(claim, ev: Evidence | None) -> Verdict:
+    """The word of ``claim`` on the evidence of one of its run sets (None: nothing ran)."""
+    if ev is None:
+        return word([], "", None, claim.paper_T, 0, 0, 0)
+    return word(ev.outcomes, ev.runset.stands_for, ev.T, claim.paper_T, len(ev.seeds), ev.present,
+                ev.declared, claim.per_round, claim.no_seeds)
