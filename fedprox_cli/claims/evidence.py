@@ -91,10 +91,10 @@ def _point(run: report.Run, runs, rs: RunSet) -> tuple | None:
 
 
 def _declared_key(point: tuple) -> tuple:
-    return tuple((k, _canon(v)) for k, v in point)
+    return tuple((k, canon(v)) for k, v in point)
 
 
-def _canon(v) -> str:
+def canon(v) -> str:
     return report.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
@@ -114,13 +114,18 @@ def _device(run: report.Run) -> str:
         return "cpu"
 
 
-def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None]) -> list[report.Run]:
-    """The runs of ``rs`` under ``root``: every run in its folders must have its ``fixed``
-    settings (else a user error naming the run folder); those matching ``where`` and the grid
-    are returned. A missing folder or one without runs is a user error."""
-    folders = [root / f for f in rs.folders]
-    for f in folders:
-        require(f.is_dir(), f"claim {claim.id}: no results folder {f}")
+def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
+              strict: bool = True) -> list[report.Run]:
+    """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made): every
+    run there must have its ``fixed`` settings (else a user error naming the run folder); those
+    matching ``where`` and the grid are returned. ``strict``: a missing folder is a user error
+    (else it holds no runs)."""
+    folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
+    for f in folders[:len(rs.folders)]:
+        require(f.is_dir() or not strict, f"claim {claim.id}: no results folder {f}")
+    folders = [f for f in folders if f.is_dir()]
+    if not folders:
+        return []
     runs = _read(tuple(folders), warn)
     for r in runs:
         for k, want in rs.fixed.items():
@@ -143,21 +148,25 @@ def _read(folders: tuple, warn) -> list[report.Run]:
     return list(_cached(folders, warn))
 
 
-def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None]) -> Evidence:
-    """The evidence of one run set: runs present against declared, and every test's units."""
+def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True) -> Evidence:
+    """The evidence of one run set: runs present against declared, and every test's units
+    (none while runs are missing). ``strict``: a folder without the claim's runs is a user error."""
     if not rs.folders:   # a benchmark file
+        files = [root / t.file for t in claim.tests]
+        if not strict and not all(f.is_file() for f in files):
+            return Evidence(rs, 0, 1, devices=(rs.device,))
         outcomes = [Outcome(t, bench_units(t, root, claim)) for t in claim.tests]
         return Evidence(rs, 1, 1, outcomes=outcomes, devices=(rs.device,))
-    runs = load_runs(claim, rs, root, warn)
+    runs = load_runs(claim, rs, root, warn, strict)
     declared = {(_declared_key(p), s) for p, s in rs.declared()}
     made = [r for r in runs if r.status in PRESENT]
     have = {(_declared_key(_point(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
-    require(made, f"claim {claim.id}: no finished or diverged run of the claim under "
+    require(made or not strict, f"claim {claim.id}: no finished or diverged run of the claim under "
             f"{', '.join(str(root / f) for f in rs.folders)}")
     ev = Evidence(rs, len(declared & have), len(declared), missing,
                   tuple(sorted({r.config.get("seed") for r in made})),
-                  made[0].config.get("T"), tuple(sorted({_device(r) for r in made})),
+                  made[0].config.get("T") if made else rs.T, tuple(sorted({_device(r) for r in made})),
                   sum(_minutes(r) for r in made))
     if not missing:
         ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
@@ -175,8 +184,14 @@ def _sign(metric: str) -> int:
     return 1 if metric in report.LOWER_IS_BETTER else -1
 
 
+def shown(v) -> str:
+    """A config value as tables show it: a preset's algorithm choice by its method's name."""
+    text = report.fmt(v)
+    return text.rsplit("/", 1)[-1] if isinstance(v, str) and ("_fig" in text or "_table" in text) else text
+
+
 def _label(panel: tuple, seed) -> str:
-    return ", ".join([*(f"{report.short(k)}={report.fmt(v)}" for k, v in panel), f"seed {seed}"])
+    return ", ".join([*(f"{report.short(k).rsplit('.', 1)[-1]}={shown(v)}" for k, v in panel), f"seed {seed}"])
 
 
 def _cells(t: Test, runs: list[report.Run]) -> dict:
@@ -262,7 +277,7 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
             for i, v in enumerate(t.values):
                 if i in got:
                     value = got[i].final(t.metric, t.at) / base if base else math.inf
-                    out.append(Unit(f"{report.fmt(v)}, {label}", value,
+                    out.append(Unit(f"{shown(v)}, {label}", value,
                                     _within(value, t.holds) if trained else None))
     return out
 
@@ -326,3 +341,8 @@ def bench_units(t: Test, root: Path, claim: Claim) -> list[Unit]:
         value = rows[model][t.metric]
         out.append(Unit(str(model), value, _within(value, t.holds)))
     return out
+
+
+def forget() -> None:
+    """Drop the runs read so far (a command reads its folders afresh)."""
+    _cached.cache_clear()

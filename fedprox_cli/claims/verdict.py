@@ -60,17 +60,17 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     if not per_round and paper_T and T is not None and T < paper_T:
         return Verdict("inconclusive", f"T = {T} of the paper's {paper_T}")
     states = [state(o) for o in outcomes]
-    why = "; ".join(f"{o.test.says}: {text}" for o, (_, text) in zip(outcomes, states))
+    why = ""
     kinds = {s for s, _ in states}
     if kinds == {"undecided"}:
-        return Verdict("inconclusive", why)
+        return Verdict("inconclusive", "no unit trained")
     if kinds == {"all"} and all(len(o.conclusive) == len(o.units) for o in outcomes):
         return Verdict("reproduced on a stand-in" if stand_in else "reproduced", why)
     if kinds == {"none"}:
         return Verdict("not reproduced", why)
     if kinds <= {"all", "late"}:
         r = max(u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive)
-        return Verdict("partly", f"holds from round {r} on only; {why}")
+        return Verdict("partly", f"holds from round {r} on only")
     return Verdict("partly", why)
 
 

@@ -1,0 +1,101 @@
+"""``check``'s comparison: a committed rendering against the recomputed one, one line per
+difference naming the claim, the number (the table column, or the panel and column of a
+per-unit table) and both values."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+ANCHOR = re.compile(r'^<a id="([^"]+)"></a>$')
+ROW = re.compile(r"\(#([a-z0-9-]+)\)")
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def blocks(report: str) -> dict[str, list[str]]:
+    """The report's lines by claim id (its summary row and its section); ``""`` for the rest."""
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in report.splitlines():
+        m = ANCHOR.match(line)
+        if m:
+            current = m.group(1)
+        row = ROW.search(line) if line.startswith("| [") else None
+        out.setdefault(row.group(1) if row else current, []).append(line)
+    return out
+
+
+def _pair(claim: str, header: list[str] | None, old: str, new: str) -> list[str]:
+    """The differences of one line: cell by cell for table rows of the same width."""
+    if old.startswith("|") and new.startswith("|") and len(cells(old)) == len(cells(new)):
+        a, b = cells(old), cells(new)
+        names = header if header and len(header) == len(a) else [f"column {i + 1}" for i in range(len(a))]
+        return [f"{claim}: {a[0]} / {names[i]}: committed {a[i]!r}, recomputed {b[i]!r}"
+                for i in range(1, len(a)) if a[i] != b[i]] or \
+               ([f"{claim}: row label: committed {a[0]!r}, recomputed {b[0]!r}"] if a[0] != b[0] else [])
+    return [f"{claim}: text: committed {old!r}, recomputed {new!r}"]
+
+
+def _headers(text: list[str]) -> list[list[str] | None]:
+    """Per line: the header row of the table it is in (the line above a ``|---`` rule)."""
+    out, current = [], None
+    for k, line in enumerate(text):
+        if not line.startswith("|"):
+            current = None
+        elif k + 1 < len(text) and text[k + 1].startswith("|---"):
+            current = cells(line)
+        out.append(current)
+    return out
+
+
+def lines(claim: str, committed: list[str], recomputed: list[str], header: list[str] | None = None) -> list[str]:
+    """The differences between two lists of lines of one claim (``header``: of a table whose
+    header is not among the lines)."""
+    out = []
+    headers = _headers(recomputed)
+    sm = difflib.SequenceMatcher(a=committed, b=recomputed, autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            continue
+        old, new = committed[i1:i2], recomputed[j1:j2]
+        for k in range(max(len(old), len(new))):
+            if k < len(old) and k < len(new):
+                out += _pair(claim, header or headers[j1 + k], old[k], new[k])
+            elif k < len(old):
+                out.append(f"{claim}: committed line not recomputed: {old[k]!r}")
+            else:
+                out.append(f"{claim}: recomputed line not committed: {new[k]!r}")
+    return out
+
+
+def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list[str]:
+    """Differences of the report, for the claims ``ids`` (and its shared text when ``whole``)."""
+    old, new = blocks(committed), blocks(recomputed)
+    header = next((cells(line) for line in recomputed.splitlines() if line.startswith("| claim |")), None)
+    out = lines("(report)", old.get("", []), new.get("", [])) if whole else []
+    for i in ids:
+        got = old.get(i, [])
+        if not got:
+            out.append(f"{i}: not in the committed report")
+            continue
+        rows = [l for l in got if l.startswith("| [")], [l for l in new[i] if l.startswith("| [")]
+        out += lines(i, *rows, header=header)
+        out += lines(i, [l for l in got if not l.startswith("| [")], [l for l in new[i] if not l.startswith("| [")])
+    return out
+
+
+def block(name: str, committed: str | None, recomputed: str, titles: dict[str, str]) -> list[str]:
+    """Differences of a generated README/docs block, by claim (``titles``: id -> the text
+    that starts its row)."""
+    if committed is None:
+        return [f"(all): {name} has no generated block (markers missing)"]
+    old, new = committed.splitlines(), recomputed.splitlines()
+    out = []
+    for i, title in titles.items():
+        a = [l for l in old if l.startswith(f"| {title}")]
+        b = [l for l in new if l.startswith(f"| {title}")]
+        out += [f"{d} (in {name})" for d in lines(i, a, b, header=cells(new[1]))]
+    return out

@@ -1,0 +1,111 @@
+"""What is missing for each claim, as ``fedrun -m`` sweeps with an estimated cost: the declared
+runs not made yet and the seeds up to the paper's count, into the claim's folder, and the runs
+at the paper's own setting (its data, T and seeds). Costs come from the recorded summaries of the
+runs present (job-minutes on the device they ran on), scaled by T for the paper's setting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .declare import Claim, RunSet
+from .evidence import Evidence, canon
+
+LAUNCHER = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+
+
+@dataclass
+class Sweep:
+    what: str            # "missing", "to the paper's seeds", "the paper's setting"
+    args: list           # fedrun -m arguments
+    runs: int
+    minutes: float | None
+    basis: str           # where the cost comes from
+
+    def command(self) -> str:
+        return "fedrun -m " + " ".join(self.args)
+
+
+def _own(overrides, keys) -> list[str]:
+    """``overrides`` without those setting ``keys`` (the sweep sets them)."""
+    return [o for o in overrides if o.split("=", 1)[0] not in keys]
+
+
+def _sweeps_of(rs: RunSet, missing: list, root: str, device: str) -> list[tuple[list, int]]:
+    """fedrun arguments covering exactly ``missing`` ((point, seed) pairs): seeds with the same
+    missing points share a sweep; a whole grid is swept, single points one by one."""
+    by_seed: dict[int, list] = {}
+    for point, seed in missing:
+        by_seed.setdefault(seed, []).append(point)
+    groups: dict[tuple, list] = {}
+    for seed, points in by_seed.items():
+        groups.setdefault(tuple(sorted(points)), []).append(seed)
+    keys = {k for p in rs.points for k in p} | set(rs.grid) | {"seed", "seeds"}
+    base = [*LAUNCHER, f"experiment={rs.preset}", *_own(rs.overrides, keys),
+            *([f"device={device}"] if device == "cuda" else [])]
+    whole = len(rs.declared()) // max(1, len(rs.seeds))
+    out = []
+    for points, seeds in groups.items():
+        seed_arg = "seed=" + ",".join(map(str, sorted(seeds)))
+        into = [f"hydra.sweep.dir={root}/{rs.into}"] if rs.into else []
+        if len(points) == whole and not rs.points:
+            sweep = [f"{k}=" + ",".join(canon(v) for v in vs) for k, vs in rs.grid.items()]
+            out.append(([*base, *sweep, seed_arg, *into], len(points) * len(seeds)))
+        else:
+            for p in points:
+                out.append(([*base, *(f"{k}={v}" for k, v in p), seed_arg, *into], len(seeds)))
+    return out
+
+
+def per_run(ev: Evidence | None) -> float | None:
+    return ev.minutes / ev.present if ev is not None and ev.present and ev.minutes else None
+
+
+def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
+    """The sweeps ``fedrun-reproduce run`` launches for ``claim`` (the runs here) and, last, the
+    paper's setting."""
+    out = []
+    for ev in evidence:
+        rs = ev.runset
+        if not rs.folders:
+            continue
+        minutes = per_run(ev)
+        basis = f"{ev.present} recorded runs, on {', '.join(ev.devices) or 'cpu'}" if minutes else "no recorded run"
+        for args, n in _sweeps_of(rs, ev.missing, root, device):
+            out.append(Sweep(f"missing runs on {rs.data}", args, n, minutes and minutes * n, basis))
+        if claim.paper_seeds and len(rs.seeds) < claim.paper_seeds:
+            extra = RunSet(**{**rs.__dict__, "seeds": tuple(range(len(rs.seeds), claim.paper_seeds))})
+            for args, n in _sweeps_of(extra, extra.declared(), root, device):
+                out.append(Sweep(f"to the paper's {claim.paper_seeds} seeds on {rs.data}", args, n,
+                                 minutes and minutes * n, basis))
+    pr = claim.paper_runs
+    if pr is not None and not covered(claim, evidence):
+        first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
+        grid = pr.grid or (first.runset.grid if first else {})
+        n = len(RunSet(**{**pr.__dict__, "grid": grid}).declared())
+        minutes, basis = None, "no recorded run to estimate from"
+        if first is not None:
+            scale = (claim.paper_T or first.T) / first.T
+            minutes = per_run(first) * n * scale
+            basis = (f"CPU job-minutes of the {first.runset.data} runs x {scale:g} for T; "
+                     f"the paper's data may be larger; no GPU-timed summary")
+        seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
+        args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
+        out.append(Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis))
+    return out
+
+
+def covered(claim: Claim, evidence: list) -> bool:
+    """Whether the runs here are the paper's setting (its data, T and seeds) and complete."""
+    return any(not ev.runset.stands_for and ev.runset.folders and ev.present == ev.declared
+               and (not claim.paper_T or (ev.T or 0) >= claim.paper_T)
+               and (not claim.paper_seeds or len(ev.seeds) >= claim.paper_seeds) for ev in evidence)
+
+
+def text(claim: Claim, found: list[Sweep]) -> str:
+    lines = [f"{claim.id} ({claim.title}):"]
+    if not found:
+        lines.append("  nothing missing")
+    for s in found:
+        cost = f"about {s.minutes:,.0f} job-minutes ({s.basis})" if s.minutes else s.basis
+        lines += [f"  {s.what}: {s.runs} runs, {cost}", f"    {s.command()}"]
+    return "\n".join(lines)

@@ -1,0 +1,213 @@
+"""The renderings of the claims: results/REPRODUCTION.md (one table, then a section per claim),
+the README's reproduction paragraph and docs/reproducing.md's table of claims, all from the
+declarations and their evidence, so the three say the same words. Every number printed here
+comes from a run folder or a benchmark file; nothing says who ran what when.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .declare import Claim, RunSet
+from .evidence import Evidence, Outcome, shown
+from .verdict import Verdict, state, units_noun
+
+BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
+
+RULES = """\
+Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the run
+folders under `results/reproduction/`; `fedrun-reproduce check` recomputes it. Each test counts
+units (a seed in a panel; a compared pair for ratios; a model for the prox benchmark). The word,
+by one rule: **reproduced** (the paper's data) or **reproduced on a stand-in** when every test
+holds in every unit, **not reproduced** when in none, **partly** in between or when an ordering
+holds from some round on only; **inconclusive** with one seed, fewer rounds than the paper's T
+(where the numbers depend on T) or no unit that trained (a run ending at chance accuracy);
+**partly run (k of m runs)** with declared runs missing; **not run** when nothing ran here.
+*Tail*: the mean of a run's last 10% of evaluations. In the per-seed tables ✓ holds, ✗ does not,
+"✗ from r" holds from round r on only, – no evidence. A diverged run (first non-finite evaluation
+at round r: "diverged after round r") is the worst in every comparison. Runs here ran on a
+2-core CPU, one thread per job; `fedrun-reproduce plan --device cuda` gives the commands and
+costs of the papers' own settings."""
+
+
+@dataclass
+class Rendered:
+    """A claim's evidence (the run set that decides its word first) and its word."""
+    claim: Claim
+    evidence: list          # Evidence per run set that ran
+    verdict: Verdict
+
+    @property
+    def deciding(self) -> Evidence | None:
+        return self.evidence[0] if self.evidence else None
+
+
+def num(v: float) -> str:
+    if not math.isfinite(v):
+        return "diverged" if math.isnan(v) else "inf"
+    return f"{v:.2e}" if 0 < abs(v) < 1e-2 else f"{v:.3g}"
+
+
+def cell(text: str) -> str:
+    """``text`` safe inside a Markdown table cell."""
+    return text.replace("|", "\\|")
+
+
+def seed_list(seeds) -> str:
+    """``0-9`` for consecutive seeds, else ``0, 2, 5``."""
+    seeds = list(seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def data_of(rs: RunSet) -> str:
+    return f"{rs.data} for {rs.stands_for}" if rs.stands_for else rs.data
+
+
+def basis(r: Rendered) -> str:
+    """data / T / seeds / device of the deciding run set."""
+    ev = r.deciding
+    if ev is None:
+        return "—"
+    rs = ev.runset
+    if not rs.folders:
+        return f"{rs.data} / — / — / {', '.join(ev.devices)}"
+    paper = f" of {r.claim.paper_seeds}" if r.claim.paper_seeds and len(ev.seeds) < r.claim.paper_seeds else ""
+    t = f"{ev.T}" + (f" of {r.claim.paper_T}" if r.claim.paper_T and ev.T != r.claim.paper_T else "")
+    return f"{data_of(rs)} / {t} / {len(ev.seeds)}{paper} / {', '.join(ev.devices)}"
+
+
+def headline(o: Outcome) -> str:
+    """The first test's number: mean ± std over its units, and how many hold."""
+    vals = np.array([u.value for u in o.conclusive], float)
+    _, count = state(o)
+    if not len(vals):
+        return count
+    finite = vals[np.isfinite(vals)]
+    if not len(finite):
+        return f"diverged; {count}"
+    spread = f" ± {num(float(np.std(finite, ddof=1)))}" if len(finite) > 1 else ""
+    return f"{num(float(np.mean(finite)))}{spread}; {count}"
+
+
+def row(r: Rendered) -> str:
+    c, ev = r.claim, r.deciding
+    ours = headline(ev.outcomes[0]) if ev is not None and ev.outcomes else "—"
+    kind = "figure" if c.figure.endswith(".png") else "table"
+    fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
+    return (f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
+            f"{basis(r)} | **{r.verdict.word}** | {fig} |")
+
+
+def _rows(o: Outcome, name: str) -> list[str]:
+    """Per-seed rows of one test: one per panel (units sharing all but the seed)."""
+    rows: dict[str, list] = {}
+    for u in o.units:
+        panel, _, seed = u.label.rpartition("seed ") if "seed " in u.label else ("", "", u.label)
+        mark = "–" if u.holds is None else ("✓" if u.holds else "✗")
+        if o.test.at == "every":   # the onset says more than the last value
+            text = mark + (f" from {u.onset}" if u.onset is not None and not u.holds else "")
+        else:
+            text = f"{num(u.value)} {mark}"
+        rows.setdefault(panel.rstrip(", ") or "all", []).append(text)
+    return [f"| {name} | {panel} | {_seeds(cells)} | {sum('✓' in c for c in cells)} of {len(cells)} |"
+            for panel, cells in rows.items()]
+
+
+def _seeds(cells: list[str]) -> str:
+    """The cells of one panel; one mark shared by every seed once (``✓ in each``)."""
+    return f"{cells[0]} in each" if len(cells) > 1 and len(set(cells)) == 1 and " " not in cells[0] else "; ".join(cells)
+
+
+def report_key(key: str) -> str:
+    return key.rsplit(".", 1)[-1]
+
+
+def _value_word(o: Outcome) -> str:
+    t = o.test
+    if t.kind == "order":
+        if t.at == "every":
+            return ""
+        return f"{t.metric} ({t.at}) at {report_key(t.key)}={shown(t.values[0])}"
+    if t.kind == "slope":
+        return f"slope of log {t.metric} ({t.at}) on log {t.key}"
+    if t.kind == "drop":
+        return f"points by which {shown(t.values[0])} trails the best other ({t.metric}, {t.at})"
+    return f"{t.metric} over {shown(t.base) if t.base is not None else 'one forward-backward pass'}"
+
+
+def section(r: Rendered) -> str:
+    c = r.claim
+    out = [f'<a id="{c.id}"></a>', f"## {c.title}: {c.short}", "",
+           f"> {c.quote} ({c.where})", "", f"Paper: {c.setting}.",
+           f"Chosen here: {c.chosen}." if c.chosen else "", ""]
+    table = []
+    for ev in r.evidence:
+        rs = ev.runset
+        if rs.folders:
+            out.append(f"Ran on {data_of(rs)}: `experiment={rs.preset}"
+                       + "".join(f" {o}" for o in rs.overrides) + "` in "
+                       + ", ".join(f"`{f}`" for f in rs.folders)
+                       + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
+                       + f"T = {ev.T}, {', '.join(ev.devices)}, {ev.minutes:.0f} job-minutes).")
+        else:
+            out.append(f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}.")
+        for i, o in enumerate(ev.outcomes, 1):
+            name = f"{i}" + (f" ({rs.data})" if len(r.evidence) > 1 else "")
+            paper = f" (paper: {o.test.paper})" if o.test.paper else ""
+            shown_ = _value_word(o)
+            out.append(f"{i}. {o.test.says}{paper}" + (f"; shown: {shown_}." if shown_ else "."))
+            table += _rows(o, name)
+        out.append("")
+    if table:
+        out += ["| test | panel | per seed, in seed order | holds in |", "|---|---|---|---|",
+                *table, ""]
+    if c.note:
+        out += [c.note, ""]
+    out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
+    if c.figure and r.evidence:
+        out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure})"]
+    return "\n".join(out) + "\n"
+
+
+def report(rendered: list[Rendered]) -> str:
+    head = ["# Reproduction report", "", RULES, "",
+            "| claim | paper's number | ours (test 1: mean ± std; holds in) | "
+            "data / T / seeds / device | word | figure |", "|---|---|---|---|---|---|"]
+    return "\n".join([*head, *map(row, rendered), ""]) + "\n" + "\n".join(map(section, rendered))
+
+
+def readme(rendered: list[Rendered]) -> str:
+    """The README's reproduction paragraph: one line per claim, its word and basis."""
+    lines = [BEGIN, "| claim | word | data / T / seeds / device |", "|---|---|---|"]
+    lines += [f"| {r.claim.title}: {r.claim.short} | **{r.verdict.word}** | {basis(r)} |" for r in rendered]
+    return "\n".join([*lines, END])
+
+
+def docs(rendered: list[Rendered]) -> str:
+    """docs/reproducing.md's table: each claim's run at the paper's setting and here."""
+    lines = [BEGIN, "| claim | at the paper's setting | ran here | word |", "|---|---|---|---|"]
+    for r in rendered:
+        c = r.claim
+        paper = (f"`experiment={c.paper_runs.preset}" + "".join(f" {o}" for o in c.paper_runs.overrides)
+                 + f"` ({c.paper_runs.data})") if c.paper_runs else "—"
+        here = "; ".join(f"{data_of(ev.runset)}: " + (", ".join(f"`{f}`" for f in ev.runset.folders)
+                                                       or ev.runset.data) for ev in r.evidence) or "—"
+        lines.append(f"| {c.title} (`{c.id}`) | {paper} | {here} | **{r.verdict.word}** |")
+    return "\n".join([*lines, END])
+
+
+def between(text: str) -> str | None:
+    """The generated block of ``text`` (markers included), or None without markers."""
+    if BEGIN not in text or END not in text:
+        return None
+    return text[text.index(BEGIN): text.index(END) + len(END)]
+
+
+def replace_between(text: str, block: str) -> str:
+    old = between(text)
+    return text.replace(old, block) if old is not None else None

@@ -1,0 +1,181 @@
+"""fedrun-reproduce: the reproduction of the three papers, claim by claim, from declarations.
+
+  fedrun-reproduce list                          # every claim: its word, data / T / seeds / device
+  fedrun-reproduce plan [CLAIM...] [--device cuda]   # the missing runs, commands and cost
+  fedrun-reproduce run CLAIM... [OVERRIDE...]    # launch them (fedrun -m) into the claim's folders
+  fedrun-reproduce run CLAIM --paper device=cuda data.root=DIR   # the paper's own setting
+  fedrun-reproduce check [CLAIM...] [--results DIR]   # recompute and compare: exit 0 equal, 1 not
+  fedrun-reproduce report                        # write REPRODUCTION.md and the README/docs blocks
+
+The claims are declared in fedprox_cli/claims/*.yaml (one per figure or table of FedCanon,
+FedCEF and FedNMap). --results DIR holds REPRODUCTION.md and the run folders under
+DIR/reproduction/ (default: results); README.md and docs/reproducing.md are read under --root
+(default: the current folder). `check` prints one line per difference (claim, number,
+committed, recomputed) and exits 1 on any. Bad input (an unknown claim, a results folder
+without a claim's runs, a run folder of another config in a claim's folder) is one line and
+exit 2; an internal error exit 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from ..claims import compare, declare, evidence, plan, render, verdict
+from ..common.errors import EXIT, UserError, describe, require
+from ..common.files import atomic_write_text
+from .faults import crash
+
+PROG = "fedrun-reproduce"
+REPORT = "REPRODUCTION.md"
+README, DOCS = Path("README.md"), Path("docs/reproducing.md")
+
+
+def parse(argv):
+    doc = __doc__.split("\n\n", 1)
+    p = argparse.ArgumentParser(prog=PROG, description=doc[0].split(": ", 1)[1], epilog=doc[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--results", type=Path, default=Path("results"),
+                        help="the folder holding REPRODUCTION.md and reproduction/ (default: results)")
+    common.add_argument("--root", type=Path, default=Path("."),
+                        help="the checkout whose README.md and docs/reproducing.md are compared or written")
+    sub.add_parser("list", parents=[common], help="every claim with its word, one line each")
+    pl = sub.add_parser("plan", parents=[common], help="the missing runs per claim, commands and cost")
+    pl.add_argument("claims", nargs="*", metavar="CLAIM")
+    pl.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    rn = sub.add_parser("run", parents=[common], help="launch the missing runs of claims (fedrun -m)")
+    rn.add_argument("claims", nargs="+", metavar="CLAIM")
+    rn.add_argument("--paper", action="store_true", help="run the paper's own setting instead")
+    rn.add_argument("--dry-run", action="store_true", help="print the commands only")
+    ch = sub.add_parser("check", parents=[common], help="recompute every word and number; compare")
+    ch.add_argument("claims", nargs="*", metavar="CLAIM")
+    sub.add_parser("report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    overrides = [a for a in argv if "=" in a and not a.startswith("-")] if argv[:1] == ["run"] else []
+    args = p.parse_args([a for a in argv if a not in overrides])
+    args.overrides = overrides
+    return args
+
+
+def build(claims: list[declare.Claim], root: Path, strict: bool) -> list[render.Rendered]:
+    """Each claim's evidence (one per run set that ran) and its word."""
+    out = []
+    for c in claims:
+        found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
+        deciding = next((ev for ev in found if ev.present), found[0] if found else None)
+        out.append(render.Rendered(c, found, verdict.of(c, deciding)))
+    return out
+
+
+def warn(message: str) -> None:
+    print(f"{PROG}: {message}", file=sys.stderr)
+
+
+def _list(args) -> int:
+    for r in build(declare.load(), args.results / "reproduction", strict=False):
+        print(f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}")
+    return 0
+
+
+def _plan(args) -> int:
+    claims = declare.select(declare.load(), args.claims)
+    root = args.results / "reproduction"
+    for r in build(claims, root, strict=False):
+        print(plan.text(r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device)))
+    return 0
+
+
+def _run(args) -> int:
+    claims = declare.select(declare.load(), args.claims)
+    root = args.results / "reproduction"
+    todo = []
+    for r in build(claims, root, strict=False):
+        found = [s for s in plan.sweeps(r.claim, r.evidence, str(root), "cpu")
+                 if s.what.startswith("the paper's setting") == args.paper]
+        require(found or r.claim.ran or args.paper, f"claim {r.claim.id}: nothing of it runs on the data "
+                f"here; --paper runs its paper setting (plan --device cuda shows it)")
+        todo += found
+    for s in todo:
+        fedrun = s.args
+        if any(o.startswith(("hydra/launcher=", "hydra.launcher.")) for o in args.overrides):
+            fedrun = [a for a in fedrun if a not in plan.LAUNCHER]
+        if args.paper:
+            fedrun = [a for a in fedrun if not a.startswith("device=")]
+        cmd = [sys.executable, "-m", "fedprox_cli", "-m", *fedrun, *args.overrides]
+        print(f"{PROG}: {s.what}: fedrun -m {' '.join([*fedrun, *args.overrides])}", flush=True)
+        if args.dry_run:
+            continue
+        code = subprocess.run(cmd, check=False).returncode
+        if code > EXIT["diverged"]:   # a diverged job is a result; anything else stops here
+            return code
+    if not todo:
+        print(f"{PROG}: nothing missing")
+    return 0
+
+
+def _titles(claims) -> dict[str, str]:
+    return {c.id: c.title for c in claims}
+
+
+def _read(path: Path) -> str:
+    require(path.is_file(), f"no {path}")
+    return path.read_text()
+
+
+def _check(args) -> int:
+    claims = declare.select(declare.load(), args.claims)
+    rendered = build(claims, args.results / "reproduction", strict=True)
+    whole = not args.claims
+    diffs = compare.report(_read(args.results / REPORT), render.report(rendered),
+                           [c.id for c in claims], whole)
+    for name, make in ((README, render.readme), (DOCS, render.docs)):
+        diffs += compare.block(str(name), render.between(_read(args.root / name)), make(rendered),
+                               {c.id: (c.title if name == README else f"{c.title} (`{c.id}`)") for c in claims})
+    for d in diffs:
+        print(f"{PROG}: check: {d}")
+    if not diffs:
+        print(f"{PROG}: check: {len(claims)} claims, every word and number as committed")
+    return 1 if diffs else 0
+
+
+def _report(args) -> int:
+    claims = declare.load()
+    rendered = build(claims, args.results / "reproduction", strict=True)
+    for name, make in ((README, render.readme), (DOCS, render.docs)):
+        text = _read(args.root / name)
+        new = render.replace_between(text, make(rendered))
+        require(new is not None, f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})")
+        atomic_write_text(args.root / name, new)
+    atomic_write_text(args.results / REPORT, render.report(rendered))
+    print(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")
+    return 0
+
+
+COMMANDS = {"list": _list, "plan": _plan, "run": _run, "check": _check, "report": _report}
+
+
+def main(argv=None) -> int:
+    try:
+        args = parse(argv)
+    except SystemExit as e:
+        return EXIT["error"] if e.code else 0
+    evidence.forget()
+    try:
+        return COMMANDS[args.command](args)
+    except (UserError, OSError) as e:
+        warn(f"error: {describe(e)}")
+        return EXIT["error"]
+    except Exception as e:  # noqa: BLE001 -- an internal error: one line, the traceback kept
+        return crash(e)
+
+
+def console() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console()
