@@ -25,6 +25,9 @@ def blocks(report: str) -> dict[str, list[str]]:
             current = m.group(1)
         row = ROW.search(line) if line.startswith("| [") else None
         out.setdefault(row.group(1) if row else current, []).append(line)
+    for lines_ in out.values():
+        while lines_ and not lines_[-1].strip():   # the blank line between sections
+            lines_.pop()
     return out
 
 

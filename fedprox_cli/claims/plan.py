@@ -84,10 +84,11 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
         n = len(RunSet(**{**pr.__dict__, "grid": grid}).declared())
         minutes, basis = None, "no recorded run to estimate from"
         if first is not None:
-            scale = (claim.paper_T or first.T) / first.T
+            scale = (pr.T or claim.paper_T or first.T) / first.T
             minutes = per_run(first) * n * scale
-            basis = (f"CPU job-minutes of the {first.runset.data} runs x {scale:g} for T; "
-                     f"the paper's data may be larger; no GPU-timed summary")
+            basis = (f"CPU job-minutes of the {first.runset.data} runs x {scale:g} for T"
+                     + ("; the paper's data may be larger" if first.runset.stands_for else "")
+                     + "; no GPU-timed summary")
         seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
         args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
         out.append(Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis))

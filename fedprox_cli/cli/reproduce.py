@@ -100,11 +100,9 @@ def _run(args) -> int:
                 f"here; --paper runs its paper setting (plan --device cuda shows it)")
         todo += found
     for s in todo:
-        fedrun = s.args
-        if any(o.startswith(("hydra/launcher=", "hydra.launcher.")) for o in args.overrides):
-            fedrun = [a for a in fedrun if a not in plan.LAUNCHER]
-        if args.paper:
-            fedrun = [a for a in fedrun if not a.startswith("device=")]
+        mine = {o.split("=", 1)[0] for o in args.overrides}
+        fedrun = [a for a in s.args if a.split("=", 1)[0] not in mine
+                  and not ("hydra/launcher" in mine and a in plan.LAUNCHER)]
         cmd = [sys.executable, "-m", "fedprox_cli", "-m", *fedrun, *args.overrides]
         print(f"{PROG}: {s.what}: fedrun -m {' '.join([*fedrun, *args.overrides])}", flush=True)
         if args.dry_run:

@@ -1,0 +1,160 @@
+"""The claims of the papers as data (fedprox_cli/claims) and fedrun-reproduce: the rule on
+hand-made curves, the tamper test on a small copy of the committed runs, bad input of each kind
+(exit 2) and `list` showing every claim. In-process (``reproduce.main``)."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedprox_cli.analysis import report
+from fedprox_cli.claims import declare, evidence, verdict
+from fedprox_cli.claims.declare import Claim
+from fedprox_cli.cli import reproduce
+
+Check = declare.Test   # not named Test*: pytest would try to collect it
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+FIG5 = ("fednmap_fig5", "fednmap_fig5_seeds12")
+IDS = {"fedcanon-fig1", "fedcanon-fig2", "fedcanon-fig3", "fedcanon-table1", "fedcanon-table3",
+       "fedcanon-table5", "fedcanon-table6", "fedcef-fig1", "fedcef-fig2", "fedcef-fig3", "fedcef-fig4",
+       "fednmap-fig2", "fednmap-fig3", "fednmap-fig4", "fednmap-fig5a", "fednmap-fig5b", "fednmap-fig5c",
+       "fednmap-fig6"}
+
+
+def run(method: str, seed: int, curve, acc: float = 0.9) -> report.Run:
+    """A hand-made finished run: ``curve`` is its stationarity at rounds 0, 5, 10, ..."""
+    rounds = np.arange(len(curve)) * 5
+    metrics = pd.DataFrame({"round": rounds, "stationarity": np.asarray(curve, float),
+                            "test_acc": np.full(len(curve), acc)})
+    return report.Run(Path(f"/{method}/{seed}"), {"choice:algorithm": method, "seed": seed, "T": 20},
+                      metrics, "finished")
+
+
+def claim(tests, trained_metric="") -> Claim:
+    return Claim("x", "Paper", "Sec. 1, Fig. 1", "short", "quote", "", "", "", None, None, None, (),
+                 tuple(tests), trained_metric=trained_metric, trained_min=0.2)
+
+
+BEST = Check(kind="order", metric="stationarity", says="a lowest", key="algorithm", values=("a", "b"), at="last")
+
+
+def word(runs, test=BEST, seeds=3, guard="") -> verdict.Verdict:
+    c = claim([test], guard)
+    outcome = evidence.Outcome(test, evidence.units(test, runs, c))
+    return verdict.word([outcome], "stand-in", 20, None, seeds, 6, 6)
+
+
+def test_an_ordering_in_every_seed_is_reproduced_in_some_partly_in_none_not():
+    lead = lambda s: [run("a", s, [1, 0.5, 0.1]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
+    trail = lambda s: [run("a", s, [1, 0.5, 0.3]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
+    assert word([*lead(0), *lead(1), *lead(2)]).word == "reproduced on a stand-in"
+    assert word([*lead(0), *lead(1), *trail(2)]).word == "partly"   # 2 of 3 seeds
+    assert word([*trail(0), *trail(1), *trail(2)]).word == "not reproduced"
+    got = evidence.units(BEST, [*lead(0), *lead(1), *trail(2)], claim([BEST]))
+    assert [u.holds for u in got] == [True, True, False]
+
+
+def test_an_ordering_from_round_r_on_only_says_so():
+    every = Check(kind="order", metric="stationarity", says="a lowest throughout", key="algorithm",
+                 values=("a", "b"), at="every", from_round=5)
+    late = [r for s in range(3) for r in (run("a", s, [1, 0.7, 0.3, 0.1]), run("b", s, [1, 0.6, 0.4, 0.2]))]
+    v = word(late, every)
+    assert v.word == "partly" and "holds from round 10 on only" in v.why
+    early = [r for s in range(3) for r in (run("a", s, [1, 0.5, 0.3, 0.1]), run("b", s, [1, 0.6, 0.4, 0.2]))]
+    assert word(early, every).word == "reproduced on a stand-in"
+
+
+def test_one_seed_missing_runs_and_nothing_trained_are_not_a_verdict():
+    runs = [run("a", 0, [1, 0.5]), run("b", 0, [1, 0.6])]
+    assert word(runs, seeds=1).word == "inconclusive"
+    t = BEST
+    outcome = evidence.Outcome(t, evidence.units(t, runs, claim([t])))
+    assert verdict.word([outcome], "", 20, None, 3, 4, 6).word == "partly run (4 of 6 runs)"
+    assert verdict.word([outcome], "", 10, 200, 3, 6, 6).word == "inconclusive"   # T = 10 of 200
+    chance = [r for s in range(3) for r in (run("a", s, [1, 0.5], acc=0.1), run("b", s, [1, 0.6], acc=0.1))]
+    assert word(chance, guard="test_acc").word == "inconclusive"
+
+
+def test_a_diverged_run_is_the_worst():
+    runs = [r for s in range(3) for r in (run("a", s, [1, 0.5]), run("b", s, [1, float("nan")]))]
+    assert word(runs).word == "reproduced on a stand-in"
+
+
+def test_the_declarations_cover_every_figure_and_table():
+    claims = declare.load()
+    assert {c.id for c in claims} == IDS
+    for c in claims:
+        assert c.quote and c.setting and (c.tests or not c.ran), c.id
+        for t in c.tests:
+            assert t.kind in declare.KINDS and t.says, c.id
+    fig1 = declare.select(claims, ["fedcef-fig1"])[0]
+    assert verdict.of(fig1, None).word == "not run"   # byte arithmetic trains nothing
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A small copy of results/ (FedNMap Fig. 5's folders and the report) and the checkout's
+    README.md and docs/reproducing.md."""
+    for f in FIG5:
+        shutil.copytree(RESULTS / "reproduction" / f, tmp_path / "results" / "reproduction" / f)
+    shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(REPO / "README.md", tmp_path)
+    shutil.copy(REPO / "docs" / "reproducing.md", tmp_path / "docs")
+    return tmp_path
+
+
+def check(where: Path, *claims) -> list[str]:
+    return ["check", *claims, "--results", str(where / "results"), "--root", str(where)]
+
+
+def test_check_passes_on_the_committed_runs_and_names_a_tampered_claim(copy, capsys):
+    assert reproduce.main(check(copy, "fednmap-fig5c", "fednmap-fig5b")) == 0
+    runs = report.load([copy / "results" / "reproduction" / "fednmap_fig5"],
+                       where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
+    csv = runs[0].path / "metrics.csv"
+    frame = pd.read_csv(csv)
+    frame.loc[frame.index[-1], "stationarity"] *= 3
+    frame.to_csv(csv, index=False)
+    capsys.readouterr()
+    assert reproduce.main(check(copy, "fednmap-fig5c", "fednmap-fig5b")) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out and all("fednmap-fig5c" in line for line in out)
+    assert any("committed" in line and "recomputed" in line for line in out)
+
+
+def test_bad_input_is_one_line_and_exit_2(copy, tmp_path, capsys):
+    assert reproduce.main(["plan", "fednmap-fig9"]) == 2
+    assert "unknown claim 'fednmap-fig9'" in capsys.readouterr().err
+    assert reproduce.main(check(copy, "fednmap-fig4")) == 2      # no folder of its runs
+    assert "no results folder" in capsys.readouterr().err
+    stray = next((RESULTS / "reproduction" / "fednmap_fig4").iterdir())
+    shutil.copytree(stray, copy / "results" / "reproduction" / FIG5[0] / "stray")
+    assert reproduce.main(check(copy, "fednmap-fig5c")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "run of another config" in err[0] and "fednmap-fig5c" in err[0]
+
+
+def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
+    assert reproduce.main(["list", "--results", str(copy / "results")]) == 0
+    out = capsys.readouterr().out
+    assert {line.split()[0] for line in out.splitlines()} == IDS
+    assert "not run" in out.split("fedcef-fig1")[1].splitlines()[0]
+    assert reproduce.main(["plan", "fednmap-fig5c", "--device", "cuda", "--results", str(copy / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "to the paper's 10 seeds on mnist5k: 28 runs, about" in out
+    assert "seed=3,4,5,6,7,8,9" in out and "device=cuda" in out
+    assert "fedrun -m experiment=fednmap_fig5 data.root=DIR algorithm=fednmap_fig5/eta_0.05" in out
+
+
+def test_run_launches_the_planned_sweeps(copy, capsys):
+    assert reproduce.main(["run", "fednmap-fig5b", "hydra.launcher.n_jobs=1", "--dry-run",
+                           "--results", str(copy / "results")]) == 0
+    out = capsys.readouterr().out
+    assert "hydra/launcher=joblib" in out and "hydra.launcher.n_jobs=2" not in out
+    assert out.rstrip().endswith("hydra.launcher.n_jobs=1")
+    assert reproduce.main(["run", "fedcef-fig1"]) == 2
