@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -62,22 +61,6 @@ def parse(argv):
     return p.parse_args(argv)
 
 
-class Direction(NamedTuple):
-    """How a metric improves: the sign that makes better values smaller, and its words."""
-    sign: int
-    best: str       # "lowest"
-    improves: str   # "falls"
-    beyond: str     # "below": a better value lies below the other
-    ends: str       # "lower"
-
-
-def direction(metric: str) -> Direction:
-    """Lower is better for the metrics of ``report.LOWER_IS_BETTER``, higher for the others."""
-    if metric in report.LOWER_IS_BETTER:
-        return Direction(1, "lowest", "falls", "below", "lower")
-    return Direction(-1, "highest", "rises", "above", "higher")
-
-
 def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) -> list[str] | None:
     """The markdown cells of one panel, or None when no seed has every method (``methods``,
     the best first)."""
@@ -88,7 +71,7 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
     if not seeds:
         return None
     last, leads, tails = 0, [], {m: [] for m in methods}
-    sign = direction(args.y).sign
+    sign = report.direction(args.y).sign
     for s in seeds:
         got = by_seed[s]
         rounds = got[args.best].metrics["round"].to_numpy()
@@ -133,7 +116,7 @@ def order_tables(runs: list[report.Run], args) -> str:
         finals.setdefault(seed_of(r), {})[r.config[key]] = r.final(args.y, args.final)
     values = sorted({v for got in finals.values() for v in got}, key=lambda v: report.order((v,)))
     name = report.short(key)
-    way = direction(args.y)
+    way = report.direction(args.y)
     require(any(len(got) > 1 for got in finals.values()),
             f"no seed has runs at two values of {name}: nothing to order")
     whole = {s: got for s, got in finals.items() if set(got) == set(values)}
@@ -219,7 +202,7 @@ def run(args, warn) -> int:
         got = panel_row(panel, runs_of, methods, args)
         if got is not None:
             rows.append((panel, got))
-    best = direction(args.y).best
+    best = report.direction(args.y).best
     print(report.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} {best} at the last evaluation",
                            f"{args.best} {best} from round {args.from_round} on (evaluations, per seed)",
                            f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)"],

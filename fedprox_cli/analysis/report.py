@@ -27,6 +27,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 import numpy as np
@@ -48,6 +49,22 @@ X_COLUMNS = {"round": ("round",), "time": ("time_s",), "bytes": ("bytes_up", "by
 LOG_Y = {"stationarity"}     # metrics the papers draw on a log scale
 LOWER_IS_BETTER = {"train_loss", "objective", "test_loss", "stationarity", "time_s"}
 FINALS = ("last", "tail")    # final value: the last evaluation, or the mean of the last 10%
+
+
+class Direction(NamedTuple):
+    """How a metric improves: the sign that makes better values smaller, and its words."""
+    sign: int
+    best: str       # "lowest"
+    improves: str   # "falls"
+    beyond: str     # "below": a better value lies below the other
+    ends: str       # "lower"
+
+
+def direction(metric: str) -> Direction:
+    """Lower is better for the metrics of :data:`LOWER_IS_BETTER`, higher for the others."""
+    if metric in LOWER_IS_BETTER:
+        return Direction(1, "lowest", "falls", "below", "lower")
+    return Direction(-1, "highest", "rises", "above", "higher")
 
 
 def status_text(status: str) -> str:

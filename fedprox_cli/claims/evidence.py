@@ -180,10 +180,6 @@ def _worst(v: float) -> float:
     return v if math.isfinite(v) else math.inf
 
 
-def _sign(metric: str) -> int:
-    return 1 if metric in report.LOWER_IS_BETTER else -1
-
-
 def shown(v) -> str:
     """A config value as tables show it: a preset's algorithm choice by its method's name."""
     text = report.fmt(v)
@@ -231,7 +227,7 @@ def _ordered(s: list[float], mode: str) -> bool:
 
 
 def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
-    sign = _sign(t.metric)
+    sign = report.direction(t.metric).sign
     runs = [got[i] for i in range(len(t.values))]
     first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at != "every":
@@ -266,7 +262,7 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
             value, holds, onset = _order_unit(t, got)
             out.append(Unit(label, value, holds if trained else None, onset if trained else None))
         elif t.kind == "drop":
-            sign = _sign(t.metric)
+            sign = report.direction(t.metric).sign
             s = {i: _worst(sign * r.final(t.metric, t.at)) for i, r in got.items() if i >= 0}
             others = [v for i, v in s.items() if i != 0] + \
                 [_worst(sign * r.final(t.metric, t.at)) for i, r in _rest(t, runs, panel, seed)]
