@@ -254,19 +254,18 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
         return slope_units(t, runs, claim)
     for (panel, seed), got in _cells(t, runs).items():
         need = range(len(t.values)) if t.kind in ("order", "drop") else [-1]
-        if not all(i in got for i in need) or (t.kind == "order" and len(got) < len(t.values)):
+        others = list(_rest(t, runs, panel, seed)) if t.kind == "drop" else [None]
+        if not all(i in got for i in need) or not others:
             continue
         trained = _trained(claim, got.values())
         label = _label(panel, seed)
         if t.kind == "order":
             value, holds, onset = _order_unit(t, got)
             out.append(Unit(label, value, holds if trained else None, onset if trained else None))
-        elif t.kind == "drop":
+        elif t.kind == "drop":   # points (x100) by which values[0] trails the best of the others
             sign = report.direction(t.metric).sign
-            s = {i: _worst(sign * r.final(t.metric, t.at)) for i, r in got.items() if i >= 0}
-            others = [v for i, v in s.items() if i != 0] + \
-                [_worst(sign * r.final(t.metric, t.at)) for i, r in _rest(t, runs, panel, seed)]
-            value = 100 * (s[0] - min(others))
+            value = 100 * (_worst(sign * got[0].final(t.metric, t.at))
+                           - min(_worst(sign * r.final(t.metric, t.at)) for r in others))
             out.append(Unit(label, value, _within(value, t.holds) if trained else None))
         else:   # ratio
             base = got[-1].final(t.metric, t.at)
@@ -286,7 +285,7 @@ def _rest(t: Test, runs, panel, seed):
     for r in runs:
         if r.config.get("seed") == seed and all(r.config.get(p) == v for p, v in panel) \
                 and not any(_is(r.config.get(key), w) for w in t.values):
-            yield -2, r
+            yield r
 
 
 def _within(value: float, holds: dict) -> bool:

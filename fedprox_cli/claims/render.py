@@ -13,7 +13,7 @@ import numpy as np
 
 from .declare import Claim, RunSet
 from .evidence import Evidence, Outcome, shown
-from .verdict import Verdict, state, units_noun
+from .verdict import Verdict, state
 
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
 
@@ -140,15 +140,29 @@ def _value_word(o: Outcome) -> str:
     return f"{t.metric} over {shown(t.base) if t.base is not None else 'one forward-backward pass'}"
 
 
-def section(r: Rendered) -> str:
+def owners(claims: list[Claim]) -> dict[str, Claim]:
+    """Each run set (by its declaration) -> the first claim declaring it, which describes it;
+    a later claim sharing it refers to that one."""
+    out: dict[str, Claim] = {}
+    for c in claims:
+        for rs in c.ran:
+            out.setdefault(repr(rs), c)
+    return out
+
+
+def section(r: Rendered, owner: dict[str, Claim]) -> str:
+    """One claim's section (``owner``: :func:`owners` of every claim)."""
     c = r.claim
     out = [f'<a id="{c.id}"></a>', f"## {c.title}: {c.short}", "",
            f"> {c.quote} ({c.where})", "", f"Paper: {c.setting}.",
            f"Chosen here: {c.chosen}." if c.chosen else "", ""]
-    table = []
+    table, last_shown = [], ""
     for ev in r.evidence:
         rs = ev.runset
-        if rs.folders:
+        first = owner.get(repr(rs), c)
+        if rs.folders and first is not c:
+            out.append(f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).")
+        elif rs.folders:
             out.append(f"Ran on {data_of(rs)}: `experiment={rs.preset}"
                        + "".join(f" {o}" for o in rs.overrides) + "` in "
                        + ", ".join(f"`{f}`" for f in rs.folders)
@@ -160,7 +174,9 @@ def section(r: Rendered) -> str:
             name = f"{i}" + (f" ({rs.data})" if len(r.evidence) > 1 else "")
             paper = f" (paper: {o.test.paper})" if o.test.paper else ""
             shown_ = _value_word(o)
-            out.append(f"{i}. {o.test.says}{paper}" + (f"; shown: {shown_}." if shown_ else "."))
+            said = shown_ and shown_ != last_shown   # the same as the test above: said once
+            out.append(f"{i}. {o.test.says}{paper}" + (f"; shown: {shown_}." if said else "."))
+            last_shown = shown_
             table += _rows(o, name)
         out.append("")
     if table:
@@ -174,11 +190,11 @@ def section(r: Rendered) -> str:
     return "\n".join(out) + "\n"
 
 
-def report(rendered: list[Rendered]) -> str:
+def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
     head = ["# Reproduction report", "", RULES, "",
             "| claim | paper's number | ours (test 1: mean ± std; holds in) | "
             "data / T / seeds / device | word | figure |", "|---|---|---|---|---|---|"]
-    return "\n".join([*head, *map(row, rendered), ""]) + "\n" + "\n".join(map(section, rendered))
+    return "\n".join([*head, *map(row, rendered), ""]) + "\n" + "\n".join(section(r, owner) for r in rendered)
 
 
 def readme(rendered: list[Rendered]) -> str:

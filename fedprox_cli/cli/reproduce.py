@@ -128,7 +128,7 @@ def _check(args) -> int:
     claims = declare.select(declare.load(), args.claims)
     rendered = build(claims, args.results / "reproduction", strict=True)
     whole = not args.claims
-    diffs = compare.report(_read(args.results / REPORT), render.report(rendered),
+    diffs = compare.report(_read(args.results / REPORT), render.report(rendered, render.owners(declare.load())),
                            [c.id for c in claims], whole)
     for name, make in ((README, render.readme), (DOCS, render.docs)):
         diffs += compare.block(str(name), render.between(_read(args.root / name)), make(rendered),
@@ -148,7 +148,7 @@ def _report(args) -> int:
         new = render.replace_between(text, make(rendered))
         require(new is not None, f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})")
         atomic_write_text(args.root / name, new)
-    atomic_write_text(args.results / REPORT, render.report(rendered))
+    atomic_write_text(args.results / REPORT, render.report(rendered, render.owners(claims)))
     print(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")
     return 0
 
