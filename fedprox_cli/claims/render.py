@@ -160,7 +160,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
     for ev in r.evidence:
         rs = ev.runset
         first = owner.get(repr(rs), c)
-        if rs.folders and first is not c:
+        if rs.folders and first.id != c.id:
             out.append(f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).")
         elif rs.folders:
             out.append(f"Ran on {data_of(rs)}: `experiment={rs.preset}"
