@@ -158,3 +158,37 @@ def test_run_launches_the_planned_sweeps(copy, capsys):
     assert "hydra/launcher=joblib" in out and "hydra.launcher.n_jobs=2" not in out
     assert out.rstrip().endswith("hydra.launcher.n_jobs=1")
     assert reproduce.main(["run", "fedcef-fig1"]) == 2
+
+
+def test_check_names_a_word_edited_by_hand_in_the_readme(copy, capsys):
+    readme = copy / "README.md"
+    lines = readme.read_text().splitlines(keepends=True)
+    i = next(k for k, line in enumerate(lines) if line.startswith("| FedNMap Fig. 5 (c)"))
+    lines[i] = lines[i].replace("**not reproduced**", "**reproduced on a stand-in**")
+    readme.write_text("".join(lines))
+    assert reproduce.main(check(copy, "fednmap-fig5c")) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and "fednmap-fig5c" in out[0] and "README.md" in out[0]
+
+
+def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, capsys):
+    """End to end: a tiny claim (FedCanon Fig. 1's preset at T = 3) runs through fedrun -m into
+    its folder, then reads as decided; a second `run` finds nothing missing."""
+    tiny = declare.RunSet(data="breast_cancer", stands_for="A9A", preset="fedcanon_fig1_quick",
+                          overrides=("T=3", "algorithm.beta=0.02", "eval_every=1"), folders=("tiny",),
+                          into="tiny", fixed={"T": 3}, grid={"algorithm.alpha": [0.1, 0.01]}, seeds=(0, 1), T=3)
+    test = Check(kind="order", metric="stationarity", says="larger alpha lower", key="algorithm.alpha",
+                 values=(0.1, 0.01), mode="chain", at="last")
+    c = Claim("tiny-fig1", "FedCanon", "Sec. IV-B, Fig. 1", "tiny", "q", "", "s", "", None, None, None,
+              (tiny,), (test,))
+    monkeypatch.setattr(declare, "load", lambda: [c])
+    results = ["--results", str(tmp_path / "results")]
+    assert reproduce.main(["list", *results]) == 0
+    assert "not run" in capsys.readouterr().out
+    assert reproduce.main(["run", "tiny-fig1", "hydra/launcher=basic", *results]) == 0   # in one process
+    assert len(list((tmp_path / "results" / "reproduction" / "tiny").rglob("metrics.csv"))) == 4
+    capsys.readouterr()
+    assert reproduce.main(["list", *results]) == 0
+    assert "reproduced on a stand-in" in capsys.readouterr().out
+    assert reproduce.main(["run", "tiny-fig1", *results]) == 0
+    assert "nothing missing" in capsys.readouterr().out

@@ -31,14 +31,25 @@ def blocks(report: str) -> dict[str, list[str]]:
     return out
 
 
+def _row_name(header: list[str], row: list[str]) -> tuple[str, int]:
+    """How a table row is named in a difference, and its first cell holding a number."""
+    if header[0] == "claim":
+        return "summary row", 1
+    if header[0] == "test":
+        return f"test {row[0]}, {header[1]} {row[1]}", 2
+    return row[0], 1
+
+
 def _pair(claim: str, header: list[str] | None, old: str, new: str) -> list[str]:
     """The differences of one line: cell by cell for table rows of the same width."""
     if old.startswith("|") and new.startswith("|") and len(cells(old)) == len(cells(new)):
         a, b = cells(old), cells(new)
         names = header if header and len(header) == len(a) else [f"column {i + 1}" for i in range(len(a))]
-        return [f"{claim}: {a[0]} / {names[i]}: committed {a[i]!r}, recomputed {b[i]!r}"
-                for i in range(1, len(a)) if a[i] != b[i]] or \
-               ([f"{claim}: row label: committed {a[0]!r}, recomputed {b[0]!r}"] if a[0] != b[0] else [])
+        row, first = _row_name(names, a)
+        diffs = [f"{claim}: {row}, {names[i]}: committed {a[i]!r}, recomputed {b[i]!r}"
+                 for i in range(first, len(a)) if a[i] != b[i]]
+        if diffs or a[:first] == b[:first]:
+            return diffs
     return [f"{claim}: text: committed {old!r}, recomputed {new!r}"]
 
 
@@ -79,6 +90,8 @@ def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list
     old, new = blocks(committed), blocks(recomputed)
     header = next((cells(line) for line in recomputed.splitlines() if line.startswith("| claim |")), None)
     out = lines("(report)", old.get("", []), new.get("", [])) if whole else []
+    if whole:
+        out += [f"{i}: in the committed report, not declared" for i in old if i and i not in ids]
     for i in ids:
         got = old.get(i, [])
         if not got:
