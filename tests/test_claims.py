@@ -192,3 +192,16 @@ def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, 
     assert "reproduced on a stand-in" in capsys.readouterr().out
     assert reproduce.main(["run", "tiny-fig1", *results]) == 0
     assert "nothing missing" in capsys.readouterr().out
+
+
+def test_check_names_runs_the_declaration_leaves_out(copy, capsys):
+    """A run added to a claim's folder at a seed it does not declare fails the check."""
+    folder = copy / "results" / "reproduction" / FIG5[0]
+    runs = report.load([folder], where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
+    added = folder / "added"
+    shutil.copytree(runs[0].path, added)
+    config = added / "config.yaml"
+    config.write_text(config.read_text().replace("\nseed: 0\n", "\nseed: 3\n"))
+    assert reproduce.main(check(copy, "fednmap-fig5c")) == 1
+    out = capsys.readouterr().out
+    assert "fednmap-fig5c: runs of seeds 3 in its folders are not declared" in out

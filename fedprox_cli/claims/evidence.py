@@ -61,6 +61,7 @@ class Evidence:
     present: int
     declared: int
     missing: list = field(default_factory=list)   # (point, seed) of the declared runs not made
+    extra: list = field(default_factory=list)     # seeds of the claim's runs that it does not declare
     seeds: tuple = ()
     T: int | None = None
     devices: tuple = ()
@@ -118,7 +119,7 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
               strict: bool = True) -> list[report.Run]:
     """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made): every
     run there must have its ``fixed`` settings (else a user error naming the run folder); those
-    matching ``where`` and the grid are returned. ``strict``: a missing folder is a user error
+    matching ``where`` and the grid are returned, at any seed. ``strict``: a missing folder is a user error
     (else it holds no runs)."""
     folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
     for f in folders[:len(rs.folders)]:
@@ -135,7 +136,7 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
                                 f"({k}={report.fmt(got)}, the claim's runs have {k}={want})")
     for k, want in rs.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
-    return [r for r in runs if _point(r, runs, rs) is not None and r.config.get("seed") in rs.seeds]
+    return [r for r in runs if _point(r, runs, rs) is not None]
 
 
 @functools.lru_cache(maxsize=32)
@@ -158,13 +159,15 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
         outcomes = [Outcome(t, bench_units(t, root, claim)) for t in claim.tests]
         return Evidence(rs, 1, 1, outcomes=outcomes, devices=(rs.device,))
     runs = load_runs(claim, rs, root, warn, strict)
+    extra = sorted({r.config.get("seed") for r in runs} - set(rs.seeds))
+    runs = [r for r in runs if r.config.get("seed") in rs.seeds]
     declared = {(_declared_key(p), s) for p, s in rs.declared()}
     made = [r for r in runs if r.status in PRESENT]
     have = {(_declared_key(_point(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
     require(made or not strict, f"claim {claim.id}: no finished or diverged run of the claim under "
             f"{', '.join(str(root / f) for f in rs.folders)}")
-    ev = Evidence(rs, len(declared & have), len(declared), missing,
+    ev = Evidence(rs, len(declared & have), len(declared), missing, extra,
                   tuple(sorted({r.config.get("seed") for r in made})),
                   made[0].config.get("T") if made else rs.T, tuple(sorted({_device(r) for r in made})),
                   sum(_minutes(r) for r in made))

@@ -86,7 +86,7 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
         if first is not None:
             scale = (pr.T or claim.paper_T or first.T) / first.T
             minutes = per_run(first) * n * scale
-            basis = (f"CPU job-minutes of the {first.runset.data} runs x {scale:g} for T"
+            basis = (f"CPU job-minutes of the {first.runset.data} runs x {scale:g} for T only"
                      + ("; the paper's data may be larger" if first.runset.stands_for else "")
                      + "; no GPU-timed summary")
         seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
