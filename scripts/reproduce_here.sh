@@ -7,6 +7,8 @@
 # REPRODUCTION.md's figures and tables read the copies committed under results/reproduction/<name>/
 # (fedcanon_fig1_quick, fedcanon_fig2, fedcanon_fig3_quick, fedcanon_fig3_T10, fedcanon_table5_quick,
 # fedcef_fig3_4_quick, fednmap_fig2_quick, fednmap_fig3(_quick), fednmap_fig4(_quick), fednmap_fig5).
+# results/REPRODUCTION.md itself is written by `fedrun-reproduce report` from the claims in
+# fedprox_cli/claims/ (`fedrun-reproduce plan` lists the runs still to make, with commands and cost).
 # Step `figures` trains nothing: it redraws every figure and table of the report from those folders
 # (R=DIR reads another copy).
 set -euo pipefail
