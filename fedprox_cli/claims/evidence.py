@@ -39,6 +39,7 @@ class Unit:
     value: float                 # the unit's number: the first value's final metric, a slope, drop or ratio
     holds: bool | None           # None: no evidence (nothing trained)
     onset: int | None = None     # with at: every
+    note: str = ""               # shown instead of the value ("diverged after round 15")
 
 
 @dataclass
@@ -179,6 +180,15 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
 # ------------------------------------------------------------------------------------ tests
 
 
+def diverged_after(run: report.Run, metric: str) -> int | None:
+    """The round of the run's first non-finite evaluation of ``metric`` or of its objective
+    ("diverged after round r"), None if every evaluation is finite."""
+    bad = ~np.isfinite(run.column(metric))
+    if run.has("objective"):
+        bad |= ~np.isfinite(run.column("objective"))
+    return int(run.metrics["round"].to_numpy()[bad][0]) if bad.any() else None
+
+
 def _worst(v: float) -> float:
     return v if math.isfinite(v) else math.inf
 
@@ -264,7 +274,9 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
         label = _label(panel, seed)
         if t.kind == "order":
             value, holds, onset = _order_unit(t, got)
-            out.append(Unit(label, value, holds if trained else None, onset if trained else None))
+            r = diverged_after(got[0], t.metric)
+            out.append(Unit(label, value, holds if trained else None, onset if trained else None,
+                            f"diverged after round {r}" if r is not None else ""))
         elif t.kind == "drop":   # points (x100) by which values[0] trails the best of the others
             sign = report.direction(t.metric).sign
             value = 100 * (_worst(sign * got[0].final(t.metric, t.at))

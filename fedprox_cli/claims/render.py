@@ -18,19 +18,18 @@ from .verdict import Verdict, state
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
 
 RULES = """\
-Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the run
-folders under `results/reproduction/`; `fedrun-reproduce check` recomputes it. Each test counts
-units (a seed in a panel; a compared pair for ratios; a model for the prox benchmark). The word,
-by one rule: **reproduced** (the paper's data) or **reproduced on a stand-in** when every test
-holds in every unit, **not reproduced** when in none, **partly** in between or when an ordering
-holds from some round on only; **inconclusive** with one seed, fewer rounds than the paper's T
-(where the numbers depend on T) or no unit that trained (a run ending at chance accuracy);
-**partly run (k of m runs)** with declared runs missing; **not run** when nothing ran here.
-*Tail*: the mean of a run's last 10% of evaluations. In the per-seed tables ✓ holds, ✗ does not,
-"✗ from r" holds from round r on only, – no evidence. A diverged run (first non-finite evaluation
-at round r: "diverged after round r") is the worst in every comparison. Runs here ran on a
-2-core CPU, one thread per job; `fedrun-reproduce plan --device cuda` gives the commands and
-costs of the papers' own settings."""
+Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
+in `results/reproduction/`; `fedrun-reproduce check` recomputes it. Tests count units (a seed in
+a panel; a pair for ratios; a model for the prox benchmark). The word, by one rule:
+**reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
+unit, **not reproduced** when in none, **partly** in between or when an ordering holds from some
+round on only; **inconclusive** with one seed, fewer rounds than the paper's T (where numbers
+depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
+declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
+evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence. A
+diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
+every comparison. Runs here: a 2-core CPU, one thread per job (device column);
+`fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
 
 @dataclass
@@ -112,7 +111,7 @@ def _rows(o: Outcome, name: str) -> list[str]:
         if o.test.at == "every":   # the onset says more than the last value
             text = mark + (f" from {u.onset}" if u.onset is not None and not u.holds else "")
         else:
-            text = f"{num(u.value)} {mark}"
+            text = f"{u.note or num(u.value)} {mark}"
         rows.setdefault(panel.rstrip(", ") or "all", []).append(text)
     return [f"| {name} | {panel} | {_seeds(cells)} | {sum('✓' in c for c in cells)} of {len(cells)} |"
             for panel, cells in rows.items()]
@@ -167,7 +166,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
                        + "".join(f" {o}" for o in rs.overrides) + "` in "
                        + ", ".join(f"`{f}`" for f in rs.folders)
                        + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
-                       + f"T = {ev.T}, {', '.join(ev.devices)}, {ev.minutes:.0f} job-minutes).")
+                       + f"T = {ev.T}, {ev.minutes:.0f} job-minutes).")
         else:
             out.append(f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}.")
         for i, o in enumerate(ev.outcomes, 1):
@@ -180,7 +179,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
             table += _rows(o, name)
         out.append("")
     if table:
-        out += ["| test | panel | per seed, in seed order | holds in |", "|---|---|---|---|",
+        out += ["| test | panel | per seed (in order) | holds in |", "|---|---|---|---|",
                 *table, ""]
     if c.note:
         out += [c.note, ""]
