@@ -205,3 +205,10 @@ def test_check_names_runs_the_declaration_leaves_out(copy, capsys):
     assert reproduce.main(check(copy, "fednmap-fig5c")) == 1
     out = capsys.readouterr().out
     assert "fednmap-fig5c: runs of seeds 3 in its folders are not declared" in out
+
+
+def test_the_console_script_and_its_declarations_ship():
+    import tomllib
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["fedrun-reproduce"] == "fedprox_cli.cli.reproduce:console"
+    assert "claims/*.yaml" in (REPO / "setup.py").read_text()
