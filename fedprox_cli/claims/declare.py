@@ -115,6 +115,7 @@ def _runset(d: dict) -> RunSet:
 
 
 def _claim(paper: str, d: dict) -> Claim:
+    require(bool(d.get("tests")) or not d.get("ran"), f"claim {d.get('id')!r} declares runs but no test")
     try:
         return Claim(paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
                      **{**d, "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,

@@ -145,12 +145,13 @@ def _check(args) -> int:
 def _report(args) -> int:
     claims = declare.load()
     rendered = build(claims, args.results / "reproduction", strict=True)
-    for name, make in ((README, render.readme), (DOCS, render.docs)):
-        text = _read(args.root / name)
-        new = render.replace_between(text, make(rendered))
+    texts = {args.results / REPORT: render.report(rendered, render.owners(claims))}
+    for name, make in ((README, render.readme), (DOCS, render.docs)):   # all checked before any is written
+        new = render.replace_between(_read(args.root / name), make(rendered))
         require(new is not None, f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})")
-        atomic_write_text(args.root / name, new)
-    atomic_write_text(args.results / REPORT, render.report(rendered, render.owners(claims)))
+        texts[args.root / name] = new
+    for path, text in texts.items():
+        atomic_write_text(path, text)
     print(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")
     return 0
 
