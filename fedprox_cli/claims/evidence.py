@@ -128,7 +128,12 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
     folders = [f for f in folders if f.is_dir()]
     if not folders:
         return []
-    runs = _read(tuple(folders), warn)
+    try:
+        runs = _read(tuple(folders), warn)
+    except UserError as e:   # folders without a readable run
+        if not strict:
+            return []
+        raise UserError(f"claim {claim.id}: {e}") from None
     for r in runs:
         for k, want in rs.fixed.items():
             got = r.config.get(key_of(runs, k))
