@@ -81,7 +81,7 @@ def basis(r: Rendered) -> str:
 
 
 def headline(o: Outcome) -> str:
-    """The first test's number: mean ± std over its units, and how many hold."""
+    """A test's number: mean ± std over its units, and how many hold."""
     vals = np.array([u.value for u in o.conclusive], float)
     _, count = state(o)
     if not len(vals):
@@ -95,7 +95,9 @@ def headline(o: Outcome) -> str:
 
 def row(r: Rendered) -> str:
     c, ev = r.claim, r.deciding
-    ours = headline(ev.outcomes[0]) if ev is not None and ev.outcomes else "—"
+    ours = "—"
+    if ev is not None and ev.outcomes:   # the test of the paper's number, else the first
+        ours = headline(next((o for o in ev.outcomes if o.test.paper), ev.outcomes[0]))
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
@@ -191,7 +193,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
 
 def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
     head = ["# Reproduction report", "", RULES, "",
-            "| claim | paper's number | ours (test 1: mean ± std; holds in) | "
+            "| claim | paper's number | ours (its test: mean ± std; holds in) | "
             "data / T / seeds / device | word | figure |", "|---|---|---|---|---|---|"]
     return "\n".join([*head, *map(row, rendered), ""]) + "\n" + "\n".join(section(r, owner) for r in rendered)
 
