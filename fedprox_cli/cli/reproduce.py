@@ -132,7 +132,7 @@ def _check(args) -> int:
                            [c.id for c in claims], whole)
     for name, make in ((README, render.readme), (DOCS, render.docs)):
         diffs += compare.block(str(name), render.between(_read(args.root / name)), make(rendered),
-                               {c.id: (c.title if name == README else f"{c.title} (`{c.id}`)") for c in claims})
+                               {c.id: (f"{c.title}:" if name == README else f"{c.title} (`{c.id}`)") for c in claims})
     diffs += [f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
               f"(add them to its seeds in fedprox_cli/claims/)" for r in rendered for ev in r.evidence if ev.extra]
     for d in diffs:
