@@ -138,7 +138,9 @@ def _value_word(o: Outcome) -> str:
         return f"slope of log {t.metric} ({t.at}) on log {t.key}"
     if t.kind == "drop":
         return f"points by which {shown(t.values[0])} trails the best other ({t.metric}, {t.at})"
-    return f"{t.metric} over {shown(t.base) if t.base is not None else 'one forward-backward pass'}"
+    if t.source == "bench":
+        return f"{t.metric} over one forward-backward pass, for {', '.join(t.values)}"
+    return f"{t.metric} over {shown(t.base)}"
 
 
 def owners(claims: list[Claim]) -> dict[str, Claim]:
@@ -156,7 +158,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
     c = r.claim
     out = [f'<a id="{c.id}"></a>', f"## {c.title}: {c.short}", "",
            f"> {c.quote} ({c.where})", "", f"Paper: {c.setting}.",
-           f"Chosen here: {c.chosen}." if c.chosen else "", ""]
+           f"Chosen: {c.chosen}." if c.chosen else "", ""]
     table, last_shown = [], ""
     for ev in r.evidence:
         rs = ev.runset
