@@ -40,6 +40,7 @@ class Unit:
     holds: bool | None           # None: no evidence (nothing trained)
     onset: int | None = None     # with at: every
     note: str = ""               # shown instead of the value ("diverged after round 15")
+    raw: bool | None = None      # the test's result where the unit is no evidence (holds None)
 
 
 @dataclass
@@ -281,19 +282,18 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
             value, holds, onset = _order_unit(t, got)
             r = diverged_after(got[0], t.metric)
             out.append(Unit(label, value, holds if trained else None, onset if trained else None,
-                            f"diverged after round {r}" if r is not None else ""))
+                            f"diverged after round {r}" if r is not None else "", None if trained else holds))
         elif t.kind == "drop":   # points (x100) by which values[0] trails the best of the others
             sign = report.direction(t.metric).sign
             value = 100 * (_worst(sign * got[0].final(t.metric, t.at))
                            - min(_worst(sign * r.final(t.metric, t.at)) for r in others))
-            out.append(Unit(label, value, _within(value, t.holds) if trained else None))
+            out.append(_measured(label, value, t, trained))
         else:   # ratio
             base = got[-1].final(t.metric, t.at)
             for i, v in enumerate(t.values):
                 if i in got:
                     value = got[i].final(t.metric, t.at) / base if base else math.inf
-                    out.append(Unit(f"{shown(v)}, {label}", value,
-                                    _within(value, t.holds) if trained else None))
+                    out.append(_measured(f"{shown(v)}, {label}", value, t, trained))
     return out
 
 
@@ -306,6 +306,12 @@ def _rest(t: Test, runs, panel, seed):
         if r.config.get("seed") == seed and all(r.config.get(p) == v for p, v in panel) \
                 and not any(_is(r.config.get(key), w) for w in t.values):
             yield r
+
+
+def _measured(label: str, value: float, t: Test, trained: bool) -> Unit:
+    """A unit of a number tested against ``t.holds`` (no evidence where nothing trained)."""
+    holds = _within(value, t.holds)
+    return Unit(label, value, holds, raw=None) if trained else Unit(label, value, None, raw=holds)
 
 
 def _within(value: float, holds: dict) -> bool:
@@ -330,7 +336,7 @@ def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
             value = report.fit_line(np.log([x for x, _ in pts]), np.log([y for _, y in pts]))[0]
         else:
             value = math.nan
-        out.append(Unit(_label(panel, seed), value, _within(value, t.holds) if _trained(claim, rs) else None))
+        out.append(_measured(_label(panel, seed), value, t, _trained(claim, rs)))
     return out
 
 

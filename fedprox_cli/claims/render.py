@@ -26,7 +26,7 @@ unit, **not reproduced** when in none, **partly** in between or when an ordering
 round on only; **inconclusive** with one seed, fewer rounds than the paper's T (where numbers
 depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
 declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
-evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence. A
+evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence (result in brackets). A
 diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
 every comparison. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
@@ -109,13 +109,13 @@ def _rows(o: Outcome, name: str) -> list[str]:
     rows: dict[str, list] = {}
     for u in o.units:
         panel, _, seed = u.label.rpartition("seed ") if "seed " in u.label else ("", "", u.label)
-        mark = "–" if u.holds is None else ("✓" if u.holds else "✗")
+        mark = ("✓" if u.holds else "✗") if u.holds is not None else f"–({'✓' if u.raw else '✗'})"
         if o.test.at == "every":   # the onset says more than the last value
             text = mark + (f" from {u.onset}" if u.onset is not None and not u.holds else "")
         else:
             text = f"{u.note or num(u.value)} {mark}"
         rows.setdefault(panel.rstrip(", ") or "all", []).append(text)
-    return [f"| {name} | {panel} | {_seeds(cells)} | {sum('✓' in c for c in cells)} of {len(cells)} |"
+    return [f"| {name} | {panel} | {_seeds(cells)} | {sum('✓' in c and '–(' not in c for c in cells)} of {len(cells)} |"
             for panel, cells in rows.items()]
 
 
