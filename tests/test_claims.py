@@ -212,3 +212,10 @@ def test_the_console_script_and_its_declarations_ship():
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["fedrun-reproduce"] == "fedprox_cli.cli.reproduce:console"
     assert "claims/*.yaml" in (REPO / "setup.py").read_text()
+
+
+def test_an_ordering_in_every_trained_seed_with_one_that_did_not_train_is_partly():
+    runs = [r for s in range(2) for r in (run("a", s, [1, 0.5]), run("b", s, [1, 0.6]))]
+    runs += [run("a", 2, [1, 0.5], acc=0.1), run("b", 2, [1, 0.6], acc=0.1)]
+    v = word(runs, guard="test_acc")
+    assert (v.word, v.why) == ("partly", "1 unit without evidence")

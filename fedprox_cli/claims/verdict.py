@@ -60,18 +60,18 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     if not per_round and paper_T and T is not None and T < paper_T:
         return Verdict("inconclusive", f"T = {T} of the paper's {paper_T}")
     states = [state(o) for o in outcomes]
-    why = ""
     kinds = {s for s, _ in states}
+    blind = sum(len(o.units) - len(o.conclusive) for o in outcomes)
     if kinds == {"undecided"}:
         return Verdict("inconclusive", "no unit trained")
-    if kinds == {"all"} and all(len(o.conclusive) == len(o.units) for o in outcomes):
-        return Verdict("reproduced on a stand-in" if stand_in else "reproduced", why)
+    if kinds == {"all"} and not blind:
+        return Verdict("reproduced on a stand-in" if stand_in else "reproduced", "")
     if kinds == {"none"}:
-        return Verdict("not reproduced", why)
-    if kinds <= {"all", "late"}:
-        r = max(u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive)
-        return Verdict("partly", f"holds from round {r} on only")
-    return Verdict("partly", why)
+        return Verdict("not reproduced", "")
+    late = [u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive]
+    if kinds <= {"all", "late"} and late:
+        return Verdict("partly", f"holds from round {max(late)} on only")
+    return Verdict("partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if kinds <= {"all", "undecided"} else "")
 
 
 def of(claim, ev: Evidence | None) -> Verdict:
