@@ -71,7 +71,8 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     late = [u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive]
     if kinds <= {"all", "late"} and late:
         return Verdict("partly", f"holds from round {max(late)} on only")
-    return Verdict("partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if kinds <= {"all", "undecided"} else "")
+    only_blind = kinds <= {"all", "undecided"}   # it holds wherever there is evidence
+    return Verdict("partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if only_blind else "")
 
 
 def of(claim, ev: Evidence | None) -> Verdict:
