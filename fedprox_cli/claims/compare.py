@@ -97,9 +97,9 @@ def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list
         if not got:
             out.append(f"{i}: not in the committed report")
             continue
-        rows = [l for l in got if l.startswith("| [")], [l for l in new[i] if l.startswith("| [")]
-        out += lines(i, *rows, header=header)
-        out += lines(i, [l for l in got if not l.startswith("| [")], [l for l in new[i] if not l.startswith("| [")])
+        is_row = lambda line: line.startswith("| [")  # noqa: E731 -- the summary row
+        out += lines(i, [l for l in got if is_row(l)], [l for l in new[i] if is_row(l)], header=header)
+        out += lines(i, [l for l in got if not is_row(l)], [l for l in new[i] if not is_row(l)])
     return out
 
 

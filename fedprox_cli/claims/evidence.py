@@ -224,7 +224,13 @@ def _cells(t: Test, runs: list[report.Run]) -> dict:
             continue
         cell = (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed"))
         out.setdefault(cell, {})[idx if idx < len(t.values) else -1] = r
-    return dict(sorted(out.items(), key=lambda kv: (report.order([v for _, v in kv[0][0]]), kv[0][1])))
+    return dict(sorted(out.items(), key=_cell_order))
+
+
+def _cell_order(item) -> tuple:
+    """Cells ((panel, seed), ...) by panel values, then seed."""
+    (panel, seed), _ = item
+    return (report.order([v for _, v in panel]), seed)
 
 
 def _trained(claim: Claim, runs) -> bool:
@@ -328,7 +334,7 @@ def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
     for r in runs:
         cells.setdefault((tuple((p, r.config.get(p)) for p in panels), r.config.get("seed")), []).append(r)
     out = []
-    for (panel, seed), rs in sorted(cells.items(), key=lambda kv: (report.order([v for _, v in kv[0][0]]), kv[0][1])):
+    for (panel, seed), rs in sorted(cells.items(), key=_cell_order):
         pts = [(float(r.config[key]), r.final(t.metric, t.at)) for r in rs]
         if len({x for x, _ in pts}) < 2:
             continue

@@ -26,8 +26,8 @@ unit, **not reproduced** when in none, **partly** in between or when an ordering
 round on only; **inconclusive** with one seed, fewer rounds than the paper's T (where numbers
 depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
 declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
-evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence (result in brackets). A
-diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
+evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
+(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
 every comparison. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
@@ -115,13 +115,14 @@ def _rows(o: Outcome, name: str) -> list[str]:
         else:
             text = f"{u.note or num(u.value)} {mark}"
         rows.setdefault(panel.rstrip(", ") or "all", []).append(text)
-    return [f"| {name} | {panel} | {_seeds(cells)} | {sum('✓' in c and '–(' not in c for c in cells)} of {len(cells)} |"
-            for panel, cells in rows.items()]
+    held = {panel: sum("✓" in c and "–(" not in c for c in cells) for panel, cells in rows.items()}
+    return [f"| {name} | {panel} | {_seeds(cells)} | {held[panel]} of {len(cells)} |" for panel, cells in rows.items()]
 
 
 def _seeds(cells: list[str]) -> str:
     """The cells of one panel; one mark shared by every seed once (``✓ in each``)."""
-    return f"{cells[0]} in each" if len(cells) > 1 and len(set(cells)) == 1 and " " not in cells[0] else "; ".join(cells)
+    same = len(cells) > 1 and len(set(cells)) == 1 and " " not in cells[0]
+    return f"{cells[0]} in each" if same else "; ".join(cells)
 
 
 def report_key(key: str) -> str:
