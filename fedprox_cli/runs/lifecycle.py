@@ -27,6 +27,7 @@ from ..cluster import loggers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_fits, check_same_run, counters, restore_counters
 from .checkpoint import digest as config_digest
+from .checkpoint import digests as config_digests
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
 from ..common.files import atomic_write_text, folder, inside, remove
@@ -118,7 +119,8 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
     """Validate ``cfg`` (unless ``validated`` is its :func:`validate`) and build the run's
     pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
     it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
-    of them and the engine is vmap."""
+    of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
+    also when it is the only one left to run (:data:`checkpoint.BATCHED`)."""
     v = validated or validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
     device, dtype = s.torch_device, s.torch_dtype
@@ -137,9 +139,10 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
     chunk, eval_batch = memory.plan(fp, s.n * runs, s.batch or cd.index.shape[1], s.oracle.chunk,
                                     s.oracle.eval_batch, s.oracle.memory_gb)
-    oracle = Oracle(flat, cd, s.batch, s.seed, engine="vmap" if runs > 1 else s.engine,
+    batched = s.seeds > 1  # joined to the other seeds' calls, however many are left to run
+    oracle = Oracle(flat, cd, s.batch, s.seed, engine="vmap" if batched else s.engine,
                     chunk=max(1, min(s.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
-                    train_samples=s.metrics.train_samples, compile=s.compile if runs == 1 else False,
+                    train_samples=s.metrics.train_samples, compile=False if batched else s.compile,
                     client_steps=s.T * s.K * max(1, round(s.participation * s.n)))
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
@@ -316,7 +319,7 @@ def resume_point(cfg: DictConfig, out: Path, s: RunConfig | None = None) -> Chec
     if finished and prior.get("T") == s.T:  # a checkpoint beside it is an extension's, stopped
         return True
     path = out / CHECKPOINT
-    ckpt = load_checkpoint(path, s.torch_device, config_digest(cfg)) if path.exists() else None
+    ckpt = load_checkpoint(path, s.torch_device, config_digests(cfg)) if path.exists() else None
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
     require(done <= s.T, f"T={s.T} is below the {done} rounds the run in {out} has done; "
                          f"T may only be extended (or set resume=false to start over)")

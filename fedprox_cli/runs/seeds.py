@@ -128,7 +128,7 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
     for exp in exps:
         exp.oracle.join(lockstep)
         exp.oracle.engine_choice = {"engine": "vmap", "source": f"seeds={cfg.seeds}: the clients of "
-                                    f"{len(exps)} runs in one vmap call"}
+                                    f"{len(exps)} run{'s' if len(exps) > 1 else ''} in one vmap call"}
         exp.oracle.compile_choice = {"compiled": False, "source": f"seeds={cfg.seeds}: the joined call is not compiled"}
     return _train(cfgs, exps, todo, ckpts, lockstep, progress, command, hydra_record)
 
