@@ -30,7 +30,7 @@ from .checkpoint import digest as config_digest
 from .checkpoint import digests as config_digests
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
-from ..common.files import atomic_write_text, folder, inside, remove
+from ..common.files import atomic_write_text, clear_temps, folder, inside, remove, temp_of
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine.device import hardware, set_matmul_precision
@@ -42,6 +42,7 @@ from ..engine.models import FlatModel
 from ..engine.oracle import ClientData, Oracle
 from .progress import Progress
 from .outputs import Summary, is_fedrun_summary, read_summary, write_metrics
+from . import signals
 from .signals import StopAfterRound
 
 
@@ -50,11 +51,11 @@ class Diverged(Exception):
 
 
 class Interrupted(Exception):
-    """Stopped by a signal after ``round`` rounds (see :mod:`signals`)."""
+    """Stopped by signal ``signum`` after ``round`` rounds (see :mod:`signals`)."""
 
-    def __init__(self, round: int):
+    def __init__(self, round: int, signum: int | None = None):
         super().__init__(f"interrupted after round {round}")
-        self.round = round
+        self.round, self.signum = round, signum
 
 
 @dataclass
@@ -205,9 +206,9 @@ class Training:
         self.exp.env.start_round(self.t)
         self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
 
-    def after(self, seconds: float, stop: bool = False) -> None:
+    def after(self, seconds: float, stop: int | None = None) -> None:
         """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
-        Raises :class:`Diverged`, or :class:`Interrupted` once a signal was noted (``stop``)."""
+        Raises :class:`Diverged`, or :class:`Interrupted` once signal ``stop`` was noted."""
         s, exp = self.exp.s, self.exp
         evaluated = self.evaluates()
         self.t = done = self.t + 1
@@ -231,7 +232,7 @@ class Training:
                                                               self.train_time, self.rows, exp.digest))
             self.beat(force=True, round=done)
         if stop:
-            raise Interrupted(done)
+            raise Interrupted(done, stop)
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
@@ -258,7 +259,7 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
             run.round()
             if run.evaluates():  # the evaluation reads the device's results
                 sync(exp.s.torch_device)
-            run.after(time.perf_counter() - start, stop.requested)
+            run.after(time.perf_counter() - start, stop.signum)
     return run.rows
 
 
@@ -275,16 +276,28 @@ def status_of(out: Path) -> str:
 
 def has_prior_run(out: Path) -> bool:
     """Whether ``out`` holds a run to resume or keep: a checkpoint, or a summary whose status
-    is not ``error``."""
-    return (out / CHECKPOINT).exists() or status_of(out) not in ("missing", "error")
+    is not ``error`` of a start that was not cut short (:func:`cut_short`)."""
+    return (out / CHECKPOINT).exists() or (status_of(out) not in ("missing", "error") and not cut_short(out))
+
+
+def cut_short(out: Path) -> bool:
+    """Whether ``out`` holds only the start of a run that ended before it recorded its config
+    (killed, a full disk): a summary that is not ``finished``, no ``config.yaml``, no
+    checkpoint. Nothing of it trained, so a run into ``out`` starts it over."""
+    return (status_of(out) not in ("missing", "finished") and not (out / "config.yaml").exists()
+            and not (out / CHECKPOINT).exists())
 
 
 SCAFFOLD = {".hydra", LOCK, "fedrun.log", "error.log"}  # what fedrun leaves before a run starts
+OWN = {*keep.FILES, "error.log"}  # the files fedrun writes atomically in a run folder
 
 
 def is_scaffold(p: Path) -> bool:
     """Whether ``p`` is one of :data:`SCAFFOLD` as fedrun makes it: ``.hydra`` a real folder,
-    the others regular files (a link or a FIFO of that name is someone else's)."""
+    the others regular files (a link or a FIFO of that name is someone else's), or the temp
+    file of a write of one of :data:`OWN` that a killed fedrun left."""
+    if temp_of(p) in OWN:
+        return True
     return p.name in SCAFFOLD and not p.is_symlink() and (p.is_dir() if p.name == ".hydra" else p.is_file())
 
 
@@ -371,9 +384,17 @@ def _write_hydra_record(out: Path, files: dict[str, str] | None) -> None:
 
 
 def recover(out: Path) -> None:
-    """Undo what a killed attempt on a finished run left in ``out`` (:func:`keep.recover`)."""
+    """Clear what a killed fedrun left in ``out``, whose lock this process holds: the attempt
+    on a finished run undone (:func:`keep.recover`), the temp files of its writes deleted."""
     if keep.recover(out):
         say(f"a killed attempt on the finished run in {out} was undone", "note")
+    gone = clear_temps(out)
+    if gone:
+        say(f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed fedrun "
+            f"left in {out} ({', '.join(str(p.relative_to(out)) for p in gone[:3])}"
+            f"{', ...' if len(gone) > 3 else ''})", "note")
+    if cut_short(out):
+        say(f"the run in {out} ended before it recorded its config; starting it over", "note")
 
 
 def fits(exp: Experiment, out: Path, ckpt: Checkpoint | None) -> None:
@@ -439,10 +460,12 @@ def _conclude(exp, cfg, out, summary, error, rows) -> int:
         return EXIT["diverged"]
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
-        end(summary, "interrupted", **after)
+        signum = e.signum if isinstance(e, Interrupted) else (signals.received or [None])[-1]
+        by = signals.name(signum) if signum else None
+        end(summary, "interrupted", **after, **({"error": f"stopped by {by}"} if by else {}))
         say(f"interrupted{f' after round {e.round}' if after else ''}; "
             + ("re-run the same command to resume" if (out / CHECKPOINT).exists()
-               else f"partial results in {out}"))
+               else f"partial results in {out}") + (f" (stopped by {by})" if by else ""))
         say_closing(out, "interrupted")
         return EXIT["interrupted"]
     except Exception as e:  # a bug

@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import PACKAGE, __version__
-from ..common.files import atomic_write_text, read_text
+from ..common.files import atomic_write_text, read_text, write_text_saving_space
 from .lock import is_held
 
 SUMMARY = "summary.json"
@@ -119,7 +119,7 @@ class Summary:
         self.fields.update(fields, heartbeat=now())
         self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
         self._beat = time.monotonic()
-        atomic_write_text(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
+        write_text_saving_space(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
 
     def start(self, **fields) -> None:
         self.fields.pop("error", None)

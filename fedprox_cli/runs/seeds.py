@@ -171,7 +171,7 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
                     try:
                         if r in failed:
                             raise failed[r]
-                        live[r].after(seconds, stop.requested)
+                        live[r].after(seconds, stop.signum)
                         if live[r].done:
                             end(r, None)
                     except KeyboardInterrupt:
