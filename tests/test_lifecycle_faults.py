@@ -13,14 +13,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import torch
 from conftest import child_env, job_folders
 
+from fedprox_cli import data
 from fedprox_cli.cli import sweep
 from fedprox_cli.common import files
 from fedprox_cli.config.validate import compose
-from fedprox_cli.runs import runner, signals
+from fedprox_cli.runs import provenance, runner, signals
 from fedprox_cli.runs.lock import RunLock
 from fedprox_cli.runs.outputs import read_summary
 
@@ -242,3 +245,110 @@ def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_pa
     assert sorted((r.status for r in mine if r.folder == str(held)), key=str) == ["finished", "held"]
     assert first[str(held)] in mine
     assert {r.folder: r.status for r in sweep.records(s)}[str(held)] == "held"  # the latest per folder
+
+
+# ---- the data a run trained on -----------------------------------------------------------
+
+def files_of(out: Path) -> dict[str, bytes]:
+    """A run folder's files but fedrun's log and lock (which a refused attempt may touch)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and p.name not in ("fedrun.log", ".fedrun.lock")}
+
+
+def with_data(monkeypatch, change) -> None:
+    """Runs load the data as ``change(dataset)`` makes them (the data changed on disk)."""
+    load = data.load_config
+
+    def changed(s):
+        ds = load(s)
+        change(ds)
+        return ds
+    monkeypatch.setattr(data, "load_config", changed)
+
+
+def shift_labels(ds, split="train"):
+    y = getattr(ds, f"{split}_y")
+    y[:50] = (y[:50] + 1) % ds.num_classes
+
+
+def fewer(ds):
+    ds.train_x, ds.train_y = ds.train_x[:1400], ds.train_y[:1400]
+
+
+def padded(ds):  # 10 x 10 images: a model of another input size
+    ds.train_x = torch.nn.functional.pad(ds.train_x, (1, 1, 1, 1))
+    ds.test_x = torch.nn.functional.pad(ds.test_x, (1, 1, 1, 1))
+
+
+def inverted(ds):
+    ds.train_x, ds.test_x = -ds.train_x, -ds.test_x
+
+
+KEEP = ["keep_checkpoint=true", "checkpoint_every=1"]
+
+
+@pytest.mark.parametrize("change, said, again", [
+    (shift_labels, "training labels changed", ["T=5"]),                           # an extension
+    (lambda ds: shift_labels(ds, "test"), "test labels changed", []),             # finished already
+    (inverted, "training images changed; test images changed", ["T=5"]),
+    (fewer, "training images 1437x1x8x8 -> 1400x1x8x8; training labels 1437 -> 1400", []),
+    (padded, "training images 1437x1x8x8 -> 1437x1x10x10; test images 360x1x8x8 -> 360x1x10x10", ["T=5"]),
+])
+def test_changed_data_are_named_and_nothing_is_written(tmp_path, monkeypatch, capsys, change, said, again):
+    out = tmp_path / "run"
+    assert run(out, *KEEP) == 0
+    before = files_of(out)
+    capsys.readouterr()
+    with_data(monkeypatch, change)
+    assert run(out, *KEEP, *again) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"fedrun: error: the data differ from those the run in {out} trained on ({said}); point "
+                   f"data.root at the data it used, or set resume=false to start it over"]
+    assert files_of(out) == before
+    assert run(out, *KEEP, *again, "resume=false") == 0  # the way out it names
+
+
+def test_a_resume_from_a_checkpoint_compares_its_data(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    assert run(out, "T=2", *KEEP) == 0
+    s = json.loads((out / "summary.json").read_text())
+    s.pop("data")  # a summary without it: the checkpoint's own record decides
+    (out / "summary.json").write_text(json.dumps(s))
+    with_data(monkeypatch, inverted)
+    assert run(out, "T=4", *KEEP) == 2
+    assert "(training images changed; test images changed)" in capsys.readouterr().err
+
+
+def test_a_seed_batch_checks_each_runs_data(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "b"
+    assert run(out, "seeds=2") == 0
+    before = files_of(out)
+    with_data(monkeypatch, shift_labels)
+    assert run(out, "seeds=2") == 2  # both finished already
+    assert "seed_0 trained on (training labels changed)" in capsys.readouterr().err
+    assert run(out, "seeds=3") == 2  # seed 2 would be new; the finished ones refuse
+    assert files_of(out) == before and not (out / "seed_2" / "summary.json").exists()
+
+
+def test_a_data_root_without_the_data_never_falls_back_to_another_copy(tmp_path, capsys):
+    debian = Path("/usr/share/datasets/fashion-mnist")
+    if not debian.is_dir():
+        pytest.skip("Debian's dataset-fashion-mnist is not installed")
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "run"
+    assert run(out, "dataset=fmnist", f"data.root={tmp_path / 'empty'}") == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"fedrun: error: dataset fmnist is not under data.root={tmp_path / 'empty'} (a copy is in {debian}); "
+        f"put it there, give data.root={debian}, or leave data.root unset to use that copy"]
+    assert not (out / "summary.json").exists() or read_summary(out)["status"] == "error"
+
+
+def test_the_fingerprint_names_each_change_once():
+    ds = data.load("digits")
+    a = {**provenance.of_data(ds), **provenance.of_partition([np.arange(3), np.arange(3, 9)])}
+    b = {**a, **provenance.of_partition([np.arange(4), np.arange(4, 9)])}
+    assert provenance.changes(a, b) == ["partition changed"]
+    shift_labels(ds)
+    c = {**provenance.of_data(ds), **provenance.of_partition([np.arange(4), np.arange(4, 9)])}
+    assert provenance.changes(a, c) == ["training labels changed"]  # a partition follows its labels
+    assert provenance.changes({"train_x": a["train_x"]}, c) == []  # parts an older record lacks

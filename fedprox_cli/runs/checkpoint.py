@@ -2,7 +2,8 @@
 
 A checkpoint after round t holds everything the next rounds depend on: the algorithm's state
 dict of tensors, the counters (``grad_evals`` of the oracle; ``bytes_up``, ``bytes_down``,
-``prox_calls`` of the Env), the training time so far and the metrics rows logged so far. No
+``prox_calls`` of the Env), the training time so far, the metrics rows logged so far and the
+fingerprint of the data it trained on (:mod:`provenance`, compared on resume). No
 random-generator state is needed: mini-batches (``Oracle.batch_ids``), participating clients
 (``Env.start_round``) and compressor draws (``Env.up``) come from generators seeded by
 ``stream_seed(seed, round, step)``, the initial model from ``torch.manual_seed(seed)`` and the
@@ -66,6 +67,7 @@ class Checkpoint:
     train_time: float
     rows: list[dict]           # metrics rows logged so far
     digest: str                # of the config that determines the numbers (:func:`digest`)
+    data: dict | None = None   # the fingerprint of the data it trained on (:mod:`provenance`)
 
 
 def counters(env) -> dict[str, int]:
@@ -116,7 +118,8 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
                         f"resume=false to start over") from None
     require(isinstance(d, dict) and d.get("format") == FORMAT,
             f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
-    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")})
+    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
+                      data=d.get("data"))
     require(expected is None or ckpt.digest in expected,
             f"{path} is a checkpoint of another run (its config differs from this folder's "
             f"config.yaml); delete it or set resume=false to start over")

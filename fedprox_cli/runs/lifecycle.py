@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from .. import algorithms, data
 from ..engine import clients, choice as engine_choice, memory, models
 from ..operators import compressors, regularizers
-from . import keep
+from . import keep, provenance
 from ..cluster import loggers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_fits, check_same_run, counters, restore_counters
@@ -69,6 +69,7 @@ class Experiment:
     env: algorithms.Env
     stationarity_step: float
     digest: str  # of the config that determines the numbers (checkpoint.digest)
+    fingerprint: dict  # of the data and partition it trains on (provenance)
 
     @property
     def oracle(self) -> Oracle:
@@ -116,23 +117,21 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
 
 
 def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
-          runs: int = 1, validated: Validated | None = None) -> Experiment:
+          runs: int = 1, validated: Validated | None = None, data_fingerprint: dict | None = None) -> Experiment:
     """Validate ``cfg`` (unless ``validated`` is its :func:`validate`) and build the run's
     pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
     it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
     of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
-    also when it is the only one left to run (:data:`checkpoint.BATCHED`)."""
+    also when it is the only one left to run (:data:`checkpoint.BATCHED`).
+    ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
+    runs of a batch share the data, which a build moves to the device)."""
     v = validated or validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
     device, dtype = s.torch_device, s.torch_dtype
     set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
     ds = dataset or data.load_config(s)
-    require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
-                                    f"samples of {ds.name}")
-    p = s.partition
-    clients = data.partition(p.name, ds.train_y.numpy(), s.n, p.params["seed"], min_size=p.params["min_size"],
-                             groups=None if ds.groups is None else ds.groups.numpy(),
-                             **p.without("seed", "min_size"))
+    fingerprint = data_fingerprint or provenance.of_data(ds)
+    clients = split(s, ds)
     torch.manual_seed(s.seed)
     module = models.build(s.model.name, ds.input_shape, ds.num_classes, **s.model.params).to(device, dtype)
     flat = FlatModel(module)
@@ -147,7 +146,18 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
                     client_steps=s.T * s.K * max(1, round(s.participation * s.n)))
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
-    return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg))
+    return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg),
+                      {**fingerprint, **provenance.of_partition(clients)})
+
+
+def split(s: RunConfig, ds: data.Dataset) -> list[np.ndarray]:
+    """The clients' sample ids: ``ds``'s training set partitioned as ``s`` says."""
+    require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
+                                    f"samples of {ds.name}")
+    p = s.partition
+    return data.partition(p.name, ds.train_y.numpy(), s.n, p.params["seed"], min_size=p.params["min_size"],
+                          groups=None if ds.groups is None else ds.groups.numpy(),
+                          **p.without("seed", "min_size"))
 
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
@@ -169,7 +179,7 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
         restore_counters(exp.env, ckpt.counters)
         return ckpt
     state = exp.alg.init(exp.flat.flat(), exp.s.n)
-    return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest)
+    return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest, exp.fingerprint)
 
 
 class Training:
@@ -228,8 +238,8 @@ class Training:
         self.bar.round_done()
         ce, last = s.checkpoint_every, done == s.T
         if ce and (stop or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
-            save_checkpoint(self.out / CHECKPOINT, Checkpoint(done, self.state, counters(exp.env),
-                                                              self.train_time, self.rows, exp.digest))
+            save_checkpoint(self.out / CHECKPOINT, Checkpoint(done, self.state, counters(exp.env), self.train_time,
+                                                              self.rows, exp.digest, exp.fingerprint))
             self.beat(force=True, round=done)
         if stop:
             raise Interrupted(done, stop)
@@ -398,9 +408,35 @@ def recover(out: Path) -> None:
 
 
 def fits(exp: Experiment, out: Path, ckpt: Checkpoint | None) -> None:
-    """Refuse a checkpoint that cannot continue ``exp`` (:func:`checkpoint.check_fits`)."""
+    """Refuse to continue the run in ``out`` (resumed, extended) on other data than it trained
+    on (:func:`provenance.check`), or from a checkpoint that cannot continue ``exp``
+    (:func:`checkpoint.check_fits`)."""
+    if exp.s.resume and has_prior_run(out):
+        recorded = ckpt.data if ckpt is not None and ckpt.data else _recorded_data(out)
+        provenance.check(recorded, exp.fingerprint, out)
     if ckpt is not None:
         check_fits(out / CHECKPOINT, ckpt, exp.alg.init(exp.flat.flat(), exp.s.n), exp.s.T)
+
+
+def same_data(s: RunConfig, out: Path, dataset: data.Dataset | None = None,
+              data_fingerprint: dict | None = None) -> None:
+    """Refuse a run that has finished already in ``out`` when the data of ``s`` (``dataset``,
+    default: loaded now) differ from those it trained on (:func:`provenance.check`)."""
+    recorded = _recorded_data(out)
+    if recorded is None:
+        return
+    ds = dataset or data.load_config(s)
+    now = {**(data_fingerprint or provenance.of_data(ds)), **provenance.of_partition(split(s, ds))}
+    provenance.check(recorded, now, out)
+
+
+def _recorded_data(out: Path) -> dict | None:
+    """The fingerprint of the data the run in ``out`` trained on, from its summary."""
+    try:
+        recorded = read_summary(out).get("data")
+    except (OSError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
 
 
 def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, summary: Summary,
@@ -410,7 +446,7 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
     keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
     summary.fields.update(device=str(exp.s.torch_device), hardware=hardware(exp.s.torch_device), dimension=exp.flat.d,
                           engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
-                          data_source=exp.dataset.source)
+                          data_source=exp.dataset.source, data=exp.fingerprint)
     if ckpt is None:
         for name in (CHECKPOINT, "metrics.png", "error.log", clients.FILE, clients.SUMMARY,
                      clients.FIGURE):  # a previous run's

@@ -21,7 +21,8 @@ heartbeat is refreshed at every evaluation and checkpoint and at least every
 ``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
 rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
 chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
-call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``. A run whose process
+call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``, ``data`` (the
+fingerprint of the data and partition it trained on: :mod:`provenance`). A run whose process
 died says ``running`` in its file; :func:`effective_status` tells the truth.
 """
 

@@ -26,6 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import data
 from . import lifecycle
+from ..config.validate import typed
+from .provenance import of_data
 from .console import logging_to, say
 from ..common.errors import EXIT, UserError, describe, require
 from ..config.schema import RunConfig
@@ -99,20 +101,24 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
 
 
 def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
-    todo, exps, ckpts, cfgs = [], [], [], []
+    todo, exps, ckpts, cfgs, finished = [], [], [], [], []
     try:
         for seed, folder in runs:
             lifecycle.recover(folder)
             one = with_seed(cfg, seed)
             ckpt = lifecycle.resume_point(one, folder)
             if ckpt is True:
-                say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
-                    stream=sys.stdout)
+                finished.append((one, folder))
                 continue
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
-        dataset = data.load_config(s) if todo else None
+        dataset = data.load_config(s)  # once for all runs, fingerprinted before a build moves it
+        fingerprint = of_data(dataset)
+        for one, folder in finished:
+            lifecycle.same_data(typed(one), folder, dataset, fingerprint)
+            say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
+                stream=sys.stdout)
         for one, folder, ckpt in zip(cfgs, todo, ckpts):
-            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo)))
+            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint))
             lifecycle.fits(exps[-1], folder, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
