@@ -8,9 +8,8 @@ checkpoint and ends with status ``interrupted``, naming the signal; a second sig
 once. Outside training they raise ``KeyboardInterrupt`` like Ctrl-C. SIGINT, SIGTERM and SIGUSR2
 (:data:`ALWAYS`) are always caught; the others only where nothing else in the process handles
 them: one ignored (``nohup`` ignores SIGHUP) stays ignored, and one with a handler of its own
-(a test runner's SIGALRM) keeps it. Every signal
-noted is appended to :data:`received`, so a cluster job can tell afterwards why it stopped (see
-:mod:`cluster`).
+(a test runner's SIGALRM) keeps it. Every signal noted is appended to :data:`received`, so a
+cluster job can tell afterwards why it stopped (see :mod:`cluster`).
 """
 
 from __future__ import annotations
