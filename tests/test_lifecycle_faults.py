@@ -24,7 +24,7 @@ from fedprox_cli.cli import sweep
 from fedprox_cli.common import files
 from fedprox_cli.config.validate import compose
 from fedprox_cli.runs import provenance, runner, signals
-from fedprox_cli.runs.lock import RunLock
+from fedprox_cli.runs.lock import RunLock, is_held
 from fedprox_cli.runs.outputs import read_summary
 
 TINY = ["dataset=digits", "model=linear", "T=3", "K=2", "n=4"]
@@ -142,6 +142,19 @@ def test_a_full_disk_ends_the_run_with_a_truthful_status(tmp_path, monkeypatch, 
     monkeypatch.undo()
     assert run(out, "checkpoint_every=1") == 0  # space freed: the same command goes on
     pd.testing.assert_frame_equal(numbers(out), numbers(reference))
+
+
+def test_a_lock_whose_holder_cannot_be_written_still_holds(tmp_path, monkeypatch):
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    with monkeypatch.context() as m:
+        m.setattr(os, "write", full)  # no byte fits: the holder's name is not written
+        lock = RunLock(tmp_path).__enter__()
+    try:
+        assert is_held(tmp_path)
+    finally:
+        lock.__exit__()
+    assert not is_held(tmp_path)
 
 
 FULL_DRIVER = """

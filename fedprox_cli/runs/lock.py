@@ -39,8 +39,11 @@ class RunLock:
             refused.append(self.path.parent)
             raise UserError(f"run folder {self.path.parent} is in use by {holder}; wait for it "
                             f"to end or choose another run folder") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+        except OSError:  # a full disk: the lock holds without its holder's name
+            pass
         self._fd = fd
         return self
 
