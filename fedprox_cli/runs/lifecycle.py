@@ -292,9 +292,10 @@ def has_prior_run(out: Path) -> bool:
 
 def cut_short(out: Path) -> bool:
     """Whether ``out`` holds only the start of a run that ended before it recorded its config
-    (killed, a full disk): a summary that is not ``finished``, no ``config.yaml``, no
-    checkpoint. Nothing of it trained, so a run into ``out`` starts it over."""
-    return (status_of(out) not in ("missing", "finished") and not (out / "config.yaml").exists()
+    (killed, stopped): a summary ``running`` or ``interrupted``, no ``config.yaml``, no
+    checkpoint. Nothing of it trained, so a run into ``out`` starts it over. (A start refused
+    or failed, a full disk's included, says ``error``: no prior run either.)"""
+    return (status_of(out) in ("running", "interrupted") and not (out / "config.yaml").exists()
             and not (out / CHECKPOINT).exists())
 
 
