@@ -14,8 +14,10 @@ def test_digits_standardized_and_split():
     assert ds.num_classes == 10 and set(ds.train_y.tolist()) == set(range(10))
 
 
-def test_fmnist_from_debian_package():
-    ds = data.load("fmnist", root="/nonexistent-root")
+def test_fmnist_from_debian_package(monkeypatch):
+    monkeypatch.setenv("FEDPROX_DATA", "/nonexistent-root")  # no data.root given: Debian's copy
+    ds = data.load("fmnist")
+    assert ds.source == "/usr/share/datasets/fashion-mnist"
     assert ds.train_x.shape == (60000, 1, 28, 28) and ds.test_x.shape == (10000, 1, 28, 28)
     assert ds.train_x.dtype == torch.float32 and abs(ds.train_x.mean()) < 0.01
     assert abs(ds.train_x.std() - 1) < 0.01

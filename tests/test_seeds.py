@@ -210,3 +210,22 @@ def test_one_seed_with_seeds_in_a_preset_sweep_batches_the_seeds(tmp_path):
                        capture_output=True, text=True, env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
     assert p.returncode == 0 and "dry run: 16 jobs" in p.stdout and "3 runs: new" in p.stdout, p.stderr
     assert {"seed=0", "seeds=3"} <= set(p.stdout.splitlines()[1].split())  # every job's overrides
+
+
+@pytest.mark.parametrize("engine", ["engine=auto", "engine=vmap"])
+def test_any_subset_of_seeds_left_resumes(tmp_path, engine):
+    """One seed left to run (a larger R; a batch whose middle run was lost), whatever engine
+    ``auto`` would pick for one run alone, and naming the engine fedrun chose is no change."""
+    out = tmp_path / "b"
+    base = [o for o in BASE if not o.startswith("engine=")] + ["model=linear"]
+    assert runner.run(compose([*base, "seeds=3"]), out, progress=False) == 0
+    first, kept = numbers(out / "seed_1"), (out / "seed_0" / "summary.json").read_bytes()
+    for p in (out / "seed_1").glob("*"):  # lost but for its lock, as a failed start left it
+        if p.is_file() and p.name != ".fedrun.lock":
+            p.unlink()
+    assert runner.run(compose([*base, "seeds=3", engine]), out, progress=False) == 0
+    pd.testing.assert_frame_equal(numbers(out / "seed_1"), first)
+    assert runner.run(compose([*base, "seeds=4", engine]), out, progress=False) == 0
+    s = read_summary(out / "seed_3")
+    assert s["status"] == "finished" and s["engine"]["engine"] == "vmap" and "1 run in" in s["engine"]["source"]
+    assert (out / "seed_0" / "summary.json").read_bytes() == kept  # finished runs left alone

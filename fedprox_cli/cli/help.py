@@ -34,7 +34,7 @@ EXIT_MEANING = {
     "diverged": "diverged (NaN or infinite objective; the rows so far are kept)",
     "error": "bad input, or a fault of data or files (one line on stderr)",
     "internal": "internal error, a bug (the traceback goes to the run folder's error.log)",
-    "interrupted": "interrupted (Ctrl-C / SIGTERM; re-run the same command to resume)",
+    "interrupted": "interrupted (Ctrl-C, SIGTERM, SIGHUP, ...; re-run the same command to resume)",
 }
 
 EXAMPLES = """\

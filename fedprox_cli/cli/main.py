@@ -42,7 +42,7 @@ from ..runs.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from .compose import command, hydra_files, one_of_a_sweep, reference_config
 from .faults import crash, one_line
-from ..runs.signals import sigterm_interrupts
+from ..runs.signals import stops_interrupt
 
 _SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
 _SWEEPS: list[tuple[Path, list | None, float]] = []  # this process's multirun: (sweep folder,
@@ -53,7 +53,7 @@ resolvers.register()  # before Hydra composes anything
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _job(cfg: DictConfig) -> float:
-    sigterm_interrupts()  # in whichever process runs the job (a joblib worker too): SIGTERM stops it
+    stops_interrupt()  # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
     if signals.received:  # this process was told to stop (a joblib worker, between jobs): no new job
         raise KeyboardInterrupt
     from ..runs import runner  # here, so that config errors are reported before torch loads
@@ -171,7 +171,7 @@ def main() -> None:
         sys.exit(EXIT["error"])
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    sigterm_interrupts()
+    stops_interrupt()
     code = 0
     try:
         _job()

@@ -13,7 +13,10 @@ first one trains, and the record the sweep's report and exit code are made from.
   of one config are refused too (they would share a folder). Any bad job refuses the sweep: one
   ``fedrun: error: job N (...)`` line per bad job, exit code 2, nothing written.
 - **The record.** Each job, in whichever process ran it, writes ``SWEEP/.fedrun/jobs/<key>.json``
-  when it ends: its number, overrides, folder (anywhere), exit code, status and reason. The
+  when it ends: its number, overrides, folder (anywhere), exit code, status and reason; the key
+  names the folder and the launch (the ``fedrun -m`` command, :data:`LAUNCH` in the jobs'
+  environment), so two sweeps over one folder never overwrite each other's records. A job
+  refused because another process holds its folder is ``held``, exit code 2. The
   launching process knows the jobs of a basic sweep up front (they are recorded as planned when
   the check passes, which ``fedrun-report`` reads) and reports each of them, from its record;
   for other sweepers (Optuna) it reports every record written since the sweep began. A job
@@ -28,6 +31,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -39,6 +43,7 @@ from ..common.files import atomic_write_text
 from ..common.errors import EXIT, UserError
 
 RECORDS = Path(".fedrun") / "jobs"
+LAUNCH = "FEDRUN_SWEEP_LAUNCH"  # the launch's id, set by the launching process for its jobs
 
 
 # ------------------------------------------------------------------------------------- record
@@ -53,22 +58,28 @@ class JobRecord:
     status: str = "not started"
     reason: str = ""
     written: float = field(default_factory=time.time)
+    launch: str = field(default_factory=lambda: os.environ.get(LAUNCH, ""))
 
 
-def _record_path(sweep: Path, folder: Path) -> Path:
+def _record_path(sweep: Path, folder: Path, launch: str) -> Path:
     key = hashlib.sha256(os.path.abspath(folder).encode()).hexdigest()[:16]
-    return Path(sweep) / RECORDS / f"{key}.json"
+    return Path(sweep) / RECORDS / f"{key}{'-' + launch if launch else ''}.json"
+
+
+_unsaved: dict[Path, JobRecord] = {}  # records a full disk refused, for this process's report
 
 
 def write(sweep: Path, rec: JobRecord) -> None:
-    """Record ``rec`` in ``sweep``'s job records (a folder that cannot be written: the job's own
-    lines and summary still tell; the report then goes by the folder)."""
-    path = _record_path(sweep, Path(rec.folder))
+    """Record ``rec`` in ``sweep``'s job records. A folder that cannot be written (a full disk)
+    keeps it in memory for the report of a sweep whose jobs run in this process; the jobs' own
+    lines and summaries still tell, and a report elsewhere goes by the folder."""
+    path = _record_path(sweep, Path(rec.folder), rec.launch)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, json.dumps(asdict(rec)) + "\n")
+        _unsaved.pop(path, None)
     except OSError:
-        pass
+        _unsaved[path] = rec
 
 
 def read(path: Path) -> JobRecord | None:
@@ -77,16 +88,22 @@ def read(path: Path) -> JobRecord | None:
         d = json.loads(path.read_text())
         rec = JobRecord(int(d["num"]), [str(o) for o in d["overrides"]], str(d["folder"]),
                         None if d["code"] is None else int(d["code"]), str(d["status"]),
-                        str(d["reason"]), float(d["written"]))
+                        str(d["reason"]), float(d["written"]), str(d.get("launch", "")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return rec
 
 
-def records(sweep: Path, since: float = 0.0) -> list[JobRecord]:
-    """The job records in ``sweep`` written at ``since`` or later."""
-    found = (read(p) for p in sorted((Path(sweep) / RECORDS).glob("*.json")))
-    return [r for r in found if r is not None and r.written >= since]
+def records(sweep: Path, since: float = 0.0, launch: str | None = None) -> list[JobRecord]:
+    """The job records in ``sweep`` written at ``since`` or later, of ``launch`` if given; one
+    per folder, the latest."""
+    paths = sorted((Path(sweep) / RECORDS).glob("*.json"))
+    found = [*map(read, paths), *(r for p, r in _unsaved.items() if p.parent == Path(sweep) / RECORDS)]
+    latest = {}
+    for r in sorted((r for r in found if r is not None and r.written >= since
+                     and launch in (None, r.launch)), key=lambda r: r.written):
+        latest[r.folder] = r
+    return list(latest.values())
 
 
 def lost(sweep: Path, rec: JobRecord, submitted: float) -> None:
@@ -94,11 +111,12 @@ def lost(sweep: Path, rec: JobRecord, submitted: float) -> None:
     recording its end (killed before or while fedrun ran): ``rec`` has the scheduler's word as
     its reason and no code, so the report takes its status from its folder. A record the job
     wrote itself since it was submitted is kept."""
-    old = read(_record_path(sweep, Path(rec.folder)))
+    old = read(_record_path(sweep, Path(rec.folder), rec.launch))
     if old is None or old.code is None or old.written < submitted:
         write(sweep, rec)
 
 
+HELD = "held"  # the status of a job refused because another process holds its folder
 STATUS = {EXIT["finished"]: "finished", EXIT["diverged"]: "diverged", EXIT["error"]: "error",
           EXIT["internal"]: "error", EXIT["interrupted"]: "interrupted"}
 
@@ -108,8 +126,13 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
     ended: its exit code and status, and why when it did not finish -- the error its runs'
     summaries recorded during the job, else the last error it ``said`` (a refused job leaves
     the folder's earlier run and its summary as they were)."""
+    from ..runs import lock
     from ..runs.outputs import read_summary, runs_in
-    reason = ""
+    reason, status = "", STATUS.get(code, "error")
+    here = Path(os.path.abspath(folder))
+    if code == EXIT["error"] and any(here in (p, *p.parents) for p in map(Path, map(os.path.abspath, lock.refused))):
+        status = HELD
+    lock.refused.clear()
     if code != EXIT["finished"]:
         for run in runs_in(folder):
             try:
@@ -122,7 +145,7 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
                 break
         reason = reason or said
     rec = JobRecord(int(hc.job.num), OmegaConf.to_container(hc.overrides.task), os.path.abspath(folder),
-                    code, STATUS.get(code, "error"), reason)
+                    code, status, reason)
     write(Path(str(hc.sweep.dir)), rec)
 
 
@@ -143,6 +166,7 @@ def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[J
 
     from .faults import crash, one_line
     started = time.time()
+    os.environ[LAUNCH] = hashlib.sha256(f"{os.getpid()} {socket.gethostname()} {started}".encode()).hexdigest()[:8]
     try:
         planned = check_all(master, config_name)
         folder = Path(str(master.hydra.sweep.dir))
@@ -183,6 +207,17 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
 # ------------------------------------------------------------------------------------ report
 
 
+def _recorded_error(folder: Path) -> str:
+    """The error a job's run recorded in its summary (its first run's, for ``seeds=R``)."""
+    from ..runs.outputs import read_summary, runs_in
+    for run in runs_in(folder):
+        try:
+            return str(read_summary(run).get("error", ""))
+        except (OSError, ValueError):
+            continue
+    return ""
+
+
 def _shown(folder: Path, sweep: Path) -> str:
     return str(folder.relative_to(sweep)) if folder.is_relative_to(sweep) else str(folder)
 
@@ -197,14 +232,15 @@ def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bo
     from ..runs.outputs import effective_status
 
     sweep = Path(sweep)
-    done = {r.folder: r for r in records(sweep, since)}
+    done = {r.folder: r for r in records(sweep, since, os.environ.get(LAUNCH, ""))}
     jobs = []
     for p in (planned if planned is not None else sorted(done.values(), key=lambda r: r.num)):
         r = done.get(p.folder, p)
-        if r.code is None:  # no record of its end
+        if r.code is None:  # no record of its end: its folder tells
             st = effective_status(Path(r.folder))
             r.status = "not started" if st == "missing" else st
             r.code = EXIT["finished"] if st == "finished" else EXIT.get(st, EXIT["error"])
+            r.reason = r.reason or _recorded_error(Path(r.folder))
         jobs.append(r)
     failed = [r for r in jobs if r.code != EXIT["finished"]]
     root = sweep.absolute()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
@@ -49,8 +50,38 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object], *
         _write_replace(path, write, fsync, suffix)
 
 
+# The name of :func:`atomic_write`'s temp file: ``.<name>.<8 random characters>.tmp[<suffix>]``.
+TEMP = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp(\.[A-Za-z0-9]+)?$")
+
+
+def temp_of(path: str | os.PathLike) -> str | None:
+    """The name of the file whose :func:`atomic_write` left the temp file ``path`` (a process
+    killed while writing it), or None when ``path`` is no such regular file."""
+    m = TEMP.match(Path(path).name)
+    try:
+        return m["name"] if m and stat.S_ISREG(os.lstat(path).st_mode) else None
+    except OSError:
+        return None
+
+
+def clear_temps(root: str | os.PathLike) -> list[Path]:
+    """Delete the temp files (:func:`temp_of`) left in ``root`` and its real subfolders by
+    killed writers; only for a folder whose writer's lock is held. Returns those deleted."""
+    gone = []
+    for dirpath, dirnames, filenames in os.walk(root):  # os.walk follows no link to a folder
+        for name in filenames:
+            p = Path(dirpath) / name
+            if temp_of(p):
+                p.unlink(missing_ok=True)
+                gone.append(p)
+    return gone
+
+
 def _write_replace(path: Path, write, fsync: bool, suffix: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+    except OSError as e:  # no room for the temp file's entry: named by the file the user knows
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from e
     f = _Watched(os.fdopen(fd, "wb"))
     try:
         with f.raw:
@@ -89,6 +120,34 @@ class _Watched:
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     atomic_write(path, lambda f: f.write(text.encode()))
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT)  # a full disk, a spent quota
+
+
+def write_text_saving_space(path: str | os.PathLike, text: str) -> None:
+    """:func:`atomic_write_text`, or on a full disk (:data:`FULL`), when ``path`` is a regular
+    file already, its text overwritten in place: a small file's blocks are reused, so a
+    run's record can still tell how it ended when no temp file fits. Not atomic: for that
+    last word only."""
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        if e.errno not in FULL:
+            raise
+        data = text.encode()
+        try:
+            fd = open_regular(path, os.O_WRONLY)
+        except OSError:
+            raise e from None
+        try:
+            with deferred():
+                os.pwrite(fd, data, 0)
+                os.ftruncate(fd, len(data))
+        except OSError:
+            raise e from None
+        finally:
+            os.close(fd)
 
 
 class NotRegular(UserError, OSError):

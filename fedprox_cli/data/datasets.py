@@ -7,7 +7,8 @@ looked and how to get it; a file that cannot be read (truncated, corrupt, of ano
 names the file, what is wrong and what to do (:func:`reading`, with :func:`load` as the net
 for any file a loader did not wrap); labels outside the classes are refused; a corrupt cache
 is rebuilt from its source files (:func:`cached`). :func:`load` records in
-``Dataset.source`` which copy was read, and says so when it is not under ``data.root``.
+``Dataset.source`` which copy was read; with ``data.root`` given, a copy elsewhere (another
+candidate folder of the loader) is refused, never used silently in its place.
 """
 
 from __future__ import annotations
@@ -83,8 +84,9 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
         require(len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),
                 f"dataset {name} in {ds.source}: {split} labels must lie in 0..{ds.num_classes - 1}, "
                 f"found {int(y.min())}..{int(y.max())}; the files are corrupt: {REDOWNLOAD.replace('it', 'them')}")
-    if root and Path(ds.source).exists() and not Path(ds.source).resolve().is_relative_to(base.resolve()):
-        say(f"dataset {name} is not under data.root={base}; using the copy in {ds.source}", "note")
+    require(not (root and Path(ds.source).exists() and not Path(ds.source).resolve().is_relative_to(base.resolve())),
+            f"dataset {name} is not under data.root={base} (a copy is in {ds.source}); put it there, "
+            f"give data.root={ds.source}, or leave data.root unset to use that copy")
     return ds
 
 

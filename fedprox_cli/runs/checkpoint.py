@@ -2,7 +2,8 @@
 
 A checkpoint after round t holds everything the next rounds depend on: the algorithm's state
 dict of tensors, the counters (``grad_evals`` of the oracle; ``bytes_up``, ``bytes_down``,
-``prox_calls`` of the Env), the training time so far and the metrics rows logged so far. No
+``prox_calls`` of the Env), the training time so far, the metrics rows logged so far and the
+fingerprint of the data it trained on (:mod:`provenance`, compared on resume). No
 random-generator state is needed: mini-batches (``Oracle.batch_ids``), participating clients
 (``Env.start_round``) and compressor draws (``Env.up``) come from generators seeded by
 ``stream_seed(seed, round, step)``, the initial model from ``torch.manual_seed(seed)`` and the
@@ -40,6 +41,21 @@ def may_differ(key: str) -> bool:
     return key == "T" or is_run_control(key)
 
 
+# A seed-batched run (``seeds`` > 1) computes with the vmap engine, uncompiled, whichever of
+# these values it was given (others are refused): naming fedrun's own choice is no change.
+BATCHED = {"engine": ("auto", "vmap"), "compile": (False, "auto")}
+
+
+def variants(flat: dict) -> list[dict]:
+    """A flattened resolved config and, for a seed-batched one, the same with every other
+    :data:`BATCHED` value: the configs that compute what it computes."""
+    seeds = flat.get("seeds", 1)
+    if not (isinstance(seeds, int) and seeds > 1):
+        return [flat]
+    return [flat] + [{**flat, "engine": e, "compile": c} for e in BATCHED["engine"]
+                     for c in BATCHED["compile"] if (e, c) != (flat.get("engine"), flat.get("compile"))]
+
+
 COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
 
 
@@ -51,6 +67,7 @@ class Checkpoint:
     train_time: float
     rows: list[dict]           # metrics rows logged so far
     digest: str                # of the config that determines the numbers (:func:`digest`)
+    data: dict | None = None   # the fingerprint of the data it trained on (:mod:`provenance`)
 
 
 def counters(env) -> dict[str, int]:
@@ -72,13 +89,26 @@ def save(path: Path, ckpt: Checkpoint) -> None:
 def digest(cfg: DictConfig | dict) -> str:
     """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
     digest compute the same numbers, so a checkpoint of one can continue the other."""
-    d = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
-    kept = {k: v for k, v in sorted(flatten(d).items()) if not may_differ(k)}
+    return _digest(flatten(_resolved(cfg)))
+
+
+def digests(cfg: DictConfig | dict) -> set[str]:
+    """The :func:`digest` of every config that computes what ``cfg`` does (:func:`variants`):
+    a checkpoint with one of them continues a run of ``cfg``."""
+    return {_digest(v) for v in variants(flatten(_resolved(cfg)))}
+
+
+def _resolved(cfg: DictConfig | dict) -> dict:
+    return cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
+
+
+def _digest(flat: dict) -> str:
+    kept = {k: v for k, v in sorted(flat.items()) if not may_differ(k)}
     return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
 
 
-def load(path: Path, device: torch.device, expected: str | None = None) -> Checkpoint:
-    """The checkpoint at ``path``; with ``expected`` (a :func:`digest`), refused unless it is
+def load(path: Path, device: torch.device, expected: set[str] | None = None) -> Checkpoint:
+    """The checkpoint at ``path``; with ``expected`` (:func:`digests`), refused unless it is
     a checkpoint of that config."""
     try:
         with open_file(path) as f:  # a regular file (a FIFO never hangs)
@@ -88,8 +118,9 @@ def load(path: Path, device: torch.device, expected: str | None = None) -> Check
                         f"resume=false to start over") from None
     require(isinstance(d, dict) and d.get("format") == FORMAT,
             f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
-    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")})
-    require(expected is None or ckpt.digest == expected,
+    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
+                      data=d.get("data"))
+    require(expected is None or ckpt.digest in expected,
             f"{path} is a checkpoint of another run (its config differs from this folder's "
             f"config.yaml); delete it or set resume=false to start over")
     return ckpt
@@ -114,9 +145,11 @@ def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
 
 def differences(old: dict, new: dict) -> list[str]:
     """``key: old -> new`` for every key of two resolved configs that differs, run-control
-    keys excepted."""
+    keys excepted; none when ``old`` is one of ``new``'s :func:`variants`."""
     a, b = complete(flatten(old)), complete(flatten(new))
     keys = sorted(k for k in set(a) | set(b) if not may_differ(k))
+    if any(all(a.get(k, "(unset)") == v.get(k, "(unset)") for k in keys) for v in variants(b)):
+        return []
     return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
             if a.get(k, "(unset)") != b.get(k, "(unset)")]
 

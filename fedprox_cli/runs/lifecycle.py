@@ -22,14 +22,15 @@ from omegaconf import DictConfig, OmegaConf
 from .. import algorithms, data
 from ..engine import clients, choice as engine_choice, memory, models
 from ..operators import compressors, regularizers
-from . import keep
+from . import keep, provenance
 from ..cluster import loggers
 from .checkpoint import FILE as CHECKPOINT
 from .checkpoint import Checkpoint, check_fits, check_same_run, counters, restore_counters
 from .checkpoint import digest as config_digest
+from .checkpoint import digests as config_digests
 from .checkpoint import load as load_checkpoint
 from .checkpoint import save as save_checkpoint
-from ..common.files import atomic_write_text, folder, inside, remove
+from ..common.files import atomic_write_text, clear_temps, folder, inside, remove, temp_of
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine.device import hardware, set_matmul_precision
@@ -41,6 +42,7 @@ from ..engine.models import FlatModel
 from ..engine.oracle import ClientData, Oracle
 from .progress import Progress
 from .outputs import Summary, is_fedrun_summary, read_summary, write_metrics
+from . import signals
 from .signals import StopAfterRound
 
 
@@ -49,11 +51,11 @@ class Diverged(Exception):
 
 
 class Interrupted(Exception):
-    """Stopped by a signal after ``round`` rounds (see :mod:`signals`)."""
+    """Stopped by signal ``signum`` after ``round`` rounds (see :mod:`signals`)."""
 
-    def __init__(self, round: int):
+    def __init__(self, round: int, signum: int | None = None):
         super().__init__(f"interrupted after round {round}")
-        self.round = round
+        self.round, self.signum = round, signum
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Experiment:
     env: algorithms.Env
     stationarity_step: float
     digest: str  # of the config that determines the numbers (checkpoint.digest)
+    fingerprint: dict  # of the data and partition it trains on (provenance)
 
     @property
     def oracle(self) -> Oracle:
@@ -114,22 +117,21 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
 
 
 def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
-          runs: int = 1, validated: Validated | None = None) -> Experiment:
+          runs: int = 1, validated: Validated | None = None, data_fingerprint: dict | None = None) -> Experiment:
     """Validate ``cfg`` (unless ``validated`` is its :func:`validate`) and build the run's
     pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
     it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
-    of them and the engine is vmap."""
+    of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
+    also when it is the only one left to run (:data:`checkpoint.BATCHED`).
+    ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
+    runs of a batch share the data, which a build moves to the device)."""
     v = validated or validate(cfg, reference)
     s, alg, h, comp = v.s, v.alg, v.h, v.comp
     device, dtype = s.torch_device, s.torch_dtype
     set_matmul_precision(s.matmul_precision)  # process-wide: set by every run
     ds = dataset or data.load_config(s)
-    require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
-                                    f"samples of {ds.name}")
-    p = s.partition
-    clients = data.partition(p.name, ds.train_y.numpy(), s.n, p.params["seed"], min_size=p.params["min_size"],
-                             groups=None if ds.groups is None else ds.groups.numpy(),
-                             **p.without("seed", "min_size"))
+    fingerprint = data_fingerprint or provenance.of_data(ds)
+    clients = split(s, ds)
     torch.manual_seed(s.seed)
     module = models.build(s.model.name, ds.input_shape, ds.num_classes, **s.model.params).to(device, dtype)
     flat = FlatModel(module)
@@ -137,13 +139,25 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
     chunk, eval_batch = memory.plan(fp, s.n * runs, s.batch or cd.index.shape[1], s.oracle.chunk,
                                     s.oracle.eval_batch, s.oracle.memory_gb)
-    oracle = Oracle(flat, cd, s.batch, s.seed, engine="vmap" if runs > 1 else s.engine,
+    batched = s.seeds > 1  # joined to the other seeds' calls, however many are left to run
+    oracle = Oracle(flat, cd, s.batch, s.seed, engine="vmap" if batched else s.engine,
                     chunk=max(1, min(s.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
-                    train_samples=s.metrics.train_samples, compile=s.compile if runs == 1 else False,
+                    train_samples=s.metrics.train_samples, compile=False if batched else s.compile,
                     client_steps=s.T * s.K * max(1, round(s.participation * s.n)))
     env = algorithms.Env(oracle, h, comp, s.n, s.K, s.T, s.participation, s.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
-    return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg))
+    return Experiment(s, ds, clients, flat, h, alg, env, v.stationarity_step, config_digest(cfg),
+                      {**fingerprint, **provenance.of_partition(clients)})
+
+
+def split(s: RunConfig, ds: data.Dataset) -> list[np.ndarray]:
+    """The clients' sample ids: ``ds``'s training set partitioned as ``s`` says."""
+    require(s.n <= len(ds.train_y), f"n = {s.n} clients exceeds the {len(ds.train_y)} training "
+                                    f"samples of {ds.name}")
+    p = s.partition
+    return data.partition(p.name, ds.train_y.numpy(), s.n, p.params["seed"], min_size=p.params["min_size"],
+                          groups=None if ds.groups is None else ds.groups.numpy(),
+                          **p.without("seed", "min_size"))
 
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
@@ -165,7 +179,7 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
         restore_counters(exp.env, ckpt.counters)
         return ckpt
     state = exp.alg.init(exp.flat.flat(), exp.s.n)
-    return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest)
+    return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest, exp.fingerprint)
 
 
 class Training:
@@ -202,9 +216,9 @@ class Training:
         self.exp.env.start_round(self.t)
         self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
 
-    def after(self, seconds: float, stop: bool = False) -> None:
+    def after(self, seconds: float, stop: int | None = None) -> None:
         """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
-        Raises :class:`Diverged`, or :class:`Interrupted` once a signal was noted (``stop``)."""
+        Raises :class:`Diverged`, or :class:`Interrupted` once signal ``stop`` was noted."""
         s, exp = self.exp.s, self.exp
         evaluated = self.evaluates()
         self.t = done = self.t + 1
@@ -224,11 +238,11 @@ class Training:
         self.bar.round_done()
         ce, last = s.checkpoint_every, done == s.T
         if ce and (stop or (done % ce == 0 and not last) or (last and s.keep_checkpoint)):
-            save_checkpoint(self.out / CHECKPOINT, Checkpoint(done, self.state, counters(exp.env),
-                                                              self.train_time, self.rows, exp.digest))
+            save_checkpoint(self.out / CHECKPOINT, Checkpoint(done, self.state, counters(exp.env), self.train_time,
+                                                              self.rows, exp.digest, exp.fingerprint))
             self.beat(force=True, round=done)
         if stop:
-            raise Interrupted(done)
+            raise Interrupted(done, stop)
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
@@ -255,7 +269,7 @@ def train(exp: Experiment, out: Path, progress: bool = True, ckpt: Checkpoint | 
             run.round()
             if run.evaluates():  # the evaluation reads the device's results
                 sync(exp.s.torch_device)
-            run.after(time.perf_counter() - start, stop.requested)
+            run.after(time.perf_counter() - start, stop.signum)
     return run.rows
 
 
@@ -272,16 +286,29 @@ def status_of(out: Path) -> str:
 
 def has_prior_run(out: Path) -> bool:
     """Whether ``out`` holds a run to resume or keep: a checkpoint, or a summary whose status
-    is not ``error``."""
-    return (out / CHECKPOINT).exists() or status_of(out) not in ("missing", "error")
+    is not ``error`` of a start that was not cut short (:func:`cut_short`)."""
+    return (out / CHECKPOINT).exists() or (status_of(out) not in ("missing", "error") and not cut_short(out))
+
+
+def cut_short(out: Path) -> bool:
+    """Whether ``out`` holds only the start of a run that ended before it recorded its config
+    (killed, stopped): a summary ``running`` or ``interrupted``, no ``config.yaml``, no
+    checkpoint. Nothing of it trained, so a run into ``out`` starts it over. (A start refused
+    or failed, a full disk's included, says ``error``: no prior run either.)"""
+    return (status_of(out) in ("running", "interrupted") and not (out / "config.yaml").exists()
+            and not (out / CHECKPOINT).exists())
 
 
 SCAFFOLD = {".hydra", LOCK, "fedrun.log", "error.log"}  # what fedrun leaves before a run starts
+OWN = {*keep.FILES, "error.log"}  # the files fedrun writes atomically in a run folder
 
 
 def is_scaffold(p: Path) -> bool:
     """Whether ``p`` is one of :data:`SCAFFOLD` as fedrun makes it: ``.hydra`` a real folder,
-    the others regular files (a link or a FIFO of that name is someone else's)."""
+    the others regular files (a link or a FIFO of that name is someone else's), or the temp
+    file of a write of one of :data:`OWN` that a killed fedrun left."""
+    if temp_of(p) in OWN:
+        return True
     return p.name in SCAFFOLD and not p.is_symlink() and (p.is_dir() if p.name == ".hydra" else p.is_file())
 
 
@@ -316,7 +343,7 @@ def resume_point(cfg: DictConfig, out: Path, s: RunConfig | None = None) -> Chec
     if finished and prior.get("T") == s.T:  # a checkpoint beside it is an extension's, stopped
         return True
     path = out / CHECKPOINT
-    ckpt = load_checkpoint(path, s.torch_device, config_digest(cfg)) if path.exists() else None
+    ckpt = load_checkpoint(path, s.torch_device, config_digests(cfg)) if path.exists() else None
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
     require(done <= s.T, f"T={s.T} is below the {done} rounds the run in {out} has done; "
                          f"T may only be extended (or set resume=false to start over)")
@@ -368,15 +395,49 @@ def _write_hydra_record(out: Path, files: dict[str, str] | None) -> None:
 
 
 def recover(out: Path) -> None:
-    """Undo what a killed attempt on a finished run left in ``out`` (:func:`keep.recover`)."""
+    """Clear what a killed fedrun left in ``out``, whose lock this process holds: the attempt
+    on a finished run undone (:func:`keep.recover`), the temp files of its writes deleted."""
     if keep.recover(out):
         say(f"a killed attempt on the finished run in {out} was undone", "note")
+    gone = clear_temps(out)
+    if gone:
+        say(f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed fedrun "
+            f"left in {out} ({', '.join(str(p.relative_to(out)) for p in gone[:3])}"
+            f"{', ...' if len(gone) > 3 else ''})", "note")
+    if cut_short(out):
+        say(f"the run in {out} ended before it recorded its config; starting it over", "note")
 
 
 def fits(exp: Experiment, out: Path, ckpt: Checkpoint | None) -> None:
-    """Refuse a checkpoint that cannot continue ``exp`` (:func:`checkpoint.check_fits`)."""
+    """Refuse to continue the run in ``out`` (resumed, extended) on other data than it trained
+    on (:func:`provenance.check`), or from a checkpoint that cannot continue ``exp``
+    (:func:`checkpoint.check_fits`)."""
+    if exp.s.resume and has_prior_run(out):
+        recorded = ckpt.data if ckpt is not None and ckpt.data else _recorded_data(out)
+        provenance.check(recorded, exp.fingerprint, out)
     if ckpt is not None:
         check_fits(out / CHECKPOINT, ckpt, exp.alg.init(exp.flat.flat(), exp.s.n), exp.s.T)
+
+
+def same_data(s: RunConfig, out: Path, dataset: data.Dataset | None = None,
+              data_fingerprint: dict | None = None) -> None:
+    """Refuse a run that has finished already in ``out`` when the data of ``s`` (``dataset``,
+    default: loaded now) differ from those it trained on (:func:`provenance.check`)."""
+    recorded = _recorded_data(out)
+    if recorded is None:
+        return
+    ds = dataset or data.load_config(s)
+    now = {**(data_fingerprint or provenance.of_data(ds)), **provenance.of_partition(split(s, ds))}
+    provenance.check(recorded, now, out)
+
+
+def _recorded_data(out: Path) -> dict | None:
+    """The fingerprint of the data the run in ``out`` trained on, from its summary."""
+    try:
+        recorded = read_summary(out).get("data")
+    except (OSError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
 
 
 def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, summary: Summary,
@@ -386,7 +447,7 @@ def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, 
     keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
     summary.fields.update(device=str(exp.s.torch_device), hardware=hardware(exp.s.torch_device), dimension=exp.flat.d,
                           engine=exp.oracle.engine_choice, compile=exp.oracle.compile_choice,
-                          data_source=exp.dataset.source)
+                          data_source=exp.dataset.source, data=exp.fingerprint)
     if ckpt is None:
         for name in (CHECKPOINT, "metrics.png", "error.log", clients.FILE, clients.SUMMARY,
                      clients.FIGURE):  # a previous run's
@@ -436,10 +497,12 @@ def _conclude(exp, cfg, out, summary, error, rows) -> int:
         return EXIT["diverged"]
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
-        end(summary, "interrupted", **after)
+        signum = e.signum if isinstance(e, Interrupted) else (signals.received or [None])[-1]
+        by = signals.name(signum) if signum else None
+        end(summary, "interrupted", **after, **({"error": f"stopped by {by}"} if by else {}))
         say(f"interrupted{f' after round {e.round}' if after else ''}; "
             + ("re-run the same command to resume" if (out / CHECKPOINT).exists()
-               else f"partial results in {out}"))
+               else f"partial results in {out}") + (f" (stopped by {by})" if by else ""))
         say_closing(out, "interrupted")
         return EXIT["interrupted"]
     except Exception as e:  # a bug

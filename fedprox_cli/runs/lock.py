@@ -19,6 +19,7 @@ from ..common.files import open_regular
 from ..common.errors import UserError
 
 FILE = ".fedrun.lock"
+refused: list[Path] = []  # the folders this process was refused because another held them
 
 
 class RunLock:
@@ -35,10 +36,14 @@ class RunLock:
         except BlockingIOError:
             holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
             os.close(fd)
+            refused.append(self.path.parent)
             raise UserError(f"run folder {self.path.parent} is in use by {holder}; wait for it "
                             f"to end or choose another run folder") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode())
+        except OSError:  # a full disk: the lock holds without its holder's name
+            pass
         self._fd = fd
         return self
 

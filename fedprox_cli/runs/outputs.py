@@ -21,7 +21,8 @@ heartbeat is refreshed at every evaluation and checkpoint and at least every
 ``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
 rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
 chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
-call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``. A run whose process
+call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``, ``data`` (the
+fingerprint of the data and partition it trained on: :mod:`provenance`). A run whose process
 died says ``running`` in its file; :func:`effective_status` tells the truth.
 """
 
@@ -43,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import PACKAGE, __version__
-from ..common.files import atomic_write_text, read_text
+from ..common.files import atomic_write_text, read_text, write_text_saving_space
 from .lock import is_held
 
 SUMMARY = "summary.json"
@@ -119,7 +120,7 @@ class Summary:
         self.fields.update(fields, heartbeat=now())
         self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
         self._beat = time.monotonic()
-        atomic_write_text(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
+        write_text_saving_space(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
 
     def start(self, **fields) -> None:
         self.fields.pop("error", None)

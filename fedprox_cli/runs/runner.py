@@ -61,6 +61,7 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
         v = lifecycle.validate(cfg, reference)
         ckpt = lifecycle.resume_point(cfg, out, v.s)
         if ckpt is True:
+            lifecycle.same_data(v.s, out)
             say(f"the run in {out} has already finished its {v.s.T} rounds; nothing to do",
                 stream=sys.stdout)
             lifecycle.say_closing(out, "finished")

@@ -26,6 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import data
 from . import lifecycle
+from ..config.validate import typed
+from .provenance import of_data
 from .console import logging_to, say
 from ..common.errors import EXIT, UserError, describe, require
 from ..config.schema import RunConfig
@@ -99,20 +101,24 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
 
 
 def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
-    todo, exps, ckpts, cfgs = [], [], [], []
+    todo, exps, ckpts, cfgs, finished = [], [], [], [], []
     try:
         for seed, folder in runs:
             lifecycle.recover(folder)
             one = with_seed(cfg, seed)
             ckpt = lifecycle.resume_point(one, folder)
             if ckpt is True:
-                say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
-                    stream=sys.stdout)
+                finished.append((one, folder))
                 continue
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
-        dataset = data.load_config(s) if todo else None
+        dataset = data.load_config(s)  # once for all runs, fingerprinted before a build moves it
+        fingerprint = of_data(dataset)
+        for one, folder in finished:
+            lifecycle.same_data(typed(one), folder, dataset, fingerprint)
+            say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
+                stream=sys.stdout)
         for one, folder, ckpt in zip(cfgs, todo, ckpts):
-            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo)))
+            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint))
             lifecycle.fits(exps[-1], folder, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
@@ -128,7 +134,7 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
     for exp in exps:
         exp.oracle.join(lockstep)
         exp.oracle.engine_choice = {"engine": "vmap", "source": f"seeds={cfg.seeds}: the clients of "
-                                    f"{len(exps)} runs in one vmap call"}
+                                    f"{len(exps)} run{'s' if len(exps) > 1 else ''} in one vmap call"}
         exp.oracle.compile_choice = {"compiled": False, "source": f"seeds={cfg.seeds}: the joined call is not compiled"}
     return _train(cfgs, exps, todo, ckpts, lockstep, progress, command, hydra_record)
 
@@ -171,7 +177,7 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
                     try:
                         if r in failed:
                             raise failed[r]
-                        live[r].after(seconds, stop.requested)
+                        live[r].after(seconds, stop.signum)
                         if live[r].done:
                             end(r, None)
                     except KeyboardInterrupt:

@@ -1,10 +1,15 @@
-"""Stopping a run by signal (Ctrl-C = SIGINT, SIGTERM from a scheduler or ``kill``, SIGUSR2
-from SLURM before a time limit or on preemption).
+"""Stopping a run by signal: Ctrl-C (SIGINT), SIGTERM from a scheduler or ``kill``, SIGUSR2
+from SLURM before a time limit or on preemption, SIGHUP from a closed terminal or SSH session,
+and every other signal whose default action would end the process (:data:`SIGNALS`: SIGUSR1,
+SIGQUIT, SIGALRM, SIGXCPU, the real-time signals, ...).
 
 During training the first signal is noted and the run stops after the current round, saves a
-checkpoint and ends with status ``interrupted``; a second signal stops at once. Outside
-training, SIGTERM behaves like Ctrl-C (a ``KeyboardInterrupt``). Every signal noted is appended
-to :data:`received`, so a cluster job can tell afterwards why it stopped (see :mod:`cluster`).
+checkpoint and ends with status ``interrupted``, naming the signal; a second signal stops at
+once. Outside training they raise ``KeyboardInterrupt`` like Ctrl-C. SIGINT, SIGTERM and SIGUSR2
+(:data:`ALWAYS`) are always caught; the others only where nothing else in the process handles
+them: one ignored (``nohup`` ignores SIGHUP) stays ignored, and one with a handler of its own
+(a test runner's SIGALRM) keeps it. Every signal noted is appended to :data:`received`, so a
+cluster job can tell afterwards why it stopped (see :mod:`cluster`).
 """
 
 from __future__ import annotations
@@ -13,8 +18,31 @@ import signal
 import threading
 from contextlib import contextmanager
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGUSR2,) if hasattr(signal, "SIGUSR2") else ())
+
+ALWAYS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, n))
+
+
+def _stop_signals() -> tuple[int, ...]:
+    """The catchable signals whose default action ends the process, less the faults a process
+    raises on itself (SIGSEGV, SIGFPE, ...) and those Python already turns into errors (SIGPIPE,
+    SIGXFSZ)."""
+    names = ("SIGINT", "SIGTERM", "SIGUSR2", "SIGHUP", "SIGUSR1", "SIGQUIT", "SIGALRM", "SIGVTALRM",
+             "SIGPROF", "SIGXCPU", "SIGIO", "SIGPWR", "SIGSTKFLT")
+    named = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    realtime = range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else ()
+    return tuple(dict.fromkeys([*named, *realtime]))
+
+
+SIGNALS = _stop_signals()
 received: list[int] = []  # signals noted in this process, in order
+
+
+def name(signum: int) -> str:
+    """``SIGHUP``; ``SIGRTMIN+3`` for a real-time signal."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"SIGRTMIN+{signum - signal.SIGRTMIN}" if hasattr(signal, "SIGRTMIN") else f"signal {signum}"
 
 
 def note_and_interrupt(signum, frame):
@@ -23,10 +51,28 @@ def note_and_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def sigterm_interrupts() -> None:
-    """Make SIGTERM raise ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""
+def _free(handler) -> bool:
+    """Whether a signal with ``handler`` is fedrun's to catch: its default action, Python's
+    Ctrl-C handler, or fedrun's own."""
+    return handler in (signal.SIG_DFL, signal.default_int_handler, note_and_interrupt) or \
+        isinstance(getattr(handler, "__self__", None), StopAfterRound)
+
+
+def _install(handler, signals=None) -> dict:
+    """Install ``handler`` for each of ``signals`` (default :data:`SIGNALS`) that is one of
+    :data:`ALWAYS` or :func:`_free`; the handlers replaced, to restore."""
+    old = {}
+    for s in SIGNALS if signals is None else signals:
+        if s in ALWAYS or _free(signal.getsignal(s)):
+            old[s] = signal.signal(s, handler)
+    return old
+
+
+def stops_interrupt() -> None:
+    """Make every stop signal (:data:`SIGNALS`) but SIGINT, which does already, raise
+    ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, note_and_interrupt)
+        _install(note_and_interrupt, [s for s in SIGNALS if s != signal.SIGINT])
 
 
 class StopAfterRound:
@@ -50,7 +96,7 @@ class StopAfterRound:
 
     def __enter__(self) -> "StopAfterRound":
         if threading.current_thread() is threading.main_thread():
-            self._old = {s: signal.signal(s, self._note) for s in SIGNALS}
+            self._old = _install(self._note)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -67,7 +113,7 @@ def deferred():
         yield
         return
     held: list[int] = []
-    old = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in SIGNALS}
+    old = _install(lambda signum, frame: held.append(signum))
     try:
         yield
     finally:

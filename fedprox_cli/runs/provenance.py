@@ -1,0 +1,80 @@
+"""What a run trained on, recorded and compared.
+
+A run's fingerprint of its data (:func:`of_data`, :func:`of_partition`) holds the sizes and a
+digest of the arrays as training sees them after loading (train and test images and labels,
+the writers of a grouped data set) and of the partition; it is a function of the loaded
+arrays only, whichever file or cache they came from. It is recorded in ``summary.json``
+(``data``) and in the checkpoint. A re-run into the folder -- a resume, an extension, a run
+that has finished already -- compares it with the fingerprint of the data it loads now
+(:func:`changes`, a function over two recorded dicts), and a difference is one line naming
+what changed (:func:`check`), before anything in the folder is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..common.errors import require
+
+# what each part of the fingerprint is called in the line that names a change
+PARTS = {"train_x": "training images", "train_y": "training labels", "groups": "training writers",
+         "test_x": "test images", "test_y": "test labels", "partition": "partition"}
+
+
+def digest(a: torch.Tensor | np.ndarray) -> dict:
+    """The shape, dtype and a SHA-256 of the bytes of an array (on the CPU), hashed once."""
+    a = a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+    a = np.ascontiguousarray(a)
+    return {"shape": list(a.shape), "dtype": str(a.dtype),
+            "sha256": hashlib.sha256(memoryview(a).cast("B")).hexdigest()[:16]}
+
+
+def of_data(ds) -> dict:
+    """The fingerprint of a loaded :class:`data.Dataset` (before anything moves it to a device)."""
+    parts = {"train_x": ds.train_x, "train_y": ds.train_y, "test_x": ds.test_x, "test_y": ds.test_y}
+    if ds.groups is not None:
+        parts["groups"] = ds.groups
+    return {k: digest(v) for k, v in parts.items()}
+
+
+def of_partition(clients: list[np.ndarray]) -> dict:
+    """The fingerprint of a partition: every client's sample ids, in order."""
+    sizes = np.array([len(c) for c in clients], np.int64)
+    joined = np.concatenate([sizes, *[np.asarray(c, np.int64) for c in clients]])
+    return {"partition": {**digest(joined), "clients": len(clients)}}
+
+
+def _size(d: dict) -> str:
+    return "x".join(map(str, d.get("shape", []))) or "?"
+
+
+def changes(recorded: dict, now: dict) -> list[str]:
+    """What differs between two fingerprints, in words (``training labels changed``, ``test
+    images 10000x1x28x28 -> 9000x1x28x28``); the partition only when the data are the same.
+    Parts one of them lacks (recorded by an older version) are not compared."""
+    out = []
+    for key, what in PARTS.items():
+        a, b = recorded.get(key), now.get(key)
+        if not (isinstance(a, dict) and isinstance(b, dict)) or a == b:
+            continue
+        if key == "partition" and out:
+            continue
+        if a.get("shape") != b.get("shape"):
+            out.append(f"{what} {_size(a)} -> {_size(b)}")
+        elif a.get("dtype") != b.get("dtype"):
+            out.append(f"{what} {a.get('dtype')} -> {b.get('dtype')}")
+        else:
+            out.append(f"{what} changed")
+    return out
+
+
+def check(recorded: dict | None, now: dict, out: Path) -> None:
+    """Refuse (:class:`UserError`) data that differ from those the run in ``out`` trained on
+    (``recorded``: its fingerprint; None for a run recorded without one)."""
+    diff = changes(recorded, now) if isinstance(recorded, dict) else []
+    require(not diff, f"the data differ from those the run in {out} trained on ({'; '.join(diff)}); "
+                      f"point data.root at the data it used, or set resume=false to start it over")
