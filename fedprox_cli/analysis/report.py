@@ -24,7 +24,6 @@ import csv
 import io
 import math
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from ..common.files import read_text
+from ..common import streams
 from ..common.errors import UserError, describe, require
 from ..config import keys
 from ..common.flatten import flatten
@@ -621,7 +621,7 @@ def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
     an unreadable / unwritable file is one line and exit code 2, anything else one line and
     exit code 1: never a traceback."""
     def warn(message: str) -> None:
-        print(f"{prog}: {message}", file=sys.stderr)
+        streams.err(f"{prog}: {message}")
     try:
         return body(warn)
     except (UserError, OSError) as e:

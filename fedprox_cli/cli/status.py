@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from omegaconf import OmegaConf
 
 from ..analysis import report
 from ..common.files import read_text
+from ..common import streams
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
@@ -107,21 +109,24 @@ def main(argv=None) -> int:
     try:
         columns, table = rows(args.paths)
     except UserError as e:
-        print(f"fedrun-report: error: {e}", file=sys.stderr)
+        streams.err(f"fedrun-report: error: {e}")
         return 2
     if args.csv:
-        w = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        text = io.StringIO()
+        w = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
         w.writeheader()
         w.writerows(table)
+        streams.out(text.getvalue().removesuffix("\n"))
         return 0
     for line in align([columns, *([_cell(r.get(c, "")) for c in columns] for r in table)]):
-        print(line)
+        streams.out(line)
     counts: dict[str, int] = {}
     for r in table:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    print(f"{len(table)} runs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    streams.out(f"{len(table)} runs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 0
 
 
 if __name__ == "__main__":
+    streams.guard()
     sys.exit(main())
