@@ -34,6 +34,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from ..common import guarded
 from ..common.files import atomic_write_text
 from ..common import streams
 from ..common.errors import EXIT, UserError
@@ -74,7 +75,7 @@ def write(sweep: Path, rec: JobRecord) -> None:
 def read(path: Path) -> JobRecord | None:
     """One record, or None when it is not one (any content is tolerated)."""
     try:
-        d = json.loads(path.read_text())
+        d = guarded.read_json(path)
         rec = JobRecord(int(d["num"]), [str(o) for o in d["overrides"]], str(d["folder"]),
                         None if d["code"] is None else int(d["code"]), str(d["status"]),
                         str(d["reason"]), float(d["written"]))

@@ -40,6 +40,7 @@ from ..engine.metrics import evaluate
 from ..engine.models import FlatModel
 from ..engine.oracle import ClientData, Oracle
 from .progress import Progress
+from ..common.guarded import Unreadable
 from .outputs import Summary, is_fedrun_summary, read_summary, write_metrics
 from .signals import StopAfterRound
 
@@ -330,6 +331,8 @@ def check_owned(out: Path) -> None:
         return
     try:
         ours = is_fedrun_summary(read_summary(out))
+    except Unreadable as e:  # cut short, hand-edited, hostile: nothing to resume or keep
+        raise UserError(f"{e}; choose another run folder") from None
     except (OSError, ValueError):
         ours = False
     if ours:
