@@ -15,7 +15,6 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from ..common import guarded
 from ..runs.outputs import SEED_PREFIX, effective_status, read_summary
 from ..runs.progress import duration

@@ -20,8 +20,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..analysis import report
-from ..common import guarded
-from ..common import streams
+from ..common import guarded, streams
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
