@@ -154,7 +154,5 @@ def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
         data = f.read(TABLE_BYTES + 1)
     try:
         return pd.read_csv(io.BytesIO(data), **kwargs)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
         raise Unreadable(path, f"not a CSV table ({type(e).__name__}: {e})") from None
