@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from . import CONF_DIR
 from .common.errors import EXIT
+from .common.streams import escaped
 from .runs.outputs import read_summary, runs_in
 
 _STATUS = {code: status for status, code in EXIT.items()}
@@ -133,7 +134,17 @@ def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
     runs = load([folder], warn=warnings.warn, count_once=False)  # every folder, as listed
     rows = [{"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
             for r in runs]
-    return pd.DataFrame(rows)
+    return _frame(rows)
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    """``rows`` as a DataFrame; a column holding text that is no Unicode (a folder name's
+    undecodable bytes, which pandas' string dtype cannot hold) is kept as Python strings."""
+    odd = {k for r in rows for k, v in r.items() if isinstance(v, str) and escaped(v) != v}
+    frame = pd.DataFrame([{k: v for k, v in r.items() if k not in odd} for r in rows])
+    for k in odd:
+        frame[k] = pd.Series([r.get(k) for r in rows], dtype=object, index=frame.index)
+    return frame[list(dict.fromkeys(k for r in rows for k in r))] if rows else frame
 
 
 __all__ = ["Run", "run", "load_runs", "overrides_of"]

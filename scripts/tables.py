@@ -7,6 +7,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fedprox_cli.cli.table import main  # noqa: E402
+from fedprox_cli.common import streams  # noqa: E402
 
 if __name__ == "__main__":
+    streams.guard()
     sys.exit(main())

@@ -16,7 +16,8 @@ from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: 
                                NullFormatter)
 
 from .. import PACKAGE  # noqa: E402
-from ..common.files import atomic_write, open_file  # noqa: E402
+from ..common import guarded  # noqa: E402
+from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 from ..runs.outputs import model_metrics_only  # noqa: E402
 
@@ -173,8 +174,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    with open_file(csv_path, "rb") as f:  # a FIFO never hangs
-        df = model_metrics_only(pd.read_csv(f).apply(pd.to_numeric, errors="coerce"))
+    df = model_metrics_only(guarded.read_csv(csv_path).apply(pd.to_numeric, errors="coerce"))
     rounds = df["round"].to_numpy(float)
     losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
     bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)
@@ -220,11 +220,9 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
 def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
     """Counts (n, C): samples of class c held by client i, from a run folder's
     ``partition.npz`` and the labels of the dataset named in its ``config.yaml``."""
-    from omegaconf import OmegaConf
-
     from .. import data
     run_dir = Path(run_dir)
-    cfg = OmegaConf.load(run_dir / "config.yaml")  # the record, not a typed run config
+    cfg = guarded.read_config(run_dir / "config.yaml")  # the record, not a typed run config
     ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
     y = ds.train_y.numpy()
     return np.stack([np.bincount(y[c], minlength=ds.num_classes)
@@ -234,7 +232,6 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
 def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
     """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
     (default ``RUN/partition.png``). Returns the path written."""
-    from omegaconf import OmegaConf
     run_dir = Path(run_dir)
     out = Path(out) if out else run_dir / "partition.png"
     counts = partition_counts(run_dir)
@@ -246,7 +243,7 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         integer_ticks(axis)
-    cfg = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"))
+    cfg = guarded.read_yaml(run_dir / "config.yaml")
     setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
     ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
     save_figure(fig, out, caption=f"{run_dir}: {setting}")
@@ -260,7 +257,7 @@ CLIENT_PANELS = (("train_acc", "client train accuracy"), ("test_acc_rw", "client
 def plot_clients(summary_csv: Path, png_path: Path) -> None:
     """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
     mean over clients, a +- std band and the mean of the worst 10% of clients."""
-    df = pd.read_csv(summary_csv)
+    df = guarded.read_csv(summary_csv)
     fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
     for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
         r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]

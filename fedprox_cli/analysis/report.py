@@ -24,7 +24,6 @@ import csv
 import io
 import math
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -32,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 from omegaconf import OmegaConf
 
-from ..common.files import read_text
+from ..common import guarded
+from ..common import streams
 from ..common.errors import UserError, describe, require
 from ..config import keys
 from ..common.flatten import flatten
@@ -181,7 +180,9 @@ def _choices(run_dir: Path) -> dict:
     if not hydra_yaml.exists():
         return {}
     try:
-        choices = OmegaConf.to_container(OmegaConf.create(read_text(hydra_yaml)).hydra.runtime.choices)
+        choices = OmegaConf.to_container(guarded.read_config(hydra_yaml).hydra.runtime.choices)
+    except guarded.Unreadable as e:
+        raise BrokenRun(f".hydra/hydra.yaml is unreadable: {e.why}") from None
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
         raise BrokenRun(f".hydra/hydra.yaml is unreadable ({_first_line(e)})") from None
     return {f"{CHOICE}{g}": c for g, c in choices.items()  # no option chosen = a group not offered
@@ -230,12 +231,15 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
 
 def _status(run_dir: Path) -> tuple[str, str]:
     """The run's effective status (``dead`` / ``stale`` for a recorded ``running`` whose process
-    is gone or silent: :func:`outputs.effective_status`) and its error message."""
-    status = effective_status(run_dir)
+    is gone or silent: :func:`outputs.effective_status`) and its error message;
+    :class:`BrokenRun` for a summary.json that cannot be read."""
     try:
-        return status, str(read_summary(run_dir).get("error", ""))
-    except (OSError, ValueError, AttributeError):
-        return status, ""
+        summary = read_summary(run_dir)
+    except guarded.Unreadable as e:
+        raise BrokenRun(f"summary.json is unreadable: {e.why}") from None
+    except (OSError, ValueError):
+        summary = {}
+    return effective_status(run_dir), str(summary.get("error", ""))
 
 
 def _numbers(column: pd.Series) -> pd.Series:
@@ -251,8 +255,10 @@ def read_metrics(path: Path) -> pd.DataFrame:
     """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
     fields than the header, or no end of line after the last row), or not numbers."""
     try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError) as e:
+        text = guarded.read_text(path, guarded.TABLE_BYTES)
+    except guarded.Unreadable as e:
+        raise BrokenRun(f"metrics.csv is unreadable: {e.why}") from None
+    except OSError as e:
         raise BrokenRun(f"metrics.csv is unreadable ({_first_line(e)})") from None
     if not text.strip():
         raise BrokenRun("metrics.csv is empty")
@@ -275,7 +281,9 @@ def read_metrics(path: Path) -> pd.DataFrame:
 def load_run(run_dir: Path) -> Run:
     """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
     try:
-        cfg = OmegaConf.to_container(OmegaConf.create(read_text(run_dir / "config.yaml")), resolve=False)
+        cfg = OmegaConf.to_container(guarded.read_config(run_dir / "config.yaml"), resolve=False)
+    except guarded.Unreadable as e:
+        raise BrokenRun(f"config.yaml is unreadable: {e.why}") from None
     except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
         raise BrokenRun(f"config.yaml is unreadable ({_first_line(e)})") from None
     if not isinstance(cfg, dict) or not cfg:
@@ -608,9 +616,9 @@ def names(args) -> dict[str, str]:
     out = {}
     if args.labels is not None:
         try:
-            loaded = yaml.safe_load(args.labels.read_text())
-        except yaml.YAMLError as e:
-            raise UserError(f"--labels {args.labels} is not YAML ({_first_line(e)})") from None
+            loaded = guarded.read_yaml(args.labels)
+        except guarded.Unreadable as e:
+            raise UserError(f"--labels {args.labels} is not YAML ({e.why})") from None
         require(isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text")
         out.update({str(k): str(v) for k, v in loaded.items()})
     for item in args.label:
@@ -638,7 +646,7 @@ def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
     an unreadable / unwritable file is one line and exit code 2, anything else one line and
     exit code 1: never a traceback."""
     def warn(message: str) -> None:
-        print(f"{prog}: {message}", file=sys.stderr)
+        streams.err(f"{prog}: {message}")
     try:
         return body(warn)
     except (UserError, OSError) as e:

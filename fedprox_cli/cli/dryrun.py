@@ -18,7 +18,6 @@ code 2.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from .. import CONF_DIR
 from ..config import extras
 from ..config.slurm import check_time_limit
 from ..common.errors import EXIT, UserError
+from ..common import streams
 from .compose import one_of_a_sweep
 from .jobtable import align, differing
 
@@ -203,12 +203,12 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             listed = jobs(overrides, multirun)
             if show_cfg:
                 for job in listed:
-                    print(f"# {job_name(job, multirun)} -> {job.folder}")
-                    print(OmegaConf.to_yaml(job.cfg, resolve=True))
+                    streams.out(f"# {job_name(job, multirun)} -> {job.folder}")
+                    streams.out(OmegaConf.to_yaml(job.cfg, resolve=True))
                 return EXIT["finished"]
             checked, bad = check_jobs(listed, multirun)
             if bad:
-                print("\n".join(bad), file=sys.stderr)
+                streams.err("\n".join(bad))
                 return EXIT["error"]
             rows = [["job", "folder", "client steps", "evaluations", "state"]]
             total_steps = total_evals = 0
@@ -217,18 +217,18 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
                 total_steps, total_evals = total_steps + steps, total_evals + evals
                 rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), state])
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
-        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]
     n = len(listed)
     varied = differing([job.overrides for job in listed])
     common = [o for o in listed[0].overrides if o not in varied[0]]
-    print(f"dry run: {n} job{'s' if n != 1 else ''}, every config valid; nothing was written")
+    streams.out(f"dry run: {n} job{'s' if n != 1 else ''}, every config valid; nothing was written")
     if listed[0].note:
-        print(f"note: {listed[0].note}")
-    print(f"overrides of every job: {' '.join(common) or 'none'}")
-    print("\n".join(align([row + [" ".join(v) if i else "overrides"]
-                           for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))
-    print(f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
-          f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
-          f"job from round 0), counted from the round each job would start from")
+        streams.out(f"note: {listed[0].note}")
+    streams.out(f"overrides of every job: {' '.join(common) or 'none'}")
+    streams.out("\n".join(align([row + [" ".join(v) if i else "overrides"]
+                                 for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))
+    streams.out(f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
+                f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
+                f"job from round 0), counted from the round each job would start from")
     return EXIT["finished"]

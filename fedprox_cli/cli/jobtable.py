@@ -11,12 +11,11 @@ and the overrides in which the jobs differ). Read-only: ``summary.json``, the la
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
-from ..common.files import open_file, read_text
+from ..common import guarded
 from ..runs.outputs import SEED_PREFIX, effective_status, read_summary
 from ..runs.progress import duration
 
@@ -34,9 +33,9 @@ class RunRecord:
 
 def _last_row(folder: Path) -> dict:
     try:
-        with open_file(folder / "metrics.csv", "r", newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, csv.Error, UnicodeDecodeError):
+        rows = list(csv.DictReader(io.StringIO(guarded.read_text(folder / "metrics.csv", guarded.TABLE_BYTES),
+                                               newline="")))
+    except (OSError, csv.Error, ValueError):
         return {}
     out = {}
     for k, v in (rows[-1] if rows else {}).items():
@@ -49,7 +48,7 @@ def _last_row(folder: Path) -> dict:
 
 def _overrides(folder: Path) -> list[str]:
     try:
-        return [str(o) for o in OmegaConf.create(read_text(folder / ".hydra" / "overrides.yaml"))]
+        return [str(o) for o in guarded.read_yaml(folder / ".hydra" / "overrides.yaml")]
     except Exception:  # missing or unreadable: the row shows none
         return []
 
@@ -63,6 +62,8 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     st = status or own
     if st == "missing" or own == "missing":
         return RunRecord(folder, "not started" if st == "missing" else st)
+    if own == "unreadable":
+        return RunRecord(folder, st, error=_unreadable(folder))
     if st != own:
         return RunRecord(folder, st, overrides=_overrides(folder))
     try:
@@ -72,6 +73,15 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
     return RunRecord(folder, st, s.get("round"), s.get("T"), final, _overrides(folder),
                      str(s.get("error", "")))
+
+
+def _unreadable(folder: Path) -> str:
+    """The line saying why ``folder``'s summary.json cannot be read."""
+    try:
+        read_summary(folder)
+    except ValueError as e:
+        return str(e)
+    return ""
 
 
 def _num(v, fmt: str) -> str:

@@ -43,6 +43,7 @@ from ..common.errors import EXIT, Refusal, UserError, squeeze
 from .compose import command, hydra_files, one_of_a_sweep, reference_config
 from .faults import crash, one_line
 from ..runs.signals import stops_interrupt
+from ..common import streams
 
 _SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
 _SWEEPS: list[tuple[Path, list | None, float]] = []  # this process's multirun: (sweep folder,
@@ -82,9 +83,9 @@ def _job(cfg: DictConfig) -> float:
     else:
         _SINGLE_RUN.append(code)
         if code == 0 and cfg.seeds > 1:
-            print(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
+            streams.out(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
         elif code == 0:
-            print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
+            streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 
@@ -138,7 +139,7 @@ def _preflight(argv: list[str]) -> int | None:
     exit code, or None to go on with Hydra."""
     if "--help" in argv or "-h" in argv:
         from .help import text
-        sys.stdout.write(text())
+        streams.out(text().rstrip("\n"))
         return EXIT["finished"]
     from hydra._internal.utils import get_args_parser
     parser = get_args_parser()
@@ -160,14 +161,15 @@ def _preflight(argv: list[str]) -> int | None:
 
 
 def main() -> None:
+    streams.guard()
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])
     if early is not None:
         sys.exit(early)
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
-        print(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
-              f"(an empty one would write the run into the current folder)", file=sys.stderr)
+        streams.err(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
+                    f"(an empty one would write the run into the current folder)")
         sys.exit(EXIT["error"])
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
@@ -178,12 +180,12 @@ def main() -> None:
     except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
         if debug:
             raise
-        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        streams.err(f"fedrun: error: {one_line(e)}")
         code = EXIT["error"]
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
         if not _SWEEPS and not _SINGLE_RUN:
-            print("fedrun: interrupted", file=sys.stderr)
+            streams.err("fedrun: interrupted")
     except Exception as e:
         code = crash(e)
     if _SWEEPS:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..analysis import report
 from ..analysis.curves import plot_groups, plot_slope
 from ..common.errors import UserError, require
+from ..common import streams
 from ..analysis.plotting import plt, styled
 
 PROG = "fedrun-plot"
@@ -91,7 +92,7 @@ def draw(args, warn) -> int:
     if args.partition is not None:
         out = args.out or args.partition / "partition.png"
         plot_partition(args.partition, out)
-        print(f"wrote {out}")
+        streams.out(f"wrote {out}")
         return 0
     runs = report.load(args.results, args.where, warn)
     base = args.results[0] if args.results[0].is_dir() else Path(".")
@@ -104,8 +105,8 @@ def draw(args, warn) -> int:
                                 report.names(args), panel_size(args))
         for f in fits:
             seeds = report.seed_interval(f)
-            print(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
-                  f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")"))
+            streams.out(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
+                        f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")"))
     else:
         y = args.y or "test_acc"
         runs = report.having(runs, [args.x, y], warn)
@@ -114,9 +115,9 @@ def draw(args, warn) -> int:
         labels, text = plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels, warn,
                                    report.names(args), panel_size(args))
         for label in labels:
-            print(label)
-    print(f"caption: {text}")
-    print(f"wrote {out}")
+            streams.out(label)
+    streams.out(f"caption: {text}")
+    streams.out(f"wrote {out}")
     return 0
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import sys
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
 from ..analysis import report
-from ..common.files import read_text
+from ..common import guarded, streams
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
@@ -28,11 +29,16 @@ from .jobtable import align, record, rounds
 METRICS = ("test_acc", "train_loss", "objective", "stationarity")
 
 
-def _config(run_dir: Path) -> dict:
+def _config(run_dir: Path, problems: list[str]) -> dict:
+    """The run's config, flattened; {} when it has none yet, or (noted in ``problems``) one that
+    cannot be read: the row shows what the summary has."""
     try:
-        return complete(flatten(OmegaConf.to_container(OmegaConf.create(read_text(run_dir / "config.yaml")), resolve=False)))
-    except Exception:  # missing or unreadable: the row shows what the summary has
-        return {}
+        return complete(flatten(OmegaConf.to_container(guarded.read_config(run_dir / "config.yaml"), resolve=False)))
+    except guarded.Unreadable as e:
+        problems.append(str(e))
+    except Exception:  # noqa: BLE001 -- missing, or not a config of this version
+        pass
+    return {}
 
 
 def find(paths) -> list[Path]:
@@ -61,7 +67,7 @@ def _planned(multirun_yaml: Path) -> list[Path]:
                 for f in recorded]
 
     try:
-        config = OmegaConf.create(read_text(multirun_yaml))
+        config = guarded.read_config(multirun_yaml)
         jobs = sweep_jobs(config)
         numbered = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
     except Exception:  # not a sweep record this version can read: list what is on disk
@@ -69,10 +75,13 @@ def _planned(multirun_yaml: Path) -> list[Path]:
     return [multirun_yaml.parent / str(i) for i in range(len(jobs))] if jobs and numbered else []
 
 
-def rows(paths) -> tuple[list[str], list[dict]]:
-    """The table: column names and one dict per run."""
+def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict]]:
+    """The table: column names and one dict per run; a file of a run that cannot be read is
+    one line in ``problems`` (the run's row stays, its status ``unreadable`` when it is the
+    summary)."""
+    problems = [] if problems is None else problems
     runs = find(paths)
-    configs = {d: _config(d) for d in runs}
+    configs = {d: _config(d, problems) for d in runs}
     known = [c for c in configs.values() if c]  # jobs not started have no config yet
     keys = report.label_keys(known) if len(known) > 1 else []
     out = []
@@ -85,6 +94,8 @@ def rows(paths) -> tuple[list[str], list[dict]]:
         row.update({report.short(k): cfg.get(k, "") for k in keys})
         if r.error:
             row["error"] = r.error
+        if r.status == "unreadable":
+            problems.append(r.error)
         out.append(row)
     columns = list(dict.fromkeys(k for r in out for k in r))
     return columns, out
@@ -104,24 +115,30 @@ def main(argv=None) -> int:
     p.add_argument("paths", nargs="+", type=Path, metavar="RUNS_OR_SWEEPS")
     p.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     args = p.parse_args(argv)
+    problems: list[str] = []
     try:
-        columns, table = rows(args.paths)
+        columns, table = rows(args.paths, problems)
     except UserError as e:
-        print(f"fedrun-report: error: {e}", file=sys.stderr)
+        streams.err(f"fedrun-report: error: {e}")
         return 2
+    for line in problems:
+        streams.err(f"fedrun-report: {line}")
     if args.csv:
-        w = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        text = io.StringIO()
+        w = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
         w.writeheader()
         w.writerows(table)
+        streams.out(text.getvalue().removesuffix("\n"))
         return 0
     for line in align([columns, *([_cell(r.get(c, "")) for c in columns] for r in table)]):
-        print(line)
+        streams.out(line)
     counts: dict[str, int] = {}
     for r in table:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-    print(f"{len(table)} runs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    streams.out(f"{len(table)} runs: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 0
 
 
 if __name__ == "__main__":
+    streams.guard()
     sys.exit(main())

@@ -32,14 +32,15 @@ import hashlib
 import json
 import os
 import socket
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from ..common import guarded
 from ..common.files import atomic_write_text
+from ..common import streams
 from ..common.errors import EXIT, UserError
 
 RECORDS = Path(".fedrun") / "jobs"
@@ -85,7 +86,7 @@ def write(sweep: Path, rec: JobRecord) -> None:
 def read(path: Path) -> JobRecord | None:
     """One record, or None when it is not one (any content is tolerated)."""
     try:
-        d = json.loads(path.read_text())
+        d = guarded.read_json(path)
         rec = JobRecord(int(d["num"]), [str(o) for o in d["overrides"]], str(d["folder"]),
                         None if d["code"] is None else int(d["code"]), str(d["status"]),
                         str(d["reason"]), float(d["written"]), str(d.get("launch", "")))
@@ -173,7 +174,7 @@ def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[J
         for rec in planned or []:
             write(folder, rec)
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
-        print(f"fedrun: error: {one_line(e)}", file=sys.stderr)
+        streams.err(f"fedrun: error: {one_line(e)}")
         raise SystemExit(EXIT["error"]) from None
     except Exception as e:  # noqa: BLE001 -- a bug; Hydra would only warn
         raise SystemExit(crash(e)) from None
@@ -199,7 +200,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
     finally:
         HydraConfig.instance().cfg = saved
     if bad:
-        print("\n".join(bad), file=sys.stderr)
+        streams.err("\n".join(bad))
         raise SweepRefused(f"{len(bad)} of {len(task)} jobs of the sweep are invalid (above); nothing ran")
     return [JobRecord(j.num, j.overrides, os.path.abspath(j.folder)) for j in listed]
 
@@ -244,12 +245,11 @@ def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bo
         jobs.append(r)
     failed = [r for r in jobs if r.code != EXIT["finished"]]
     root = sweep.absolute()
-    print(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
+    streams.out(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
     for r in failed:
-        print(f"  {_shown(Path(r.folder), root)}: {r.status}" + (f" ({r.reason})" if r.reason else ""),
-              file=sys.stderr)
+        streams.err(f"  {_shown(Path(r.folder), root)}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
     if table and jobs:
-        print("\n".join(job_table([Path(r.folder) for r in jobs], root,
-                                  statuses=[r.status for r in jobs],
-                                  overrides=[r.overrides for r in jobs])))
+        streams.out("\n".join(job_table([Path(r.folder) for r in jobs], root,
+                                        statuses=[r.status for r in jobs],
+                                        overrides=[r.overrides for r in jobs])))
     return max((r.code for r in jobs), default=EXIT["finished"])

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..analysis import report, table
 from ..common.files import atomic_write_text
+from ..common import streams
 
 PROG = "fedrun-table"
 
@@ -93,11 +94,11 @@ def run(args, warn) -> int:
             report.note_runs(runs, m, args.final, warn)
         text = table.render(runs, s, table.output_format(args.out, args.format))
     if args.out is None:
-        print(text, end="")
+        streams.out(text.removesuffix("\n"))
     else:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.out, text)
-        print(f"wrote {args.out}")
+        streams.out(f"wrote {args.out}")
     return 0
 
 

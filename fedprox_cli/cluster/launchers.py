@@ -31,7 +31,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -43,6 +42,7 @@ from omegaconf import OmegaConf, open_dict
 from ..cli import sweep
 from ..runs import signals
 from ..common.errors import UserError
+from ..common import streams
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ class _JobSide:
                 # submitit: checkpoint() (below) -> requeue -> exit, or an error result when the
                 # job ran out of requeues (max_num_timeout)
                 submitit_handlers[usr2](usr2, None)
-            print(f"fedrun: job {job_num} stopped by {signal.Signals(first).name}; SLURM decides "
-                  "what follows (a requeued job resumes from its checkpoint)", file=sys.stderr)
+            streams.err(f"fedrun: job {job_num} stopped by {signal.Signals(first).name}; SLURM decides "
+                        "what follows (a requeued job resumes from its checkpoint)")
             raise SystemExit(128 + first)  # no result file: the launcher goes by SLURM's state
         return ret
 
@@ -120,9 +120,9 @@ class _LaunchSide:
             self._wait(jobs)
         except KeyboardInterrupt:
             if self._EXECUTOR == "slurm":
-                print(f"fedrun: stopped waiting; jobs still queued or running keep going "
-                      f"(scancel {' '.join(sorted({j.job_id.split('_')[0] for j in jobs}))}); "
-                      f"`fedrun-report {sweep_dir}` shows where they are", file=sys.stderr)
+                streams.err(f"fedrun: stopped waiting; jobs still queued or running keep going "
+                            f"(scancel {' '.join(sorted({j.job_id.split('_')[0] for j in jobs}))}); "
+                            f"`fedrun-report {sweep_dir}` shows where they are")
             raise
         return [self._outcome(j, a[0], a[2], sweep_dir, submitted) for j, a in zip(jobs, args)]
 

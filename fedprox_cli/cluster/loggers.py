@@ -24,7 +24,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ..common.files import atomic_write_text, folder, read_text, remove
+from ..common import guarded
+from ..common.files import atomic_write_text, folder, remove
 from ..common.errors import UserError
 
 STATE = "tracker.json"
@@ -141,7 +142,7 @@ class Series:
         self.out = Path(out)
         self.tracker = None
         path = self.out / "config.yaml"
-        cfg = OmegaConf.create(read_text(path)) if path.exists() else {}
+        cfg = guarded.read_config(path) if path.exists() else {}
         spec = cfg.get("logger")
         if spec is None or str(spec.get("_target_", "")).endswith("loggers.Null"):
             return
@@ -167,7 +168,7 @@ class Series:
 
     def _state(self) -> dict:
         try:
-            return json.loads(read_text(self.out / STATE))
+            return guarded.read_json(self.out / STATE)
         except (OSError, ValueError):
             return {}
 

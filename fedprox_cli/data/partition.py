@@ -14,7 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..common.files import atomic_write, open_file
+from ..common import guarded
+from ..common.files import atomic_write
 from ..common.errors import require
 
 _SCHEMES: dict[str, Callable[..., list[np.ndarray]]] = {}
@@ -136,5 +137,5 @@ def save_partition(path: str | os.PathLike, clients: list[np.ndarray]) -> None:
 
 def load_partition(path: str | os.PathLike) -> list[np.ndarray]:
     """The per-client index arrays of a saved ``partition.npz`` (a run folder's file)."""
-    with open_file(path) as f, np.load(f) as z:
+    with guarded.opened(path) as f, np.load(f) as z:
         return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]

@@ -26,7 +26,8 @@ from typing import Callable
 
 import torch
 
-from ..common.files import atomic_write_text, read_text
+from ..common import guarded
+from ..common.files import atomic_write_text
 from .device import device_name
 
 MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are flat beyond this)
@@ -97,7 +98,7 @@ def time_steps(oracle, clients: int, variants: dict[str, tuple[str, Callable]],
 
 def read_cache(path: Path) -> dict:
     try:
-        cache = json.loads(read_text(path))
+        cache = guarded.read_json(path)
         return cache if isinstance(cache, dict) else {}
     except (OSError, ValueError):
         return {}  # no cache yet, or an unreadable one: measure (and rewrite it)

@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from ..common import guarded
 from ..common.files import atomic_write_text
 from .oracle import Oracle
 
@@ -127,7 +128,7 @@ class Log:
         self.table = pd.DataFrame(columns=COLUMNS)
         path = self.out / FILE
         if resumed_at is not None and path.exists():
-            old = pd.read_csv(path)
+            old = guarded.read_csv(path)
             self.table = old[old["round"] <= resumed_at]
 
     def add(self, t: int, values: dict[str, np.ndarray]) -> None:

@@ -29,7 +29,8 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ..common.files import atomic_write, open_file, read_text
+from ..common import guarded
+from ..common.files import atomic_write
 from ..common.flatten import flatten
 from ..config.keys import complete, is_run_control
 from ..common.errors import UserError, require
@@ -111,7 +112,7 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
     """The checkpoint at ``path``; with ``expected`` (:func:`digests`), refused unless it is
     a checkpoint of that config."""
     try:
-        with open_file(path) as f:  # a regular file (a FIFO never hangs)
+        with guarded.opened(path) as f:  # a regular file (a FIFO never hangs)
             d = torch.load(f, map_location=device, weights_only=True)
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
         raise UserError(f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
@@ -158,10 +159,11 @@ def check_same_run(out: Path, cfg: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``cfg`` differs from it
     in more than :func:`may_differ`."""
     try:
-        old = OmegaConf.to_container(OmegaConf.create(read_text(out / "config.yaml")))
+        old = OmegaConf.to_container(guarded.read_config(out / "config.yaml"))
     except Exception as e:  # missing or unparsable
+        why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
         raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
-                        f"({type(e).__name__}); choose another run folder") from None
+                        f"({why}); choose another run folder") from None
     diff = differences(old, OmegaConf.to_container(cfg, resolve=True))
     require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
                       f"choose another run folder, or set resume=false to start it over")

@@ -1,14 +1,15 @@
-"""What fedrun tells its user: one line per message on stderr (``fedrun: error: ...``), copied
+"""What fedrun tells its user: one line per message on stderr (``fedrun: error: ...``; written
+through :mod:`common.streams`, so that output that cannot be shown never fails a run), copied
 with a time stamp to the run folder's ``fedrun.log`` once the run owns its folder, so that on a
 cluster node the reason for a failure lies next to the run."""
 
 from __future__ import annotations
 
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..common.files import open_file
+from ..common.streams import err, escaped, line as write_line
 from .outputs import now
 
 LOG = "fedrun.log"
@@ -19,7 +20,7 @@ errors: list[str] = []  # the messages said as errors (a sweep's job record take
 def say(message: str, kind: str = "", stream=None) -> None:
     """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log."""
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
-    print(line, file=stream or sys.stderr, flush=True)
+    write_line(stream, line) if stream is not None else err(line)
     _append(line)
     if kind == "error":
         errors.append(message)
@@ -34,7 +35,7 @@ def _append(line: str) -> None:
     if _logs:
         try:
             with open_file(_logs[-1], "a", encoding="utf-8") as f:  # no link followed
-                f.write(f"{now()} {line}\n")
+                f.write(f"{now()} {escaped(line)}\n")
         except OSError:
             pass  # a full disk, a read-only folder, a log that is a link: the screen has the line
 

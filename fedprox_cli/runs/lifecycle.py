@@ -11,7 +11,7 @@ import os
 import sys
 import time
 import traceback
-from contextlib import ExitStack, closing
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,13 +41,34 @@ from ..engine.metrics import evaluate
 from ..engine.models import FlatModel
 from ..engine.oracle import ClientData, Oracle
 from .progress import Progress
+from ..common.guarded import Unreadable
 from .outputs import Summary, is_fedrun_summary, read_summary, write_metrics
 from . import signals
 from .signals import StopAfterRound
 
 
 class Diverged(Exception):
-    """The objective became NaN or infinite."""
+    """The objective became NaN or infinite after round ``round``, or a step overflowed the
+    run's number type in it (docs/robustness.md, "Divergence")."""
+
+    def __init__(self, message: str, round: int):
+        super().__init__(message)
+        self.round = round
+
+
+@contextmanager
+def overflow_is_divergence(exp: "Experiment", where: str, round: int):
+    """Arithmetic that overflows inside the block -- a finite step too large for the run's
+    number type (torch: "value cannot be converted to type float without overflow"), a Python
+    :class:`OverflowError` -- is :class:`Diverged` in ``round`` (``where``: ``round 3``, ``the
+    evaluation of round 0``)."""
+    try:
+        yield
+    except (RuntimeError, OverflowError) as e:
+        if not (isinstance(e, OverflowError) or "without overflow" in str(e)):
+            raise
+        dtype = str(exp.s.torch_dtype).removeprefix("torch.")
+        raise Diverged(f"a step overflowed {dtype} in {where} ({squeeze(str(e), 120)})", round) from None
 
 
 class Interrupted(Exception):
@@ -112,8 +133,23 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
     stat_step = s.metrics.stationarity_step
     stat_step = alg.stationarity_step(s.K) if stat_step is None else stat_step
     require(stat_step > 0, f"metrics.stationarity_step must be > 0, got {stat_step}")
+    check_stationarity_step(stat_step, s.torch_dtype, natural=s.metrics.stationarity_step is None)
     h.check_step(stat_step, "metrics.stationarity_step")
     return Validated(s, alg, h, comp, stat_step)
+
+
+def check_stationarity_step(step: float, dtype: torch.dtype, natural: bool = False) -> None:
+    """Refuse a stationarity step ``s`` outside [eps, 1/eps] of the run's number type: below,
+    ``s * grad f`` vanishes against x in ``x - s grad f`` (the gradient mapping measures
+    rounding, or 0/0 = NaN), above, ``x`` vanishes against it. ``natural``: the step is the
+    algorithm's own (no ``metrics.stationarity_step`` given), checked from below only: a step
+    that large makes the run diverge, which the run reports."""
+    eps = torch.finfo(dtype).eps
+    if step < eps or (step > 1 / eps and not natural):
+        given = f"the algorithm's natural step {step:.3g}" if natural else f"{step:.3g}"
+        raise UserError(f"metrics.stationarity_step ({given}) must lie in [{eps:.3g}, {1 / eps:.3g}] for "
+                        f"{str(dtype).removeprefix('torch.')} numbers, where the proximal gradient mapping "
+                        f"measures the gradient and not rounding; set metrics.stationarity_step in that range")
 
 
 def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
@@ -162,7 +198,8 @@ def split(s: RunConfig, ds: data.Dataset) -> list[np.ndarray]:
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
     x = exp.alg.output(state)
-    m = evaluate(x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y)
+    with overflow_is_divergence(exp, f"the evaluation of round {t}", t):
+        m = evaluate(x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y)
     env = exp.env
     return {"round": t, "time_s": train_time, "grad_evals": exp.oracle.grad_evals,
             "prox_calls": env.prox_calls, "bytes_up": env.bytes_up, "bytes_down": env.bytes_down, **m}
@@ -214,7 +251,8 @@ class Training:
     def round(self) -> None:
         """Round t's computation (nothing else: the caller times it)."""
         self.exp.env.start_round(self.t)
-        self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
+        with overflow_is_divergence(self.exp, f"round {self.t + 1}", self.t + 1):
+            self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
 
     def after(self, seconds: float, stop: int | None = None) -> None:
         """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
@@ -231,7 +269,7 @@ class Training:
             self.tracker.log(self.rows[-1])
             self.bar.evaluated(done, self.rows[-1])
             if not (math.isfinite(self.rows[-1]["train_loss"]) and math.isfinite(self.rows[-1]["objective"])):
-                raise Diverged(f"objective is {self.rows[-1]['objective']} after round {done}")
+                raise Diverged(f"objective is {self.rows[-1]['objective']} after round {done}", done)
             self.beat(force=True, round=done)
         else:
             self.beat(round=done)
@@ -320,6 +358,8 @@ def check_owned(out: Path) -> None:
         return
     try:
         ours = is_fedrun_summary(read_summary(out))
+    except Unreadable as e:  # cut short, hand-edited, hostile: nothing to resume or keep
+        raise UserError(f"{e}; choose another run folder") from None
     except (OSError, ValueError):
         ours = False
     if ours:
@@ -487,12 +527,14 @@ def _conclude(exp, cfg, out, summary, error, rows) -> int:
         say_closing(out, "error")
         return EXIT["error"]
     except Diverged as e:
+        kept = (out / "metrics.csv").exists()  # not when round 0's evaluation overflowed
         try:
-            _plot(cfg, out)
+            if kept:
+                _plot(cfg, out)
         except Exception as p:  # the record of the divergence matters more than its figure
             say(f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})", "note")
-        end(summary, "diverged", error=str(e))
-        say(f"{e} (rows so far kept in {out / 'metrics.csv'})", "diverged")
+        end(summary, "diverged", error=str(e), round=e.round)
+        say(f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})" if kept else ""), "diverged")
         say_closing(out, "diverged")
         return EXIT["diverged"]
     except (Interrupted, KeyboardInterrupt) as e:

@@ -44,7 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import PACKAGE, __version__
-from ..common.files import atomic_write_text, read_text, write_text_saving_space
+from ..common import guarded
+from ..common.files import atomic_write_text, write_text_saving_space
 from .lock import is_held
 
 SUMMARY = "summary.json"
@@ -155,10 +156,12 @@ SCHEMA = {"status": str, "error": str, "exit_code": int, "round": int, "T": int,
 def read_summary(run_dir: Path) -> dict:
     """``run_dir``'s ``summary.json``: a JSON object whose fields of :data:`SCHEMA` have their
     types (a field of another type is left out, as if absent: any file, fedrun's or another
-    tool's, reads without surprises); ValueError for a file that is not a JSON object."""
-    d = json.loads(read_text(Path(run_dir) / SUMMARY))
+    tool's, reads without surprises); :class:`guarded.Unreadable` (a ValueError) for a file
+    that cannot be read as a JSON object (cut short, too large, nested too deep)."""
+    path = Path(run_dir) / SUMMARY
+    d = guarded.read_json(path)
     if not isinstance(d, dict):
-        raise ValueError(f"{Path(run_dir) / SUMMARY} is not a JSON object")
+        raise guarded.Unreadable(path, f"not a JSON object (a {type(d).__name__})")
     return {k: v for k, v in d.items()
             if k not in SCHEMA or (isinstance(v, SCHEMA[k]) and not (SCHEMA[k] is int and isinstance(v, bool)))}
 
@@ -170,11 +173,13 @@ def is_fedrun_summary(s: dict) -> bool:
 def effective_status(run_dir: Path) -> str:
     """The recorded status, except for a run recorded as ``running``: ``dead`` when no process
     holds the folder's lock (it was killed, or its machine went down), ``stale`` when one does
-    but the heartbeat is older than :data:`STALE_S` (hung). ``missing`` without a readable
-    summary."""
+    but the heartbeat is older than :data:`STALE_S` (hung). ``missing`` without a
+    summary, ``unreadable`` with one that cannot be read (:func:`read_summary`)."""
     try:
         s = read_summary(run_dir)
         status = s["status"]
+    except guarded.Unreadable:
+        return "unreadable"
     except (OSError, ValueError, KeyError, TypeError):
         return "missing"
     if status != "running":

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from . import lifecycle, seeds
 from .console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
+from ..config.validate import resolved
 from .lock import RunLock
 from .outputs import Summary, provenance
 
@@ -24,6 +25,14 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
     run's files byte for byte as they were. One process at a time holds the folder
     (:mod:`lock`). ``reference``: see :func:`validate`."""
     out = Path(out)
+    try:  # an interpolation that fails is bad input, refused before anything reads the config
+        resolved(cfg)
+    except UserError:
+        try:  # the first problem in validation's order (K=0 before the step 1/K it breaks)
+            lifecycle.validate(cfg, reference)
+        except (UserError, OSError) as e:
+            say(describe(e), "error")
+            return EXIT["error"]
     if cfg.get("dry_run") is True:  # fedrun handles it before Hydra (dryrun.py); here: the API
         return _dry_run(cfg, out, reference)
     if cfg.get("seeds", 1) != 1:

@@ -1,0 +1,158 @@
+"""The one reader of every file fedprox_cli reads back from a run or sweep folder -- summary.json,
+config.yaml and ``.hydra/*.yaml``, metrics.csv and clients.csv, checkpoint.pt, partition.npz,
+job records -- and of its own caches: such files may be cut short, hand-edited or hostile.
+
+Every read is bounded before it is parsed: the file's size (:data:`TEXT_BYTES` for JSON and
+YAML, :data:`TABLE_BYTES` for CSV), the nesting depth of JSON and YAML (:data:`DEPTH`), and the
+size of a YAML document once its aliases are expanded (:data:`NODES`: a 549-byte "billion
+laughs" is refused in milliseconds, before anything expands it). Files are opened through
+:mod:`files` (regular files only, never blocking). Every failure -- a missing file aside, which
+stays ``FileNotFoundError`` -- is :class:`Unreadable`: one line naming the file and what is
+wrong, a :class:`UserError` (exit 2) that handlers of a ``ValueError`` also catch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from contextlib import contextmanager
+
+import pandas as pd
+import yaml
+from omegaconf import OmegaConf
+from omegaconf._utils import get_yaml_loader
+
+from .errors import UserError, squeeze
+from .files import open_file
+
+TEXT_BYTES = 16 * 2**20   # summary.json, config.yaml, job records: a few KB when fedrun writes them
+TABLE_BYTES = 2**30       # metrics.csv: ~150 bytes a row, so millions of evaluations
+DEPTH = 100               # fedrun's files nest 4 deep at most
+NODES = 1_000_000         # YAML nodes once aliases are expanded (a run's config: a few hundred)
+
+
+class Unreadable(UserError, ValueError):
+    """A file read back from a run folder that cannot be read: ``PATH is unreadable: WHY``."""
+
+    def __init__(self, path: str | os.PathLike, why: str):
+        super().__init__(f"{path} is unreadable: {squeeze(why, 200)}")
+        self.path, self.why = path, squeeze(why, 200)
+
+
+@contextmanager
+def opened(path: str | os.PathLike, limit: int | None = None):
+    """The regular file ``path`` opened for binary reading, refused (:class:`Unreadable`) when
+    it is larger than ``limit`` bytes (None: any size, e.g. a checkpoint)."""
+    with open_file(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if limit is not None and size > limit:
+            raise Unreadable(path, f"{size:,} bytes, more than the {limit:,} such a file may have")
+        yield f
+
+
+def read_text(path: str | os.PathLike, limit: int | None = None) -> str:
+    """The UTF-8 text of ``path`` (at most ``limit`` bytes, by default :data:`TEXT_BYTES`)."""
+    limit = TEXT_BYTES if limit is None else limit
+    with opened(path, limit) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:  # grew while read
+        raise Unreadable(path, f"more than the {limit:,} bytes such a file may have")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Unreadable(path, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def _check_depth(path, root, children) -> None:
+    """Refuse a structure nested deeper than :data:`DEPTH` (walked without recursion)."""
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > DEPTH:
+            raise Unreadable(path, f"nested more than {DEPTH} levels deep")
+        stack.extend((c, depth + 1) for c in children(node))
+
+
+def _json_children(v):
+    return v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+
+
+def read_json(path: str | os.PathLike):
+    """The JSON value in ``path``."""
+    text = read_text(path)
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise Unreadable(path, f"nested more than {DEPTH} levels deep") from None
+    except ValueError as e:  # cut short, not JSON
+        raise Unreadable(path, f"not JSON ({e})") from None
+    _check_depth(path, value, _json_children)
+    return value
+
+
+def _yaml_children(node):
+    if isinstance(node, yaml.MappingNode):
+        return [n for kv in node.value for n in kv]
+    return node.value if isinstance(node, yaml.SequenceNode) else ()
+
+
+def _check_graph(path, root) -> None:
+    """Refuse the YAML graph ``root`` when, with every alias expanded, it has more than
+    :data:`NODES` nodes or nests deeper than :data:`DEPTH`: counted once per distinct node
+    (memoised, without recursion), so that no alias is ever expanded."""
+    size: dict[int, tuple[int, int]] = {}  # id(node) -> (nodes, depth) of its expansion
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in size:
+            continue
+        kids = _yaml_children(node)
+        if ready:
+            below = [size[id(k)] for k in kids]
+            nodes, depth = 1 + sum(n for n, _ in below), 1 + max((d for _, d in below), default=0)
+            if nodes > NODES:
+                raise Unreadable(path, f"more than {NODES:,} values once its YAML aliases are expanded")
+            if depth > DEPTH:
+                raise Unreadable(path, f"nested more than {DEPTH} levels deep")
+            size[id(node)] = nodes, depth
+        else:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+
+
+def read_yaml(path: str | os.PathLike):
+    """The YAML document in ``path`` as Python values, read as OmegaConf reads YAML (``1e-05``
+    is a number); ``OmegaConf.create`` of it gives the config."""
+    text = read_text(path)
+    loader = get_yaml_loader()
+    try:
+        root = yaml.compose(text, Loader=loader)
+        if root is not None:
+            _check_graph(path, root)
+        return yaml.load(text, Loader=loader)
+    except RecursionError:
+        raise Unreadable(path, f"nested more than {DEPTH} levels deep") from None
+    except yaml.YAMLError as e:
+        raise Unreadable(path, f"not YAML ({' '.join(str(e).split())})") from None
+
+
+def read_config(path: str | os.PathLike):
+    """The config (a ``DictConfig``) in the YAML file ``path``, e.g. a run's config.yaml."""
+    value = read_yaml(path)
+    if not isinstance(value, dict):
+        raise Unreadable(path, f"not a YAML mapping (a {type(value).__name__})")
+    try:
+        return OmegaConf.create(value)
+    except Exception as e:  # noqa: BLE001 -- OmegaConf's own refusals (a key it cannot hold)
+        raise Unreadable(path, f"not a config ({type(e).__name__}: {e})") from None
+
+
+def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
+    """The CSV table in ``path`` (at most :data:`TABLE_BYTES`)."""
+    with opened(path, TABLE_BYTES) as f:
+        data = f.read(TABLE_BYTES + 1)
+    try:
+        return pd.read_csv(io.BytesIO(data), **kwargs)
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as e:
+        raise Unreadable(path, f"not a CSV table ({type(e).__name__}: {e})") from None

@@ -1,0 +1,173 @@
+"""The one guarded reader of files read back from run folders (fedprox_cli.common.guarded): size,
+depth and YAML alias limits, one line naming the file, and every reader of the package going
+through it -- fedrun (a re-run, the dry run), fedrun-report, -table, -plot and load_runs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+import fedprox_cli
+from fedprox_cli.cli import plot as plot_cli, status, table as table_cli
+from fedprox_cli.common import guarded
+from fedprox_cli.common.guarded import Unreadable
+from fedprox_cli.runs import runner
+from fedprox_cli.config.validate import compose
+
+ROOT = Path(__file__).resolve().parent.parent
+PKG = ROOT / "fedprox_cli"
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def laughs(levels: int = 9) -> str:
+    """A "billion laughs" YAML document: 9 ** levels strings from a few hundred bytes."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        p, c = chr(ord("a") + i - 1), chr(ord("a") + i)
+        lines.append(f"{c}: &{c} [" + ",".join([f"*{p}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_billion_laughs_refused_in_milliseconds(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(laughs())
+    assert path.stat().st_size < 600
+    start = time.perf_counter()
+    with pytest.raises(Unreadable, match="more than 1,000,000 values once its YAML aliases are expanded"):
+        guarded.read_config(path)
+    assert time.perf_counter() - start < 1.0
+    path.write_text(laughs(3) + "key: 1e-05\n")  # 729 values: read (as OmegaConf reads numbers)
+    assert guarded.read_config(path).key == 1e-05
+
+
+@pytest.mark.parametrize("text, why", [
+    ("[" * 200_000 + "]" * 200_000, "nested more than 100 levels deep"),
+    ('{"a": ' * 150 + "1" + "}" * 150, "nested more than 100 levels deep"),   # parses, too deep
+    ('{"status": "finished", "round"', "not JSON"),                            # cut short
+    ("", "not JSON"),
+    (b"\xff\xfe{}", "not UTF-8 text"),
+])
+def test_json_refusals_name_the_file(tmp_path, text, why):
+    path = tmp_path / "summary.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(Unreadable) as e:
+        guarded.read_json(path)
+    assert str(e.value).startswith(f"{path} is unreadable: {why}") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 150)), "nested more than 100 levels deep"),
+    ("[" * 5000 + "]" * 5000, "nested more than 100 levels deep"),
+    ("a: [1, 2\n", "not YAML"),
+    ("- 1\n- 2\n", "not a YAML mapping"),
+    ("a: *nowhere\n", "not YAML"),
+])
+def test_yaml_refusals(tmp_path, text, why):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(Unreadable, match=why):
+        guarded.read_config(path)
+
+
+def test_size_limits(tmp_path, monkeypatch):
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"pad": "x" * 2000}))
+    monkeypatch.setattr(guarded, "TEXT_BYTES", 1000)
+    with pytest.raises(Unreadable, match="2,011 bytes, more than the 1,000"):
+        guarded.read_json(path)
+    monkeypatch.setattr(guarded, "TABLE_BYTES", 100)
+    (tmp_path / "metrics.csv").write_text("round,x\n" + "1,2\n" * 100)
+    with pytest.raises(Unreadable, match="metrics.csv is unreadable: 408 bytes"):
+        guarded.read_csv(tmp_path / "metrics.csv")
+    with pytest.raises(FileNotFoundError):  # a missing file stays what it is
+        guarded.read_json(tmp_path / "none.json")
+
+
+READERS = {"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load", "yaml.compose",
+           "OmegaConf.load", "pd.read_csv", "torch.load", "np.load"}
+# files that are not read back from a run folder: the package's own config, datasets' files
+OUTSIDE = {("api.py", "OmegaConf.load"), ("data/datasets.py", "torch.load"), ("data/tabular.py", "pd.read_csv"),
+           ("data/leaf.py", "json.loads"), ("engine/compile.py", "json.loads")}
+
+
+def test_every_reader_goes_through_the_gate():
+    """json/yaml/OmegaConf/pandas/torch/numpy loaders are called in common/guarded.py only, or on
+    a file opened by ``guarded.opened`` (a checkpoint, a partition), or on files of OUTSIDE."""
+    bad = []
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == "common/guarded.py":
+            continue
+        tree = ast.parse(path.read_text())
+        gated = {id(n) for w in ast.walk(tree) if isinstance(w, ast.With)
+                 and any("guarded.opened" in ast.unparse(i.context_expr) for i in w.items)
+                 for n in ast.walk(w)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = ast.unparse(node.func)
+                if name in READERS and id(node) not in gated and (rel, name) not in OUTSIDE:
+                    bad.append(f"{rel}:{node.lineno} {name}")
+    assert not bad, bad
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """A parent folder of four copies of one finished TINY run: one intact, one with a
+    billion-laughs config.yaml, one with a summary.json nested 200,000 deep, one with a truncated
+    summary.json."""
+    root = tmp_path_factory.mktemp("hostile")
+    run = fedprox_cli.run(["dataset=digits", "model=linear", "T=3", "K=2", "n=4"], folder=root / "base")
+    assert run.status == "finished"
+    import shutil
+    for name in ("laughs", "deep", "cut"):
+        shutil.copytree(root / "base", root / name)
+    (root / "laughs" / "config.yaml").write_text(laughs())
+    (root / "deep" / "summary.json").write_text("[" * 200_000 + "]" * 200_000)
+    text = (root / "cut" / "summary.json").read_text()
+    (root / "cut" / "summary.json").write_text(text[: len(text) // 2])
+    return root
+
+
+def _files(folder: Path) -> dict:
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != "fedrun.log"}
+
+
+def test_readers_of_many_runs_skip_each_hostile_run_with_one_line(hostile, capsys):
+    assert table_cli.main([str(hostile)]) == 0
+    err = capsys.readouterr().err
+    for name, why in (("laughs", "config.yaml is unreadable: more than 1,000,000 values"),
+                      ("deep", "summary.json is unreadable: nested more than 100 levels deep"),
+                      ("cut", "summary.json is unreadable: not JSON")):
+        assert f"skipped {hostile / name}: {why}" in err
+    assert plot_cli.main([str(hostile), "--out", str(hostile / "p.png")]) == 0
+    assert "skipped" in capsys.readouterr().err
+    with pytest.warns(UserWarning) as warned:
+        runs = fedprox_cli.load_runs(hostile)
+    assert sorted(str(w.message).split(":")[0] for w in warned) == [f"skipped {hostile / n}" for n in ("cut", "deep", "laughs")]
+    assert list(runs["folder"]) == [str(hostile / "base")]
+
+
+def test_report_names_the_unreadable_files(hostile, capsys):
+    assert status.main([str(hostile)]) == 0
+    out, err = capsys.readouterr()
+    assert f"{hostile / 'deep' / 'summary.json'} is unreadable: nested" in err
+    assert f"{hostile / 'laughs' / 'config.yaml'} is unreadable: more than" in err
+    statuses = {Path(line.split()[0]).name: line.split()[1] for line in out.splitlines()[1:5]}
+    assert statuses == {"base": "finished", "cut": "unreadable", "deep": "unreadable", "laughs": "finished"}
+
+
+@pytest.mark.parametrize("name, line", [
+    ("laughs", "holds a run whose config.yaml cannot be read (more than 1,000,000 values"),
+    ("deep", "summary.json is unreadable: nested more than 100 levels deep; choose another run folder"),
+    ("cut", "summary.json is unreadable: not JSON"),
+])
+def test_a_rerun_into_a_hostile_folder_is_refused(hostile, name, line, capsys):
+    before = _files(hostile / name)
+    cfg = compose(["dataset=digits", "model=linear", "T=3", "K=2", "n=4"])
+    assert runner.run(cfg, hostile / name, progress=False) == 2
+    assert line in capsys.readouterr().err
+    assert _files(hostile / name) == before
