@@ -11,14 +11,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
                                NullFormatter)
 
 from .. import PACKAGE  # noqa: E402
 from ..common.files import atomic_write, open_file  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
-from ..runs.outputs import model_metrics_only  # noqa: E402
+from ..runs.outputs import metric_columns  # noqa: E402
 
 
 METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
@@ -174,10 +173,10 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
     with open_file(csv_path, "rb") as f:  # a FIFO never hangs
-        df = model_metrics_only(pd.read_csv(f).apply(pd.to_numeric, errors="coerce"))
-    rounds = df["round"].to_numpy(float)
-    losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
-    bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)
+        df = metric_columns(f)
+    rounds = df["round"]
+    losses = [df[c] for c in ("train_loss", "objective") if c in df]
+    bad = ~np.isfinite(np.column_stack(losses)).all(axis=1) if losses else np.zeros(len(rounds), bool)
     diverged_at = rounds[bad][0] if bad.any() else None
     fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
     handles: dict = {}
@@ -186,7 +185,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
         for i, c in enumerate(cols):
             if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
                 continue
-            ys = scale * df[c].to_numpy(float)
+            ys = scale * df[c]
             ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
             color = "C2" if c == "test_acc" else f"C{i}"
             line, = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
@@ -260,6 +259,7 @@ CLIENT_PANELS = (("train_acc", "client train accuracy"), ("test_acc_rw", "client
 def plot_clients(summary_csv: Path, png_path: Path) -> None:
     """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
     mean over clients, a +- std band and the mean of the worst 10% of clients."""
+    import pandas as pd
     df = pd.read_csv(summary_csv)
     fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
     for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
