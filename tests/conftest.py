@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,11 @@ def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
     output and exit code as a subprocess would give them, the process put back afterwards),
     or as a subprocess (:func:`fedrun_process`) where the environment differs in what a process
     cannot change for itself: folders ``path`` or another PYTHONPATH, a package made missing by
-    :func:`without`. Returns a CompletedProcess; ``timeout`` bounds a subprocess."""
+    :func:`without` -- or where it is called outside the main thread (runs in parallel threads
+    cannot share one process's folder, environment and streams). Returns a CompletedProcess; ``timeout`` bounds a subprocess."""
     env = dict(env or child_env(PYTHONUNBUFFERED="1"))
-    if path or "FEDRUN_TEST_MISSING" in env or env.get("PYTHONPATH") != child_env()["PYTHONPATH"]:
+    if path or "FEDRUN_TEST_MISSING" in env or env.get("PYTHONPATH") != child_env()["PYTHONPATH"] \
+            or threading.current_thread() is not threading.main_thread():
         return fedrun_process(*args, cwd=cwd, timeout=timeout, env=env, path=path)
     from fedprox_cli.cli.main import main
     return in_process.run(main, str(ROOT / "fedprox_cli" / "__main__.py"), list(map(str, args)),
