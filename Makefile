@@ -33,8 +33,10 @@ data:
 run: setup data
 	$(VENV)/bin/fedrun
 
+# The suite, and its wall time at the end.
 test: setup data
-	$(PY) -m pytest
+	@start=$$(date +%s); $(PY) -m pytest; status=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
 
 # Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
 bench: setup

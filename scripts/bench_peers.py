@@ -105,8 +105,13 @@ def startup(repeats: int, tmp: Path) -> tuple[float, float]:
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    """CPU model (family and model number where the name is generic), cores, load."""
+    info = {}
+    if Path("/proc/cpuinfo").exists():
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    cpu = f"{info.get('model name', platform.processor())} (family {info.get('cpu family', '?')} model {info.get('model', '?')})"
     return f"{cpu}, {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
 
 
