@@ -64,22 +64,30 @@ def side_env(name: str, requirement: str) -> Path:
 
 
 def one_thread() -> dict[str, str]:
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    """One thread per process, every process at the same priority (Ray starts its workers at
+    nice 15 unless told otherwise, which would slow Flower on a shared machine)."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
+            "RAY_worker_niceness": "0"}
 
 
-def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str]:
-    """Wall seconds of a fresh process and its stdout; a failure stops the benchmark."""
+def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str, float]:
+    """Wall seconds of a fresh process, its stdout and its CPU seconds (user + system; robust to
+    other jobs on a shared machine); a failure stops the benchmark."""
     start = time.perf_counter()
-    p = subprocess.run(cmd, cwd=cwd, env=env or one_thread(), capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if p.returncode:
-        raise SystemExit(f"bench_peers: {' '.join(cmd[:4])} ... failed ({p.returncode}):\n{p.stderr[-3000:]}")
-    return wall, p.stdout
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env or one_thread(), stdout=out, stderr=err)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0), err.seek(0)
+        if os.waitstatus_to_exitcode(status):
+            raise SystemExit(f"bench_peers: {' '.join(cmd[:4])} ... failed ({os.waitstatus_to_exitcode(status)}):\n"
+                             f"{err.read().decode(errors='replace')[-3000:]}")
+        return wall, out.read().decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
 def run_fedrun(n, K, T, participation, tmp: Path) -> dict:
     out = Path(tempfile.mkdtemp(dir=tmp))
-    wall, _ = timed([sys.executable, "-m", "fedprox_cli", "algorithm=fedavg", "regularizer=none",
+    wall, _, _ = timed([sys.executable, "-m", "fedprox_cli", "algorithm=fedavg", "regularizer=none",
                      "dataset=fmnist", "model=mlp", "partition=iid", f"n={n}", f"K={K}", f"T={T}",
                      f"B={B}", f"algorithm.beta={LR}", f"participation={participation}",
                      f"eval_every={T}", "seed=0", f"hydra.run.dir={out / 'run'}"], cwd=tmp)
@@ -89,19 +97,19 @@ def run_fedrun(n, K, T, participation, tmp: Path) -> dict:
 
 
 def run_peer(python: Path, script: str, n, K, T, participation) -> dict:
-    wall, out = timed([str(python), script, *map(str, (n, K, T, B, LR, participation))], cwd=PEER_SCRIPTS)
+    wall, out, _ = timed([str(python), script, *map(str, (n, K, T, B, LR, participation))], cwd=PEER_SCRIPTS)
     line = next(x for x in reversed(out.splitlines()) if x.startswith("{"))
     return {"wall_s": wall, **json.loads(line)}
 
 
-def startup(repeats: int, tmp: Path) -> tuple[float, float]:
-    """Best wall seconds of a tiny run and of ``import torch``, interleaved."""
+def startup(repeats: int, tmp: Path) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Best (wall, CPU) seconds of a tiny run and of ``import torch``, interleaved."""
     run, torch_ = [], []
     for r in range(repeats):
-        torch_.append(timed([sys.executable, "-c", "import torch"])[0])
+        torch_.append(timed([sys.executable, "-c", "import torch"])[::2])
         run.append(timed([sys.executable, "-m", "fedprox_cli", "dataset=digits", "model=linear", "T=1",
-                          f"hydra.run.dir={tmp / f'tiny{r}'}"], cwd=tmp)[0])
-    return min(run), min(torch_)
+                          f"hydra.run.dir={tmp / f'tiny{r}'}"], cwd=tmp)[::2])
+    return tuple(map(min, zip(*run))), tuple(map(min, zip(*torch_)))
 
 
 def machine() -> str:
@@ -151,7 +159,8 @@ def goals(results: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"of {', '.join(WORKLOADS)}")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS),
+                    help=f"of {', '.join(WORKLOADS)} (empty: the start-up only)")
     ap.add_argument("--systems", default="fedrun,pfl,flower")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-startup", action="store_true", help="skip the tiny run's start-up")
@@ -162,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench_peers_") as tmp:
         for r in range(args.repeats):
-            for wl in args.workloads.split(","):
+            for wl in filter(None, args.workloads.split(",")):
                 n, K, T, participation = WORKLOADS[wl]
                 for s in systems:
                     got = run_fedrun(n, K, T, participation, Path(tmp)) if s == "fedrun" else \
@@ -173,12 +182,15 @@ def main(argv: list[str] | None = None) -> None:
                     if best is None or got["wall_s"] < best["wall_s"]:
                         # the best process; its training time is its own framework's
                         results[wl][s] = {**got, "train_s": min(got["train_s"], best["train_s"]) if best else got["train_s"]}
-        print("\n".join(["", *table(results, systems), "", *goals(results)]))
+        if results:
+            print("\n".join(["", *table(results, systems), "", *goals(results)]))
         if not args.no_startup:
             run, torch_ = startup(max(3, args.repeats), Path(tmp))
-            print(f"\ntiny run (dataset=digits model=linear T=1): {run:.2f} s; import torch: {torch_:.2f} s; "
-                  f"overhead beyond import torch: {run - torch_:.2f} s (goal <= 1.2 s: "
-                  f"{'met' if run - torch_ <= 1.2 else 'NOT met'})")
+            overhead = [r - t for r, t in zip(run, torch_)]
+            print(f"\ntiny run (dataset=digits model=linear T=1): {run[0]:.2f} s wall, {run[1]:.2f} s CPU; "
+                  f"import torch: {torch_[0]:.2f} s wall, {torch_[1]:.2f} s CPU; overhead beyond import torch: "
+                  f"{overhead[0]:.2f} s wall, {overhead[1]:.2f} s CPU (goal <= 1.2 s: "
+                  f"{'met' if overhead[0] <= 1.2 else 'NOT met'} in wall time)")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -140,3 +140,19 @@ def test_a_short_run_is_spared_the_vmap_start_up(monkeypatch):
     assert choice._short_run({**record, "vmap_import_s": None}, 100)["engine"] == "vmap"  # not measured
     monkeypatch.setattr(choice, "_LOADED", {choice.DYNAMO: None})  # paid already
     assert choice._short_run(record, client_steps=100)["engine"] == "vmap"
+
+
+def test_a_record_without_vmap_start_up_gets_it_from_the_next_run(tmp_path, monkeypatch):
+    """Records written before the start-up was measured: the next run that uses vmap (and so
+    imports torch._dynamo anyway) times the import and adds it, and a later short run skips vmap."""
+    from fedprox_cli.engine.choice import cache_file, read_cache
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(choice, "_LOADED", {})
+    monkeypatch.setattr(choice, "_vmap_start_up", lambda: 1.0)
+    oracle = type("O", (), {"data": type("D", (), {"n": 4})(), "chunk": 4})()
+    monkeypatch.setattr(choice, "cache_key", lambda oracle, clients: "k")
+    old = {"engine": "vmap", "s_per_client_step": {"loop": 3e-4, "vmap": 2e-4}, "measured_at": "then"}
+    cache_file().parent.mkdir(parents=True)
+    cache_file().write_text(json.dumps({"k": old}))
+    assert choice.choose(oracle, "auto", client_steps=100)["engine"] == "loop"
+    assert read_cache(cache_file())["k"] == {**old, "vmap_import_s": 1.0}
