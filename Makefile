@@ -10,7 +10,7 @@ else
 TORCH  := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup data run test bench docs
+.PHONY: setup data run test bench bench-peers docs
 
 setup: $(VENV)/.installed
 
@@ -33,12 +33,19 @@ data:
 run: setup data
 	$(VENV)/bin/fedrun
 
+# The suite, and its wall time at the end.
 test: setup data
-	$(PY) -m pytest
+	@start=$$(date +%s); $(PY) -m pytest; status=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
 
 # Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
 bench: setup
 	$(PY) scripts/bench_engine.py $(ARGS)
+
+# fedrun against Flower and pfl-research on the same FedAvg workloads (docs/performance.md); the
+# peers install into side environments under .peers/ on first use. ARGS="--repeats 1" etc.
+bench-peers: setup data
+	$(PY) scripts/bench_peers.py $(ARGS)
 
 # The documentation site (docs/, mkdocs.yml) into build/site; strict: a broken link fails it.
 docs: setup

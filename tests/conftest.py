@@ -1,11 +1,16 @@
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+if sys.path[:1] != [str(ROOT)]:  # in-process runs use this checkout, as subprocesses do
+    sys.path.insert(0, str(ROOT))
+
+import in_process  # noqa: E402
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -18,14 +23,39 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
-    """Run ``fedrun`` (as ``python -m fedprox_cli``) on this checkout, with the folders ``path``
-    next on PYTHONPATH; returns the CompletedProcess."""
+    """Run ``fedrun`` on this checkout with ``args`` in ``cwd`` (default: the checkout) under
+    ``env`` (default :func:`child_env`): in this process (:mod:`in_process`: the CLI's ``main``,
+    output and exit code as a subprocess would give them, the process put back afterwards),
+    or as a subprocess (:func:`fedrun_process`) where the environment differs in what a process
+    cannot change for itself: folders ``path`` or another PYTHONPATH, a package made missing by
+    :func:`without` -- or where it is called outside the main thread (runs in parallel threads
+    cannot share one process's folder, environment and streams). Returns a CompletedProcess; ``timeout`` bounds a subprocess."""
+    env = dict(env or child_env(PYTHONUNBUFFERED="1"))
+    if path or "FEDRUN_TEST_MISSING" in env or env.get("PYTHONPATH") != child_env()["PYTHONPATH"] \
+            or threading.current_thread() is not threading.main_thread():
+        return fedrun_process(*args, cwd=cwd, timeout=timeout, env=env, path=path)
+    from fedprox_cli.cli.main import main
+    return in_process.run(main, str(ROOT / "fedprox_cli" / "__main__.py"), list(map(str, args)),
+                          Path(cwd or ROOT), env)
+
+
+def fedrun_process(*args, cwd=None, timeout=600, env=None, path=()):
+    """Run ``fedrun`` (as ``python -m fedprox_cli``) on this checkout in a subprocess, with the
+    folders ``path`` next on PYTHONPATH; returns the CompletedProcess. For what needs a real
+    process: signals, locks between processes, the interpreter's own exit, a missing package."""
     env = dict(env or child_env(PYTHONUNBUFFERED="1"))
     if path:
         first, *rest = env["PYTHONPATH"].split(os.pathsep)
         env["PYTHONPATH"] = os.pathsep.join([first, *map(str, path), *rest])
     return subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=cwd or ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def decoded_data_cache(tmp_path_factory):
+    """The tests' decoded datasets (fedprox_cli.data.cache) in a folder of this session, not in
+    the user's cache; subprocesses inherit it."""
+    os.environ["FEDPROX_CACHE"] = str(tmp_path_factory.mktemp("decoded"))
 
 
 @pytest.fixture

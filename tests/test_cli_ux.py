@@ -21,13 +21,11 @@ PROGRESS = re.compile(r"^fedrun: round (\d+)/(\d+), [\d.hms]+ elapsed, ~[\d.hms]
                       r"loss [-\d.e+]+, objective [-\d.e+]+, acc [\d.]+$")
 
 
-def to_files(tmp_path, *args, name="cli"):
-    """fedrun with stdout and stderr to files (no terminal), as under nohup or on a cluster."""
-    out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
-    with open(out, "w") as o, open(err, "w") as e:
-        p = subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp_path, env=child_env(),
-                           stdout=o, stderr=e, stdin=subprocess.DEVNULL, timeout=600)
-    return p.returncode, out.read_text(), err.read_text()
+def to_files(tmp_path, *args):
+    """fedrun with stdout and stderr to files (no terminal), as under nohup or on a cluster
+    (:func:`conftest.fedrun` captures them in files)."""
+    p = fedrun(*args, cwd=tmp_path)
+    return p.returncode, p.stdout, p.stderr
 
 
 def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
@@ -59,7 +57,7 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     # the same command with T extended: resumes, and says so; the default progress_every_s
     # (30 s) is rarer than this run's evaluations, so it prints no progress line
     code, out, err = to_files(tmp_path, *TINY, "T=6", "eval_every=2", "checkpoint_every=2",
-                              "keep_checkpoint=true", f"hydra.run.dir={run}", name="again")
+                              "keep_checkpoint=true", f"hydra.run.dir={run}")
     assert code == 0, err
     (line,) = [x for x in err.splitlines() if x.strip()]
     assert re.fullmatch(rf"fedrun: resuming {re.escape(str(run))} from round 4 of 6 \(checkpoint of "

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import child_env
+from conftest import child_env, fedrun
 
 from conftest import job_folders
 from fedprox_cli import algorithms
@@ -133,21 +133,18 @@ def test_refusals_change_nothing(tmp_path, capsys):
 
 def test_fedrun_seeds_from_the_command_line(tmp_path):
     env = child_env(OMP_NUM_THREADS="1")
-    p = subprocess.run([sys.executable, "-m", "fedprox_cli", *BASE, "seeds=2", "T=2",
-                        f"hydra.run.dir={tmp_path / 'r'}"], capture_output=True, text=True, env=env)
+    p = fedrun(*BASE, "seeds=2", "T=2", f"hydra.run.dir={tmp_path / 'r'}", env=env)
     assert p.returncode == 0, p.stderr
     assert "seed_<s> for s = 0..1" in p.stdout
     assert [read_summary(tmp_path / "r" / f"seed_{s}")["status"] for s in (0, 1)] == ["finished"] * 2
-    p = subprocess.run([sys.executable, "-m", "fedprox_cli", *BASE, "seeds=3", "T=2", "dry_run=true",
-                        f"hydra.run.dir={tmp_path / 'r'}"], capture_output=True, text=True, env=env)
+    p = fedrun(*BASE, "seeds=3", "T=2", "dry_run=true", f"hydra.run.dir={tmp_path / 'r'}", env=env)
     assert "3 runs: seed 0 finished already, seed 1 finished already, seed 2 new" in p.stdout, p.stdout
     assert "work: 16 client steps (" in p.stdout and " and 3 evaluations (" in p.stdout, p.stdout  # seed 2's only
-    sweep = [sys.executable, "-m", "fedprox_cli", "-m", *BASE, "seeds=2", "T=1", "K=1,2",
-             f"hydra.sweep.dir={tmp_path / 's'}"]
-    p = subprocess.run([*sweep, "dry_run=true"], capture_output=True, text=True, env=env)
+    sweep = ["-m", *BASE, "seeds=2", "T=1", "K=1,2", f"hydra.sweep.dir={tmp_path / 's'}"]
+    p = fedrun(*sweep, "dry_run=true", env=env)
     assert p.returncode == 0 and "2 runs: new" in p.stdout and "work: 24 client steps" in p.stdout, p.stdout
     assert not (tmp_path / "s").exists()
-    p = subprocess.run(sweep, capture_output=True, text=True, env=env)
+    p = fedrun(*sweep, env=env)
     assert p.returncode == 0, p.stderr
     assert "2 of 2 jobs finished" in p.stdout  # jobs, each of seeds=2 runs (the report lists the jobs Hydra launched)
     jobs = job_folders(tmp_path / "s")
@@ -198,16 +195,14 @@ def test_an_interrupted_batch_resumes_to_the_numbers_of_separate_runs(tmp_path):
 ])
 def test_seeds_with_a_sweep_over_seed_is_refused(tmp_path, args, swept):
     """Each job would run seed..seed+R-1: overlapping, duplicate runs. One line, nothing written."""
-    p = subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", *args, f"hydra.sweep.dir={tmp_path / 's'}"],
-                       capture_output=True, text=True, env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
+    p = fedrun("-m", *args, f"hydra.sweep.dir={tmp_path / 's'}", env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.startswith("fedrun: error: seeds=") and swept in p.stderr, p.stderr
     assert len(p.stderr.splitlines()) == 1 and not (tmp_path / "s").exists()
 
 
 def test_one_seed_with_seeds_in_a_preset_sweep_batches_the_seeds(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", "experiment=fedcanon_table5_quick", "seed=0",
-                        "seeds=3", "dry_run=true", f"hydra.sweep.dir={tmp_path / 's'}"],
-                       capture_output=True, text=True, env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
+    p = fedrun("-m", "experiment=fedcanon_table5_quick", "seed=0", "seeds=3", "dry_run=true",
+               f"hydra.sweep.dir={tmp_path / 's'}", env=child_env(OMP_NUM_THREADS="1"), cwd=tmp_path)
     assert p.returncode == 0 and "dry run: 16 jobs" in p.stdout and "3 runs: new" in p.stdout, p.stderr
     assert {"seed=0", "seeds=3"} <= set(p.stdout.splitlines()[1].split())  # every job's overrides
 

@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
                                NullFormatter)
 
@@ -19,7 +18,7 @@ from .. import PACKAGE  # noqa: E402
 from ..common import guarded  # noqa: E402
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
-from ..runs.outputs import model_metrics_only  # noqa: E402
+from ..runs.outputs import metric_columns  # noqa: E402
 
 
 METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
@@ -174,10 +173,11 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    df = model_metrics_only(guarded.read_csv(csv_path).apply(pd.to_numeric, errors="coerce"))
-    rounds = df["round"].to_numpy(float)
-    losses = df[[c for c in ("train_loss", "objective") if c in df]].to_numpy(float)
-    bad = ~np.isfinite(losses).all(axis=1) if losses.size else np.zeros(len(df), bool)
+    with guarded.opened(csv_path, guarded.TABLE_BYTES) as f:  # a FIFO never hangs
+        df = metric_columns(f)
+    rounds = df["round"]
+    losses = [df[c] for c in ("train_loss", "objective") if c in df]
+    bad = ~np.isfinite(np.column_stack(losses)).all(axis=1) if losses else np.zeros(len(rounds), bool)
     diverged_at = rounds[bad][0] if bad.any() else None
     fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
     handles: dict = {}
@@ -186,7 +186,7 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
         for i, c in enumerate(cols):
             if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
                 continue
-            ys = scale * df[c].to_numpy(float)
+            ys = scale * df[c]
             ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
             color = "C2" if c == "test_acc" else f"C{i}"
             line, = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")

@@ -39,14 +39,13 @@ from ..common.errors import UserError, describe, require
 from ..config import keys
 from ..common.flatten import flatten
 from ..config.keys import complete
-from ..runs.outputs import effective_status, model_metrics_only, read_summary
+from ..runs.outputs import LOWER_IS_BETTER, effective_status, model_metrics_only, read_summary
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
           "bytes": "communication (bytes, up + down)"}
 X_COLUMNS = {"round": ("round",), "time": ("time_s",), "bytes": ("bytes_up", "bytes_down")}
 LOG_Y = {"stationarity"}     # metrics the papers draw on a log scale
-LOWER_IS_BETTER = {"train_loss", "objective", "test_loss", "stationarity", "time_s"}
 FINALS = ("last", "tail")    # final value: the last evaluation, or the mean of the last 10%
 
 

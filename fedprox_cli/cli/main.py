@@ -160,7 +160,15 @@ def _preflight(argv: list[str]) -> int | None:
     return None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``fedrun`` with ``argv`` (default: the command line's); ends with ``SystemExit`` and the
+    exit code. Re-entrant: each call starts with no run, sweep or signal noted, so a process
+    (a test, a notebook) may call it again."""
+    if argv is not None:
+        sys.argv[1:] = list(argv)
+    _SINGLE_RUN.clear()
+    _SWEEPS.clear()
+    signals.received.clear()
     streams.guard()
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])

@@ -227,8 +227,7 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     the run's last metrics row, averaged over the runs of ``seeds=R``; for a diverged run the
     worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
     (interrupted, error)."""
-    from ..analysis.report import LOWER_IS_BETTER
-
+    from ..runs.outputs import LOWER_IS_BETTER, read_summary, runs_in
     metric = str(cfg.get("sweep_metric") or "objective")
     if isinstance(direction, Sequence) and not isinstance(direction, str):  # multi-objective: the first
         direction = direction[0] if len(direction) else None
@@ -238,7 +237,6 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     direction = str(direction)
     if code == 1:
         return math.inf if direction.startswith("min") else -math.inf
-    from ..runs.outputs import read_summary, runs_in
     try:
         values = [float((read_summary(run).get("final") or {})[metric]) for run in runs_in(out)]
     except (OSError, ValueError, KeyError, TypeError):

@@ -18,7 +18,6 @@ import json
 import os
 from contextlib import contextmanager
 
-import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 from omegaconf._utils import get_yaml_loader
@@ -148,8 +147,9 @@ def read_config(path: str | os.PathLike):
         raise Unreadable(path, f"not a config ({type(e).__name__}: {e})") from None
 
 
-def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
-    """The CSV table in ``path`` (at most :data:`TABLE_BYTES`)."""
+def read_csv(path: str | os.PathLike, **kwargs) -> "pd.DataFrame":
+    """The CSV table in ``path`` (at most :data:`TABLE_BYTES`) as a pandas DataFrame."""
+    import pandas as pd  # only where a table is read: a run itself never needs pandas
     with opened(path, TABLE_BYTES) as f:
         data = f.read(TABLE_BYTES + 1)
     try:

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from ..common.errors import require
+from . import cache
 from .datasets import REDOWNLOAD, Dataset, labels, not_found, reading, register, standardize
 
 
@@ -53,28 +54,35 @@ def _has_idx(d: Path) -> bool:
 
 
 def load_idx_dataset(name: str, root: Path, tv_folder: str, system_dirs: list[str],
-                     tv_class: Callable, mean: float, std: float, how_to_get: str) -> Dataset:
+                     tv_name: str, mean: float, std: float, how_to_get: str) -> Dataset:
     """MNIST-style IDX data: ``root`` in torchvision's layout, then ``system_dirs``, then a
-    torchvision download (where a network exists)."""
+    download by torchvision's class ``tv_name`` (where a network exists; torchvision loads
+    only then)."""
     candidates = [root / tv_folder / "raw", root / tv_folder, root] + [Path(d) for d in system_dirs]
 
     def download():
+        import torchvision.datasets
+        tv_class = getattr(torchvision.datasets, tv_name)
         tv_class(str(root), train=True, download=True)
         tv_class(str(root), train=False, download=True)
     found = find_or_download(candidates, _has_idx, download)
     if found is None:
         raise not_found(name, candidates, how_to_get)
 
-    def arr(f):
-        p = found / f
-        return read_idx(p if p.exists() else found / (f + ".gz"))
-    tr_x, tr_y, te_x, te_y = (arr(f) for f in _IDX_FILES)
-    require(len(tr_x) == len(tr_y) and len(te_x) == len(te_y),
-            f"dataset {name} in {found}: image and label counts differ (corrupt files); "
-            f"{REDOWNLOAD.replace('it', 'them')}")
-    train_x, test_x = standardize(torch.from_numpy(tr_x / 255.0), torch.from_numpy(te_x / 255.0),
-                                  mean, std)
-    return Dataset(name, train_x.unsqueeze(1), labels(tr_y), test_x.unsqueeze(1), labels(te_y),
+    sources = [found / f if (found / f).exists() else found / (f + ".gz") for f in _IDX_FILES]
+
+    def decode():
+        tr_x, tr_y, te_x, te_y = (read_idx(p) for p in sources)
+        require(len(tr_x) == len(tr_y) and len(te_x) == len(te_y),
+                f"dataset {name} in {found}: image and label counts differ (corrupt files); "
+                f"{REDOWNLOAD.replace('it', 'them')}")
+        return {"train_x": tr_x, "train_y": tr_y, "test_x": te_x, "test_y": te_y}
+    a = cache.decoded(name, sources, decode)
+
+    def normalize(u8: torch.Tensor) -> torch.Tensor:
+        return standardize(u8.double() / 255.0, u8[:0].double(), mean, std)[0]
+    return Dataset(name, cache.lookup(a["train_x"], normalize).unsqueeze(1), labels(a["train_y"]),
+                   cache.lookup(a["test_x"], normalize).unsqueeze(1), labels(a["test_y"]),
                    num_classes=10, source=str(found))
 
 
@@ -82,9 +90,8 @@ def load_idx_dataset(name: str, root: Path, tv_folder: str, system_dirs: list[st
 def mnist(root: Path) -> Dataset:
     """MNIST (60,000 / 10,000 28x28 grey digits, 10 classes), normalized with the training
     set's mean 0.1307 and std 0.3081."""
-    from torchvision.datasets import MNIST
     return load_idx_dataset(
-        "mnist", root, "MNIST", [], MNIST, mean=0.1307, std=0.3081,
+        "mnist", root, "MNIST", [], "MNIST", mean=0.1307, std=0.3081,
         how_to_get="set data.root=DIR where torchvision can download it (needs a network), or put "
                    "the four IDX files of http://yann.lecun.com/exdb/mnist/ in DIR/MNIST/raw")
 
@@ -93,9 +100,8 @@ def mnist(root: Path) -> Dataset:
 def fmnist(root: Path) -> Dataset:
     """Fashion-MNIST (60,000 / 10,000 28x28 grey images, 10 classes), normalized with the
     training set's mean 0.2860 and std 0.3530."""
-    from torchvision.datasets import FashionMNIST
     return load_idx_dataset(
-        "fmnist", root, "FashionMNIST", ["/usr/share/datasets/fashion-mnist"], FashionMNIST,
+        "fmnist", root, "FashionMNIST", ["/usr/share/datasets/fashion-mnist"], "FashionMNIST",
         mean=0.2860, std=0.3530,
         how_to_get="set data.root=DIR where torchvision can download it (needs a network), or "
                    "`apt-get install dataset-fashion-mnist` (Debian/Ubuntu)")

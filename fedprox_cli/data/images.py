@@ -14,6 +14,7 @@ import torch
 
 from ..common.files import read_text
 from ..common.errors import UserError, require
+from .cache import decoded, lookup
 from .datasets import Dataset, cached, labels, not_found, reading, register, standardize
 from .idx import find_or_download
 
@@ -29,9 +30,11 @@ def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _from_uint8(name: str, d: dict, mean, std, num_classes: int) -> Dataset:
-    """uint8 (N, C, H, W) tensors -> float (x/255 - mean)/std per channel."""
-    train_x, test_x = standardize(d["train_x"] / 255.0, d["test_x"] / 255.0, mean, std)
-    return Dataset(name, train_x, d["train_y"], test_x, d["test_y"], num_classes)
+    """uint8 (N, C, H, W) arrays or tensors -> float (x/255 - mean)/std per channel."""
+    def normalize(u8: torch.Tensor) -> torch.Tensor:
+        return standardize(u8 / 255.0, u8[:0] / 255.0, mean, std)[0]
+    train_x, test_x = (lookup(np.asarray(d[k]), normalize, channel_dim=1) for k in ("train_x", "test_x"))
+    return Dataset(name, train_x, labels(d["train_y"]), test_x, labels(d["test_y"]), num_classes)
 
 
 @register("cifar10")
@@ -40,19 +43,21 @@ def cifar10(root: Path) -> Dataset:
     ``data.root/cifar-10-batches-py/`` (downloaded there by torchvision where a network exists);
     normalized per channel with the training set's mean (0.4914, 0.4822, 0.4465) and std
     (0.2470, 0.2435, 0.2616)."""
-    from torchvision.datasets import CIFAR10
+    def download():
+        from torchvision.datasets import CIFAR10
+        CIFAR10(str(root), train=True, download=True)
     candidates = [root / "cifar-10-batches-py", root]
-    d = find_or_download(candidates, lambda c: all((c / b).is_file() for b in _CIFAR_BATCHES),
-                         lambda: CIFAR10(str(root), train=True, download=True))
+    d = find_or_download(candidates, lambda c: all((c / b).is_file() for b in _CIFAR_BATCHES), download)
     if d is None:
         raise not_found("cifar10", candidates, "set data.root=DIR where torchvision can download "
                         "it (needs a network), or unpack https://www.cs.toronto.edu/~kriz/"
                         "cifar-10-python.tar.gz in DIR")
-    parts = [_read_cifar_batch(d / b) for b in _CIFAR_BATCHES]
-    tr_x, tr_y = (np.concatenate(a) for a in zip(*parts[:-1]))
-    te_x, te_y = parts[-1]
-    u8 = {"train_x": torch.from_numpy(tr_x), "train_y": labels(tr_y),
-          "test_x": torch.from_numpy(te_x), "test_y": labels(te_y)}
+
+    def decode():
+        parts = [_read_cifar_batch(d / b) for b in _CIFAR_BATCHES]
+        tr_x, tr_y = (np.concatenate(a) for a in zip(*parts[:-1]))
+        return {"train_x": tr_x, "train_y": tr_y, "test_x": parts[-1][0], "test_y": parts[-1][1]}
+    u8 = decoded("cifar10", [d / b for b in _CIFAR_BATCHES], decode)
     return _from_uint8("cifar10", u8, (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), 10)
 
 

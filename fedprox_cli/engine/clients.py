@@ -23,15 +23,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
 
 from ..common import guarded
 from ..common.files import atomic_write_text
 from .oracle import Oracle
+
+if TYPE_CHECKING:  # pandas loads with the first per-client table, not with every run
+    import pandas as pd
 
 COLUMNS = ["round", "client", "train_loss", "train_acc", "test_loss_rw", "test_acc_rw"]
 METRICS = COLUMNS[2:]
@@ -104,6 +107,7 @@ def worst(v: pd.Series, higher_is_worse: bool) -> float:
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per round: ``<metric>_mean``, ``<metric>_std`` (sample std over clients) and
     ``<metric>_worst10`` of every per-client metric."""
+    import pandas as pd
     out = {}
     for t, g in table.groupby("round", sort=True):
         row = {}
@@ -124,6 +128,7 @@ class Log:
     checkpoint (those after it are evaluated again), as ``metrics.csv`` does."""
 
     def __init__(self, out, resumed_at: int | None):
+        import pandas as pd
         self.out = Path(out)
         self.table = pd.DataFrame(columns=COLUMNS)
         path = self.out / FILE
@@ -132,6 +137,7 @@ class Log:
             self.table = old[old["round"] <= resumed_at]
 
     def add(self, t: int, values: dict[str, np.ndarray]) -> None:
+        import pandas as pd
         new = pd.DataFrame(rows(t, values), columns=COLUMNS)
         self.table = new if self.table.empty else pd.concat([self.table, new], ignore_index=True)
         self.write()

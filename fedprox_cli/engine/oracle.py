@@ -152,7 +152,7 @@ class Oracle:
         self._work = FlatModule(model)
         self._batched_grad = vmap(grad_and_value(self._flat_loss))
         self.engine = engine
-        self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
+        self.engine_choice = engine_choice.choose(self, engine, client_steps)  # engine, how chosen, timings
         self.engine = self.engine_choice["engine"]
         if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
             import torch._dynamo  # noqa: F401

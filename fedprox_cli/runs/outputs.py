@@ -65,21 +65,48 @@ def write_metrics(path: Path, rows: list[dict]) -> None:
 
 
 COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
+LOWER_IS_BETTER = {"train_loss", "objective", "test_loss", "stationarity", "time_s"}  # the rest: higher
+
+
+def unfit_rows(table) -> tuple[np.ndarray, list[str]]:
+    """The rows of a metrics table (a DataFrame or a dict of columns) whose loss is not finite,
+    and its model metrics (the columns other than counters and losses): a diverged run's model
+    in those rows holds NaN or inf, so its accuracy (the argmax of NaN logits, i.e. class 0),
+    sparsity and stationarity describe no model."""
+    losses = [c for c in ("train_loss", "objective") if c in table]
+    if not losses:
+        return np.zeros(0, bool), []
+    bad = ~np.isfinite(np.column_stack([np.asarray(table[c], float) for c in losses])).all(axis=1)
+    return bad, [c for c in table if c not in COUNTERS and c not in losses]
 
 
 def model_metrics_only(df):
-    """A metrics table (pandas) whose model metrics are blanked (NaN) in rows where the loss is
-    not finite: a diverged run's model there holds NaN or inf, so its accuracy (the argmax of NaN
-    logits, i.e. class 0), sparsity and stationarity describe no model. The counters and the
-    losses themselves (nan or inf, as recorded) stay."""
-    losses = [c for c in ("train_loss", "objective") if c in df]
-    if not losses:
-        return df
-    bad = ~np.isfinite(df[losses].to_numpy(float)).all(axis=1)
+    """A metrics table (pandas) whose model metrics are blanked (NaN) in the rows of
+    :func:`unfit_rows`. The counters and the losses themselves (nan or inf, as recorded) stay."""
+    bad, models = unfit_rows(df)
     if bad.any():
         df = df.copy()
-        df.loc[bad, [c for c in df.columns if c not in COUNTERS and c not in losses]] = np.nan
+        df.loc[bad, models] = np.nan
     return df
+
+
+def metric_columns(f) -> dict[str, np.ndarray]:
+    """A metrics CSV (a binary file object) as float columns (a cell that is not a number:
+    NaN), model metrics blanked as in :func:`model_metrics_only` -- without pandas."""
+    header, *rows = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
+    columns = {h: np.array([_number(r[i]) if i < len(r) else np.nan for r in rows], float)
+               for i, h in enumerate(header)}
+    bad, models = unfit_rows(columns)
+    for c in models:
+        columns[c][bad] = np.nan
+    return columns
+
+
+def _number(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return float("nan")
 
 
 def now() -> str:

@@ -1,0 +1,41 @@
+"""What the peers' FedAvg scripts share with fedrun's workload: Fashion-MNIST read from its IDX
+files and normalized as fedrun does (mean 0.2860, std 0.3530), an iid split into n equal
+clients, fedrun's MLP 784-200-200-10, and the exact train loss of a model (the same problem)."""
+
+import gzip
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+FMNIST = Path(os.environ.get("FMNIST_DIR", "/usr/share/datasets/fashion-mnist"))
+
+
+def _idx(name: str) -> np.ndarray:
+    path = next(p for p in (FMNIST / name, FMNIST / f"{name}.gz") if p.exists())
+    data = (gzip.open if path.suffix == ".gz" else open)(path, "rb").read()
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(data[3]))
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * data[3]).reshape(shape)
+
+
+def fmnist() -> tuple[np.ndarray, np.ndarray]:
+    """Training images (60000, 784) float32, normalized, and labels (60000,) int64."""
+    x = (_idx("train-images-idx3-ubyte").reshape(-1, 784) / 255.0 - 0.2860) / 0.3530
+    return x.astype(np.float32), _idx("train-labels-idx1-ubyte").astype(np.int64)
+
+
+def iid(n: int, samples: int = 60000, seed: int = 0) -> list[np.ndarray]:
+    """Sample indices of n equal iid clients."""
+    return np.array_split(np.random.default_rng(seed).permutation(samples), n)
+
+
+def mlp() -> nn.Sequential:
+    return nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10))
+
+
+@torch.no_grad()
+def train_loss(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
+    """Mean cross-entropy over all training samples."""
+    return float(nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y)))
