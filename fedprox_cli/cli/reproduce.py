@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from ..claims import compare, declare, evidence, plan, render, verdict
+from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
 from .faults import crash
@@ -72,12 +73,12 @@ def build(claims: list[declare.Claim], root: Path, strict: bool) -> list[render.
 
 
 def warn(message: str) -> None:
-    print(f"{PROG}: {message}", file=sys.stderr)
+    streams.err(f"{PROG}: {message}")
 
 
 def _list(args) -> int:
     for r in build(declare.load(), args.results / "reproduction", strict=False):
-        print(f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}")
+        streams.out(f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}")
     return 0
 
 
@@ -85,7 +86,7 @@ def _plan(args) -> int:
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
     for r in build(claims, root, strict=False):
-        print(plan.text(r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device)))
+        streams.out(plan.text(r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device)))
     return 0
 
 
@@ -104,14 +105,14 @@ def _run(args) -> int:
         fedrun = [a for a in s.args if a.split("=", 1)[0] not in mine
                   and not ("hydra/launcher" in mine and a in plan.LAUNCHER)]
         cmd = [sys.executable, "-m", "fedprox_cli", "-m", *fedrun, *args.overrides]
-        print(f"{PROG}: {s.what}: fedrun -m {' '.join([*fedrun, *args.overrides])}", flush=True)
+        streams.out(f"{PROG}: {s.what}: fedrun -m {' '.join([*fedrun, *args.overrides])}")
         if args.dry_run:
             continue
         code = subprocess.run(cmd, check=False).returncode
         if code > EXIT["diverged"]:   # a diverged job is a result; anything else stops here
             return code
     if not todo:
-        print(f"{PROG}: nothing missing")
+        streams.out(f"{PROG}: nothing missing")
     return 0
 
 
@@ -136,9 +137,9 @@ def _check(args) -> int:
     diffs += [f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
               f"(add them to its seeds in fedprox_cli/claims/)" for r in rendered for ev in r.evidence if ev.extra]
     for d in diffs:
-        print(f"{PROG}: check: {d}")
+        streams.out(f"{PROG}: check: {d}")
     if not diffs:
-        print(f"{PROG}: check: {len(claims)} claims, every word and number as committed")
+        streams.out(f"{PROG}: check: {len(claims)} claims, every word and number as committed")
     return 1 if diffs else 0
 
 
@@ -152,7 +153,7 @@ def _report(args) -> int:
         texts[args.root / name] = new
     for path, text in texts.items():
         atomic_write_text(path, text)
-    print(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")
+    streams.out(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")
     return 0
 
 
@@ -175,6 +176,7 @@ def main(argv=None) -> int:
 
 
 def console() -> None:
+    streams.guard()
     sys.exit(main())
 
 

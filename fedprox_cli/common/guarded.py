@@ -17,6 +17,7 @@ import io
 import json
 import os
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import yaml
 from omegaconf import OmegaConf
@@ -24,6 +25,9 @@ from omegaconf._utils import get_yaml_loader
 
 from .errors import UserError, squeeze
 from .files import open_file
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TEXT_BYTES = 16 * 2**20   # summary.json, config.yaml, job records: a few KB when fedrun writes them
 TABLE_BYTES = 2**30       # metrics.csv: ~150 bytes a row, so millions of evaluations
@@ -147,7 +151,7 @@ def read_config(path: str | os.PathLike):
         raise Unreadable(path, f"not a config ({type(e).__name__}: {e})") from None
 
 
-def read_csv(path: str | os.PathLike, **kwargs) -> "pd.DataFrame":
+def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
     """The CSV table in ``path`` (at most :data:`TABLE_BYTES`) as a pandas DataFrame."""
     import pandas as pd  # only where a table is read: a run itself never needs pandas
     with opened(path, TABLE_BYTES) as f:
