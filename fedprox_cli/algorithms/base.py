@@ -36,19 +36,19 @@ sends without ``up``/``down`` is not counted: route every one through them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from ..operators.compressors import DENSE_BYTES, Compressor
-from ..common.errors import require
+from ..common import ranges
 from ..engine.oracle import Oracle
 from ..engine.device import generator, stream_seed, to_device
-from ..common.plugins import Registry
+from ..common.plugins import Registry, calling, class_contract, returned
 from ..operators.regularizers import Regularizer
 
-_REGISTRY = Registry("algorithm", "algorithms")
+_REGISTRY = Registry("algorithm", "algorithms", lambda cls: _CONTRACT(cls))  # (Algorithm is below)
 
 
 register = _REGISTRY.register
@@ -59,11 +59,7 @@ def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
     """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
     (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
     alg = _REGISTRY.make(name, _target_, **params)
-    for f in fields(alg):
-        v = getattr(alg, f.name)
-        if f.type in ("float", float):
-            require(isinstance(v, (int, float)) and v > 0,
-                    f"algorithm.{f.name} of {name} must be > 0, got {v!r}")
+    ranges.check(alg, "algorithm")
     return alg
 
 
@@ -94,6 +90,10 @@ class Algorithm:
     def stationarity_step(self, K: int) -> float:
         """The step s of the proximal gradient mapping G_s reported as ``stationarity``."""
         raise NotImplementedError
+
+
+_CONTRACT = class_contract(Algorithm, ("init", "round", "stationarity_step"),
+                           ("partial_participation", "takes_compressor", "smooth_only"))
 
 
 class Env:
@@ -132,7 +132,14 @@ class Env:
         return v if step == 0 else self.h.prox(v, step)
 
     def up(self, V: torch.Tensor) -> torch.Tensor:
-        out, nbytes = self.compressor(V, stream_seed(self.seed, self.t, -2))
+        """The uplink: the rows of V as the server receives them (the run's compressor; its
+        bytes counted)."""
+        with calling(self.compressor, "compressor", "__call__(V, seed)"):
+            sent = self.compressor(V, stream_seed(self.seed, self.t, -2))
+        ok = isinstance(sent, tuple) and len(sent) == 2 and torch.is_tensor(sent[0]) and sent[0].shape == V.shape
+        out, nbytes = returned(self.compressor, "compressor", "__call__(V, seed)", sent,
+                               ok and isinstance(sent[1], int) and sent[1] >= 0,
+                               f"(a tensor of V's shape {tuple(V.shape)}, bytes as an int >= 0)")
         self.bytes_up += nbytes
         return out
 

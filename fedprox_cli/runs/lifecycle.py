@@ -20,6 +20,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from .. import algorithms, data
+from ..algorithms import contract
 from ..engine import clients, choice as engine_choice, memory, models
 from ..operators import compressors, regularizers
 from . import keep
@@ -104,10 +105,10 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
         inside("the run folder (logger.subdir)", str(subdir))
     require(s.participation == 1 or alg.partial_participation,
             f"algorithm {alg.name} is defined for full participation only; use participation=1")
-    for name, step in alg.prox_steps(s.K, s.T).items():
+    for name, step in contract.prox_steps(alg, s.K, s.T).items():
         h.check_step(step, f"algorithm.{name} (prox parameter of {alg.name})")
     stat_step = s.metrics.stationarity_step
-    stat_step = alg.stationarity_step(s.K) if stat_step is None else stat_step
+    stat_step = contract.stationarity_step(alg, s.K) if stat_step is None else stat_step
     require(stat_step > 0, f"metrics.stationarity_step must be > 0, got {stat_step}")
     h.check_step(stat_step, "metrics.stationarity_step")
     return Validated(s, alg, h, comp, stat_step)
@@ -147,7 +148,7 @@ def build(cfg: DictConfig, reference: DictConfig | None = None, dataset: data.Da
 
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
-    x = exp.alg.output(state)
+    x = contract.output(exp.alg, state, exp.flat.d)
     m = evaluate(x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y)
     env = exp.env
     return {"round": t, "time_s": train_time, "grad_evals": exp.oracle.grad_evals,
@@ -164,7 +165,7 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
     if ckpt is not None:
         restore_counters(exp.env, ckpt.counters)
         return ckpt
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    state = contract.init(exp.alg, exp.flat.flat(), exp.s.n)
     return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest)
 
 
@@ -200,7 +201,7 @@ class Training:
     def round(self) -> None:
         """Round t's computation (nothing else: the caller times it)."""
         self.exp.env.start_round(self.t)
-        self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
+        self.state = contract.round(self.exp.alg, self.state, self.exp.env, self.t)
 
     def after(self, seconds: float, stop: bool = False) -> None:
         """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
@@ -232,7 +233,7 @@ class Training:
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
-        self.clients.add(t, clients.evaluate(exp.oracle, exp.alg.output(self.state), exp.dataset.test_x,
+        self.clients.add(t, clients.evaluate(exp.oracle, contract.output(exp.alg, self.state, exp.flat.d), exp.dataset.test_x,
                                              exp.dataset.test_y, exp.dataset.num_classes))
 
     def evaluates(self) -> bool:
@@ -376,7 +377,7 @@ def recover(out: Path) -> None:
 def fits(exp: Experiment, out: Path, ckpt: Checkpoint | None) -> None:
     """Refuse a checkpoint that cannot continue ``exp`` (:func:`checkpoint.check_fits`)."""
     if ckpt is not None:
-        check_fits(out / CHECKPOINT, ckpt, exp.alg.init(exp.flat.flat(), exp.s.n), exp.s.T)
+        check_fits(out / CHECKPOINT, ckpt, contract.init(exp.alg, exp.flat.flat(), exp.s.n), exp.s.T)
 
 
 def begin(exp: Experiment, cfg: DictConfig, out: Path, ckpt: Checkpoint | None, summary: Summary,
