@@ -53,6 +53,7 @@ _REGISTRY = Registry("algorithm", "algorithms", lambda cls: _CONTRACT(cls))  # (
 
 register = _REGISTRY.register
 names = _REGISTRY.names
+lookup = _REGISTRY.lookup
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Algorithm":

@@ -35,7 +35,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .. import CONF_DIR
 from ..runs import console, signals
-from ..config import resolvers
+from ..config import plugin_defaults, resolvers
 from . import sweep
 from ..cluster.launchers import sweep_value
 from ..runs.console import say
@@ -135,7 +135,8 @@ def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
     create the sweep folder first); ``--cfg job`` of one run gets ``--resolve``. Returns an
-    exit code, or None to go on with Hydra."""
+    exit code, or None to go on with Hydra. An installed plugin named without a YAML gets its
+    defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
         from .help import text
         sys.stdout.write(text())
@@ -147,6 +148,11 @@ def _preflight(argv: list[str]) -> int | None:
         args = parser.parse_intermixed_args(argv)
     except (ValueError, TypeError, SystemExit):
         return None
+    try:
+        plugin_defaults.store(args.overrides, args.config_dir)
+    except UserError as e:
+        print(f"fedrun: error: {e}", file=sys.stderr)
+        return EXIT["error"]
     if args.config_name or args.config_path or args.config_dir or args.info or args.shell_completion:
         return None
     from .dryrun import dry_run, requested

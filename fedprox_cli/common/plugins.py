@@ -88,9 +88,10 @@ class PluginError(UserError):
 
 
 @contextmanager
-def calling(obj, kind: str, what: str):
+def calling(obj, kind: str, what: str, name: str | None = None):
     """Run a call into ``obj`` (a plugin's object) so that its exception is reported as the
-    plugin's: one :class:`PluginError` naming the plugin, the call and the plugin's line.
+    plugin's: one :class:`PluginError` naming the plugin (``name``: its config name, if ``obj``
+    has no ``name``), the call and the plugin's line.
     fedprox_cli's own objects, :class:`UserError` and out-of-memory errors pass unchanged."""
     try:
         yield
@@ -101,15 +102,15 @@ def calling(obj, kind: str, what: str):
             raise
         frames = [f for f in traceback.extract_tb(e.__traceback__) if "fedprox_cli" not in f.filename]
         at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-        raise PluginError(f"{kind} plugin {getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
+        raise PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
                           f"{what}: {type(e).__name__}: {squeeze(str(e), 200)}{at}") from None
 
 
-def returned(obj, kind: str, what: str, value, ok: bool, expected: str):
+def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: str | None = None):
     """``value`` if ``ok``, else a :class:`PluginError`: the plugin's ``what`` returned
-    ``value`` instead of ``expected``."""
+    ``value`` instead of ``expected`` (``name``: as in :func:`calling`)."""
     if not ok:
-        raise PluginError(f"{kind} plugin {getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
+        raise PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
                           f"{what} must return {expected}, got {squeeze(repr(value), 80)}")
     return value
 

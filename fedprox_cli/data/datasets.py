@@ -59,6 +59,9 @@ def names() -> list[str]:
     return _LOADERS.names()
 
 
+lookup = _LOADERS.lookup
+
+
 def default_root() -> Path:
     """Where datasets are looked for (and downloaded to) unless ``data.root`` says otherwise:
     $FEDPROX_DATA, else ~/.cache/fedprox_cli/data."""
@@ -72,7 +75,7 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
     base = Path(root).expanduser() if root else default_root()
     require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")
     try:
-        with calling(loader, "dataset", "its loader"):
+        with calling(loader, "dataset", "its loader", name):
             ds = loader(base)
     except UserError:
         raise
@@ -80,7 +83,7 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
         raise UserError(f"dataset {name} under {base} cannot be read ({type(e).__name__}: "
                         f"{squeeze(str(e), 200)}); its files may be corrupt: delete them and "
                         f"download them again") from None
-    returned(loader, "dataset", "the loader", ds, isinstance(ds, Dataset), "a fedprox_cli.data.Dataset")
+    returned(loader, "dataset", "the loader", ds, isinstance(ds, Dataset), "a fedprox_cli.data.Dataset", name)
     ds.source = ds.source or str(base)
     for split, y in (("training", ds.train_y), ("test", ds.test_y)):
         require(len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),

@@ -27,6 +27,7 @@ _REGISTRY = Registry("compressor", "compressors", lambda cls: _CONTRACT(cls))  #
 
 register = _REGISTRY.register
 names = _REGISTRY.names
+lookup = _REGISTRY.lookup
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Compressor":
