@@ -76,3 +76,11 @@ def test_fedprox_declares_h_0_only_and_is_refused_with_l1(example, tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "fedrun: error: algorithm fedprox is defined for h = 0 only; use regularizer=none"]
+
+
+def test_fedprox_keeps_every_contract_of_fedrun_check_algorithm(example, capsys):
+    from fedprox_cli.cli.check_algorithm import main
+    assert main(["fedprox"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()[:-1]] == ["ok"] * 7, out
+    assert out.splitlines()[-1] == "fedprox: all contracts hold"

@@ -34,7 +34,7 @@ from typing import Callable
 from .errors import UserError, require, squeeze
 
 
-def _located(target: str):
+def located(target: str):
     """The object at the dotted path ``target`` (``package.module.Attr``)."""
     module, _, attr = target.rpartition(".")
     try:
@@ -171,7 +171,7 @@ class Registry(dict):
         """The entry ``name``: registered, from an entry point, or from ``target`` (a
         ``_target_`` dotted path, registered under ``name``); a :class:`UserError` if none."""
         if target is not None:
-            obj = self.admit(name, _located(target), f"_target_ {target}")
+            obj = self.admit(name, located(target), f"_target_ {target}")
             require(self.setdefault(name, obj) is obj,
                     f"{self.kind} '{name}' is already defined ({self[name].__module__}); "
                     f"give _target_ {target} another name")
