@@ -16,28 +16,17 @@ from typing import ClassVar
 
 import torch
 
-from fedprox_cli.algorithms import Algorithm
+from fedprox_cli.algorithms.fedavg import FedAvg
 
 
 @dataclass(kw_only=True)
-class NoisyAvg(Algorithm):
+class NoisyAvg(FedAvg):
     """FedAvg whose server adds noise drawn from torch's global generator."""
     name: ClassVar[str] = "noisy_avg"
-    smooth_only: ClassVar[bool] = True
-    beta: float = 0.02
-
-    def init(self, z0, n):
-        return {"z": z0.clone()}
 
     def round(self, s, env, t):
-        z = s["z"]
-        X = env.sgd_steps(z.expand(len(env.clients), -1).clone(), t, self.beta)
-        z = z + env.up(X - z).mean(0) + 1e-3 * torch.randn_like(z)
-        env.down(z)
-        return {"z": z}
-
-    def stationarity_step(self, K):
-        return K * self.beta
+        z = super().round(s, env, t)["z"]
+        return {"z": z + 1e-3 * torch.randn_like(z)}
 '''
 
 
