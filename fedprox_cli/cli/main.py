@@ -138,8 +138,13 @@ def _preflight(argv: list[str]) -> int | None:
     exit code, or None to go on with Hydra. An installed plugin named without a YAML gets its
     defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
-        from .help import text
-        sys.stdout.write(text())
+        from .help import option_page, text
+        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=\w+$", a)]
+        try:
+            sys.stdout.write("\n\n".join(option_page(*c) for c in chosen) if chosen else text())
+        except UserError as e:
+            print(f"fedrun: error: {e}", file=sys.stderr)
+            return EXIT["error"]
         return EXIT["finished"]
     from hydra._internal.utils import get_args_parser
     parser = get_args_parser()
