@@ -2,7 +2,8 @@
 plugin algorithm (:mod:`fedprox_cli.common.plugins`, examples/fedprox_server) implements.
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
-besides ``name``; float fields must be > 0), with class attributes ``name``,
+besides ``name``; their ranges declared on the fields, :mod:`fedprox_cli.common.ranges`:
+a float that declares none is a step size, > 0), with class attributes ``name``,
 ``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
 anything else is refused before training), and
 
@@ -66,8 +67,9 @@ def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
 
 @dataclass(kw_only=True)
 class Algorithm:
-    """Base class: subclasses are kw-only dataclasses whose float fields are the paper's
-    step sizes (validated > 0)."""
+    """Base class: subclasses are kw-only dataclasses whose fields are the paper's parameters
+    (each in its declared range, :mod:`fedprox_cli.common.ranges`); docs/extending.md lists the
+    whole interface."""
     name: ClassVar[str]
     partial_participation: ClassVar[bool] = False  # defines rounds over a client subset
     takes_compressor: ClassVar[bool] = False       # defines a compressed uplink
