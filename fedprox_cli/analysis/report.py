@@ -439,7 +439,7 @@ def _priority(key: str) -> tuple:
     return (0 if key.endswith(".name") else 2, key)
 
 
-def _differing(configs: list[dict]) -> list[str]:
+def differing(configs: list[dict]) -> list[str]:
     keys = {k for c in configs for k in c}
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
@@ -459,7 +459,7 @@ def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]
     top-level keys, then the rest, then group choices (keys for which ``last`` holds after
     all of them); a key is kept only if it splits configs the kept keys do not."""
     kept: list[str] = []
-    for k in sorted(set(_differing(configs)) - set(given), key=lambda k: (last(k), _priority(k))):
+    for k in sorted(set(differing(configs)) - set(given), key=lambda k: (last(k), _priority(k))):
         if _classes(configs, [*given, *kept, k]) > _classes(configs, [*given, *kept]):
             kept.append(k)
     return kept
@@ -676,7 +676,7 @@ def pivot(runs: list[Run], metric: str, column: str | None = "algorithm.name", f
                 f"{', '.join(map(short, rest))} in one cell; add them to --rows or filter with --where")
     else:
         row_keys = label_keys(configs, given=given, last=own)
-        for k in sorted(set(_differing(configs)) - {column, *row_keys}, key=_priority):
+        for k in sorted(set(differing(configs)) - {column, *row_keys}, key=_priority):
             if own(k) or _function_of(configs, k, row_keys):
                 continue
             (header_keys if column and _function_of(configs, k, [column]) else row_keys).append(k)
