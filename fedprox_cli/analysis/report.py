@@ -40,6 +40,7 @@ from ..config import keys
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.outputs import effective_status, model_metrics_only, read_summary
+from ..runs.provenance import mixed
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
@@ -66,6 +67,7 @@ class Run:
     metrics: pd.DataFrame
     status: str             # summary.json's status; "missing" without a readable summary
     error: str = ""         # summary.json's error message, if any
+    code: dict = field(default_factory=dict)  # summary.json's code record (runs.provenance)
 
     def column(self, name: str) -> np.ndarray:
         if name == "bytes":
@@ -211,14 +213,15 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
     return key
 
 
-def _status(run_dir: Path) -> tuple[str, str]:
+def _status(run_dir: Path) -> tuple[str, str, dict]:
     """The run's effective status (``dead`` / ``stale`` for a recorded ``running`` whose process
-    is gone or silent: :func:`outputs.effective_status`) and its error message."""
+    is gone or silent: :func:`outputs.effective_status`), its error message and its code record."""
     status = effective_status(run_dir)
     try:
-        return status, str(read_summary(run_dir).get("error", ""))
+        summary = read_summary(run_dir)
+        return status, str(summary.get("error", "")), summary.get("code", {})
     except (OSError, ValueError, AttributeError):
-        return status, ""
+        return status, "", {}
 
 
 def _numbers(column: pd.Series) -> pd.Series:
@@ -264,8 +267,8 @@ def load_run(run_dir: Path) -> Run:
     if not isinstance(cfg, dict) or not cfg:
         raise BrokenRun("config.yaml is empty or not a mapping")
     metrics = read_metrics(run_dir / "metrics.csv")
-    status, error = _status(run_dir)
-    return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error)
+    status, error, code = _status(run_dir)
+    return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code)
 
 
 def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None,
@@ -289,6 +292,8 @@ def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: N
         k = config_key(runs, k)
         runs = [r for r in runs if _matches(r.config.get(k), v)]
         require(runs, f"no run has {cond}")
+    for line in mixed([r.code for r in runs]):
+        warn(f"note: runs made by different code side by side: {line}")
     return runs
 
 

@@ -73,6 +73,8 @@ def _job(cfg: DictConfig) -> float:
                           command=command(hc), hydra_record=hydra_files(cfg, hc), reference=reference)
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    if not multirun and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()  # the folder Hydra made for a dry run or a refused run: nothing was written
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
         if code == EXIT["interrupted"] or len(signals.received) > noted:
@@ -83,7 +85,7 @@ def _job(cfg: DictConfig) -> float:
         _SINGLE_RUN.append(code)
         if code == 0 and cfg.seeds > 1:
             print(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
-        elif code == 0:
+        elif code == 0 and (out / "metrics.csv").exists():
             print(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 

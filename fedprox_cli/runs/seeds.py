@@ -31,6 +31,7 @@ from ..common.errors import EXIT, UserError, describe, require
 from ..config.schema import RunConfig
 from .lock import RunLock
 from ..engine.lockstep import Lockstep
+from . import provenance as code
 from .outputs import SEED_PREFIX as PREFIX
 from .outputs import Summary, provenance
 from .signals import StopAfterRound
@@ -106,8 +107,9 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
             one = with_seed(cfg, seed)
             ckpt = lifecycle.resume_point(one, folder)
             if ckpt is True:
-                say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
-                    stream=sys.stdout)
+                why = code.stale(folder, s)
+                say(code.stale_line(folder, why) if why else
+                    f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do", stream=sys.stdout)
                 continue
             todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
         dataset = data.load_config(s) if todo else None
@@ -136,7 +138,7 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
 def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
     codes, live = [], {}
-    summaries = [Summary(f, **provenance(command), T=e.s.T) for f, e in zip(outs, exps)]
+    summaries = [Summary(f, **provenance(command), T=e.s.T, code=code.of_config(e.s)) for f, e in zip(outs, exps)]
 
     def end(r: int, error: BaseException | None) -> None:
         run = live.pop(r, None)
