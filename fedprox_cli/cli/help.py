@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import CONF_DIR
 from ..common.errors import EXIT
+from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS  # config group -> entry-point plural
 
 ABOUT = """\
 fedrun trains a model over n simulated clients with a composite federated learning method
@@ -128,8 +129,6 @@ def group_options(group: str) -> list[tuple[str, str]]:
     return out
 
 
-PLUGIN_GROUPS = {"algorithm": "algorithms", "regularizer": "regularizers", "compressor": "compressors",
-                 "model": "models", "dataset": "datasets"}  # config group -> entry-point group's plural
 
 
 def plugin_options(group: str) -> list[tuple[str, str]]:
@@ -201,13 +200,11 @@ def option_page(group: str, name: str) -> str:
     """``fedrun algorithm=NAME --help``: the option's class, its parameters with their declared
     ranges and defaults (:mod:`common.ranges`), and, for an algorithm, what it declares."""
     from dataclasses import MISSING, fields
-    from importlib import import_module
 
     from ..common import ranges
     from ..common.plugins import origin
-    module = {"algorithm": "fedprox_cli.algorithms.base", "regularizer": "fedprox_cli.operators.regularizers",
-              "compressor": "fedprox_cli.operators.compressors"}[group]
-    cls = import_module(module).lookup(name)
+    from ..config.plugin_defaults import lookup
+    cls = lookup(group)(name)
     doc = (cls.__doc__ or "").split("\n\n")[0] if not (cls.__doc__ or "").startswith(cls.__name__ + "(") else ""
     out = [f"{group} {name} ({origin(cls)})", *textwrap.wrap(" ".join(doc.split()), 100, initial_indent="  ",
                                                             subsequent_indent="  "), "", "Parameters (KEY=VALUE):"]

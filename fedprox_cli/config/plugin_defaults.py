@@ -16,6 +16,7 @@ import re
 from dataclasses import MISSING, fields, is_dataclass
 from importlib.metadata import entry_points
 
+from .. import CONF_DIR
 from ..common.errors import UserError
 
 GROUPS = {"algorithm": "algorithms", "regularizer": "regularizers", "compressor": "compressors",
@@ -24,18 +25,14 @@ _CHOICE = re.compile(r"^(?P<group>\w+)=(?P<values>.+)$")
 _SEARCHPATH = re.compile(r"^\+*hydra\.searchpath=\[(?P<paths>.*)\]$")
 
 
-def _lookup(group: str):
-    """The registry lookup of a config group (imported here: torch loads only for a plugin)."""
-    if group == "algorithm":
-        from ..algorithms import base as module
-    elif group in ("regularizer", "compressor"):
-        from importlib import import_module
-        module = import_module(f"fedprox_cli.operators.{GROUPS[group]}")
-    elif group == "model":
-        from ..engine import models as module
-    else:
-        from ..data import datasets as module
-    return module.lookup
+def lookup(group: str):
+    """The registry lookup ``(name, target=None) -> object`` of a config group (imported here:
+    torch loads only when one is needed)."""
+    from importlib import import_module
+    module = {"algorithm": "fedprox_cli.algorithms.base", "regularizer": "fedprox_cli.operators.regularizers",
+              "compressor": "fedprox_cli.operators.compressors", "model": "fedprox_cli.engine.models",
+              "dataset": "fedprox_cli.data.datasets"}[group]
+    return import_module(module).lookup
 
 
 def defaults(group: str, name: str, obj) -> dict:
@@ -63,7 +60,6 @@ def _repository(overrides: list[str], config_dir: str | None):
     from hydra._internal.config_repository import ConfigRepository
     from hydra._internal.utils import create_config_search_path
 
-    from .. import CONF_DIR
     path = create_config_search_path(str(CONF_DIR))
     extra = [f"file://{config_dir}"] if config_dir else []
     for o in overrides:
@@ -82,14 +78,16 @@ def store(overrides: list[str], config_dir: str | None = None) -> None:
     for o in overrides:
         m = _CHOICE.match(o.lstrip("+"))
         if m and m["group"] in GROUPS:
-            names = re.sub(r"^\w+\((.*)\)$", r"\1", m["values"]).split(",")
-            installed = {ep.name for ep in entry_points(group=f"fedprox_cli.{GROUPS[m['group']]}")}
-            wanted += [(m["group"], n.strip()) for n in names if n.strip() in installed]
+            names = [n.strip() for n in re.sub(r"^\w+\((.*)\)$", r"\1", m["values"]).split(",")]
+            names = [n for n in names if not (CONF_DIR / m["group"] / f"{n}.yaml").exists()]  # fedrun's own
+            if names:
+                installed = {ep.name for ep in entry_points(group=f"fedprox_cli.{GROUPS[m['group']]}")}
+                wanted += [(m["group"], n) for n in names if n in installed]
     if not wanted:
         return
     from hydra.core.config_store import ConfigStore
     repo = _repository(overrides, config_dir)
     for group, name in wanted:
         if not repo.config_exists(f"{group}/{name}"):
-            node = defaults(group, name, _lookup(group)(name))
+            node = defaults(group, name, lookup(group)(name))
             ConfigStore.instance().store(group=group, name=name, node=node, provider="fedprox_cli plugin defaults")

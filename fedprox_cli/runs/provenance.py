@@ -15,22 +15,11 @@ import hashlib
 import inspect
 from importlib.metadata import packages_distributions, version
 
-GROUPS = ("algorithm", "regularizer", "compressor", "model", "dataset")
+from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS
+from ..config.plugin_defaults import lookup
+
+GROUPS = tuple(PLUGIN_GROUPS)  # algorithm, regularizer, compressor, model, dataset
 DIGEST_CHARS = 16
-
-
-def _lookup(group: str):
-    if group == "algorithm":
-        from ..algorithms import base
-        return base.lookup
-    if group in ("regularizer", "compressor"):
-        from ..operators import compressors, regularizers
-        return {"regularizer": regularizers, "compressor": compressors}[group].lookup
-    if group == "model":
-        from ..engine import models
-        return models.lookup
-    from ..data import datasets
-    return datasets.lookup
 
 
 def of_object(obj) -> dict:
@@ -53,7 +42,7 @@ def of_object(obj) -> dict:
 
 def record(choices: dict) -> dict:
     """The code record of a run: ``choices`` maps each group to ``(name, target or None)``."""
-    return {g: {"name": name, **of_object(_lookup(g)(name, target))} for g, (name, target) in choices.items()}
+    return {g: {"name": name, **of_object(lookup(g)(name, target))} for g, (name, target) in choices.items()}
 
 
 def of_config(s) -> dict:
