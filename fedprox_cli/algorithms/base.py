@@ -38,6 +38,7 @@ sends without ``up``/``down`` is not counted: route every one through them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 from typing import ClassVar
 
 import torch
@@ -141,7 +142,7 @@ class Env:
             sent = self.compressor(V, stream_seed(self.seed, self.t, -2))
         ok = isinstance(sent, tuple) and len(sent) == 2 and torch.is_tensor(sent[0]) and sent[0].shape == V.shape
         out, nbytes = returned(self.compressor, "compressor", "__call__(V, seed)", sent,
-                               ok and isinstance(sent[1], int) and sent[1] >= 0,
+                               ok and isinstance(sent[1], Integral) and sent[1] >= 0,
                                f"(a tensor of V's shape {tuple(V.shape)}, bytes as an int >= 0)")
         self.bytes_up += nbytes
         return out
