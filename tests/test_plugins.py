@@ -331,7 +331,7 @@ BROKEN_CASES = {  # group option -> the one line
     "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round(state, env, t=0): KeyError: 'w' "
                         "(at {site}/broken.py:37)",
     "algorithm=list_state": "algorithm plugin 'list_state' (broken.ListState) breaks its contract: round(state, env, "
-                            "t) must return the next state: a dict of str -> tensor with the keys of init's (z), got [",
+                            "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got [",
     "regularizer=no_prox": "regularizer plugin 'no_prox' (_target_ broken.NoProx) breaks the regularizer contract: "
                            "it must define the method _prox (docs/extending.md)",
     "compressor=bytes_as_float": "compressor plugin 'bytes_as_float' (broken.BytesAsFloat) breaks its contract: "

@@ -15,14 +15,17 @@ from .base import Algorithm, Env
 
 
 def _is_state(value) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and torch.is_tensor(v) for k, v in value.items())
+    """A dict of str -> tensor or plain number (FedDA keeps its elapsed step as a float)."""
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and (torch.is_tensor(v) or isinstance(v, (int, float)) and not isinstance(v, bool))
+        for k, v in value.items())
 
 
 def init(alg: Algorithm, z0: torch.Tensor, n: int) -> dict[str, torch.Tensor]:
     with calling(alg, "algorithm", "init(z0, n)"):
         state = alg.init(z0, n)
     return returned(alg, "algorithm", "init(z0, n)", state, _is_state(state) and bool(state),
-                    "the state: a non-empty dict of str -> tensor")
+                    "the state: a non-empty dict of str -> tensor (or number)")
 
 
 def round(alg: Algorithm, state: dict, env: Env, t: int) -> dict[str, torch.Tensor]:
@@ -30,7 +33,7 @@ def round(alg: Algorithm, state: dict, env: Env, t: int) -> dict[str, torch.Tens
     with calling(alg, "algorithm", f"round(state, env, t={t})"):
         new = alg.round(state, env, t)
     return returned(alg, "algorithm", "round(state, env, t)", new, _is_state(new) and new.keys() == state.keys(),
-                    f"the next state: a dict of str -> tensor with the keys of init's ({', '.join(state)})")
+                    f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})")
 
 
 def output(alg: Algorithm, state: dict, d: int) -> torch.Tensor:

@@ -31,6 +31,7 @@ from inspect import isfunction
 from types import ModuleType
 from typing import Callable
 
+from .. import PACKAGE
 from .errors import UserError, require, squeeze
 
 
@@ -100,7 +101,7 @@ def calling(obj, kind: str, what: str, name: str | None = None):
     except Exception as e:
         if builtin(obj) or type(e).__name__ == "OutOfMemoryError":
             raise
-        frames = [f for f in traceback.extract_tb(e.__traceback__) if "fedprox_cli" not in f.filename]
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(str(PACKAGE))]
         at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
         raise PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
                           f"{what}: {type(e).__name__}: {squeeze(str(e), 200)}{at}") from None
