@@ -111,7 +111,9 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
 
     from .cli.compose import hydra_files, reference_config
     from .cli.dryrun import jobs
+    from .config import plugin_defaults
     overrides = overrides_of(config)
+    plugin_defaults.store(overrides)
     if folder is not None:
         overrides.append(f"hydra.run.dir={_value(str(folder))}")
     with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):

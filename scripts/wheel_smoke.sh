@@ -61,6 +61,10 @@ EOF
 "$TMP/venv/bin/fedrun" algorithm=fedprox_server dataset=digits T=2 hydra.run.dir=plugin
 grep -q '"status": "finished"' plugin/summary.json
 say "example plugin: fedrun algorithm=fedprox_server: finished"
+"$TMP/venv/bin/fedrun" algorithm=fedprox regularizer=none dataset=digits T=2 hydra.run.dir=tutorial  # no YAML
+grep -q '"status": "finished"' tutorial/summary.json
+"$TMP/venv/bin/fedrun-check-algorithm" fedprox
+say "tutorial plugin: fedrun algorithm=fedprox (no YAML): finished; fedrun-check-algorithm fedprox: all contracts hold"
 
 venv "$TMP/venv2"  # `pip install .` of the source tree (no wheel file): a dry run composes conf/
 "$TMP/venv2/bin/python" -m pip install -q --no-deps --no-build-isolation "$TMP/src"

@@ -8,6 +8,7 @@ installed package's."""
 
 import importlib.util
 import math
+import sys
 
 import pandas as pd
 import pytest
@@ -245,3 +246,153 @@ def test_help_lists_installed_plugins(plugin):
         end = next(i for i in range(start, len(lines)) if not lines[i].startswith("    "))
         assert any(line.split() == [name, "installed", "plugin", f"(myplugins:{ep})"]
                    for line in lines[start:end] for ep in [ENTRY_POINTS[group + "s"].split(":")[1]]), group
+
+
+# ------------------------------------------------- contracts checked at the door (exit 2)
+
+BROKEN = '''
+from dataclasses import dataclass
+from typing import ClassVar
+
+from fedprox_cli.algorithms import Algorithm
+from fedprox_cli.operators.compressors import Compressor
+from fedprox_cli.operators.regularizers import Regularizer
+
+
+@dataclass(kw_only=True)
+class NoName(Algorithm):
+    beta: float = 0.1
+
+    def init(self, z0, n):
+        return {"z": z0.clone()}
+
+    def round(self, s, env, t):
+        return s
+
+    def stationarity_step(self, K):
+        return self.beta
+
+
+@dataclass(kw_only=True)
+class ListSteps(NoName):
+    name: ClassVar[str] = "list_steps"
+
+    def prox_steps(self, K, T):
+        return [self.beta]
+
+
+@dataclass(kw_only=True)
+class Raises(NoName):
+    name: ClassVar[str] = "raises"
+
+    def round(self, s, env, t):
+        return s["w"]
+
+
+@dataclass(kw_only=True)
+class ListState(NoName):
+    name: ClassVar[str] = "list_state"
+
+    def round(self, s, env, t):
+        return [s["z"]]
+
+
+@dataclass(kw_only=True)
+class NoDefault(NoName):
+    name: ClassVar[str] = "no_default"
+    mu: float
+
+
+@dataclass(frozen=True)
+class NoProx(Regularizer):
+    name: ClassVar[str] = "no_prox"
+
+    def _value(self, x):
+        return x.abs().sum(-1)
+
+
+@dataclass(frozen=True)
+class BytesAsFloat(Compressor):
+    name: ClassVar[str] = "bytes_as_float"
+
+    def __call__(self, V, seed=0):
+        return V, 4.0 * V.numel()
+
+
+def model_not_a_module(input_shape, num_classes):
+    return [input_shape]
+'''
+
+BROKEN_CASES = {  # group option -> the one line
+    "algorithm=no_name": "algorithm plugin 'no_name' (_target_ broken.NoName) breaks the algorithm contract: it "
+                         "must define name: ClassVar[str] = \"<its config name>\" (docs/extending.md)",
+    "algorithm=list_steps": "algorithm plugin 'list_steps' (broken.ListSteps) breaks its contract: prox_steps(K, T) "
+                            "must return a dict of str -> number > 0 (each prox parameter by name), got [0.1]",
+    "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round(state, env, t=0): KeyError: 'w' "
+                        "(at {site}/broken.py:37)",
+    "algorithm=list_state": "algorithm plugin 'list_state' (broken.ListState) breaks its contract: round(state, env, "
+                            "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got [",
+    "regularizer=no_prox": "regularizer plugin 'no_prox' (_target_ broken.NoProx) breaks the regularizer contract: "
+                           "it must define the method _prox (docs/extending.md)",
+    "compressor=bytes_as_float": "compressor plugin 'bytes_as_float' (broken.BytesAsFloat) breaks its contract: "
+                                 "__call__(V, seed) must return (a tensor of V's shape (4, 650), bytes as an int >= 0)",
+    "model=not_a_module": "model plugin 'not_a_module' (broken.model_not_a_module) breaks its contract: the builder "
+                          "must return a torch.nn.Module, got [(1, 8, 8)]",
+}
+
+
+@pytest.fixture
+def broken(plugin, monkeypatch):
+    (plugin / "site" / "broken.py").write_text(BROKEN)
+    monkeypatch.delitem(sys.modules, "broken", raising=False)  # each test imports its own copy
+    conf = plugin / "conf"
+    for option, target in (("algorithm/no_name", "NoName"), ("algorithm/list_steps", "ListSteps"),
+                           ("algorithm/raises", "Raises"), ("algorithm/list_state", "ListState"),
+                           ("regularizer/no_prox", "NoProx"), ("compressor/bytes_as_float", "BytesAsFloat"),
+                           ("model/not_a_module", "model_not_a_module")):
+        group, name = option.split("/")
+        extra = {"algorithm": "beta: 0.1\n", "model": "init: default\n"}.get(group, "")
+        (conf / f"{option}.yaml").write_text(f"name: {name}\n_target_: broken.{target}\n{extra}")
+    return plugin
+
+
+@pytest.mark.parametrize("choice", BROKEN_CASES)
+def test_a_plugin_that_breaks_its_contract_is_the_users_error(broken, choice):
+    """Each broken contract is one UserError naming the plugin and the contract (fedrun:
+    exit 2), from the Python API as from the command line."""
+    import fedprox_cli
+    from fedprox_cli.common.plugins import PluginError
+    group = choice.split("=")[0]
+    args = ["dataset=digits", "T=1", "K=2", "n=4", "regularizer=none", "model=linear", choice,
+            *(["algorithm=prox_gd"] if group == "compressor" else [])]
+    expected = BROKEN_CASES[choice].format(site=broken / "site")
+    overrides = [f"hydra.searchpath=[file://{broken / 'conf'}]", *args]
+    try:  # refused before the run, or the run's error (once the data and model are built)
+        run = fedprox_cli.run(overrides, folder=broken / "run")
+    except PluginError as e:
+        message = str(e)
+    else:
+        assert run.status == "error"
+        message = run.summary["error"]
+    assert message.startswith(expected)
+
+
+def test_a_broken_plugin_from_the_command_line_is_one_line_exit_2(broken):
+    r = fedrun("--config-dir", str(broken / "conf"), "dataset=digits", "model=linear", "algorithm=raises",
+               "regularizer=none", "T=1", "K=2", "n=4", f"hydra.run.dir={broken / 'run'}", path=[broken / "site"])
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if "error:" in line]
+    assert errors == ["fedrun: error: " + BROKEN_CASES["algorithm=raises"].format(site=broken / "site")]
+
+
+def test_a_plugin_without_yaml_or_default_says_what_to_add(plugin):
+    (plugin / "site" / "broken.py").write_text(BROKEN)
+    info = next((plugin / "site").glob("myplugins-*.dist-info"))
+    (info / "entry_points.txt").write_text((info / "entry_points.txt").read_text()
+                                           + "[fedprox_cli.algorithms]\nno_default = broken:NoDefault\n")
+    r = fedrun("algorithm=no_default", "dataset=digits", "T=1", path=[plugin / "site"])
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "fedrun: error: algorithm plugin 'no_default' has no config algorithm/no_default.yaml and its "
+        "parameter mu has no default: give it a default, or add algorithm/no_default.yaml (name: "
+        "no_default and every parameter) to a config dir (--config-dir DIR)"]

@@ -148,7 +148,7 @@ def test_prox_refuses_step_at_or_above_one_over_rho(name, params, bad_step):
     ("scad", dict(a=2.0), "a must be > 2"),
     ("box", dict(lo=1.0, hi=0.0), "lo = 1 must be <= hi"),
     ("l2_ball", dict(radius=0.0), "radius must be > 0"),
-    ("l1", dict(lam=-1.0), "lam must be a finite number >= 0"),
+    ("l1", dict(lam=-1.0), r"regularizer.lam must be >= 0, got -1.0 \(as declared by regularizer l1\)"),
     ("elastic_net", dict(l3=1.0), "no parameter l3"),
 ])
 def test_bad_parameters(name, params, match):

@@ -256,7 +256,7 @@ def test_diverged_run_is_drawn_and_marked_where_it_diverged(tmp_path, figures, c
              test_acc=[.1, .2, .3, .1], stationarity=[1.0, 2.0, 9.0, np.nan])
     assert plot_script.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "f.png")]) == 0
     out, err = capsys.readouterr()
-    assert "algorithm.beta=1: diverged (1 run, not in the mean; marked at the last finite point)" in out
+    assert "FedCanon (beta = 1): diverged (1 run, not in the mean; marked at the last finite point)" in out
     assert f"left out of the mean: {tmp_path / 'div'}" in err
     (fig,) = figures
     xs = [tuple(line.get_xydata()[0]) for line in _lines(fig) if line.get_marker() == "x"]
@@ -268,7 +268,7 @@ def test_coinciding_curves_stay_distinguishable_and_are_named(tmp_path, figures,
         acc_run(tmp_path, f"b{beta}", 0.7, **{"algorithm.beta": beta})
     assert plot_script.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
     out, err = capsys.readouterr()
-    assert "algorithm.beta=0.02 (n=1; identical to algorithm.beta=0.01)" in out
+    assert "FedCanon (beta = 0.02) (n=1; identical to FedCanon (beta = 0.01))" in out
     assert "identical to float precision" in err
     (fig,) = figures
     a, b = _lines(fig)
@@ -310,7 +310,8 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
                              "--labels", str(names), "--title", "Digits", "--out", str(tmp_path / "f.pdf")]) == 0
     (fig,) = figures
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend == ["FedAvg, β=0.02 (n=2)", "algorithm=fedcanon, β=0.02 (n=3)", "FedCanon (β = 0.5) (n=1)"]
+    assert legend == ["FedAvg, β=0.02 (n=2)", "algorithm=fedcanon, β=0.02 (n=3)", "FedCanon (β = 0.5) (n=1)",
+                      "band: ± std over the n seeds"]
     ax = fig.axes[0]
     assert ax.get_xlim() == (0.0, 10.0)                 # rounds 0, 5, 10: no tick past T
     assert max(ax.get_xticks()[(ax.get_xticks() >= ax.get_xlim()[0]) & (ax.get_xticks() <= 10)]) == 10
@@ -589,9 +590,9 @@ def test_real_sweep_through_both_scripts(tmp_path):
     (sweep_dir,) = (tmp_path / "results" / "sweeps" / "fedcanon_fig2_quick").iterdir()
     assert len(report.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
-    for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "algorithm=fedavg"),
+    for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (alpha = 1) (n=2)"),
                        (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
-                        "all runs (n=2)"),   # a Hydra choice as panel key: the panels name the groups
+                        "FedCanon (alpha = 0.04) (n=2)"),   # a Hydra choice as panel key; every difference named
                        (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |"),
                        (["scripts/tables.py", str(sweep_dir)], "n = 2 runs")):
         p = subprocess.run([sys.executable, str(ROOT / cmd[0]), *cmd[1:]], env=env, cwd=tmp_path,
@@ -743,3 +744,20 @@ def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
     assert diverged[1:] == ["1", "diverged (last finite evaluation: round 5)", "0.5000", "0.5000", "round 5, 5"]
     p = cli("per_seed.py", tmp_path, "--method", "algorithm.nme", "--reach", "0.5")
     assert p.returncode == 2 and p.stderr.strip().endswith("no run has a config key 'algorithm.nme'")
+
+
+def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path, capsys):
+    """FedCanon at beta 0.01 vs FedMiD at beta 0.02: the algorithm alone tells the curves apart,
+    yet beta differs too and is named; the band is named; the caption lies beside the figure;
+    the PDF embeds TrueType (Type 42) fonts, not Type 3."""
+    for seed in range(2):
+        acc_run(tmp_path / "runs", f"c{seed}", 0.7, seed=seed, **{"algorithm.beta": 0.01})
+        acc_run(tmp_path / "runs", f"m{seed}", 0.6, seed=seed, **{"algorithm.name": "fedmid", "algorithm.beta": 0.02})
+    pdf = tmp_path / "fig.pdf"
+    assert plot_script.main([str(tmp_path / "runs"), "--out", str(pdf)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == ["FedCanon (beta = 0.01) (n=2)", "FedMiD (beta = 0.02) (n=2)", "band: ± std over the n seeds"]
+    caption = (tmp_path / "fig.caption.txt").read_text().strip()
+    assert f"caption: {caption}" in out and "shaded: ± std" in caption
+    data = pdf.read_bytes()
+    assert b"CIDFontType2" in data and b"Type3" not in data

@@ -2,7 +2,8 @@
 plugin algorithm (:mod:`fedprox_cli.common.plugins`, examples/fedprox_server) implements.
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
-besides ``name``; float fields must be > 0), with class attributes ``name``,
+besides ``name``; their ranges declared on the fields, :mod:`fedprox_cli.common.ranges`:
+a float that declares none is a step size, > 0), with class attributes ``name``,
 ``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
 anything else is refused before training), and
 
@@ -36,41 +37,40 @@ sends without ``up``/``down`` is not counted: route every one through them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from numbers import Integral
 from typing import ClassVar
 
 import torch
 
 from ..operators.compressors import DENSE_BYTES, Compressor
-from ..common.errors import require
+from ..common import ranges
 from ..engine.oracle import Oracle
 from ..engine.device import generator, stream_seed, to_device
-from ..common.plugins import Registry
+from ..common.plugins import Registry, calling, class_contract, returned
 from ..operators.regularizers import Regularizer
 
-_REGISTRY = Registry("algorithm", "algorithms")
+_REGISTRY = Registry("algorithm", "algorithms", lambda cls: _CONTRACT(cls))  # (Algorithm is below)
 
 
 register = _REGISTRY.register
 names = _REGISTRY.names
+lookup = _REGISTRY.lookup
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
     """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
     (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
     alg = _REGISTRY.make(name, _target_, **params)
-    for f in fields(alg):
-        v = getattr(alg, f.name)
-        if f.type in ("float", float):
-            require(isinstance(v, (int, float)) and v > 0,
-                    f"algorithm.{f.name} of {name} must be > 0, got {v!r}")
+    ranges.check(alg, "algorithm")
     return alg
 
 
 @dataclass(kw_only=True)
 class Algorithm:
-    """Base class: subclasses are kw-only dataclasses whose float fields are the paper's
-    step sizes (validated > 0)."""
+    """Base class: subclasses are kw-only dataclasses whose fields are the paper's parameters
+    (each in its declared range, :mod:`fedprox_cli.common.ranges`); docs/extending.md lists the
+    whole interface."""
     name: ClassVar[str]
     partial_participation: ClassVar[bool] = False  # defines rounds over a client subset
     takes_compressor: ClassVar[bool] = False       # defines a compressed uplink
@@ -94,6 +94,10 @@ class Algorithm:
     def stationarity_step(self, K: int) -> float:
         """The step s of the proximal gradient mapping G_s reported as ``stationarity``."""
         raise NotImplementedError
+
+
+_CONTRACT = class_contract(Algorithm, ("init", "round", "stationarity_step"),
+                           ("partial_participation", "takes_compressor", "smooth_only"))
 
 
 class Env:
@@ -132,7 +136,14 @@ class Env:
         return v if step == 0 else self.h.prox(v, step)
 
     def up(self, V: torch.Tensor) -> torch.Tensor:
-        out, nbytes = self.compressor(V, stream_seed(self.seed, self.t, -2))
+        """The uplink: the rows of V as the server receives them (the run's compressor; its
+        bytes counted)."""
+        with calling(self.compressor, "compressor", "__call__(V, seed)"):
+            sent = self.compressor(V, stream_seed(self.seed, self.t, -2))
+        ok = isinstance(sent, tuple) and len(sent) == 2 and torch.is_tensor(sent[0]) and sent[0].shape == V.shape
+        out, nbytes = returned(self.compressor, "compressor", "__call__(V, seed)", sent,
+                               ok and isinstance(sent[1], Integral) and sent[1] >= 0,
+                               f"(a tensor of V's shape {tuple(V.shape)}, bytes as an int >= 0)")
         self.bytes_up += nbytes
         return out
 

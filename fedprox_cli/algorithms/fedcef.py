@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..common.errors import require
+from ..common.ranges import param
 from ._local import local_dual_sgd
 from .base import Algorithm, register
 
@@ -31,11 +31,8 @@ class FedCEF(Algorithm):
     takes_compressor: ClassVar[bool] = True
     alpha: float = 0.1   # local step size alpha (Sec. V: 0.1 on MNIST, 0.06 on CIFAR-10)
     eta_g: float = 1.0   # server learning rate eta_g (Sec. V: 1.0)
-    eta: float = 0.3     # momentum eta in (0, 1] (line 11); not given by the paper (sweep)
+    eta: float = param(0.3, gt=0, le=1)  # momentum eta in (0, 1] (line 11); not given by the paper (sweep)
 
-    def __post_init__(self):
-        require(isinstance(self.eta, (int, float)) and 0 < self.eta <= 1,
-                f"algorithm.eta of {self.name} must be in (0, 1], got {self.eta!r}")
 
     def beta(self, K):
         """The effective global step beta = alpha eta_g K."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..common.errors import require
+from ..common.ranges import param
 from ._local import local_sgd
 from .base import Algorithm, register
 
@@ -27,12 +27,9 @@ class FedDR(Algorithm):
     name: ClassVar[str] = "feddr"
     partial_participation: ClassVar[bool] = True
     eta: float = 1.0        # prox parameter eta of the splitting (soft threshold eta * lam for l1)
-    alpha_dr: float = 1.95  # relaxation alpha in (0, 2) (reference default 1.95)
+    alpha_dr: float = param(1.95, gt=0, lt=2)  # relaxation alpha in (0, 2) (reference default 1.95)
     beta: float = 0.02      # local step size of the K-step subproblem solver
 
-    def __post_init__(self):
-        require(isinstance(self.alpha_dr, (int, float)) and 0 < self.alpha_dr < 2,
-                f"algorithm.alpha_dr of {self.name} must be in (0, 2), got {self.alpha_dr!r}")
 
     def init(self, z0, n):
         rows = z0.expand(n, -1)

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import torch
 
-from ..common.errors import require
+from ..common.ranges import param
 from ..engine.device import generator
 from .base import Algorithm, register
 
@@ -31,11 +31,8 @@ class Scaffnew(Algorithm):
     prox 1."""
     name: ClassVar[str] = "scaffnew"
     beta: float = 0.02        # local step size gamma of ProxSkip (eq. 15)
-    p: float | None = None    # communication probability; None = every K-th step (p = 1/K)
+    p: float | None = param(None, gt=0, le=1, none=True)  # communication probability; None = every K-th step (p = 1/K)
 
-    def __post_init__(self):
-        require(self.p is None or (isinstance(self.p, (int, float)) and 0 < self.p <= 1),
-                f"algorithm.p of {self.name} must be in (0, 1] or null, got {self.p!r}")
 
     def prob(self, K):
         return 1.0 / K if self.p is None else self.p

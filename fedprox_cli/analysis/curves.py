@@ -4,9 +4,14 @@ Every figure has one legend, below the axes, whose entries say how many runs eac
 averages (``(n=3)``); ``names`` renames them (:func:`relabel`). Curves cycle colours, line
 styles and markers, so coinciding curves stay apart, and curves identical to float precision are
 named as such; a run that did not finish (diverged, interrupted, ...) is left out of its group's
-mean and drawn on its own up to its last finite point, marked there (``x`` for diverged). The
-settings all runs share are the figure's caption, written into the file's metadata, not drawn;
-x limits are the data's (whole-number ticks for rounds), log axes have plain-number ticks.
+mean and drawn on its own up to its last finite point, marked there (``x`` for diverged).
+Legend entries name each curve by what sets it apart: the method's display name (its class name,
+``FedProx``) with the parameters that differ between curves as symbols (``FedProx (mu = 0.01)``),
+then the other keys that differ (every one of them, not just enough to tell the curves apart);
+``--label`` renames keep the ``key=value`` form. The shaded band is named in the legend (mean ±
+std over each curve's n seeds). The settings all runs share are the figure's caption, written into
+the file's metadata and beside it (``fig.pdf`` -> ``fig.caption.txt``), not drawn; x limits are
+the data's (whole-number ticks for rounds), log axes have plain-number ticks.
 Accuracies are fractions (0-1) as in ``metrics.csv``, in every figure and table.
 """
 
@@ -19,10 +24,11 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from .plotting import (at_data, figure_legend, mark_end, plt, readable_log_ticks, run_title,
-                       save_figure)
-from .report import (LOG_Y, X_AXES, Run, band, config_key, fmt, group, relabel, seed_interval,
-                     shared, slope, split)
+from ..common.files import atomic_write_text
+from .plotting import (at_data, caption_file, figure_legend, mark_end, plt, readable_log_ticks,
+                       run_title, save_figure)
+from .report import (CHOICE, LOG_Y, X_AXES, Group, Run, band, config_key, differing, fmt, group,
+                     relabel, seed_interval, shared, short, slope, split)
 
 Y_LABELS = {"stationarity": "stationarity ||G_s(x)||²", "test_acc": "test accuracy",
             "train_loss": "train loss f(x)", "objective": "objective f(x) + h(x)",
@@ -38,11 +44,50 @@ def style(i: int) -> dict:
     return {"color": f"C{i % 10}", "linestyle": LINESTYLES[i % 4], "marker": MARKERS[i % 8]}
 
 
-def caption(runs: list[Run], leave=()) -> str:
+def caption(runs: list[Run], leave=(), banded: bool = False) -> str:
     """The settings all ``runs`` share (without ``leave`` keys), on one line; how many runs
-    each curve holds is in its legend entry."""
+    each curve holds is in its legend entry; ``banded``: what the shaded band is."""
     common = {k: v for k, v in shared(runs).items() if k not in leave}
-    return " · ".join(run_title(common).splitlines()) + "; n: runs (seeds) per curve"
+    band_text = "; lines: mean over each curve's n runs (seeds), shaded: ± std" if banded else ""
+    return " · ".join(run_title(common).splitlines()) + "; n: runs (seeds) per curve" + band_text
+
+
+def write_caption(out: Path, text: str) -> None:
+    """The caption beside the figure (:func:`plotting.caption_file`)."""
+    atomic_write_text(caption_file(out), text + "\n")
+
+
+def algorithm_title(name: str) -> str:
+    """An algorithm's display name: its class's name (``FedProx``), or ``name`` if it cannot
+    be found here (a plugin not installed where the figure is drawn)."""
+    from ..common.errors import UserError
+    try:
+        from .. import algorithms
+        return algorithms.base.lookup(str(name)).__name__
+    except (UserError, ImportError):
+        return str(name)
+
+
+def display(values: dict, config: dict) -> str:
+    """A curve's legend label from the values that set it apart: the algorithm's display name
+    with its differing parameters (``FedProx (mu = 0.01)``), then the other keys (``K = 10``)."""
+    params = [f"{k.split('.', 1)[1]} = {fmt(v)}" for k, v in values.items()
+              if k.startswith("algorithm.") and k != "algorithm.name"]
+    head = ""
+    if "algorithm.name" in values or params:
+        head = algorithm_title(config.get("algorithm.name", "algorithm")) + (f" ({', '.join(params)})" if params else "")
+    rest = [f"{short(k)} = {fmt(v)}" for k, v in values.items() if not k.startswith("algorithm.")]
+    return ", ".join(p for p in (head, *rest) if p) or "all runs"
+
+
+def every_difference(groups: list[Group], shown) -> None:
+    """Add to each group's label every config key that differs between the groups (beyond the
+    ``shown`` panel keys and the group choices): none is left out of the legend because fewer
+    keys already tell the curves apart."""
+    keys = sorted(k for k in differing([g.config for g in groups]) if k not in shown and not k.startswith(CHOICE))
+    for g in groups:
+        g.label_values.update({k: g.config[k] for k in keys if k in g.config and k not in g.label_values})
+        g.label = ", ".join(f"{short(k)}={fmt(v)}" for k, v in g.label_values.items()) or "all runs"
 
 
 def _figure(panels: int, panel_size) -> tuple:
@@ -70,13 +115,15 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
     parts = split(runs, list(panels)) if panels else {"": runs}
     panel_keys = [config_key(runs, k) for k in panels]
     groups = group(runs, shown=panel_keys)
+    every_difference(groups, panel_keys)
     for g in groups:
-        g.label = relabel(g.label, names)
+        g.label = relabel(g.label, names) if names else display(g.label_values, g.config)
     styles = {label: style(i) for i, label in enumerate(dict.fromkeys(g.label for g in groups))}
     fig, axes = _figure(len(parts), panel_size)
     for ax in axes.flat[len(parts):]:
         ax.set_visible(False)
     means: dict[str, list] = {}       # legend label -> [handle, set of run counts, note]
+    banded = False                    # a ± std band drawn
     alone: dict[str, list] = {}       # label: status -> [handle, number of runs]
     log = y in LOG_Y if logy is None else logy
     for ax, (panel, panel_runs) in zip(axes.flat, parts.items()):
@@ -91,6 +138,7 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
                 line, = ax.plot(b["x"], b["mean"], **st, markevery=max(1, len(b) // 10),
                                 markersize=0.8 * plt.rcParams["lines.markersize"])
                 if len(ok) > 1:
+                    banded = True
                     ax.fill_between(b["x"], b["mean"] - b["std"], b["mean"] + b["std"],
                                     color=st["color"], alpha=0.15, linewidth=0)
                 means.setdefault(g.label, [line, set(), ""])[1].add(len(ok))
@@ -125,11 +173,16 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
               for label, (_, c, note) in means.items()]
     labels += [f"{label} ({k} run{'s' * (k > 1)}, not in the mean; marked at the last finite point)"
                for label, (_, k) in alone.items()]
-    figure_legend(fig, [e[0] for e in (*means.values(), *alone.values())], labels)
+    handles = [e[0] for e in (*means.values(), *alone.values())]
+    if banded:
+        handles.append(plt.Rectangle((0, 0), 1, 1, color="grey", alpha=0.3, linewidth=0))
+        labels.append("band: ± std over the n seeds")
+    figure_legend(fig, handles, labels)
     if title:
         fig.suptitle(title)
-    text = caption(runs, leave=panel_keys)
+    text = caption(runs, leave=panel_keys, banded=banded)
     save_figure(fig, out, caption=text)
+    write_caption(out, text)
     return labels, text
 
 
@@ -173,4 +226,5 @@ def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity
         fig.suptitle(title)
     text = caption(runs, leave=[key])
     save_figure(fig, out, caption=text)
+    write_caption(out, text)
     return fits, text

@@ -9,6 +9,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType in PDFs: venues reject Type 3
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
@@ -23,6 +24,11 @@ from ..runs.outputs import metric_columns  # noqa: E402
 
 METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
 STYLES = PACKAGE / "styles"   # style sheets shipped: <name>.mplstyle
+
+
+def caption_file(path: Path) -> Path:
+    """Where a figure's caption is written: ``fig.pdf`` -> ``fig.caption.txt``."""
+    return Path(path).with_suffix(".caption.txt")
 
 
 def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "") -> None:

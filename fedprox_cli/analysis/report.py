@@ -40,6 +40,7 @@ from ..config import keys
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.outputs import LOWER_IS_BETTER, effective_status, model_metrics_only, read_summary
+from ..runs.code_record import mixed
 
 CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
 X_AXES = {"round": "round", "time": "wall time (s, training only)",
@@ -81,6 +82,7 @@ class Run:
     metrics: pd.DataFrame
     status: str             # summary.json's status; "missing" without a readable summary
     error: str = ""         # summary.json's error message, if any
+    code: dict = field(default_factory=dict)  # summary.json's code record (runs.code_record)
 
     def column(self, name: str) -> np.ndarray:
         if name == "bytes":
@@ -228,9 +230,9 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
     return key
 
 
-def _status(run_dir: Path) -> tuple[str, str]:
+def _status(run_dir: Path) -> tuple[str, str, dict]:
     """The run's effective status (``dead`` / ``stale`` for a recorded ``running`` whose process
-    is gone or silent: :func:`outputs.effective_status`) and its error message;
+    is gone or silent: :func:`outputs.effective_status`), its error message and its code record;
     :class:`BrokenRun` for a summary.json that cannot be read."""
     try:
         summary = read_summary(run_dir)
@@ -238,7 +240,7 @@ def _status(run_dir: Path) -> tuple[str, str]:
         raise BrokenRun(f"summary.json is unreadable: {e.why}") from None
     except (OSError, ValueError):
         summary = {}
-    return effective_status(run_dir), str(summary.get("error", ""))
+    return effective_status(run_dir), str(summary.get("error", "")), summary.get("code", {})
 
 
 def _numbers(column: pd.Series) -> pd.Series:
@@ -288,8 +290,8 @@ def load_run(run_dir: Path) -> Run:
     if not isinstance(cfg, dict) or not cfg:
         raise BrokenRun("config.yaml is empty or not a mapping")
     metrics = read_metrics(run_dir / "metrics.csv")
-    status, error = _status(run_dir)
-    return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error)
+    status, error, code = _status(run_dir)
+    return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code)
 
 
 def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None,
@@ -313,6 +315,8 @@ def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: N
         k = config_key(runs, k)
         runs = [r for r in runs if matches(r.config.get(k), v)]
         require(runs, f"no run has {cond}")
+    for line in mixed([r.code for r in runs]):
+        warn(f"note: runs made by different code side by side: {line}")
     return runs
 
 
@@ -463,7 +467,7 @@ def _priority(key: str) -> tuple:
     return (0 if key.endswith(".name") else 2, key)
 
 
-def _differing(configs: list[dict]) -> list[str]:
+def differing(configs: list[dict]) -> list[str]:
     keys = {k for c in configs for k in c}
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
@@ -483,7 +487,7 @@ def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]
     top-level keys, then the rest, then group choices (keys for which ``last`` holds after
     all of them); a key is kept only if it splits configs the kept keys do not."""
     kept: list[str] = []
-    for k in sorted(set(_differing(configs)) - set(given), key=lambda k: (last(k), _priority(k))):
+    for k in sorted(set(differing(configs)) - set(given), key=lambda k: (last(k), _priority(k))):
         if _classes(configs, [*given, *kept, k]) > _classes(configs, [*given, *kept]):
             kept.append(k)
     return kept
@@ -700,7 +704,7 @@ def pivot(runs: list[Run], metric: str, column: str | None = "algorithm.name", f
                 f"{', '.join(map(short, rest))} in one cell; add them to --rows or filter with --where")
     else:
         row_keys = label_keys(configs, given=given, last=own)
-        for k in sorted(set(_differing(configs)) - {column, *row_keys}, key=_priority):
+        for k in sorted(set(differing(configs)) - {column, *row_keys}, key=_priority):
             if own(k) or _function_of(configs, k, row_keys):
                 continue
             (header_keys if column and _function_of(configs, k, [column]) else row_keys).append(k)

@@ -24,8 +24,14 @@ def reference_config(choices: dict) -> DictConfig | None:
 
 def command(hc) -> str:
     """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
-    is a launcher's own under submitit)."""
-    return " ".join(["fedrun", *map(shlex.quote, overrides(hc))])
+    is a launcher's own under submitit), with where its configs came from (``--config-dir``,
+    ``hydra.searchpath``), so that it re-runs as recorded."""
+    config_dir = [f"{s.schema}://{s.path}" if s.schema != "file" else s.path
+                  for s in hc.runtime.config_sources if s.provider == "command-line"]
+    searchpath = [o for o in OmegaConf.to_container(hc.overrides.hydra, resolve=False)
+                  if o.lstrip("+").startswith("hydra.searchpath=")]
+    return " ".join(["fedrun", *(f"--config-dir {shlex.quote(d)}" for d in config_dir),
+                     *map(shlex.quote, [*searchpath, *overrides(hc)])])
 
 
 def overrides(hc) -> list[str]:

@@ -150,7 +150,9 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     """What a run of ``config()`` (made only for a folder that exists: a seed batch of many new
     runs costs no config each) would do in ``folder``, and the round it would start from (T: no
     work, as for a run another process holds, which this one would be refused)."""
+    from ..config.validate import typed
     from ..runs import lifecycle
+    from ..runs import code_record
     from ..runs.lock import holder
     lifecycle.check_owned(folder)
     if not folder.exists():
@@ -158,9 +160,12 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     running = holder(folder)
     if running is not None:  # the run would be refused: the folder is in use
         return f"running now ({running}): refused", T
-    start = lifecycle.resume_point(config(), folder)
+    cfg = config()
+    start = lifecycle.resume_point(cfg, folder)
     if start is True:
-        return "finished already", T
+        why = code_record.stale(folder, typed(cfg))
+        return (f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it" if why
+                else "finished already"), T
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import CONF_DIR
 from ..common.errors import EXIT
+from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS  # config group -> entry-point plural
 
 ABOUT = """\
 fedrun trains a model over n simulated clients with a composite federated learning method
@@ -27,6 +28,8 @@ USAGE = """\
   fedrun -m experiment=PRESET                a paper's figure or table (presets below)
   ... dry_run=true                           list the jobs, their folders and the work, validate, write nothing
   ... --cfg job                              print the resolved config (with -m: every job's)
+  fedrun GROUP=OPTION --help                 an algorithm's, regularizer's or compressor's parameters
+                                             with their declared ranges and defaults
   fedrun --hydra-help                        Hydra's own options"""
 
 EXIT_MEANING = {
@@ -126,8 +129,6 @@ def group_options(group: str) -> list[tuple[str, str]]:
     return out
 
 
-PLUGIN_GROUPS = {"algorithm": "algorithms", "regularizer": "regularizers", "compressor": "compressors",
-                 "model": "models", "dataset": "datasets"}  # config group -> entry-point group's plural
 
 
 def plugin_options(group: str) -> list[tuple[str, str]]:
@@ -187,4 +188,31 @@ def text() -> str:
                          "fedrun.log); every run ends with a summary line (status, test accuracy, "
                          "objective, stationarity, training time, folder), a sweep with its report "
                          "and a table of its jobs.", 100, break_on_hyphens=False)
+    return "\n".join(out) + "\n"
+
+
+DECLARATIONS = {"partial_participation": "runs on a subset of clients (participation < 1)",
+                "takes_compressor": "takes a compressed uplink (compressor=...)",
+                "smooth_only": "is defined for h = 0 only (regularizer=none)"}
+
+
+def option_page(group: str, name: str) -> str:
+    """``fedrun algorithm=NAME --help``: the option's class, its parameters with their declared
+    ranges and defaults (:mod:`common.ranges`), and, for an algorithm, what it declares."""
+    from dataclasses import MISSING, fields
+
+    from ..common import ranges
+    from ..common.plugins import origin
+    from ..config.plugin_defaults import lookup
+    cls = lookup(group)(name)
+    doc = (cls.__doc__ or "").split("\n\n")[0] if not (cls.__doc__ or "").startswith(cls.__name__ + "(") else ""
+    out = [f"{group} {name} ({origin(cls)})", *textwrap.wrap(" ".join(doc.split()), 100, initial_indent="  ",
+                                                            subsequent_indent="  "), "", "Parameters (KEY=VALUE):"]
+    declared = ranges.declared(cls, group)
+    rows = [(f"{group}.{f.name}", str(declared.get(f.name, "any value")),
+             "" if f.default is MISSING else f"default {f.default!r}") for f in fields(cls) if f.init]
+    out += _rows(rows) if rows else ["  none"]
+    if group == "algorithm":
+        out += ["", "Declares (class attributes):"]
+        out += _rows([(k, "yes" if getattr(cls, k) else "no", what) for k, what in DECLARATIONS.items()])
     return "\n".join(out) + "\n"

@@ -35,7 +35,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .. import CONF_DIR
 from ..runs import console, signals
-from ..config import resolvers
+from ..config import plugin_defaults, resolvers
 from . import sweep
 from ..cluster.launchers import sweep_value
 from ..runs.console import say
@@ -74,6 +74,8 @@ def _job(cfg: DictConfig) -> float:
                           command=command(hc), hydra_record=hydra_files(cfg, hc), reference=reference)
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    if not multirun and out.is_dir() and not any(out.iterdir()):
+        out.rmdir()  # the folder Hydra made for a dry run or a refused run: nothing was written
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
         if code == EXIT["interrupted"] or len(signals.received) > noted:
@@ -84,7 +86,7 @@ def _job(cfg: DictConfig) -> float:
         _SINGLE_RUN.append(code)
         if code == 0 and cfg.seeds > 1:
             streams.out(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
-        elif code == 0:
+        elif code == 0 and (out / "metrics.csv").exists():
             streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
@@ -136,10 +138,16 @@ def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
     create the sweep folder first); ``--cfg job`` of one run gets ``--resolve``. Returns an
-    exit code, or None to go on with Hydra."""
+    exit code, or None to go on with Hydra. An installed plugin named without a YAML gets its
+    defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
-        from .help import text
-        streams.out(text().rstrip("\n"))
+        from .help import option_page, text
+        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=\w+$", a)]
+        try:
+            streams.out(("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n"))
+        except UserError as e:
+            streams.err(f"fedrun: error: {e}")
+            return EXIT["error"]
         return EXIT["finished"]
     from hydra._internal.utils import get_args_parser
     parser = get_args_parser()
@@ -148,6 +156,11 @@ def _preflight(argv: list[str]) -> int | None:
         args = parser.parse_intermixed_args(argv)
     except (ValueError, TypeError, SystemExit):
         return None
+    try:
+        plugin_defaults.store(args.overrides, args.config_dir)
+    except UserError as e:
+        streams.err(f"fedrun: error: {e}")
+        return EXIT["error"]
     if args.config_name or args.config_path or args.config_dir or args.info or args.shell_completion:
         return None
     from .dryrun import dry_run, requested

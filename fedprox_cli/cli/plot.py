@@ -10,8 +10,10 @@ Each RESULTS argument is a run folder or a folder searched for them (a sweep). R
 only across seeds: every other config difference is a separate curve. A diverged or unfinished
 run is left out of its curve's mean, drawn alone and marked at its last finite point, and named
 on stderr; a run folder that cannot be read is skipped with one line on stderr. Each legend entry
-says how many runs its curve averages (n=3). The settings all curves share are the caption: printed
-and written into the file's metadata, not drawn (--title draws a title). --out writes the format
+says how many runs its curve averages (n=3) and names it by the method's display name and every key
+that differs between curves (FedProx (mu = 0.01)); the band is named (± std over the seeds). The
+settings all curves share are the caption: printed, written into the file's metadata and beside
+it (fig.pdf -> fig.caption.txt), not drawn (--title draws a title). PDFs embed TrueType fonts. --out writes the format
 its extension names (.png, .pdf, .svg: vector) and creates missing folders. Bad input is one line
 on stderr and exit code 2.
 """

@@ -37,6 +37,12 @@ def closest(name: str, among) -> str | None:
     return close[0] if close else None
 
 
+def is_overflow(e: BaseException) -> bool:
+    """Arithmetic that overflowed the run's number type: a finite step too large (torch: "value
+    cannot be converted to type float without overflow", or Python's :class:`OverflowError`)."""
+    return isinstance(e, OverflowError) or isinstance(e, RuntimeError) and "without overflow" in str(e)
+
+
 def squeeze(text: str, limit: int = 400) -> str:
     """``text`` on one line (whitespace runs become one space), cut at ``limit`` characters."""
     line = " ".join(str(text).split())

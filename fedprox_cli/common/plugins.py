@@ -11,19 +11,31 @@ the package's own entries register on import; a user's entries come
   listed, so an installed plugin costs nothing until it is chosen;
 - or from ``_target_`` in the group's YAML (``name: mine`` with ``_target_: my_module.Mine``):
   the object at that dotted path is registered under ``name`` when the run is built.
+
+Every entry is checked where it enters (:meth:`Registry.admit`) against its registry's
+contract (a class of the right base with a ``name``, the methods it must define, its
+declarations of the right type): a plugin that breaks it is one line naming the plugin and the
+contract, exit code 2. Calls into a plugin's code go through :func:`calling`, so that its
+exception, or a result of the wrong kind, is reported as the plugin's (exit code 2), not as an
+internal error of fedrun.
 """
 
 from __future__ import annotations
 
-from dataclasses import fields
+import traceback
+from contextlib import contextmanager
+from dataclasses import fields, is_dataclass
 from importlib import import_module
 from importlib.metadata import entry_points
+from inspect import isfunction
 from types import ModuleType
+from typing import Callable
 
-from .errors import UserError, require, squeeze
+from .. import PACKAGE
+from .errors import UserError, is_overflow, require, squeeze
 
 
-def _located(target: str):
+def located(target: str):
     """The object at the dotted path ``target`` (``package.module.Attr``)."""
     module, _, attr = target.rpartition(".")
     try:
@@ -33,13 +45,95 @@ def _located(target: str):
                         f"{squeeze(str(e), 200)})") from None
 
 
+def builtin(obj) -> bool:
+    """Whether ``obj`` (a class, function or instance) is fedprox_cli's own."""
+    module = getattr(obj, "__module__", None) or type(obj).__module__
+    return module.split(".")[0] == "fedprox_cli"
+
+
+def origin(obj) -> str:
+    """``package.module.Name`` of a plugin's class or function (of an instance: its class)."""
+    cls = obj if isinstance(obj, type) or isfunction(obj) else type(obj)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = ()) -> Callable:
+    """The contract of a plugin class: a dataclass subclass of ``base`` with a ``name`` (a
+    non-empty string), defining each method of ``must`` itself (not inheriting ``base``'s),
+    and each ClassVar of ``flags`` a bool. Returns a test: the broken contract in words, or
+    None."""
+    def broken(cls) -> str | None:
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            return f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} (got {cls!r})"
+        if not is_dataclass(cls):
+            return f"it must be a dataclass (decorated with @dataclass, as {base.__name__} is)"
+        if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+            return "it must define name: ClassVar[str] = \"<its config name>\""
+        for m in must:
+            if not callable(getattr(cls, m, None)) or getattr(cls, m) is getattr(base, m, None):
+                return f"it must define the method {m}"
+        for f in flags:
+            if not isinstance(getattr(cls, f), bool):
+                return f"{f} must be a bool (a ClassVar[bool]), got {getattr(cls, f)!r}"
+        return None
+    return broken
+
+
+def callable_contract(what: str) -> Callable:
+    """The contract of a plugin function (a model builder, a dataset loader): callable."""
+    return lambda obj: None if callable(obj) and not isinstance(obj, ModuleType) else f"it must be {what}"
+
+
+class PluginError(UserError):
+    """A plugin broke its contract: the user's code, reported as bad input (exit code 2)."""
+
+
+@contextmanager
+def calling(obj, kind: str, what: str, name: str | None = None):
+    """Run a call into ``obj`` (a plugin's object) so that its exception is reported as the
+    plugin's: one :class:`PluginError` naming the plugin (``name``: its config name, if ``obj``
+    has no ``name``), the call and the plugin's line.
+    fedprox_cli's own objects, :class:`UserError`, out-of-memory errors and arithmetic overflow
+    (divergence: :func:`errors.is_overflow`) pass unchanged."""
+    try:
+        yield
+    except (UserError, MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        if builtin(obj) or type(e).__name__ == "OutOfMemoryError" or is_overflow(e):
+            raise
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(str(PACKAGE))]
+        at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+        raise PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
+                          f"{what}: {type(e).__name__}: {squeeze(str(e), 200)}{at}") from None
+
+
+def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: str | None = None):
+    """``value`` if ``ok``, else a :class:`PluginError`: the plugin's ``what`` returned
+    ``value`` instead of ``expected`` (``name``: as in :func:`calling`)."""
+    if not ok:
+        raise PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
+                          f"{what} must return {expected}, got {squeeze(repr(value), 80)}")
+    return value
+
+
 class Registry(dict):
     """Config name -> class or function, completed from the entry-point group
-    ``fedprox_cli.<plural>`` on demand (see module docstring)."""
+    ``fedprox_cli.<plural>`` on demand; every entry checked by ``contract`` (a test giving
+    the broken contract in words, or None) as it enters (see module docstring)."""
 
-    def __init__(self, kind: str, plural: str):
+    def __init__(self, kind: str, plural: str, contract: Callable[[object], str | None] = lambda obj: None):
         super().__init__()
-        self.kind, self.group = kind, f"fedprox_cli.{plural}"
+        self.kind, self.group, self.contract = kind, f"fedprox_cli.{plural}", contract
+
+    def admit(self, name: str, obj, where: str):
+        """``obj`` if it keeps the registry's contract, else one :class:`PluginError` naming
+        the plugin (``where``: how it came) and the contract it breaks."""
+        why = self.contract(obj)
+        if why is not None:
+            raise PluginError(f"{self.kind} plugin '{name}' ({where}) breaks the {self.kind} contract: {why} "
+                              f"(docs/extending.md)")
+        return obj
 
     def _load(self, name: str | None = None) -> None:
         """Import the group's entry points not yet registered (only ``name``'s if given)."""
@@ -53,11 +147,11 @@ class Registry(dict):
                                 f"{self.group}) cannot be loaded: {type(e).__name__}: "
                                 f"{squeeze(str(e), 200)}") from None
             if not isinstance(obj, ModuleType):
-                self.setdefault(ep.name, obj)
+                self.setdefault(ep.name, self.admit(ep.name, obj, f"{ep.value}, entry point group {self.group}"))
 
     def register(self, cls):
         """Class decorator: ``cls`` under its ``name``."""
-        self[cls.name] = cls
+        self[cls.name] = self.admit(getattr(cls, "name", "?"), cls, origin(cls))
         return cls
 
     def make(self, name: str, target: str | None = None, **params):
@@ -79,7 +173,7 @@ class Registry(dict):
         """The entry ``name``: registered, from an entry point, or from ``target`` (a
         ``_target_`` dotted path, registered under ``name``); a :class:`UserError` if none."""
         if target is not None:
-            obj = _located(target)
+            obj = self.admit(name, located(target), f"_target_ {target}")
             require(self.setdefault(name, obj) is obj,
                     f"{self.kind} '{name}' is already defined ({self[name].__module__}); "
                     f"give _target_ {target} another name")

@@ -35,8 +35,9 @@ def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     e.g. ``lifecycle.build(compose(["dataset=digits", "K=5"]))``."""
     from hydra import compose as hydra_compose, initialize_config_dir
 
-    from . import resolvers
+    from . import plugin_defaults, resolvers
     resolvers.register()
+    plugin_defaults.store(list(overrides))
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return hydra_compose("config", overrides=list(overrides))
 

@@ -25,11 +25,12 @@ import torch
 from ..common.files import atomic_write, check_readable, open_file
 from ..runs.console import say
 from ..common.errors import UserError, require, squeeze
-from ..common.plugins import Registry
+from ..common.plugins import Registry, callable_contract, calling, returned
 
 REDOWNLOAD = "delete it and download it again"
 
-_LOADERS = Registry("dataset", "datasets")  # name -> loader(root: Path) -> Dataset
+_LOADERS = Registry("dataset", "datasets", callable_contract(
+    "a dataset loader (root: Path) -> fedprox_cli.data.Dataset"))  # name -> loader(root: Path) -> Dataset
 
 
 @dataclass
@@ -59,6 +60,9 @@ def names() -> list[str]:
     return _LOADERS.names()
 
 
+lookup = _LOADERS.lookup
+
+
 def default_root() -> Path:
     """Where datasets are looked for (and downloaded to) unless ``data.root`` says otherwise:
     $FEDPROX_DATA, else ~/.cache/fedprox_cli/data."""
@@ -72,13 +76,15 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
     base = Path(root).expanduser() if root else default_root()
     require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")
     try:
-        ds = loader(base)
+        with calling(loader, "dataset", "its loader", name):
+            ds = loader(base)
     except UserError:
         raise
     except Exception as e:  # a file no loader wrapped in reading()
         raise UserError(f"dataset {name} under {base} cannot be read ({type(e).__name__}: "
                         f"{squeeze(str(e), 200)}); its files may be corrupt: delete them and "
                         f"download them again") from None
+    returned(loader, "dataset", "the loader", ds, isinstance(ds, Dataset), "a fedprox_cli.data.Dataset", name)
     ds.source = ds.source or str(base)
     for split, y in (("training", ds.train_y), ("test", ds.test_y)):
         require(len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),

@@ -14,9 +14,10 @@ import torch
 from torch import nn
 
 from ..common.errors import UserError, require
-from ..common.plugins import Registry
+from ..common.plugins import Registry, callable_contract, calling, returned
 
-_BUILDERS = Registry("model", "models")  # name -> builder(input_shape, num_classes, **params)
+_BUILDERS = Registry("model", "models", callable_contract(
+    "a model builder (input_shape, num_classes, **params) -> torch.nn.Module"))  # name -> builder
 
 
 def register(name: str):
@@ -30,6 +31,9 @@ def names() -> list[str]:
     return _BUILDERS.names()
 
 
+lookup = _BUILDERS.lookup
+
+
 def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str = "default",
           _target_: str | None = None, **params) -> nn.Module:
     """Model ``name`` for inputs of ``input_shape`` (without batch dim) and ``num_classes``.
@@ -37,7 +41,9 @@ def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str =
     plugin's builder by dotted path (:mod:`fedprox_cli.common.plugins`)."""
     builder = _BUILDERS.lookup(name, _target_)
     require(init in ("default", "zeros"), f"model.init must be 'default' or 'zeros', got '{init}'")
-    model = builder(tuple(input_shape), int(num_classes), **params)
+    with calling(builder, "model", "its builder", name):
+        model = builder(tuple(input_shape), int(num_classes), **params)
+    returned(builder, "model", "the builder", model, isinstance(model, nn.Module), "a torch.nn.Module", name)
     if init == "zeros":
         with torch.no_grad():
             for p in model.parameters():

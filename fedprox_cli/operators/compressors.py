@@ -14,18 +14,20 @@ from typing import ClassVar
 
 import torch
 
-from ..common.errors import require
 from ..engine.device import to_device
-from ..common.plugins import Registry
+from ..common import ranges
+from ..common.plugins import Registry, class_contract
+from ..common.ranges import param
 
 DENSE_BYTES = 4
 SPARSE_BYTES = 8
 
-_REGISTRY = Registry("compressor", "compressors")
+_REGISTRY = Registry("compressor", "compressors", lambda cls: _CONTRACT(cls))  # (Compressor is below)
 
 
 register = _REGISTRY.register
 names = _REGISTRY.names
+lookup = _REGISTRY.lookup
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Compressor":
@@ -45,11 +47,15 @@ class Compressor:
         return False
 
     def validate(self) -> None:
-        pass
+        """Each parameter in its declared range (:mod:`fedprox_cli.common.ranges`)."""
+        ranges.check(self, "compressor")
 
     def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
         """(compressed rows of V, total bytes of all rows); ``seed`` keys any randomness."""
         raise NotImplementedError
+
+
+_CONTRACT = class_contract(Compressor, ("__call__",))
 
 
 @register
@@ -73,11 +79,7 @@ def _kept(d: int, ratio: float) -> int:
 
 @dataclass(frozen=True)
 class _Sparsifier(Compressor):
-    ratio: float = 0.1   # share r of coordinates kept per row
-
-    def validate(self):
-        require(isinstance(self.ratio, (int, float)) and 0 < self.ratio <= 1,
-                f"compressor.ratio must be in (0, 1], got {self.ratio!r}")
+    ratio: float = param(0.1, gt=0, le=1)   # share r of coordinates kept per row
 
 
 @register
@@ -105,10 +107,6 @@ class RandK(_Sparsifier):
     name: ClassVar[str] = "randk"
     scaled: bool = False
 
-    def validate(self):
-        super().validate()
-        require(isinstance(self.scaled, bool), f"compressor.scaled must be true or false, got {self.scaled!r}")
-
     def __call__(self, V, seed=0):
         d = V.shape[-1]
         k = _kept(d, self.ratio)
@@ -128,10 +126,6 @@ class QSGD(Compressor):
     bit-packed (no entropy coding)."""
     name: ClassVar[str] = "qsgd"
     levels: int = 16
-
-    def validate(self):
-        require(isinstance(self.levels, int) and not isinstance(self.levels, bool) and self.levels > 0,
-                f"compressor.levels must be a positive integer, got {self.levels!r}")
 
     def row_bytes(self, d: int) -> int:
         return DENSE_BYTES + math.ceil(d * (1 + math.ceil(math.log2(self.levels + 1))) / 8)

@@ -16,19 +16,23 @@ register with :func:`register`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
 from ..common.errors import UserError, require
-from ..common.plugins import Registry
+from ..common import ranges
+from ..common.plugins import Registry, calling, class_contract, returned
+from ..common.ranges import param
 
-_REGISTRY = Registry("regularizer", "regularizers")
+
+_REGISTRY = Registry("regularizer", "regularizers", lambda cls: _CONTRACT(cls))  # (Regularizer is below)
 
 
 register = _REGISTRY.register
 names = _REGISTRY.names
+lookup = _REGISTRY.lookup
 
 
 def build(name: str, _target_: str | None = None, **params) -> "Regularizer":
@@ -53,10 +57,9 @@ class Regularizer:
         return False
 
     def validate(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            require(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0,
-                    f"regularizer.{f.name} must be a finite number >= 0, got {v!r}")
+        """Each parameter in its declared range (:mod:`fedprox_cli.common.ranges`; a float
+        declaring none is a coefficient, >= 0)."""
+        ranges.check(self, "regularizer")
 
     def max_step(self) -> float:
         """Largest admissible prox step (exclusive): 1/rho, or inf for convex h."""
@@ -69,19 +72,28 @@ class Regularizer:
                             f"regularizer {self.name} (weakly convex with rho = {self.rho:g})")
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
-        return self._value(x)
+        with calling(self, "regularizer", "value(x)"):
+            v = self._value(x)
+        return returned(self, "regularizer", "value(x)", v, torch.is_tensor(v) and v.shape == x.shape[:-1],
+                        f"a tensor of shape {tuple(x.shape[:-1])} (one value per row)")
 
     def prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         if not step > 0:
             raise UserError(f"prox step must be > 0, got {step:g}")
         self.check_step(step)
-        return self._prox(x, step)
+        with calling(self, "regularizer", "prox(x, step)"):
+            u = self._prox(x, step)
+        return returned(self, "regularizer", "prox(x, step)", u, torch.is_tensor(u) and u.shape == x.shape,
+                        f"a tensor of x's shape {tuple(x.shape)}")
 
     def _value(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
     def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         raise NotImplementedError
+
+
+_CONTRACT = class_contract(Regularizer, ("_value", "_prox"))
 
 
 def soft_threshold(x: torch.Tensor, tau: float) -> torch.Tensor:
@@ -146,11 +158,7 @@ class MCP(Regularizer):
     soft(x, step lam) / (1 - step/theta) up to |x| = theta lam, x beyond."""
     name: ClassVar[str] = "mcp"
     lam: float = 1e-5
-    theta: float = 3.0
-
-    def validate(self):
-        super().validate()
-        require(self.theta > 0, f"regularizer.theta must be > 0, got {self.theta!r}")
+    theta: float = param(3.0, gt=0)
 
     @property
     def rho(self):
@@ -178,11 +186,7 @@ class SCAD(Regularizer):
     piece is (a-1)/(a-1-step) soft(x, step a lam / (a-1)), as |x| > step a lam / (a-1) there."""
     name: ClassVar[str] = "scad"
     lam: float = 1e-5
-    a: float = 3.7
-
-    def validate(self):
-        super().validate()
-        require(self.a > 2, f"regularizer.a must be > 2, got {self.a!r}")
+    a: float = param(3.7, gt=2)
 
     @property
     def rho(self):
@@ -220,11 +224,7 @@ class L2Ball(Regularizer):
     """Indicator of {x : ||x||_2 <= radius} (per row); prox is the projection
     x min(1, radius / ||x||_2)."""
     name: ClassVar[str] = "l2_ball"
-    radius: float = 10.0
-
-    def validate(self):
-        super().validate()
-        require(self.radius > 0, f"regularizer.radius must be > 0, got {self.radius!r}")
+    radius: float = param(10.0, gt=0)
 
     def _value(self, x):
         inside = x.norm(dim=-1) <= self.radius * (1 + _slack(x))
@@ -240,14 +240,11 @@ class L2Ball(Regularizer):
 class Box(Regularizer):
     """Indicator of the box {x : lo <= x_j <= hi for all j}; prox is the clamp to [lo, hi]."""
     name: ClassVar[str] = "box"
-    lo: float = -1.0
-    hi: float = 1.0
+    lo: float = param(-1.0)
+    hi: float = param(1.0)
 
     def validate(self):
-        for key in ("lo", "hi"):
-            v = getattr(self, key)
-            require(isinstance(v, (int, float)) and math.isfinite(v),
-                    f"regularizer.{key} must be a finite number, got {v!r}")
+        super().validate()
         require(self.lo <= self.hi, f"regularizer.lo = {self.lo:g} must be <= hi = {self.hi:g}")
 
     def _value(self, x):

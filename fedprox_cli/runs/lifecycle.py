@@ -20,6 +20,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from .. import algorithms, data
+from ..algorithms import contract
 from ..engine import clients, choice as engine_choice, memory, models
 from ..operators import compressors, regularizers
 from . import keep, provenance
@@ -35,7 +36,7 @@ from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine.device import hardware, set_matmul_precision
 from .console import say
-from ..common.errors import EXIT, UserError, describe, require, squeeze
+from ..common.errors import EXIT, UserError, describe, is_overflow, require, squeeze
 from .lock import FILE as LOCK
 from ..engine.metrics import evaluate
 from ..engine.models import FlatModel
@@ -65,7 +66,7 @@ def overflow_is_divergence(exp: "Experiment", where: str, round: int):
     try:
         yield
     except (RuntimeError, OverflowError) as e:
-        if not (isinstance(e, OverflowError) or "without overflow" in str(e)):
+        if not is_overflow(e):
             raise
         dtype = str(exp.s.torch_dtype).removeprefix("torch.")
         raise Diverged(f"a step overflowed {dtype} in {where} ({squeeze(str(e), 120)})", round) from None
@@ -128,10 +129,10 @@ def validate(cfg: DictConfig, reference: DictConfig | None = None) -> Validated:
         inside("the run folder (logger.subdir)", str(subdir))
     require(s.participation == 1 or alg.partial_participation,
             f"algorithm {alg.name} is defined for full participation only; use participation=1")
-    for name, step in alg.prox_steps(s.K, s.T).items():
+    for name, step in contract.prox_steps(alg, s.K, s.T).items():
         h.check_step(step, f"algorithm.{name} (prox parameter of {alg.name})")
     stat_step = s.metrics.stationarity_step
-    stat_step = alg.stationarity_step(s.K) if stat_step is None else stat_step
+    stat_step = contract.stationarity_step(alg, s.K) if stat_step is None else stat_step
     require(stat_step > 0, f"metrics.stationarity_step must be > 0, got {stat_step}")
     check_stationarity_step(stat_step, s.torch_dtype, natural=s.metrics.stationarity_step is None)
     h.check_step(stat_step, "metrics.stationarity_step")
@@ -197,7 +198,7 @@ def split(s: RunConfig, ds: data.Dataset) -> list[np.ndarray]:
 
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
-    x = exp.alg.output(state)
+    x = contract.output(exp.alg, state, exp.flat.d)
     with overflow_is_divergence(exp, f"the evaluation of round {t}", t):
         m = evaluate(x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y)
     env = exp.env
@@ -215,7 +216,7 @@ def _start(exp: Experiment, ckpt: Checkpoint | None) -> Checkpoint:
     if ckpt is not None:
         restore_counters(exp.env, ckpt.counters)
         return ckpt
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    state = contract.init(exp.alg, exp.flat.flat(), exp.s.n)
     return Checkpoint(0, state, counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)], exp.digest, exp.fingerprint)
 
 
@@ -252,7 +253,7 @@ class Training:
         """Round t's computation (nothing else: the caller times it)."""
         self.exp.env.start_round(self.t)
         with overflow_is_divergence(self.exp, f"round {self.t + 1}", self.t + 1):
-            self.state = self.exp.alg.round(self.state, self.exp.env, self.t)
+            self.state = contract.round(self.exp.alg, self.state, self.exp.env, self.t)
 
     def after(self, seconds: float, stop: int | None = None) -> None:
         """Book round t (``seconds`` of training) and go to t + 1: evaluate, write, checkpoint.
@@ -284,7 +285,7 @@ class Training:
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
-        self.clients.add(t, clients.evaluate(exp.oracle, exp.alg.output(self.state), exp.dataset.test_x,
+        self.clients.add(t, clients.evaluate(exp.oracle, contract.output(exp.alg, self.state, exp.flat.d), exp.dataset.test_x,
                                              exp.dataset.test_y, exp.dataset.num_classes))
 
     def evaluates(self) -> bool:
@@ -456,7 +457,7 @@ def fits(exp: Experiment, out: Path, ckpt: Checkpoint | None) -> None:
         recorded = ckpt.data if ckpt is not None and ckpt.data else _recorded_data(out)
         provenance.check(recorded, exp.fingerprint, out)
     if ckpt is not None:
-        check_fits(out / CHECKPOINT, ckpt, exp.alg.init(exp.flat.flat(), exp.s.n), exp.s.T)
+        check_fits(out / CHECKPOINT, ckpt, contract.init(exp.alg, exp.flat.flat(), exp.s.n), exp.s.T)
 
 
 def same_data(s: RunConfig, out: Path, dataset: data.Dataset | None = None,

@@ -177,7 +177,7 @@ def runs_in(folder: Path) -> list[Path]:
 
 
 SCHEMA = {"status": str, "error": str, "exit_code": int, "round": int, "T": int, "final": dict,
-          "versions": dict, "heartbeat": str, "started": str, "ended": str, "command": str}
+          "versions": dict, "heartbeat": str, "started": str, "ended": str, "command": str, "code": dict}
 
 
 def read_summary(run_dir: Path) -> dict:

@@ -14,6 +14,7 @@ from .console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
 from ..config.validate import resolved
 from .lock import RunLock
+from . import code_record
 from .outputs import Summary, provenance
 
 
@@ -22,7 +23,7 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
     """Run ``cfg`` into folder ``out`` -- continuing the run already there when it is the same
     (see :mod:`checkpoint`) -- and return the exit code (:data:`errors.EXIT`). Everything is
     validated and built before the folder changes: a refused or failed start leaves a prior
-    run's files byte for byte as they were. One process at a time holds the folder
+    run's files byte for byte as they were, and a new run refused at validation no folder. One process at a time holds the folder
     (:mod:`lock`). ``reference``: see :func:`validate`."""
     out = Path(out)
     try:  # an interpolation that fails is bad input, refused before anything reads the config
@@ -39,6 +40,8 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
         return seeds.run(cfg, out, progress, command, hydra_record, reference)
     try:
         lifecycle.check_owned(out)
+        if not lifecycle.has_prior_run(out):  # refused at validation: no folder, no record
+            lifecycle.validate(cfg, reference)
         out.mkdir(parents=True, exist_ok=True)
         lock = RunLock(out).__enter__()
     except (UserError, OSError) as e:
@@ -71,8 +74,9 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
         ckpt = lifecycle.resume_point(cfg, out, v.s)
         if ckpt is True:
             lifecycle.same_data(v.s, out)
-            say(f"the run in {out} has already finished its {v.s.T} rounds; nothing to do",
-                stream=sys.stdout)
+            why = code_record.stale(out, v.s)
+            say(code_record.stale_line(out, why) if why else
+                f"the run in {out} has already finished its {v.s.T} rounds; nothing to do", stream=sys.stdout)
             lifecycle.say_closing(out, "finished")
             return EXIT["finished"]
         exp = lifecycle.build(cfg, validated=v)
@@ -92,7 +96,7 @@ def _run_locked(cfg, out, progress, command, hydra_record, reference) -> int:
 
 def _train_into(exp, cfg, out, ckpt, progress, command, hydra_record) -> int:
     """The run proper, once everything is built: from here on the folder records it."""
-    summary = Summary(out, **provenance(command), T=exp.s.T)
+    summary = Summary(out, **provenance(command), T=exp.s.T, code=code_record.of_config(exp.s))
     try:
         lifecycle.begin(exp, cfg, out, ckpt, summary, hydra_record)
         rows = lifecycle.train(exp, out, progress, ckpt, summary)

@@ -33,6 +33,7 @@ from ..common.errors import EXIT, UserError, describe, require
 from ..config.schema import RunConfig
 from .lock import RunLock
 from ..engine.lockstep import Lockstep
+from . import code_record
 from .outputs import SEED_PREFIX as PREFIX
 from .outputs import Summary, provenance
 from .signals import StopAfterRound
@@ -115,8 +116,9 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
         fingerprint = of_data(dataset)
         for one, folder in finished:
             lifecycle.same_data(typed(one), folder, dataset, fingerprint)
-            say(f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
-                stream=sys.stdout)
+            why = code_record.stale(folder, s)
+            say(code_record.stale_line(folder, why) if why else
+                f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do", stream=sys.stdout)
         for one, folder, ckpt in zip(cfgs, todo, ckpts):
             exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint))
             lifecycle.fits(exps[-1], folder, ckpt)
@@ -142,7 +144,7 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
 def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
     codes, live = [], {}
-    summaries = [Summary(f, **provenance(command), T=e.s.T) for f, e in zip(outs, exps)]
+    summaries = [Summary(f, **provenance(command), T=e.s.T, code=code_record.of_config(e.s)) for f, e in zip(outs, exps)]
 
     def end(r: int, error: BaseException | None) -> None:
         run = live.pop(r, None)

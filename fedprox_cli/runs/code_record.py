@@ -1,0 +1,94 @@
+"""Which code made a run: per config group (algorithm, regularizer, compressor, model,
+dataset), the object the run used, its package, version and a digest of its module's source
+(``summary.json``'s ``code``), and the comparison of a recorded record with the current code
+(:func:`changed`), which resume, "finished already" and the analysis commands use.
+
+A built-in's record names fedprox_cli's version; a plugin's its distribution's. The digest is
+of the source file that defines the object: editing a plugin (or fedprox_cli's module of a
+built-in) changes it; a run recorded before this record existed has none and is compared with
+nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from importlib.metadata import packages_distributions, version
+
+from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS
+from ..config.plugin_defaults import lookup
+
+GROUPS = tuple(PLUGIN_GROUPS)  # algorithm, regularizer, compressor, model, dataset
+DIGEST_CHARS = 16
+
+
+def of_object(obj) -> dict:
+    """``{"object", "package", "version", "digest"}`` of a class or function."""
+    module = inspect.getmodule(obj)
+    top = (module.__name__ if module else obj.__module__).split(".")[0]
+    dist = (packages_distributions().get(top) or [top])[0]
+    try:
+        v = version(dist)
+    except Exception:  # noqa: BLE001 -- a module on PYTHONPATH, not installed: no version
+        v = None
+    try:
+        source = inspect.getsourcefile(obj)
+        digest = hashlib.sha256(open(source, "rb").read()).hexdigest()[:DIGEST_CHARS] if source else None
+    except (OSError, TypeError):
+        digest = None
+    return {"object": f"{obj.__module__}.{getattr(obj, '__qualname__', obj.__class__.__name__)}",
+            "package": dist, "version": v, "digest": digest}
+
+
+def record(choices: dict) -> dict:
+    """The code record of a run: ``choices`` maps each group to ``(name, target or None)``."""
+    return {g: {"name": name, **of_object(lookup(g)(name, target))} for g, (name, target) in choices.items()}
+
+
+def of_config(s) -> dict:
+    """The code record of a typed run config (:class:`config.schema.RunConfig`)."""
+    return record({g: (getattr(s, g).name, getattr(s, g).params.get("_target_")) for g in GROUPS})
+
+
+def changed(recorded: dict | None, current: dict | None) -> list[str]:
+    """What differs between a recorded code record and the current one, one phrase per group
+    (``algorithm fedprox: code 1a2b3c4d5e6f7a8b -> 9c0d1e2f3a4b5c6d``); empty when either has
+    no record."""
+    if not recorded or not current:
+        return []
+    out = []
+    for g in GROUPS:
+        a, b = recorded.get(g) or {}, current.get(g) or {}
+        if a and b and a.get("digest") and b.get("digest") and a["digest"] != b["digest"]:
+            out.append(f"{g} {b.get('name')}: code {a['digest']} -> {b['digest']}")
+    return out
+
+
+def mixed(records: list[dict]) -> list[str]:
+    """The plugins that ``records`` (of runs put side by side) say were made by different code:
+    one phrase each (``algorithm fedprox: 2 versions of its code (1a2b..., 9c0d...)``)."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for r in records:
+        for g in GROUPS:
+            e = (r or {}).get(g) or {}
+            if e.get("digest"):
+                seen.setdefault((g, e.get("name")), set()).add(e["digest"])
+    return [f"{g} {name}: {len(d)} versions of its code ({', '.join(sorted(d))})"
+            for (g, name), d in sorted(seen.items()) if len(d) > 1]
+
+
+def stale(out, s) -> list[str]:
+    """:func:`changed` between the code recorded in ``out``'s summary.json and the code the
+    typed config ``s`` would run now: a finished run made by other code is stale."""
+    from .outputs import read_summary
+    try:
+        recorded = read_summary(out).get("code")
+    except (OSError, ValueError):
+        return []
+    return changed(recorded, of_config(s))
+
+
+def stale_line(out, why: list[str]) -> str:
+    """What fedrun says of a finished run made by other code instead of "already finished"."""
+    return (f"the run in {out} is stale: it was made by other code ({'; '.join(why)}); it is kept "
+            f"as it is: to re-run it, add resume=false")
