@@ -30,7 +30,7 @@ import tempfile
 from functools import cached_property
 from pathlib import Path
 
-from ..common import streams
+from ..common import guarded, streams
 from ..common.errors import EXIT, UserError
 
 BASE = ["dataset=digits", "model=linear", "T=4", "K=2", "n=4", "B=8", "eval_every=1", "participation=1",
@@ -145,9 +145,8 @@ class Checker:
         self.run("seeds=2", folder=self.folder / "batched")
         alone = self.run("engine=vmap", "seed=1")
         batched = self.folder / "batched"
-        import pandas as pd
         for s, ref in ((0, self.reference), (1, alone)):
-            got = pd.read_csv(batched / f"seed_{s}" / "metrics.csv").drop(columns="time_s")
+            got = guarded.read_csv(batched / f"seed_{s}" / "metrics.csv").drop(columns="time_s")
             self.same(got, ref, f"seed {s} of seeds=2 differs from the run made alone")
         return "seeds=2 in one process equals the two runs made alone"
 
@@ -188,18 +187,20 @@ CONTRACTS = (("interface", "interface"), ("state", "state"), ("no global randomn
 def check(spec: str, out=None) -> int:
     """Run every contract on ``spec``; print one line each (to ``out``, default stdout, through
     the one console); the exit code."""
-    out = out or sys.stdout
+    def say(text: str) -> None:
+        streams.line(out, text) if out is not None else streams.out(text)
+
     name, choose = _resolve(spec)
     failed = []
     with tempfile.TemporaryDirectory(prefix="fedrun-check-") as tmp:
         checker = Checker(name, choose, Path(tmp))
         for title, method in CONTRACTS:
             try:
-                streams.line(out, f"ok    {title}: {getattr(checker, method)()}")
+                say(f"ok    {title}: {getattr(checker, method)()}")
             except (Failed, UserError) as e:
                 failed.append(title)
-                streams.line(out, f"FAIL  {title}: {' '.join(str(e).split())}")
-    streams.line(out, f"{name}: {'all contracts hold' if not failed else 'fails ' + ', '.join(failed)}")
+                say(f"FAIL  {title}: {' '.join(str(e).split())}")
+    say(f"{name}: {'all contracts hold' if not failed else 'fails ' + ', '.join(failed)}")
     return EXIT["finished"] if not failed else 1
 
 
