@@ -62,7 +62,7 @@ def test_thirteen_algorithms_are_covered():
     """Every shipped algorithm (one file each) is among the parametrized names (an installed
     plugin's algorithm joins them)."""
     shipped = {p.stem for p in Path(algorithms.__file__).parent.glob("*.py")
-               if not p.stem.startswith("_") and p.stem != "base"}
+               if not p.stem.startswith("_") and p.stem not in ("base", "contract")}
     assert len(shipped) == 13 and shipped <= set(algorithms.names())
 
 
@@ -138,7 +138,7 @@ def test_bad_compile_settings_are_refused(overrides, message):
 def test_compile_true_with_engine_loop_is_refused_from_the_command_line(run_fedrun, tmp_path):
     p = run_fedrun(*SHAPES, "compile=true", "engine=loop", f"hydra.run.dir={tmp_path / 'run'}")
     assert p.returncode == 2 and "compile=true compiles the vmap engine" in p.stderr, p.stderr[-1000:]
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] != "finished"
+    assert not (tmp_path / "run").exists()  # refused at validation: no folder
 
 
 @pytest.mark.compiles
