@@ -16,6 +16,7 @@ import torch
 from conftest import child_env
 from hydra import compose, initialize_config_dir
 
+from fedprox_cli import algorithms
 from fedprox_cli.runs import lifecycle
 from fedprox_cli.operators import regularizers
 from fedprox_cli.cli.main import CONF_DIR
@@ -28,7 +29,6 @@ BASE = ["dataset=digits", "model=linear", "model.init=zeros", "dtype=float64", "
 L1 = ["regularizer=l1", "regularizer.lam=1e-2"]
 COMPOSITE = ["fedcanon", "fedcanon2", "fedcef", "fednmap", "scaffnew", "fedmid", "fedda", "za1",
              "za2", "feddr", "fedadmm"]
-SMOOTH_ONLY = ["fedavg", "scaffold"]
 PARTIAL = ["fedavg", "scaffold", "fedmid", "fedda", "feddr", "fedadmm"]
 
 
@@ -141,7 +141,7 @@ TABLE = {
 
 
 def regularizer_for(name):
-    return ["regularizer=none"] if name in SMOOTH_ONLY else []
+    return ["regularizer=none"] if algorithms.build(name).smooth_only else []  # its declaration
 
 
 @pytest.mark.parametrize("name", sorted(TABLE))

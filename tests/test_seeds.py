@@ -25,7 +25,6 @@ from fedprox_cli.runs.outputs import read_summary
 
 BASE = ["dataset=digits", "n=4", "K=2", "B=8", "T=3", "eval_every=1", "device=cpu", "engine=vmap",
         "checkpoint_every=0", "progress_every_s=0"]
-SMOOTH_ONLY = {"fedavg", "scaffold"}
 RANDOM = {  # each algorithm with the per-run random draws it can make
     "fedavg": ["participation=0.5"], "scaffold": ["participation=0.5"], "fedmid": ["participation=0.5"],
     "fedda": ["participation=0.5"], "feddr": ["participation=0.5"], "fedadmm": ["participation=0.5"],
@@ -37,7 +36,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def overrides(name: str) -> list[str]:
-    return [*BASE, f"algorithm={name}", *(["regularizer=none"] if name in SMOOTH_ONLY else []),
+    return [*BASE, f"algorithm={name}", *(["regularizer=none"] if algorithms.build(name).smooth_only else []),
             *RANDOM.get(name, [])]
 
 
