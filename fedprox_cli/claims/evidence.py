@@ -209,10 +209,16 @@ def _label(panel: tuple, seed) -> str:
     return ", ".join([*(f"{report.short(k).rsplit('.', 1)[-1]}={shown(v)}" for k, v in panel), f"seed {seed}"])
 
 
-def _cells(t: Test, runs: list[report.Run]) -> dict:
-    """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
+def _where(t: Test, runs: list[report.Run]) -> list[report.Run]:
+    """The runs whose config has every value of the test's ``where``."""
     for k, want in t.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    return runs
+
+
+def _cells(t: Test, runs: list[report.Run]) -> dict:
+    """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
+    runs = _where(t, runs)
     key = key_of(runs, t.key)
     panels = [key_of(runs, p) for p in t.panels]
     out: dict = {}
@@ -305,8 +311,7 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
 
 def _rest(t: Test, runs, panel, seed):
     """For ``drop``: the runs of the same panel and seed at the other values of ``t.key``."""
-    for k, want in t.where.items():
-        runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    runs = _where(t, runs)
     key = key_of(runs, t.key)
     for r in runs:
         if r.config.get("seed") == seed and all(r.config.get(p) == v for p, v in panel) \
@@ -326,8 +331,7 @@ def _within(value: float, holds: dict) -> bool:
 
 def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
     """Per panel and seed: the slope of log(final metric) on log(key)."""
-    for k, want in t.where.items():
-        runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
+    runs = _where(t, runs)
     key = key_of(runs, t.key)
     panels = [key_of(runs, p) for p in t.panels]
     cells: dict = {}
