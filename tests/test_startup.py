@@ -2,6 +2,7 @@
 cache (decoded once, read back bit-identical, decoded again when a source changes, rebuilt
 when unreadable) and ``engine=auto`` sparing a short run vmap's start-up."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -128,31 +129,31 @@ def test_lookup_is_the_normalization_bit_for_bit():
                        (torch.from_numpy(grey).double() / 255.0).float() * 3 - 1)
 
 
-def test_a_short_run_is_spared_the_vmap_start_up(monkeypatch):
-    record = {"engine": "vmap", "source": "cache", "vmap_import_s": 1.0,
-              "s_per_client_step": {"loop": 3e-4, "vmap": 2e-4}}
-    monkeypatch.setattr(choice, "_LOADED", {})  # this process has not imported torch._dynamo
-    short = choice._short_run(record, client_steps=100)   # gains 0.01 s < 1 s
-    assert short["engine"] == "loop" and short["short_run"]
-    assert "too short to repay vmap's start-up of 1 s" in choice.line(short)
-    assert choice._short_run(record, client_steps=100_000)["engine"] == "vmap"  # gains 10 s
-    assert choice._short_run(record, client_steps=None)["engine"] == "vmap"
-    assert choice._short_run({**record, "vmap_import_s": None}, 100)["engine"] == "vmap"  # not measured
-    monkeypatch.setattr(choice, "_LOADED", {choice.DYNAMO: None})  # paid already
-    assert choice._short_run(record, client_steps=100)["engine"] == "vmap"
+def test_the_vmap_engine_does_not_import_dynamo(tmp_path):
+    """vmap's gradient transform imports torch._dynamo for a context that only matters once
+    it is loaded (fedprox_cli.engine.batched): a run of the vmap engine goes without it."""
+    tiny = ("dataset=digits", "model=linear", "T=2", "K=2", "n=4", "engine=vmap")
+    run = probe_run(tmp_path, "vmap", *tiny)
+    assert run["code"] == 0 and "torch._dynamo" not in run["loaded"]
 
 
-def test_a_record_without_vmap_start_up_gets_it_from_the_next_run(tmp_path, monkeypatch):
-    """Records written before the start-up was measured: the next run that uses vmap (and so
-    imports torch._dynamo anyway) times the import and adds it, and a later short run skips vmap."""
-    from fedprox_cli.engine.choice import cache_file, read_cache
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(choice, "_LOADED", {})
-    monkeypatch.setattr(choice, "_vmap_start_up", lambda: 1.0)
-    oracle = type("O", (), {"data": type("D", (), {"n": 4})(), "chunk": 4})()
-    monkeypatch.setattr(choice, "cache_key", lambda oracle, clients: "k")
-    old = {"engine": "vmap", "s_per_client_step": {"loop": 3e-4, "vmap": 2e-4}, "measured_at": "then"}
-    cache_file().parent.mkdir(parents=True)
-    cache_file().write_text(json.dumps({"k": old}))
-    assert choice.choose(oracle, "auto", client_steps=100)["engine"] == "loop"
-    assert read_cache(cache_file())["k"] == {**old, "vmap_import_s": 1.0}
+def test_batched_grad_is_torch_funcs_with_and_without_dynamo():
+    """The same numbers as torch.func's own transform, bit for bit, before torch._dynamo is
+    imported (autograd_grad's own path) and after (torch's function)."""
+    from torch.func import grad_and_value, vmap
+
+    from fedprox_cli.engine import batched
+    gen = torch.Generator().manual_seed(0)
+    W, x = torch.randn(5, 12, generator=gen), torch.randn(5, 7, 3, generator=gen)
+
+    def loss(w, xs):  # a tiny model: rows of W are (3, 4) matrices; one unused input
+        return torch.tanh(xs @ w.view(3, 4)).square().mean()
+
+    got = batched.batched_grad(loss)(W, x)
+    if batched.DYNAMO not in sys.modules:
+        assert batched.eager_transforms._autograd_grad is batched.autograd_grad
+    importlib.import_module("torch._dynamo")  # now torch's own function runs
+    want = vmap(grad_and_value(loss))(W, x)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert all(torch.equal(a, b) for a, b in zip(batched.batched_grad(loss)(W, x), want))
+    assert batched.autograd_grad([x.sum()], [W])[0].equal(torch.zeros_like(W))  # not a function of W

@@ -14,21 +14,15 @@ written one), so runs of one config on one machine use one engine. The record
 (``Oracle.engine_choice``) says which engine runs, whether it was ``measured``, read from the
 ``cache`` or ``forced`` (``engine=loop|vmap``), and the seconds per client-step of each engine.
 
-The vmap engine has a start-up cost: its first call imports ``torch._dynamo`` (about a second
-on a CPU), which :func:`choose` measures once and caches with the timings (``vmap_import_s``).
-A run whose planned client-steps would not repay it -- ``client_steps`` times vmap's gain per
-client-step below that cost, in a process that has not imported it yet -- runs the loop
-engine (``short_run`` in the record), so a quick try does not pay for an engine built for long
-runs.
+Neither engine has a start-up cost worth weighing: the vmap engine's first call takes a few
+milliseconds (:mod:`batched`: it does not import ``torch._dynamo``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -43,8 +37,6 @@ MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are f
 REPEATS = 3        # timed steps per engine (best kept)
 BUDGET_S = 2.0     # stop timing after this long (at least one timed step per engine)
 TIMED = ("loop", "vmap")
-DYNAMO = "torch._dynamo"  # what vmap's first call imports
-_LOADED = sys.modules     # what this process has imported
 
 
 def cache_file() -> Path:
@@ -79,7 +71,7 @@ def time_steps(oracle, clients: int, variants: dict[str, tuple[str, Callable]],
     variant (an engine and the batched-gradient call the vmap engine makes), interleaved: the
     best seconds per client-step of ``repeats`` steps (or as many as :data:`BUDGET_S` allows,
     at least one), and the wall seconds of each variant's first, warm-up step (first-call
-    costs: vmap imports torch._dynamo; a compiled call compiles). The oracle is left as it was."""
+    costs: a compiled call compiles). The oracle is left as it was."""
     ids = torch.arange(clients, device=oracle.device)
     X = oracle.model.flat().expand(clients, -1).contiguous()
     G = torch.empty_like(X)
@@ -115,41 +107,27 @@ def read_cache(path: Path) -> dict:
         return {}  # no cache yet, or an unreadable one: measure (and rewrite it)
 
 
-def choose(oracle, engine: str, client_steps: int | None = None) -> dict:
-    """The engine record for ``engine`` (``auto`` measured or cached; others forced);
-    ``client_steps``: the client-steps the run will compute (None: vmap's start-up is not
-    counted)."""
+def choose(oracle, engine: str) -> dict:
+    """The engine record for ``engine`` (``auto`` measured or cached; others forced)."""
     if engine != "auto":
         return {"engine": engine, "source": "forced"}
     clients = max(1, min(oracle.data.n, oracle.chunk, MAX_CLIENTS))
     key, path = cache_key(oracle, clients), cache_file()
     hit = read_cache(path).get(key)
     if _valid(hit):
-        if hit["engine"] == "vmap" and "vmap_import_s" not in hit and DYNAMO not in _LOADED:
-            hit["vmap_import_s"] = _vmap_start_up()  # a record written before it was measured:
-            _store(path, key, hit, replace=True)    # this run pays it anyway (vmap), later ones need not
-        return _short_run({**hit, "source": "cache", "cache": str(path)}, client_steps)
-    fresh = DYNAMO not in _LOADED
-    record = {"vmap_import_s": _vmap_start_up()} if fresh else {}
+        return {**hit, "source": "cache", "cache": str(path)}
     timings = time_engines(oracle, clients)
-    record.update({"engine": min(TIMED, key=timings.__getitem__), "s_per_client_step": timings,
-                   "clients_timed": clients, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    record = {"engine": min(TIMED, key=timings.__getitem__), "s_per_client_step": timings,
+              "clients_timed": clients, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     return {**_store(path, key, record), "cache": str(path)}
 
 
-def _vmap_start_up() -> float:
-    """Seconds to import what vmap's first call imports (timed apart from its steps)."""
-    started = time.perf_counter()
-    importlib.import_module(DYNAMO)
-    return time.perf_counter() - started
-
-
-def _store(path: Path, key: str, record: dict, replace: bool = False) -> dict:
+def _store(path: Path, key: str, record: dict) -> dict:
     """Write ``record`` under ``key`` (unless another process, a parallel sweep job, wrote one
-    meanwhile and not ``replace``: the first one wins) and return the record in force, with its
-    source (``measured`` or ``cache``)."""
+    meanwhile: the first one wins) and return the record in force, with its source
+    (``measured`` or ``cache``)."""
     cache = read_cache(path)
-    if not replace and _valid(cache.get(key)):
+    if _valid(cache.get(key)):
         return {**cache[key], "source": "cache"}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -159,25 +137,13 @@ def _store(path: Path, key: str, record: dict, replace: bool = False) -> dict:
     return {**record, "source": "measured"}
 
 
-def _short_run(record: dict, client_steps: int | None) -> dict:
-    """``record`` with the loop engine where it chose vmap but ``client_steps`` would not repay
-    vmap's start-up in this process (see the module's docstring)."""
-    start, times = record.get("vmap_import_s"), record["s_per_client_step"]
-    if record["engine"] != "vmap" or not start or not client_steps or DYNAMO in _LOADED:
-        return record
-    gain = (times["loop"] - times["vmap"]) * client_steps
-    return {**record, "engine": "loop", "short_run": True} if gain < start else record
-
-
 def line(record: dict) -> str | None:
     """The run's line about ``auto``'s choice and both timings (None for a forced engine)."""
     if record.get("source") not in ("measured", "cache"):
         return None
     times = ", ".join(f"{e} {1e3 * s:.3g} ms" for e, s in sorted(record["s_per_client_step"].items()))
     how = "measured" if record["source"] == "measured" else f"from the cache (measured {record.get('measured_at', '?')})"
-    short = (f"; the run is too short to repay vmap's start-up of {record['vmap_import_s']:.2g} s"
-             if record.get("short_run") else "")
-    return f"{record['engine']} (engine=auto, {how}: {times} per client-step{short})"
+    return f"{record['engine']} (engine=auto, {how}: {times} per client-step)"
 
 
 def _valid(record) -> bool:

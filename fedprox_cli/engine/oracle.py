@@ -43,9 +43,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import grad_and_value, vmap
-
 from . import compile as compile_choice, choice as engine_choice
+from .batched import batched_grad
 from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
 from ..common.errors import require
 from .models import FlatModel
@@ -116,6 +115,12 @@ class FlatModule:
             self.w.copy_(x)
 
 
+def shifted(g: torch.Tensor, s: torch.Tensor | float) -> torch.Tensor:
+    """``g + s`` in place; ``g`` itself for the shift 0.0 (FedAvg's): one pass over the
+    gradient fewer per step, with the same numbers."""
+    return g if isinstance(s, float) and s == 0.0 else g.add_(s)
+
+
 @functools.cache
 def keep_freed_memory() -> None:
     """Have glibc serve every allocation from its heap and keep freed memory there, instead of
@@ -150,12 +155,10 @@ class Oracle:
         self.eval_batch = eval_batch
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
         self._work = FlatModule(model)
-        self._batched_grad = vmap(grad_and_value(self._flat_loss))
+        self._batched_grad = batched_grad(self._flat_loss)
         self.engine = engine
-        self.engine_choice = engine_choice.choose(self, engine, client_steps)  # engine, how chosen, timings
+        self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
         self.engine = self.engine_choice["engine"]
-        if self.engine == "vmap":  # torch.func imports dynamo on first use (~3 s): here, not in round 1
-            import torch._dynamo  # noqa: F401
         self.compile_choice = compile_choice.choose(self, compile, client_steps)
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
 
@@ -238,7 +241,7 @@ class Oracle:
                 Xc, Sc = X[a:e], shift[a:e] if rows else shift
                 for ids, w in batches:
                     inputs, targets = self._samples(ids[a:e])
-                    Xc.sub_(self._batched_grad(Xc, inputs, targets, w[a:e])[0].add_(Sc), alpha=beta)
+                    Xc.sub_(shifted(self._batched_grad(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
             return X
         for i in range(len(clients)):
             si = shift[i] if rows else shift
@@ -249,7 +252,7 @@ class Oracle:
                 _, grads = self._module_grad(inputs, targets, w[i])
                 with torch.no_grad():
                     for p, g, sp in zip(self._work.params, grads, s_views):
-                        p.sub_(g.add_(sp), alpha=beta)
+                        p.sub_(shifted(g, sp), alpha=beta)
             X[i].copy_(self._work.w)
         return X
 
