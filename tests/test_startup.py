@@ -129,12 +129,27 @@ def test_lookup_is_the_normalization_bit_for_bit():
                        (torch.from_numpy(grey).double() / 255.0).float() * 3 - 1)
 
 
-def test_the_vmap_engine_does_not_import_dynamo(tmp_path):
+def test_the_vmap_engine_does_not_import_dynamo_or_decompositions(tmp_path):
     """vmap's gradient transform imports torch._dynamo for a context that only matters once
-    it is loaded (fedprox_cli.engine.batched): a run of the vmap engine goes without it."""
+    it is loaded (fedprox_cli.engine.batched), and nll_loss under vmap runs a Python
+    decomposition that imports sympy (oracle.cross_entropy): a vmap run goes without either."""
     tiny = ("dataset=digits", "model=linear", "T=2", "K=2", "n=4", "engine=vmap")
     run = probe_run(tmp_path, "vmap", *tiny)
-    assert run["code"] == 0 and "torch._dynamo" not in run["loaded"]
+    assert run["code"] == 0
+    assert not {"torch._dynamo", "sympy"} & set(run["loaded"])
+
+
+def test_the_loss_is_torchs_cross_entropy_bit_for_bit():
+    """oracle.cross_entropy (gather of log_softmax) gives F.cross_entropy's value and gradient."""
+    import torch.nn.functional as F
+
+    from fedprox_cli.engine.oracle import cross_entropy
+    gen = torch.Generator().manual_seed(1)
+    z, y, w = torch.randn(33, 10, generator=gen), torch.randint(0, 10, (33,), generator=gen), torch.rand(33, generator=gen)
+    mine, theirs = z.clone().requires_grad_(), z.clone().requires_grad_()
+    a, b = cross_entropy(mine, y, w), (w * F.cross_entropy(theirs, y, reduction="none")).sum()
+    a.backward(), b.backward()
+    assert torch.equal(a, b) and torch.equal(mine.grad, theirs.grad)
 
 
 def test_batched_grad_is_torch_funcs_with_and_without_dynamo():

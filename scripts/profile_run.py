@@ -1,0 +1,76 @@
+"""Where one fedrun process spends its wall time: ``python scripts/profile_run.py OVERRIDES...``
+runs ``fedrun OVERRIDES`` in this process with timers around its phases and prints one JSON
+line of seconds (wall) per phase; ``scripts/bench_peers.py`` prints it as the profile of what
+bounds a goal it does not meet.
+
+Phases (none inside another): ``import torch``; ``import fedprox_cli`` (the CLI and what it
+imports before Hydra runs); Hydra's ``composition`` (it composes the config twice, fedrun once
+more for the reference config of the validation); ``data`` (loading the dataset); ``engine
+choice`` (``engine=auto`` / ``compile=auto``: measured, or read from their caches);
+``evaluation`` (every metrics row, round 0's included); ``rounds`` (training, what the run's
+``time_s`` counts); ``plot`` (``metrics.png``, matplotlib's import included); ``file writes``
+(atomic writes of the run folder's records, the plot's file excluded); ``other`` (the rest of
+the process: the interpreter, Hydra's set-up, building the model and the partition, checks).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import sys
+import time
+
+START = time.perf_counter()
+import torch  # noqa: E402,F401
+
+PHASES = {  # phase: (module, qualified name) of the calls timed
+    "composition": [("hydra._internal.hydra", "Hydra.compose_config")],
+    "data": [("fedprox_cli.data", "load_config")],
+    "engine choice": [("fedprox_cli.engine.choice", "choose"), ("fedprox_cli.engine.compile", "choose")],
+    "evaluation": [("fedprox_cli.runs.lifecycle", "evaluate")],
+    "rounds": [("fedprox_cli.runs.lifecycle", "Training.round")],
+    "plot": [("fedprox_cli.runs.lifecycle", "_plot")],
+    "file writes": [("fedprox_cli.common.files", "_write_replace")],
+}
+
+
+def main() -> None:
+    seconds = {"import torch": time.perf_counter() - START}
+    started = time.perf_counter()
+    from fedprox_cli.cli import main as cli
+    seconds["import fedprox_cli"] = time.perf_counter() - started
+    active: list[str] = []  # the phase being timed (a nested call counts for the outer one)
+
+    def timer(phase: str, fn):
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            if active:
+                return fn(*args, **kwargs)
+            active.append(phase)
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                seconds[phase] = seconds.get(phase, 0.0) + time.perf_counter() - t
+                active.pop()
+        return timed
+
+    for phase, calls in PHASES.items():
+        for module, name in calls:
+            owner = importlib.import_module(module)
+            *path, attr = name.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            setattr(owner, attr, timer(phase, getattr(owner, attr)))
+    try:
+        cli.main(sys.argv[1:])
+    except SystemExit as e:
+        code = e.code
+    total = time.perf_counter() - START
+    seconds["other"] = total - sum(seconds.values())
+    print(json.dumps({"exit": code, "total": total, "seconds": seconds}), file=sys.__stdout__)
+
+
+if __name__ == "__main__":
+    main()
