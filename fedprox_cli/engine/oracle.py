@@ -159,6 +159,8 @@ class Oracle:
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
         self._work = FlatModule(model)
         self._batched_grad = batched_grad(self._flat_loss)
+        self._eager_grad = self._batched_grad  # until compiled (compile) or joined (join)
+        self._param_grads = batched_grad(self._param_loss)
         self.engine = engine
         self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
         self.engine = self.engine_choice["engine"]
@@ -172,7 +174,10 @@ class Oracle:
         self._batched_grad = lockstep.member(self._batched_grad)
 
     def _flat_loss(self, x, inputs, targets, weights):
-        return cross_entropy(self.model(x, inputs), targets, weights)
+        return self._param_loss(self.model.params(x), inputs, targets, weights)
+
+    def _param_loss(self, params, inputs, targets, weights):
+        return cross_entropy(torch.func.functional_call(self.model.module, params, (inputs,)), targets, weights)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
         """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t:
@@ -239,12 +244,16 @@ class Oracle:
         self.grad_evals += K * len(clients)
         rows = torch.is_tensor(shift) and shift.dim() == 2
         if self.engine == "vmap":
+            by_parameter = self._batched_grad is self._eager_grad  # neither compiled nor joined
             for a in range(0, len(clients), self.chunk):
                 e = a + self.chunk
                 Xc, Sc = X[a:e], shift[a:e] if rows else shift
                 for ids, w in batches:
                     inputs, targets = self._samples(ids[a:e])
-                    Xc.sub_(shifted(self._batched_grad(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
+                    if by_parameter:
+                        self._param_steps(Xc, Sc, inputs, targets, w[a:e], beta)
+                    else:
+                        Xc.sub_(shifted(self._batched_grad(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
             return X
         for i in range(len(clients)):
             si = shift[i] if rows else shift
@@ -258,6 +267,17 @@ class Oracle:
                         p.sub_(shifted(g, sp), alpha=beta)
             X[i].copy_(self._work.w)
         return X
+
+    def _param_steps(self, Xc, Sc, inputs, targets, w, beta: float) -> None:
+        """One step ``Xc <- Xc - beta (G + Sc)`` with the gradient taken parameter by parameter
+        (vmap over the rows' parameter views) and applied to those views: the numbers of the
+        flat gradient's step, bit for bit, without concatenating the parameters' gradients
+        into an (m, d) tensor (~15% of a step of the MLP here)."""
+        views = self.model.params(Xc)
+        shifts = self.model.params(Sc) if torch.is_tensor(Sc) else dict.fromkeys(views, Sc)
+        grads, _ = self._param_grads(views, inputs, targets, w)
+        for name, view in views.items():
+            view.sub_(shifted(grads[name], shifts[name]), alpha=beta)
 
     def _module_grad(self, inputs, targets, weights):
         """Loss and parameter gradients of the working module (loaded beforehand)."""
