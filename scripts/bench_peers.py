@@ -11,8 +11,11 @@ training time by the framework's own timer (fedrun: ``time_s`` of its last metri
 its ``StopwatchCallback``; Flower: its strategy's rounds), client-steps/s over that training
 time, overhead (wall minus training), the final train loss over all 60,000 samples, and the
 ratios against fedrun in the same run (> 1: fedrun faster). Best of ``--repeats`` per cell.
-Then a tiny run's start-up: ``fedrun dataset=digits model=linear T=1`` against ``python -c
-'import torch'``, interleaved.
+For each goal not met (:data:`GOALS`), what bounds it: fedrun's process by phase
+(``scripts/profile_run.py``) and, where client-steps/s fell short, its training steps against
+the same matrix products replayed alone (``scripts/bench_engine.py``). Then a tiny run's
+start-up: ``fedrun dataset=digits model=linear T=1`` against ``python -c 'import torch'``,
+interleaved (and its phases when its goal is not met).
 
 The peers' scripts are in ``scripts/peers/`` (their quickstarts' APIs); docs/performance.md
 says what is unfair in either direction.
@@ -21,6 +24,7 @@ says what is unfair in either direction.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -85,12 +89,16 @@ def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> t
         return wall, out.read().decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
+def fedrun_args(n, K, T, participation, out: Path) -> list[str]:
+    """fedrun's overrides for a workload, its run folder ``out``."""
+    return ["algorithm=fedavg", "regularizer=none", "dataset=fmnist", "model=mlp", "partition=iid", f"n={n}",
+            f"K={K}", f"T={T}", f"B={B}", f"algorithm.beta={LR}", f"participation={participation}",
+            f"eval_every={T}", "seed=0", f"hydra.run.dir={out}"]
+
+
 def run_fedrun(n, K, T, participation, tmp: Path) -> dict:
     out = Path(tempfile.mkdtemp(dir=tmp))
-    wall, _, _ = timed([sys.executable, "-m", "fedprox_cli", "algorithm=fedavg", "regularizer=none",
-                     "dataset=fmnist", "model=mlp", "partition=iid", f"n={n}", f"K={K}", f"T={T}",
-                     f"B={B}", f"algorithm.beta={LR}", f"participation={participation}",
-                     f"eval_every={T}", "seed=0", f"hydra.run.dir={out / 'run'}"], cwd=tmp)
+    wall, _, _ = timed([sys.executable, "-m", "fedprox_cli", *fedrun_args(n, K, T, participation, out / "run")], cwd=tmp)
     final = json.loads((out / "run" / "summary.json").read_text())["final"]
     return {"wall_s": wall, "train_s": final["time_s"], "client_steps": final["grad_evals"],
             "train_loss": final["train_loss"]}
@@ -145,8 +153,30 @@ def table(results: dict, systems: list[str]) -> list[str]:
     return lines
 
 
-def goals(results: dict) -> list[str]:
-    out = []
+def profile(args: list[str], tmp: Path) -> str:
+    """Where a fedrun process with ``args`` spends its wall time (scripts/profile_run.py), one line."""
+    _, out, _ = timed([sys.executable, str(ROOT / "scripts" / "profile_run.py"), *args], cwd=tmp)
+    got = json.loads(next(x for x in reversed(out.splitlines()) if x.startswith("{")))
+    parts = sorted(got["seconds"].items(), key=lambda kv: -kv[1])
+    return f"{got['total']:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in parts)
+
+
+def roofline(n: int, K: int, participation: float) -> str:
+    """fedrun's training steps against the same matrix products replayed alone
+    (scripts/bench_engine.py, both engines, one thread), one line per engine."""
+    m = max(1, round(participation * n))
+    _, out, _ = timed([sys.executable, str(ROOT / "scripts" / "bench_engine.py"), "--model", "mlp", "--algorithm",
+                       "fedavg", "--regularizer", "none", "--shape", "fmnist", "--n", str(m), "--K", str(K),
+                       "--B", str(B), "--engines", "loop,vmap", "--threads", "1", "--repeats", "2", "--no-eval"])
+    rows = [ast.literal_eval(x) for x in out.splitlines() if x.startswith("{'workload'")]
+    return "; ".join(f"{r['engine']} {r['steps/s']:,.0f} client-steps/s at {r['GFLOP/s']:.1f} GFLOP/s, "
+                     f"{r['of roofline']:.0%} of its products' rate replayed alone ({r['roofline GFLOP/s']:.1f})"
+                     for r in rows)
+
+
+def goals(results: dict) -> tuple[list[str], dict[str, set[str]]]:
+    """The goals' lines, and per workload the goals not met (``wall``, ``steps``)."""
+    out, unmet = [], {}
     for wl, by_system in results.items():
         base = by_system["fedrun"]
         for s, (wall_goal, rate_goal) in GOALS.items():
@@ -155,11 +185,28 @@ def goals(results: dict) -> list[str]:
             r = by_system[s]
             wall = r["wall_s"] / base["wall_s"]
             out.append(f"{wl} vs {s}: wall {wall:.2f}x (goal {wall_goal}x: {'met' if wall >= wall_goal else 'NOT met'})")
+            if wall < wall_goal:
+                unmet.setdefault(wl, set()).add("wall")
             if rate_goal:
                 rate = (base["client_steps"] / base["train_s"]) / (r["client_steps"] / r["train_s"])
                 out.append(f"{wl} vs {s}: client-steps/s {rate:.2f}x (goal {rate_goal}x: "
                            f"{'met' if rate >= rate_goal else 'NOT met'})")
-    return out
+                if rate < rate_goal:
+                    unmet.setdefault(wl, set()).add("steps")
+    return out, unmet
+
+
+def bounds(unmet: dict[str, set[str]], tmp: Path) -> list[str]:
+    """What bounds each goal not met: fedrun's process by phase, and its training steps against
+    the roofline where client-steps/s fell short."""
+    lines = []
+    for wl, which in unmet.items():
+        n, K, T, participation = WORKLOADS[wl]
+        lines.append(f"{wl}, fedrun's process by phase: "
+                     f"{profile(fedrun_args(n, K, T, participation, Path(tempfile.mkdtemp(dir=tmp)) / 'run'), tmp)}")
+        if "steps" in which:
+            lines.append(f"{wl}, fedrun's training steps: {roofline(n, K, participation)}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -188,7 +235,10 @@ def main(argv: list[str] | None = None) -> None:
                         # the best process; its training time is its own framework's
                         results[wl][s] = {**got, "train_s": min(got["train_s"], best["train_s"]) if best else got["train_s"]}
         if results:
-            print("\n".join(["", *table(results, systems), "", *goals(results)]))
+            met, unmet = goals(results)
+            print("\n".join(["", *table(results, systems), "", *met]), flush=True)
+            if unmet and "fedrun" in systems:
+                print("\n".join(["", "what bounds the goals not met:", *bounds(unmet, Path(tmp))]))
         if not args.no_startup:
             best = startup(max(3, args.repeats), Path(tmp))
             run, torch_, dynamo = best["tiny run"], best["import torch"], best["import torch._dynamo"]
@@ -198,6 +248,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"{overhead[0]:.2f} s wall, {overhead[1]:.2f} s CPU (goal <= 1.2 s: "
                   f"{'met' if overhead[0] <= 1.2 else 'NOT met'} in wall time); importing torch._dynamo "
                   f"as well would add {dynamo[0] - torch_[0]:.2f} s wall, {dynamo[1] - torch_[1]:.2f} s CPU")
+            if overhead[0] > 1.2:
+                tiny = ["dataset=digits", "model=linear", "T=1", f"hydra.run.dir={Path(tmp) / 'tiny-profile'}"]
+                print(f"what bounds it, the tiny run by phase: {profile(tiny, Path(tmp))}")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
