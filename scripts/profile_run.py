@@ -5,7 +5,8 @@ bounds a goal it does not meet.
 
 Phases (none inside another): ``import torch``; ``import fedprox_cli`` (the CLI and what it
 imports before Hydra runs); Hydra's ``composition`` (it composes the config twice, fedrun once
-more for the reference config of the validation); ``data`` (loading the dataset); ``engine
+more for the reference config of the validation); ``data`` (loading the dataset); ``data
+fingerprint`` (the digest of the loaded arrays that a re-run compares: runs/provenance.py); ``engine
 choice`` (``engine=auto`` / ``compile=auto``: measured, or read from their caches);
 ``evaluation`` (every metrics row, round 0's included); ``rounds`` (training, what the run's
 ``time_s`` counts); ``plot`` (``metrics.png``, matplotlib's import included); ``file writes``
@@ -27,6 +28,7 @@ import torch  # noqa: E402,F401
 PHASES = {  # phase: (module, qualified name) of the calls timed
     "composition": [("hydra._internal.hydra", "Hydra.compose_config")],
     "data": [("fedprox_cli.data", "load_config")],
+    "data fingerprint": [("fedprox_cli.runs.provenance", "of_data")],
     "engine choice": [("fedprox_cli.engine.choice", "choose"), ("fedprox_cli.engine.compile", "choose")],
     "evaluation": [("fedprox_cli.runs.lifecycle", "evaluate")],
     "rounds": [("fedprox_cli.runs.lifecycle", "Training.round")],
