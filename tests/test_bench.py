@@ -49,3 +49,22 @@ def test_engine_names_take_a_compile_suffix_only():
     assert setup.oracle("vmap").compile_choice == {"compiled": False, "source": "forced"}
     with pytest.raises(UserError, match=r"the only suffix is \+compile"):
         setup.oracle("vmap+fast")
+
+
+def test_profile_run_accounts_for_a_runs_whole_wall_time(tmp_path):
+    """scripts/profile_run.py (bench_peers' "what bounds it"): one fedrun process's phases,
+    none counted twice, summing to its wall time; the run itself is an ordinary one."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT, child_env
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "profile_run.py"), "dataset=digits", "model=linear",
+                        "T=2", "K=2", "n=4", f"hydra.run.dir={tmp_path / 'run'}"],
+                       cwd=tmp_path, env=child_env(OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=300)
+    got = json.loads(p.stdout.splitlines()[-1])
+    assert got["exit"] == 0 and (tmp_path / "run" / "metrics.png").exists(), p.stderr
+    seconds = got["seconds"]
+    assert {"import torch", "composition", "data", "evaluation", "rounds", "plot", "other"} <= set(seconds)
+    assert all(v > 0 for k, v in seconds.items() if k != "other")
+    assert sum(seconds.values()) == pytest.approx(got["total"])
