@@ -109,7 +109,7 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    from .cli.compose import hydra_files, reference_config
+    from .cli.compose import hydra_files, reference_for
     from .cli.dryrun import jobs
     from .config import plugin_defaults
     overrides = overrides_of(config)
@@ -119,7 +119,7 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
     with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
         job = jobs(overrides, multirun=False)[0]
         hc = HydraConfig.get()
-        reference = reference_config(job.choices)
+        reference = reference_for(job.cfg, job.choices, overrides)
         lifecycle.validate(job.cfg, reference)
         code = runner.run(job.cfg, job.folder, progress=progress, reference=reference,
                           command=f"fedprox_cli.run({overrides_of(config)!r})",

@@ -72,3 +72,21 @@ def test_a_mistyped_key_names_the_closest_one(override, hint):
     with pytest.raises(UserError) as e:
         typed(compose(["dataset=digits", override]), compose(["dataset=digits"]))
     assert hint in str(e.value)
+
+
+@pytest.mark.parametrize("overrides, composes", [
+    (["dataset=digits", "model=linear", "T=3", "oracle.chunk=4", "hydra.run.dir=x"], False),
+    (["algorithm=fedavg", "algorithm.beta=0.1"], True),   # a group's value: its default's type is checked
+    (["+foo=1"], True), (["++T=2"], True), (["~metrics"], True), (["+model@x=mlp"], True)])
+def test_the_reference_config_is_composed_only_where_it_can_differ(monkeypatch, overrides, composes):
+    """cli.compose.reference_for: the validation reads the reference's keys and its groups'
+    values; a config whose overrides add or delete no key and set no group's value is its own
+    reference (one Hydra composition fewer per run), and validates as it would against one."""
+    from fedprox_cli.cli import compose as cc
+    monkeypatch.setattr(cc, "reference_config", lambda choices: "composed")
+    cfg = compose(["dataset=digits", "model=linear"])
+    choices = {"algorithm": "fedcanon", "dataset": "digits", "model": "linear", "regularizer": "l1"}
+    got = cc.reference_for(cfg, choices, overrides)
+    assert got == "composed" if composes else got is cfg
+    if not composes:
+        typed(cfg, got)

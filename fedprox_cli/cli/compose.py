@@ -22,6 +22,18 @@ def reference_config(choices: dict) -> DictConfig | None:
         return None
 
 
+def reference_for(cfg: DictConfig, choices: dict, overrides: list[str]) -> DictConfig | None:
+    """:func:`reference_config` for a config composed with ``overrides``, without composing
+    again where it cannot differ in what the validation reads of it (the keys, and the values
+    of the config groups): when no override adds or deletes a key (``+``, ``~``, ``@``) or sets
+    a key inside a config group (``algorithm.beta=...``), the reference is ``cfg`` itself."""
+    for o in overrides:
+        key = o.split("=", 1)[0]
+        if key[:1] in "+~" or "@" in key or ("." in key and key.split(".")[0] in choices):
+            return reference_config(choices)
+    return cfg
+
+
 def command(hc) -> str:
     """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
     is a launcher's own under submitit), with where its configs came from (``--config-dir``,

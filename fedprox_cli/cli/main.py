@@ -40,7 +40,7 @@ from . import sweep
 from ..cluster.launchers import sweep_value
 from ..runs.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
-from .compose import command, hydra_files, one_of_a_sweep, reference_config
+from .compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from .faults import crash, one_line
 from ..runs.signals import stops_interrupt
 from ..common import streams
@@ -63,7 +63,7 @@ def _job(cfg: DictConfig) -> float:
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
-    reference = reference_config(dict(hc.runtime.choices))
+    reference = reference_for(cfg, dict(hc.runtime.choices), overrides(hc))
     if not multirun:
         _one_of_a_sweep(hc, cfg, reference)
     console.errors.clear()
