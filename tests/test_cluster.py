@@ -39,7 +39,13 @@ def slurm_reason() -> str | None:
     return None
 
 
-needs_slurm = pytest.mark.skipif(slurm_reason() is not None, reason=str(slurm_reason()))
+_NO_SLURM = slurm_reason()
+
+
+def needs_slurm(test):
+    """Skipped where no SLURM answers; under ``pytest -n``, on one worker, one after another
+    (the tests share the queue and the node's cores)."""
+    return pytest.mark.xdist_group("slurm")(pytest.mark.skipif(_NO_SLURM is not None, reason=str(_NO_SLURM))(test))
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
@@ -127,7 +133,7 @@ def _wait_rows(sweep: Path, rows: int, timeout: float) -> None:
 def reference(tmp_path_factory):
     """An uninterrupted local run of the requeue test's config, and its training speed."""
     out = tmp_path_factory.mktemp("ref") / "run"
-    p = fedrun(*LONG, "T=1500", f"hydra.run.dir={out}", cwd=out.parent)
+    p = fedrun(*LONG, "T=750", f"hydra.run.dir={out}", cwd=out.parent)
     assert p.returncode == 0, p.stderr
     last = pd.read_csv(out / "metrics.csv").iloc[-1]
     return out, last["round"] / last["time_s"]  # rounds per second of training
@@ -136,7 +142,7 @@ def reference(tmp_path_factory):
 @needs_slurm
 def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
     ref, _ = reference
-    proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=1500")
+    proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=750")
     try:
         _wait_rows(sweep, 4, timeout=240)  # round 150 done, checkpoints saved
         job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
