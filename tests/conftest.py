@@ -1,4 +1,5 @@
 import os
+import runpy
 import subprocess
 import sys
 import threading
@@ -86,6 +87,15 @@ def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
     from fedprox_cli.cli.main import main
     return in_process.run(main, str(ROOT / "fedprox_cli" / "__main__.py"), list(map(str, args)),
                           Path(cwd or ROOT), env)
+
+
+def script(name: str, *args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """``python scripts/<name> ARGS`` as a user runs it, in this process (:mod:`in_process`: the
+    script's ``__main__`` block with its own argv, environment (default :func:`child_env`) and
+    working folder (default this process's), its output and exit code)."""
+    path = str(ROOT / "scripts" / name)
+    return in_process.run(lambda _: runpy.run_path(path, run_name="__main__"), path, list(map(str, args)),
+                          Path(cwd or os.getcwd()), dict(env or child_env()))
 
 
 def fedrun_process(*args, cwd=None, timeout=600, env=None, path=()):
