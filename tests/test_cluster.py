@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import in_process
 from conftest import ROOT, child_env, fedrun, job_folders
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16"]
@@ -49,8 +50,14 @@ def needs_slurm(test):
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fedprox_cli.cli.status", *args], env=child_env(),
-                          capture_output=True, text=True, timeout=120)
+    """``python -m fedprox_cli.cli.status ARGS`` (fedrun-report): its ``__main__``, in this process."""
+    from fedprox_cli.cli import status
+    from fedprox_cli.common import streams
+
+    def main(argv):
+        streams.guard()
+        sys.exit(status.main(argv))
+    return in_process.run(main, status.__file__, list(args), Path.cwd(), child_env())
 
 
 def summary(run: Path) -> dict:
