@@ -1,4 +1,5 @@
 import os
+import runpy
 import subprocess
 import sys
 import threading
@@ -11,6 +12,55 @@ if sys.path[:1] != [str(ROOT)]:  # in-process runs use this checkout, as subproc
     sys.path.insert(0, str(ROOT))
 
 import in_process  # noqa: E402
+
+if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of `pytest -n` (pyproject's addopts): tiny
+    os.environ["OMP_NUM_THREADS"] = "1"    # problems gain nothing from threads, and the workers
+    if "torch" in sys.modules:             # share the cores; subprocesses inherit it
+        sys.modules["torch"].set_num_threads(1)
+
+MAX_WORKERS = 4  # `-n auto`: one worker per usable core, at most this many
+
+
+def pytest_xdist_auto_num_workers(config):
+    """How many workers ``-n auto`` starts: $PYTEST_XDIST_AUTO_NUM_WORKERS, else one per core
+    this process may use (xdist's own count is of physical cores: 1 on a 2-vCPU machine), at
+    most :data:`MAX_WORKERS` (the suite's longest group bounds its time beyond that)."""
+    explicit = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    return int(explicit) if explicit else max(1, min(len(os.sched_getaffinity(0)), MAX_WORKERS))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under ``--dist loadgroup``, the tests that share a module-scoped fixture of their own
+    module (one made once: a table of runs, a reference run) run on one worker, in one group
+    per module, so that it is still made once. A test with a group of its own keeps it (its
+    module's other users of the fixture must then be in that group too)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        module = item.nodeid.split("::")[0]
+        if any(defs[-1].scope in ("module", "class", "package") and defs[-1].baseid == module
+               for defs in item._fixtureinfo.name2fixturedefs.values() if defs):
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
+class _GroupedIds:
+    """pytest-xdist (3.8) sends a test of an ``xdist_group`` to its group's worker by setting the
+    item's ``_nodeid`` to ``<nodeid>@<group>``, which pytest 9.2 no longer reads (``nodeid`` comes
+    from ``_id``): every test would run wherever it falls. After xdist's hook, the suffixed id
+    is made the item's id."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            suffixed = item.__dict__.get("_nodeid")
+            if suffixed and suffixed != item.nodeid and hasattr(item, "_id"):
+                item._id = type(item._id).parse(suffixed)
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(_GroupedIds(), "grouped_ids")
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -37,6 +87,15 @@ def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
     from fedprox_cli.cli.main import main
     return in_process.run(main, str(ROOT / "fedprox_cli" / "__main__.py"), list(map(str, args)),
                           Path(cwd or ROOT), env)
+
+
+def script(name: str, *args, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """``python scripts/<name> ARGS`` as a user runs it, in this process (:mod:`in_process`: the
+    script's ``__main__`` block with its own argv, environment (default :func:`child_env`) and
+    working folder (default this process's), its output and exit code)."""
+    path = str(ROOT / "scripts" / name)
+    return in_process.run(lambda _: runpy.run_path(path, run_name="__main__"), path, list(map(str, args)),
+                          Path(cwd or os.getcwd()), dict(env or child_env()))
 
 
 def fedrun_process(*args, cwd=None, timeout=600, env=None, path=()):

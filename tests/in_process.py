@@ -2,8 +2,8 @@
 own argv, environment and working folder, its stdout and stderr captured at the file
 descriptors (so output of child processes it starts, a joblib launcher's workers say, is
 captured too), the exit code from ``SystemExit``; afterwards the process is put back as it was
-(argv, cwd, environment, logging, signal handlers, warnings filters, torch's threads, default
-dtype, matmul precision and random state, Hydra's global state).
+(argv, cwd, environment, ``sys.path``, logging, signal handlers, warnings filters, torch's
+threads, default dtype, matmul precision and random state, Hydra's global state).
 
 A process-wide fact a test checks (a signal's effect, locks between processes, the installed
 entry point, a package missing from the environment) needs a real subprocess instead.
@@ -87,7 +87,7 @@ def _restored():
     import torch
     from hydra.core.global_hydra import GlobalHydra
 
-    argv, cwd, env = sys.argv[:], os.getcwd(), dict(os.environ)
+    argv, cwd, env, path = sys.argv[:], os.getcwd(), dict(os.environ), sys.path[:]
     handlers = {s: signal.getsignal(s) for s in signal.valid_signals()
                 if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) is not None}
     loggers = [logging.getLogger()] + [v for v in logging.Logger.manager.loggerDict.values()
@@ -126,3 +126,4 @@ def _restored():
         os.environ.update(env)
         os.chdir(cwd)
         sys.argv = argv
+        sys.path[:] = path

@@ -5,15 +5,13 @@ partial participation and prox-parameter validation."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 import torch
-from conftest import child_env
+from conftest import fedrun
 from hydra import compose, initialize_config_dir
 
 from fedprox_cli import algorithms
@@ -346,10 +344,8 @@ def test_fedda_checks_its_prox_step_over_all_rounds(monkeypatch):
 def test_fedrun_runs_fedcef_with_a_compressed_uplink(tmp_path):
     """Every algorithm's conf/algorithm/<name>.yaml defaults are built by the tests above; this
     checks the command line end to end for the one with a compressor."""
-    cmd = [sys.executable, "-m", "fedprox_cli", "algorithm=fedcef", "compressor=topk",
-           "dataset=digits", "model=linear", "T=2", "K=2", "eval_every=2", "device=cpu",
-           f"hydra.run.dir={tmp_path}"]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=child_env(), capture_output=True, text=True, timeout=300)
+    proc = fedrun("algorithm=fedcef", "compressor=topk", "dataset=digits", "model=linear", "T=2", "K=2",
+                  "eval_every=2", "device=cpu", f"hydra.run.dir={tmp_path}", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
     d = 650

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import in_process
 from conftest import ROOT, child_env, fedrun, job_folders
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16"]
@@ -39,12 +40,24 @@ def slurm_reason() -> str | None:
     return None
 
 
-needs_slurm = pytest.mark.skipif(slurm_reason() is not None, reason=str(slurm_reason()))
+_NO_SLURM = slurm_reason()
+
+
+def needs_slurm(test):
+    """Skipped where no SLURM answers; under ``pytest -n``, on one worker, one after another
+    (the tests share the queue and the node's cores)."""
+    return pytest.mark.xdist_group("slurm")(pytest.mark.skipif(_NO_SLURM is not None, reason=str(_NO_SLURM))(test))
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fedprox_cli.cli.status", *args], env=child_env(),
-                          capture_output=True, text=True, timeout=120)
+    """``python -m fedprox_cli.cli.status ARGS`` (fedrun-report): its ``__main__``, in this process."""
+    from fedprox_cli.cli import status
+    from fedprox_cli.common import streams
+
+    def main(argv):
+        streams.guard()
+        sys.exit(status.main(argv))
+    return in_process.run(main, status.__file__, list(args), Path.cwd(), child_env())
 
 
 def summary(run: Path) -> dict:
@@ -127,7 +140,7 @@ def _wait_rows(sweep: Path, rows: int, timeout: float) -> None:
 def reference(tmp_path_factory):
     """An uninterrupted local run of the requeue test's config, and its training speed."""
     out = tmp_path_factory.mktemp("ref") / "run"
-    p = fedrun(*LONG, "T=1500", f"hydra.run.dir={out}", cwd=out.parent)
+    p = fedrun(*LONG, "T=750", f"hydra.run.dir={out}", cwd=out.parent)
     assert p.returncode == 0, p.stderr
     last = pd.read_csv(out / "metrics.csv").iloc[-1]
     return out, last["round"] / last["time_s"]  # rounds per second of training
@@ -136,7 +149,7 @@ def reference(tmp_path_factory):
 @needs_slurm
 def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
     ref, _ = reference
-    proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=1500")
+    proc, sweep = _start_sweep(tmp_path, *SLURM, *LONG, "T=750")
     try:
         _wait_rows(sweep, 4, timeout=240)  # round 150 done, checkpoints saved
         job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
@@ -155,24 +168,35 @@ def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
 
 @needs_slurm
 def test_time_limit_requeues_and_resumes(tmp_path):
-    # slurmctld signals a job when a 30-s check finds it within signal_delay_s + 30 s of its
-    # limit: 60-90 s into each 2-minute attempt. The job checkpoints where it is, submitit requeues
-    # it and the next attempt resumes from that round. T is out of reach, so nothing here depends
-    # on the machine's speed: a T fitted to a measured speed failed both ways (a job faster than
-    # its reference finished before its limit; one starved by other load needed 15 requeues and
-    # 22 minutes). Finishing after a requeue, with the metrics of an uninterrupted run, is
+    # slurmctld looks for jobs near their limit every 30 s and signals one (SIGUSR2) once it is
+    # within signal_delay_s + 30 s of its limit. The job is submitted with the shortest limit the
+    # launcher accepts (2 min, which would signal it 60-90 s in: timeout_min=1 could signal a job
+    # while Python starts, which kills it; refused, below). Once it trains (its handlers are set,
+    # ~10 s in), scontrol cuts its limit to 1 min, so the next check signals it, 0-30 s later.
+    # The job checkpoints where it is, submitit requeues it; its limit is back at 2 min before
+    # the requeued attempt can start (a requeued job waits 10 s: cred_expire in
+    # scripts/slurm_local.sh), which resumes from that round and prints a progress line at its
+    # first evaluation (progress_every_s=0). T is out of reach, so nothing here depends on the
+    # machine's speed: a T fitted to a measured speed failed both ways (a job faster than its
+    # reference finished before its limit; one starved by other load needed 15 requeues and 22
+    # minutes). Finishing after a requeue, with the metrics of an uninterrupted run, is
     # test_scontrol_requeue_resumes_to_the_same_metrics's.
-    # (timeout_min=1 could signal a job while Python starts, which kills it: refused, below.)
     proc, sweep = _start_sweep(tmp_path, *SLURM, "hydra.launcher.timeout_min=2",
                                "hydra.launcher.signal_delay_s=30", "hydra.launcher.max_num_timeout=30",
-                               *LONG, "T=1000000", "eval_every=100", "checkpoint_every=50")
+                               *LONG, "T=1000000", "eval_every=100", "checkpoint_every=50",
+                               "progress_every_s=0")
     resumed = re.compile(r"fedrun: resuming .* from round (\d+) .*\n(?:.*\n)*fedrun: job 0: round ")
     try:
-        end = time.time() + 900
+        _wait_rows(sweep, 1, timeout=240)  # training, with its handlers
+        job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
+        subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=1"], check=True)
+        end, restored = time.time() + 600, False
         while not resumed.search(logs := submitit_logs(sweep)) and time.time() < end:
             assert proc.poll() is None, proc.communicate()[1]
-            time.sleep(2)
-        job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
+            if not restored and "Caught signal SIGUSR2" in logs:
+                subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=2"], check=True)
+                restored = True
+            time.sleep(0.5)
         subprocess.run(["scancel", job], check=True)
         proc.communicate(timeout=180)
     finally:

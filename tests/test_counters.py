@@ -4,18 +4,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
-from conftest import child_env, fedrun
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import fedrun, script
 
 
 def counters(*args) -> subprocess.CompletedProcess:
-    env = child_env()
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / "counters.py"), *map(str, args)],
-                          env=env, capture_output=True, text=True, timeout=300)
+    return script("counters.py", *args)
 
 
 def test_counts_per_round_match_table_iii(tmp_path):

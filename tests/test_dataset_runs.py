@@ -1,12 +1,10 @@
 """fedrun end to end on fixture datasets, and the partition plot of its run folder."""
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
+import conftest
 import numpy as np
-from conftest import child_env
+from conftest import child_env, script
 from data_fixtures import a9a_files, leaf_files
 from hydra import compose, initialize_config_dir
 
@@ -15,17 +13,10 @@ from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.data import load_partition
 from fedprox_cli.analysis.plotting import partition_counts
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, *args], cwd=cwd, env=child_env(OMP_NUM_THREADS="1"), capture_output=True,
-                          text=True, timeout=300)
-
 
 def fedrun(out, *overrides):
-    r = run("-m", "fedprox_cli", "T=2", "K=2", "B=2", "eval_every=1", "device=cpu",
-            f"hydra.run.dir={out}", *overrides)
+    r = conftest.fedrun("T=2", "K=2", "B=2", "eval_every=1", "device=cpu", f"hydra.run.dir={out}", *overrides,
+                        env=child_env(OMP_NUM_THREADS="1"))
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
     return r
@@ -42,7 +33,7 @@ def test_femnist_writers_cnn_run_and_partition_plot(tmp_path):
     assert counts.sum(1).tolist() == [len(c) for c in clients]
     assert counts.sum(0).tolist() == np.bincount(f["train_y"], minlength=62).tolist()
     png = tmp_path / "p.png"
-    r = run("scripts/plot_partition.py", str(out), "--out", str(png))
+    r = script("plot_partition.py", out, "--out", png)
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -62,8 +53,8 @@ def test_a9a_logistic_regression_run(tmp_path):
 
 
 def test_missing_dataset_is_one_line(tmp_path):
-    r = run("-m", "fedprox_cli", "dataset=cinic10", f"data.root={tmp_path}",
-            f"hydra.run.dir={tmp_path / 'run'}")
+    r = conftest.fedrun("dataset=cinic10", f"data.root={tmp_path}", f"hydra.run.dir={tmp_path / 'run'}",
+                        env=child_env(OMP_NUM_THREADS="1"))
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert r.returncode == 2 and len(lines) == 1
     assert lines[0].startswith("fedrun: error: dataset cinic10 not found") and "CINIC-10" in lines[0]

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import child_env, job_folders
+from conftest import child_env, fedrun, fedrun_process, job_folders
 
 from fedprox_cli import data
 from fedprox_cli.cli import sweep
@@ -216,8 +216,7 @@ def test_every_stop_signal_ends_a_run_like_sigterm(tmp_path, sig):
     s = read_summary(out)
     assert (s["status"], s["round"], s["error"]) == ("interrupted", 3, f"stopped by {name}")
     assert (out / "checkpoint.pt").exists()  # of round 3, although checkpoint_every=100
-    p = subprocess.run([sys.executable, "-m", "fedprox_cli", *LONG, f"hydra.run.dir={out}"], cwd=tmp_path,
-                       env=ENV, capture_output=True, text=True, timeout=300)
+    p = fedrun(*LONG, f"hydra.run.dir={out}", cwd=tmp_path, env=ENV)  # the resume: in this process
     assert p.returncode == 0 and "resuming" in p.stderr and read_summary(out)["status"] == "finished"
 
 
@@ -243,13 +242,13 @@ def test_a_signal_someone_else_handles_or_ignores_is_left_to_them():
 
 def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_path):
     s = tmp_path / "s"
-    args = [sys.executable, "-m", "fedprox_cli", "-m", *TINY, f"hydra.sweep.dir={s}"]
-    p = subprocess.run([*args, "seed=0,1"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    args = ["-m", *TINY, f"hydra.sweep.dir={s}"]
+    p = fedrun(*args, "seed=0,1", cwd=tmp_path, env=ENV)
     assert p.returncode == 0, p.stderr
     first = {r.folder: r for r in sweep.records(s)}
     held = job_folders(s)[1]
-    with RunLock(held):  # another process runs seed=1 now
-        p = subprocess.run([*args, "seed=1,2"], cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    with RunLock(held):  # another process runs seed=1 now; the sweep below is a process of its own
+        p = fedrun_process(*args, "seed=1,2", cwd=tmp_path, env=ENV, timeout=300)
     assert p.returncode == 2, p.stderr
     assert "sweep: 1 of 2 jobs finished" in p.stdout
     assert f"  {held.name}: held (run folder {held} is in use by pid {os.getpid()}" in p.stderr

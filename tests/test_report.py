@@ -1,6 +1,7 @@
 """scripts/plot.py and scripts/tables.py over run folders laid out as fedrun writes them
-(config.yaml + metrics.csv + summary.json, numbers known), run from the command line as a user
-would, plus one real tiny sweep on digits fed through both scripts."""
+(config.yaml + metrics.csv + summary.json, numbers known), run as a user would run them (their
+``__main__`` in the test process: conftest.script), plus one real tiny sweep on digits fed
+through both scripts."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import child_env
+import in_process
+from conftest import child_env, fedrun, script
 from omegaconf import OmegaConf
 
 from fedprox_cli.analysis import curves, plotting, report, table
+from fedprox_cli.cli import commands
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -88,10 +91,9 @@ def acc_run(root, name, acc, status="finished", **cfg):
                     test_acc=[0.1, 0.5, acc], stationarity=[1.0, 0.5, 0.2])
 
 
-def cli(script: str, *args, cwd=None) -> subprocess.CompletedProcess:
-    """``python scripts/<script> ARGS`` as a user runs it."""
-    return subprocess.run([sys.executable, str(ROOT / "scripts" / script), *map(str, args)],
-                          env=ENV, cwd=cwd, capture_output=True, text=True, timeout=300)
+def cli(name: str, *args, cwd=None) -> subprocess.CompletedProcess:
+    """``python scripts/<name> ARGS`` as a user runs it (in this process: :func:`conftest.script`)."""
+    return script(name, *args, cwd=cwd, env=ENV)
 
 
 def table_rows(stdout: str) -> list[list[str]]:
@@ -349,8 +351,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
 
 def test_commands_name_themselves_in_help():
     for cmd, prog, words in (("plot", "fedrun-plot", "--label"), ("table", "fedrun-table", "--preset")):
-        p = subprocess.run([sys.executable, "-c", f"from fedprox_cli.cli.commands import {cmd}; {cmd}()", "--help"],
-                           env=ENV, capture_output=True, text=True)
+        p = in_process.run(lambda _: getattr(commands, cmd)(), "-c", ["--help"], Path.cwd(), ENV)  # python -c
         assert p.returncode == 0 and p.stdout.startswith(f"usage: {prog} ") and words in p.stdout
         assert "plot.py" not in p.stdout and "tables.py" not in p.stdout
 
@@ -582,11 +583,10 @@ def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
 def test_real_sweep_through_both_scripts(tmp_path):
     """A preset's sweep (FedCanon Fig. 2's quick variant, shrunk to digits and 2 rounds) lands in
     results/sweeps/<preset>/ and goes through plot.py and tables.py."""
-    env = child_env()
-    subprocess.run([sys.executable, "-m", "fedprox_cli", "-m", "experiment=fedcanon_fig2_quick",
-                    "dataset=digits", "algorithm=fedcanon_fig2/fedcanon,fedcanon_fig2/fedavg",
-                    "partition=iid", "seed=0,1", "T=2", "K=2", "n=3", "B=8", "eval_every=1",
-                    "device=cpu"], check=True, env=env, cwd=tmp_path, capture_output=True)
+    p = fedrun("-m", "experiment=fedcanon_fig2_quick", "dataset=digits",
+               "algorithm=fedcanon_fig2/fedcanon,fedcanon_fig2/fedavg", "partition=iid", "seed=0,1", "T=2",
+               "K=2", "n=3", "B=8", "eval_every=1", "device=cpu", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
     (sweep_dir,) = (tmp_path / "results" / "sweeps" / "fedcanon_fig2_quick").iterdir()
     assert len(report.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
@@ -595,9 +595,8 @@ def test_real_sweep_through_both_scripts(tmp_path):
                         "FedCanon (alpha = 0.04) (n=2)"),   # a Hydra choice as panel key; every difference named
                        (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |"),
                        (["scripts/tables.py", str(sweep_dir)], "n = 2 runs")):
-        p = subprocess.run([sys.executable, str(ROOT / cmd[0]), *cmd[1:]], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, check=True)
-        assert check in p.stdout
+        p = script(cmd[0].removeprefix("scripts/"), *cmd[1:], cwd=tmp_path)
+        assert p.returncode == 0 and check in p.stdout, p.stderr
     assert out.read_bytes()[:8] == PNG
 
 
