@@ -24,7 +24,7 @@ says what is unfair in either direction.
 from __future__ import annotations
 
 import argparse
-import ast
+import csv
 import json
 import os
 import platform
@@ -161,17 +161,19 @@ def profile(args: list[str], tmp: Path) -> str:
     return f"{got['total']:.2f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in parts)
 
 
-def roofline(n: int, K: int, participation: float) -> str:
+def roofline(n: int, K: int, participation: float, tmp: Path) -> str:
     """fedrun's training steps against the same matrix products replayed alone
-    (scripts/bench_engine.py, both engines, one thread), one line per engine."""
+    (scripts/bench_engine.py, both engines, one thread, its ``--csv`` rows), one line per engine."""
     m = max(1, round(participation * n))
-    _, out, _ = timed([sys.executable, str(ROOT / "scripts" / "bench_engine.py"), "--model", "mlp", "--algorithm",
-                       "fedavg", "--regularizer", "none", "--shape", "fmnist", "--n", str(m), "--K", str(K),
-                       "--B", str(B), "--engines", "loop,vmap", "--threads", "1", "--repeats", "2", "--no-eval"])
-    rows = [ast.literal_eval(x) for x in out.splitlines() if x.startswith("{'workload'")]
-    return "; ".join(f"{r['engine']} {r['steps/s']:,.0f} client-steps/s at {r['GFLOP/s']:.1f} GFLOP/s, "
-                     f"{r['of roofline']:.0%} of its products' rate replayed alone ({r['roofline GFLOP/s']:.1f})"
-                     for r in rows)
+    rows_csv = Path(tempfile.mkdtemp(dir=tmp)) / "roofline.csv"
+    timed([sys.executable, str(ROOT / "scripts" / "bench_engine.py"), "--model", "mlp", "--algorithm", "fedavg",
+           "--regularizer", "none", "--shape", "fmnist", "--n", str(m), "--K", str(K), "--B", str(B),
+           "--engines", "loop,vmap", "--threads", "1", "--repeats", "2", "--no-eval", "--csv", str(rows_csv)])
+    with rows_csv.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return "; ".join(f"{r['engine']} {float(r['steps/s']):,.0f} client-steps/s at {float(r['GFLOP/s']):.1f} GFLOP/s, "
+                     f"{float(r['of roofline']):.0%} of its products' rate replayed alone "
+                     f"({float(r['roofline GFLOP/s']):.1f})" for r in rows)
 
 
 def goals(results: dict) -> tuple[list[str], dict[str, set[str]]]:
@@ -205,7 +207,7 @@ def bounds(unmet: dict[str, set[str]], tmp: Path) -> list[str]:
         lines.append(f"{wl}, fedrun's process by phase: "
                      f"{profile(fedrun_args(n, K, T, participation, Path(tempfile.mkdtemp(dir=tmp)) / 'run'), tmp)}")
         if "steps" in which:
-            lines.append(f"{wl}, fedrun's training steps: {roofline(n, K, participation)}")
+            lines.append(f"{wl}, fedrun's training steps: {roofline(n, K, participation, tmp)}")
     return lines
 
 

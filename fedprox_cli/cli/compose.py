@@ -29,7 +29,7 @@ def reference_for(cfg: DictConfig, choices: dict, overrides: list[str]) -> DictC
     a key inside a config group (``algorithm.beta=...``), the reference is ``cfg`` itself."""
     for o in overrides:
         key = o.split("=", 1)[0]
-        if key[:1] in "+~" or "@" in key or ("." in key and key.split(".")[0] in choices):
+        if key.startswith(("+", "~")) or "@" in key or ("." in key and key.split(".")[0] in choices):
             return reference_config(choices)
     return cfg
 

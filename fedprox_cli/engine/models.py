@@ -179,4 +179,8 @@ class FlatModel:
 
     def __call__(self, x: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         """Logits of the model with parameters ``x`` on ``inputs``."""
-        return torch.func.functional_call(self.module, self.params(x), (inputs,))
+        return self.apply(self.params(x), inputs)
+
+    def apply(self, params: dict[str, torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:
+        """Logits of the model with the parameters ``params`` (name -> tensor) on ``inputs``."""
+        return torch.func.functional_call(self.module, params, (inputs,))

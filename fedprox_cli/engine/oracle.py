@@ -177,7 +177,7 @@ class Oracle:
         return self._param_loss(self.model.params(x), inputs, targets, weights)
 
     def _param_loss(self, params, inputs, targets, weights):
-        return cross_entropy(torch.func.functional_call(self.model.module, params, (inputs,)), targets, weights)
+        return cross_entropy(self.model.apply(params, inputs), targets, weights)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
         """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t:
