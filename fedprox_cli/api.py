@@ -3,7 +3,7 @@
 ``run`` composes the config as ``fedrun`` does (the dry run's compose path,
 :func:`dryrun.jobs`), checks it against the same reference config, and hands it to
 :func:`runner.run` -- the same folder, files, resume and exit codes as the command line.
-``load_runs`` reads every run folder under a folder with :func:`report.load`.
+``load_runs`` reads every run folder under a folder with :func:`.analysis.results.load`.
 """
 
 from __future__ import annotations
