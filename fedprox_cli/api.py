@@ -3,7 +3,7 @@
 ``run`` composes the config as ``fedrun`` does (the dry run's compose path,
 :func:`dryrun.jobs`), checks it against the same reference config, and hands it to
 :func:`runner.run` -- the same folder, files, resume and exit codes as the command line.
-``load_runs`` reads every run folder under a folder with :func:`report.load`.
+``load_runs`` reads every run folder under a folder with :func:`.analysis.results.load`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _metrics(folder: Path) -> pd.DataFrame:
-    from .analysis.report import BrokenRun, read_metrics
+    from .analysis.results import BrokenRun, read_metrics
     try:
         return read_metrics(folder / "metrics.csv")
     except BrokenRun:
@@ -132,7 +132,7 @@ def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
     row each: ``folder``, ``status``, the run's flattened config keys (``algorithm.name``,
     ``K``, ...; ``choice:<group>`` for the config-group options chosen) and the final row of
     its ``metrics.csv``. A folder that cannot be read is skipped with a warning naming it."""
-    from .analysis.report import load
+    from .analysis.results import load
     runs = load([folder], warn=warnings.warn, count_once=False)  # every folder, as listed
     rows = [{"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
             for r in runs]

@@ -19,7 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-from fedprox_cli.analysis import report
+from fedprox_cli.analysis import groups, results, table
+from fedprox_cli.analysis.run import Run
+from fedprox_cli.cli import options
 
 KEYS = ("algorithm.name", "n", "K", "participation", "compressor.name", "compressor.ratio")
 
@@ -27,35 +29,35 @@ KEYS = ("algorithm.name", "n", "K", "participation", "compressor.name", "compres
 def parse(argv):
     p = argparse.ArgumentParser(prog="counters.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
-    report.add_arguments(p)
+    options.add_arguments(p)
     return p.parse_args(argv)
 
 
-def row(run: report.Run) -> list:
+def row(run: Run) -> list:
     last = run.metrics.iloc[-1]
     d = json.loads((run.path / "summary.json").read_text())["dimension"]
     clients = round(run.config["n"] * run.config.get("participation", 1.0))
     per = 4 * d * clients * last["round"]
     up, down = last["bytes_up"] / per, last["bytes_down"] / per
-    return [*(report.fmt(run.config.get(k, "-")) for k in KEYS), f"{d:,}", str(int(last["round"])),
+    return [*(groups.fmt(run.config.get(k, "-")) for k in KEYS), f"{d:,}", str(int(last["round"])),
             f"{last['prox_calls'] / last['round']:g}", f"{up:.4g} d", f"{down:.4g} d", f"{up + down:.4g} d"]
 
 
 def run(args, warn) -> int:
-    runs = report.having(report.load(args.results, args.where, warn), ["prox_calls", "bytes_up", "bytes_down"], warn)
+    runs = results.having(results.load(args.results, args.where, warn), ["prox_calls", "bytes_up", "bytes_down"], warn)
     seen = {}
     for r in runs:
         if len(r.metrics) and r.metrics["round"].iloc[-1] > 0:
             seen.setdefault(tuple(r.config.get(k) for k in KEYS), r)
-    body = [row(r) for _, r in sorted(seen.items(), key=lambda kv: report.order(kv[0]))]
-    print(report.markdown([report.short(k) for k in KEYS] + ["d", "rounds", "prox / round",
+    body = [row(r) for _, r in sorted(seen.items(), key=lambda kv: groups.order(kv[0]))]
+    print(table.markdown([groups.short(k) for k in KEYS] + ["d", "rounds", "prox / round",
                           "floats up / client / round", "down", "total"], body))
     return 0
 
 
 def main(argv=None) -> int:
     args = parse(argv)
-    return report.script("counters.py", lambda warn: run(args, warn))
+    return options.script("counters.py", lambda warn: run(args, warn))
 
 
 if __name__ == "__main__":

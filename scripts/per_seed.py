@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Seed by seed: which method is best in a metric, per panel, or whether a metric improves along a
 setting (issue 28's rule that an ordering counts only where it holds in every seed), as markdown.
-Best is lowest for the metrics of ``report.LOWER_IS_BETTER`` (losses, stationarity), highest for
+Best is lowest for the metrics of ``runs.outputs.LOWER_IS_BETTER`` (losses, stationarity), highest for
 the others (test accuracy, Hoyer sparsity).
 
   python scripts/per_seed.py results/reproduction/fednmap_fig2_n50_100_K20_T200 --panels K n \\
@@ -36,7 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-from fedprox_cli.analysis import report
+from fedprox_cli.analysis import groups, results, table
+from fedprox_cli.analysis.run import Run, direction, status_text
+from fedprox_cli.cli import options
 from fedprox_cli.common.errors import require
 
 
@@ -57,21 +59,21 @@ def parse(argv):
     p.add_argument("--x", default="bytes", help="with --reach: round, time or bytes (communicated, in MB)")
     p.add_argument("--from-round", type=int, default=50, help="count leads from this round on")
     p.add_argument("--tail", type=int, default=180, help="tail means over evaluations from this round on")
-    report.add_arguments(p)
+    options.add_arguments(p)
     return p.parse_args(argv)
 
 
-def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) -> list[str] | None:
+def panel_row(panel: tuple, runs: list[Run], methods: list[str], args) -> list[str] | None:
     """The markdown cells of one panel, or None when no seed has every method (``methods``,
     the best first)."""
-    by_seed: dict[tuple, dict[str, report.Run]] = {}
+    by_seed: dict[tuple, dict[str, Run]] = {}
     for r in runs:
         by_seed.setdefault(r.seed, {})[method_of(r, args.keys)] = r
     seeds = sorted(s for s, got in by_seed.items() if set(got) == set(methods))
     if not seeds:
         return None
     last, leads, tails = 0, [], {m: [] for m in methods}
-    sign = report.direction(args.y).sign
+    sign = direction(args.y).sign
     for s in seeds:
         got = by_seed[s]
         rounds = got[args.best].metrics["round"].to_numpy()
@@ -83,7 +85,7 @@ def panel_row(panel: tuple, runs: list[report.Run], methods: list[str], args) ->
         for m in methods:
             tails[m].append(float(np.mean(curves[m][got[m].metrics["round"].to_numpy() >= args.tail])))
     digits = telling_digits([[tails[m][i] for m in methods] for i in range(len(seeds))])
-    return [", ".join(map(report.fmt, panel)), str(len(seeds)), f"{last} of {len(seeds)}", ", ".join(leads),
+    return [", ".join(map(groups.fmt, panel)), str(len(seeds)), f"{last} of {len(seeds)}", ", ".join(leads),
             " / ".join(", ".join(f"{v:.{digits - 1}e}" for v in tails[m]) for m in methods)]
 
 
@@ -96,34 +98,34 @@ def telling_digits(groups: list[list[float]], most: int = 6) -> int:
     return most
 
 
-def method_of(r: report.Run, keys: list[str]) -> str:
+def method_of(r: Run, keys: list[str]) -> str:
     """The run's method: its value of the one key, else ``k=v, ...`` of several."""
     if len(keys) == 1:
         return str(r.config.get(keys[0]))
-    return ", ".join(f"{report.short(k)}={report.fmt(r.config.get(k))}" for k in keys)
+    return ", ".join(f"{groups.short(k)}={groups.fmt(r.config.get(k))}" for k in keys)
 
 
-def seed_of(r: report.Run) -> str:
+def seed_of(r: Run) -> str:
     """The run's seed as a cell (``seed`` and ``partition.seed`` shown once where they agree)."""
-    return ", ".join(dict.fromkeys(report.fmt(v) for _, v in r.seed))
+    return ", ".join(dict.fromkeys(groups.fmt(v) for _, v in r.seed))
 
 
-def order_tables(runs: list[report.Run], args) -> str:
+def order_tables(runs: list[Run], args) -> str:
     """The per-seed and per-pair tables of ``--order``."""
-    key = report.config_key(runs, args.order)
+    key = groups.config_key(runs, args.order)
     finals: dict[str, dict] = {}
     for r in runs:
         finals.setdefault(seed_of(r), {})[r.config[key]] = r.final(args.y, args.final)
-    values = sorted({v for got in finals.values() for v in got}, key=lambda v: report.order((v,)))
-    name = report.short(key)
-    way = report.direction(args.y)
+    values = sorted({v for got in finals.values() for v in got}, key=lambda v: groups.order((v,)))
+    name = groups.short(key)
+    way = direction(args.y)
     require(any(len(got) > 1 for got in finals.values()),
             f"no seed has runs at two values of {name}: nothing to order")
     whole = {s: got for s, got in finals.items() if set(got) == set(values)}
     seeds = []
     for s, got in sorted(whole.items()):
         ys = [got[v] for v in values]
-        inversions = [f"{name} = {report.fmt(b)} not {way.beyond} {report.fmt(a)}"
+        inversions = [f"{name} = {groups.fmt(b)} not {way.beyond} {groups.fmt(a)}"
                       for a, b, ya, yb in zip(values, values[1:], ys, ys[1:]) if not way.sign * yb < way.sign * ya]
         seeds.append([s, ", ".join(f"{y:.2e}" for y in ys), "yes" if not inversions else "no",
                       "; ".join(inversions) or "-"])
@@ -137,24 +139,24 @@ def order_tables(runs: list[report.Run], args) -> str:
         sd = (lambda v: float(np.std(v, ddof=1))) if len(both) > 1 else (lambda v: 0.0)
         se = sd(ya - yb) / np.sqrt(len(both))
         gap = ya.mean() - yb.mean()  # positive: the larger value of KEY is better
-        pairs.append([f"{report.fmt(a)} → {report.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
+        pairs.append([f"{groups.fmt(a)} → {groups.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
                       f"{gap:.1e} ± {se:.1e}" + (f" ({gap / se:.1f} s.e.)" if se else ""),
                       f"{sd(ya):.1e}, {sd(yb):.1e}"])
     return "\n\n".join([
         f"{args.y} ({args.final}) {way.improves} at every step of {name} in {falls} of {len(seeds)} seeds with every "
-        f"{name} ({', '.join(map(report.fmt, values))}).",
-        report.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(report.fmt, values))}",
+        f"{name} ({', '.join(map(groups.fmt, values))}).",
+        table.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(groups.fmt, values))}",
                          f"{way.improves} at every step", "inversions"], seeds),
-        report.markdown([f"{name} step", f"seeds where the larger ends {way.ends}",
+        table.markdown([f"{name} step", f"seeds where the larger ends {way.ends}",
                          "gap of the means ± standard error of the per-seed gaps",
                          "std of the seeds (smaller, larger)"], pairs)])
 
 
-def reach_row(r: report.Run, args) -> list[str]:
+def reach_row(r: Run, args) -> list[str]:
     """One run's cells of ``--reach``: method, seed, how it ended, last and best --y, first reach."""
     y, x, rounds = r.column(args.y), r.column(args.x), r.metrics["round"].to_numpy()
     ok = np.isfinite(y) & (np.isfinite(r.column("objective")) if r.has("objective") else True)
-    ended = report.status_text(r.status)
+    ended = status_text(r.status)
     if not ok.any():
         return [method_of(r, args.keys), seed_of(r), ended, "-", "-", "not reached"]
     last = np.flatnonzero(ok)[-1]
@@ -169,23 +171,23 @@ def reach_row(r: report.Run, args) -> list[str]:
     return [method_of(r, args.keys), seed_of(r), ended, f"{y[last]:.4f}", f"{np.max(y[ok]):.4f}", reached]
 
 
-def reach_table(runs: list[report.Run], args) -> str:
+def reach_table(runs: list[Run], args) -> str:
     """The table of ``--reach``: one row per method and seed."""
-    runs = sorted(runs, key=lambda r: (method_of(r, args.keys), report.order([v for _, v in r.seed])))
+    runs = sorted(runs, key=lambda r: (method_of(r, args.keys), groups.order([v for _, v in r.seed])))
     ended: dict[str, list[bool]] = {}
     for r in runs:
         ended.setdefault(method_of(r, args.keys), []).append(r.status == "finished")
     finished = "; ".join(f"{m}: {sum(f)} of {len(f)}" for m, f in ended.items())
     return "\n\n".join([f"finished runs per method: {finished}.",
-                          report.markdown(["method", "seed", "ended", f"last {args.y}", f"best {args.y}",
+                          table.markdown(["method", "seed", "ended", f"last {args.y}", f"best {args.y}",
                                            f"first {args.y} ≥ {args.reach:g} at"], [reach_row(r, args) for r in runs])])
 
 
 def run(args, warn) -> int:
-    runs = report.load(args.results, args.where, warn)
-    args.keys = [report.config_key(runs, k) for k in args.method]
+    runs = results.load(args.results, args.where, warn)
+    args.keys = [groups.config_key(runs, k) for k in args.method]
     for k in args.keys:
-        require(any(k in r.config for r in runs), f"no run has a config key {report.short(k)!r}")
+        require(any(k in r.config for r in runs), f"no run has a config key {groups.short(k)!r}")
     if args.reach is not None:
         print(reach_table(runs, args))
         return 0
@@ -193,8 +195,8 @@ def run(args, warn) -> int:
     if args.order:
         print(order_tables(runs, args))
         return 0
-    keys = [report.config_key(runs, k) for k in args.panels]
-    panels = report.split(runs, keys) if keys else {"": runs}
+    keys = [groups.config_key(runs, k) for k in args.panels]
+    panels = groups.split(runs, keys) if keys else {"": runs}
     methods = sorted({method_of(r, args.keys) for r in runs}, key=lambda m: (m != args.best, m))
     rows = []
     for runs_of in panels.values():
@@ -202,17 +204,17 @@ def run(args, warn) -> int:
         got = panel_row(panel, runs_of, methods, args)
         if got is not None:
             rows.append((panel, got))
-    best = report.direction(args.y).best
-    print(report.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} {best} at the last evaluation",
+    best = direction(args.y).best
+    print(table.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} {best} at the last evaluation",
                            f"{args.best} {best} from round {args.from_round} on (evaluations, per seed)",
                            f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)"],
-                          [r for _, r in sorted(rows, key=lambda pr: report.order(pr[0]))]))
+                          [r for _, r in sorted(rows, key=lambda pr: groups.order(pr[0]))]))
     return 0
 
 
 def main(argv=None) -> int:
     args = parse(argv)
-    return report.script("per_seed.py", lambda warn: run(args, warn))
+    return options.script("per_seed.py", lambda warn: run(args, warn))
 
 
 if __name__ == "__main__":

@@ -136,8 +136,8 @@ def one_torch_thread():
 
 def job_folders(sweep) -> list[Path]:
     """The job folders of the sweep in ``sweep`` (its last run), in launch order, from the
-    sweep's job records (fedprox_cli.cli.sweep): folders are named by config, not number."""
-    from fedprox_cli.cli.sweep import records
+    sweep's job records (fedprox_cli.analysis.jobrecords): folders are named by config, not number."""
+    from fedprox_cli.analysis.jobrecords import records
     return [Path(r.folder) for r in sorted(records(Path(sweep)), key=lambda r: r.num)]
 _MISSING = '''import importlib.abc, os, pkgutil, sys
 _GONE = tuple(os.environ["FEDRUN_TEST_MISSING"].split(","))

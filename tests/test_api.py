@@ -49,7 +49,7 @@ def test_a_composed_config_runs_as_it_is_and_is_not_run_twice(tmp_path):
     assert again.summary["started"] == first.summary["started"]
     assert again.metrics.equals(first.metrics)
     copy = fedprox_cli.run(cfg, folder=tmp_path / "copy")  # the same run in another folder
-    # load_runs lists every folder (figures and tables count such runs once; see report.once)
+    # load_runs lists every folder (figures and tables count such runs once; see groups.once)
     assert sorted(fedprox_cli.load_runs(tmp_path)["folder"]) == [str(copy.folder), str(first.folder)]
 
 

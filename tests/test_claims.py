@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fedprox_cli.analysis import report
+from fedprox_cli.analysis import results
+from fedprox_cli.analysis.run import Run
 from fedprox_cli.claims import declare, evidence, verdict
 from fedprox_cli.claims.declare import Claim
 from fedprox_cli.cli import reproduce
@@ -25,12 +26,12 @@ IDS = {"fedcanon-fig1", "fedcanon-fig2", "fedcanon-fig3", "fedcanon-table1", "fe
        "fednmap-fig6"}
 
 
-def run(method: str, seed: int, curve, acc: float = 0.9) -> report.Run:
+def run(method: str, seed: int, curve, acc: float = 0.9) -> Run:
     """A hand-made finished run: ``curve`` is its stationarity at rounds 0, 5, 10, ..."""
     rounds = np.arange(len(curve)) * 5
     metrics = pd.DataFrame({"round": rounds, "stationarity": np.asarray(curve, float),
                             "test_acc": np.full(len(curve), acc)})
-    return report.Run(Path(f"/{method}/{seed}"), {"choice:algorithm": method, "seed": seed, "T": 20},
+    return Run(Path(f"/{method}/{seed}"), {"choice:algorithm": method, "seed": seed, "T": 20},
                       metrics, "finished")
 
 
@@ -114,7 +115,7 @@ def check(where: Path, *claims) -> list[str]:
 
 def test_check_passes_on_the_committed_runs_and_names_a_tampered_claim(copy, capsys):
     assert reproduce.main(check(copy, "fednmap-fig5c", "fednmap-fig5b")) == 0
-    runs = report.load([copy / "results" / "reproduction" / "fednmap_fig5"],
+    runs = results.load([copy / "results" / "reproduction" / "fednmap_fig5"],
                        where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
     csv = runs[0].path / "metrics.csv"
     frame = pd.read_csv(csv)
@@ -197,7 +198,7 @@ def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, 
 def test_check_names_runs_the_declaration_leaves_out(copy, capsys):
     """A run added to a claim's folder at a seed it does not declare fails the check."""
     folder = copy / "results" / "reproduction" / FIG5[0]
-    runs = report.load([folder], where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
+    runs = results.load([folder], where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
     added = folder / "added"
     shutil.copytree(runs[0].path, added)
     config = added / "config.yaml"

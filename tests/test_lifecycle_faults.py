@@ -20,7 +20,7 @@ import torch
 from conftest import child_env, fedrun, fedrun_process, job_folders
 
 from fedprox_cli import data
-from fedprox_cli.cli import sweep
+from fedprox_cli.analysis import jobrecords
 from fedprox_cli.common import files
 from fedprox_cli.config.validate import compose
 from fedprox_cli.runs import provenance, runner, signals
@@ -245,7 +245,7 @@ def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_pa
     args = ["-m", *TINY, f"hydra.sweep.dir={s}"]
     p = fedrun(*args, "seed=0,1", cwd=tmp_path, env=ENV)
     assert p.returncode == 0, p.stderr
-    first = {r.folder: r for r in sweep.records(s)}
+    first = {r.folder: r for r in jobrecords.records(s)}
     held = job_folders(s)[1]
     with RunLock(held):  # another process runs seed=1 now; the sweep below is a process of its own
         p = fedrun_process(*args, "seed=1,2", cwd=tmp_path, env=ENV, timeout=300)
@@ -253,10 +253,10 @@ def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_pa
     assert "sweep: 1 of 2 jobs finished" in p.stdout
     assert f"  {held.name}: held (run folder {held} is in use by pid {os.getpid()}" in p.stderr
     # each launch keeps its own records: the first sweep's record of seed=1 still says finished
-    mine = [sweep.read(f) for f in (s / sweep.RECORDS).glob("*.json")]
+    mine = [jobrecords.read(f) for f in (s / jobrecords.RECORDS).glob("*.json")]
     assert sorted((r.status for r in mine if r.folder == str(held)), key=str) == ["finished", "held"]
     assert first[str(held)] in mine
-    assert {r.folder: r.status for r in sweep.records(s)}[str(held)] == "held"  # the latest per folder
+    assert {r.folder: r.status for r in jobrecords.records(s)}[str(held)] == "held"  # the latest per folder
 
 
 # ---- the data a run trained on -----------------------------------------------------------

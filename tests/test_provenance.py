@@ -9,7 +9,7 @@ import json
 from omegaconf import OmegaConf
 import pytest
 
-from fedprox_cli.analysis import report
+from fedprox_cli.analysis import results
 from fedprox_cli.runs import code_record as provenance
 
 from conftest import fedrun
@@ -87,7 +87,7 @@ def test_runs_of_different_code_side_by_side_are_named(tmp_path):
         (d / "summary.json").write_text(json.dumps({"status": "finished", "versions": {"fedprox_cli": "0.1.0"},
                                                     "code": {"algorithm": {"name": "mine", "digest": digest}}}))
     said = []
-    report.load([tmp_path], warn=said.append)
+    results.load([tmp_path], warn=said.append)
     assert said == ["note: runs made by different code side by side: algorithm mine: 2 versions of its code "
                     "(1111, 2222)"]
 

@@ -20,7 +20,7 @@ import in_process
 from conftest import child_env, fedrun, script
 from omegaconf import OmegaConf
 
-from fedprox_cli.analysis import curves, plotting, report, table
+from fedprox_cli.analysis import curves, groups, plotting, results, stats, table
 from fedprox_cli.cli import commands
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -434,11 +434,11 @@ def sweep(tmp_path):
 
 
 def test_groups_differ_only_in_seeds_and_are_labelled_by_what_tells_them_apart(sweep):
-    groups = report.group(report.load([sweep]))
-    assert sorted(g.label for g in groups) == [
+    found = groups.group(results.load([sweep]))
+    assert sorted(g.label for g in found) == [
         "algorithm=fedavg, partition=dirichlet", "algorithm=fedavg, partition=iid",
         "algorithm=fedcanon, partition=dirichlet", "algorithm=fedcanon, partition=iid"]
-    assert all(len(g.runs) == 3 for g in groups)   # seed and partition.seed are replicates
+    assert all(len(g.runs) == 3 for g in found)   # seed and partition.seed are replicates
     # algorithm.alpha differs too, but is fixed by algorithm.name; partition.alpha splits nothing
     # more than partition.name does: neither is in the labels
 
@@ -446,15 +446,15 @@ def test_groups_differ_only_in_seeds_and_are_labelled_by_what_tells_them_apart(s
 def test_a_key_joins_the_label_when_it_splits_groups(sweep, tmp_path):
     fake_run(sweep, "dir_0.5", cfg("fedavg", part="dirichlet", alpha=0.5), test_acc=[0.1, 0.2],
              stationarity=[1.0, 0.1])
-    labels = {g.label for g in report.group(report.load([sweep]))}
+    labels = {g.label for g in groups.group(results.load([sweep]))}
     assert {"algorithm=fedavg, partition=dirichlet, partition.alpha=0.1",
             "algorithm=fedavg, partition=dirichlet, partition.alpha=0.5",
             "algorithm=fedavg, partition=iid"} <= labels
 
 
 def test_band_is_mean_and_std_over_seeds(sweep):
-    g = next(g for g in report.group(report.load([sweep])) if g.label == "algorithm=fedavg, partition=iid")
-    b = report.band(g.runs, "bytes", "test_acc")
+    g = next(g for g in groups.group(results.load([sweep])) if g.label == "algorithm=fedavg, partition=iid")
+    b = stats.band(g.runs, "bytes", "test_acc")
     vals = [0.70, 0.71, 0.72]
     assert b["mean"].tolist() == pytest.approx([0.1, np.mean(vals)])
     assert b["std"].tolist() == pytest.approx([0.0, np.std(vals, ddof=1)])
@@ -462,7 +462,7 @@ def test_band_is_mean_and_std_over_seeds(sweep):
 
 
 def test_accuracy_table_numbers_and_bold_best(sweep):
-    text = table.render(report.load([sweep]), table.preset("table6"))
+    text = table.render(results.load([sweep]), table.preset("table6"))
     lines = text.splitlines()
     assert lines[0] == "| partition | fedcanon | fedavg |"
     sd = np.std([0, 0.01, 0.02], ddof=1)
@@ -478,7 +478,7 @@ def test_time_table_ratios(tmp_path):
         for seed, t in enumerate(ts):
             fake_run(tmp_path, f"{alg}{K}_{seed}", cfg(alg, seed, K=K), test_acc=[0.1, 0.2],
                      time_s=[0.0, t])
-    lines = table.render(report.load([tmp_path]), table.preset("table5")).splitlines()
+    lines = table.render(results.load([tmp_path]), table.preset("table5")).splitlines()
     assert lines[0] == "| K | fedcanon | fedmid |"
     assert lines[2] == (f"| 10 | **11.0 ± {np.std([10, 12], ddof=1):.1f}** | "
                         "33.0 ± 0.0 [3.00× fedcanon] |")
@@ -488,7 +488,7 @@ def test_time_table_ratios(tmp_path):
 
 def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_path):
     """Any metrics and grouping keys by name; Markdown, LaTeX (booktabs) and CSV of one table."""
-    runs = report.load([sweep])
+    runs = results.load([sweep])
     spec = table.Spec(metrics=["test_acc", "stationarity"], column=None,
                       rows=["algorithm.name", "partition.name"], precision=2)
     md = table.render(runs, spec).splitlines()
@@ -522,7 +522,7 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
 
 def test_uneven_cells_say_their_n(sweep):
     (sweep / "0_2" / "summary.json").write_text('{"status": "diverged"}')
-    text = table.render(report.load([sweep]), table.preset("table6"))
+    text = table.render(results.load([sweep]), table.preset("table6"))
     assert "(n=2; diverged 1 of 3)" in text and "(n=3)" in text
     assert "over the n runs (seeds) in each cell" in text
 
@@ -532,7 +532,7 @@ def test_slope_recovers_a_power_law(tmp_path):
         for seed in range(2):
             fake_run(tmp_path, f"{n}_{seed}", cfg(seed=seed, n=n), test_acc=[0.1, 0.2],
                      stationarity=[1.0, 3.0 * n ** -1.436])
-    (fit,) = report.slope(report.load([tmp_path]), "n")
+    (fit,) = stats.slope(results.load([tmp_path]), "n")
     assert fit["slope"] == pytest.approx(-1.436)
     assert tables_script.main([str(tmp_path), "--slope", "n"]) == 0
 
@@ -543,14 +543,14 @@ def test_slope_over_K_ignores_steps_tied_to_K(tmp_path):
         c = cfg(K=K)
         c["algorithm"]["eta_a"] = 1 / K
         fake_run(tmp_path, f"K{K}", c, test_acc=[0.1, 0.2], stationarity=[1.0, 2.0 * K ** -1.181])
-    (fit,) = report.slope(report.load([tmp_path]), "K")
+    (fit,) = stats.slope(results.load([tmp_path]), "K")
     assert fit["slope"] == pytest.approx(-1.181)
 
 
 def test_where_filters_and_rejects(sweep, capsys):
-    runs = report.load([sweep], ["algorithm.name=fedavg", "partition.alpha=0.1"])
+    runs = results.load([sweep], ["algorithm.name=fedavg", "partition.alpha=0.1"])
     assert len(runs) == 3
-    assert len(report.load([sweep], ["algorithm.name=fedavg,fedcanon", "partition.alpha=0.1"])) == 6
+    assert len(results.load([sweep], ["algorithm.name=fedavg,fedcanon", "partition.alpha=0.1"])) == 6
     assert plot_script.main([str(sweep), "--where", "algorithm.name=nope"]) == 2
     assert "no run has algorithm.name=nope" in capsys.readouterr().err
 
@@ -566,7 +566,7 @@ def test_plot_script_writes_pngs(sweep, tmp_path, capsys):
 
 
 def test_panels_split_runs_by_a_key(sweep, tmp_path):
-    parts = report.split(report.load([sweep]), ["partition.name"])
+    parts = groups.split(results.load([sweep]), ["partition.name"])
     assert list(parts) == ["partition=dirichlet", "partition=iid"]
     assert all(len(rs) == 6 for rs in parts.values())
     out = tmp_path / "panels.png"
@@ -588,7 +588,7 @@ def test_real_sweep_through_both_scripts(tmp_path):
                "K=2", "n=3", "B=8", "eval_every=1", "device=cpu", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     (sweep_dir,) = (tmp_path / "results" / "sweeps" / "fedcanon_fig2_quick").iterdir()
-    assert len(report.find_runs([sweep_dir])) == 4
+    assert len(results.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
     for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (alpha = 1) (n=2)"),
                        (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
@@ -635,7 +635,7 @@ def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
     write_metrics(tmp_path / "metrics.csv", [{"round": 0, "objective": 1.5},
                                              {"round": 2, "objective": float("nan")},
                                              {"round": 4, "objective": float("inf")}])
-    m = report.read_metrics(tmp_path / "metrics.csv")
+    m = results.read_metrics(tmp_path / "metrics.csv")
     assert list(m["round"]) == [0, 2, 4] and m["round"].dtype.kind == "i"
     assert np.isnan(m["objective"][1]) and np.isinf(m["objective"][2])
 
@@ -655,9 +655,9 @@ def test_runs_recorded_before_a_key_was_added_pool_with_newer_ones(tmp_path):
         (run / "config.yaml").write_text(yaml.safe_dump(cfg))
         (run / "metrics.csv").write_text("round,test_acc\n0,0.1\n1,0.5\n")
         runs.append(run)
-    loaded = report.load([tmp_path])
+    loaded = results.load([tmp_path])
     assert len(loaded) == 2 and loaded[0].config["matmul_precision"] == keys.ADDED["matmul_precision"]
-    assert len(report.group(loaded)) == 1
+    assert len(groups.group(loaded)) == 1
 
 
 def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
@@ -667,7 +667,7 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
     run.mkdir()
     (run / "metrics.csv").write_text("round,bytes_up,train_loss,objective,test_acc\n"
                                      "0,0,2.3,2.3,0.1\n5,10,0.5,0.6,0.8\n10,20,nan,nan,0.1\n")
-    m = report.read_metrics(run / "metrics.csv")
+    m = results.read_metrics(run / "metrics.csv")
     assert m["bytes_up"].tolist() == [0, 10, 20] and m["test_acc"].iloc[1] == 0.8
     assert np.isnan(m["test_acc"].iloc[2])
     plotting.plot_run(run / "metrics.csv", run / "metrics.png")  # draws the finite part only

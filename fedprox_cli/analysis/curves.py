@@ -27,8 +27,9 @@ from matplotlib.ticker import NullFormatter
 from ..common.files import atomic_write_text
 from .plotting import (at_data, caption_file, figure_legend, mark_end, plt, readable_log_ticks,
                        run_title, save_figure)
-from .report import (CHOICE, LOG_Y, X_AXES, Group, Run, band, config_key, differing, fmt, group,
-                     relabel, seed_interval, shared, short, slope, split)
+from .groups import Group, config_key, differing, fmt, group, relabel, shared, short, split
+from .run import CHOICE, LOG_Y, X_AXES, Run
+from .stats import band, seed_interval, slope
 
 Y_LABELS = {"stationarity": "stationarity ||G_s(x)||²", "test_acc": "test accuracy",
             "train_loss": "train loss f(x)", "objective": "objective f(x) + h(x)",

@@ -1,9 +1,9 @@
-"""A claim's evidence: its runs read from the results folders (through :mod:`..analysis.report`'s
+"""A claim's evidence: its runs read from the results folders (through :mod:`..analysis.results`'
 loaders) and each :class:`~.declare.Test` evaluated unit by unit.
 
 A *unit* is one seed in one panel (the test's ``panels`` keys), one benchmark row for ``source:
 bench``, and for ``ratio`` one compared value within that. Definitions used by every claim:
-- *tail*: the mean of a run's last 10% of evaluations, at least one (``report.Run.final``);
+- *tail*: the mean of a run's last 10% of evaluations, at least one (``Run.final``);
 - a run that diverged (its objective or metric non-finite from some round on) counts as the
   worst in every comparison, and "diverged after round r" means the first non-finite evaluation
   is at round r;
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis import report
+from ..analysis import groups, results, stats
+from ..analysis.run import Run, direction
 from ..common.errors import UserError, require
 from ..runs.outputs import read_summary
 from .declare import Claim, RunSet, Test
@@ -71,17 +72,17 @@ class Evidence:
     outcomes: list = field(default_factory=list)
 
 
-def key_of(runs: list[report.Run], key: str) -> str:
-    return report.config_key(runs, key)
+def key_of(runs: list[Run], key: str) -> str:
+    return groups.config_key(runs, key)
 
 
 def _is(value, want) -> bool:
     if isinstance(want, list):
         return any(_is(value, w) for w in want)
-    return report.matches(value, report.fmt(want) if isinstance(want, float) else str(want))
+    return groups.matches(value, groups.fmt(want) if isinstance(want, float) else str(want))
 
 
-def _point(run: report.Run, runs, rs: RunSet) -> tuple | None:
+def _point(run: Run, runs, rs: RunSet) -> tuple | None:
     """The run's declared grid point, or None when it is outside the declaration."""
     keys = [k for p in rs.points for k in p] + list(rs.grid)
     values = tuple((k, run.config.get(key_of(runs, k))) for k in dict.fromkeys(keys))
@@ -98,10 +99,10 @@ def _declared_key(point: tuple) -> tuple:
 
 
 def canon(v) -> str:
-    return report.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    return groups.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
-def _minutes(run: report.Run) -> float:
+def _minutes(run: Run) -> float:
     """A run's job-minutes from its summary (started to ended), else its training time."""
     try:
         s = read_summary(run.path)
@@ -110,7 +111,7 @@ def _minutes(run: report.Run) -> float:
         return float(run.metrics["time_s"].iloc[-1]) / 60 if "time_s" in run.metrics else 0.0
 
 
-def _device(run: report.Run) -> str:
+def _device(run: Run) -> str:
     try:
         return str(read_summary(run.path).get("device", "cpu"))
     except (OSError, ValueError):
@@ -118,7 +119,7 @@ def _device(run: report.Run) -> str:
 
 
 def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
-              strict: bool = True) -> list[report.Run]:
+              strict: bool = True) -> list[Run]:
     """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made): every
     run there must have its ``fixed`` settings (else a user error naming the run folder); those
     matching ``where`` and the grid are returned, at any seed. ``strict``: a missing folder is a user error
@@ -140,18 +141,18 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
             got = r.config.get(key_of(runs, k))
             if not _is(got, want):
                 raise UserError(f"claim {claim.id}: {r.path} is a run of another config "
-                                f"({k}={report.fmt(got)}, the claim's runs have {k}={want})")
+                                f"({k}={groups.fmt(got)}, the claim's runs have {k}={want})")
     for k, want in rs.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
     return [r for r in runs if _point(r, runs, rs) is not None]
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(folders: tuple, warn) -> list[report.Run]:
-    return report.load(folders, warn=lambda m: None if m.startswith("note:") else warn(m))
+def _cached(folders: tuple, warn) -> list[Run]:
+    return results.load(folders, warn=lambda m: None if m.startswith("note:") else warn(m))
 
 
-def _read(folders: tuple, warn) -> list[report.Run]:
+def _read(folders: tuple, warn) -> list[Run]:
     """The runs under ``folders``, read once per process (claims share folders)."""
     return list(_cached(folders, warn))
 
@@ -186,7 +187,7 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
 # ------------------------------------------------------------------------------------ tests
 
 
-def diverged_after(run: report.Run, metric: str) -> int | None:
+def diverged_after(run: Run, metric: str) -> int | None:
     """The round of the run's first non-finite evaluation of ``metric`` or of its objective
     ("diverged after round r"), None if every evaluation is finite."""
     bad = ~np.isfinite(run.column(metric))
@@ -201,22 +202,22 @@ def _worst(v: float) -> float:
 
 def shown(v) -> str:
     """A config value as tables show it: a preset's algorithm choice by its method's name."""
-    text = report.fmt(v)
+    text = groups.fmt(v)
     return text.rsplit("/", 1)[-1] if isinstance(v, str) and ("_fig" in text or "_table" in text) else text
 
 
 def _label(panel: tuple, seed) -> str:
-    return ", ".join([*(f"{report.short(k).rsplit('.', 1)[-1]}={shown(v)}" for k, v in panel), f"seed {seed}"])
+    return ", ".join([*(f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}" for k, v in panel), f"seed {seed}"])
 
 
-def _where(t: Test, runs: list[report.Run]) -> list[report.Run]:
+def _where(t: Test, runs: list[Run]) -> list[Run]:
     """The runs whose config has every value of the test's ``where``."""
     for k, want in t.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
     return runs
 
 
-def _cells(t: Test, runs: list[report.Run]) -> dict:
+def _cells(t: Test, runs: list[Run]) -> dict:
     """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
     runs = _where(t, runs)
     key = key_of(runs, t.key)
@@ -236,7 +237,7 @@ def _cells(t: Test, runs: list[report.Run]) -> dict:
 def _cell_order(item) -> tuple:
     """Cells ((panel, seed), ...) by panel values, then seed."""
     (panel, seed), _ = item
-    return (report.order([v for _, v in panel]), seed)
+    return (groups.order([v for _, v in panel]), seed)
 
 
 def _trained(claim: Claim, runs) -> bool:
@@ -258,7 +259,7 @@ def _ordered(s: list[float], mode: str) -> bool:
 
 
 def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
-    sign = report.direction(t.metric).sign
+    sign = direction(t.metric).sign
     runs = [got[i] for i in range(len(t.values))]
     first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at != "every":
@@ -278,7 +279,7 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     return first, all(ok), onset
 
 
-def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
+def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
     """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left out)."""
     out = []
     if t.kind == "slope":
@@ -296,7 +297,7 @@ def units(t: Test, runs: list[report.Run], claim: Claim) -> list[Unit]:
             out.append(Unit(label, value, holds if trained else None, onset if trained else None,
                             f"diverged after round {r}" if r is not None else "", None if trained else holds))
         elif t.kind == "drop":   # points (x100) by which values[0] trails the best of the others
-            sign = report.direction(t.metric).sign
+            sign = direction(t.metric).sign
             value = 100 * (_worst(sign * got[0].final(t.metric, t.at))
                            - min(_worst(sign * r.final(t.metric, t.at)) for r in others))
             out.append(_measured(label, value, t, trained))
@@ -343,7 +344,7 @@ def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
         if len({x for x, _ in pts}) < 2:
             continue
         if all(math.isfinite(y) and y > 0 for _, y in pts):
-            value = report.fit_line(np.log([x for x, _ in pts]), np.log([y for _, y in pts]))[0]
+            value = stats.fit_line(np.log([x for x, _ in pts]), np.log([y for _, y in pts]))[0]
         else:
             value = math.nan
         out.append(_measured(_label(panel, seed), value, t, _trained(claim, rs)))

@@ -23,11 +23,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..analysis import report
+from ..analysis import results, stats
 from ..analysis.curves import plot_groups, plot_slope
 from ..common.errors import UserError, require
 from ..common import streams
 from ..analysis.plotting import plt, styled
+from ..analysis.run import X_AXES
+from . import options
 
 PROG = "fedrun-plot"
 
@@ -38,10 +40,10 @@ def parse(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].split(": ", 1)[1],
                                 epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
-    p.add_argument("--x", choices=sorted(report.X_AXES), default="round")
+    p.add_argument("--x", choices=sorted(X_AXES), default="round")
     p.add_argument("--y", help=f"a metrics.csv column ({', '.join(METRICS)}, ...); default test_acc, "
                    "with --slope stationarity")
-    report.add_arguments(p)
+    options.add_arguments(p)
     p.add_argument("--panels", action="append", default=[], metavar="KEY",
                    help="one subplot per value of KEY (a dotted key or a config group); repeatable")
     p.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
@@ -53,7 +55,7 @@ def parse(argv):
     p.add_argument("--out", type=Path, help="output file, .png, .pdf or .svg (default: "
                    "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created")
     p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
-    report.add_label_arguments(p, "legend entries and panel titles")
+    options.add_label_arguments(p, "legend entries and panel titles")
     p.add_argument("--style", help="a matplotlib style sheet: paper (shipped: serif, 3.4x2.5 in per "
                    "panel, 300 dpi), a .mplstyle file or a matplotlib style name")
     p.add_argument("--size", metavar="W,H", help="size of one panel in inches (default 5.6,4.2, "
@@ -96,26 +98,26 @@ def draw(args, warn) -> int:
         plot_partition(args.partition, out)
         streams.out(f"wrote {out}")
         return 0
-    runs = report.load(args.results, args.where, warn)
+    runs = results.load(args.results, args.where, warn)
     base = args.results[0] if args.results[0].is_dir() else Path(".")
     if args.slope:
         metric = args.y or "stationarity"
-        runs = report.having(runs, [metric], warn)
-        report.note_runs(runs, metric, args.final, warn)
+        runs = results.having(runs, [metric], warn)
+        results.note_runs(runs, metric, args.final, warn)
         out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
         fits, text = plot_slope(runs, args.slope, out, metric, args.final, warn, args.title,
-                                report.names(args), panel_size(args))
+                                options.names(args), panel_size(args))
         for f in fits:
-            seeds = report.seed_interval(f)
+            seeds = stats.seed_interval(f)
             streams.out(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
                         f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")"))
     else:
         y = args.y or "test_acc"
-        runs = report.having(runs, [args.x, y], warn)
-        report.note_runs(runs, None, None, warn)
+        runs = results.having(runs, [args.x, y], warn)
+        results.note_runs(runs, None, None, warn)
         out = args.out or base / f"plot_{y}_vs_{args.x}.png"
         labels, text = plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels, warn,
-                                   report.names(args), panel_size(args))
+                                   options.names(args), panel_size(args))
         for label in labels:
             streams.out(label)
     streams.out(f"caption: {text}")
@@ -125,4 +127,4 @@ def draw(args, warn) -> int:
 
 def main(argv=None) -> int:
     args = parse(argv)
-    return report.script(PROG, lambda warn: run(args, warn))
+    return options.script(PROG, lambda warn: run(args, warn))

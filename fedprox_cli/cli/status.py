@@ -19,7 +19,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ..analysis import report
+from ..analysis import groups
 from ..common import guarded, streams
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
@@ -55,10 +55,10 @@ def find(paths) -> list[Path]:
 
 def _planned(multirun_yaml: Path) -> list[Path]:
     """The job folders a sweep will have (started or not): from its job records
-    (:mod:`sweep`), or for a sweep of numbered folders (before those records) from its
+    (:mod:`..analysis.jobrecords`), or for a sweep of numbered folders (before those records) from its
     multirun.yaml."""
     from .compose import sweep_jobs
-    from .sweep import records
+    from ..analysis.jobrecords import records
 
     sweep = multirun_yaml.parent
     recorded = [Path(r.folder) for r in records(sweep)]
@@ -83,7 +83,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
     runs = find(paths)
     configs = {d: _config(d, problems) for d in runs}
     known = [c for c in configs.values() if c]  # jobs not started have no config yet
-    keys = report.label_keys(known) if len(known) > 1 else []
+    keys = groups.label_keys(known) if len(known) > 1 else []
     out = []
     for d in runs:
         r, cfg = record(d), configs[d]
@@ -91,7 +91,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
             r.T = cfg.get("T")
         row = {"run": str(d), "status": r.status, "rounds": rounds(r) if r.status != "not started" else "-"}
         row.update({m: r.final.get(m, "") for m in METRICS})
-        row.update({report.short(k): cfg.get(k, "") for k in keys})
+        row.update({groups.short(k): cfg.get(k, "") for k in keys})
         if r.error:
             row["error"] = r.error
         if r.status == "unreadable":

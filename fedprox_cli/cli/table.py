@@ -25,9 +25,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..analysis import report, table
+from ..analysis import groups, results, stats, table
 from ..common.files import atomic_write_text
 from ..common import streams
+from . import options
 
 PROG = "fedrun-table"
 
@@ -56,8 +57,8 @@ def parse(argv):
     p.add_argument("--format", choices=sorted(set(table.FORMATS.values())),
                    help="md, latex or csv (default: by --out's suffix, else md)")
     p.add_argument("--out", type=Path, help="write the table here (default: print it)")
-    report.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
-    report.add_arguments(p)
+    options.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
+    options.add_arguments(p)
     args = p.parse_args(argv)
     if args.precision is not None and args.precision < 0:
         p.error("--precision must be >= 0")
@@ -65,33 +66,33 @@ def parse(argv):
 
 
 def slope_table(fits: list[dict], key: str, metric: str) -> str:
-    body = [[f["label"], f"{f['slope']:.3f}", f"{f['r2']:.3f}", report.seed_interval(f) or "-",
-             "; ".join(f"{report.fmt(p[0])}: {p[4]}" for p in f["points"])] for f in fits]
-    return report.markdown(["group", f"slope of log final {metric} vs log {key}", "R²",
+    body = [[f["label"], f"{f['slope']:.3f}", f"{f['r2']:.3f}", stats.seed_interval(f) or "-",
+             "; ".join(f"{groups.fmt(p[0])}: {p[4]}" for p in f["points"])] for f in fits]
+    return table.markdown(["group", f"slope of log final {metric} vs log {key}", "R²",
                             "per-seed slopes", f"final {metric} per {key}"], body)
 
 
 def spec(args) -> table.Spec:
     s = table.preset(args.preset or "table6", metrics=args.metric, rows=args.rows,
                      precision=args.precision, bold=args.bold, final=args.final,
-                     names=report.names(args))
+                     names=options.names(args))
     if args.column:
         s.column = None if args.column == "none" else args.column
     return s
 
 
 def run(args, warn) -> int:
-    runs = report.load(args.results, args.where, warn)
+    runs = results.load(args.results, args.where, warn)
     if args.slope:
         metric = (args.metric or ["stationarity"])[0]
-        runs = report.having(runs, [metric], warn)
-        report.note_runs(runs, metric, args.final, warn)
-        text = slope_table(report.slope(runs, args.slope, metric, args.final, warn), args.slope, metric) + "\n"
+        runs = results.having(runs, [metric], warn)
+        results.note_runs(runs, metric, args.final, warn)
+        text = slope_table(stats.slope(runs, args.slope, metric, args.final, warn), args.slope, metric) + "\n"
     else:
         s = spec(args)
-        runs = report.having(runs, s.metrics, warn)
+        runs = results.having(runs, s.metrics, warn)
         for m in s.metrics:
-            report.note_runs(runs, m, args.final, warn)
+            results.note_runs(runs, m, args.final, warn)
         text = table.render(runs, s, table.output_format(args.out, args.format))
     if args.out is None:
         streams.out(text.removesuffix("\n"))
@@ -104,4 +105,4 @@ def run(args, warn) -> int:
 
 def main(argv=None) -> int:
     args = parse(argv)
-    return report.script(PROG, lambda warn: run(args, warn))
+    return options.script(PROG, lambda warn: run(args, warn))

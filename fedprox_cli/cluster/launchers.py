@@ -17,7 +17,7 @@ Hydra's submitit launchers with two changes:
 - The launching process never raises for a job that died (cancelled, killed, out of time,
   node failure, a signal before Python could catch it): it waits on SLURM's own record
   (``squeue``; ``sacct`` is not needed), hands the sweeper a NaN and, where the job left no
-  record of its end, records the scheduler's word for it (:func:`sweep.lost`), so the sweep
+  record of its end, records the scheduler's word for it (:func:`jobrecords.lost`), so the sweep
   report lists it with why and where its log is.
 
 A SLURM time limit must leave room before its warning, or the warning may kill a job that is
@@ -39,7 +39,7 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import OmegaConf, open_dict
 
-from ..cli import sweep
+from ..analysis import jobrecords
 from ..runs import signals
 from ..common.errors import UserError
 from ..common import streams
@@ -160,7 +160,7 @@ class _LaunchSide:
         log.warning(f"job {job.job_id} ({' '.join(filter_overrides(overrides))}): {why}")
         folder = self._folder(overrides, num)
         if folder is not None:
-            sweep.lost(sweep_dir, sweep.JobRecord(num, list(overrides), str(folder), reason=why), submitted)
+            jobrecords.lost(sweep_dir, jobrecords.JobRecord(num, list(overrides), str(folder), reason=why), submitted)
         ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED)
         ret.return_value = math.nan  # a sweeper's "no value" (Optuna: a failed trial)
         return ret
