@@ -132,7 +132,7 @@ def plugin(tmp_path, monkeypatch):
         (tmp_path / "conf" / rel).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     registries = [algorithms.base._REGISTRY, regularizers._REGISTRY, compressors._REGISTRY,
-                  models._BUILDERS, datasets._LOADERS]
+                  models._REGISTRY, datasets._REGISTRY]
     saved = [dict(r) for r in registries]
     yield tmp_path
     for r, s in zip(registries, saved):
