@@ -24,8 +24,8 @@ class NoisyAvg(FedAvg):
     """FedAvg whose server adds noise drawn from torch's global generator."""
     name: ClassVar[str] = "noisy_avg"
 
-    def round(self, s, env, t):
-        z = super().round(s, env, t)["z"]
+    def round(self, state, env, t):
+        z = super().round(state, env, t)["z"]
         return {"z": z + 1e-3 * torch.randn_like(z)}
 '''
 

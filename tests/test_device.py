@@ -22,7 +22,8 @@ from fedprox_cli.config.validate import compose
 from fedprox_cli.common.errors import UserError
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import ClientData, Oracle
-from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision, stream_seed
+from fedprox_cli.common.draws import stream_seed
+from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 

@@ -47,8 +47,8 @@ class ProxGD(Algorithm):
     def init(self, z0, n):
         return {"z": z0.clone()}
 
-    def round(self, s, env, t):
-        z = s["z"]
+    def round(self, state, env, t):
+        z = state["z"]
         g = env.up(env.grad(z.expand(len(env.clients), -1), t, 0)).mean(0)
         z = env.prox(z - self.beta * g, self.beta)
         env.down(z)
@@ -132,12 +132,12 @@ def plugin(tmp_path, monkeypatch):
         (tmp_path / "conf" / rel).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     registries = [algorithms.base._REGISTRY, regularizers._REGISTRY, compressors._REGISTRY,
-                  models._BUILDERS, datasets._LOADERS]
+                  models._REGISTRY, datasets._REGISTRY]
     saved = [dict(r) for r in registries]
     yield tmp_path
-    for r, s in zip(registries, saved):
-        r.clear()
-        r.update(s)
+    for registry, entries in zip(registries, saved):
+        registry.clear()
+        registry.update(entries)
 
 
 def test_entry_points_complete_every_registry(plugin):
@@ -266,8 +266,8 @@ class NoName(Algorithm):
     def init(self, z0, n):
         return {"z": z0.clone()}
 
-    def round(self, s, env, t):
-        return s
+    def round(self, state, env, t):
+        return state
 
     def stationarity_step(self, K):
         return self.beta
@@ -285,16 +285,16 @@ class ListSteps(NoName):
 class Raises(NoName):
     name: ClassVar[str] = "raises"
 
-    def round(self, s, env, t):
-        return s["w"]
+    def round(self, state, env, t):
+        return state["w"]
 
 
 @dataclass(kw_only=True)
 class ListState(NoName):
     name: ClassVar[str] = "list_state"
 
-    def round(self, s, env, t):
-        return [s["z"]]
+    def round(self, state, env, t):
+        return [state["z"]]
 
 
 @dataclass(kw_only=True)

@@ -9,10 +9,10 @@ triple over tensors (see :mod:`fedprox_cli.algorithms.base`). To add one, write
 import importlib
 import pkgutil
 
-from .base import Algorithm, Env, build, names, register
+from .base import Algorithm, Env, State, build, names, register
 
 for _m in pkgutil.iter_modules(__path__):
     if _m.name != "base":
         importlib.import_module(f"{__name__}.{_m.name}")
 
-__all__ = ["Algorithm", "Env", "build", "names", "register"]
+__all__ = ["Algorithm", "Env", "State", "build", "names", "register"]

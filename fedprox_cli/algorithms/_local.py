@@ -19,22 +19,21 @@ def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0
         return env.sgd_steps(X.clone(), t, beta, shift)
     X, G = X.clone(), torch.empty_like(X)
     for k in range(env.K):
-        s = shift(X) if callable(shift) else shift
-        X.sub_(env.grad(X, t, k, out=G).add_(s), alpha=beta)  # in place: no (n, d) temporaries
+        X.sub_(env.grad(X, t, k, out=G).add_(shift(X)), alpha=beta)  # in place: no (n, d) temporaries
     return X
 
 
 def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
-                   shift: torch.Tensor | float = 0.0, s: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+                   shift: torch.Tensor | float = 0.0, elapsed: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
     """K steps of local dual averaging (FedDA, FedCEF, ZA1): for k = 0..K-1
 
-        U = prox_{(s + k step) h}(W);   W <- W - step (G(U) + shift)
+        U = prox_{(elapsed + k step) h}(W);   W <- W - step (G(U) + shift)
 
-    (prox_0 is the identity, so with s = 0 the first gradient is taken at W itself).
+    (prox_0 is the identity, so with elapsed = 0 the first gradient is taken at W itself).
     K prox calls per row. Returns the final W and the sum of the K gradients."""
     W, G, gsum = W.clone(), torch.empty_like(W), torch.zeros_like(W)
     for k in range(env.K):
-        U = env.prox(W, s + k * step)
+        U = env.prox(W, elapsed + k * step)
         gsum += env.grad(U, t, k, out=G)
         W.sub_(G.add_(shift).mul_(step))  # W - step (G + shift), in place: no (n, d) temporaries
     return W, gsum

@@ -7,8 +7,8 @@ a float that declares none is a step size, > 0), with class attributes ``name``,
 ``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
 anything else is refused before training), and
 
-- ``init(z0, n)`` -> the state: a dict of tensors (saved whole in checkpoints; the server
-  model under ``"z"`` unless ``output`` says otherwise);
+- ``init(z0, n)`` -> the state (:data:`State`): a dict of tensors (saved whole in
+  checkpoints; the server model under ``"z"`` unless ``output`` says otherwise);
 - ``round(state, env, t)`` -> the next state (a new dict; tensors may be updated in place).
   Everything a round needs from the run goes through ``env``; it draws no random numbers of
   its own (mini-batches, participating clients and compressors are keyed by (seed, t, k));
@@ -39,31 +39,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Integral
-from typing import ClassVar
+from typing import ClassVar, TypeAlias
 
 import torch
 
 from ..operators.compressors import DENSE_BYTES, Compressor
 from ..common import ranges
 from ..engine.oracle import Oracle
-from ..engine.device import generator, stream_seed, to_device
+from ..common.draws import generator, stream_seed, to_device
 from ..common.plugins import Registry, calling, class_contract, returned
 from ..operators.regularizers import Regularizer
 
-_REGISTRY = Registry("algorithm", "algorithms", lambda cls: _CONTRACT(cls))  # (Algorithm is below)
-
-
-register = _REGISTRY.register
-names = _REGISTRY.names
-lookup = _REGISTRY.lookup
-
-
-def build(name: str, _target_: str | None = None, **params) -> "Algorithm":
-    """The algorithm ``name`` with its paper's parameters, e.g. ``build("fedcanon", alpha=0.1)``
-    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    alg = _REGISTRY.make(name, _target_, **params)
-    ranges.check(alg, "algorithm")
-    return alg
+State: TypeAlias = dict[str, torch.Tensor | float]
+"""An algorithm's state: tensors by name (a plain number where one suffices, e.g. FedDA's
+elapsed step), saved whole in checkpoints."""
 
 
 @dataclass(kw_only=True)
@@ -76,13 +65,13 @@ class Algorithm:
     takes_compressor: ClassVar[bool] = False       # defines a compressed uplink
     smooth_only: ClassVar[bool] = False            # defined for h = 0 only
 
-    def init(self, z0: torch.Tensor, n: int) -> dict[str, torch.Tensor]:
+    def init(self, z0: torch.Tensor, n: int) -> State:
         raise NotImplementedError
 
-    def round(self, state: dict, env: "Env", t: int) -> dict[str, torch.Tensor]:
+    def round(self, state: State, env: Env, t: int) -> State:
         raise NotImplementedError
 
-    def output(self, state: dict) -> torch.Tensor:
+    def output(self, state: State) -> torch.Tensor:
         """The model evaluated (default: the server state z)."""
         return state["z"]
 
@@ -96,15 +85,18 @@ class Algorithm:
         raise NotImplementedError
 
 
-_CONTRACT = class_contract(Algorithm, ("init", "round", "stationarity_step"),
-                           ("partial_participation", "takes_compressor", "smooth_only"))
+_REGISTRY = Registry("algorithm", "algorithms",
+                     class_contract(Algorithm, ("init", "round", "stationarity_step"),
+                                    ("partial_participation", "takes_compressor", "smooth_only")),
+                     lambda alg: ranges.check(alg, "algorithm"))
+register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
 
 
 class Env:
     """Oracle, counted prox and counted links for one run (see module docstring)."""
 
     def __init__(self, oracle: Oracle, h: Regularizer, compressor: Compressor, n: int, K: int,
-                 T: int, participation: float = 1.0, seed: int = 0):
+                 T: int, participation: float = 1.0, seed: int = 0) -> None:
         self.oracle, self.h, self.compressor = oracle, h, compressor
         self.n, self.K, self.T = n, K, T
         self.participation, self.seed = participation, seed

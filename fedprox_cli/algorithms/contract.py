@@ -11,24 +11,24 @@ import math
 import torch
 
 from ..common.plugins import calling, returned
-from .base import Algorithm, Env
+from .base import Algorithm, Env, State
 
 
-def _is_state(value) -> bool:
+def _is_state(value: object) -> bool:
     """A dict of str -> tensor or plain number (FedDA keeps its elapsed step as a float)."""
     return isinstance(value, dict) and all(
         isinstance(k, str) and (torch.is_tensor(v) or isinstance(v, (int, float)) and not isinstance(v, bool))
         for k, v in value.items())
 
 
-def init(alg: Algorithm, z0: torch.Tensor, n: int) -> dict[str, torch.Tensor]:
+def init(alg: Algorithm, z0: torch.Tensor, n: int) -> State:
     with calling(alg, "algorithm", "init(z0, n)"):
         state = alg.init(z0, n)
     return returned(alg, "algorithm", "init(z0, n)", state, _is_state(state) and bool(state),
                     "the state: a non-empty dict of str -> tensor (or number)")
 
 
-def round(alg: Algorithm, state: dict, env: Env, t: int) -> dict[str, torch.Tensor]:
+def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
     """The next state, with the keys of ``state`` (a checkpoint saves and restores them all)."""
     with calling(alg, "algorithm", f"round(state, env, t={t})"):
         new = alg.round(state, env, t)
@@ -36,14 +36,14 @@ def round(alg: Algorithm, state: dict, env: Env, t: int) -> dict[str, torch.Tens
                     f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})")
 
 
-def output(alg: Algorithm, state: dict, d: int) -> torch.Tensor:
+def output(alg: Algorithm, state: State, d: int) -> torch.Tensor:
     with calling(alg, "algorithm", "output(state)"):
         x = alg.output(state)
     return returned(alg, "algorithm", "output(state)", x, torch.is_tensor(x) and tuple(x.shape) == (d,),
                     f"the model x evaluated: a tensor of shape ({d},)")
 
 
-def _step(value) -> bool:
+def _step(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
@@ -57,5 +57,5 @@ def prox_steps(alg: Algorithm, K: int, T: int) -> dict[str, float]:
 
 def stationarity_step(alg: Algorithm, K: int) -> float:
     with calling(alg, "algorithm", "stationarity_step(K)"):
-        s = alg.stationarity_step(K)
-    return returned(alg, "algorithm", "stationarity_step(K)", s, _step(s), "a number > 0 (the step s of G_s)")
+        step = alg.stationarity_step(K)
+    return returned(alg, "algorithm", "stationarity_step(K)", step, _step(step), "a number > 0 (the step s of G_s)")

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ._local import local_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -28,14 +30,14 @@ class FedADMM(Algorithm):
     eta: float = 1.0     # prox / penalty parameter eta (penalty 1/eta)
     beta: float = 0.02   # local step size
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         rows = z0.expand(n, -1)
         return {"z": z0.clone(), "X": rows.clone(), "Lam": z0.new_zeros(n, z0.numel()),
                 "Xhat": rows.clone()}
 
-    def round(self, s, env, t):
-        z, S = s["z"], env.clients
-        X, Lam, Xhat = s["X"].clone(), s["Lam"].clone(), s["Xhat"].clone()
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, S = state["z"], env.clients
+        X, Lam, Xhat = state["X"].clone(), state["Lam"].clone(), state["Xhat"].clone()
         Lam_S = Lam[S]  # gathered once, not at every local step
         X[S] = local_sgd(env, X[S], t, self.beta, lambda V: Lam_S + (V - z) / self.eta)
         Lam[S] = Lam[S] + (X[S] - z) / self.eta
@@ -44,8 +46,8 @@ class FedADMM(Algorithm):
         env.down(z)
         return {"z": z, "X": X, "Lam": Lam, "Xhat": Xhat}
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"eta": self.eta}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.eta

@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from ._local import local_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -23,15 +23,15 @@ class FedAvg(Algorithm):
     alpha: float = 1.0   # server step size
     beta: float = 0.02   # local step size
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}
 
-    def round(self, s, env, t):
-        z = s["z"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        z = state["z"]
         X = local_sgd(env, z.expand(len(env.clients), -1), t, self.beta)
         z = z + self.alpha * env.up(torch.sub(X, z, out=X)).mean(0)  # X - z in X: no new (n, d)
         env.down(z)
         return {"z": z}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.alpha * K * self.beta

@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from ._local import local_sgd, rows_into
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -26,11 +26,11 @@ class FedCanon(Algorithm):
     alpha: float = 0.1   # global step size alpha (eq. 7e)
     beta: float = 0.02   # local step size beta (eq. 7b)
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, s, env, t):
-        z, C = s["z"], s["C"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, C = state["z"], state["C"]
         X = local_sgd(env, z.expand_as(C), t, self.beta, C)
         Delta = env.up(torch.sub(z, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)
         Dbar = Delta.mean(0)
@@ -39,8 +39,8 @@ class FedCanon(Algorithm):
         # C + Dbar - Delta, written over Delta (ours): states C and X are all a round holds
         return {"z": z, "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta)}
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"alpha": self.alpha}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.alpha

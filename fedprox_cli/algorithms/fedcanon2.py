@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from ._local import local_sgd, rows_into
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -27,11 +27,11 @@ class FedCanon2(Algorithm):
     alpha: float = 0.1   # global step size alpha (prox parameter, as in FedCanon)
     beta: float = 0.02   # local step size beta
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"X0": z0.expand(n, -1).clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, s, env, t):
-        X0, C = s["X0"], s["C"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        X0, C = state["X0"], state["C"]
         X = local_sgd(env, X0, t, self.beta, C)
         Delta = env.up(torch.sub(X0, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)
         Dbar = Delta.mean(0)
@@ -39,11 +39,11 @@ class FedCanon2(Algorithm):
         return {"X0": env.prox(X0 - self.alpha * Dbar, self.alpha),
                 "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta)}  # over Delta
 
-    def output(self, s):
-        return s["X0"][0]
+    def output(self, state: State) -> torch.Tensor:
+        return state["X0"][0]
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"alpha": self.alpha}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.alpha

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ..common.ranges import param
 from ._local import local_dual_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -34,16 +36,16 @@ class FedCEF(Algorithm):
     eta: float = param(0.3, gt=0, le=1)  # momentum eta in (0, 1] (line 11); not given by the paper (sweep)
 
 
-    def beta(self, K):
+    def beta(self, K: int) -> float:
         """The effective global step beta = alpha eta_g K."""
         return self.alpha * self.eta_g * K
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         zeros = z0.new_zeros(n, z0.numel())
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": zeros, "V": zeros.clone()}
 
-    def round(self, s, env, t):
-        z, c, C, V = s["z"], s["c"], s["C"], s["V"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, c, C, V = state["z"], state["c"], state["C"], state["V"]
         W, _ = local_dual_sgd(env, z.expand_as(C), t, self.alpha, c - C)
         V = (1 - self.eta) * V + self.eta * ((z - W) / (self.alpha * env.K) + C - c)
         Delta = env.up(V - C)
@@ -53,8 +55,8 @@ class FedCEF(Algorithm):
         env.down(ztilde)
         return {"z": env.prox(ztilde, beta, copies=env.n + 1), "c": c, "C": C + Delta, "V": V}
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"K*alpha": K * self.alpha, "beta=alpha*eta_g*K": self.beta(K)}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.beta(K)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ._local import local_dual_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -27,25 +29,25 @@ class FedDA(Algorithm):
     alpha: float = 1.0   # server learning rate (server_lr)
     beta: float = 0.02   # client learning rate (client_lr)
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "x": z0.clone(), "s": 0.0}
 
-    def round(self, s, env, t):
-        z, elapsed = s["z"], s["s"]
-        W, _ = local_dual_sgd(env, z.expand(len(env.clients), -1), t, self.beta, s=elapsed)
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, elapsed = state["z"], state["s"]
+        W, _ = local_dual_sgd(env, z.expand(len(env.clients), -1), t, self.beta, elapsed=elapsed)
         z = z + self.alpha * env.up(W - z).mean(0)
         elapsed += self.alpha * env.K * self.beta
         env.down(z, scalars=1)  # and the elapsed step s, a host number
         return {"z": z, "x": env.prox(z, elapsed), "s": elapsed}
 
-    def output(self, s):
-        return s["x"]
+    def output(self, state: State) -> torch.Tensor:
+        return state["x"]
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         # clients use s_{T-1} + (K-1) beta, the output s_T = T alpha K beta
         s_last = (T - 1) * self.alpha * K * self.beta
         return {"s+k*beta (largest over T rounds)":
                 max(s_last + (K - 1) * self.beta, T * self.alpha * K * self.beta)}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.alpha * K * self.beta

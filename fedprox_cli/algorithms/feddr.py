@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ..common.ranges import param
 from ._local import local_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -31,13 +33,13 @@ class FedDR(Algorithm):
     beta: float = 0.02      # local step size of the K-step subproblem solver
 
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         rows = z0.expand(n, -1)
         return {"z": z0.clone(), "Y": rows.clone(), "X": rows.clone(), "Xhat": rows.clone()}
 
-    def round(self, s, env, t):
-        z, S = s["z"], env.clients
-        Y, X, Xhat = s["Y"].clone(), s["X"].clone(), s["Xhat"].clone()
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, S = state["z"], env.clients
+        Y, X, Xhat = state["Y"].clone(), state["X"].clone(), state["Xhat"].clone()
         Y[S] = Y[S] + self.alpha_dr * (z - X[S])
         Y_S = Y[S]  # gathered once, not at every local step
         X[S] = local_sgd(env, X[S], t, self.beta, lambda V: (V - Y_S) / self.eta)
@@ -46,8 +48,8 @@ class FedDR(Algorithm):
         env.down(z)
         return {"z": z, "Y": Y, "X": X, "Xhat": Xhat}
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"eta": self.eta}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.eta

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Algorithm, register
+import torch
+
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -22,11 +24,11 @@ class FedMiD(Algorithm):
     alpha: float = 1.0   # server learning rate (the reference code's server_lr)
     beta: float = 0.02   # client learning rate (client_lr)
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}
 
-    def round(self, s, env, t):
-        z = s["z"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        z = state["z"]
         X = z.expand(len(env.clients), -1)
         for k in range(env.K):
             X = env.prox(X - self.beta * env.grad(X, t, k), self.beta)
@@ -35,8 +37,8 @@ class FedMiD(Algorithm):
         env.down(z)
         return {"z": z}
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"beta": self.beta, "alpha*K*beta": self.alpha * K * self.beta}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.alpha * K * self.beta

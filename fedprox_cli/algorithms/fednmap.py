@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Algorithm, register
+import torch
+
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -25,11 +27,11 @@ class FedNMap(Algorithm):
     eta_s: float = 1.0   # server step size eta_s (eq. 6)
     gamma: float = 4.0   # prox parameter gamma of the normal map (eq. 4; Figs. 2-5)
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, s, env, t):
-        z, C = s["z"], s["C"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, C = state["z"], state["C"]
         x = env.prox(z, self.gamma, copies=env.n)
         shift = (z - x) / self.gamma + C
         W = z.expand_as(C)
@@ -41,11 +43,11 @@ class FedNMap(Algorithm):
         env.down(z, ybar)
         return {"z": z, "x": env.prox(z, self.gamma), "C": C - Y + ybar}
 
-    def output(self, s):
-        return s["x"]
+    def output(self, state: State) -> torch.Tensor:
+        return state["x"]
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"gamma": self.gamma}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.gamma

@@ -8,8 +8,8 @@ from typing import ClassVar
 import torch
 
 from ..common.ranges import param
-from ..engine.device import generator
-from .base import Algorithm, register
+from ..common.draws import generator
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -34,19 +34,19 @@ class Scaffnew(Algorithm):
     p: float | None = param(None, gt=0, le=1, none=True)  # communication probability; None = every K-th step (p = 1/K)
 
 
-    def prob(self, K):
+    def prob(self, K: int) -> float:
         return 1.0 / K if self.p is None else self.p
 
-    def communicates(self, env, t, k):
+    def communicates(self, env: Env, t: int, k: int) -> bool:
         if self.p is None:
             return k == env.K - 1
         return torch.rand((), generator=generator(env.seed, t, k, -3)).item() < self.p  # CPU: no sync
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "X": z0.expand(n, -1).clone(), "H": z0.new_zeros(n, z0.numel())}
 
-    def round(self, s, env, t):
-        z, X, H = s["z"], s["X"], s["H"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, X, H = state["z"], state["X"], state["H"]
         step = self.beta / self.prob(env.K)
         for k in range(env.K):
             Xhat = X - self.beta * (env.grad(X, t, k) - H)
@@ -59,8 +59,8 @@ class Scaffnew(Algorithm):
             H = H + (X - Xhat) / step
         return {"z": z, "X": X, "H": H}
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"beta/p": self.beta / self.prob(K)}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.beta / self.prob(K)

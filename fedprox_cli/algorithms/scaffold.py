@@ -8,7 +8,7 @@ from typing import ClassVar
 import torch
 
 from ._local import local_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -26,11 +26,11 @@ class Scaffold(Algorithm):
     alpha: float = 1.0   # server step size (eq. 14; 1 = the clients' average)
     beta: float = 0.02   # local step size
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, s, env, t):
-        z, c, C = s["z"], s["c"], s["C"].clone()
+    def round(self, state: State, env: Env, t: int) -> State:
+        z, c, C = state["z"], state["c"], state["C"].clone()
         S = env.clients
         Ci = C[S]
         X = local_sgd(env, z.expand_as(Ci), t, self.beta, c - Ci)
@@ -45,5 +45,5 @@ class Scaffold(Algorithm):
         env.down(z, c)
         return {"z": z, "c": c, "C": C}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.alpha * K * self.beta

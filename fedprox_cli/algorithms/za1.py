@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import torch
+
 from ._local import local_dual_sgd
-from .base import Algorithm, register
+from .base import Algorithm, Env, State, register
 
 
 @register
@@ -32,25 +34,25 @@ class ZA1(Algorithm):
     eta_a: float = 0.1   # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
     eta_s: float = 1.0   # server step size eta_s (eq. 31)
 
-    def etahat(self, K):
+    def etahat(self, K: int) -> float:
         return self.eta_a * self.eta_s * K
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, s, env, t):
-        x, C = s["x"], s["C"]
+    def round(self, state: State, env: Env, t: int) -> State:
+        x, C = state["x"], state["C"]
         W, gsum = local_dual_sgd(env, x.expand_as(C), t, self.eta_a, C)
         z = x + self.eta_s * (env.up(W).mean(0) - x)
         env.down(z)
         etahat = self.etahat(env.K)
         return {"x": env.prox(z, etahat, copies=env.n + 1), "C": (x - z) / etahat - gsum / env.K}
 
-    def output(self, s):
-        return s["x"]
+    def output(self, state: State) -> torch.Tensor:
+        return state["x"]
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return {"K*eta_a": K * self.eta_a, "eta_a*eta_s*K": self.etahat(K)}
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.etahat(K)

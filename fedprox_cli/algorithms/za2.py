@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Algorithm, register
+import torch
+
+from .base import Algorithm, Env, State, register
 from .fedcef import FedCEF
 
 
@@ -24,14 +26,14 @@ class ZA2(Algorithm):
     def cef(self) -> FedCEF:
         return FedCEF(alpha=self.alpha, eta_g=self.eta_g, eta=1.0)
 
-    def init(self, z0, n):
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return self.cef.init(z0, n)
 
-    def round(self, s, env, t):
-        return self.cef.round(s, env, t)
+    def round(self, state: State, env: Env, t: int) -> State:
+        return self.cef.round(state, env, t)
 
-    def prox_steps(self, K, T):
+    def prox_steps(self, K: int, T: int) -> dict[str, float]:
         return self.cef.prox_steps(K, T)
 
-    def stationarity_step(self, K):
+    def stationarity_step(self, K: int) -> float:
         return self.cef.stationarity_step(K)

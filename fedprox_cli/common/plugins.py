@@ -120,11 +120,20 @@ def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: st
 class Registry(dict):
     """Config name -> class or function, completed from the entry-point group
     ``fedprox_cli.<plural>`` on demand; every entry checked by ``contract`` (a test giving
-    the broken contract in words, or None) as it enters (see module docstring)."""
+    the broken contract in words, or None) as it enters (see module docstring), every instance
+    that :meth:`build` makes by ``check`` (the kind's own test of its parameters).
 
-    def __init__(self, kind: str, plural: str, contract: Callable[[object], str | None] = lambda obj: None):
+    A plugin kind makes its registry and exposes the same API in two lines, e.g.::
+
+        _REGISTRY = Registry("compressor", "compressors", class_contract(Compressor, ("__call__",)),
+                             lambda comp: comp.validate())
+        register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
+    """
+
+    def __init__(self, kind: str, plural: str, contract: Callable[[object], str | None] = lambda obj: None,
+                 check: Callable[[object], None] = lambda obj: None):
         super().__init__()
-        self.kind, self.group, self.contract = kind, f"fedprox_cli.{plural}", contract
+        self.kind, self.group, self.contract, self.check = kind, f"fedprox_cli.{plural}", contract, check
 
     def admit(self, name: str, obj, where: str):
         """``obj`` if it keeps the registry's contract, else one :class:`PluginError` naming
@@ -149,20 +158,29 @@ class Registry(dict):
             if not isinstance(obj, ModuleType):
                 self.setdefault(ep.name, self.admit(ep.name, obj, f"{ep.value}, entry point group {self.group}"))
 
-    def register(self, cls):
-        """Class decorator: ``cls`` under its ``name``."""
-        self[cls.name] = self.admit(getattr(cls, "name", "?"), cls, origin(cls))
-        return cls
+    def register(self, entry):
+        """Decorator: a class under its ``name`` (``@register``), or a function under the name
+        given (``@register("linear")``)."""
+        if isinstance(entry, str):
+            return lambda fn: self._put(entry, fn)
+        return self._put(getattr(entry, "name", "?"), entry)
 
-    def make(self, name: str, target: str | None = None, **params):
-        """An instance of the dataclass ``name`` (:meth:`lookup`) with ``params``; a parameter
-        it does not have is one :class:`UserError` naming the ones it takes."""
-        cls = self.lookup(name, target)
+    def _put(self, name: str, obj):
+        self[name] = self.admit(name, obj, origin(obj))
+        return obj
+
+    def build(self, name: str, _target_: str | None = None, **params):
+        """An instance of the dataclass ``name`` (:meth:`lookup`; ``_target_``: a plugin's class
+        by dotted path) with ``params``, passed by ``check``; a parameter it does not have is
+        one :class:`UserError` naming the ones it takes. E.g. ``build("topk", ratio=0.1)``."""
+        cls = self.lookup(name, _target_)
         allowed = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(allowed))
         require(not unknown, f"{self.kind} {name} has no parameter {', '.join(unknown)} "
                              f"(it takes: {', '.join(allowed) or 'none'})")
-        return cls(**params)
+        obj = cls(**params)
+        self.check(obj)
+        return obj
 
     def names(self) -> list[str]:
         """Every registered name, the installed plugins' included."""

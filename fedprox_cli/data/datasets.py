@@ -29,8 +29,9 @@ from ..common.plugins import Registry, callable_contract, calling, returned
 
 REDOWNLOAD = "delete it and download it again"
 
-_LOADERS = Registry("dataset", "datasets", callable_contract(
+_REGISTRY = Registry("dataset", "datasets", callable_contract(
     "a dataset loader (root: Path) -> fedprox_cli.data.Dataset"))  # name -> loader(root: Path) -> Dataset
+register, names, lookup = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup
 
 
 @dataclass
@@ -49,20 +50,6 @@ class Dataset:
         return tuple(self.train_x.shape[1:])
 
 
-def register(name: str):
-    def deco(fn):
-        _LOADERS[name] = fn
-        return fn
-    return deco
-
-
-def names() -> list[str]:
-    return _LOADERS.names()
-
-
-lookup = _LOADERS.lookup
-
-
 def default_root() -> Path:
     """Where datasets are looked for (and downloaded to) unless ``data.root`` says otherwise:
     $FEDPROX_DATA, else ~/.cache/fedprox_cli/data."""
@@ -72,7 +59,7 @@ def default_root() -> Path:
 def load(name: str, root: str | os.PathLike | None = None, target: str | None = None) -> Dataset:
     """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU
     (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    loader = _LOADERS.lookup(name, target)
+    loader = lookup(name, target)
     base = Path(root).expanduser() if root else default_root()
     require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")
     try:

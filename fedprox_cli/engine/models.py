@@ -16,22 +16,9 @@ from torch import nn
 from ..common.errors import UserError, require
 from ..common.plugins import Registry, callable_contract, calling, returned
 
-_BUILDERS = Registry("model", "models", callable_contract(
+_REGISTRY = Registry("model", "models", callable_contract(
     "a model builder (input_shape, num_classes, **params) -> torch.nn.Module"))  # name -> builder
-
-
-def register(name: str):
-    def deco(fn):
-        _BUILDERS[name] = fn
-        return fn
-    return deco
-
-
-def names() -> list[str]:
-    return _BUILDERS.names()
-
-
-lookup = _BUILDERS.lookup
+register, names, lookup = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup
 
 
 def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str = "default",
@@ -39,7 +26,7 @@ def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str =
     """Model ``name`` for inputs of ``input_shape`` (without batch dim) and ``num_classes``.
     ``init="zeros"`` sets every parameter to 0 (deterministic convex checks); ``_target_``: a
     plugin's builder by dotted path (:mod:`fedprox_cli.common.plugins`)."""
-    builder = _BUILDERS.lookup(name, _target_)
+    builder = lookup(name, _target_)
     require(init in ("default", "zeros"), f"model.init must be 'default' or 'zeros', got '{init}'")
     with calling(builder, "model", "its builder", name):
         model = builder(tuple(input_shape), int(num_classes), **params)

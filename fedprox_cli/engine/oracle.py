@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 from . import compile as compile_choice, choice as engine_choice
 from .batched import batched_grad
-from .device import generator, stream_seed, to_device  # noqa: F401 (stream_seed: re-exported)
+from ..common.draws import generator, to_device
 from ..common.errors import require
 from .models import FlatModel
 

@@ -14,28 +14,13 @@ from typing import ClassVar
 
 import torch
 
-from ..engine.device import to_device
+from ..common.draws import to_device
 from ..common import ranges
 from ..common.plugins import Registry, class_contract
 from ..common.ranges import param
 
 DENSE_BYTES = 4
 SPARSE_BYTES = 8
-
-_REGISTRY = Registry("compressor", "compressors", lambda cls: _CONTRACT(cls))  # (Compressor is below)
-
-
-register = _REGISTRY.register
-names = _REGISTRY.names
-lookup = _REGISTRY.lookup
-
-
-def build(name: str, _target_: str | None = None, **params) -> "Compressor":
-    """The compressor ``name`` with its parameters, e.g. ``build("topk", ratio=0.1)``
-    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    comp = _REGISTRY.make(name, _target_, **params)
-    comp.validate()
-    return comp
 
 
 @dataclass(frozen=True)
@@ -55,7 +40,9 @@ class Compressor:
         raise NotImplementedError
 
 
-_CONTRACT = class_contract(Compressor, ("__call__",))
+_REGISTRY = Registry("compressor", "compressors", class_contract(Compressor, ("__call__",)),
+                     lambda comp: comp.validate())
+register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
 
 
 @register

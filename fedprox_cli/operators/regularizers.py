@@ -27,22 +27,6 @@ from ..common.plugins import Registry, calling, class_contract, returned
 from ..common.ranges import param
 
 
-_REGISTRY = Registry("regularizer", "regularizers", lambda cls: _CONTRACT(cls))  # (Regularizer is below)
-
-
-register = _REGISTRY.register
-names = _REGISTRY.names
-lookup = _REGISTRY.lookup
-
-
-def build(name: str, _target_: str | None = None, **params) -> "Regularizer":
-    """The regularizer ``name`` with the given coefficients, e.g. ``build("l1", lam=1e-5)``
-    (``_target_``: a plugin's class by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
-    reg = _REGISTRY.make(name, _target_, **params)
-    reg.validate()
-    return reg
-
-
 @dataclass(frozen=True)
 class Regularizer:
     name: ClassVar[str]
@@ -93,7 +77,9 @@ class Regularizer:
         raise NotImplementedError
 
 
-_CONTRACT = class_contract(Regularizer, ("_value", "_prox"))
+_REGISTRY = Registry("regularizer", "regularizers", class_contract(Regularizer, ("_value", "_prox")),
+                     lambda reg: reg.validate())
+register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
 
 
 def soft_threshold(x: torch.Tensor, tau: float) -> torch.Tensor:

@@ -29,7 +29,7 @@ from typing import ClassVar
 
 import torch
 
-from fedprox_cli.algorithms import Algorithm, Env
+from fedprox_cli.algorithms import Algorithm, Env, State
 
 
 @dataclass(kw_only=True)
@@ -41,10 +41,10 @@ class FedProxServer(Algorithm):
     beta: float = 0.02   # local step size
     mu: float = 0.01     # proximal coefficient of the local objective (> 0)
 
-    def init(self, z0: torch.Tensor, n: int) -> dict[str, torch.Tensor]:
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}
 
-    def round(self, state: dict, env: Env, t: int) -> dict[str, torch.Tensor]:
+    def round(self, state: State, env: Env, t: int) -> State:
         z = state["z"]
         X, G = z.expand(len(env.clients), -1).clone(), None
         for k in range(env.K):

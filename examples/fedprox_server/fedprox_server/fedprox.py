@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import torch
 
-from fedprox_cli.algorithms import Algorithm, Env
+from fedprox_cli.algorithms import Algorithm, Env, State
 from fedprox_cli.common.ranges import param
 
 
@@ -36,10 +36,10 @@ class FedProx(Algorithm):
     beta: float = 0.02                            # local step size (a float: > 0 by default)
     mu: float = param(0.01, ge=0)                 # proximal coefficient, mu >= 0 (0 = FedAvg)
 
-    def init(self, z0: torch.Tensor, n: int) -> dict[str, torch.Tensor]:
+    def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}
 
-    def round(self, state: dict, env: Env, t: int) -> dict[str, torch.Tensor]:
+    def round(self, state: State, env: Env, t: int) -> State:
         z = state["z"]
         X = z.expand(len(env.clients), -1).clone()   # one row per participating client
         G = torch.empty_like(X)
