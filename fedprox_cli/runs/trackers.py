@@ -144,7 +144,7 @@ class Series:
         path = self.out / "config.yaml"
         cfg = guarded.read_config(path) if path.exists() else {}
         spec = cfg.get("logger")
-        if spec is None or str(spec.get("_target_", "")).endswith("loggers.Null"):
+        if spec is None or str(spec.get("_target_", "")).endswith("trackers.Null"):
             return
         state = self._state() if start_round > 0 else {}
         if state.get("target") != spec._target_:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..common.files import open_file
-from ..common.streams import err, escaped, line as write_line
-from .outputs import now
+from .clock import now
+from .files import open_file
+from .streams import err, escaped, line as write_line
 
 LOG = "fedrun.log"
 _logs: list[Path] = []
