@@ -17,10 +17,9 @@ import inspect
 from importlib.metadata import packages_distributions, version
 
 
-from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS
-from ..config.plugin_defaults import lookup
+from ..config import plugin_defaults
 
-GROUPS = tuple(PLUGIN_GROUPS)  # algorithm, regularizer, compressor, model, dataset
+GROUPS = tuple(plugin_defaults.GROUPS)  # algorithm, regularizer, compressor, model, dataset
 DIGEST_CHARS = 16
 
 
@@ -50,7 +49,8 @@ def of_object(obj) -> dict:
 
 def record(choices: dict) -> dict:
     """The code record of a run: ``choices`` maps each group to ``(name, target or None)``."""
-    return {g: {"name": name, **of_object(lookup(g)(name, target))} for g, (name, target) in choices.items()}
+    return {g: {"name": name, **of_object(plugin_defaults.lookup(g)(name, target))}
+            for g, (name, target) in choices.items()}
 
 
 def of_config(cfg) -> dict:

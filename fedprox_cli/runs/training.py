@@ -148,8 +148,9 @@ class Training:
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
-        self.clients.add(t, clients.evaluate(exp.oracle, contract.output(exp.alg, self.state, exp.flat.d), exp.dataset.test_x,
-                                             exp.dataset.test_y, exp.dataset.num_classes))
+        x = contract.output(exp.alg, self.state, exp.flat.d)
+        self.clients.add(t, clients.evaluate(exp.oracle, x, exp.dataset.test_x, exp.dataset.test_y,
+                                             exp.dataset.num_classes))
 
     def evaluates(self) -> bool:
         """Whether round t is followed by an evaluation."""
