@@ -79,10 +79,10 @@ def _result(folder: Path, code: int) -> Run:
                {s: read_summary(f) for s, f in zip(seeds, folders)}, metrics)
 
 
-def _default_folder(cfg: DictConfig) -> Path:
-    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for ``cfg``."""
+def _default_folder(composed: DictConfig) -> Path:
+    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for ``composed``."""
     pattern = OmegaConf.load(CONF_DIR / "config.yaml").hydra.run
-    node = OmegaConf.merge({"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, cfg)
+    node = OmegaConf.merge({"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, composed)
     return Path(str(node.hydra.run.dir))
 
 
@@ -98,14 +98,16 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
     the current folder); a finished run there with the same config is not run again, a
     stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
     Hydra's error) before anything is written; a run that fails later returns its status."""
-    from .runs import lifecycle, runner
+    from .cli.main import draw
     from .config import resolvers
+    from .runs import experiment, runner
     resolvers.register()
     if isinstance(config, DictConfig):
-        cfg = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-        out = Path(folder) if folder is not None else _default_folder(cfg)
-        lifecycle.validate(cfg)
-        return _result(out, runner.run(cfg, out, progress=progress, command="fedprox_cli.run(config)"))
+        composed = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        out = Path(folder) if folder is not None else _default_folder(composed)
+        experiment.validate(composed)
+        return _result(out, runner.run(composed, out, progress=progress, command="fedprox_cli.run(config)",
+                                       plot=draw))
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
@@ -120,10 +122,10 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
         job = jobs(overrides, multirun=False)[0]
         hc = HydraConfig.get()
         reference = reference_for(job.cfg, job.choices, overrides)
-        lifecycle.validate(job.cfg, reference)
+        experiment.validate(job.cfg, reference)
         code = runner.run(job.cfg, job.folder, progress=progress, reference=reference,
                           command=f"fedprox_cli.run({overrides_of(config)!r})",
-                          hydra_record=hydra_files(job.cfg, hc))
+                          hydra_record=hydra_files(job.cfg, hc), plot=draw)
     return _result(job.folder, code)
 
 

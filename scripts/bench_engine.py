@@ -152,6 +152,7 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
     import time
     from pathlib import Path
 
+    from fedprox_cli.cli.main import draw
     from fedprox_cli.runs import runner
     from fedprox_cli.config.validate import compose
     from fedprox_cli.data import datasets
@@ -176,9 +177,10 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
             assert p.returncode == 0, p.stderr[-2000:]
 
         ways = {
-            "sequential": lambda: [runner.run(compose([*base, f"seed={s}"]), tmp / f"seq{s}", progress=False)
-                                   for s in range(R)],
-            "seeds=R": lambda: runner.run(compose([*base, f"seeds={R}"]), tmp / "batched", progress=False),
+            "sequential": lambda: [runner.run(compose([*base, f"seed={s}"]), tmp / f"seq{s}", progress=False,
+                                              plot=draw) for s in range(R)],
+            "seeds=R": lambda: runner.run(compose([*base, f"seeds={R}"]), tmp / "batched", progress=False,
+                                          plot=draw),
         }
         if cli:
             ways["fedrun -m seed=..."] = lambda: fedrun_ok("-m", *base, f"seed={seeds}", f"hydra.sweep.dir={tmp / 'sweep'}")

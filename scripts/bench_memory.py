@@ -4,7 +4,7 @@
     python scripts/bench_memory.py --model mobilenetv3_small --n 100 --memory-gb 2
 
 For each client chunking -- ``oracle.chunk=auto`` under the budget, and all n clients at once
--- a fresh child process builds the run (``lifecycle.build``, CPU), resets the kernel's peak-RSS
+-- a fresh child process builds the run (``experiment.build``, CPU), resets the kernel's peak-RSS
 mark (Linux ``/proc/self/clear_refs``), runs the rounds and one evaluation, and reports the
 peak resident memory above the resident memory before the rounds (``--device cuda``: PyTorch's
 peak of allocated GPU memory above what was allocated before the rounds). Next to it: the plan's
@@ -48,7 +48,7 @@ def child(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fedprox_cli.runs import lifecycle
+    from fedprox_cli.runs import experiment
     from fedprox_cli.engine import memory
     from fedprox_cli.cli.main import CONF_DIR
     from fedprox_cli.engine.metrics import evaluate
@@ -63,13 +63,13 @@ def child(args) -> dict:
                  f"oracle.memory_gb={args.memory_gb}", f"data.root={args.data_root}"]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
-    exp = lifecycle.build(cfg)
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    exp = experiment.build(cfg)
+    state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     oracle = exp.oracle
-    fp = memory.footprint(exp.flat.module, exp.flat.d, exp.dataset.input_shape, exp.s.dtype,
-                          exp.s.device)
+    fp = memory.footprint(exp.flat.module, exp.flat.d, exp.dataset.input_shape, exp.cfg.dtype,
+                          exp.cfg.device)
     gc.collect()
-    gpu = exp.s.device.type == "cuda"
+    gpu = exp.cfg.device.type == "cuda"
     if gpu:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -88,8 +88,8 @@ def child(args) -> dict:
     else:
         peak = _status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     state_bytes = sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
-    nd_bytes = exp.s.n * exp.flat.d * torch.tensor([], dtype=exp.s.dtype).element_size()
-    samples = exp.s.B or oracle.data.index.shape[1]
+    nd_bytes = exp.cfg.n * exp.flat.d * torch.tensor([], dtype=exp.cfg.dtype).element_size()
+    samples = exp.cfg.B or oracle.data.index.shape[1]
     return {"chunk": oracle.chunk, "eval_batch": oracle.eval_batch, "d": exp.flat.d,
             "base_mb": base / 1024, "peak_above_base_mb": (peak - base) / 1024,
             "plan_train_mb": fp.call_bytes(oracle.chunk, samples) / MB,

@@ -30,9 +30,9 @@ PHASES = {  # phase: (module, qualified name) of the calls timed
     "data": [("fedprox_cli.data", "load_config")],
     "data fingerprint": [("fedprox_cli.runs.provenance", "of_data")],
     "engine choice": [("fedprox_cli.engine.choice", "choose"), ("fedprox_cli.engine.compile", "choose")],
-    "evaluation": [("fedprox_cli.runs.lifecycle", "evaluate")],
-    "rounds": [("fedprox_cli.runs.lifecycle", "Training.round")],
-    "plot": [("fedprox_cli.runs.lifecycle", "_plot")],
+    "evaluation": [("fedprox_cli.runs.training", "evaluate")],
+    "rounds": [("fedprox_cli.runs.training", "Training.round")],
+    "plot": [("fedprox_cli.cli.main", "draw")],
     "file writes": [("fedprox_cli.common.files", "_write_replace")],
 }
 

@@ -15,7 +15,7 @@ from conftest import fedrun
 from hydra import compose, initialize_config_dir
 
 from fedprox_cli import algorithms
-from fedprox_cli.runs import lifecycle
+from fedprox_cli.runs import experiment
 from fedprox_cli.operators import regularizers
 from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.common.errors import UserError
@@ -42,10 +42,10 @@ def config(*overrides):
 
 def trajectory(*overrides, T=5, h=None):
     """(experiment, [state after round t+1 for t < T])."""
-    exp = lifecycle.build(config(*overrides))
+    exp = experiment.build(config(*overrides))
     if h is not None:
         exp.h = exp.env.h = h
-    s = exp.alg.init(exp.flat.flat(), exp.s.n)
+    s = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     states = []
     for t in range(T):
         exp.env.start_round(t)
@@ -145,9 +145,9 @@ def regularizer_for(name):
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_counters_per_round_match_the_table(name):
     participation = 0.5 if name in PARTIAL else 1.0
-    exp = lifecycle.build(config(f"algorithm={name}", f"participation={participation}", "B=4",
+    exp = experiment.build(config(f"algorithm={name}", f"participation={participation}", "B=4",
                               *regularizer_for(name)))
-    env, n, K, d = exp.env, exp.s.n, exp.s.K, exp.flat.d
+    env, n, K, d = exp.env, exp.cfg.n, exp.cfg.K, exp.flat.d
     up, down, prox = TABLE[name]
     s = exp.alg.init(exp.flat.flat(), n)
     for t in range(3):
@@ -162,9 +162,9 @@ def test_counters_per_round_match_the_table(name):
 
 
 def test_scaffnew_random_coin_communicates_when_the_shared_coin_says():
-    exp = lifecycle.build(config("algorithm=scaffnew", "algorithm.p=0.5", "B=4"))
+    exp = experiment.build(config("algorithm=scaffnew", "algorithm.p=0.5", "B=4"))
     env, alg, d = exp.env, exp.alg, exp.flat.d
-    s = alg.init(exp.flat.flat(), exp.s.n)
+    s = alg.init(exp.flat.flat(), exp.cfg.n)
     total = 0
     for t in range(4):
         comms = sum(alg.communicates(env, t, k) for k in range(env.K))
@@ -172,7 +172,7 @@ def test_scaffnew_random_coin_communicates_when_the_shared_coin_says():
         env.start_round(t)
         s = alg.round(s, env, t)
         assert env.prox_calls - before[0] == comms
-        assert env.bytes_up - before[1] == 4 * exp.s.n * d * comms
+        assert env.bytes_up - before[1] == 4 * exp.cfg.n * d * comms
         total += comms
     assert 0 < total < 4 * env.K  # a genuine coin (for this seed)
 
@@ -231,7 +231,7 @@ CONVERGENCE = {
 @pytest.fixture(scope="module")
 def optimum():
     h = L1Ridge()
-    exp = lifecycle.build(config("algorithm=fedcanon", "partition=dirichlet"))
+    exp = experiment.build(config("algorithm=fedcanon", "partition=dirichlet"))
     exp.h = exp.env.h = h
     return h, centralized_optimum(exp, h)
 
@@ -261,13 +261,13 @@ ROWS = {"scaffold": ["C"], "feddr": ["Y", "X", "Xhat"], "fedadmm": ["X", "Lam", 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_partial_participation_touches_only_sampled_rows(name):
-    exp = lifecycle.build(config(f"algorithm={name}", "participation=0.5", "B=8",
+    exp = experiment.build(config(f"algorithm={name}", "participation=0.5", "B=8",
                               *regularizer_for(name)))
-    env, s = exp.env, exp.alg.init(exp.flat.flat(), exp.s.n)
+    env, s = exp.env, exp.alg.init(exp.flat.flat(), exp.cfg.n)
     for t in range(4):
         env.start_round(t)
         new = exp.alg.round(s, env, t)
-        absent = torch.ones(exp.s.n, dtype=torch.bool)
+        absent = torch.ones(exp.cfg.n, dtype=torch.bool)
         absent[env.clients] = False
         assert absent.sum() == 2
         for key in ROWS[name]:
@@ -280,7 +280,7 @@ def test_partial_participation_touches_only_sampled_rows(name):
 @pytest.mark.parametrize("name", sorted(set(TABLE) - set(PARTIAL)))
 def test_methods_without_partial_participation_refuse_it(name):
     with pytest.raises(UserError, match="full participation only"):
-        lifecycle.build(config(f"algorithm={name}", "participation=0.5"))
+        experiment.build(config(f"algorithm={name}", "participation=0.5"))
 
 
 @dataclass(frozen=True)
@@ -325,18 +325,18 @@ ADMISSIBLE = {"feddr": ["algorithm.eta=0.4"], "fedadmm": ["algorithm.eta=0.4"],
 def test_prox_parameters_are_checked_against_weak_convexity(name, overrides, param, monkeypatch):
     monkeypatch.setitem(regularizers._REGISTRY, WeakL1.name, WeakL1)
     weak = ["regularizer=l1", f"regularizer.name={WeakL1.name}"]
-    lifecycle.build(config(f"algorithm={name}", *weak, *ADMISSIBLE.get(name, [])))
+    experiment.build(config(f"algorithm={name}", *weak, *ADMISSIBLE.get(name, [])))
     with pytest.raises(UserError, match=f"{param}.*must be < 1/rho = 0.5"):
-        lifecycle.build(config(f"algorithm={name}", *weak, *overrides))
+        experiment.build(config(f"algorithm={name}", *weak, *overrides))
 
 
 def test_fedda_checks_its_prox_step_over_all_rounds(monkeypatch):
     """s_T = T alpha K beta: fine for T = 5, too large for T = 20 (alpha = 1, K = 3, beta = 0.02)."""
     monkeypatch.setitem(regularizers._REGISTRY, WeakL1.name, WeakL1)
     weak = ["regularizer=l1", f"regularizer.name={WeakL1.name}", "algorithm=fedda"]
-    lifecycle.build(config(*weak, "T=5"))
+    experiment.build(config(*weak, "T=5"))
     with pytest.raises(UserError, match="algorithm.s\\+k\\*beta .* = 1.2 must be < 1/rho"):
-        lifecycle.build(config(*weak, "T=20", "algorithm.beta=0.02"))
+        experiment.build(config(*weak, "T=20", "algorithm.beta=0.02"))
 
 
 # --- the command line -------------------------------------------------------------------------

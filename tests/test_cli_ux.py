@@ -14,6 +14,7 @@ import yaml
 from conftest import ROOT, child_env, fedrun, job_folders
 from fedprox_cli import CONF_DIR
 from fedprox_cli.cli import help, jobtable
+from fedprox_cli.runs import recap
 from fedprox_cli.common.errors import EXIT
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=8"]
@@ -100,7 +101,7 @@ def test_job_table_of_folders(tmp_path):
         ["0", "finished", "5/5", "0.5000", "1", "0.001", "1m15s", "seed=0"],
         ["1", "interrupted", "4/5", "0.2500", "1", "0.001", "1m15s", "seed=1"],
         ["2", "not", "started", "-", "-", "-", "-", "-"]]
-    assert jobtable.closing_line(tmp_path / "1") == (
+    assert recap.closing_line(tmp_path / "1") == (
         f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s; {tmp_path / '1'}")
 
 

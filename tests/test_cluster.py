@@ -346,14 +346,14 @@ def test_wandb_offline(tmp_path):
     run_id = json.loads((out / "tracker.json").read_text())["run_id"]
     assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0   # resumed: the same W&B run
     assert json.loads((out / "tracker.json").read_text()) == {
-        "target": "fedprox_cli.cluster.loggers.WandB", "run_id": run_id, "last_round": 6}
+        "target": "fedprox_cli.runs.trackers.WandB", "run_id": run_id, "last_round": 6}
     assert len(list((out / "wandb").glob(f"offline-run-*-{run_id}"))) == 2
 
 
 def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
     from fedprox_cli.config import extras
     from fedprox_cli.common.errors import UserError
-    from fedprox_cli.cluster.loggers import _need
+    from fedprox_cli.runs.trackers import _need
 
     monkeypatch.setitem(extras.NEEDS, "logger/nosuch", (("no_such_module",), "nosuch"))
     with pytest.raises(UserError, match=r"^logger=nosuch needs `pip install fedprox_cli\[nosuch\]` .*; "

@@ -15,7 +15,7 @@ import torch
 from fedprox_cli import algorithms
 from fedprox_cli.engine import compile as compile_choice, choice as engine_choice
 from fedprox_cli.operators import compressors, regularizers
-from fedprox_cli.runs import lifecycle
+from fedprox_cli.runs import experiment
 from fedprox_cli.config.validate import compose, params
 from fedprox_cli.common.errors import UserError
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module", params=DEVICES)
 def oracles(request):
     """(eager, compiled) oracles of the same run on one device."""
-    built = {c: lifecycle.build(compose([*SHAPES, f"device={request.param}", "engine=vmap", f"compile={c}"]))
+    built = {c: experiment.build(compose([*SHAPES, f"device={request.param}", "engine=vmap", f"compile={c}"]))
              for c in ("false", "true")}
     assert built["true"].oracle.compile_choice["compiled"] is True
     assert built["false"].oracle.compile_choice == {"compiled": False, "source": "forced"}
@@ -83,7 +83,7 @@ def stubbed(tmp_path, monkeypatch):
 
 
 def build(*overrides):
-    return lifecycle.build(compose([*SHAPES, "device=cpu", "engine=vmap", *overrides]))
+    return experiment.build(compose([*SHAPES, "device=cpu", "engine=vmap", *overrides]))
 
 
 def test_auto_counts_the_compile_time_against_the_runs_length(stubbed):
@@ -100,7 +100,7 @@ def test_auto_counts_the_compile_time_against_the_runs_length(stubbed):
 
 def test_auto_keeps_eager_where_compiled_is_slower_and_compares_with_the_chosen_engine(stubbed):
     stubbed["times"] = {"vmap": 1e-3, "loop": 5e-4, "compiled": 8e-4}
-    o = lifecycle.build(compose([*SHAPES, "device=cpu", "engine=loop", "compile=auto"])).oracle
+    o = experiment.build(compose([*SHAPES, "device=cpu", "engine=loop", "compile=auto"])).oracle
     assert o.compile_choice == {"compiled": False, "source": "engine=loop (only the vmap engine compiles)"}
     o = build("compile=auto", "T=100000").oracle  # vmap forced: the compiled call beats it
     assert o.compile_choice["compiled"] is True and o.engine == "vmap"
@@ -132,7 +132,7 @@ def test_a_failing_compile_is_eager_under_auto_and_an_error_under_true(tmp_path,
 ])
 def test_bad_compile_settings_are_refused(overrides, message):
     with pytest.raises(UserError, match=message):
-        lifecycle.validate(compose([*SHAPES, *overrides]))
+        experiment.validate(compose([*SHAPES, *overrides]))
 
 
 def test_compile_true_with_engine_loop_is_refused_from_the_command_line(run_fedrun, tmp_path):

@@ -56,7 +56,7 @@ def test_escaped(text, encoding, shown):
 
 
 def test_say_survives_a_closed_stderr(monkeypatch, tmp_path):
-    from fedprox_cli.runs import console
+    from fedprox_cli.common import console
     monkeypatch.setattr(sys, "stderr", None)  # what Python sets for ``2>&-``
     with console.logging_to(tmp_path):
         console.say("in \udcff", "note")

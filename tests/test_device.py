@@ -16,7 +16,7 @@ from torch.overrides import TorchFunctionMode
 
 from fedprox_cli import algorithms, data
 from fedprox_cli.operators import compressors, regularizers
-from fedprox_cli.runs import lifecycle
+from fedprox_cli.runs import experiment
 from fedprox_cli.engine import models
 from fedprox_cli.config.validate import compose
 from fedprox_cli.common.errors import UserError
@@ -100,11 +100,11 @@ def test_compressor_draws_do_not_depend_on_the_device(name):
 
 def test_matmul_precision_is_validated_applied_and_recorded(run_fedrun, tmp_path):
     with pytest.raises(UserError, match="matmul_precision must be one of highest, high, medium, got 'fast'"):
-        lifecycle.build(compose(["dataset=digits", "matmul_precision=fast"]))
+        experiment.build(compose(["dataset=digits", "matmul_precision=fast"]))
     try:
-        lifecycle.build(compose(["dataset=digits", "device=cpu", "matmul_precision=medium"]))
+        experiment.build(compose(["dataset=digits", "device=cpu", "matmul_precision=medium"]))
         assert torch.get_float32_matmul_precision() == "medium" and torch.backends.cudnn.allow_tf32
-        lifecycle.build(compose(["dataset=digits", "device=cpu"]))
+        experiment.build(compose(["dataset=digits", "device=cpu"]))
         assert torch.get_float32_matmul_precision() == "highest"  # the default: exact float32
         assert not torch.backends.cudnn.allow_tf32
     finally:
@@ -152,12 +152,12 @@ def algorithm_config(name):
 
 def tiny_run(device, *overrides):
     """The pieces of a 4-client digits run on ``device`` (float32, 2 local steps of B = 8)."""
-    return lifecycle.build(compose(["dataset=digits", "n=4", "K=2", "B=8", "T=3", f"device={device}",
+    return experiment.build(compose(["dataset=digits", "n=4", "K=2", "B=8", "T=3", f"device={device}",
                                  "matmul_precision=highest", *overrides]))
 
 
 def rounds(exp, T=2):
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     for t in range(T):
         exp.env.start_round(t)
         state = exp.alg.round(state, exp.env, t)
@@ -217,7 +217,7 @@ def test_a_round_reads_no_tensor_on_the_host(name):
     extra = ["algorithm.p=0.5"] if name == "scaffnew" else []
     for engine in ("loop", "vmap"):
         exp = tiny_run("cpu", "model=mlp", f"engine={engine}", *algorithm_config(name), *extra)
-        state = exp.alg.init(exp.flat.flat(), exp.s.n)
+        state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
         exp.env.start_round(0)
         state = exp.alg.round(state, exp.env, 0)
         with HostReads() as reads:
@@ -233,7 +233,7 @@ def test_cuda_round_does_not_synchronize_the_host(name, engine):
     """A round reads no tensor value on the host (no .item(), no blocking copy): with CUDA's
     sync debug mode set to "error", any synchronizing call inside the round raises."""
     exp = tiny_run("cuda", "model=mlp", f"engine={engine}", *algorithm_config(name))
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     exp.env.start_round(0)
     state = exp.alg.round(state, exp.env, 0)  # warm-up: lazy initialization, pinned memory pool
     torch.cuda.synchronize()

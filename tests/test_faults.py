@@ -332,7 +332,7 @@ RESOLVED = ["seed 2**64", "B of 10**12", "width of 10**9", "calc dividing by 0",
 
 @pytest.mark.parametrize("name", RESOLVED)
 def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path):
-    """lifecycle.validate resolves the whole config and checks sizes for both: same line, same code."""
+    """experiment.validate resolves the whole config and checks sizes for both: same line, same code."""
     case = CASES[name]
     p = fedrun(*[a.format() for a in case.args], "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
     assert p.returncode == case.code and case.phrase in p.stderr, (p.returncode, p.stderr)

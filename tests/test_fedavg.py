@@ -1,7 +1,7 @@
 import torch
 
 from fedprox_cli.config.validate import compose
-from fedprox_cli.runs.lifecycle import build
+from fedprox_cli.runs.experiment import build
 
 
 def test_k1_full_batch_is_gradient_descent():
@@ -9,7 +9,7 @@ def test_k1_full_batch_is_gradient_descent():
     exp = build(compose(["dataset=digits", "model=linear", "dtype=float64", "n=4", "K=1", "B=full",
                          "algorithm=fedavg", "regularizer=none", "algorithm.alpha=2",
                          "algorithm.beta=0.25"]))
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     x = exp.flat.flat()
     for t in range(5):
         exp.env.start_round(t)

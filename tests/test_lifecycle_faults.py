@@ -21,9 +21,10 @@ from conftest import child_env, fedrun, fedrun_process, job_folders
 
 from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
-from fedprox_cli.common import files
+from fedprox_cli.cli.main import draw
+from fedprox_cli.common import files, signals
 from fedprox_cli.config.validate import compose
-from fedprox_cli.runs import provenance, runner, signals
+from fedprox_cli.runs import provenance, runner
 from fedprox_cli.runs.lock import RunLock, is_held
 from fedprox_cli.runs.outputs import read_summary
 
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def run(out: Path, *overrides: str) -> int:
-    return runner.run(compose([*TINY, *overrides]), out, progress=False)
+    return runner.run(compose([*TINY, *overrides]), out, progress=False, plot=draw)
 
 
 def temps(folder: Path) -> list[str]:
@@ -160,7 +161,7 @@ def test_a_lock_whose_holder_cannot_be_written_still_holds(tmp_path, monkeypatch
 FULL_DRIVER = """
 import errno, sys
 from fedprox_cli.cli import main as cli
-from fedprox_cli.common import files
+from fedprox_cli.common import files, signals
 real, trigger, state = files._write_replace, sys.argv[1], {"full": False}
 def write_replace(path, write, fsync, suffix):
     state["full"] = state["full"] or trigger in str(path)

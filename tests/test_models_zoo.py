@@ -4,7 +4,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli.runs import lifecycle
+from fedprox_cli.runs import experiment
 from fedprox_cli.engine import models
 from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.common.errors import UserError
@@ -49,12 +49,12 @@ def one_round(model):
         cfg = compose("config", overrides=[
             "dataset=digits", f"model={model}", "partition=iid", "regularizer=l1", "n=2", "K=1",
             "B=2", "T=1", "engine=loop", "device=cpu", "seed=0"])
-    exp = lifecycle.build(cfg)
+    exp = experiment.build(cfg)
     z0 = exp.flat.flat()
     z = {}
     for engine in ("loop", "vmap"):
         exp.oracle.engine = engine
-        state = exp.alg.init(z0, exp.s.n)
+        state = exp.alg.init(z0, exp.cfg.n)
         exp.env.start_round(0)
         z[engine] = exp.alg.round(state, exp.env, 0)["z"]
     return exp.flat.module, z0, z["loop"], z["vmap"]

@@ -13,8 +13,8 @@ from omegaconf import OmegaConf
 import fedprox_cli
 from fedprox_cli.common.errors import UserError
 from fedprox_cli.config.validate import compose
-from fedprox_cli.runs import lifecycle, runner
-from fedprox_cli.runs.console import errors
+from fedprox_cli.runs import experiment, runner
+from fedprox_cli.common.console import errors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -73,12 +73,12 @@ def test_an_interpolation_that_fails_is_bad_input(tmp_path, override, key):
 ])
 def test_a_meaningless_stationarity_step_is_refused(overrides, message):
     with pytest.raises(UserError, match=r"metrics\.stationarity_step") as e:
-        lifecycle.validate(compose(TINY + overrides))
+        experiment.validate(compose(TINY + overrides))
     assert message in str(e.value)
 
 
 def test_a_small_stationarity_step_within_the_range_runs(tmp_path):
-    lifecycle.validate(compose(TINY + ["dtype=float64", "metrics.stationarity_step=1e-8"]))
+    experiment.validate(compose(TINY + ["dtype=float64", "metrics.stationarity_step=1e-8"]))
     run = fedprox_cli.run(TINY + ["metrics.stationarity_step=1e-5"], folder=tmp_path / "run")
     assert run.status == "finished" and run.metrics["stationarity"].notna().all()
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "finished"

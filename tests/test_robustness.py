@@ -26,12 +26,12 @@ from omegaconf import OmegaConf
 
 from conftest import job_folders
 from fedprox_cli import algorithms
-from fedprox_cli.runs import checkpoint, lifecycle, runner
+from fedprox_cli.runs import checkpoint, experiment, runner
 from fedprox_cli.engine import memory, models
 from fedprox_cli.algorithms.fedcanon import FedCanon
 from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.engine.oracle import ClientData, Oracle
-from fedprox_cli.runs.signals import StopAfterRound
+from fedprox_cli.common.signals import StopAfterRound
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env()
@@ -191,8 +191,8 @@ def test_algorithms_leave_global_random_generators_alone(name):
     overrides = [*TINY, f"algorithm={name}", "regularizer=none"]
     if alg.partial_participation:
         overrides.append("participation=0.5")
-    exp = lifecycle.build(compose_cfg(*overrides))
-    state = exp.alg.init(exp.flat.flat(), exp.s.n)
+    exp = experiment.build(compose_cfg(*overrides))
+    state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     before = torch.get_rng_state(), np.random.get_state()[1].copy(), random.getstate()
     for t in range(2):
         exp.env.start_round(t)

@@ -3,7 +3,7 @@ without doing it. Handled in :func:`cli.main` before Hydra starts (Hydra's multi
 sweep folder before any job runs), with Hydra's compose API and the basic sweeper's own job
 expansion (:func:`compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
 config is composed as the launcher composes it (the sweep's Hydra overrides, then the job's) and
-checked with :func:`lifecycle.validate` against the job's reference config, like a real run, plus
+checked with :func:`experiment.validate` against the job's reference config, like a real run, plus
 the run-folder checks that need no data (a foreign folder, a prior run of another config).
 Nothing is written: no folder, no ``.hydra``, no lock.
 
@@ -123,18 +123,18 @@ def work(cfg: DictConfig, start: int | list[int] = 0) -> tuple[float, int]:
 
 
 def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int]]:
-    """Validate a job like a real run (:func:`lifecycle.validate`, the folder checks); returns
+    """Validate a job like a real run (:func:`experiment.validate`, the folder checks); returns
     what the run would do in its folder and the round it would start from (with ``seeds=R``:
     the state of each ``seed_<s>/`` run and their start rounds). Raises :class:`UserError` (or
     Hydra's errors). ``references``: reference configs by group choices, reused across a sweep's jobs."""
-    from ..runs import lifecycle, seeds
+    from ..runs import experiment, seeds
     from .compose import reference_config
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
         references[key] = reference_config(job.choices)
     extras.check(job.choices)
-    lifecycle.validate(job.cfg, references[key])
+    experiment.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
         return _state(lambda: job.cfg, job.folder, job.cfg.T)
     seeds.check_container(job.folder)
@@ -151,17 +151,16 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     runs costs no config each) would do in ``folder``, and the round it would start from (T: no
     work, as for a run another process holds, which this one would be refused)."""
     from ..config.validate import typed
-    from ..runs import lifecycle
-    from ..runs import code_record
+    from ..runs import code_record, run_folder
     from ..runs.lock import holder
-    lifecycle.check_owned(folder)
+    run_folder.check_owned(folder)
     if not folder.exists():
         return "new", 0
     running = holder(folder)
     if running is not None:  # the run would be refused: the folder is in use
         return f"running now ({running}): refused", T
     cfg = config()
-    start = lifecycle.resume_point(cfg, folder)
+    start = run_folder.resume_point(cfg, folder)
     if start is True:
         why = code_record.stale(folder, typed(cfg))
         return (f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it" if why

@@ -15,7 +15,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ..config import extras
 from ..common.files import atomic_write_text
-from ..runs.console import say
+from ..common.console import say
 from ..common.errors import EXIT, UserError, closest, describe, squeeze
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run

@@ -1,7 +1,6 @@
-"""One line per run, read from its folder: the closing summary a run prints, and the compact table
-of a sweep's jobs (status, rounds, final test accuracy / objective / stationarity, training time,
-and the overrides in which the jobs differ). Read-only: ``summary.json``, the last row of
-``metrics.csv`` and ``.hydra/overrides.yaml``; a folder lacking any of them still gets its row.
+"""The compact table of a sweep's jobs, one line per run read from its folder
+(:mod:`runs.recap`): status, rounds, final test accuracy / objective / stationarity, training
+time, and the overrides in which the jobs differ.
 
     job  status    rounds  test_acc  objective  stationarity  time   overrides
     0    finished  3/3     0.8972    0.3310     1.221e-03     0.9s   K=1 seed=0
@@ -10,98 +9,11 @@ and the overrides in which the jobs differ). Read-only: ``summary.json``, the la
 
 from __future__ import annotations
 
-import csv
-import io
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common import guarded
-from ..runs.outputs import SEED_PREFIX, effective_status, read_summary
+from ..runs.outputs import SEED_PREFIX
 from ..runs.progress import duration
-
-
-@dataclass
-class RunRecord:
-    folder: Path
-    status: str                 # outputs.effective_status, "not started" without a summary
-    round: int | None = None    # rounds done
-    T: int | None = None
-    final: dict = field(default_factory=dict)   # the last metrics row
-    overrides: list[str] = field(default_factory=list)
-    error: str = ""             # the summary's one-line reason, unless finished
-
-
-def _last_row(folder: Path) -> dict:
-    try:
-        rows = list(csv.DictReader(io.StringIO(guarded.read_text(folder / "metrics.csv", guarded.TABLE_BYTES),
-                                               newline="")))
-    except (OSError, csv.Error, ValueError):
-        return {}
-    out = {}
-    for k, v in (rows[-1] if rows else {}).items():
-        try:
-            out[k] = float(v)
-        except (TypeError, ValueError):
-            pass
-    return out
-
-
-def _overrides(folder: Path) -> list[str]:
-    try:
-        return [str(o) for o in guarded.read_yaml(folder / ".hydra" / "overrides.yaml")]
-    except Exception:  # missing or unreadable: the row shows none
-        return []
-
-
-def record(folder: Path, status: str | None = None) -> RunRecord:
-    """What ``folder`` holds (``status``: the caller's own, else the folder's effective one; a
-    status the folder's own record does not have, such as a job refused in the folder of an
-    earlier run, gets no numbers from the folder)."""
-    folder = Path(folder)
-    own = effective_status(folder)
-    st = status or own
-    if st == "missing" or own == "missing":
-        return RunRecord(folder, "not started" if st == "missing" else st)
-    if own == "unreadable":
-        return RunRecord(folder, st, error=_unreadable(folder))
-    if st != own:
-        return RunRecord(folder, st, overrides=_overrides(folder))
-    try:
-        s = read_summary(folder)
-    except (OSError, ValueError):
-        s = {}
-    final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
-    return RunRecord(folder, st, s.get("round"), s.get("T"), final, _overrides(folder),
-                     str(s.get("error", "")))
-
-
-def _unreadable(folder: Path) -> str:
-    """The line saying why ``folder``'s summary.json cannot be read."""
-    try:
-        read_summary(folder)
-    except ValueError as e:
-        return str(e)
-    return ""
-
-
-def _num(v, fmt: str) -> str:
-    return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
-
-
-def rounds(r: RunRecord) -> str:
-    """``done/T`` (``?`` where the record has no number)."""
-    return f"{r.round if r.round is not None else '?'}/{r.T if r.T is not None else '?'}"
-
-
-def closing_line(folder: Path, status: str | None = None) -> str:
-    """``finished, 3/3 rounds: test acc 0.8972, objective 0.331, stationarity 1.221e-03,
-    training 0.9s; FOLDER`` -- the line a run ends with."""
-    r = record(folder, status)
-    f = r.final
-    return (f"{r.status}, {rounds(r)} rounds: test acc {_num(f.get('test_acc'), '.4f')}, "
-            f"objective {_num(f.get('objective'), '.4g')}, "
-            f"stationarity {_num(f.get('stationarity'), '.4g')}, "
-            f"training {duration(f['time_s']) if 'time_s' in f else '-'}; {r.folder}")
+from ..runs.recap import RunRecord, number, record, rounds
 
 
 def differing(overrides: list[list[str]]) -> list[list[str]]:
@@ -157,8 +69,8 @@ def table(folders: list[Path], root: Path | None = None, statuses: list[str] | N
         f = r.final
         name = str(r.folder.relative_to(root)) if root and r.folder.is_relative_to(root) else str(r.folder)
         rows.append([name, r.status, rounds(r) if r.status != "not started" else "-",
-                     _num(f.get("test_acc"), ".4f"), _num(f.get("objective"), ".4g"),
-                     _num(f.get("stationarity"), ".4g"),
+                     number(f.get("test_acc"), ".4f"), number(f.get("objective"), ".4g"),
+                     number(f.get("stationarity"), ".4g"),
                      duration(f["time_s"]) if "time_s" in f else "-", " ".join(diff)])
     return align(rows)
 

@@ -24,6 +24,8 @@ import os
 import re
 import sys
 import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import hydra
@@ -34,26 +36,53 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .. import CONF_DIR
-from ..runs import console, signals
+from ..cluster.launchers import sweep_value
+from ..common import console, signals, streams
+from ..common.console import say
+from ..common.errors import EXIT, Refusal, UserError, squeeze
+from ..common.signals import stops_interrupt
 from ..config import plugin_defaults, resolvers
 from . import sweep
-from ..cluster.launchers import sweep_value
-from ..runs.console import say
-from ..common.errors import EXIT, Refusal, UserError, squeeze
 from .compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from .faults import crash, one_line
-from ..runs.signals import stops_interrupt
-from ..common import streams
 
-_SINGLE_RUN: list[int] = []  # exit code of the run made in this process (not multirun)
-_SWEEPS: list[tuple[Path, list | None, float]] = []  # this process's multirun: (sweep folder,
-#   its jobs' planned records or None, start time); see sweep.report
 
-resolvers.register()  # before Hydra composes anything
+# Before Hydra composes anything; at import, because a process that runs jobs composed in
+# another (a joblib worker, a SLURM job) resolves each job's folder (${fedrun.job_dir:}) before
+# calling the job, and the only fedrun code it runs first is this import (unpickling _job).
+resolvers.register()
+
+
+@dataclass
+class _Call:
+    """What one call of :func:`main` learns while Hydra runs it: the exit code of its run (not
+    a multirun: :func:`_job`) and its multirun (:class:`SweepReport`: the sweep folder, its
+    jobs' planned records or None, the start time; see :func:`sweep.report`)."""
+    codes: list[int] = field(default_factory=list)
+    sweep: tuple[Path, list | None, float] | None = None
+
+
+_CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
+
+
+def _ran(code: int) -> None:
+    """Note the exit code of the run (not a multirun) of the current :func:`main` call. (Not
+    inlined in :func:`_job`: a joblib worker receives the job pickled, and a ContextVar cannot be.)"""
+    _CALL.get().codes.append(code)
+
+
+def draw(composed: DictConfig, out: Path) -> None:
+    """``metrics.png`` (and ``clients.png`` with per-client metrics) of a finished or diverged
+    run, drawn as it ends (:func:`runs.ending.conclude`; matplotlib loads only here)."""
+    from ..analysis.plotting import plot_clients, plot_run, run_title
+    from ..engine import clients
+    plot_run(out / "metrics.csv", out / "metrics.png", title=run_title(composed))
+    if (out / clients.SUMMARY).exists():
+        plot_clients(out / clients.SUMMARY, out / clients.FIGURE)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def _job(cfg: DictConfig) -> float:
+def _job(composed: DictConfig) -> float:
     stops_interrupt()  # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
     if signals.received:  # this process was told to stop (a joblib worker, between jobs): no new job
         raise KeyboardInterrupt
@@ -63,15 +92,15 @@ def _job(cfg: DictConfig) -> float:
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
-    reference = reference_for(cfg, dict(hc.runtime.choices), overrides(hc))
+    reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
     if not multirun:
-        _one_of_a_sweep(hc, cfg, reference)
+        _one_of_a_sweep(hc, composed, reference)
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
     try:
-        code = runner.run(cfg, out, progress=sys.stderr.isatty() and in_process,
-                          command=command(hc), hydra_record=hydra_files(cfg, hc), reference=reference)
+        code = runner.run(composed, out, progress=sys.stderr.isatty() and in_process, command=command(hc),
+                          hydra_record=hydra_files(composed, hc), reference=reference, plot=draw)
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if not multirun and out.is_dir() and not any(out.iterdir()):
@@ -83,24 +112,24 @@ def _job(cfg: DictConfig) -> float:
             # to stop the job itself (during its last round's evaluation or checkpoint)
             raise KeyboardInterrupt
     else:
-        _SINGLE_RUN.append(code)
-        if code == 0 and cfg.seeds > 1:
-            streams.out(f"runs:    {out / 'seed_<s>'} for s = {cfg.seed}..{cfg.seed + cfg.seeds - 1}")
+        _ran(code)
+        if code == 0 and composed.seeds > 1:
+            streams.out(f"runs:    {out / 'seed_<s>'} for s = {composed.seed}..{composed.seed + composed.seeds - 1}")
         elif code == 0 and (out / "metrics.csv").exists():
             streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
-    return sweep_value(cfg, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
+    return sweep_value(composed, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
 
 
-def _one_of_a_sweep(hc, cfg: DictConfig, reference: DictConfig | None) -> None:
+def _one_of_a_sweep(hc, composed: DictConfig, reference: DictConfig | None) -> None:
     """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
     saying that it runs one config (the preset's own values), and what ``-m`` would run; not
     for a config the run will refuse (a fault stays one line)."""
-    from ..runs import lifecycle
+    from ..runs import experiment
     note = one_of_a_sweep(hc)
     if not note:
         return
     try:
-        lifecycle.validate(cfg, reference)
+        experiment.validate(composed, reference)
     except Exception:  # noqa: BLE001 -- the run says what is wrong, in one line
         return
     say(note, "note")
@@ -111,7 +140,7 @@ class SweepReport(Callback):
     records them as planned and remembers the sweep for its report (:func:`sweep.report`)."""
 
     def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
-        _SWEEPS.append(sweep.start(config, config_name or "config"))
+        _CALL.get().sweep = sweep.start(config, config_name or "config")
 
 
 _EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
@@ -175,23 +204,31 @@ def _preflight(argv: list[str]) -> int | None:
 
 def main(argv: list[str] | None = None) -> None:
     """``fedrun`` with ``argv`` (default: the command line's); ends with ``SystemExit`` and the
-    exit code. Re-entrant: each call starts with no run, sweep or signal noted, so a process
-    (a test, a notebook) may call it again."""
+    exit code. Re-entrant: each call starts with no run, sweep or signal noted (its own
+    :class:`_Call`), so a process (a test, a notebook) may call it again."""
     if argv is not None:
         sys.argv[1:] = list(argv)
-    _SINGLE_RUN.clear()
-    _SWEEPS.clear()
+    call = _Call()
+    token = _CALL.set(call)
+    try:
+        sys.exit(_fedrun(call))
+    finally:
+        _CALL.reset(token)
+
+
+def _fedrun(call: _Call) -> int:
+    """The exit code of the command in ``sys.argv``."""
     signals.received.clear()
     streams.guard()
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])
     if early is not None:
-        sys.exit(early)
+        return early
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
         streams.err(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
                     f"(an empty one would write the run into the current folder)")
-        sys.exit(EXIT["error"])
+        return EXIT["error"]
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
     stops_interrupt()
@@ -205,10 +242,10 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT["error"]
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
-        if not _SWEEPS and not _SINGLE_RUN:
+        if call.sweep is None and not call.codes:
             streams.err("fedrun: interrupted")
     except Exception as e:
         code = crash(e)
-    if _SWEEPS:
-        code = max(code, sweep.report(*_SWEEPS[-1]))
-    sys.exit(max([code, *_SINGLE_RUN]))
+    if call.sweep is not None:
+        code = max(code, sweep.report(*call.sweep))
+    return max([code, *call.codes])

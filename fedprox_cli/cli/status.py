@@ -24,7 +24,8 @@ from ..common import guarded, streams
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
-from .jobtable import align, record, rounds
+from ..runs.recap import record, rounds
+from .jobtable import align
 
 METRICS = ("test_acc", "train_loss", "objective", "stationarity")
 

@@ -40,7 +40,7 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import OmegaConf, open_dict
 
 from ..analysis import jobrecords
-from ..runs import signals
+from ..common import signals
 from ..common.errors import UserError
 from ..common import streams
 

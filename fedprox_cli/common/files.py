@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import UserError
-from ..runs.signals import deferred
+from .signals import deferred
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)

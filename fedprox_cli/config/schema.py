@@ -167,7 +167,7 @@ class RunConfig(Checked):
     regularizer: Any = MISSING
     compressor: Any = MISSING
     algorithm: Any = MISSING
-    logger: Any = MISSING       # the tracker's settings (cluster.loggers reads them)
+    logger: Any = MISSING       # the tracker's settings (runs.trackers reads them)
 
     def __post_init__(self):
         super().__post_init__()

@@ -32,7 +32,7 @@ def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
 
 def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
-    e.g. ``lifecycle.build(compose(["dataset=digits", "K=5"]))``."""
+    e.g. ``experiment.build(compose(["dataset=digits", "K=5"]))``."""
     from hydra import compose as hydra_compose, initialize_config_dir
 
     from . import plugin_defaults, resolvers

@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..runs.console import say
+from ..common.console import say
 
 VERSION = 1  # bump when a loader decodes differently
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..common.files import atomic_write, check_readable, open_file
-from ..runs.console import say
+from ..common.console import say
 from ..common.errors import UserError, require, squeeze
 from ..common.plugins import Registry, callable_contract, calling, returned
 

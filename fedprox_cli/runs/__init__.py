@@ -1,1 +1,2 @@
-"""A run's life: build, train, checkpoint, resume, write its outputs under a lock; seed-batched runs share the same lifecycle."""
+"""A run's life: set up, train, checkpoint, resume, write its outputs under a lock; seed-batched
+runs share the same modules."""

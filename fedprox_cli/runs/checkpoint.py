@@ -87,20 +87,20 @@ def save(path: Path, ckpt: Checkpoint) -> None:
     atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
 
 
-def digest(cfg: DictConfig | dict) -> str:
+def digest(composed: DictConfig | dict) -> str:
     """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
     digest compute the same numbers, so a checkpoint of one can continue the other."""
-    return _digest(flatten(_resolved(cfg)))
+    return _digest(flatten(_resolved(composed)))
 
 
-def digests(cfg: DictConfig | dict) -> set[str]:
-    """The :func:`digest` of every config that computes what ``cfg`` does (:func:`variants`):
-    a checkpoint with one of them continues a run of ``cfg``."""
-    return {_digest(v) for v in variants(flatten(_resolved(cfg)))}
+def digests(composed: DictConfig | dict) -> set[str]:
+    """The :func:`digest` of every config that computes what ``composed`` does (:func:`variants`):
+    a checkpoint with one of them continues a run of ``composed``."""
+    return {_digest(v) for v in variants(flatten(_resolved(composed)))}
 
 
-def _resolved(cfg: DictConfig | dict) -> dict:
-    return cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True)
+def _resolved(composed: DictConfig | dict) -> dict:
+    return composed if isinstance(composed, dict) else OmegaConf.to_container(composed, resolve=True)
 
 
 def _digest(flat: dict) -> str:
@@ -155,8 +155,8 @@ def differences(old: dict, new: dict) -> list[str]:
             if a.get(k, "(unset)") != b.get(k, "(unset)")]
 
 
-def check_same_run(out: Path, cfg: DictConfig) -> dict:
-    """The folder's prior config; refuses (:class:`UserError`) when ``cfg`` differs from it
+def check_same_run(out: Path, composed: DictConfig) -> dict:
+    """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
     in more than :func:`may_differ`."""
     try:
         old = OmegaConf.to_container(guarded.read_config(out / "config.yaml"))
@@ -164,7 +164,7 @@ def check_same_run(out: Path, cfg: DictConfig) -> dict:
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
         raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
                         f"({why}); choose another run folder") from None
-    diff = differences(old, OmegaConf.to_container(cfg, resolve=True))
+    diff = differences(old, OmegaConf.to_container(composed, resolve=True))
     require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
                       f"choose another run folder, or set resume=false to start it over")
     return old

@@ -17,10 +17,9 @@ import inspect
 from importlib.metadata import packages_distributions, version
 
 
-from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS
-from ..config.plugin_defaults import lookup
+from ..config import plugin_defaults
 
-GROUPS = tuple(PLUGIN_GROUPS)  # algorithm, regularizer, compressor, model, dataset
+GROUPS = tuple(plugin_defaults.GROUPS)  # algorithm, regularizer, compressor, model, dataset
 DIGEST_CHARS = 16
 
 
@@ -50,12 +49,13 @@ def of_object(obj) -> dict:
 
 def record(choices: dict) -> dict:
     """The code record of a run: ``choices`` maps each group to ``(name, target or None)``."""
-    return {g: {"name": name, **of_object(lookup(g)(name, target))} for g, (name, target) in choices.items()}
+    return {g: {"name": name, **of_object(plugin_defaults.lookup(g)(name, target))}
+            for g, (name, target) in choices.items()}
 
 
-def of_config(s) -> dict:
+def of_config(cfg) -> dict:
     """The code record of a typed run config (:class:`config.schema.RunConfig`)."""
-    return record({g: (getattr(s, g).name, getattr(s, g).params.get("_target_")) for g in GROUPS})
+    return record({g: (getattr(cfg, g).name, getattr(cfg, g).params.get("_target_")) for g in GROUPS})
 
 
 def changed(recorded: dict | None, current: dict | None) -> list[str]:
@@ -85,15 +85,15 @@ def mixed(records: list[dict]) -> list[str]:
             for (g, name), d in sorted(seen.items()) if len(d) > 1]
 
 
-def stale(out, s) -> list[str]:
+def stale(out, cfg) -> list[str]:
     """:func:`changed` between the code recorded in ``out``'s summary.json and the code the
-    typed config ``s`` would run now: a finished run made by other code is stale."""
+    typed config ``cfg`` would run now: a finished run made by other code is stale."""
     from .outputs import read_summary
     try:
         recorded = read_summary(out).get("code")
     except (OSError, ValueError):
         return []
-    return changed(recorded, of_config(s))
+    return changed(recorded, of_config(cfg))
 
 
 def stale_line(out, why: list[str]) -> str:

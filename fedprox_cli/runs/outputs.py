@@ -46,6 +46,7 @@ import numpy as np
 from .. import PACKAGE, __version__
 from ..common import guarded
 from ..common.files import atomic_write_text, write_text_saving_space
+from ..common.clock import now
 from .lock import is_held
 
 SUMMARY = "summary.json"
@@ -107,10 +108,6 @@ def _number(cell: str) -> float:
         return float(cell)
     except ValueError:
         return float("nan")
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 
 
 @functools.cache

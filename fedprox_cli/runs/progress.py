@@ -21,7 +21,7 @@ import time
 
 from tqdm import tqdm
 
-from .console import log_only, say
+from ..common.console import log_only, say
 
 
 def duration(seconds: float) -> str:

@@ -25,21 +25,19 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from .. import data
-from . import lifecycle
-from ..config.validate import typed
-from .provenance import of_data
-from .console import logging_to, say
+from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe, require
+from ..common.signals import StopAfterRound
 from ..config.schema import RunConfig
-from .lock import RunLock
+from ..config.validate import typed
 from ..engine.lockstep import Lockstep
-from . import code_record
-from .outputs import SEED_PREFIX as PREFIX
-from .outputs import Summary, provenance
-from .signals import StopAfterRound
+from . import code_record, ending, experiment, run_folder, training
+from .lock import RunLock
+from .outputs import SEED_PREFIX, Summary, provenance
+from .provenance import of_data
 
 
-def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
+def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
     """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
     seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
     each job's overrides (None: a sweeper that chooses them itself)."""
@@ -48,7 +46,7 @@ def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
                     default)
 
     swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
-    batched = {str(value(job, "seeds", config.seeds)) for job in jobs or []} - {"1"}
+    batched = {str(value(job, "seeds", composed.seeds)) for job in jobs or []} - {"1"}
     if len(swept) > 1 and batched:
         raise UserError(f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
                         f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
@@ -56,14 +54,14 @@ def check_sweep(config: DictConfig, jobs: list[list[str]] | None) -> None:
 
 
 def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
-    """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` in ``out``."""
+    """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` (composed or typed) in ``out``."""
     first, out = cfg.seed, Path(out)
-    return [(s, out / f"{PREFIX}{s}") for s in range(first, first + cfg.seeds)]
+    return [(s, out / f"{SEED_PREFIX}{s}") for s in range(first, first + cfg.seeds)]
 
 
-def with_seed(cfg: DictConfig, seed: int) -> DictConfig:
-    """``cfg`` with ``seed`` (keys that follow ``${seed}``, e.g. partition.seed, follow it)."""
-    one = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+def with_seed(composed: DictConfig, seed: int) -> DictConfig:
+    """``composed`` with ``seed`` (keys that follow ``${seed}``, e.g. partition.seed, follow it)."""
+    one = OmegaConf.create(OmegaConf.to_container(composed, resolve=False))
     one.seed = seed
     return one
 
@@ -73,23 +71,26 @@ def check_container(out: Path) -> None:
     require(not out.exists() or out.is_dir(), f"run folder {out} is a file, not a folder")
     if out.is_dir():
         other = sorted(p.name for p in out.iterdir()
-                       if not lifecycle.is_scaffold(p) and not (p.is_dir() and not p.is_symlink() and p.name.startswith(PREFIX)))
+                       if not run_folder.is_scaffold(p)
+                       and not (p.is_dir() and not p.is_symlink() and p.name.startswith(SEED_PREFIX)))
         require(not other, f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
-                           f"seeds=R writes its runs into {out}/{PREFIX}<seed>/; choose another folder")
+                           f"seeds=R writes its runs into {out}/{SEED_PREFIX}<seed>/; choose another folder")
 
 
-def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
-        hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None) -> int:
-    """Run the ``seeds`` runs of ``cfg`` into ``out/seed_<s>`` (see the module docstring) and
-    return the worst exit code. Nothing is written before every run is validated and built."""
+def run(composed: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
+        hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None,
+        plot: ending.Plot | None = None) -> int:
+    """Run the ``seeds`` runs of ``composed`` into ``out/seed_<s>`` (see the module docstring)
+    and return the worst exit code. Nothing is written before every run is validated and built.
+    ``plot``: as :func:`runner.run`'s."""
     out = Path(out)
     with ExitStack() as held:
         try:
-            s = lifecycle.validate(cfg, reference).s
-            runs = folders(s, out)
+            cfg = experiment.validate(composed, reference).cfg
+            runs = folders(cfg, out)
             check_container(out)
             for _, folder in runs:
-                lifecycle.check_owned(folder)
+                run_folder.check_owned(folder)
             out.mkdir(parents=True, exist_ok=True)
             for _, folder in runs:
                 folder.mkdir(exist_ok=True)
@@ -98,30 +99,30 @@ def run(cfg: DictConfig, out: Path, progress: bool = True, command: str = "fedru
             say(describe(e), "error")
             return EXIT["error"]
         with logging_to(out):
-            return _run_locked(cfg, s, runs, progress, command, hydra_record)
+            return _run_locked(composed, cfg, runs, progress, command, hydra_record, plot)
 
 
-def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
-    todo, exps, ckpts, cfgs, finished = [], [], [], [], []
+def _run_locked(composed, cfg, runs, progress, command, hydra_record, plot) -> int:
+    todo, exps, ckpts, composeds, finished = [], [], [], [], []
     try:
         for seed, folder in runs:
-            lifecycle.recover(folder)
-            one = with_seed(cfg, seed)
-            ckpt = lifecycle.resume_point(one, folder)
+            run_folder.recover(folder)
+            one = with_seed(composed, seed)
+            ckpt = run_folder.resume_point(one, folder)
             if ckpt is True:
                 finished.append((one, folder))
                 continue
-            todo.append(folder), cfgs.append(one), ckpts.append(ckpt)
-        dataset = data.load_config(s)  # once for all runs, fingerprinted before a build moves it
+            todo.append(folder), composeds.append(one), ckpts.append(ckpt)
+        dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
         fingerprint = of_data(dataset)
         for one, folder in finished:
-            lifecycle.same_data(typed(one), folder, dataset, fingerprint)
-            why = code_record.stale(folder, s)
+            run_folder.same_data(typed(one), folder, dataset, fingerprint)
+            why = code_record.stale(folder, cfg)
             say(code_record.stale_line(folder, why) if why else
-                f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do", stream=sys.stdout)
-        for one, folder, ckpt in zip(cfgs, todo, ckpts):
-            exps.append(lifecycle.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint))
-            lifecycle.fits(exps[-1], folder, ckpt)
+                f"the run in {folder} has already finished its {composed.T} rounds; nothing to do", stream=sys.stdout)
+        for one, folder, ckpt in zip(composeds, todo, ckpts):
+            exps.append(experiment.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint))
+            run_folder.fits(exps[-1], folder, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
         return EXIT["error"]
@@ -129,7 +130,7 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
         say("interrupted before the runs started")
         return EXIT["interrupted"]
     except Exception as e:  # a bug
-        return lifecycle.internal_error(runs[0][1], e, None)
+        return ending.internal_error(runs[0][1], e, None)
     if not todo:
         return EXIT["finished"]
     lockstep = Lockstep(max_rows=max(e.oracle.chunk for e in exps) * len(exps))
@@ -138,26 +139,27 @@ def _run_locked(cfg, s, runs, progress, command, hydra_record) -> int:
         exp.oracle.engine_choice = {"engine": "vmap", "source": f"seeds={cfg.seeds}: the clients of "
                                     f"{len(exps)} run{'s' if len(exps) > 1 else ''} in one vmap call"}
         exp.oracle.compile_choice = {"compiled": False, "source": f"seeds={cfg.seeds}: the joined call is not compiled"}
-    return _train(cfgs, exps, todo, ckpts, lockstep, progress, command, hydra_record)
+    return _train(composeds, exps, todo, ckpts, lockstep, progress, command, hydra_record, plot)
 
 
-def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -> int:
+def _train(composeds, exps, outs, ckpts, lockstep, progress, command, hydra_record, plot) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
     codes, live = [], {}
-    summaries = [Summary(f, **provenance(command), T=e.s.T, code=code_record.of_config(e.s)) for f, e in zip(outs, exps)]
+    summaries = [Summary(f, **provenance(command), T=e.cfg.T, code=code_record.of_config(e.cfg))
+                 for f, e in zip(outs, exps)]
 
     def end(r: int, error: BaseException | None) -> None:
         run = live.pop(r, None)
         if run is not None:
             run.close()
-        codes.append(lifecycle.conclude(exps[r], cfgs[r], outs[r], summaries[r], error,
-                                     run.rows if run is not None else None))
+        codes.append(ending.conclude(exps[r], composeds[r], outs[r], summaries[r], error,
+                                     run.rows if run is not None else None, plot))
 
     for r, exp in enumerate(exps):
         try:
-            lifecycle.begin(exp, cfgs[r], outs[r], ckpts[r], summaries[r], hydra_record)
-            live[r] = lifecycle.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
-                                      label=f"seed {cfgs[r].seed}: ")
+            run_folder.begin(exp, composeds[r], outs[r], ckpts[r], summaries[r], hydra_record)
+            live[r] = training.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
+                                        label=f"seed {composeds[r].seed}: ")
             if live[r].done:
                 end(r, None)
         except KeyboardInterrupt as e:  # a signal before training: every run stops (those not
@@ -173,7 +175,7 @@ def _train(cfgs, exps, outs, ckpts, lockstep, progress, command, hydra_record) -
             while live:
                 start = time.perf_counter()
                 failed = lockstep.rounds({r: run.round for r, run in live.items()})
-                lifecycle.sync(exps[0].s.torch_device)
+                training.sync(exps[0].cfg.torch_device)
                 seconds = time.perf_counter() - start
                 for r in list(live):
                     try:

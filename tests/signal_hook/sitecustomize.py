@@ -22,8 +22,8 @@ if _at:
 
     sys.meta_path.insert(0, _Finder())
     where = {"data": ("fedprox_cli.data", "load_config"), "build": ("fedprox_cli.engine.models", "build"),
-             "training": ("fedprox_cli.runs.lifecycle", "Training.round"),
-             "evaluation": ("fedprox_cli.runs.lifecycle", "evaluate"),
+             "training": ("fedprox_cli.runs.training", "Training.round"),
+             "evaluation": ("fedprox_cli.runs.training", "evaluate"),
              "plotting": ("fedprox_cli.analysis.plotting", "plot_run"),
              "between": ("fedprox_cli.cli.main", "sweep_value")}.get(phase)
     if where:

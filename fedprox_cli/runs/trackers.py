@@ -142,9 +142,9 @@ class Series:
         self.out = Path(out)
         self.tracker = None
         path = self.out / "config.yaml"
-        cfg = guarded.read_config(path) if path.exists() else {}
-        spec = cfg.get("logger")
-        if spec is None or str(spec.get("_target_", "")).endswith("loggers.Null"):
+        recorded = guarded.read_config(path) if path.exists() else {}
+        spec = recorded.get("logger")
+        if spec is None or str(spec.get("_target_", "")).endswith("trackers.Null"):
             return
         state = self._state() if start_round > 0 else {}
         if state.get("target") != spec._target_:
@@ -153,7 +153,7 @@ class Series:
 
         try:
             self.tracker = instantiate(spec, run_dir=str(self.out), run_id=state.get("run_id"),
-                                       run_config=OmegaConf.to_container(cfg, resolve=True), _convert_="all",
+                                       run_config=OmegaConf.to_container(recorded, resolve=True), _convert_="all",
                                        _recursive_=False)
         except UserError:
             raise

@@ -8,9 +8,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..common.files import open_file
-from ..common.streams import err, escaped, line as write_line
-from .outputs import now
+from .clock import now
+from .files import open_file
+from . import streams
 
 LOG = "fedrun.log"
 _logs: list[Path] = []
@@ -20,7 +20,7 @@ errors: list[str] = []  # the messages said as errors (a sweep's job record take
 def say(message: str, kind: str = "", stream=None) -> None:
     """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log."""
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
-    write_line(stream, line) if stream is not None else err(line)
+    streams.line(stream, line) if stream is not None else streams.err(line)
     _append(line)
     if kind == "error":
         errors.append(message)
@@ -35,7 +35,7 @@ def _append(line: str) -> None:
     if _logs:
         try:
             with open_file(_logs[-1], "a", encoding="utf-8") as f:  # no link followed
-                f.write(f"{now()} {escaped(line)}\n")
+                f.write(f"{now()} {streams.escaped(line)}\n")
         except OSError:
             pass  # a full disk, a read-only folder, a log that is a link: the screen has the line
 

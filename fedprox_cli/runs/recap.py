@@ -1,0 +1,100 @@
+"""One run, read from its folder: what it did (:class:`RunRecord`: status, rounds, the last
+metrics row, its overrides) and the closing line a run ends with (:func:`closing_line`).
+Read-only: ``summary.json``, the last row of ``metrics.csv`` and ``.hydra/overrides.yaml``; a
+folder lacking any of them still gets its record."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..common import guarded
+from .outputs import effective_status, read_summary
+from .progress import duration
+
+
+@dataclass
+class RunRecord:
+    folder: Path
+    status: str                 # outputs.effective_status, "not started" without a summary
+    round: int | None = None    # rounds done
+    T: int | None = None
+    final: dict = field(default_factory=dict)   # the last metrics row
+    overrides: list[str] = field(default_factory=list)
+    error: str = ""             # the summary's one-line reason, unless finished
+
+
+def _last_row(folder: Path) -> dict:
+    try:
+        rows = list(csv.DictReader(io.StringIO(guarded.read_text(folder / "metrics.csv", guarded.TABLE_BYTES),
+                                               newline="")))
+    except (OSError, csv.Error, ValueError):
+        return {}
+    out = {}
+    for k, v in (rows[-1] if rows else {}).items():
+        try:
+            out[k] = float(v)
+        except (TypeError, ValueError):
+            pass
+    return out
+
+
+def _overrides(folder: Path) -> list[str]:
+    try:
+        return [str(o) for o in guarded.read_yaml(folder / ".hydra" / "overrides.yaml")]
+    except Exception:  # missing or unreadable: the row shows none
+        return []
+
+
+def record(folder: Path, status: str | None = None) -> RunRecord:
+    """What ``folder`` holds (``status``: the caller's own, else the folder's effective one; a
+    status the folder's own record does not have, such as a job refused in the folder of an
+    earlier run, gets no numbers from the folder)."""
+    folder = Path(folder)
+    own = effective_status(folder)
+    st = status or own
+    if st == "missing" or own == "missing":
+        return RunRecord(folder, "not started" if st == "missing" else st)
+    if own == "unreadable":
+        return RunRecord(folder, st, error=_unreadable(folder))
+    if st != own:
+        return RunRecord(folder, st, overrides=_overrides(folder))
+    try:
+        s = read_summary(folder)
+    except (OSError, ValueError):
+        s = {}
+    final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
+    return RunRecord(folder, st, s.get("round"), s.get("T"), final, _overrides(folder),
+                     str(s.get("error", "")))
+
+
+def _unreadable(folder: Path) -> str:
+    """The line saying why ``folder``'s summary.json cannot be read."""
+    try:
+        read_summary(folder)
+    except ValueError as e:
+        return str(e)
+    return ""
+
+
+def number(v, fmt: str) -> str:
+    """``v`` in ``fmt``, or ``-`` where it is no number."""
+    return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
+
+
+def rounds(r: RunRecord) -> str:
+    """``done/T`` (``?`` where the record has no number)."""
+    return f"{r.round if r.round is not None else '?'}/{r.T if r.T is not None else '?'}"
+
+
+def closing_line(folder: Path, status: str | None = None) -> str:
+    """``finished, 3/3 rounds: test acc 0.8972, objective 0.331, stationarity 1.221e-03,
+    training 0.9s; FOLDER`` -- the line a run ends with."""
+    r = record(folder, status)
+    f = r.final
+    return (f"{r.status}, {rounds(r)} rounds: test acc {number(f.get('test_acc'), '.4f')}, "
+            f"objective {number(f.get('objective'), '.4g')}, "
+            f"stationarity {number(f.get('stationarity'), '.4g')}, "
+            f"training {duration(f['time_s']) if 'time_s' in f else '-'}; {r.folder}")
