@@ -100,7 +100,7 @@ def baseline(device, repeats: int, rounds: int, engines: list[str]) -> list[dict
         for e, timer in timers.items():
             best[e] = min(best[e], bench.best_time(timer) / rounds)
         best["plain loop"] = min(best["plain loop"], bench.best_time(run_plain) / rounds)
-    chosen = timers["auto"].env.oracle.engine if "auto" in timers else None
+    chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
     return [{"workload": f"{w.name} (mlp, n={w.n}, K={w.K}, B={w.B})",
              "runner": "plain loop" if k == "plain loop" else f"fedrun {k}" + (f" ({chosen})" if k == "auto" else ""),
              "steps/s": w.n * w.K / t, "vs plain loop": best["plain loop"] / t} for k, t in best.items()]
@@ -125,7 +125,7 @@ def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), 
             for e, t in best.items():
                 rate = n * K / t
                 base.setdefault(e, rate)
-                rows.append({"model": model, "n": n, "engine": e + (f" ({timers[e].env.oracle.engine})" if e == "auto" else ""),
+                rows.append({"model": model, "n": n, "engine": e + (f" ({timers[e].env.oracle.engine.name})" if e == "auto" else ""),
                              "client-steps/s": rate, "vs n=10": rate / base[e], "vs faster engine": fastest / t})
                 print(rows[-1], flush=True)
             del setup, timers

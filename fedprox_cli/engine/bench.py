@@ -230,7 +230,7 @@ def bench_workload(w: Workload, device: torch.device, engines: list[str], repeat
     rows = []
     for alg_name in w.algorithms:
         timers = {e: RoundTimer(setup, alg_name, setup.oracle(e), rounds) for e in engines}
-        chosen = timers["auto"].env.oracle.engine if "auto" in timers else None
+        chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
         best = {e: math.inf for e in engines}
         best_roof = math.inf
         for _ in range(repeats):  # interleaved, so shared-machine noise hits every engine alike
