@@ -33,11 +33,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from fedprox_cli.engine import bench, memory  # noqa: E402
+from fedprox_cli.engine import memory  # noqa: E402
 from fedprox_cli.engine.device import device_name  # noqa: E402
 from fedprox_cli.engine.device import resolve_device  # noqa: E402
 from fedprox_cli.engine.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.common.errors import UserError  # noqa: E402
+from fedprox_cli.runs import bench  # noqa: E402
 
 
 def table(rows: list[dict]) -> str:
