@@ -33,11 +33,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from fedprox_cli.engine import bench, memory  # noqa: E402
+from fedprox_cli.engine import memory  # noqa: E402
 from fedprox_cli.engine.device import device_name  # noqa: E402
 from fedprox_cli.engine.device import resolve_device  # noqa: E402
 from fedprox_cli.engine.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.common.errors import UserError  # noqa: E402
+from fedprox_cli.runs import bench  # noqa: E402
 
 
 def table(rows: list[dict]) -> str:
@@ -100,7 +101,7 @@ def baseline(device, repeats: int, rounds: int, engines: list[str]) -> list[dict
         for e, timer in timers.items():
             best[e] = min(best[e], bench.best_time(timer) / rounds)
         best["plain loop"] = min(best["plain loop"], bench.best_time(run_plain) / rounds)
-    chosen = timers["auto"].env.oracle.engine if "auto" in timers else None
+    chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
     return [{"workload": f"{w.name} (mlp, n={w.n}, K={w.K}, B={w.B})",
              "runner": "plain loop" if k == "plain loop" else f"fedrun {k}" + (f" ({chosen})" if k == "auto" else ""),
              "steps/s": w.n * w.K / t, "vs plain loop": best["plain loop"] / t} for k, t in best.items()]
@@ -125,7 +126,7 @@ def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), 
             for e, t in best.items():
                 rate = n * K / t
                 base.setdefault(e, rate)
-                rows.append({"model": model, "n": n, "engine": e + (f" ({timers[e].env.oracle.engine})" if e == "auto" else ""),
+                rows.append({"model": model, "n": n, "engine": e + (f" ({timers[e].env.oracle.engine.name})" if e == "auto" else ""),
                              "client-steps/s": rate, "vs n=10": rate / base[e], "vs faster engine": fastest / t})
                 print(rows[-1], flush=True)
             del setup, timers

@@ -1,10 +1,10 @@
-"""The benchmark's accounting (fedprox_cli/engine/bench.py): the roofline replays exactly the step's
+"""The benchmark's accounting (fedprox_cli/runs/bench.py): the roofline replays exactly the step's
 products, and the sweep estimate counts rounds and evaluations."""
 
 import pytest
 import torch
 
-from fedprox_cli.engine import bench
+from fedprox_cli.runs import bench
 from fedprox_cli.common.errors import UserError
 
 

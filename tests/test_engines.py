@@ -73,7 +73,7 @@ def test_grad_matches_per_client_autograd(digits, engine, B):
     X = oracle.model.flat() + 0.1 * torch.randn(N_CLIENTS, oracle.model.d, dtype=torch.float64)
     clients = torch.tensor([5, 0, 2])
     G, L = oracle.grad(X[:3], t=1, k=2, clients=clients)
-    ids, w = oracle._batches(1, 2, clients)
+    ids, w = oracle.batches(1, 2, clients)
     G_ref, L_ref = per_client_reference(oracle, X[:3], ids, w)
     torch.testing.assert_close(G, G_ref, rtol=1e-10, atol=1e-13)
     torch.testing.assert_close(L, L_ref, rtol=1e-12, atol=0)
@@ -162,7 +162,7 @@ def engine_cache(tmp_path, monkeypatch):
 
 def test_auto_takes_the_faster_engine_records_and_caches_it(digits, engine_cache):
     o = make_oracle(digits, "auto")
-    assert o.engine == "loop" and engine_cache["calls"] == 1
+    assert o.engine.name == "loop" and engine_cache["calls"] == 1
     c = o.engine_choice
     assert c["engine"] == "loop" and c["source"] == "measured"
     assert c["s_per_client_step"] == {"loop": 1.0, "vmap": 2.0} and c["clients_timed"] == N_CLIENTS
@@ -171,16 +171,16 @@ def test_auto_takes_the_faster_engine_records_and_caches_it(digits, engine_cache
     assert rec["engine"] == "loop" and json.loads(key)["B"] == 16
     engine_cache["timings"] = {"loop": 3.0, "vmap": 1.0}  # would now pick vmap, if it measured
     o2 = make_oracle(digits, "auto")
-    assert engine_cache["calls"] == 1 and o2.engine == "loop"
+    assert engine_cache["calls"] == 1 and o2.engine.name == "loop"
     assert o2.engine_choice["source"] == "cache" and o2.engine_choice["s_per_client_step"]["loop"] == 1.0
     o3 = make_oracle(digits, "auto", B=8)  # other shapes: another key, measured
-    assert engine_cache["calls"] == 2 and o3.engine == "vmap" and len(json.loads(engine_cache["file"].read_text())) == 2
+    assert engine_cache["calls"] == 2 and o3.engine.name == "vmap" and len(json.loads(engine_cache["file"].read_text())) == 2
 
 
 @pytest.mark.parametrize("engine", ["loop", "vmap"])
 def test_engine_loop_or_vmap_forces_without_timing(digits, engine_cache, engine):
     o = make_oracle(digits, engine)
-    assert o.engine == engine and o.engine_choice == {"engine": engine, "source": "forced"}
+    assert o.engine.name == engine and o.engine_choice == {"engine": engine, "source": "forced"}
     assert engine_cache["calls"] == 0 and not engine_cache["file"].exists()
 
 
@@ -198,7 +198,7 @@ def test_a_choice_written_while_measuring_wins(digits, engine_cache, monkeypatch
         return {"loop": 3.0, "vmap": 1.0}
     monkeypatch.setattr(engine_choice, "time_engines", measure_while_another_writes)
     o = make_oracle(digits, "auto")
-    assert o.engine == first.engine == "loop" and o.engine_choice["source"] == "cache"
+    assert o.engine.name == first.engine.name == "loop" and o.engine_choice["source"] == "cache"
     assert json.loads(key_file.read_text()) == {key: rec}
 
 
@@ -216,7 +216,7 @@ def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
     o = make_oracle(digits, "vmap")
     t = engine_choice.time_engines(o, 3)
     assert set(t) == {"loop", "vmap"} and all(0 <= v < 10 for v in t.values())
-    assert o.engine == "vmap" and o.grad_evals == 0
+    assert o.engine.name == "vmap" and o.grad_evals == 0
 
 
 @pytest.mark.parametrize("engine,chunk", [("loop", None), ("vmap", None), ("vmap", 4)])

@@ -53,7 +53,7 @@ def one_round(model):
     z0 = exp.flat.flat()
     z = {}
     for engine in ("loop", "vmap"):
-        exp.oracle.engine = engine
+        exp.oracle.engine = exp.oracle.engines[engine]
         state = exp.alg.init(z0, exp.cfg.n)
         exp.env.start_round(0)
         z[engine] = exp.alg.round(state, exp.env, 0)["z"]

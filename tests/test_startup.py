@@ -132,7 +132,7 @@ def test_lookup_is_the_normalization_bit_for_bit():
 def test_the_vmap_engine_does_not_import_dynamo_or_decompositions(tmp_path):
     """vmap's gradient transform imports torch._dynamo for a context that only matters once
     it is loaded (fedprox_cli.engine.batched), and nll_loss under vmap runs a Python
-    decomposition that imports sympy (oracle.cross_entropy): a vmap run goes without either."""
+    decomposition that imports sympy (base.cross_entropy): a vmap run goes without either."""
     tiny = ("dataset=digits", "model=linear", "T=2", "K=2", "n=4", "engine=vmap")
     run = probe_run(tmp_path, "vmap", *tiny)
     assert run["code"] == 0
@@ -140,10 +140,10 @@ def test_the_vmap_engine_does_not_import_dynamo_or_decompositions(tmp_path):
 
 
 def test_the_loss_is_torchs_cross_entropy_bit_for_bit():
-    """oracle.cross_entropy (gather of log_softmax) gives F.cross_entropy's value and gradient."""
+    """base.cross_entropy (gather of log_softmax) gives F.cross_entropy's value and gradient."""
     import torch.nn.functional as F
 
-    from fedprox_cli.engine.oracle import cross_entropy
+    from fedprox_cli.engine.base import cross_entropy
     gen = torch.Generator().manual_seed(1)
     z, y, w = torch.randn(33, 10, generator=gen), torch.randint(0, 10, (33,), generator=gen), torch.rand(33, generator=gen)
     mine, theirs = z.clone().requires_grad_(), z.clone().requires_grad_()

@@ -4,8 +4,8 @@
 ``torch.func``'s gradient transform runs its backward inside
 ``torch._dynamo.compiled_autograd._disable()`` (torch/_functorch/eager_transforms.py,
 ``_autograd_grad``), so the first call of an eager vmap engine imports the whole of
-``torch._dynamo``: 1.9 s here, in a process that does nothing else with it (measured in
-``scripts/bench_peers.py``'s start-up line). That context only matters where compiled autograd
+``torch._dynamo``, seconds of start-up in a process that does nothing else with it
+(docs/performance.md, "Start-up"). That context only matters where compiled autograd
 can be on, which needs ``torch._dynamo`` imported. :func:`batched_grad` therefore runs the
 transform with :func:`autograd_grad`, which computes the same ``torch.autograd.grad`` call
 directly while ``torch._dynamo`` is not loaded and defers to torch's own function once it is

@@ -1,7 +1,7 @@
 """``engine=auto``: pick the gradient engine by timing both on the run's own model, shapes and
 device, and remember the choice.
 
-At start-up :func:`choose` times a few real ``Oracle.grad`` steps of each engine -- on
+At start-up :func:`choose` times a few real gradient steps of each engine -- on
 ``min(n, chunk, MAX_CLIENTS)`` clients, one warm-up step each, then steps of both engines in
 turn until each has :data:`REPEATS` timings or :data:`BUDGET_S` has passed, keeping each
 engine's best -- and picks the faster. The choice and the timings are cached in
@@ -25,12 +25,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from ..common import guarded
 from ..common.files import atomic_write_text
+from .base import Engine
 from .device import device_name
 
 MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are flat beyond this)
@@ -60,42 +60,38 @@ def _clock(device: torch.device):
 
 
 def time_engines(oracle, clients: int) -> dict[str, float]:
-    """Best seconds per client-step of each engine: ``Oracle.grad`` on the first ``clients``
+    """Best seconds per client-step of each engine: a gradient step on the first ``clients``
     clients at the initial model, engines interleaved."""
-    return time_steps(oracle, clients, {e: (e, oracle._batched_grad) for e in TIMED})[0]
+    return time_steps(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
 
 
-def time_steps(oracle, clients: int, variants: dict[str, tuple[str, Callable]],
+def time_steps(oracle, clients: int, variants: dict[str, Engine],
                repeats: int = REPEATS) -> tuple[dict[str, float], dict[str, float]]:
-    """Time ``Oracle.grad`` on the first ``clients`` clients at the initial model for each
-    variant (an engine and the batched-gradient call the vmap engine makes), interleaved: the
-    best seconds per client-step of ``repeats`` steps (or as many as :data:`BUDGET_S` allows,
-    at least one), and the wall seconds of each variant's first, warm-up step (first-call
-    costs: a compiled call compiles). The oracle is left as it was."""
+    """Time a gradient step as ``Oracle.grad`` takes it (the mini-batches drawn, then the
+    engine's call) on the first ``clients`` clients at the initial model with each variant (an
+    engine: eager, or vmap with a compiled call), interleaved: the best seconds per client-step
+    of ``repeats`` steps (or as many as :data:`BUDGET_S` allows, at least one), and the wall
+    seconds of each variant's first, warm-up step (first-call costs: a compiled call compiles).
+    The oracle's counters are not touched."""
     ids = torch.arange(clients, device=oracle.device)
     X = oracle.model.flat().expand(clients, -1).contiguous()
     G = torch.empty_like(X)
     clock, sync = _clock(oracle.device), (torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None)
-    saved = oracle.engine, oracle._batched_grad, oracle.grad_evals
 
     def step(variant: str, k: int, clock=clock) -> float:
-        oracle.engine, oracle._batched_grad = variants[variant]
         sync()
         start = clock()
-        oracle.grad(X, 0, k, ids, out=G)
+        variants[variant].grad(X, *oracle.batches(0, k, ids), out=G)
         sync()
         return clock() - start
 
-    try:
-        first = {v: step(v, 0, time.perf_counter) for v in variants}  # wall: a compiler runs as child processes
-        best, start = {v: float("inf") for v in variants}, time.perf_counter()
-        for r in range(repeats):
-            if r and time.perf_counter() - start > BUDGET_S:
-                break
-            for v in variants:
-                best[v] = min(best[v], step(v, r + 1))
-    finally:
-        oracle.engine, oracle._batched_grad, oracle.grad_evals = saved
+    first = {v: step(v, 0, time.perf_counter) for v in variants}  # wall: a compiler runs as child processes
+    best, start = {v: float("inf") for v in variants}, time.perf_counter()
+    for r in range(repeats):
+        if r and time.perf_counter() - start > BUDGET_S:
+            break
+        for v in variants:
+            best[v] = min(best[v], step(v, r + 1))
     return {v: s / clients for v, s in best.items()}, first
 
 

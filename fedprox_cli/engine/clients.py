@@ -45,10 +45,10 @@ WORST_SHARE = 0.1
 @torch.no_grad()
 def _per_sample(oracle: Oracle, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor):
     """Loss and correctness (0/1) of the model x on every sample, ``eval_batch`` at a time."""
-    oracle._work.load(x)
+    oracle.work.load(x)
     loss, correct = [], []
     for s in range(0, len(targets), oracle.eval_batch):
-        logits = oracle._work.module(inputs[s:s + oracle.eval_batch])
+        logits = oracle.work.module(inputs[s:s + oracle.eval_batch])
         yb = targets[s:s + oracle.eval_batch]
         loss.append(F.cross_entropy(logits, yb, reduction="none"))
         correct.append((logits.argmax(1) == yb).to(logits.dtype))

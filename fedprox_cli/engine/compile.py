@@ -2,10 +2,10 @@
 ``compile=auto``'s choice by measurement.
 
 What is compiled: the one call every algorithm's local steps go through,
-``vmap(grad_and_value(loss))(X, inputs, targets, w)`` (:meth:`Oracle.grad` and
-:meth:`Oracle.sgd_steps`), with static shapes (``dynamic=False``: one compiled program per
-row count, i.e. per chunk size; the arguments are made contiguous, so rows given as one
-expanded vector do not compile another). Mini-batch ids are drawn as before, on the CPU from the
+``vmap(grad_and_value(loss))(X, inputs, targets, w)`` (the ``call`` of
+:class:`vmap.VmapEngine`, which its ``grad`` and ``sgd_steps`` make), with static shapes
+(``dynamic=False``: one compiled program per row count, i.e. per chunk size; the arguments are
+made contiguous, so rows given as one expanded vector do not compile another). Mini-batch ids are drawn as before, on the CPU from the
 run's counter-based streams (:mod:`device`) and gathered on the device outside the compiled
 call, so a compiled run takes the same mini-batches as an eager one and its numbers differ
 only by float rounding (fused kernels sum in another order). On CUDA the mode is
@@ -16,8 +16,8 @@ on the host.
 
 ``compile=false`` (default) leaves the engines as they are; ``true`` compiles (with
 ``engine=auto`` the engine is then vmap; ``engine=loop`` is refused); ``auto`` compiles at
-start-up and times real ``Oracle.grad`` steps of the compiled call against the eager
-engine and vmap's eager call, like :mod:`engine_choice`, and keeps the compiled call only if
+start-up and times real gradient steps of the compiled call against the run's eager
+engine and vmap's eager call, like :mod:`choice`, and keeps the compiled call only if
 ``compile seconds / planned client-steps + seconds per compiled client-step`` beats the
 run's engine (chosen or forced): the compile time counts against the run's own length. The
 timings and the compile seconds are cached in ``compile.json`` beside ``engine.json`` under
@@ -36,8 +36,10 @@ from typing import Callable
 import torch
 
 from . import choice as engine_choice
+from .vmap import VmapEngine
 from ..common.files import atomic_write_text
 from ..common.errors import UserError
+
 
 def mode(device: torch.device) -> str:
     """torch.compile's mode: CUDA graphs on CUDA, inductor's default elsewhere."""
@@ -66,73 +68,69 @@ def cache_file():
 
 
 def choose(oracle, setting, client_steps: int | None = None) -> dict:
-    """Decide ``setting`` (true, false or auto) for ``oracle`` and install the compiled call
-    if chosen; return the record. ``client_steps``: the client-steps the run will compute
-    (None: the compile time is not counted)."""
+    """Decide ``setting`` (true, false or auto) for ``oracle`` and make the vmap engine with the
+    compiled call its engine if chosen; return the record. ``client_steps``: the client-steps
+    the run will compute (None: the compile time is not counted)."""
     if setting is False:
         return {"compiled": False, "source": "forced"}
-    if oracle.engine_choice["source"] == "forced" and oracle.engine == "loop":
+    if oracle.engine_choice["source"] == "forced" and oracle.engine.name == "loop":
         if setting is True:
             raise UserError("compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false")
         return {"compiled": False, "source": "engine=loop (only the vmap engine compiles)"}
-    eager = oracle._batched_grad
-    oracle._batched_grad = compiled(eager, oracle.device)
+    fast = oracle.engines["vmap"].wrapped(lambda call: compiled(call, oracle.device))
     clients = max(1, min(oracle.data.n, oracle.chunk))
     record = {"mode": mode(oracle.device)}
     try:
         if setting is True:
-            record["compile_s"] = _warm_up(oracle, clients)
-            return _use(oracle, {**record, "compiled": True, "source": "forced"})
+            record["compile_s"] = _warm_up(oracle, fast, clients)
+            return _use(oracle, fast, {**record, "compiled": True, "source": "forced"})
         key = json.dumps({"engine": json.loads(engine_choice.cache_key(oracle, clients)), **record,
                           "timed": _engines(oracle)}, sort_keys=True)
         cached = engine_choice.read_cache(cache_file()).get(key)
         if _valid(cached):
             record.update(cached, source="cache", cache=str(cache_file()))
         else:
-            record.update(_measure(oracle, clients, eager), source="measured", cache=str(cache_file()))
+            record.update(_measure(oracle, fast, clients), source="measured", cache=str(cache_file()))
             _store(key, {k: record[k] for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")})
         times = record["s_per_client_step"]
         per_step = record["compile_s"] / client_steps if client_steps else 0.0
-        if times["compiled"] + per_step < times[oracle.engine]:
+        if times["compiled"] + per_step < times[oracle.engine.name]:
             if record["source"] == "cache":
-                _warm_up(oracle, clients)  # compiled now, not in round 1's time
-            return _use(oracle, {**record, "compiled": True})
+                _warm_up(oracle, fast, clients)  # compiled now, not in round 1's time
+            return _use(oracle, fast, {**record, "compiled": True})
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 (inductor's many failure types: no compiler, unsupported op)
-        oracle._batched_grad = eager
         if setting is True:
             raise UserError(f"compile=true: torch.compile failed here ({type(e).__name__}: "
                             f"{str(e).splitlines()[0] if str(e) else ''}); use compile=false") from None
         return {"compiled": False, "source": f"unavailable ({type(e).__name__})"}
-    oracle._batched_grad = eager
     return {**record, "compiled": False}
 
 
 def _engines(oracle) -> list[str]:
     """The eager engines timed: the run's engine (what the compiled call must beat) and vmap
     (what it compiles)."""
-    return sorted({oracle.engine, "vmap"})
+    return sorted({oracle.engine.name, "vmap"})
 
 
-def _use(oracle, record: dict) -> dict:
+def _use(oracle, fast: VmapEngine, record: dict) -> dict:
     """The compiled call runs: the engine is vmap (recorded where ``engine=auto`` chose loop)."""
-    if oracle.engine != "vmap":
+    if oracle.engine.name != "vmap":
         oracle.engine_choice = {**oracle.engine_choice, "engine": "vmap",
-                                "note": f"compile: the compiled vmap call runs instead of {oracle.engine}"}
-        oracle.engine = "vmap"
+                                "note": f"compile: the compiled vmap call runs instead of {oracle.engine.name}"}
+    oracle.engine = fast
     return record
 
 
-def _warm_up(oracle, clients: int) -> float:
+def _warm_up(oracle, fast: VmapEngine, clients: int) -> float:
     """Seconds of the first compiled call (the compilation) at the run's row count."""
-    return engine_choice.time_steps(oracle, clients, {"compiled": ("vmap", oracle._batched_grad)},
-                                    repeats=0)[1]["compiled"]
+    return engine_choice.time_steps(oracle, clients, {"compiled": fast}, repeats=0)[1]["compiled"]
 
 
-def _measure(oracle, clients: int, eager: Callable) -> dict:
-    variants = {e: (e, eager) for e in _engines(oracle)}
-    variants["compiled"] = ("vmap", oracle._batched_grad)
+def _measure(oracle, fast: VmapEngine, clients: int) -> dict:
+    variants = {e: oracle.engines[e] for e in _engines(oracle)}
+    variants["compiled"] = fast
     best, first = engine_choice.time_steps(oracle, clients, variants)
     return {"s_per_client_step": best, "compile_s": first["compiled"], "clients_timed": clients,
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}

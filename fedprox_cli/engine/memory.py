@@ -14,10 +14,15 @@ vmap call gets no faster there but the working set grows with n (on GPUs, not me
 larger calls may pay: only ``memory_gb`` bounds them). Client states (n x d tensors, also the gradients of all n clients) and
 the data set come on top. ``scripts/bench_memory.py`` checks the estimate against measured
 peak memory (ACT_COPIES = 3 bounds what MobileNetV3-Small and the MLP were measured to use).
+
+Also here: the check that a run's tensors can fit the device (:func:`check_sizes`), and, on the
+CPU, glibc keeping freed memory for reuse (:func:`keep_freed_memory`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -26,10 +31,8 @@ import torch
 from torch import nn
 
 ACT_COPIES = 3
-# Largest vmap call oracle.chunk=auto plans, whatever memory_gb allows. Measured (FedCanon,
-# n = 1000, one thread, scripts/bench_engine.py's machine): the MLP (2.2 MB per client) ran at
-# 813, 798 and 836 client-steps/s with 64, 128 and 1000 clients per call; the linear model
-# (0.2 MB per client) at 6.2k, 7.0k and 7.6k with 64, 128 and 1000.
+# Largest vmap call oracle.chunk=auto plans on the CPU, whatever memory_gb allows: larger calls
+# ran no faster there (docs/performance.md, "What the engine's code rests on").
 CHUNK_BYTES = 256 * 2**20
 
 
@@ -116,6 +119,22 @@ def check_sizes(s, model: str, model_params: dict, runs: int = 1) -> None:
                           f"(d >= {d:,} parameters of model {model} + B={s.B} mini-batch draws)"
                           f"{f' x {runs} runs' if runs > 1 else ''}), more than the "
                           f"{have / 2**30:,.0f} GiB of {s.torch_device}; reduce n, B or the model")
+
+
+@functools.cache
+def keep_freed_memory() -> None:
+    """Have glibc serve every allocation from its heap and keep freed memory there, never
+    trimmed, instead of mapping large blocks fresh and unmapping them on free: a round allocates
+    and frees several (n, d) tensors per local step, and re-faulting their pages each time slows
+    the step (docs/performance.md, "Freed memory"). The process keeps its peak memory until it
+    exits. No effect where the C library is not glibc."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    libc.mallopt(M_MMAP_MAX, 0)
+    libc.mallopt(M_TRIM_THRESHOLD, -1)
 
 
 def exhausted(e: BaseException) -> bool:

@@ -23,13 +23,13 @@ from torch.utils._pytree import tree_map
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from .. import algorithms
-from ..operators import compressors, regularizers
-from . import models
-from ..config.validate import compose, params
 from ..common.errors import UserError
-from .metrics import evaluate
-from .models import FlatModel
-from .oracle import ClientData, Oracle
+from ..config.validate import compose, params
+from ..engine import models
+from ..engine.metrics import evaluate
+from ..engine.models import FlatModel
+from ..engine.oracle import ClientData, Oracle
+from ..operators import compressors, regularizers
 
 SHAPES = {"fmnist": ((1, 28, 28), 10, 60000, 10000), "mnist": ((1, 28, 28), 10, 60000, 10000),
           "cifar10": ((3, 32, 32), 10, 50000, 10000), "digits": ((1, 8, 8), 10, 1437, 360),
@@ -230,7 +230,7 @@ def bench_workload(w: Workload, device: torch.device, engines: list[str], repeat
     rows = []
     for alg_name in w.algorithms:
         timers = {e: RoundTimer(setup, alg_name, setup.oracle(e), rounds) for e in engines}
-        chosen = timers["auto"].env.oracle.engine if "auto" in timers else None
+        chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
         best = {e: math.inf for e in engines}
         best_roof = math.inf
         for _ in range(repeats):  # interleaved, so shared-machine noise hits every engine alike

@@ -1,0 +1,76 @@
+"""The ``loop`` engine: one client after another, with plain autograd on a working module.
+
+The working module (:class:`FlatModule`) is a private copy of the model whose parameters are
+views of one flat buffer, so loading a client's state is one copy and there is no
+re-parametrization per call. The oracle's exact evaluation passes use it too.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from .base import Batch, Engine, Samples, cross_entropy, per_row, shifted
+from .models import FlatModel
+
+
+class FlatModule:
+    """A private copy of a module whose parameters are views of one flat buffer ``w`` (d,):
+    ``load(x)`` sets the model to x with one copy, and the module runs with plain autograd."""
+
+    def __init__(self, flat: FlatModel):
+        self.module = copy.deepcopy(flat.module)
+        self.w = flat.flat()
+        for name, view in zip(flat.names, flat.params(self.w).values()):
+            owner, _, attr = name.rpartition(".")
+            setattr(self.module.get_submodule(owner), attr, nn.Parameter(view))
+        self.params = [self.module.get_parameter(k) for k in flat.names]
+
+    def load(self, x: torch.Tensor) -> None:
+        with torch.no_grad():
+            self.w.copy_(x)
+
+    def loss_grad(self, inputs: torch.Tensor, targets: torch.Tensor,
+                  weights: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        """The weighted loss and its parameter gradients at the loaded model."""
+        loss = cross_entropy(self.module(inputs), targets, weights)
+        return loss.detach(), torch.autograd.grad(loss, self.params)
+
+
+class LoopEngine(Engine):
+    """Client by client through the working module ``work`` (shared with the oracle's
+    evaluation passes)."""
+
+    name = "loop"
+
+    def __init__(self, model: FlatModel, samples: Samples, work: FlatModule):
+        self.model, self.samples, self.work = model, samples, work
+
+    def grad(self, X, ids, w, out=None):
+        inputs, targets = self.samples(ids)
+        G = torch.empty_like(X) if out is None else out
+        L = X.new_empty(len(ids))
+        for i in range(len(ids)):
+            self.work.load(X[i])
+            L[i], grads = self.work.loss_grad(inputs[i], targets[i], w[i])
+            for g, gi in zip(self.model.params(G[i]).values(), grads):
+                g.copy_(gi)
+        return G, L
+
+    def sgd_steps(self, X, batches: list[Batch], beta, shift):
+        """Client by client: x_i stays in the working module for all its steps, updated through
+        its parameter views, so its state, gradient and shift stay in cache."""
+        rows = per_row(shift)
+        for i in range(len(X)):
+            si = shift[i] if rows else shift
+            s_views = self.model.params(si).values() if torch.is_tensor(si) else [si] * len(self.work.params)
+            self.work.load(X[i])
+            for ids, w in batches:
+                inputs, targets = self.samples(ids[i])
+                _, grads = self.work.loss_grad(inputs, targets, w[i])
+                with torch.no_grad():
+                    for p, g, sp in zip(self.work.params, grads, s_views):
+                        p.sub_(shifted(g, sp), alpha=beta)
+            X[i].copy_(self.work.w)

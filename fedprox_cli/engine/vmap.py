@@ -1,0 +1,79 @@
+"""The ``vmap`` engine: chunks of clients at once, with ``torch.func.vmap(grad_and_value(...))``
+of the loss of a flat parameter vector (:mod:`batched`); the gradients come out as one
+(chunk, d) tensor.
+
+The batched call can be replaced by a compiled one (:mod:`compile`) or one joined with other
+runs' calls (:mod:`lockstep`): :meth:`VmapEngine.wrapped`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import torch
+
+from .base import Batch, Engine, Samples, cross_entropy, per_row, shifted
+from .batched import batched_grad
+from .models import FlatModel
+
+
+class VmapEngine(Engine):
+    """Chunks of at most ``chunk`` clients per batched call."""
+
+    name = "vmap"
+
+    def __init__(self, model: FlatModel, samples: Samples, chunk: int):
+        self.model, self.samples, self.chunk = model, samples, chunk
+        self.call = batched_grad(self._flat_loss)  # (X, inputs, targets, w) -> G (m, d), losses (m,)
+        self.by_parameter = True  # local steps take the gradient parameter by parameter
+        self._param_grads = batched_grad(self._param_loss)
+
+    def wrapped(self, wrap: Callable[[Callable], Callable]) -> VmapEngine:
+        """This engine with its batched call replaced by ``wrap(call)``; its local steps go
+        through that call too."""
+        engine = copy.copy(self)
+        engine.call, engine.by_parameter = wrap(self.call), False
+        return engine
+
+    def _flat_loss(self, x, inputs, targets, weights):
+        return self._param_loss(self.model.params(x), inputs, targets, weights)
+
+    def _param_loss(self, params, inputs, targets, weights):
+        return cross_entropy(self.model.apply(params, inputs), targets, weights)
+
+    def grad(self, X, ids, w, out=None):
+        inputs, targets = self.samples(ids)
+        if out is None and self.chunk >= len(ids):
+            return self.call(X, inputs, targets, w)  # one call: its output is G
+        G = torch.empty_like(X) if out is None else out
+        L = X.new_empty(len(ids))
+        for s in range(0, len(ids), self.chunk):
+            e = s + self.chunk
+            G[s:e], L[s:e] = self.call(X[s:e], inputs[s:e], targets[s:e], w[s:e])
+        return G, L
+
+    def sgd_steps(self, X, batches: list[Batch], beta, shift):
+        """Chunk by chunk, all steps of a chunk before the next, so a chunk's states, gradients
+        and shifts stay in cache, with no (m, d) temporaries."""
+        rows = per_row(shift)
+        for a in range(0, len(X), self.chunk):
+            e = a + self.chunk
+            Xc, Sc = X[a:e], shift[a:e] if rows else shift
+            for ids, w in batches:
+                inputs, targets = self.samples(ids[a:e])
+                if self.by_parameter:
+                    self._param_step(Xc, Sc, inputs, targets, w[a:e], beta)
+                else:
+                    Xc.sub_(shifted(self.call(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
+
+    def _param_step(self, Xc, Sc, inputs, targets, w, beta: float) -> None:
+        """One step ``Xc <- Xc - beta (G + Sc)`` with the gradient taken parameter by parameter
+        (vmap over the rows' parameter views) and applied to those views: the numbers of the
+        flat gradient's step, bit for bit, without concatenating the parameters' gradients
+        into an (m, d) tensor."""
+        views = self.model.params(Xc)
+        shifts = self.model.params(Sc) if torch.is_tensor(Sc) else dict.fromkeys(views, Sc)
+        grads, _ = self._param_grads(views, inputs, targets, w)
+        for name, view in views.items():
+            view.sub_(shifted(grads[name], shifts[name]), alpha=beta)
