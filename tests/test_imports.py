@@ -111,3 +111,34 @@ def test_no_private_names_used_across_modules():
 @pytest.mark.parametrize("graph", [{"a": {"b"}, "b": {"a"}}, {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}])
 def test_the_cycle_finder_finds_cycles(graph):
     assert _cycles(graph) == [sorted(k for k in graph if graph[k])]
+
+
+# The layers of docs/design.md, top to bottom: a module imports its own layer or lower ones.
+LAYERS = [{"cli", "cluster"}, {"claims"}, {"analysis"}, {"runs"}, {"algorithms", "config"}, {"engine"},
+          {"operators", "data"}, {"common"}]
+RANK = {package: len(LAYERS) - i for i, layer in enumerate(LAYERS) for package in layer}
+
+
+def _rank(module: str) -> int | None:
+    """The layer of a module of a subpackage; None for the package's top-level modules (the
+    API and ``__init__``), which stand above every layer."""
+    parts = module.split(".")
+    return RANK[parts[1]] if len(parts) > 2 or (len(parts) == 2 and parts[1] in RANK) else None
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs
+                  if _rank(a) is not None and _rank(b) is not None and _rank(b) > _rank(a))
+
+
+def test_every_subpackage_has_a_layer():
+    assert sorted({m.split(".")[1] for m in MODULES if m.count(".") >= 2} - set(RANK)) == []
+
+
+def test_no_import_points_up_a_layer():
+    assert _upward(_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = {"fedprox_cli.common.files": {"fedprox_cli.runs.signals"}, "fedprox_cli.cli.main": {"fedprox_cli.common.files"}}
+    assert _upward(graph) == ["fedprox_cli.common.files -> fedprox_cli.runs.signals"]
