@@ -1,9 +1,12 @@
 """What the peers' FedAvg scripts share with fedrun's workload: Fashion-MNIST read from its IDX
 files and normalized as fedrun does (mean 0.2860, std 0.3530), an iid split into n equal
-clients, fedrun's MLP 784-200-200-10, and the exact train loss of a model (the same problem)."""
+clients, fedrun's MLP 784-200-200-10, the exact train loss of a model (the same problem), and
+the log of each client call's seconds that the benchmark reads (``PEER_CALL_LOG``)."""
 
 import gzip
 import os
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -39,3 +42,18 @@ def mlp() -> nn.Sequential:
 def train_loss(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
     """Mean cross-entropy over all training samples."""
     return float(nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y)))
+
+
+@contextmanager
+def timed_call():
+    """Times one client call (Flower: the ClientApp's ``train``; pfl: ``simulate_one_user``) and
+    appends its seconds to the file ``PEER_CALL_LOG`` names, one line per call, in the process
+    that ran it (a Ray worker for Flower)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        path = os.environ.get("PEER_CALL_LOG")
+        if path:
+            with open(path, "a") as f:
+                f.write(f"{time.perf_counter() - start:.6f}\n")

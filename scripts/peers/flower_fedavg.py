@@ -9,7 +9,7 @@ import sys
 import time
 
 import torch
-from common import fmnist, iid, mlp, train_loss
+from common import fmnist, iid, mlp, timed_call, train_loss
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
@@ -28,6 +28,11 @@ client = ClientApp()
 @client.train()
 def train(msg: Message, context: Context) -> Message:
     """K SGD steps on mini-batches of B drawn with replacement from this client's samples."""
+    with timed_call():
+        return _train(msg, context)
+
+
+def _train(msg: Message, context: Context) -> Message:
     torch.set_num_threads(1)
     if "x" not in _data:
         _data["x"], _data["y"] = fmnist()
