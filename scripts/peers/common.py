@@ -1,8 +1,17 @@
 """What the peers' FedAvg scripts share with fedrun's workload: Fashion-MNIST read from its IDX
 files and normalized as fedrun does (mean 0.2860, std 0.3530), an iid split into n equal
 clients, fedrun's MLP 784-200-200-10, the exact train loss of a model (the same problem), and
-the log of each client call's seconds that the benchmark reads (``PEER_CALL_LOG``)."""
+the log of each client call's seconds that the benchmark reads (``PEER_CALL_LOG``).
 
+The data are read, decoded and split once per process: :func:`fmnist`, :func:`iid` and
+:func:`client_data` are cached (``functools.lru_cache``) in this module, which a process keeps
+imported. For Flower this is the worker's cache across client calls -- the role of the
+module-level ``fds`` cache in the ``task.py`` of Flower's PyTorch quickstart -- and it has to
+live here, not in the ``ClientApp``'s file: a ``ClientApp`` defined in a script's ``__main__``
+reaches Ray's worker by value with every message, its module globals fresh each time. The cached
+arrays are shared: callers must not write to them."""
+
+import functools
 import gzip
 import os
 import time
@@ -23,19 +32,37 @@ def _idx(name: str) -> np.ndarray:
     return np.frombuffer(data, np.uint8, offset=4 + 4 * data[3]).reshape(shape)
 
 
+@functools.lru_cache(maxsize=None)
 def fmnist() -> tuple[np.ndarray, np.ndarray]:
-    """Training images (60000, 784) float32, normalized, and labels (60000,) int64."""
+    """Training images (60000, 784) float32, normalized, and labels (60000,) int64; read and
+    decoded once per process."""
     x = (_idx("train-images-idx3-ubyte").reshape(-1, 784) / 255.0 - 0.2860) / 0.3530
     return x.astype(np.float32), _idx("train-labels-idx1-ubyte").astype(np.int64)
 
 
-def iid(n: int, samples: int = 60000, seed: int = 0) -> list[np.ndarray]:
+@functools.lru_cache(maxsize=None)
+def iid(n: int, samples: int = 60000, seed: int = 0) -> tuple[np.ndarray, ...]:
     """Sample indices of n equal iid clients."""
-    return np.array_split(np.random.default_rng(seed).permutation(samples), n)
+    return tuple(np.array_split(np.random.default_rng(seed).permutation(samples), n))
+
+
+@functools.lru_cache(maxsize=None)
+def client_data(n: int, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Client ``i`` of ``n`` iid clients: its images and labels as tensors, gathered once per
+    process."""
+    x, y = fmnist()
+    part = iid(n)[i]
+    return torch.from_numpy(x[part]), torch.from_numpy(y[part])
 
 
 def mlp() -> nn.Sequential:
     return nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10))
+
+
+@functools.lru_cache(maxsize=None)
+def worker_mlp() -> nn.Sequential:
+    """One MLP per process, for client calls that load each message's weights into it."""
+    return mlp()
 
 
 @torch.no_grad()
