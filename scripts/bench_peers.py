@@ -20,8 +20,11 @@ the same matrix products replayed alone (``scripts/bench_engine.py``). Then a ti
 start-up: ``fedrun dataset=digits model=linear T=1`` against ``python -c 'import torch'``,
 interleaved (and its phases when its goal is not met).
 
-The peers' scripts are in ``scripts/peers/`` (their quickstarts' APIs); docs/performance.md
-says what is unfair in either direction.
+The peers' scripts are in ``scripts/peers/``, each at its own documentation's best for one
+CPU (Flower: the PyTorch quickstart's app layout, the data read once per worker, one CPU per
+ClientApp and one exposed to the simulation; pfl: one process, in-memory datasets, no central
+evaluation during training); docs/performance.md says what was done for each and what is
+unfair in either direction.
 """
 
 from __future__ import annotations
