@@ -1,8 +1,12 @@
 """FedAvg in pfl-research 0.6 (its PyTorch quickstart's API: ``FederatedDataset.from_slices``,
 ``SimulatedBackend``, ``FederatedAveraging`` with ``local_num_steps=K``, a ``PyTorchModel``
-with a central SGD optimizer of rate 1, i.e. plain averaging). Usage: pfl_fedavg.py N K T B LR
-PARTICIPATION; prints one JSON line: training seconds (pfl's ``StopwatchCallback``: the sum of
-its central iterations), client-steps, the final model's train loss."""
+with a central SGD optimizer of rate 1, i.e. plain averaging), set up for one CPU as pfl's "Fast
+distributed simulations" guide says: one process (no ``PFL_WORKER_*``, no ``torchrun``), the
+clients' data in RAM as pfl ``Dataset`` slices (the fastest where the data fit in memory), no
+central evaluation during the rounds. Each user's ``simulate_one_user`` (its client call) is
+timed into ``PEER_CALL_LOG``. Usage: pfl_fedavg.py N K T B LR PARTICIPATION; prints one JSON
+line: training seconds (pfl's ``StopwatchCallback``: the sum of its central iterations),
+client-steps, the final model's train loss."""
 
 import json
 import sys
