@@ -1,9 +1,21 @@
 """What the peers' FedAvg scripts share with fedrun's workload: Fashion-MNIST read from its IDX
 files and normalized as fedrun does (mean 0.2860, std 0.3530), an iid split into n equal
-clients, fedrun's MLP 784-200-200-10, and the exact train loss of a model (the same problem)."""
+clients, fedrun's MLP 784-200-200-10, the exact train loss of a model (the same problem), and
+the log of each client call's seconds that the benchmark reads (``PEER_CALL_LOG``).
 
+The data are read, decoded and split once per process: :func:`fmnist`, :func:`iid` and
+:func:`client_data` are cached (``functools.lru_cache``) in this module, which a process keeps
+imported. For Flower this is the worker's cache across client calls -- the role of the
+module-level ``fds`` cache in the ``task.py`` of Flower's PyTorch quickstart -- and it has to
+live here, not in the ``ClientApp``'s file: a ``ClientApp`` defined in a script's ``__main__``
+reaches Ray's worker by value with every message, its module globals fresh each time. The cached
+arrays are shared: callers must not write to them."""
+
+import functools
 import gzip
 import os
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -20,22 +32,55 @@ def _idx(name: str) -> np.ndarray:
     return np.frombuffer(data, np.uint8, offset=4 + 4 * data[3]).reshape(shape)
 
 
+@functools.lru_cache(maxsize=None)
 def fmnist() -> tuple[np.ndarray, np.ndarray]:
-    """Training images (60000, 784) float32, normalized, and labels (60000,) int64."""
+    """Training images (60000, 784) float32, normalized, and labels (60000,) int64; read and
+    decoded once per process."""
     x = (_idx("train-images-idx3-ubyte").reshape(-1, 784) / 255.0 - 0.2860) / 0.3530
     return x.astype(np.float32), _idx("train-labels-idx1-ubyte").astype(np.int64)
 
 
-def iid(n: int, samples: int = 60000, seed: int = 0) -> list[np.ndarray]:
+@functools.lru_cache(maxsize=None)
+def iid(n: int, samples: int = 60000, seed: int = 0) -> tuple[np.ndarray, ...]:
     """Sample indices of n equal iid clients."""
-    return np.array_split(np.random.default_rng(seed).permutation(samples), n)
+    return tuple(np.array_split(np.random.default_rng(seed).permutation(samples), n))
+
+
+@functools.lru_cache(maxsize=None)
+def client_data(n: int, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Client ``i`` of ``n`` iid clients: its images and labels as tensors, gathered once per
+    process."""
+    x, y = fmnist()
+    part = iid(n)[i]
+    return torch.from_numpy(x[part]), torch.from_numpy(y[part])
 
 
 def mlp() -> nn.Sequential:
     return nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10))
 
 
+@functools.lru_cache(maxsize=None)
+def worker_mlp() -> nn.Sequential:
+    """One MLP per process, for client calls that load each message's weights into it."""
+    return mlp()
+
+
 @torch.no_grad()
 def train_loss(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
     """Mean cross-entropy over all training samples."""
     return float(nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y)))
+
+
+@contextmanager
+def timed_call():
+    """Times one client call (Flower: the ClientApp's ``train``; pfl: ``simulate_one_user``) and
+    appends its seconds to the file ``PEER_CALL_LOG`` names, one line per call, in the process
+    that ran it (a Ray worker for Flower)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        path = os.environ.get("PEER_CALL_LOG")
+        if path:
+            with open(path, "a") as f:
+                f.write(f"{time.perf_counter() - start:.6f}\n")

@@ -1,52 +1,26 @@
 """FedAvg in Flower 1.42 (its PyTorch quickstart's Message API: a ClientApp with ``@app.train``,
-a ServerApp running ``flwr.serverapp.strategy.FedAvg``), simulated with ``run_simulation``
-(Ray, one CPU per client actor). Usage: flower_fedavg.py N K T B LR PARTICIPATION; prints one
-JSON line: training seconds (the strategy's rounds, as Flower's "Strategy execution finished"
-times them), client-steps, the final model's train loss."""
+in ``flower_client.py``; a ServerApp running ``flwr.serverapp.strategy.FedAvg``), simulated with
+``run_simulation`` on one CPU as Flower's "Run simulations" guide sets it: one CPU per
+``ClientApp`` (``client_resources``) and one CPU exposed to the simulation (``init_args``), so one
+Ray worker runs the calls one after another. Usage: flower_fedavg.py N K T B LR PARTICIPATION;
+prints one JSON line: training seconds (the strategy's rounds, as Flower's "Strategy execution
+finished" times them), client-steps, the final model's train loss."""
 
 import json
 import sys
 import time
 
 import torch
-from common import fmnist, iid, mlp, train_loss
-from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
-from flwr.clientapp import ClientApp
+from common import fmnist, mlp, train_loss
+from flower_client import app as client
+from flwr.app import ArrayRecord, ConfigRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 from flwr.simulation import run_simulation
-from torch.utils.data import DataLoader, RandomSampler, TensorDataset
 
 N, K, T, B = map(int, sys.argv[1:5])
 LR, PARTICIPATION = map(float, sys.argv[5:7])
 torch.set_num_threads(1)
-_data: dict = {}
-
-client = ClientApp()
-
-
-@client.train()
-def train(msg: Message, context: Context) -> Message:
-    """K SGD steps on mini-batches of B drawn with replacement from this client's samples."""
-    torch.set_num_threads(1)
-    if "x" not in _data:
-        _data["x"], _data["y"] = fmnist()
-    part = iid(N)[int(context.node_config["partition-id"])]
-    data = TensorDataset(torch.from_numpy(_data["x"][part]), torch.from_numpy(_data["y"][part]))
-    model = mlp()
-    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
-    opt = torch.optim.SGD(model.parameters(), lr=msg.content["config"]["lr"])
-    loader = DataLoader(data, batch_size=B, sampler=RandomSampler(data, replacement=True, num_samples=K * B))
-    losses = []
-    for xb, yb in loader:
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(xb), yb)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    metrics = MetricRecord({"train_loss": sum(losses) / len(losses), "num-examples": len(part)})
-    return Message(content=RecordDict({"arrays": ArrayRecord(model.state_dict()), "metrics": metrics}), reply_to=msg)
-
 
 server = ServerApp()
 
@@ -59,7 +33,7 @@ def main(grid: Grid, context: Context) -> None:
                       min_available_nodes=N)
     start = time.perf_counter()
     result = strategy.start(grid=grid, initial_arrays=ArrayRecord(mlp().state_dict()), num_rounds=T,
-                            train_config=ConfigRecord({"lr": LR}))
+                            train_config=ConfigRecord({"lr": LR, "local-steps": K, "batch-size": B}))
     train_s = time.perf_counter() - start
     model = mlp()
     model.load_state_dict(result.arrays.to_torch_state_dict())

@@ -1,14 +1,18 @@
 """FedAvg in pfl-research 0.6 (its PyTorch quickstart's API: ``FederatedDataset.from_slices``,
 ``SimulatedBackend``, ``FederatedAveraging`` with ``local_num_steps=K``, a ``PyTorchModel``
-with a central SGD optimizer of rate 1, i.e. plain averaging). Usage: pfl_fedavg.py N K T B LR
-PARTICIPATION; prints one JSON line: training seconds (pfl's ``StopwatchCallback``: the sum of
-its central iterations), client-steps, the final model's train loss."""
+with a central SGD optimizer of rate 1, i.e. plain averaging), set up for one CPU as pfl's "Fast
+distributed simulations" guide says: one process (no ``PFL_WORKER_*``, no ``torchrun``), the
+clients' data in RAM as pfl ``Dataset`` slices (the fastest where the data fit in memory), no
+central evaluation during the rounds. Each user's ``simulate_one_user`` (its client call) is
+timed into ``PEER_CALL_LOG``. Usage: pfl_fedavg.py N K T B LR PARTICIPATION; prints one JSON
+line: training seconds (pfl's ``StopwatchCallback``: the sum of its central iterations),
+client-steps, the final model's train loss."""
 
 import json
 import sys
 
 import torch
-from common import fmnist, iid, mlp, train_loss
+from common import fmnist, iid, mlp, timed_call, train_loss
 from pfl.aggregate.simulate import SimulatedBackend
 from pfl.algorithm import FederatedAveraging, NNAlgorithmParams
 from pfl.callback.stopwatch import StopwatchCallback
@@ -44,6 +48,14 @@ class MLP(torch.nn.Module):
         return {"loss": Weighted(loss.item(), len(y))}
 
 
+class TimedFederatedAveraging(FederatedAveraging):
+    """pfl's FedAvg, each user's simulation (its client call) timed into ``PEER_CALL_LOG``."""
+
+    def simulate_one_user(self, model, user_dataset, central_context):
+        with timed_call():
+            return super().simulate_one_user(model, user_dataset, central_context)
+
+
 x, y = fmnist()
 parts = {i: [x[p], y[p]] for i, p in enumerate(iid(N))}
 data = FederatedDataset.from_slices(parts, get_user_sampler("minimize_reuse", list(parts)))
@@ -52,7 +64,7 @@ model = PyTorchModel(module, local_optimizer_create=torch.optim.SGD,
                      central_optimizer=torch.optim.SGD(module.parameters(), lr=1.0))
 m = max(1, round(PARTICIPATION * N))
 stopwatch = StopwatchCallback()
-FederatedAveraging().run(
+TimedFederatedAveraging().run(
     algorithm_params=NNAlgorithmParams(central_num_iterations=T, evaluation_frequency=T + 1,
                                        train_cohort_size=m, val_cohort_size=0),
     backend=SimulatedBackend(training_data=data, val_data=None),

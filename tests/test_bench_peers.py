@@ -1,0 +1,50 @@
+"""scripts/bench_peers.py's pure logic: the peers' client calls read back from their log, the
+per-call table, and the goals of issue 50 against a made-up run."""
+
+import importlib.util
+import math
+
+from conftest import ROOT
+
+
+def _load(path):
+    """A script as a module of its own name, without putting its folder on sys.path."""
+    spec = importlib.util.spec_from_file_location(f"_bench_peers_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench_peers = _load(ROOT / "scripts" / "bench_peers.py")
+common = _load(ROOT / "scripts" / "peers" / "common.py")
+
+
+def test_each_client_call_is_one_line_of_the_log_and_first_and_median_are_read_back(tmp_path, monkeypatch):
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("PEER_CALL_LOG", str(log))
+    for _ in range(3):
+        with common.timed_call():
+            pass
+    assert len(log.read_text().split()) == 3
+    log.write_text("2.5\n0.02\n0.03\n0.01\n")
+    assert bench_peers.call_times(log) == {"calls": 4, "first_call_s": 2.5, "median_call_s": 0.025}
+    missing = bench_peers.call_times(tmp_path / "none.log")
+    assert missing["calls"] == 0 and math.isnan(missing["first_call_s"])
+
+
+def _run(wall, train, steps, **calls):
+    return {"wall_s": wall, "train_s": train, "client_steps": steps, "train_loss": 0.5, **calls}
+
+
+def test_goals_and_the_call_table():
+    results = {"n10": {"fedrun": _run(10.0, 5.0, 4000),
+                       "pfl": _run(14.0, 8.0, 4000, calls=200, first_call_s=0.1, median_call_s=0.025),
+                       "flower": _run(40.0, 30.0, 4000, calls=200, first_call_s=2.0, median_call_s=0.02)}}
+    lines, unmet = bench_peers.goals(results)
+    assert "n10 vs pfl: wall 1.40x (goal 1.3x: met)" in lines
+    assert "n10 vs pfl: client-steps/s 1.60x (goal 1.5x: met)" in lines
+    assert "n10 vs flower: wall 4.00x (goal 5.0x: NOT met)" in lines
+    assert unmet == {"n10": {"wall"}}
+    table = bench_peers.call_table(results, ["fedrun", "pfl", "flower"])
+    assert table[2:] == ["| n10 | pfl | 200 | 0.1000 | 0.0250 | 800 steps/s |",
+                         "| n10 | flower | 200 | 2.0000 | 0.0200 | 1,000 steps/s |"]
