@@ -1,0 +1,181 @@
+"""Sweeps on Ray (``hydra/launcher=ray``): hydra-ray-launcher's ``ray`` launcher, which sends
+each job to Ray as a task (``ray.remote`` with the job's share: ``num_gpus``, ``num_cpus``), on
+a Ray it starts on this machine (``hydra.launcher.ray.init.address=null``) or on a running
+cluster (``address=auto`` on one of its nodes, ``ray://head:10001`` from elsewhere). Ray places
+the jobs: fractional GPUs (``num_gpus=0.5``: two jobs per GPU), a slot freed when a job ends, and
+``CUDA_VISIBLE_DEVICES`` set for each task to the GPU(s) it was given, so ``device=auto`` is
+``cuda:0`` of what the job sees (:func:`fedprox_cli.engine.device.resolve_device`); Ray runs
+each GPU task in a fresh worker process (``max_calls=1``), so no CUDA context outlives its job.
+
+What this module adds to the plugin's launch (its ``_launcher_util`` does the submitting):
+
+- The launching process never raises for a job: every task is waited for; a job whose worker
+  died (killed, out of memory, its node lost) is handed to the sweeper as NaN and recorded with
+  Ray's word for it (:func:`launchers.lost_job`), so the sweep's report lists it and a re-run of
+  the sweep resumes its run from its checkpoint. Ray does not retry a job
+  (``max_retries: 0`` in conf/hydra/launcher/ray.yaml; a retried job would resume too).
+- A stop reaches every job: Ctrl-C in the launching process, or a job that was interrupted,
+  cancels the other tasks (:func:`ray.cancel` raises ``KeyboardInterrupt`` in a running job,
+  which stops after its round with a checkpoint; a job not started yet does not start), then the
+  sweep ends interrupted, as with the other launchers.
+- ``num_gpus: auto`` asks for one GPU per job where Ray has GPUs, none where it has none; a job
+  with ``device=cpu`` asks for no GPU. The jobs get the sweep's launch id (their job records)
+  and ``FEDRUN_PLACED_BY=ray`` (their summaries' ``hardware.placed_by``) whatever the worker's
+  environment, and an absolute sweep folder (workers of a cluster start elsewhere).
+- A Ray started here is kept for the next launch of the same fedrun process (an Optuna
+  sweeper's next batch) and restarted when the next launch asks for another one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from ..analysis.jobrecords import LAUNCH
+from ..common import streams
+from ..common.errors import UserError
+from ..engine.device import PLACED_BY
+from .launchers import job_folder, lost_job
+
+log = logging.getLogger(__name__)
+
+OBJECT_STORE_BYTES = 78_643_200  # a Ray started here: the plugin's 75 MB (jobs pass configs, not tensors)
+LOCAL_ONLY = ("num_cpus", "num_gpus", "resources", "object_store_memory", "include_dashboard")
+_started: dict | None = None  # the ray.init arguments of the Ray this process started, while it runs
+
+
+class Placed:
+    """The job function as a Ray task runs it: the launch's environment first."""
+
+    def __init__(self, task_function, env: dict[str, str]):
+        self.task_function, self.env = task_function, env
+
+    def __call__(self, cfg):
+        os.environ.update(self.env)
+        return self.task_function(cfg)
+
+
+def init_args(init: Any) -> dict:
+    """``ray.init``'s arguments from ``hydra.launcher.ray.init`` (null values left out): a Ray
+    started here gets a small object store and no dashboard unless set; resources are declared
+    only for a Ray started here (a running cluster's are its own)."""
+    args = {k: v for k, v in OmegaConf.to_container(init, resolve=True).items() if v is not None}
+    if args.get("address"):
+        given = [k for k in ("num_cpus", "num_gpus", "resources", "object_store_memory") if k in args]
+        if given:
+            raise UserError(f"hydra.launcher.ray.init.{given[0]} declares a resource of a Ray started "
+                            f"here; a running cluster (address={args['address']}) has its own: leave it null")
+        return {k: v for k, v in args.items() if k not in LOCAL_ONLY}
+    return {"object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False, **args}
+
+
+def start(args: dict) -> float:
+    """Start Ray with ``args`` (or connect to the cluster they name), unless this process
+    already started the same; the seconds it took."""
+    import ray
+    global _started
+    if ray.is_initialized() and _started == args:
+        return 0.0
+    if ray.is_initialized():
+        ray.shutdown()
+    began = time.perf_counter()
+    try:
+        ray.init(**args)
+    except (ConnectionError, ValueError, RuntimeError, TypeError) as e:
+        _started = None
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"Ray did not start with {args} (hydra.launcher.ray.init): {first}") from None
+    _started = dict(args)
+    return time.perf_counter() - began
+
+
+def remote_options(remote: Any, job_cfg: DictConfig, gpus_here: float) -> dict:
+    """The ``ray.remote`` options of one job: ``hydra.launcher.ray.remote`` with ``num_gpus:
+    auto`` made 1 where Ray has GPUs (``gpus_here``) and 0 where not, and 0 for ``device=cpu``."""
+    opts = {k: v for k, v in OmegaConf.to_container(remote, resolve=True).items() if v is not None}
+    if opts.get("num_gpus") == "auto":
+        opts["num_gpus"] = 1 if gpus_here > 0 else 0
+    if str(job_cfg.get("device")) == "cpu":
+        opts["num_gpus"] = 0
+    return opts
+
+
+def _why(error: BaseException) -> str:
+    first = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+class RaySide:
+    """Mixed into hydra-ray-launcher's ``RayLauncher`` (hydra_plugins/fedprox_cli_launchers)."""
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        import ray
+        from hydra_plugins.hydra_ray_launcher._launcher_util import launch_job_on_ray
+
+        setup_globals()
+        configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
+        sweep_dir = Path(os.path.abspath(str(self.config.hydra.sweep.dir)))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        took = start(init_args(self.ray_cfg.init))
+        if took:
+            log.info(f"Ray started in {took:.1f} s")
+        gpus_here = float(ray.cluster_resources().get("GPU", 0))
+        env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
+        submitted, jobs = time.time(), []
+        for num, overrides in enumerate(job_overrides, start=initial_job_idx):
+            cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            with open_dict(cfg):
+                cfg.hydra.job.id, cfg.hydra.job.num = f"job_id_for_{num}", num
+                cfg.hydra.sweep.dir = str(sweep_dir)
+            opts = remote_options(self.ray_cfg.remote, cfg, gpus_here)
+            log.info(f"\t#{num} : {' '.join(filter_overrides(overrides))} ({opts})")
+            ref = launch_job_on_ray(self.hydra_context, OmegaConf.create(opts), cfg,
+                                    Placed(self.task_function, env), Singleton.get_state())
+            jobs.append((ref, list(overrides), num, job_folder(cfg)))
+        return self._collect(jobs, sweep_dir, submitted)
+
+    def _collect(self, jobs: list, sweep_dir: Path, submitted: float) -> list[JobReturn]:
+        """Wait for every job; a stop (Ctrl-C here, an interrupted job) cancels the others."""
+        import ray
+        results: dict[Any, JobReturn] = {}
+        pending = {ref: job for ref, *job in jobs}
+        stopped = False
+        while pending:
+            try:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=None if stopped else 1.0)
+            except KeyboardInterrupt:
+                if stopped:
+                    raise
+                stopped = self._stop(pending, "Ctrl-C")
+                continue
+            for ref in done:
+                overrides, num, folder = pending.pop(ref)
+                try:
+                    results[ref] = ray.get(ref)
+                except ray.exceptions.TaskCancelledError:  # the job was stopped, or stopped the sweep
+                    results[ref] = lost_job(None, overrides, num, sweep_dir, "stopped", submitted, f"job {num}")
+                    stopped = stopped or self._stop(pending, f"job {num} was interrupted")
+                except ray.exceptions.RayError as e:  # its worker or node died: Ray's word for it
+                    results[ref] = lost_job(folder, overrides, num, sweep_dir,
+                                            f"ended without a result (Ray: {_why(e)})", submitted, f"job {num}")
+        if stopped:
+            raise KeyboardInterrupt
+        return [results[ref] for ref, *_ in jobs]
+
+    @staticmethod
+    def _stop(pending: dict, why: str) -> bool:
+        import ray
+        if pending:
+            streams.err(f"fedrun: {why}: stopping the sweep's {len(pending)} other job"
+                        f"{'s' if len(pending) != 1 else ''} (running ones save a checkpoint; "
+                        f"re-running the sweep resumes them)")
+        for ref in pending:
+            ray.cancel(ref)
+        return True
