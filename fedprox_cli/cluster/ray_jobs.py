@@ -16,7 +16,8 @@ What this module adds to the plugin's launch (its ``_launcher_util`` does the su
   (``max_retries: 0`` in conf/hydra/launcher/ray.yaml; a retried job would resume too).
 - A stop reaches every job: Ctrl-C in the launching process, or a job that was interrupted,
   cancels the other tasks (:func:`ray.cancel` raises ``KeyboardInterrupt`` in a running job,
-  which stops after its round with a checkpoint; a job not started yet does not start), then the
+  which stops after its round with a checkpoint; a job not started yet does not start: a file
+  in the sweep folder tells it, for the cancels Ray loses while handing a task out), then the
   sweep ends interrupted, as with the other launchers.
 - ``num_gpus: auto`` asks for one GPU per job where Ray has GPUs, none where it has none; a job
   with ``device=cpu`` asks for no GPU. The jobs get the sweep's launch id (their job records)
@@ -52,21 +53,34 @@ _started: dict | None = None  # the ray.init arguments of the Ray this process s
 
 
 class Placed:
-    """The job function as a Ray task runs it: the launch's environment first."""
+    """The job function as a Ray task runs it: the launch's environment first, and no job
+    once the sweep was stopped (``stop``, a file the launcher writes: a ``ray.cancel`` that
+    meets a task while Ray hands it to its worker is lost)."""
 
-    def __init__(self, task_function, env: dict[str, str]):
-        self.task_function, self.env = task_function, env
+    def __init__(self, task_function, env: dict[str, str], stop: str):
+        self.task_function, self.env, self.stop = task_function, env, stop
 
     def __call__(self, cfg):
+        if os.path.exists(self.stop):
+            raise KeyboardInterrupt
         os.environ.update(self.env)
         return self.task_function(cfg)
+
+
+def stop_file(sweep_dir: Path, launch: str) -> Path:
+    """The file that says a launch of a sweep was stopped (:class:`Placed`)."""
+    return sweep_dir / ".fedrun" / f"stopped-{launch}"
+
+
+def _plain(node: Any) -> dict:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
 
 
 def init_args(init: Any) -> dict:
     """``ray.init``'s arguments from ``hydra.launcher.ray.init`` (null values left out): a Ray
     started here gets a small object store and no dashboard unless set; resources are declared
     only for a Ray started here (a running cluster's are its own)."""
-    args = {k: v for k, v in OmegaConf.to_container(init, resolve=True).items() if v is not None}
+    args = {k: v for k, v in _plain(init).items() if v is not None}
     if args.get("address"):
         given = [k for k in ("num_cpus", "num_gpus", "resources", "object_store_memory") if k in args]
         if given:
@@ -99,7 +113,7 @@ def start(args: dict) -> float:
 def remote_options(remote: Any, job_cfg: DictConfig, gpus_here: float) -> dict:
     """The ``ray.remote`` options of one job: ``hydra.launcher.ray.remote`` with ``num_gpus:
     auto`` made 1 where Ray has GPUs (``gpus_here``) and 0 where not, and 0 for ``device=cpu``."""
-    opts = {k: v for k, v in OmegaConf.to_container(remote, resolve=True).items() if v is not None}
+    opts = {k: v for k, v in _plain(remote).items() if v is not None}
     if opts.get("num_gpus") == "auto":
         opts["num_gpus"] = 1 if gpus_here > 0 else 0
     if str(job_cfg.get("device")) == "cpu":
@@ -128,6 +142,7 @@ class RaySide:
             log.info(f"Ray started in {took:.1f} s")
         gpus_here = float(ray.cluster_resources().get("GPU", 0))
         env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
+        stop = stop_file(sweep_dir, env[LAUNCH] or str(time.time_ns()))
         submitted, jobs = time.time(), []
         for num, overrides in enumerate(job_overrides, start=initial_job_idx):
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
@@ -137,11 +152,11 @@ class RaySide:
             opts = remote_options(self.ray_cfg.remote, cfg, gpus_here)
             log.info(f"\t#{num} : {' '.join(filter_overrides(overrides))} ({opts})")
             ref = launch_job_on_ray(self.hydra_context, OmegaConf.create(opts), cfg,
-                                    Placed(self.task_function, env), Singleton.get_state())
+                                    Placed(self.task_function, env, str(stop)), Singleton.get_state())
             jobs.append((ref, list(overrides), num, job_folder(cfg)))
-        return self._collect(jobs, sweep_dir, submitted)
+        return self._collect(jobs, sweep_dir, submitted, stop)
 
-    def _collect(self, jobs: list, sweep_dir: Path, submitted: float) -> list[JobReturn]:
+    def _collect(self, jobs: list, sweep_dir: Path, submitted: float, stop: Path) -> list[JobReturn]:
         """Wait for every job; a stop (Ctrl-C here, an interrupted job) cancels the others."""
         import ray
         results: dict[Any, JobReturn] = {}
@@ -149,11 +164,11 @@ class RaySide:
         stopped = False
         while pending:
             try:
-                done, _ = ray.wait(list(pending), num_returns=1, timeout=None if stopped else 1.0)
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
             except KeyboardInterrupt:
                 if stopped:
                     raise
-                stopped = self._stop(pending, "Ctrl-C")
+                stopped = self._stop(pending, "Ctrl-C", stop)
                 continue
             for ref in done:
                 overrides, num, folder = pending.pop(ref)
@@ -161,7 +176,7 @@ class RaySide:
                     results[ref] = ray.get(ref)
                 except ray.exceptions.TaskCancelledError:  # the job was stopped, or stopped the sweep
                     results[ref] = lost_job(None, overrides, num, sweep_dir, "stopped", submitted, f"job {num}")
-                    stopped = stopped or self._stop(pending, f"job {num} was interrupted")
+                    stopped = stopped or self._stop(pending, f"job {num} was interrupted", stop)
                 except ray.exceptions.RayError as e:  # its worker or node died: Ray's word for it
                     results[ref] = lost_job(folder, overrides, num, sweep_dir,
                                             f"ended without a result (Ray: {_why(e)})", submitted, f"job {num}")
@@ -170,12 +185,19 @@ class RaySide:
         return [results[ref] for ref, *_ in jobs]
 
     @staticmethod
-    def _stop(pending: dict, why: str) -> bool:
+    def _stop(pending: dict, why: str, stop: Path) -> bool:
+        """Stop the ``pending`` jobs (``why``: what stopped the sweep): the stop file first, for
+        the jobs Ray is still handing out, then a cancel for each."""
         import ray
         if pending:
             streams.err(f"fedrun: {why}: stopping the sweep's {len(pending)} other job"
                         f"{'s' if len(pending) != 1 else ''} (running ones save a checkpoint; "
                         f"re-running the sweep resumes them)")
+        try:
+            stop.parent.mkdir(parents=True, exist_ok=True)
+            stop.touch()
+        except OSError:  # the cancels still reach the running jobs
+            pass
         for ref in pending:
             ray.cancel(ref)
         return True
