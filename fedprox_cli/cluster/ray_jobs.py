@@ -122,6 +122,9 @@ def remote_options(remote: Any, job_cfg: DictConfig, gpus_here: float) -> dict:
 
 
 def _why(error: BaseException) -> str:
+    """Ray's word for a job's end: what the task raised (a ``RayTaskError``'s cause), else the
+    error's first line."""
+    error = getattr(error, "cause", None) or error
     first = next((ln.strip() for ln in str(error).splitlines() if ln.strip()), "")
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
