@@ -193,7 +193,7 @@ class RaySide:
         the jobs Ray is still handing out, then a cancel for each."""
         import ray
         if pending:
-            streams.err(f"fedrun: {why}: stopping the sweep's {len(pending)} other job"
+            streams.err(f"fedrun: {why}: stopping the sweep's {len(pending)} unfinished job"
                         f"{'s' if len(pending) != 1 else ''} (running ones save a checkpoint; "
                         f"re-running the sweep resumes them)")
         try:
