@@ -140,9 +140,10 @@ class RaySide:
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         sweep_dir = Path(os.path.abspath(str(self.config.hydra.sweep.dir)))
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        took = start(init_args(self.ray_cfg.init))
+        args = init_args(self.ray_cfg.init)
+        took = start(args)
         if took:
-            log.info(f"Ray started in {took:.1f} s")
+            log.info(f"Ray {'connected to ' + str(args['address']) if args.get('address') else 'started'} in {took:.1f} s")
         gpus_here = float(ray.cluster_resources().get("GPU", 0))
         env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
         stop = stop_file(sweep_dir, env[LAUNCH] or str(time.time_ns()))
