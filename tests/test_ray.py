@@ -97,26 +97,39 @@ def test_a_killed_job_is_reported_and_a_stop_cancels_the_others(shared_gpus, tmp
         raise KeyboardInterrupt  # what fedrun's job does after its run recorded "interrupted"
 
     def long(_):
+        def stop(*_):
+            raise KeyboardInterrupt  # as fedrun's job takes SIGTERM
+
+        signal.signal(signal.SIGTERM, stop)
         time.sleep(120)
 
-    stop = ray_jobs.stop_file(tmp_path, "test")
+    (tmp_path / ".fedrun").mkdir()
+
+    def placed(fn, num):
+        stop, started = ray_jobs.marks(tmp_path, "test", num)
+        return job.remote(ray_jobs.Placed(fn, {}, str(stop), str(started))), started
+
+    stop = ray_jobs.marks(tmp_path, "test", 0)[0]
     folder = tmp_path / "job"
-    (ret,) = ray_jobs.RaySide()._collect([(job.remote(ray_jobs.Placed(killed, {}, str(stop))), ["seed=1"], 1, folder)],
-                                         tmp_path, time.time() - 1, stop)
+    ref, started = placed(killed, 1)
+    (ret,) = ray_jobs.RaySide()._collect([(ref, ["seed=1"], 1, folder, started)], tmp_path, time.time() - 1, stop)
     assert ret.return_value != ret.return_value  # NaN
     (rec,) = records(tmp_path)
     assert rec.folder == str(folder) and rec.reason.startswith("ended without a result (Ray: WorkerCrashedError")
+    (long_ref, long_started), (stops, stops_started) = placed(long, 2), placed(interrupted, 3)
+    while not long_started.exists():  # the long job runs (its worker may take seconds to start)
+        time.sleep(0.2)
     began = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
-        ray_jobs.RaySide()._collect([(job.remote(ray_jobs.Placed(long, {}, str(stop))), ["seed=2"], 2, None),
-                                     (job.remote(ray_jobs.Placed(interrupted, {}, str(stop))), ["seed=3"], 3, None)],
-                                    tmp_path, time.time(), stop)
-    assert time.perf_counter() - began < 60 and stop.exists()  # the long job was cancelled
+        ray_jobs.RaySide()._collect([(long_ref, ["seed=2"], 2, None, long_started),
+                                     (stops, ["seed=3"], 3, None, stops_started)], tmp_path, time.time(), stop)
+    assert time.perf_counter() - began < 30 and stop.exists()  # the long job was stopped by the stop file
 
 
 def test_the_launchers_ray_init_and_job_shares():
     assert ray_jobs.init_args({"address": None, "num_cpus": 2, "num_gpus": None}) == {
-        "object_store_memory": ray_jobs.OBJECT_STORE_BYTES, "include_dashboard": False, "num_cpus": 2}
+        "object_store_memory": ray_jobs.OBJECT_STORE_BYTES, "include_dashboard": False, "num_cpus": 2,
+        "address": "local"}  # a Ray of its own, even where `ray start` left one running
     assert ray_jobs.init_args({"address": "auto", "num_cpus": None}) == {"address": "auto"}
     with pytest.raises(UserError, match=r"hydra.launcher.ray.init.num_gpus declares a resource of a Ray started "
                                         r"here; a running cluster \(address=auto\) has its own"):

@@ -15,10 +15,11 @@ What this module adds to the plugin's launch (its ``_launcher_util`` does the su
   the sweep resumes its run from its checkpoint. Ray does not retry a job
   (``max_retries: 0`` in conf/hydra/launcher/ray.yaml; a retried job would resume too).
 - A stop reaches every job: Ctrl-C in the launching process, or a job that was interrupted,
-  cancels the other tasks (:func:`ray.cancel` raises ``KeyboardInterrupt`` in a running job,
-  which stops after its round with a checkpoint; a job not started yet does not start: a file
-  in the sweep folder tells it, for the cancels Ray loses while handing a task out), then the
-  sweep ends interrupted, as with the other launchers.
+  writes a stop file in the sweep folder (``.fedrun/stopped-<launch>``) that every running job
+  watches (:class:`Placed`: it then stops after its round with a checkpoint) and a job read as
+  it starts (it does not start), and cancels the jobs Ray has not started; then the sweep ends
+  interrupted, as with the other launchers. The sweep folder is on a file system the jobs
+  share, as on SLURM.
 - ``num_gpus: auto`` asks for one GPU per job where Ray has GPUs, none where it has none; a job
   with ``device=cpu`` asks for no GPU. The jobs get the sweep's launch id (their job records)
   and ``FEDRUN_PLACED_BY=ray`` (their summaries' ``hardware.placed_by``) whatever the worker's
@@ -31,6 +32,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -47,29 +50,47 @@ from .launchers import job_folder, lost_job
 
 log = logging.getLogger(__name__)
 
+WATCH_S = 1.0  # how often a running job looks for the sweep's stop file
 OBJECT_STORE_BYTES = 78_643_200  # a Ray started here: the plugin's 75 MB (jobs pass configs, not tensors)
 LOCAL_ONLY = ("num_cpus", "num_gpus", "resources", "object_store_memory", "include_dashboard")
 _started: dict | None = None  # the ray.init arguments of the Ray this process started, while it runs
 
 
 class Placed:
-    """The job function as a Ray task runs it: the launch's environment first, and no job
-    once the sweep was stopped (``stop``, a file the launcher writes: a ``ray.cancel`` that
-    meets a task while Ray hands it to its worker is lost)."""
+    """The job function as a Ray task runs it: the launch's environment first; no job once the
+    sweep was stopped (the file ``stop`` exists); ``started`` written as the job begins; and,
+    while it runs, a watch on ``stop`` that sends the job SIGTERM when it appears, which fedrun
+    takes as a stop after the current round (``ray.cancel`` does not reliably reach a running
+    task, and its ``KeyboardInterrupt`` would not reach one on another node any better)."""
 
-    def __init__(self, task_function, env: dict[str, str], stop: str):
-        self.task_function, self.env, self.stop = task_function, env, stop
+    def __init__(self, task_function, env: dict[str, str], stop: str, started: str):
+        self.task_function, self.env, self.stop, self.started = task_function, env, stop, started
 
     def __call__(self, cfg):
         if os.path.exists(self.stop):
             raise KeyboardInterrupt
+        Path(self.started).touch()
         os.environ.update(self.env)
-        return self.task_function(cfg)
+        done = threading.Event()
+        threading.Thread(target=_watch, args=(self.stop, done), daemon=True).start()
+        try:
+            return self.task_function(cfg)
+        finally:
+            done.set()
 
 
-def stop_file(sweep_dir: Path, launch: str) -> Path:
-    """The file that says a launch of a sweep was stopped (:class:`Placed`)."""
-    return sweep_dir / ".fedrun" / f"stopped-{launch}"
+def _watch(stop: str, done: threading.Event) -> None:
+    while not done.wait(WATCH_S):
+        if os.path.exists(stop):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+
+def marks(sweep_dir: Path, launch: str, num: int) -> tuple[Path, Path]:
+    """The files that say a launch of a sweep was stopped, and that its job ``num`` started
+    (:class:`Placed`), in the sweep's ``.fedrun/``."""
+    folder = sweep_dir / ".fedrun"
+    return folder / f"stopped-{launch}", folder / f"started-{launch}-{num}"
 
 
 def _plain(node: Any) -> dict:
@@ -87,7 +108,8 @@ def init_args(init: Any) -> dict:
             raise UserError(f"hydra.launcher.ray.init.{given[0]} declares a resource of a Ray started "
                             f"here; a running cluster (address={args['address']}) has its own: leave it null")
         return {k: v for k, v in args.items() if k not in LOCAL_ONLY}
-    return {"object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False, **args}
+    # "local": a Ray of its own even where `ray start` left one running here (ray.init() would join it)
+    return {"object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False, **args, "address": "local"}
 
 
 def start(args: dict) -> float:
@@ -143,10 +165,12 @@ class RaySide:
         args = init_args(self.ray_cfg.init)
         took = start(args)
         if took:
-            log.info(f"Ray {'connected to ' + str(args['address']) if args.get('address') else 'started'} in {took:.1f} s")
+            log.info(f"Ray {'started' if args['address'] == 'local' else 'connected to ' + str(args['address'])} "
+                     f"in {took:.1f} s")
         gpus_here = float(ray.cluster_resources().get("GPU", 0))
         env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
-        stop = stop_file(sweep_dir, env[LAUNCH] or str(time.time_ns()))
+        launch = env[LAUNCH] or str(time.time_ns())
+        (sweep_dir / ".fedrun").mkdir(exist_ok=True)
         submitted, jobs = time.time(), []
         for num, overrides in enumerate(job_overrides, start=initial_job_idx):
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
@@ -155,13 +179,19 @@ class RaySide:
                 cfg.hydra.sweep.dir = str(sweep_dir)
             opts = remote_options(self.ray_cfg.remote, cfg, gpus_here)
             log.info(f"\t#{num} : {' '.join(filter_overrides(overrides))} ({opts})")
+            stop, started = marks(sweep_dir, launch, num)
             ref = launch_job_on_ray(self.hydra_context, OmegaConf.create(opts), cfg,
-                                    Placed(self.task_function, env, str(stop)), Singleton.get_state())
-            jobs.append((ref, list(overrides), num, job_folder(cfg)))
-        return self._collect(jobs, sweep_dir, submitted, stop)
+                                    Placed(self.task_function, env, str(stop), str(started)), Singleton.get_state())
+            jobs.append((ref, list(overrides), num, job_folder(cfg), started))
+        try:
+            return self._collect(jobs, sweep_dir, submitted, marks(sweep_dir, launch, 0)[0])
+        finally:
+            for *_, started in jobs:
+                started.unlink(missing_ok=True)
 
     def _collect(self, jobs: list, sweep_dir: Path, submitted: float, stop: Path) -> list[JobReturn]:
-        """Wait for every job; a stop (Ctrl-C here, an interrupted job) cancels the others."""
+        """Wait for every job (``(ref, overrides, num, folder, started)``); a stop (Ctrl-C
+        here, an interrupted job) stops the others (:meth:`_stop`)."""
         import ray
         results: dict[Any, JobReturn] = {}
         pending = {ref: job for ref, *job in jobs}
@@ -175,7 +205,7 @@ class RaySide:
                 stopped = self._stop(pending, "Ctrl-C", stop)
                 continue
             for ref in done:
-                overrides, num, folder = pending.pop(ref)
+                overrides, num, folder, _ = pending.pop(ref)
                 try:
                     results[ref] = ray.get(ref)
                 except ray.exceptions.TaskCancelledError:  # the job was stopped, or stopped the sweep
@@ -190,18 +220,19 @@ class RaySide:
 
     @staticmethod
     def _stop(pending: dict, why: str, stop: Path) -> bool:
-        """Stop the ``pending`` jobs (``why``: what stopped the sweep): the stop file first, for
-        the jobs Ray is still handing out, then a cancel for each."""
+        """Stop the ``pending`` jobs (``why``: what stopped the sweep): the stop file, which the
+        running jobs watch and the others read as they start, then a cancel for each job not
+        started yet (so that Ray drops it from its queue)."""
         import ray
         if pending:
             streams.err(f"fedrun: {why}: stopping the sweep's {len(pending)} unfinished job"
                         f"{'s' if len(pending) != 1 else ''} (running ones save a checkpoint; "
                         f"re-running the sweep resumes them)")
         try:
-            stop.parent.mkdir(parents=True, exist_ok=True)
             stop.touch()
-        except OSError:  # the cancels still reach the running jobs
+        except OSError:  # the cancels still drop the queued jobs
             pass
-        for ref in pending:
-            ray.cancel(ref)
+        for ref, (*_, started) in pending.items():
+            if not started.exists():
+                ray.cancel(ref)
         return True
