@@ -86,7 +86,8 @@ def test_a_mistyped_key_gets_did_you_mean(tmp_path, typo, hint):
 
 
 OPTIONAL = ("hydra_plugins.hydra_submitit_launcher", "submitit", "hydra_plugins.hydra_joblib_launcher",
-            "hydra_plugins.hydra_optuna_sweeper", "optuna", "tensorboard", "mlflow", "wandb")
+            "hydra_plugins.hydra_optuna_sweeper", "optuna", "tensorboard", "mlflow", "wandb",
+            "hydra_plugins.hydra_ray_launcher", "ray")
 
 
 def test_a_single_run_needs_no_launcher_sweeper_or_tracker(tmp_path):
@@ -107,6 +108,8 @@ def test_a_single_run_needs_no_launcher_sweeper_or_tracker(tmp_path):
     (("submitit",), ["-m", "hydra/launcher=local"], "hydra/launcher=local needs `pip install fedprox_cli[cluster]`"),
     (("hydra_plugins.hydra_joblib_launcher",), ["-m", "hydra/launcher=joblib"],
      "hydra/launcher=joblib needs `pip install fedprox_cli[cluster]`"),
+    (("hydra_plugins.hydra_ray_launcher",), ["-m", "hydra/launcher=ray"], "hydra/launcher=ray needs `pip install fedprox_cli[ray]`"),
+    (("ray",), ["-m", "hydra/launcher=ray", "dry_run=true"], "hydra/launcher=ray needs `pip install fedprox_cli[ray]`"),
     (("hydra_plugins.hydra_optuna_sweeper", "optuna"), ["-m", "hparams_search=fedcanon_digits"],
      "hydra/sweeper=optuna needs `pip install fedprox_cli[search]`"),
     (("optuna",), ["-m", "hparams_search=fedcanon_digits"], "hydra/sweeper=optuna needs `pip install fedprox_cli[search]`"),

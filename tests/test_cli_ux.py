@@ -78,7 +78,7 @@ def test_sweep_ends_with_report_and_job_table(tmp_path):
     assert p.stdout.count("fedrun: summary: ") == 2  # one closing line per job
     head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished"):].splitlines()[1:]
     assert head.split() == ["job", "status", "rounds", "test_acc", "objective", "stationarity",
-                            "time", "overrides"]
+                            "time", "gpu", "overrides"]
     jobs = job_folders(sweep)
     acc = pd.read_csv(jobs[0] / "metrics.csv")["test_acc"].iloc[-1]
     assert rows[0].split()[:4] == [jobs[0].name, "finished", "3/3", f"{acc:.4f}"]
@@ -98,9 +98,9 @@ def test_job_table_of_folders(tmp_path):
                                                       "versions": {"fedprox_cli": "0"}}))
     lines = jobtable.table([tmp_path / "0", tmp_path / "1", tmp_path / "2"], tmp_path)
     assert [line.split() for line in lines[1:]] == [
-        ["0", "finished", "5/5", "0.5000", "1", "0.001", "1m15s", "seed=0"],
-        ["1", "interrupted", "4/5", "0.2500", "1", "0.001", "1m15s", "seed=1"],
-        ["2", "not", "started", "-", "-", "-", "-", "-"]]
+        ["0", "finished", "5/5", "0.5000", "1", "0.001", "1m15s", "-", "seed=0"],  # no hardware recorded
+        ["1", "interrupted", "4/5", "0.2500", "1", "0.001", "1m15s", "-", "seed=1"],
+        ["2", "not", "started", "-", "-", "-", "-", "-", "-"]]
     assert recap.closing_line(tmp_path / "1") == (
         f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s; {tmp_path / '1'}")
 

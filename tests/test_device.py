@@ -115,7 +115,9 @@ def test_matmul_precision_is_validated_applied_and_recorded(run_fedrun, tmp_path
     assert "matmul_precision: high" in (tmp_path / "config.yaml").read_text()
     hw = json.loads((tmp_path / "summary.json").read_text())["hardware"]  # what it ran on
     assert hw == {"name": device_name(torch.device("cpu")), "memory_gib": hw["memory_gib"],
-                  "torch": torch.__version__, "cuda": None, "driver": None} and hw["memory_gib"] > 0
+                  "torch": torch.__version__, "cuda": None, "driver": None, "gpu": "cpu",
+                  "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placed_by": None} \
+        and hw["memory_gib"] > 0
 
 
 def test_hardware_of_a_gpu_names_it_its_memory_and_versions(monkeypatch, tmp_path):
@@ -127,8 +129,11 @@ def test_hardware_of_a_gpu_names_it_its_memory_and_versions(monkeypatch, tmp_pat
     monkeypatch.setattr(torch.cuda, "get_device_properties",
                         lambda d: SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_477_376))
     monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert hardware(torch.device("cuda")) == {"name": "NVIDIA H100 80GB HBM3", "memory_gib": 79.2,
-                                              "torch": torch.__version__, "cuda": "13.0", "driver": "580.159.03"}
+                                              "torch": torch.__version__, "cuda": "13.0", "driver": "580.159.03",
+                                              "gpu": {"index": 0, "name": "NVIDIA H100 80GB HBM3"},
+                                              "cuda_visible_devices": None, "placed_by": None}
     monkeypatch.setenv("PATH", str(tmp_path / "none"))  # no nvidia-smi: the driver is unknown
     assert hardware(torch.device("cuda"))["driver"] is None
 
@@ -139,6 +144,7 @@ def test_a_cuda_run_records_its_gpu(run_fedrun, tmp_path):
     assert p.returncode == 0, p.stderr
     hw = json.loads((tmp_path / "summary.json").read_text())["hardware"]
     assert hw["name"] == torch.cuda.get_device_name(0) and hw["cuda"] == torch.version.cuda and hw["memory_gib"] > 1
+    assert hw["gpu"] == {"index": 0, "name": torch.cuda.get_device_name(0)}
 
 
 def algorithm_config(name):

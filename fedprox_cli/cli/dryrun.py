@@ -7,7 +7,8 @@ checked with :func:`experiment.validate` against the job's reference config, lik
 the run-folder checks that need no data (a foreign folder, a prior run of another config).
 Nothing is written: no folder, no ``.hydra``, no lock.
 
-The listing (stdout) gives each job's overrides, folder and work -- client steps
+The listing (stdout) gives each job's overrides, folder, device (where it would run: the GPU
+by fedrun's rule, or the share Ray would give it) and work -- client steps
 ``T * K * n * participation`` (local steps of one client on one mini-batch) and evaluations
 ``ceil(T / eval_every) + 1``, counted from the round the job would start from (a prior run in
 its folder is resumed) -- and the totals; bad jobs end it with one line each on stderr
@@ -50,6 +51,22 @@ class Job:
     cfg: DictConfig  # the job's config, without the hydra node
     choices: dict
     note: str | None = None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
+    where: str = ""  # the device it would run on, and why (:func:`where`)
+
+
+def where(cfg: DictConfig, launcher: DictConfig, num: int | None) -> str:
+    """Where a job (number ``num``; None: a single run) would run: the GPU share Ray would give
+    it under ``hydra/launcher=ray`` (Ray places it when it starts), else the device by fedrun's
+    rule (:func:`fedprox_cli.engine.device.placement`) on this machine's visible GPUs."""
+    from ..engine.device import placement
+    device = str(cfg.get("device", "auto"))
+    if str(launcher.get("_target_", "")).endswith(".RayLauncher"):
+        remote = launcher.ray.get("remote") or {}
+        gpus = 0 if device == "cpu" else remote.get("num_gpus", "auto")
+        return (f"Ray: {gpus} GPU, {remote.get('num_cpus', 1)} CPU"
+                + (f" ({'cuda:0' if device in ('auto', 'cuda') else device} of what Ray gives it)"
+                   if gpus not in (0, None) else ""))
+    return placement(device, num)
 
 
 def _compose(gh, config_name: str, overrides: list[str], mode):
@@ -103,9 +120,10 @@ def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[lis
         choices = dict(h.runtime.choices)
         shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
         note = None if multirun else one_of_a_sweep(h)
+        placed = where(cfg, h.launcher, num if multirun else None)
         with open_dict(cfg):
             del cfg["hydra"]
-        out.append(Job(num, shown, folder, cfg, choices, note))
+        out.append(Job(num, shown, folder, cfg, choices, note, placed))
     return out
 
 
@@ -214,12 +232,12 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             if bad:
                 streams.err("\n".join(bad))
                 return EXIT["error"]
-            rows = [["job", "folder", "client steps", "evaluations", "state"]]
+            rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
             total_steps = total_evals = 0
             for job, state, start in checked:
                 steps, evals = work(job.cfg, start)
                 total_steps, total_evals = total_steps + steps, total_evals + evals
-                rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), state])
+                rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), job.where, state])
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
         streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]

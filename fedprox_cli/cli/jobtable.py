@@ -1,17 +1,17 @@
 """The compact table of a sweep's jobs, one line per run read from its folder
 (:mod:`runs.recap`): status, rounds, final test accuracy / objective / stationarity, training
-time, and the overrides in which the jobs differ.
+time, the GPU it ran on (:func:`gpu`) and the overrides in which the jobs differ.
 
-    job  status    rounds  test_acc  objective  stationarity  time   overrides
-    0    finished  3/3     0.8972    0.3310     1.221e-03     0.9s   K=1 seed=0
-    1    diverged  2/3     0.1000    nan        nan           0.4s   K=2 seed=0
+    job  status    rounds  test_acc  objective  stationarity  time  gpu                 overrides
+    0    finished  3/3     0.8972    0.3310     1.221e-03     0.9s  0 (H100 80GB HBM3)  K=1 seed=0
+    1    diverged  2/3     0.1000    nan        nan           0.4s  1 (H100 80GB HBM3)  K=2 seed=0
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..runs.outputs import SEED_PREFIX
+from ..runs.outputs import SEED_PREFIX, read_summary
 from ..runs.progress import duration
 from ..runs.recap import RunRecord, number, record, rounds
 
@@ -54,6 +54,26 @@ def _records(folder: Path, status: str | None, overrides: list[str] | None) -> l
     return out
 
 
+def gpu(folder: Path) -> str:
+    """The GPU a run ran on, from its summary's ``hardware``: ``2 (H100 80GB HBM3)`` -- the GPU's
+    number on its machine (its ``CUDA_VISIBLE_DEVICES`` entry where the process was given some,
+    else its CUDA index) and name -- or ``cpu``; ``cpu (given GPU 1)`` for a run given a GPU it
+    could not use (Ray told of GPUs that are not there); ``-`` when unrecorded."""
+    try:
+        hw = read_summary(folder).get("hardware")
+    except (OSError, ValueError):
+        return "-"
+    if not isinstance(hw, dict) or "gpu" not in hw:
+        return "-"
+    given = str(hw.get("cuda_visible_devices") or "")
+    if not isinstance(hw["gpu"], dict):
+        return f"cpu (given GPU {given})" if given and hw.get("note") else "cpu"
+    index = hw["gpu"].get("index", 0)
+    ids = [g.strip() for g in given.split(",") if g.strip()]
+    number = ids[index] if given and isinstance(index, int) and index < len(ids) else index
+    return f"{number} ({str(hw['gpu'].get('name') or '?').removeprefix('NVIDIA ')})"
+
+
 def table(folders: list[Path], root: Path | None = None, statuses: list[str] | None = None,
           overrides: list[list[str]] | None = None) -> list[str]:
     """The compact table of the runs in ``folders`` (names relative to ``root``), as lines;
@@ -63,7 +83,7 @@ def table(folders: list[Path], root: Path | None = None, statuses: list[str] | N
     n = len(folders)
     records = [r for f, s, o in zip(folders, statuses or [None] * n, overrides or [None] * n)
                for r in _records(f, s, o)]
-    head = ["job", "status", "rounds", "test_acc", "objective", "stationarity", "time", "overrides"]
+    head = ["job", "status", "rounds", "test_acc", "objective", "stationarity", "time", "gpu", "overrides"]
     rows = [head]
     for r, diff in zip(records, differing([r.overrides for r in records])):
         f = r.final
@@ -71,7 +91,8 @@ def table(folders: list[Path], root: Path | None = None, statuses: list[str] | N
         rows.append([name, r.status, rounds(r) if r.status != "not started" else "-",
                      number(f.get("test_acc"), ".4f"), number(f.get("objective"), ".4g"),
                      number(f.get("stationarity"), ".4g"),
-                     duration(f["time_s"]) if "time_s" in f else "-", " ".join(diff)])
+                     duration(f["time_s"]) if "time_s" in f else "-",
+                     gpu(r.folder) if r.status != "not started" else "-", " ".join(diff)])
     return align(rows)
 
 

@@ -1,1 +1,1 @@
-"""Running elsewhere: Hydra launchers (SLURM, local) and experiment trackers."""
+"""Running elsewhere: Hydra launchers (SLURM, local, Ray)."""

@@ -157,35 +157,53 @@ class _LaunchSide:
             log_file = Path(job.paths.stderr)
             shown = log_file.relative_to(sweep_dir) if log_file.is_relative_to(sweep_dir) else log_file
             why = f"ended without a result ({self._state_now(job)}its log: {shown})"
-        log.warning(f"job {job.job_id} ({' '.join(filter_overrides(overrides))}): {why}")
-        folder = self._folder(overrides, num)
-        if folder is not None:
-            jobrecords.lost(sweep_dir, jobrecords.JobRecord(num, list(overrides), str(folder), reason=why), submitted)
-        ret = JobReturn(overrides=overrides, status=JobStatus.COMPLETED)
-        ret.return_value = math.nan  # a sweeper's "no value" (Optuna: a failed trial)
-        return ret
+        return lost_job(self._folder(overrides, num), overrides, num, sweep_dir, why, submitted,
+                        f"job {job.job_id}")
 
     def _folder(self, overrides: list[str], num: int) -> Path | None:
         """The job's folder, composed as the job composes it (Hydra's submitit launcher:
-        the sweep's config, then the job's overrides); None where that fails (the job's own
-        error then says why)."""
-        from hydra.core.hydra_config import HydraConfig
-        saved = HydraConfig.instance().cfg
+        the sweep's config, then the job's overrides)."""
         try:
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
-            with open_dict(cfg.hydra.job):
-                cfg.hydra.job.num = num
-            HydraConfig.instance().set_config(cfg)
-            return Path(os.path.abspath(Path(str(self.config.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)))
         except Exception:  # noqa: BLE001 -- a job that cannot be composed reported that itself
             return None
-        finally:
-            HydraConfig.instance().cfg = saved
+        with open_dict(cfg):
+            cfg.hydra.job.num = num
+        return job_folder(cfg)
 
     def _state_now(self, job) -> str:
         """What the scheduler says of a job that ended, as ``"... ; "`` or ``""`` (submitit's
         local state says FINISHED for a killed job: nothing)."""
         return ""
+
+
+def job_folder(cfg: Any) -> Path | None:
+    """The folder of the sweep job whose composed config is ``cfg`` (``hydra.sweep.dir`` /
+    ``hydra.sweep.subdir``, resolved as the job resolves them), absolute; None where that fails
+    (the job's own error then says why)."""
+    from hydra.core.hydra_config import HydraConfig
+    saved = HydraConfig.instance().cfg
+    try:
+        HydraConfig.instance().set_config(cfg)
+        return Path(os.path.abspath(Path(str(cfg.hydra.sweep.dir)) / str(cfg.hydra.sweep.subdir)))
+    except Exception:  # noqa: BLE001 -- a job that cannot be composed reported that itself
+        return None
+    finally:
+        HydraConfig.instance().cfg = saved
+
+
+def lost_job(folder: Path | None, overrides: list[str], num: int, sweep_dir: Path, why: str, submitted: float,
+             name: str) -> JobReturn:
+    """What a launcher hands the sweeper for job ``num`` (``name`` in the log line), which
+    ended without a result for reason ``why``: a NaN (a sweeper's "no value"; Optuna: a failed
+    trial), and, where the job left no record of its end, :func:`jobrecords.lost` with ``why``,
+    so the sweep's report lists it."""
+    log.warning(f"{name} ({' '.join(filter_overrides(overrides))}): {why}")
+    if folder is not None:
+        jobrecords.lost(sweep_dir, jobrecords.JobRecord(num, list(overrides), str(folder), reason=why), submitted)
+    ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED)
+    ret.return_value = math.nan
+    return ret
 
 
 def _squeue(jobs) -> dict[str, str] | None:

@@ -23,6 +23,7 @@ NEEDS: dict[str, tuple[tuple[str, ...], str]] = {
     "hydra/launcher/submitit_slurm": (_LAUNCHERS, "cluster"),
     "hydra/launcher/submitit_local": (_LAUNCHERS, "cluster"),
     "hydra/launcher/joblib": (("hydra_plugins.hydra_joblib_launcher", "joblib"), "cluster"),
+    "hydra/launcher/ray": (("hydra_plugins.hydra_ray_launcher", "ray"), "ray"),
     "hydra/sweeper/optuna": (("hydra_plugins.hydra_optuna_sweeper", "optuna"), "search"),
     "logger/tensorboard": (("tensorboard",), "tensorboard"),
     "logger/mlflow": (("mlflow",), "mlflow"),

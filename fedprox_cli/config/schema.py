@@ -194,8 +194,19 @@ class RunConfig(Checked):
 
     @cached_property
     def torch_device(self) -> torch.device:
-        """The device: ``auto`` is CUDA where present; a CUDA device that is not is refused."""
-        return resolve_device(self.device)
+        """The device by :func:`resolve_device`'s rule (``auto``: the sweep job's share of the
+        visible GPUs, else the CPU); a CUDA device that is not here is refused."""
+        return resolve_device(self.device, sweep_job())
+
+
+def sweep_job() -> int | None:
+    """The number of the sweep job being run (Hydra's ``hydra.job.num``), None outside a sweep."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    if not HydraConfig.initialized():
+        return None
+    hc = HydraConfig.get()
+    return int(hc.job.num) if hc.mode == RunMode.MULTIRUN and hc.job.get("num") is not None else None
 
 
 def finite(key: str, v) -> None:
