@@ -19,14 +19,15 @@ def algorithm_title(name) -> str:
 
 def method_names(configs: list[dict], key: str) -> dict[str, str]:
     """Printed names for the values of ``key`` when it names the method: ``algorithm.name``'s
-    values, or a group choice (``algorithm=fedcanon_fig2/fedavg``) whose every value holds one
-    method, each a different one. Empty for any other key."""
+    values, or the values of a group choice (``algorithm=fedcanon_fig2/fedavg``) that each hold
+    one method no other value holds (two choices of one method keep their own text). Empty for
+    any other key."""
     if key not in ("algorithm.name", f"{CHOICE}algorithm"):
         return {}
     by_value: dict[str, set] = {}
     for c in configs:
         if key in c and "algorithm.name" in c:
             by_value.setdefault(str(c[key]), set()).add(str(c["algorithm.name"]))
-    if any(len(v) != 1 for v in by_value.values()) or len({next(iter(v)) for v in by_value.values()}) < len(by_value):
-        return {}
-    return {value: algorithm_title(next(iter(algs))) for value, algs in by_value.items()}
+    one = {value: next(iter(algs)) for value, algs in by_value.items() if len(algs) == 1}
+    shared = {a for a in one.values() if list(one.values()).count(a) > 1}
+    return {value: algorithm_title(a) for value, a in one.items() if a not in shared}

@@ -31,11 +31,13 @@ def caption_file(path: Path) -> Path:
     return Path(path).with_suffix(".caption.txt")
 
 
-def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop: bool | None = None) -> None:
+def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop: bool | None = None,
+                close: bool = True) -> None:
     """Lay out ``fig`` (unless ``laid_out``: its layout is fixed and all inside the figure),
     write it to ``path`` atomically in the format its extension names (``.png``, ``.pdf``,
     ``.svg``, ...; PNG without one) with ``caption`` in the file's metadata (PNG and SVG
-    ``Description``, PDF ``Subject``), close it. A missing folder is created; legends placed
+    ``Description``, PDF ``Subject``; no creation date, so the same figure is the same file),
+    close it (unless not ``close``). A missing folder is created; legends placed
     outside the axes are kept inside the written image (``crop``; default: unless ``laid_out``).
     Resolution: the style's ``savefig.dpi``, else 110."""
     path = Path(path)
@@ -46,12 +48,17 @@ def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop
     tight = {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}  # "tight" draws the figure twice
     dpi = plt.rcParams["savefig.dpi"]
     meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    if fmt == "pdf":
+        meta["CreationDate"] = None
+    elif fmt == "svg":
+        meta["Date"] = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110 if dpi == "figure" else dpi,
                                                  metadata=meta or None, **tight))
     finally:
-        plt.close(fig)
+        if close:
+            plt.close(fig)
 
 
 def style_sheet(name: str) -> str:
