@@ -59,7 +59,8 @@ def test_legend_names_only_what_differs_and_a_label_changes_only_what_it_names(t
     assert plot_cli.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
     (fig,) = kept
     assert legend(fig) == ["FedAvg", "FedMiD"]     # alpha is FedAvg's alone, mu FedMiD's: in neither
-    assert "3 seeds" in fig.caption and "n=3 clients" in fig.caption and "beta=0.02" in fig.caption
+    assert "3 seeds" in fig.caption and "n=3 clients" in fig.caption and "all methods: beta=0.02" in fig.caption
+    assert fig.caption.startswith("FedAvg: α = 1; FedMiD: μ = 0.01. ")   # each method's own, on the figure
     assert plot_cli.main([str(tmp_path), "--label", "fedavg=FedAvg (server step 1)",
                           "--out", str(tmp_path / "g.png")]) == 0
     assert legend(kept[1]) == ["FedAvg (server step 1)", "FedMiD"]   # the other entry as before

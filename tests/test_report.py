@@ -294,7 +294,7 @@ def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path,
     caption = fig.caption
     assert fig._suptitle is None and [t.get_text().replace("\n", " ") for t in fig.texts] == [caption]
     assert "fedcanon (alpha=0.2)" in caption and "digits" in caption and "n=3 clients, K=2, B=8" in caption
-    assert "seed" not in caption.split(". lines")[0]
+    assert "seed" not in caption.split(". Lines")[0]
     ax = fig.axes[0]
     assert all(float(t).is_integer() for t in ax.get_xticks())
     assert ax.get_yscale() == "log"
@@ -499,8 +499,8 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     body = {tuple(r[:2]): r[2:] for r in table_rows("\n".join(md))[1:]}
     assert len(body) == 4
     sd = np.std([0, 0.01, 0.02], ddof=1)
-    assert body[("fedcanon", "iid")] == [f"**0.81 ± {sd:.2f}**", "0.10 ± 0.00"]  # best per column, beyond the std
-    assert body[("fedavg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "0.10 ± 0.00"]  # a tie: none bold
+    assert body[("FedCanon", "iid")] == [f"**0.81 ± {sd:.2f}**", "0.10 ± 0.00"]  # best per column, beyond the std
+    assert body[("FedAvg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "0.10 ± 0.00"]  # a tie: none bold
     assert sum(v[0].startswith("**") for v in body.values()) == 1
     tex = table.render(runs, spec, "latex")
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
@@ -760,6 +760,6 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == ["FedCanon (β = 0.01)", "FedMiD (β = 0.02)"]
     caption = (tmp_path / "fig.caption.txt").read_text().strip()
-    assert f"caption: {caption}" in out and "mean of 2 seeds per curve; bands: ± 1 std" in caption
+    assert f"caption: {caption}" in out and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
     data = pdf.read_bytes()
     assert b"CIDFontType2" in data and b"Type3" not in data

@@ -54,8 +54,8 @@ def caption(runs: list[Run], leave=(), counts=(), banded: bool = False, clipped:
     common = {k: v for k, v in shared(runs).items() if k not in leave}
     text = " · ".join(run_title(common).splitlines())
     counts = set(counts)
-    line = (f"lines: mean of {seeds(min(counts))} per curve" if len(counts) == 1
-            else "lines: mean over each curve's seeds")
+    line = (f"Lines: mean of {seeds(min(counts))} per curve" if len(counts) == 1
+            else "Lines: mean over each curve's seeds")
     if banded:
         line += "; bands: ± 1 std over the seeds" + (" (clipped at the axis's bottom)" if clipped else "")
     return f"{text}. {line}." if text else f"{line}."
@@ -82,6 +82,25 @@ def part(key: str, value, names: dict) -> str:
 def method(name, names: dict) -> str:
     shown = algorithm_title(name)
     return names.get(str(name)) or names.get(shown) or shown
+
+
+def own_parameters(groups: list[Group], names: dict, shown=()) -> str:
+    """The parameters of each method that no legend entry names and not every curve shares
+    (FedAvg's alpha = 1 beside FedProx's mu = 0.01): ``FedAvg: α = 1; FedProx: μ = 0.01. ``
+    (empty when there are none), so every setting is on the figure."""
+    configs = [g.config for g in groups]
+    if len({repr(c.get("algorithm.name")) for c in configs}) < 2:
+        return ""
+    common = set(shared([r for g in groups for r in g.runs]))
+    out = {}
+    for c in configs:
+        same = [d for d in configs if d.get("algorithm.name") == c.get("algorithm.name")]
+        own = [k for k in sorted(c) if k.startswith("algorithm.") and k != "algorithm.name" and k not in common
+               and k not in shown and len({repr(d.get(k)) for d in same}) == 1
+               and len({repr(d[k]) for d in configs if k in d}) == 1]
+        if own:
+            out.setdefault(method(c["algorithm.name"], names), ", ".join(part(k, c[k], names) for k in own))
+    return "".join(f"{m}: {p}; " for m, p in out.items()).removesuffix("; ") + (". " if out else "")
 
 
 def curve_labels(groups: list[Group], names: dict, shown=()) -> list[str]:
@@ -203,6 +222,7 @@ def plot_groups(runs: list[Run], out: Path, x: str = "round", y: str = "test_acc
                for label, (_, k) in alone.items()]
     handles = [e[0] for e in (*means.values(), *alone.values())]
     text = caption(runs, leave=panel_keys, counts=counts, banded=banded, clipped=clipped)
+    text = own_parameters(groups, names, panel_keys) + text
     if title:
         fig.suptitle(title)
     figure_legend(fig, handles, labels, text)
@@ -249,7 +269,7 @@ def plot_slope(runs: list[Run], key: str, out: Path, metric: str = "stationarity
     if title:
         fig.suptitle(title)
     text = caption(runs, leave=[key], counts={p[3] for f in fits for p in f["points"]})
-    text = (text.replace("lines: mean", "points: mean") + " Bars: ± 1 std over the seeds; lines: "
+    text = (text.replace("Lines: mean", "Points: mean") + " Bars: ± 1 std over the seeds; lines: "
             f"least-squares fits of log(value) on log {short(key)}.")
     figure_legend(fig, handles, labels, text)
     save_figure(fig, out, caption=text)

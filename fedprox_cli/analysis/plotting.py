@@ -110,7 +110,7 @@ def run_title(cfg) -> str:
         if head is None and not params:
             return None
         if head is None:   # several methods, one setting: what they share
-            return f"every {prefix or name + ' '}".rstrip() + ": " + ", ".join(params)
+            return ("all methods" if name == "algorithm" else f"every {name}") + ": " + ", ".join(params)
         return prefix + str(head) + (f" ({', '.join(params)})" if params else "")
 
     compressor = section("compressor", "compressor ") if flat.get("compressor.name") != "identity" else None

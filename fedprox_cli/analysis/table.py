@@ -138,7 +138,9 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     require(spec.bold in BOLD, f"bold must be one of {', '.join(BOLD)}, got {spec.bold!r}")
     tables = {m: pivot(runs, m, spec.column, spec.final, spec.rows) for m in spec.metrics}
     first = next(iter(tables.values()))
-    printed = method_names([r.config for r in runs], config_key(runs, spec.column)) if spec.column else {}
+    printed = {}   # methods as the papers print them, in the column's or a row key's values
+    for key in [*([spec.column] if spec.column else []), *(spec.rows or [])]:
+        printed.update(method_names([r.config for r in runs], config_key(runs, key)))
     say = lambda v: spec.names.get(v, printed.get(v, v))  # noqa: E731
     keys = [say(short(k)) for k in first.row_keys]
     if keys:
@@ -178,10 +180,12 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     n_text = ("one run (seed) per cell" if k == 1 else f"mean {pm} std over {k} seeds per cell"
               if uniform else f"mean {pm} std over the seeds in each cell")
     final = "mean of the last 10% of evaluations" if spec.final == "tail" else "last evaluation"
-    note = f"{n_text}; {', '.join(spec.metrics)} at the {final}"
+    note = f"{n_text}; {', '.join(map(say, spec.metrics))} at the {final}"
     if _how(spec) != "none":
+        single = any(c is not None and c.n == 1 for c in cells.to_numpy().ravel())
         note += (f"; bold: the best mean {'of its row' if _how(spec) == 'row' else 'of its column'}, where it "
-                 f"beats the runner-up by more than the larger of their stds (one seed: by any margin shown)")
+                 f"beats the runner-up by more than the larger of their stds"
+                 + (" (one seed: by any margin shown)" if single else ""))
     return Built(index, columns, cells, text, bold, note, _tidy(tables, spec))
 
 

@@ -105,7 +105,6 @@ def _curves_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], h
             line, = ax.plot(xs, np.where(mean > 0, mean, np.nan) if log else mean, **st,
                             markevery=max(1, len(b) // 8), markersize=3)
             handles.setdefault(name, line)
-            state["counts"].add(len(ok))
             if len(ok) > 1:
                 bands.append((xs, mean - std, mean + std, st["color"]))
             finals[v] = (xs, mean)
@@ -123,8 +122,7 @@ def _curves_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], h
             if len(end):
                 ax.plot([xs[end[-1]]], [ys[end[-1]]], marker=mark, markersize=5, markeredgewidth=1.3,
                         color=st["color"], markerfacecolor="none", linestyle="none", zorder=5)
-            state["alone"].setdefault((mark, why), 0)
-            state["alone"][(mark, why)] += 1
+            state["alone"].setdefault((mark, why), set()).add(id(r))   # a run in two panels counts once
     state["clipped"] = clip_bands(ax, bands) or state["clipped"]
     state["banded"] = state["banded"] or bool(bands)
     for mark in fig.marks:
@@ -186,19 +184,17 @@ def _slope_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], ha
     readable_log_ticks(ax, "y")
     ax.set_xlabel(f"{_notation(fig, key)} (log scale)")
     ax.set_ylabel(f"final {Y_PAPER.get(y, y).format(G=fig.stationarity)}")
-    state["counts"].update(len(x) for x in by.values())
 
 
-def facts(claim: Claim, rs: RunSet, runs: list[Run], counts: set, fig: Figure) -> str:
-    """The caption's facts: the data (and what it stands in for), n, K (or Q), T, the seeds."""
+def facts(claim: Claim, rs: RunSet, runs: list[Run], fig: Figure) -> str:
+    """The caption's facts: the data (and what it stands in for), n, K (or Q), T, the seeds run."""
     def one(key: str) -> str:
         vals = sorted({_value(r, key) for r in runs if _value(r, key) is not None}, key=lambda v: grouping.order([v]))
         name = _notation(fig, key) if key != "n" else "n"
         return f"{name} = {grouping.fmt(vals[0])}" if len(vals) == 1 else \
             f"{name} ∈ {{{', '.join(map(grouping.fmt, vals))}}}"
     data = f"{rs.data} (standing in for the paper's {rs.stands_for})" if rs.stands_for else rs.data
-    k = min(counts) if counts else 0
-    seed_text = seeds(k) if len(counts) <= 1 else f"{min(counts)}-{max(counts)} seeds"
+    seed_text = seeds(len({r.config.get("seed") for r in runs}))
     return f"Ours: {data}; {one('n')} clients, {one('K')}, T = {rs.T}; {seed_text}"
 
 
@@ -212,7 +208,7 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
         fig, axes = plt.subplots(rows, cols, figsize=(fig_decl.width or 3.4 * min(cols, 2), 2.3 * rows),
                                  squeeze=False)
         handles: dict = {}
-        state = {"counts": set(), "alone": {}, "clipped": False, "banded": False}
+        state = {"alone": {}, "clipped": False, "banded": False}
         for ax, panel in zip(axes.flat, fig_decl.panels):
             mine = [r for r in runs if _matches(r, panel.get("where", {}))]
             if panel.get("kind") == "slope":
@@ -222,7 +218,8 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
             ax.set_title(f"{panel['label']} {panel.get('title', '')}".strip(), fontsize="medium")
         for ax in axes.flat[len(fig_decl.panels):]:
             ax.set_visible(False)
-        for (mark, why), k in state["alone"].items():
+        for (mark, why), ids in state["alone"].items():
+            k = len(ids)
             end = "its last finite value" if mark == "x" else "its end"
             handles[f"{why} ({k} run{'s' * (k > 1)}, not in the mean; {mark}: {end})"] = plt.Line2D(
                 [], [], color="0.3", marker=mark, linestyle=":", markersize=5, markerfacecolor="none")
@@ -252,7 +249,7 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
     if state["alone"]:
         marks += ("; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
                   "drawn alone and left out of the mean")
-    return f"{paper}. {facts(claim, rs, runs, state['counts'], fig)}; {lines}{marks}."
+    return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{marks}."
 
 
 def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
