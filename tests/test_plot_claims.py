@@ -73,7 +73,8 @@ def test_fednmap_fig3_draws_its_slope_panel_and_the_papers_slope(tmp_path):
     assert "standing in for the paper's MNIST" in caption and "n ∈ {10, 20, 40} clients" in caption
     assert "Q = 10" in caption and "2 seeds" in caption and "bands: ± 1 std over the seeds" in caption
     a, b = fig.axes[:2]
-    assert a.get_title() == "(a)" and b.get_title() == "(b)" and b.get_xscale() == "log"
+    assert a.get_title() == "(a) stationarity with different n" and b.get_xscale() == "log"
+    assert b.get_title() == "(b) final stationarity against log n"   # the paper's sub-captions
     assert b.get_xlabel() == "n (log scale)"
     # the same runs draw the same files: check compares bytes
     assert figures.stale(c, [], tmp_path, print) == []  # no evidence: nothing redrawn, files kept
