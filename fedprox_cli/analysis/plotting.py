@@ -163,8 +163,9 @@ def mark_end(ax, xs, ys, color, marker: str = "x") -> bool:
     if not ok.any():
         return False
     i = np.flatnonzero(ok)[-1]
-    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=10, markeredgewidth=2.2, color=color,
-            linestyle="none", zorder=5)
+    size = plt.rcParams["lines.markersize"]   # to the style: 10 pt by default, 6.6 in paper style
+    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=1.2 * size + 2.8, markeredgewidth=0.2 * size + 1,
+            color=color, linestyle="none", zorder=5)
     return True
 
 
