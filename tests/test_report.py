@@ -110,9 +110,9 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
         acc_run(tmp_path, f"b{beta}", acc, **{"algorithm.beta": beta})
     p = cli("tables.py", tmp_path)
     assert p.returncode == 0, p.stderr
-    assert table_rows(p.stdout) == [["algorithm.beta", "fedcanon"], ["0.01", "0.6000"],
+    assert table_rows(p.stdout) == [["algorithm.beta", "FedCanon"], ["0.01", "0.6000"],
                                     ["0.05", "0.7000"], ["0.1", "0.8000"]]
-    assert "one run per cell; test_acc at the last evaluation" in p.stdout
+    assert "one run (seed) per cell; test_acc at the last evaluation" in p.stdout
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
     assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
 
@@ -133,17 +133,17 @@ def test_three_seeds_give_mean_pm_std_with_n3_and_run_control_keys_do_not_split(
         acc_run(tmp_path, f"s{seed}", acc, seed=seed, checkpoint_every=seed, resume=bool(seed),
                 **{"data.root": f"/data{seed}", "oracle.chunk": seed + 1})
     p = cli("tables.py", tmp_path)
-    assert table_rows(p.stdout) == [["fedcanon"], [f"0.7100 ± {np.std([0, .01, .02], ddof=1):.4f}"]]
-    assert "over n = 3 runs" in p.stdout
+    assert table_rows(p.stdout) == [["FedCanon"], [f"0.7100 ± {np.std([0, .01, .02], ddof=1):.4f}"]]
+    assert "over 3 seeds per cell" in p.stdout
 
 
 def test_eval_every_splits_only_when_it_changes_the_compared_value(tmp_path):
     for seed, every in enumerate((1, 2)):
         acc_run(tmp_path, f"s{seed}", 0.7, seed=seed, eval_every=every)
     assert len(table_rows(cli("tables.py", tmp_path).stdout)) == 2            # one cell, n=2
-    assert "n = 2 runs" in cli("tables.py", tmp_path).stdout
+    assert "2 seeds per cell" in cli("tables.py", tmp_path).stdout
     tail = table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)   # tail: cadence matters
-    assert tail[0] == ["eval_every", "fedcanon"] and len(tail) == 3
+    assert tail[0] == ["eval_every", "FedCanon"] and len(tail) == 3
 
 
 def test_a_diverged_run_is_reported_not_averaged(tmp_path):
@@ -153,7 +153,7 @@ def test_a_diverged_run_is_reported_not_averaged(tmp_path):
     lone = acc_run(tmp_path, "div_beta", 0.1, "diverged", **{"algorithm.beta": 1000.0})
     p = cli("tables.py", tmp_path)
     assert p.returncode == 0, p.stderr
-    assert table_rows(p.stdout)[1:] == [["0.02", f"0.7100 ± {np.std([.7, .72], ddof=1):.4f} (n=2; diverged 1 of 3)"],
+    assert table_rows(p.stdout)[1:] == [["0.02", f"0.7100 ± {np.std([.7, .72], ddof=1):.4f} (2 seeds; diverged 1 of 3)"],
                                         ["1000", "diverged (1 of 1)"]]
     lines = p.stderr.splitlines()
     assert f"fedrun-table: left out of the mean: {bad} (diverged: objective is inf after round 10)" in lines
@@ -167,7 +167,7 @@ def test_unfinished_and_non_finite_runs_are_left_out_and_counted(tmp_path):
              stationarity=[1.0])
     p = cli("tables.py", tmp_path)
     # its summary says running but no process holds the folder's lock: it is reported dead
-    assert table_rows(p.stdout)[1] == ["0.7000 (n=1; dead 1, non-finite 1 of 3)"]
+    assert table_rows(p.stdout)[1] == ["0.7000 (1 seed; dead 1, non-finite 1 of 3)"]
     assert len([line for line in p.stderr.splitlines() if "left out of the mean" in line]) == 2
 
 
@@ -189,7 +189,7 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
         args = ["--out", tmp_path / "fig.png"] if script == "plot.py" else []
         p = cli(script, tmp_path, *args)
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-        assert ("(n=2)" if script == "plot.py" else "n = 2 runs") in p.stdout
+        assert ("mean of 2 seeds per curve" if script == "plot.py" else "2 seeds per cell") in p.stdout
         for run, why in ((empty, "metrics.csv is empty"), (cut, "metrics.csv is cut"),
                          (short, "metrics.csv is cut (line 4 has 5 of 8 fields)"),
                          (unreadable, "config.yaml is unreadable"),
@@ -258,7 +258,7 @@ def test_diverged_run_is_drawn_and_marked_where_it_diverged(tmp_path, figures, c
              test_acc=[.1, .2, .3, .1], stationarity=[1.0, 2.0, 9.0, np.nan])
     assert plot_script.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "f.png")]) == 0
     out, err = capsys.readouterr()
-    assert "FedCanon (beta = 1): diverged (1 run, not in the mean; marked at the last finite point)" in out
+    assert "β = 1: diverged (1 run, not in the mean; marked at its end)" in out
     assert f"left out of the mean: {tmp_path / 'div'}" in err
     (fig,) = figures
     xs = [tuple(line.get_xydata()[0]) for line in _lines(fig) if line.get_marker() == "x"]
@@ -270,7 +270,7 @@ def test_coinciding_curves_stay_distinguishable_and_are_named(tmp_path, figures,
         acc_run(tmp_path, f"b{beta}", 0.7, **{"algorithm.beta": beta})
     assert plot_script.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
     out, err = capsys.readouterr()
-    assert "FedCanon (beta = 0.02) (n=1; identical to FedCanon (beta = 0.01))" in out
+    assert "β = 0.02 (identical to β = 0.01)" in out
     assert "identical to float precision" in err
     (fig,) = figures
     a, b = _lines(fig)
@@ -287,11 +287,14 @@ def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path,
                              "--out", str(tmp_path / "f.png")]) == 0
     (fig,) = figures
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
-    assert fig.legends[0].get_bbox_to_anchor().y1 <= fig.bbox.y0 + 1   # hangs below the axes
-    assert fig._suptitle is None and not fig.texts                     # no settings drawn
+    r = fig.canvas.get_renderer()
+    below = min(ax.get_tightbbox(r).y0 for ax in fig.axes if ax.get_visible())
+    assert fig.legends[0].get_window_extent(r).y1 <= below + 1           # hangs below the axes
+    assert fig.texts[0].get_window_extent(r).y1 <= fig.legends[0].get_window_extent(r).y0 + 1  # caption below it
     caption = fig.caption
-    assert "fedcanon (alpha=0.2)" in caption and "digits" in caption and "n=3, K=2, B=8" in caption
-    assert "seed" not in caption.split(";")[0]
+    assert fig._suptitle is None and [t.get_text().replace("\n", " ") for t in fig.texts] == [caption]
+    assert "fedcanon (alpha=0.2)" in caption and "digits" in caption and "n=3 clients, K=2, B=8" in caption
+    assert "seed" not in caption.split(". Lines")[0]
     ax = fig.axes[0]
     assert all(float(t).is_integer() for t in ax.get_xticks())
     assert ax.get_yscale() == "log"
@@ -307,20 +310,20 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
         acc_run(tmp_path, f"a{seed}", 0.6, seed=seed, **{"algorithm.name": "fedavg"})
     acc_run(tmp_path, "b", 0.5, **{"algorithm.beta": 0.5})
     names = tmp_path / "labels.yaml"
-    names.write_text("'algorithm=fedcanon, algorithm.beta=0.5': FedCanon (β = 0.5)\n")
+    names.write_text("'FedCanon (β = 0.5)': FedCanon (β = 0.5)\n")
     assert plot_script.main([str(tmp_path), "--label", "fedavg=FedAvg", "--label", "algorithm.beta=β",
                              "--labels", str(names), "--title", "Digits", "--out", str(tmp_path / "f.pdf")]) == 0
     (fig,) = figures
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend == ["FedAvg, β=0.02 (n=2)", "algorithm=fedcanon, β=0.02 (n=3)", "FedCanon (β = 0.5) (n=1)",
-                      "band: ± std over the n seeds"]
+    # a --label changes only what it names: FedCanon's entries keep their printed name and symbol
+    assert legend == ["FedAvg (β = 0.02) (2 seeds)", "FedCanon (β = 0.02) (3 seeds)", "FedCanon (β = 0.5) (1 seed)"]
     ax = fig.axes[0]
     assert ax.get_xlim() == (0.0, 10.0)                 # rounds 0, 5, 10: no tick past T
     assert max(ax.get_xticks()[(ax.get_xticks() >= ax.get_xlim()[0]) & (ax.get_xticks() <= 10)]) == 10
     assert ax.get_ylabel() == "test accuracy" and ax.get_ylim()[1] < 1.0
     assert fig._suptitle.get_text() == "Digits"
     out = capsys.readouterr().out
-    assert "caption: " in out and "FedAvg, β=0.02 (n=2)" in out
+    assert "caption: " in out and "FedAvg (β = 0.02) (2 seeds)" in out and "n=" not in "".join(legend)
 
 
 def test_styles_sizes_fonts_and_vector_output(tmp_path):
@@ -332,7 +335,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
     text = svg.read_text()
     assert "<dc:description>" in text and "fedcanon (alpha=0.2" in text   # the caption, as metadata
     width = float(text.split('width="', 1)[1].split("pt", 1)[0])
-    assert 200 < width < 3.4 * 72     # the paper style's panel, 3.4 in, cropped to the drawing
+    assert 200 < width <= 3.4 * 72 + 2 * 0.03 * 72 + 1   # the paper style's panel, 3.4 in, plus the crop's margin
     assert "DejaVu Serif" in text      # its serif font, kept as text (svg.fonttype: none)
     png = tmp_path / "f.png"
     p = cli("plot.py", tmp_path / "runs", "--size", "4,3", "--font-size", "14", "--out", png)
@@ -384,7 +387,7 @@ def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):
 
 def test_run_title_names_steps_regularizer_data_and_partition():
     want = ("fedcanon (alpha=0.2, beta=0.02) · reg. l1 (lam=1e-05)\n"
-            "digits · linear (init=default) · n=3, K=2, B=8, T=2 · partition dirichlet "
+            "digits · linear (init=default) · n=3 clients, K=2, B=8, T=2 · partition dirichlet "
             "(alpha=0.5, min_size=10)")
     assert plotting.run_title(REAL) == want
     assert plotting.run_title(OmegaConf.create(REAL)) == want
@@ -464,11 +467,11 @@ def test_band_is_mean_and_std_over_seeds(sweep):
 def test_accuracy_table_numbers_and_bold_best(sweep):
     text = table.render(results.load([sweep]), table.preset("table6"))
     lines = text.splitlines()
-    assert lines[0] == "| partition | fedcanon | fedavg |"
+    assert lines[0] == "| partition | FedCanon | FedAvg |"
     sd = np.std([0, 0.01, 0.02], ddof=1)
     assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
     assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
-    assert lines[-1] == "mean ± std over n = 3 runs (seeds) per cell; test_acc at the last evaluation"
+    assert lines[-1].startswith("mean ± std over 3 seeds per cell; test_acc at the last evaluation; bold: the best")
 
 
 def test_time_table_ratios(tmp_path):
@@ -479,7 +482,7 @@ def test_time_table_ratios(tmp_path):
             fake_run(tmp_path, f"{alg}{K}_{seed}", cfg(alg, seed, K=K), test_acc=[0.1, 0.2],
                      time_s=[0.0, t])
     lines = table.render(results.load([tmp_path]), table.preset("table5")).splitlines()
-    assert lines[0] == "| K | fedcanon | fedmid |"
+    assert lines[0] == "| K | FedCanon | FedMiD |"
     assert lines[2] == (f"| 10 | **11.0 ± {np.std([10, 12], ddof=1):.1f}** | "
                         "33.0 ± 0.0 [3.00× fedcanon] |")
     assert lines[3] == ("| 20 | **22.0 ± 0.0 [2.00× prev. K]** | "
@@ -496,14 +499,14 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     body = {tuple(r[:2]): r[2:] for r in table_rows("\n".join(md))[1:]}
     assert len(body) == 4
     sd = np.std([0, 0.01, 0.02], ddof=1)
-    assert body[("fedcanon", "iid")] == [f"**0.81 ± {sd:.2f}**", "**0.10 ± 0.00**"]  # best per column
-    assert body[("fedavg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "**0.10 ± 0.00**"]  # a tie: all bold
+    assert body[("FedCanon", "iid")] == [f"**0.81 ± {sd:.2f}**", "0.10 ± 0.00"]  # best per column, beyond the std
+    assert body[("FedAvg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "0.10 ± 0.00"]  # a tie: none bold
     assert sum(v[0].startswith("**") for v in body.values()) == 1
     tex = table.render(runs, spec, "latex")
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
     assert f"\\textbf{{0.81 $\\pm$ {sd:.2f}}}" in tex
-    assert tex.count("\\textbf") == 1 + 4
-    assert "\\caption{mean $\\pm$ std over n = 3 runs (seeds) per cell; test\\_acc" in tex
+    assert tex.count("\\textbf") == 1
+    assert "\\caption{mean $\\pm$ std over 3 seeds per cell; test\\_acc" in tex
     csv = pd.read_csv(io.StringIO(table.render(runs, spec, "csv")))
     assert list(csv.columns) == ["algorithm", "partition", "metric", "mean", "std", "n", "left_out"]
     assert len(csv) == 8 and set(csv["n"]) == {3}
@@ -523,8 +526,8 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
 def test_uneven_cells_say_their_n(sweep):
     (sweep / "0_2" / "summary.json").write_text('{"status": "diverged"}')
     text = table.render(results.load([sweep]), table.preset("table6"))
-    assert "(n=2; diverged 1 of 3)" in text and "(n=3)" in text
-    assert "over the n runs (seeds) in each cell" in text
+    assert "(2 seeds; diverged 1 of 3)" in text and "(3 seeds)" in text
+    assert "over the seeds in each cell" in text
 
 
 def test_slope_recovers_a_power_law(tmp_path):
@@ -590,11 +593,11 @@ def test_real_sweep_through_both_scripts(tmp_path):
     (sweep_dir,) = (tmp_path / "results" / "sweeps" / "fedcanon_fig2_quick").iterdir()
     assert len(results.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
-    for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (alpha = 1) (n=2)"),
+    for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1)"),
                        (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
-                        "FedCanon (alpha = 0.04) (n=2)"),   # a Hydra choice as panel key; every difference named
-                       (["scripts/tables.py", str(sweep_dir)], "| fedcanon | fedavg |"),
-                       (["scripts/tables.py", str(sweep_dir)], "n = 2 runs")):
+                        "FedCanon (α = 0.04)"),   # a Hydra choice as panel key; every difference named
+                       (["scripts/tables.py", str(sweep_dir)], "| FedCanon | FedAvg |"),
+                       (["scripts/tables.py", str(sweep_dir)], "2 seeds per cell")):
         p = script(cmd[0].removeprefix("scripts/"), *cmd[1:], cwd=tmp_path)
         assert p.returncode == 0 and check in p.stdout, p.stderr
     assert out.read_bytes()[:8] == PNG
@@ -605,7 +608,7 @@ def test_a_difference_fixed_by_the_column_is_shown_in_its_header(tmp_path):
     acc_run(tmp_path, "canon", 0.8)
     acc_run(tmp_path, "avg", 0.7, **{"algorithm.name": "fedavg", "partition.name": "iid"})
     rows = table_rows(cli("tables.py", tmp_path).stdout)
-    assert rows[0] == ["fedavg (partition=iid)", "fedcanon (partition=dirichlet)"]
+    assert rows[0] == ["FedAvg (partition=iid)", "FedCanon (partition=dirichlet)"]
 
 
 def test_steps_tied_to_the_row_key_do_not_split_rows(tmp_path):
@@ -615,7 +618,7 @@ def test_steps_tied_to_the_row_key_do_not_split_rows(tmp_path):
             fake_run(tmp_path, f"{alg}{K}", real(K=K, **{"algorithm.name": alg, "algorithm.alpha": alpha}),
                      test_acc=[0.1, 0.2], time_s=[0.0, K / 10 * (1 + (alg == "fedmid"))])
     rows = table_rows(cli("tables.py", tmp_path, "--preset", "table5").stdout)
-    assert rows == [["K", "fedcanon", "fedmid"], ["10", "**1.0**", "2.0 [2.00× fedcanon]"],
+    assert rows == [["K", "FedCanon", "FedMiD"], ["10", "**1.0**", "2.0 [2.00× fedcanon]"],
                     ["20", "**2.0 [2.00× prev. K]**", "4.0 [2.00× fedcanon; 2.00× prev. K]"]]
 
 
@@ -625,7 +628,7 @@ def test_the_same_run_twice_is_named(tmp_path, capsys):
     assert tables_script.main([str(tmp_path)]) == 0
     out, err = capsys.readouterr()
     assert f"{tmp_path / 'b'} and {tmp_path / 'a'} have the same settings and seeds; counted once, from {tmp_path / 'a'}" in err
-    assert "one run per cell" in out   # counted once
+    assert "one run (seed) per cell" in out   # counted once
 
 
 def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
@@ -755,8 +758,8 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     pdf = tmp_path / "fig.pdf"
     assert plot_script.main([str(tmp_path / "runs"), "--out", str(pdf)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:3] == ["FedCanon (beta = 0.01) (n=2)", "FedMiD (beta = 0.02) (n=2)", "band: ± std over the n seeds"]
+    assert out[:2] == ["FedCanon (β = 0.01)", "FedMiD (β = 0.02)"]
     caption = (tmp_path / "fig.caption.txt").read_text().strip()
-    assert f"caption: {caption}" in out and "shaded: ± std" in caption
+    assert f"caption: {caption}" in out and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
     data = pdf.read_bytes()
     assert b"CIDFontType2" in data and b"Type3" not in data

@@ -3,7 +3,7 @@ plugin algorithm (:mod:`fedprox_cli.common.plugins`, examples/fedprox_server) im
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
 besides ``name``; their ranges declared on the fields, :mod:`fedprox_cli.common.ranges`:
-a float that declares none is a step size, > 0), with class attributes ``name``,
+a float that declares none is a step size, > 0), with class attributes ``name``, ``display_name`` (as the papers print it; default ``name``),
 ``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
 anything else is refused before training), and
 
@@ -61,9 +61,15 @@ class Algorithm:
     (each in its declared range, :mod:`fedprox_cli.common.ranges`); docs/extending.md lists the
     whole interface."""
     name: ClassVar[str]
+    display_name: ClassVar[str]   # the method's name as the papers print it (FedCanon, ZA1); default: name
     partial_participation: ClassVar[bool] = False  # defines rounds over a client subset
     takes_compressor: ClassVar[bool] = False       # defines a compressed uplink
     smooth_only: ClassVar[bool] = False            # defined for h = 0 only
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "display_name" not in cls.__dict__:   # a class that declares none is named by its config name
+            cls.display_name = str(cls.__dict__.get("name", getattr(cls, "name", cls.__name__)))
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         raise NotImplementedError

@@ -26,6 +26,7 @@ class FedADMM(Algorithm):
     [I] No reference code was found: update order, init and the stale rows under partial
     participation are chosen to make that equivalence exact. Output z. Up d, down d; prox 1."""
     name: ClassVar[str] = "fedadmm"
+    display_name: ClassVar[str] = "FedADMM"
     partial_participation: ClassVar[bool] = True
     eta: float = 1.0     # prox / penalty parameter eta (penalty 1/eta)
     beta: float = 0.02   # local step size

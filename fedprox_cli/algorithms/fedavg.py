@@ -18,6 +18,7 @@ class FedAvg(Algorithm):
 
     alpha = 1 is the original FedAvg (the server takes the clients' average)."""
     name: ClassVar[str] = "fedavg"
+    display_name: ClassVar[str] = "FedAvg"
     partial_participation: ClassVar[bool] = True
     smooth_only: ClassVar[bool] = True
     alpha: float = 1.0   # server step size

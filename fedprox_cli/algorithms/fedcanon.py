@@ -23,6 +23,7 @@ class FedCanon(Algorithm):
 
     Output z. Per client per round: up d (Delta_i), down 2d (Dbar, z); 1 prox."""
     name: ClassVar[str] = "fedcanon"
+    display_name: ClassVar[str] = "FedCanon"
     alpha: float = 0.1   # global step size alpha (eq. 7e)
     beta: float = 0.02   # local step size beta (eq. 7b)
 

@@ -24,6 +24,7 @@ class FedCanon2(Algorithm):
     The rows of X0 stay identical (all start at z0 and receive the same Dbar), so the z
     trajectory is FedCanon's. Output: row 0 of X0 [I]. Up d, down d; n prox per round."""
     name: ClassVar[str] = "fedcanon2"
+    display_name: ClassVar[str] = "FedCanon II"
     alpha: float = 0.1   # global step size alpha (prox parameter, as in FedCanon)
     beta: float = 0.02   # local step size beta
 

@@ -30,6 +30,7 @@ class FedCEF(Algorithm):
     [I] c is kept once: the clients' reconstruction (z - ztilde)/beta equals the server's c
     in exact arithmetic. The paper does not give eta; the default is from a sweep (config)."""
     name: ClassVar[str] = "fedcef"
+    display_name: ClassVar[str] = "FedCEF"
     takes_compressor: ClassVar[bool] = True
     alpha: float = 0.1   # local step size alpha (Sec. V: 0.1 on MNIST, 0.06 on CIFAR-10)
     eta_g: float = 1.0   # server learning rate eta_g (Sec. V: 1.0)

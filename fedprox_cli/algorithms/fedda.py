@@ -25,6 +25,7 @@ class FedDA(Algorithm):
     Output the primal prox_{s h}(z), computed by the server after its update (1 prox).
     Prox per round n K + 1 (n = participating clients; at round 0, k = 0 is prox_0 = identity)."""
     name: ClassVar[str] = "fedda"
+    display_name: ClassVar[str] = "FedDA"
     partial_participation: ClassVar[bool] = True
     alpha: float = 1.0   # server learning rate (server_lr)
     beta: float = 0.02   # client learning rate (client_lr)

@@ -20,6 +20,7 @@ class FedMiD(Algorithm):
 
     Output z. Up d, down d; prox n K + 1 per round (n = participating clients)."""
     name: ClassVar[str] = "fedmid"
+    display_name: ClassVar[str] = "FedMiD"
     partial_participation: ClassVar[bool] = True
     alpha: float = 1.0   # server learning rate (the reference code's server_lr)
     beta: float = 0.02   # client learning rate (client_lr)

@@ -23,6 +23,7 @@ class FedNMap(Algorithm):
     evaluates z0 itself [I]). Up d (y_i), down 2d (z, ybar). Prox per round: n K local + n
     (x_t at every client) + 1 (the server's output model)."""
     name: ClassVar[str] = "fednmap"
+    display_name: ClassVar[str] = "FedNMap"
     eta_a: float = 0.1   # local step size eta_a (eq. 5; the paper's figures: 1/Q)
     eta_s: float = 1.0   # server step size eta_s (eq. 6)
     gamma: float = 4.0   # prox parameter gamma of the normal map (eq. 4; Figs. 2-5)

@@ -30,6 +30,7 @@ class Scaffnew(Algorithm):
     unchanged by a round without communication). Output z. Per communication: up d, down d,
     prox 1."""
     name: ClassVar[str] = "scaffnew"
+    display_name: ClassVar[str] = "SCAFFNEW"
     beta: float = 0.02        # local step size gamma of ProxSkip (eq. 15)
     p: float | None = param(None, gt=0, le=1, none=True)  # communication probability; None = every K-th step (p = 1/K)
 

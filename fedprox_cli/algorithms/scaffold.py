@@ -21,6 +21,7 @@ class Scaffold(Algorithm):
     Output z. Up 2d, down 2d (z, c), prox 0. Partial participation: only the rows of the
     sampled clients S change. The composite "scaffold with server prox" variant is not built."""
     name: ClassVar[str] = "scaffold"
+    display_name: ClassVar[str] = "SCAFFOLD"
     partial_participation: ClassVar[bool] = True
     smooth_only: ClassVar[bool] = True
     alpha: float = 1.0   # server step size (eq. 14; 1 = the clients' average)

@@ -31,6 +31,7 @@ class ZA1(Algorithm):
     model (issue 16's review measured a 3.5e-4 relative difference with a non-zero init); from
     round 1 on x = prox_{etahat h}(z) holds as above. The committed runs under results/reproduction/ were made with x^0 = z0."""
     name: ClassVar[str] = "za1"
+    display_name: ClassVar[str] = "ZA1"
     eta_a: float = 0.1   # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
     eta_s: float = 1.0   # server step size eta_s (eq. 31)
 

@@ -31,26 +31,34 @@ def caption_file(path: Path) -> Path:
     return Path(path).with_suffix(".caption.txt")
 
 
-def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "") -> None:
+def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop: bool | None = None,
+                close: bool = True) -> None:
     """Lay out ``fig`` (unless ``laid_out``: its layout is fixed and all inside the figure),
     write it to ``path`` atomically in the format its extension names (``.png``, ``.pdf``,
     ``.svg``, ...; PNG without one) with ``caption`` in the file's metadata (PNG and SVG
-    ``Description``, PDF ``Subject``), close it. A missing folder is created; legends placed
-    outside the axes are kept inside the written image. Resolution: the style's
-    ``savefig.dpi``, else 110."""
+    ``Description``, PDF ``Subject``; no creation date, so the same figure is the same file),
+    close it (unless not ``close``). A missing folder is created; legends placed
+    outside the axes are kept inside the written image (``crop``; default: unless ``laid_out``).
+    Resolution: the style's ``savefig.dpi``, else 110."""
     path = Path(path)
     if not laid_out:
         fig.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
-    tight = {} if laid_out else {"bbox_inches": "tight"}  # "tight" draws the figure twice
+    crop = not laid_out if crop is None else crop
+    tight = {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}  # "tight" draws the figure twice
     dpi = plt.rcParams["savefig.dpi"]
     meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    if fmt == "pdf":
+        meta["CreationDate"] = None
+    elif fmt == "svg":
+        meta["Date"] = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110 if dpi == "figure" else dpi,
                                                  metadata=meta or None, **tight))
     finally:
-        plt.close(fig)
+        if close:
+            plt.close(fig)
 
 
 def style_sheet(name: str) -> str:
@@ -101,13 +109,15 @@ def run_title(cfg) -> str:
         head = flat.get(f"{name}.name")
         if head is None and not params:
             return None
-        text = prefix + (str(head) if head is not None else name)
-        return text + (f" ({', '.join(params)})" if params else "")
+        if head is None:   # several methods, one setting: what they share
+            return ("all methods" if name == "algorithm" else f"every {name}") + ": " + ", ".join(params)
+        return prefix + str(head) + (f" ({', '.join(params)})" if params else "")
 
     compressor = section("compressor", "compressor ") if flat.get("compressor.name") != "identity" else None
     first = [section("algorithm"), section("regularizer", "reg. "), compressor]
     second = [section("dataset"), section("model"),
-              ", ".join(f"{k}={_fmt(flat[k])}" for k in ("n", "K", "B", "T") if k in flat) or None,
+              ", ".join(f"{k}={_fmt(flat[k])}" + (" clients" if k == "n" else "")
+                        for k in ("n", "K", "B", "T") if k in flat) or None,
               section("partition", "partition ")]
     return "\n".join(" · ".join(p for p in line if p) for line in (first, second)
                      if any(line)).strip()
@@ -153,17 +163,96 @@ def mark_end(ax, xs, ys, color, marker: str = "x") -> bool:
     if not ok.any():
         return False
     i = np.flatnonzero(ok)[-1]
-    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=10, markeredgewidth=2.2, color=color,
-            linestyle="none", zorder=5)
+    size = plt.rcParams["lines.markersize"]   # to the style: 10 pt by default, 6.6 in paper style
+    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=1.2 * size + 2.8, markeredgewidth=0.2 * size + 1,
+            color=color, linestyle="none", zorder=5)
     return True
 
 
-def figure_legend(fig, handles: list, labels: list[str]) -> None:
-    """One legend for the whole figure, below the axes, so it covers no curve."""
+SYMBOLS = {"alpha": "α", "beta": "β", "eta": "η", "mu": "μ", "gamma": "γ", "lam": "λ", "theta": "θ",
+           "rho": "ρ", "tau": "τ", "sigma": "σ"}
+
+
+def symbol(key: str) -> str:
+    """A parameter's symbol as the papers write it: ``algorithm.beta`` -> ``β``, ``K`` -> ``K``,
+    ``eta_a`` -> ``$\\eta_{a}$`` (mathtext, for the subscript); a longer name stays as it is."""
+    name = key.rsplit(".", 1)[-1]
+    head, _, sub = name.partition("_")
+    if not (head in SYMBOLS or (len(head) == 1 and head.isalpha())):
+        return name
+    if not sub:
+        return SYMBOLS.get(head, head)
+    return f"${chr(92) + head if head in SYMBOLS else head}_{{{sub}}}$"
+
+
+BYTE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "bytes"))
+
+
+def byte_unit(largest: float) -> tuple[float, str]:
+    """The divisor and unit (GB, MB, kB) in which bytes up to ``largest`` read as plain numbers:
+    an axis in bytes carries its unit in its label, never a ``1e9`` offset."""
+    return next(((d, u) for d, u in BYTE_UNITS if largest >= d), BYTE_UNITS[-1])
+
+
+def clip_bands(ax, bands: list[tuple], alpha: float = 0.15) -> bool:
+    """Draw each band (x, low, high, colour) on ``ax``; on a log y axis the limits are the
+    curves' positive range and a low edge at or below 0 ends at the axis's bottom instead of
+    reaching for 0. True if some band was clipped."""
+    clipped = False
+    if ax.get_yscale() == "log" and bands:
+        lo = [np.nanmin(np.where(b[1] > 0, b[1], np.nan)) for b in bands if (b[1] > 0).any()]
+        hi = [np.nanmax(b[2]) for b in bands if np.isfinite(b[2]).any()]
+        cur = ax.get_ylim()
+        bottom = min([*lo, cur[0]]) if lo else cur[0]
+        ax.set_ylim(bottom, max([*hi, cur[1]]) if hi else cur[1])
+        bottom = ax.get_ylim()[0]
+    for x, low, high, color in bands:
+        if ax.get_yscale() == "log":
+            clipped = clipped or bool((low <= 0).any())
+            low = np.where(low > bottom, low, bottom)
+        ax.fill_between(x, low, high, color=color, alpha=alpha, linewidth=0)
+    if ax.get_yscale() == "log":
+        readable_log_ticks(ax)
+    return clipped
+
+
+def _px(size) -> float:
+    from matplotlib.font_manager import FontProperties
+    return FontProperties(size=size).get_size_in_points()
+
+
+def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> None:
+    """One legend for the whole figure below the axes, in as many columns as fit the figure's
+    width (a label too long for one column is wrapped), and ``caption`` (the settings every curve
+    shares, what a line and a band are) wrapped to the width below it: the figure says what it
+    shows without a side file. The figure is laid out here (``tight_layout``)."""
+    import textwrap
+    fig.tight_layout()
+    r = fig.canvas.get_renderer()
+    to_fig = fig.transFigure.inverted()
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    y = min(to_fig.transform(ax.get_tightbbox(r))[0][1] for ax in shown) - 0.01 if shown else 0.0
+    width = fig.bbox.width
+    size = _px(plt.rcParams["legend.fontsize"]) * fig.dpi / 72
     if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
-                   ncol=1 if max(map(len, labels)) > 45 else min(3, len(labels)), fontsize="small",
-                   frameon=False)
+        for ncol in range(min(len(labels), 4), 0, -1):
+            leg = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, y), ncol=ncol,
+                             frameon=False, columnspacing=1.0, handlelength=1.8)
+            w = leg.get_window_extent(r).width
+            if w <= width or ncol == 1:
+                break
+            leg.remove()
+        if w > width:      # one column too wide: wrap the labels to the width
+            leg.remove()
+            chars = max(12, int(max(map(len, labels)) * (width - 3 * size) / w))
+            leg = fig.legend(handles, [textwrap.fill(t, chars) for t in labels], loc="upper center",
+                             bbox_to_anchor=(0.5, y), ncol=1, frameon=False, handlelength=1.8)
+        y = to_fig.transform(leg.get_window_extent(r))[0][1] - 0.005
+    if caption:
+        small = 0.9 * size
+        chars = max(20, int(width / (0.5 * small)))
+        fig.text(0.5, y, textwrap.fill(caption, chars), ha="center", va="top",
+                 fontsize=0.9 * _px(plt.rcParams["legend.fontsize"]), color="0.25")
 
 
 RUN_PANELS = (  # (columns, y label, log y, scale)

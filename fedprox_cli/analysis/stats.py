@@ -53,7 +53,7 @@ class Cell:
         return float(np.std(self.values, ddof=1)) if self.n > 1 else math.nan
 
     def text(self, spec: str = ".4f") -> str:
-        """``0.8100 ± 0.0100 (n=3)``, ``0.8100 (n=1)``, ``0.8100 (n=2; diverged 1 of 3)``,
+        """``0.8100 ± 0.0100 (3 seeds)``, ``0.8100 (1 seed)``, ``0.8100 (2 seeds; diverged 1 of 3)``,
         ``diverged (1 of 1)``: ``±`` only with two or more runs, left-out runs always named."""
         left = ", ".join(f"{why} {c}" for why, c in sorted(self.left_out.items()))
         if not self.values:
@@ -62,7 +62,12 @@ class Cell:
                 return f"{why} ({c} of {self.total})"
             return f"{left} (of {self.total})"
         value = f"{self.mean:{spec}}" + (f" ± {self.std:{spec}}" if self.n > 1 else "")
-        return f"{value} (n={self.n}" + (f"; {left} of {self.total})" if left else ")")
+        return f"{value} ({seeds(self.n)}" + (f"; {left} of {self.total})" if left else ")")
+
+
+def seeds(k: int) -> str:
+    """``3 seeds``, ``1 seed``: how many runs (seeds) a mean holds (n is the papers' clients)."""
+    return f"{k} seed{'s' * (k != 1)}"
 
 
 def band(runs: list[Run], x: str, y: str) -> pd.DataFrame:

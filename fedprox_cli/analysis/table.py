@@ -7,11 +7,12 @@ One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grou
 :func:`pivot` (a cell is exactly one group: nothing is pooled but seeds) and read
 ``0.8100 ± 0.0100`` at ``precision`` decimals; how many runs a cell holds is said once below
 the table when every cell holds as many, else in every cell (``(n=2)``), and runs left out are
-always named in their cell (``(n=2; diverged 1 of 3)``). The best mean is bold -- the highest,
-or the lowest for the metrics in :data:`LOWER_IS_BETTER` -- down each column, or across
-the ``column`` values of each row when there is a ``column`` (``bold``); means equal at the
-precision shown are all bold. The papers' layouts are
-named presets of it (:data:`PRESETS`).
+always named in their cell (``(2 seeds; diverged 1 of 3)``). The best mean is bold -- the
+highest, or the lowest for the metrics in :data:`LOWER_IS_BETTER` -- down each column, or across
+the ``column`` values of each row when there is a ``column`` (``bold``), only where it beats the
+runner-up by more than the larger of their stds (the spread over seeds), as the note under the
+table says; means equal at the precision shown are never bold. Methods read as the papers print
+them (:mod:`.names`). The papers' layouts are named presets of it (:data:`PRESETS`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pandas as pd
 
 from ..common.errors import require
 from ..runs.outputs import LOWER_IS_BETTER
+from .names import method_names
 from .groups import config_key, fmt, group, is_number, label_keys, short, table_keys
 from .run import LOG_Y, Run
 from .stats import Cell
@@ -136,7 +138,10 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     require(spec.bold in BOLD, f"bold must be one of {', '.join(BOLD)}, got {spec.bold!r}")
     tables = {m: pivot(runs, m, spec.column, spec.final, spec.rows) for m in spec.metrics}
     first = next(iter(tables.values()))
-    say = lambda v: spec.names.get(v, v)  # noqa: E731
+    printed = {}   # methods as the papers print them, in the column's or a row key's values
+    for key in [*([spec.column] if spec.column else []), *(spec.rows or [])]:
+        printed.update(method_names([r.config for r in runs], config_key(runs, key)))
+    say = lambda v: spec.names.get(v, printed.get(v, v))  # noqa: E731
     keys = [say(short(k)) for k in first.row_keys]
     if keys:
         index = pd.MultiIndex.from_tuples([tuple(say(fmt(r[k])) if r[k] is not None else "" for k in first.row_keys)
@@ -166,15 +171,21 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
             if uniform:
                 t = _value(cell, _spec(m, spec.precision), pm)
             text.iat[i, j] = t + _ratios(spec, means, first.cols, i, j, c, m, first.row_keys)
-    shown = means.copy()   # bold compares the means as printed: equal to the precision shown, all bold
+    stds = cells.map(lambda c: c.std if c is not None and c.n > 1 else 0.0)
+    shown = means.copy()   # bold compares the means as printed: equal to the precision shown, none bold
     for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
         shown.iloc[:, j] = means.iloc[:, j].map(lambda v, f=_spec(m, spec.precision): float(f"{v:{f}}"))
-    bold = _best(shown, spec)
+    bold = _best(shown, stds, spec)
     k = next(iter(ns)) if uniform else 0
-    n_text = ("one run per cell" if k == 1 else f"mean {pm} std over n = {k} runs (seeds) per cell"
-              if uniform else f"mean {pm} std over the n runs (seeds) in each cell")
+    n_text = ("one run (seed) per cell" if k == 1 else f"mean {pm} std over {k} seeds per cell"
+              if uniform else f"mean {pm} std over the seeds in each cell")
     final = "mean of the last 10% of evaluations" if spec.final == "tail" else "last evaluation"
-    note = f"{n_text}; {', '.join(spec.metrics)} at the {final}"
+    note = f"{n_text}; {', '.join(map(say, spec.metrics))} at the {final}"
+    if _how(spec) != "none":
+        single = any(c is not None and c.n == 1 for c in cells.to_numpy().ravel())
+        note += (f"; bold: the best mean {'of its row' if _how(spec) == 'row' else 'of its column'}, where it "
+                 f"beats the runner-up by more than the larger of their stds"
+                 + (" (one seed: by any margin shown)" if single else ""))
     return Built(index, columns, cells, text, bold, note, _tidy(tables, spec))
 
 
@@ -191,20 +202,35 @@ def _ratios(spec: Spec, means: pd.DataFrame, cols: list, i: int, j: int, c, m: s
     return f" [{'; '.join(notes)}]" if notes else ""
 
 
-def _best(means: pd.DataFrame, spec: Spec) -> pd.DataFrame:
-    """Whether each cell holds the best mean of its comparison (of two or more finite means)."""
+def _how(spec: Spec) -> str:
+    return spec.bold if spec.bold != "auto" else ("row" if spec.column else "column")
+
+
+def _best(means: pd.DataFrame, stds: pd.DataFrame, spec: Spec) -> pd.DataFrame:
+    """Whether each cell holds the best mean of its comparison (two or more finite means) by
+    more than the spread: best - runner-up > max(std of either)."""
     bold = np.zeros(means.shape, bool)
-    how = spec.bold if spec.bold != "auto" else ("row" if spec.column else "column")
-    if how != "none":
-        width = means.shape[1] // len(spec.metrics)
-        axis = 1 if how == "row" else 0
-        for b, m in enumerate(spec.metrics):
-            part = means.iloc[:, b * width:(b + 1) * width].to_numpy(float)
-            sign = -1.0 if m in LOWER_IS_BETTER else 1.0
-            scored = np.where(np.isfinite(part), sign * part, -np.inf)
-            best = scored.max(axis=axis, keepdims=True)
-            count = np.isfinite(part).sum(axis=axis, keepdims=True)
-            bold[:, b * width:(b + 1) * width] = (scored == best) & (count >= 2) & np.isfinite(part)
+    how = _how(spec)
+    if how == "none":
+        return pd.DataFrame(bold, index=means.index, columns=means.columns)
+    width = means.shape[1] // len(spec.metrics)
+    for b, m in enumerate(spec.metrics):
+        part = means.iloc[:, b * width:(b + 1) * width].to_numpy(float)
+        spread = stds.iloc[:, b * width:(b + 1) * width].to_numpy(float)
+        sign = -1.0 if m in LOWER_IS_BETTER else 1.0
+        scored = np.where(np.isfinite(part), sign * part, -np.inf)
+        lines = scored.T if how == "column" else scored
+        spreads = spread.T if how == "column" else spread
+        out = np.zeros(lines.shape, bool)
+        for i, line in enumerate(lines):
+            order = np.argsort(-line, kind="stable")
+            if np.isfinite(line).sum() < 2:
+                continue
+            first, second = order[0], order[1]
+            margin = line[first] - line[second]
+            if margin > max(np.nan_to_num(spreads[i, first]), np.nan_to_num(spreads[i, second])) and margin > 0:
+                out[i, first] = True
+        bold[:, b * width:(b + 1) * width] = out.T if how == "column" else out
     return pd.DataFrame(bold, index=means.index, columns=means.columns)
 
 

@@ -76,6 +76,31 @@ class RunSet:
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A claim's figure as the paper draws it (``figure:`` in its YAML; drawn by
+    :func:`.figures.draw`): ``panels`` (each ``label`` "(a)", its ``where`` filter, ``y``, ``x``,
+    ``logy``; ``kind: slope`` with ``key`` for final y against log key), ``curves`` (the key whose
+    values are the curves) named by ``names`` / the method's printed name / ``label`` (a template
+    ``Q = {}``), ``notation`` (config key -> the paper's symbol), ``caption`` (what the paper's
+    figure shows), ``marks`` (the paper's numbers: ``hline`` y, ``below`` points, ``slope`` value;
+    each with its ``text``), ``grid`` (rows, columns)."""
+    panels: tuple
+    curves: str
+    caption: str
+    x: str = "round"
+    y: str = "test_acc"
+    logy: bool = False
+    names: dict = field(default_factory=dict)
+    label: str = ""
+    order: tuple = ()
+    notation: dict = field(default_factory=dict)
+    marks: tuple = ()
+    grid: tuple = ()
+    width: float = 0.0
+    stationarity: str = "||G||²"
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     paper: str
@@ -91,6 +116,8 @@ class Claim:
     ran: tuple               # RunSet, the first with runs decides the word
     tests: tuple             # Test
     figure: str = ""
+    figure_spec: Figure | None = None    # the figure drawn from the runs (figure: as a mapping)
+    table_spec: dict | None = None       # the paper's table (table: ; claims.tables)
     trained_metric: str = ""     # a unit whose finished runs end below trained_min on it is
     trained_min: float = 0.0     # no evidence (nothing trained): inconclusive
     per_round: bool = False      # the tested numbers do not depend on T
@@ -114,7 +141,31 @@ def _runset(d: dict) -> RunSet:
                      "grid": {k: list(v) for k, v in d.get("grid", {}).items()}})
 
 
+def _figure(claim_id: str, d: dict) -> Figure:
+    require(isinstance(d.get("panels"), list) and d["panels"], f"claim {claim_id}: figure needs panels")
+    try:
+        return Figure(**{**d, "panels": tuple(d["panels"]), "marks": tuple(d.get("marks", ())),
+                         "order": tuple(d.get("order", ())), "grid": tuple(d.get("grid", ())),
+                         "names": {str(k): v for k, v in d.get("names", {}).items()}})
+    except TypeError as e:
+        raise UserError(f"claim {claim_id}: figure: {e}") from None
+
+
+def _drawn(d: dict) -> dict:
+    """A claim whose ``figure:`` is a mapping: the mapping as its :class:`Figure`, the link to
+    the PNG drawn from it as ``figure``; ``table:`` kept as its spec."""
+    out = dict(d)
+    if isinstance(d.get("figure"), dict):
+        out["figure_spec"] = _figure(d.get("id"), d["figure"])
+        out["figure"] = f"reproduction/figures/{d.get('id')}.png"
+    if "table" in d:
+        out["table_spec"] = out.pop("table")
+        out.setdefault("figure", f"reproduction/tables/{d.get('id')}.md")
+    return out
+
+
 def _claim(paper: str, d: dict) -> Claim:
+    d = _drawn(d)
     require(bool(d.get("tests")) or not d.get("ran"), f"claim {d.get('id')!r} declares runs but no test")
     try:
         return Claim(paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],

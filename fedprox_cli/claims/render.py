@@ -38,6 +38,7 @@ class Rendered:
     claim: Claim
     evidence: list          # Evidence per run set that ran
     verdict: Verdict
+    table: str = ""         # the claim's table in the paper's layout, Markdown (claims.tables)
 
     @property
     def deciding(self) -> Evidence | None:
@@ -191,6 +192,11 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
     out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
     if c.figure and r.evidence:
         out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure})"]
+        if c.figure_spec is not None:   # the same figure for a paper: PDF, TrueType fonts
+            out[-1] += f" ([PDF]({c.figure.removesuffix('.png')}.pdf))"
+    if r.table:   # the paper's table, its numbers beside ours (LaTeX beside it)
+        out += ["", r.table.rstrip("\n"), "", f"[Markdown](reproduction/tables/{c.id}.md), "
+                f"[LaTeX](reproduction/tables/{c.id}.tex)"]
     return "\n".join(out) + "\n"
 
 

@@ -9,11 +9,15 @@
 Each RESULTS argument is a run folder or a folder searched for them (a sweep). Runs are pooled
 only across seeds: every other config difference is a separate curve. A diverged or unfinished
 run is left out of its curve's mean, drawn alone and marked at its last finite point, and named
-on stderr; a run folder that cannot be read is skipped with one line on stderr. Each legend entry
-says how many runs its curve averages (n=3) and names it by the method's display name and every key
-that differs between curves (FedProx (mu = 0.01)); the band is named (± std over the seeds). The
-settings all curves share are the caption: printed, written into the file's metadata and beside
-it (fig.pdf -> fig.caption.txt), not drawn (--title draws a title). PDFs embed TrueType fonts. --out writes the format
+on stderr; a run folder that cannot be read is skipped with one line on stderr. A legend entry
+names only what tells its curve apart: the method as the papers print it (its class's
+display_name) where methods differ, the parameters that differ between curves of one method
+(FedProx (μ = 0.01)), then the other keys that differ; --label renames only what it names. The
+legend sits below the axes in as many columns as fit the width (--style paper: 3.4 in per
+panel); under it the caption: the settings all curves share, the seed count ("3 seeds") and what
+a band is (± 1 std; clipped to a log axis's range), also written into the file's metadata and
+beside it (fig.pdf -> fig.caption.txt). Bytes read in MB or GB. PDFs embed TrueType fonts
+(Type 42). --out writes the format
 its extension names (.png, .pdf, .svg: vector) and creates missing folders. Bad input is one line
 on stderr and exit code 2.
 """

@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..claims import compare, declare, evidence, plan, render, verdict
+from ..claims import compare, declare, evidence, figures, plan, render, tables, verdict
 from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
@@ -68,7 +68,8 @@ def build(claims: list[declare.Claim], root: Path, strict: bool) -> list[render.
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
         deciding = next((ev for ev in found if ev.present), found[0] if found else None)
-        out.append(render.Rendered(c, found, verdict.of(c, deciding)))
+        table = tables.texts(c, found, root, warn)["md"] if c.table_spec and any(ev.present for ev in found) else ""
+        out.append(render.Rendered(c, found, verdict.of(c, deciding), table))
     return out
 
 
@@ -136,6 +137,9 @@ def _check(args) -> int:
                                {c.id: (f"{c.title}:" if name == README else f"{c.title} (`{c.id}`)") for c in claims})
     diffs += [f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
               f"(add them to its seeds in fedprox_cli/claims/)" for r in rendered for ev in r.evidence if ev.extra]
+    for r in rendered:   # the figures and tables linked from the report, redrawn from the runs
+        diffs += figures.stale(r.claim, r.evidence, args.results / "reproduction", warn)
+        diffs += tables.stale(r.claim, r.evidence, args.results / "reproduction", warn)
     for d in diffs:
         streams.out(f"{PROG}: check: {d}")
     if not diffs:
@@ -146,6 +150,9 @@ def _check(args) -> int:
 def _report(args) -> int:
     claims = declare.load()
     rendered = build(claims, args.results / "reproduction", strict=True)
+    for r in rendered:   # the figures and tables the report links, before the report that digests them
+        figures.draw_claim(r.claim, r.evidence, args.results / "reproduction", warn)
+        tables.write_claim(r.claim, r.evidence, args.results / "reproduction", warn)
     texts = {args.results / REPORT: render.report(rendered, render.owners(claims))}
     for name, make in ((README, render.readme), (DOCS, render.docs)):   # all checked before any is written
         new = render.replace_between(_read(args.root / name), make(rendered))

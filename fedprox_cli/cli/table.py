@@ -9,11 +9,13 @@
 Runs are pooled only across seeds: a cell is one group of runs whose configs differ only in
 seeds. Rows are named by --rows KEY... (default: the keys that, with --column, tell the groups
 apart); --column KEY (default algorithm.name; none: no column key) makes one column per value
-(and --metric, repeatable). A cell reads 0.8100 ± 0.0100; how many runs it holds is said below
+(and --metric, repeatable); methods read as the papers print them (FedCanon, ZA1: each
+algorithm's display_name). A cell reads 0.8100 ± 0.0100; how many seeds it holds is said below
 the table (or in each cell when they differ); a diverged or unfinished run is left out of the
-mean, counted in its cell ("(n=2; diverged 1 of 3)") and named on stderr. The best mean is bold
-(the lowest for losses, stationarity and time): across the column values of each row with a
-column key, else down each column (--bold). --format md|latex|csv (default: by the --out suffix
+mean, counted in its cell ("(2 seeds; diverged 1 of 3)") and named on stderr. The best mean is
+bold (the lowest for losses, stationarity and time) only where it beats the runner-up by more
+than the larger of their stds, as the note under the table says: across the column values of
+each row with a column key, else down each column (--bold). --format md|latex|csv (default: by the --out suffix
 .md/.tex/.csv, else md); LaTeX is booktabs with \textbf and the note as caption; CSV one row per
 cell with mean, std, n. --slope KEY: least-squares slope of log(final stationarity) on log(KEY),
 its R² and, with several seeds, the spread of the per-seed slopes (Markdown). A run folder that

@@ -36,6 +36,7 @@ from fedprox_cli.algorithms import Algorithm, Env, State
 class FedProxServer(Algorithm):
     """FedProx local steps, prox-regularized server step (see the module docstring)."""
     name: ClassVar[str] = "fedprox_server"
+    display_name: ClassVar[str] = "FedProx-S"
     partial_participation: ClassVar[bool] = True
     alpha: float = 1.0   # server step size
     beta: float = 0.02   # local step size

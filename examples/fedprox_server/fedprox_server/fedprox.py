@@ -31,6 +31,7 @@ from fedprox_cli.common.ranges import param
 class FedProx(Algorithm):
     """K proximal local SGD steps, server average (see the module docstring)."""
     name: ClassVar[str] = "fedprox"
+    display_name: ClassVar[str] = "FedProx"
     partial_participation: ClassVar[bool] = True  # a round may run on a subset of clients
     smooth_only: ClassVar[bool] = True            # defined for h = 0 only
     beta: float = 0.02                            # local step size (a float: > 0 by default)
