@@ -239,6 +239,57 @@ def test_a_signal_someone_else_handles_or_ignores_is_left_to_them():
             signal.signal(s, h)
 
 
+THREAD_DRIVER = """
+import signal, sys, threading, time
+from fedprox_cli.cli import main as cli
+from fedprox_cli.algorithms.fedavg import FedAvg
+fedavg_round = FedAvg.round
+def round(self, s, env, t):
+    if t == 0:  # a plugin's worker that never ends, not a daemon
+        threading.Thread(target=time.sleep, args=(600,), name="plugin-worker").start()
+    return fedavg_round(self, s, env, t)
+FedAvg.round = round
+handlers = lambda: {s: signal.getsignal(s) for s in signals.SIGNALS}
+from fedprox_cli.common import signals
+before = handlers()
+if sys.argv[1] == "in-python":  # main(argv) from Python: fedrun's handlers are gone afterwards
+    try:
+        cli.main(sys.argv[2:])
+    except SystemExit as e:
+        print("exit", e.code, "handlers restored", handlers() == before, flush=True)
+else:
+    sys.argv = ["fedrun", *sys.argv[2:]]
+    cli.main()
+"""
+
+
+def test_a_plugins_leftover_thread_does_not_hang_fedruns_exit(tmp_path):
+    p = subprocess.run([sys.executable, "-c", THREAD_DRIVER, "fedrun", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert ("fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
+            "without waiting for them") in p.stderr.splitlines()
+    assert read_summary(tmp_path / "r")["status"] == "finished"
+
+
+def test_fedruns_signal_handlers_live_only_while_main_runs(tmp_path):
+    """After ``main()`` returns, a SIGTERM meets the process's own handler: no ``Exception
+    ignored in threading ... KeyboardInterrupt`` from fedrun's."""
+    p = subprocess.Popen([sys.executable, "-c", THREAD_DRIVER, "in-python", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
+                         cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = [""]
+    while said[-1] is not None and not said[-1].startswith("exit"):
+        said.append(p.stdout.readline().strip() or None)
+    assert said[-1] == "exit 0 handlers restored True", said
+    p.send_signal(signal.SIGTERM)  # while the interpreter waits for the plugin's thread
+    try:
+        err = p.communicate(timeout=60)[1]
+    finally:
+        p.kill()
+    assert p.returncode == -signal.SIGTERM, err
+    assert "KeyboardInterrupt" not in err and "Exception ignored" not in err, err
+
+
 # ---- sweeps sharing folders --------------------------------------------------------------
 
 def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_path):

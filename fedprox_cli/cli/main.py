@@ -23,9 +23,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from os import _exit  # os's documented exit without clean-up (nothing private of fedprox_cli)
 from pathlib import Path
 
 import hydra
@@ -210,10 +212,32 @@ def main(argv: list[str] | None = None) -> None:
         sys.argv[1:] = list(argv)
     call = _Call()
     token = _CALL.set(call)
+    before = set(threading.enumerate())
     try:
-        sys.exit(_fedrun(call))
+        with signals.held_by_fedrun():
+            try:
+                code = _fedrun(call)
+            except Exception as e:  # before or after Hydra ran (an import that ran out of memory)
+                code = crash(e)
     finally:
         _CALL.reset(token)
+    _leave_threads(before, code, exit_now=argv is None)
+    sys.exit(code)
+
+
+def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
+    """A plugin's threads left running (not daemons, started during the call) would keep the
+    process from ending: one note naming them, and for the ``fedrun`` command (``exit_now``)
+    the process ends now with ``code`` rather than wait for them. (A caller in Python keeps
+    its process and its threads.)"""
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    if not left:
+        return
+    names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
+    say(f"{len(left)} thread{'s' if len(left) > 1 else ''} started by a plugin still running ({names}); "
+        + ("fedrun exits without waiting for them" if exit_now else "left running"), "note")
+    if exit_now:
+        _exit(code)  # os._exit; every line fedrun wrote is flushed already (streams.line)
 
 
 def _fedrun(call: _Call) -> int:

@@ -45,7 +45,7 @@ import numpy as np
 
 from .. import PACKAGE, __version__
 from ..common import guarded
-from ..common.files import atomic_write_text, write_text_saving_space
+from ..common.files import atomic_write_text, write_text_in_place
 from ..common.clock import now
 from .lock import is_held
 
@@ -145,7 +145,7 @@ class Summary:
         self.fields.update(fields, heartbeat=now())
         self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
         self._beat = time.monotonic()
-        write_text_saving_space(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
+        write_text_in_place(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
 
     def start(self, **fields) -> None:
         self.fields.pop("error", None)
