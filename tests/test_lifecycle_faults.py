@@ -416,3 +416,32 @@ def test_the_fingerprint_names_each_change_once():
     c = {**provenance.of_data(ds), **provenance.of_partition([np.arange(4), np.arange(4, 9)])}
     assert provenance.changes(a, c) == ["training labels changed"]  # a partition follows its labels
     assert provenance.changes({"train_x": a["train_x"]}, c) == []  # parts an older record lacks
+
+
+# ---- a resume reproduces -----------------------------------------------------------------
+
+def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers(tmp_path):
+    """Interrupted with one thread, resumed under OMP_NUM_THREADS=2 with an engine cache that
+    now names the other engine: the recorded engine and thread count are used again, and the
+    metrics equal an uninterrupted run's in every column but time."""
+    env = {**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    auto = [*LONG, "engine=auto"]
+    ref, out = tmp_path / "ref", tmp_path / "run"
+    assert fedrun_process(*auto, f"hydra.run.dir={ref}", cwd=tmp_path, env=env).returncode == 0
+    p = subprocess.run([sys.executable, "-c", SIGNAL_DRIVER, "2", str(int(signal.SIGTERM)), *auto,
+                        f"hydra.run.dir={out}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 130, p.stderr
+    started = read_summary(out)["numerics"]
+    assert started["threads"] == 1 and started["engine"] in ("loop", "vmap")
+    cache = tmp_path / "cache" / "fedprox_cli" / "engine.json"
+    entries = json.loads(cache.read_text())
+    for e in entries.values():
+        e["engine"] = {"loop": "vmap", "vmap": "loop"}[e["engine"]]
+    cache.write_text(json.dumps(entries))
+    p = fedrun_process(*auto, f"hydra.run.dir={out}", cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "2"})
+    assert p.returncode == 0, p.stderr
+    assert f"fedrun: note: resuming {out} with 1 thread, as it started (this process has 2), so that its " \
+           f"numbers are those of a run never stopped" in p.stderr.splitlines()
+    s = read_summary(out)
+    assert s["engine"]["engine"] == started["engine"] and s["numerics"]["threads"] == 1
+    pd.testing.assert_frame_equal(numbers(out), numbers(ref))
