@@ -204,6 +204,27 @@ def _preflight(argv: list[str]) -> int | None:
     return None
 
 
+def _deleted_cwd(args: list[str]) -> str | None:
+    """When the working folder was deleted (``os.getcwd`` fails; torch's libraries then fail to
+    load): with an absolute run or sweep folder given, the process moves to ``/`` and goes on
+    (None); otherwise the line naming the deleted folder."""
+    try:
+        os.getcwd()
+        return None
+    except FileNotFoundError:
+        pass
+    try:
+        where = os.readlink("/proc/self/cwd").removesuffix(" (deleted)")
+    except OSError:
+        where = os.environ.get("PWD", "(unknown)")
+    folders = [a.split("=", 1)[1] for a in args if _PATH_KEY.match(a) and "hydra." in a.split("=", 1)[0]]
+    if folders and all(os.path.isabs(f.strip("'\"")) for f in folders):
+        os.chdir("/")
+        return None
+    return (f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give an "
+            f"absolute hydra.run.dir (hydra.sweep.dir with -m)")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``fedrun`` with ``argv`` (default: the command line's); ends with ``SystemExit`` and the
     exit code. Re-entrant: each call starts with no run, sweep or signal noted (its own
@@ -252,6 +273,10 @@ def _fedrun(call: _Call) -> int:
     if empty:
         streams.err(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
                     f"(an empty one would write the run into the current folder)")
+        return EXIT["error"]
+    gone = _deleted_cwd(sys.argv[1:])
+    if gone:
+        streams.err(f"fedrun: error: {gone}")
         return EXIT["error"]
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"

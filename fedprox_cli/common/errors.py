@@ -50,13 +50,19 @@ def squeeze(text: str, limit: int = 400) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def shorten(value: str, limit: int = 300) -> str:
+    """A long value (a path, a name) cut in the middle to ``limit`` characters, keeping its
+    start and its end (a file's name): a line never repeats a 100 KB folder name whole."""
+    return value if len(value) <= limit else f"{value[:limit // 2 - 2]}...{value[-(limit // 2 - 1):]}"
+
+
 def describe(exc: Exception) -> str:
     """The one-line message of a :class:`UserError`, or of an ``OSError`` (a file or folder
     that cannot be read or written: the path and the cause)."""
     if isinstance(exc, UserError):
         return squeeze(str(exc))
     if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
+        return f"{exc.strerror or type(exc).__name__}: {shorten(str(exc.filename))}"
     if isinstance(exc, OSError):
         return squeeze(f"{exc.strerror or type(exc).__name__}" + (f" ({exc})" if str(exc) else ""))
     return squeeze(str(exc))

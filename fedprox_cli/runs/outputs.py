@@ -29,7 +29,6 @@ died says ``running`` in its file; :func:`effective_status` tells the truth.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import functools
 import io
 import json
@@ -51,7 +50,6 @@ from .lock import is_held
 
 SUMMARY = "summary.json"
 HEARTBEAT_S = 60.0        # the heartbeat is at most this old while a run is alive
-STALE_S = 600.0           # a held lock whose heartbeat is older than this: "stale"
 SLURM_VARS = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
               "array_task_id": "SLURM_ARRAY_TASK_ID", "restart_count": "SLURM_RESTART_COUNT"}
 
@@ -196,22 +194,16 @@ def is_fedrun_summary(s: dict) -> bool:
 
 def effective_status(run_dir: Path) -> str:
     """The recorded status, except for a run recorded as ``running``: ``dead`` when no process
-    holds the folder's lock (it was killed, or its machine went down), ``stale`` when one does
-    but the heartbeat is older than :data:`STALE_S` (hung). ``missing`` without a
-    summary, ``unreadable`` with one that cannot be read (:func:`read_summary`)."""
+    holds the folder's lock (it was killed, or its machine went down). The lock decides, never a
+    clock: a reader's clock may be skewed against the writer's (another node, a clock jump), so
+    a heartbeat's age says nothing a held lock does not. ``missing`` without a summary,
+    ``unreadable`` with one that cannot be read (:func:`read_summary`)."""
     try:
-        s = read_summary(run_dir)
-        status = s["status"]
+        status = read_summary(run_dir)["status"]
     except guarded.Unreadable:
         return "unreadable"
     except (OSError, ValueError, KeyError, TypeError):
         return "missing"
     if status != "running":
         return status
-    if not is_held(Path(run_dir)):
-        return "dead"
-    try:
-        age = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(s["heartbeat"])).total_seconds()
-    except (KeyError, TypeError, ValueError):
-        return "running"
-    return "stale" if age > STALE_S else "running"
+    return "running" if is_held(Path(run_dir)) else "dead"
