@@ -445,3 +445,45 @@ def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers
     s = read_summary(out)
     assert s["engine"]["engine"] == started["engine"] and s["numerics"]["threads"] == 1
     pd.testing.assert_frame_equal(numbers(out), numbers(ref))
+
+
+# ---- memory that ran out -----------------------------------------------------------------
+
+def test_memory_running_out_in_a_plugins_round_is_the_environments_fault(tmp_path, monkeypatch):
+    from fedprox_cli.algorithms.fedavg import FedAvg
+
+    def round(self, s, env, t):
+        raise MemoryError
+    monkeypatch.setattr(FedAvg, "round", round)
+    out = tmp_path / "r"
+    p = fedrun(*LONG, f"hydra.run.dir={out}", cwd=tmp_path, env=ENV)
+    assert p.returncode == 2, p.stderr
+    line = ("out of memory: the machine's memory (or the process's limit: ulimit -v) ran out (MemoryError); "
+            "reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    assert [x for x in p.stderr.splitlines() if "error" in x] == [f"fedrun: error: {line}"]
+    s = read_summary(out)
+    assert (s["status"], s["error"], s["exit_code"]) == ("error", line, 2)
+    assert not (out / "error.log").exists()
+
+
+MAP_FAILS = """
+import sys
+class Unmappable:  # torch's libraries cannot be mapped (ulimit -v)
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            raise ImportError("libtorch_cuda.so: failed to map segment from shared object")
+sys.meta_path.insert(0, Unmappable())
+from fedprox_cli.cli import main as cli
+sys.argv = ["fedrun", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def test_memory_running_out_at_import_is_the_environments_fault(tmp_path):
+    p = subprocess.run([sys.executable, "-c", MAP_FAILS, *TINY, f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [
+        "fedrun: error: out of memory: the machine's memory (or the process's limit: ulimit -v) ran out while "
+        "loading a library (ImportError: libtorch_cuda.so: failed to map segment from shared object); raise the "
+        "limit or run where more memory is free"]

@@ -91,6 +91,7 @@ def exhausted_line(e: BaseException) -> str:
     gpu = type(e).__name__ == "OutOfMemoryError"
     what = "the GPU's memory" if gpu else "the machine's memory (or the process's limit: ulimit -v)"
     where = " while loading a library" if isinstance(e, ImportError) else ""
-    cause = squeeze(str(e), 160) or type(e).__name__
-    return (f"out of memory: {what} ran out{where} ({type(e).__name__}: {cause}); "
-            f"reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    cause = type(e).__name__ + (f": {squeeze(str(e), 160)}" if str(e) else "")
+    fix = ("raise the limit or run where more memory is free" if where else
+           "reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    return f"out of memory: {what} ran out{where} ({cause}); {fix}"
