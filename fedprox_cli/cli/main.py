@@ -238,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
         with signals.held_by_fedrun():
             try:
                 code = _fedrun(call)
+            except KeyboardInterrupt:  # before Hydra ran (its imports)
+                streams.err("fedrun: interrupted")
+                code = EXIT["interrupted"]
             except Exception as e:  # before or after Hydra ran (an import that ran out of memory)
                 code = crash(e)
     finally:
@@ -246,12 +249,19 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
+THREADS_GRACE_S = 5.0  # how long the threads a call left running get to end by themselves
+
+
 def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
     """A plugin's threads left running (not daemons, started during the call) would keep the
-    process from ending: one note naming them, and for the ``fedrun`` command (``exit_now``)
-    the process ends now with ``code`` rather than wait for them. (A caller in Python keeps
-    its process and its threads.)"""
+    process from ending: after :data:`THREADS_GRACE_S`, one note naming them, and for the
+    ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather than wait for
+    them. (A caller in Python keeps its process and its threads.)"""
     left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    deadline = time.monotonic() + THREADS_GRACE_S  # a library's thread finishing its work ends now
+    for t in left:
+        t.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in left if t.is_alive()]
     if not left:
         return
     names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
@@ -265,6 +275,10 @@ def _fedrun(call: _Call) -> int:
     """The exit code of the command in ``sys.argv``."""
     signals.received.clear()
     streams.guard()
+    gone = _deleted_cwd(sys.argv[1:])  # before anything loads torch, whose libraries need it
+    if gone:
+        streams.err(f"fedrun: error: {gone}")
+        return EXIT["error"]
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])
     if early is not None:
@@ -273,10 +287,6 @@ def _fedrun(call: _Call) -> int:
     if empty:
         streams.err(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
                     f"(an empty one would write the run into the current folder)")
-        return EXIT["error"]
-    gone = _deleted_cwd(sys.argv[1:])
-    if gone:
-        streams.err(f"fedrun: error: {gone}")
         return EXIT["error"]
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
