@@ -23,7 +23,7 @@ from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
 from fedprox_cli.cli.main import draw
 from fedprox_cli.common import files, signals
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.validate import compose, typed
 from fedprox_cli.runs import provenance, runner
 from fedprox_cli.runs.lock import RunLock, is_held
 from fedprox_cli.runs.outputs import read_summary
@@ -487,3 +487,17 @@ def test_memory_running_out_at_import_is_the_environments_fault(tmp_path):
         "fedrun: error: out of memory: the machine's memory (or the process's limit: ulimit -v) ran out while "
         "loading a library (ImportError: libtorch_cuda.so: failed to map segment from shared object); raise the "
         "limit or run where more memory is free"]
+
+
+def test_a_resume_says_what_it_cannot_make_equal(tmp_path, capsys):
+    """Another torch or device than the run started with: one note each, and the run goes on."""
+    from fedprox_cli.runs import numerics
+    cfg = typed(compose([*TINY, "engine=auto"]))
+    recorded = {**numerics.of_run("vmap", cfg), "torch": "1.0.0", "device": "a GPU"}
+    assert numerics.resume_with(recorded, cfg, tmp_path) == "vmap"
+    err = capsys.readouterr().err.splitlines()
+    assert f"fedrun: note: the run in {tmp_path} started on torch version '1.0.0'; this resume runs on " \
+           f"'{torch.__version__}', so its later rows may differ from a run never stopped in the last digits; " \
+           f"it goes on here (resume=false starts it over here)" in err
+    assert any("started on device 'a GPU'" in line for line in err)
+    assert numerics.resume_with(recorded, typed(compose([*TINY, "engine=loop"])), tmp_path) is None  # as configured
