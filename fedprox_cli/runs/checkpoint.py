@@ -171,8 +171,10 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
         old = OmegaConf.to_container(guarded.read_config(out / "config.yaml"))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
-        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
-                        f"({why}); choose another run folder") from None
+        now = isinstance(e, guarded.Unreadable) and e.os_error is not None  # EIO, EACCES: the file may be fine
+        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read ({why}); "
+                        + ("nothing in the folder was changed: re-run once it can be read" if now
+                           else "choose another run folder")) from None
     diff = differences(old, OmegaConf.to_container(composed, resolve=True))
     require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
                       f"choose another run folder, or set resume=false to start it over")
