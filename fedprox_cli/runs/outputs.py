@@ -22,7 +22,8 @@ heartbeat is refreshed at every evaluation and checkpoint and at least every
 rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
 chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
 call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``, ``data`` (the
-fingerprint of the data and partition it trained on: :mod:`provenance`). A run whose process
+fingerprint of the data and partition it trained on: :mod:`provenance`), ``numerics`` (what its
+numbers depend on beyond the config, used again on resume: :mod:`numerics`). A run whose process
 died says ``running`` in its file; :func:`effective_status` tells the truth.
 """
 
