@@ -23,7 +23,7 @@ from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
 from fedprox_cli.cli.main import draw
 from fedprox_cli.common import files, signals
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.validate import compose, typed
 from fedprox_cli.runs import provenance, runner
 from fedprox_cli.runs.lock import RunLock, is_held
 from fedprox_cli.runs.outputs import read_summary
@@ -239,6 +239,57 @@ def test_a_signal_someone_else_handles_or_ignores_is_left_to_them():
             signal.signal(s, h)
 
 
+THREAD_DRIVER = """
+import signal, sys, threading, time
+from fedprox_cli.cli import main as cli
+from fedprox_cli.algorithms.fedavg import FedAvg
+fedavg_round = FedAvg.round
+def round(self, s, env, t):
+    if t == 0:  # a plugin's worker that never ends, not a daemon
+        threading.Thread(target=time.sleep, args=(600,), name="plugin-worker").start()
+    return fedavg_round(self, s, env, t)
+FedAvg.round = round
+handlers = lambda: {s: signal.getsignal(s) for s in signals.SIGNALS}
+from fedprox_cli.common import signals
+before = handlers()
+if sys.argv[1] == "in-python":  # main(argv) from Python: fedrun's handlers are gone afterwards
+    try:
+        cli.main(sys.argv[2:])
+    except SystemExit as e:
+        print("exit", e.code, "handlers restored", handlers() == before, flush=True)
+else:
+    sys.argv = ["fedrun", *sys.argv[2:]]
+    cli.main()
+"""
+
+
+def test_a_plugins_leftover_thread_does_not_hang_fedruns_exit(tmp_path):
+    p = subprocess.run([sys.executable, "-c", THREAD_DRIVER, "fedrun", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert ("fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
+            "without waiting for them") in p.stderr.splitlines()
+    assert read_summary(tmp_path / "r")["status"] == "finished"
+
+
+def test_fedruns_signal_handlers_live_only_while_main_runs(tmp_path):
+    """After ``main()`` returns, a SIGTERM meets the process's own handler: no ``Exception
+    ignored in threading ... KeyboardInterrupt`` from fedrun's."""
+    p = subprocess.Popen([sys.executable, "-c", THREAD_DRIVER, "in-python", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
+                         cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = [""]
+    while said[-1] is not None and not said[-1].startswith("exit"):
+        said.append(p.stdout.readline().strip() or None)
+    assert said[-1] == "exit 0 handlers restored True", said
+    p.send_signal(signal.SIGTERM)  # while the interpreter waits for the plugin's thread
+    try:
+        err = p.communicate(timeout=60)[1]
+    finally:
+        p.kill()
+    assert p.returncode == -signal.SIGTERM, err
+    assert "KeyboardInterrupt" not in err and "Exception ignored" not in err, err
+
+
 # ---- sweeps sharing folders --------------------------------------------------------------
 
 def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_path):
@@ -365,3 +416,88 @@ def test_the_fingerprint_names_each_change_once():
     c = {**provenance.of_data(ds), **provenance.of_partition([np.arange(4), np.arange(4, 9)])}
     assert provenance.changes(a, c) == ["training labels changed"]  # a partition follows its labels
     assert provenance.changes({"train_x": a["train_x"]}, c) == []  # parts an older record lacks
+
+
+# ---- a resume reproduces -----------------------------------------------------------------
+
+def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers(tmp_path):
+    """Interrupted with one thread, resumed under OMP_NUM_THREADS=2 with an engine cache that
+    now names the other engine: the recorded engine and thread count are used again, and the
+    metrics equal an uninterrupted run's in every column but time."""
+    env = {**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    auto = [*LONG, "engine=auto"]
+    ref, out = tmp_path / "ref", tmp_path / "run"
+    assert fedrun_process(*auto, f"hydra.run.dir={ref}", cwd=tmp_path, env=env).returncode == 0
+    p = subprocess.run([sys.executable, "-c", SIGNAL_DRIVER, "2", str(int(signal.SIGTERM)), *auto,
+                        f"hydra.run.dir={out}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 130, p.stderr
+    started = read_summary(out)["numerics"]
+    assert started["threads"] == 1 and started["engine"] in ("loop", "vmap")
+    cache = tmp_path / "cache" / "fedprox_cli" / "engine.json"
+    entries = json.loads(cache.read_text())
+    for e in entries.values():
+        e["engine"] = {"loop": "vmap", "vmap": "loop"}[e["engine"]]
+    cache.write_text(json.dumps(entries))
+    p = fedrun_process(*auto, f"hydra.run.dir={out}", cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "2"})
+    assert p.returncode == 0, p.stderr
+    assert f"fedrun: note: resuming {out} with 1 thread, as it started (this process has 2), so that its " \
+           f"numbers are those of a run never stopped" in p.stderr.splitlines()
+    s = read_summary(out)
+    assert s["engine"]["engine"] == started["engine"] and s["numerics"]["threads"] == 1
+    pd.testing.assert_frame_equal(numbers(out), numbers(ref))
+
+
+# ---- memory that ran out -----------------------------------------------------------------
+
+def test_memory_running_out_in_a_plugins_round_is_the_environments_fault(tmp_path, monkeypatch):
+    from fedprox_cli.algorithms.fedavg import FedAvg
+
+    def round(self, s, env, t):
+        raise MemoryError
+    monkeypatch.setattr(FedAvg, "round", round)
+    out = tmp_path / "r"
+    p = fedrun(*LONG, f"hydra.run.dir={out}", cwd=tmp_path, env=ENV)
+    assert p.returncode == 2, p.stderr
+    line = ("out of memory: the machine's memory (or the process's limit: ulimit -v) ran out (MemoryError); "
+            "reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    assert [x for x in p.stderr.splitlines() if "error" in x] == [f"fedrun: error: {line}"]
+    s = read_summary(out)
+    assert (s["status"], s["error"], s["exit_code"]) == ("error", line, 2)
+    assert not (out / "error.log").exists()
+
+
+MAP_FAILS = """
+import sys
+class Unmappable:  # torch's libraries cannot be mapped (ulimit -v)
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            raise ImportError("libtorch_cuda.so: failed to map segment from shared object")
+sys.meta_path.insert(0, Unmappable())
+from fedprox_cli.cli import main as cli
+sys.argv = ["fedrun", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def test_memory_running_out_at_import_is_the_environments_fault(tmp_path):
+    p = subprocess.run([sys.executable, "-c", MAP_FAILS, *TINY, f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [
+        "fedrun: error: out of memory: the machine's memory (or the process's limit: ulimit -v) ran out while "
+        "loading a library (ImportError: libtorch_cuda.so: failed to map segment from shared object); raise the "
+        "limit or run where more memory is free"]
+
+
+def test_a_resume_says_what_it_cannot_make_equal(tmp_path, capsys):
+    """Another torch or device than the run started with: one note each, and the run goes on."""
+    from fedprox_cli.runs import numerics
+    cfg = typed(compose([*TINY, "engine=auto"]))
+    recorded = {**numerics.of_run("vmap", cfg), "torch": "1.0.0", "device": "a GPU"}
+    assert numerics.resume_with(recorded, cfg, tmp_path) == "vmap"
+    err = capsys.readouterr().err.splitlines()
+    assert f"fedrun: note: the run in {tmp_path} started on torch version '1.0.0'; this resume runs on " \
+           f"'{torch.__version__}', so its later rows may differ from a run never stopped in the last digits; " \
+           f"it goes on here (resume=false starts it over here)" in err
+    assert any("started on device 'a GPU'" in line for line in err)
+    assert numerics.resume_with(recorded, typed(compose([*TINY, "engine=loop"])), tmp_path) is None  # as configured

@@ -89,8 +89,8 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
 
 
 def _status(run_dir: Path) -> tuple[str, str, dict]:
-    """The run's effective status (``dead`` / ``stale`` for a recorded ``running`` whose process
-    is gone or silent: :func:`outputs.effective_status`), its error message and its code record;
+    """The run's effective status (``dead`` for a recorded ``running`` whose process
+    is gone: :func:`outputs.effective_status`), its error message and its code record;
     :class:`BrokenRun` for a summary.json that cannot be read."""
     try:
         summary = read_summary(run_dir)

@@ -16,7 +16,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..config import extras
 from ..common.files import atomic_write_text
 from ..common.console import say
-from ..common.errors import EXIT, UserError, closest, describe, squeeze
+from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
 
@@ -30,6 +30,8 @@ def one_line(exc: BaseException) -> str:
     missing = extras.explain(exc)
     if missing:
         return missing
+    if exhausted(exc):
+        return exhausted_line(exc)
     if isinstance(exc, (OSError, UserError)) and not isinstance(exc, HydraException):
         return describe(exc)
     lines = []
@@ -57,7 +59,11 @@ def did_you_mean(exc: BaseException) -> str:
 
 
 def crash(e: BaseException) -> int:
-    """An internal error outside a run folder: one line, the traceback in :data:`CRASH_LOG`."""
+    """An internal error outside a run folder: one line, the traceback in :data:`CRASH_LOG`;
+    memory that ran out (at an import, say) is the environment's fault: its line, exit 2."""
+    if exhausted(e):
+        say(exhausted_line(e), "error")
+        return EXIT["error"]
     if os.environ.get("FEDRUN_DEBUG"):
         raise e
     try:

@@ -23,9 +23,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from os import _exit  # os's documented exit without clean-up (nothing private of fedprox_cli)
 from pathlib import Path
 
 import hydra
@@ -202,6 +204,27 @@ def _preflight(argv: list[str]) -> int | None:
     return None
 
 
+def _deleted_cwd(args: list[str]) -> str | None:
+    """When the working folder was deleted (``os.getcwd`` fails; torch's libraries then fail to
+    load): with an absolute run or sweep folder given, the process moves to ``/`` and goes on
+    (None); otherwise the line naming the deleted folder."""
+    try:
+        os.getcwd()
+        return None
+    except FileNotFoundError:
+        pass
+    try:
+        where = os.readlink("/proc/self/cwd").removesuffix(" (deleted)")
+    except OSError:
+        where = os.environ.get("PWD", "(unknown)")
+    folders = [a.split("=", 1)[1] for a in args if _PATH_KEY.match(a) and "hydra." in a.split("=", 1)[0]]
+    if folders and all(os.path.isabs(f.strip("'\"")) for f in folders):
+        os.chdir("/")
+        return None
+    return (f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give an "
+            f"absolute hydra.run.dir (hydra.sweep.dir with -m)")
+
+
 def main(argv: list[str] | None = None) -> None:
     """``fedrun`` with ``argv`` (default: the command line's); ends with ``SystemExit`` and the
     exit code. Re-entrant: each call starts with no run, sweep or signal noted (its own
@@ -210,16 +233,52 @@ def main(argv: list[str] | None = None) -> None:
         sys.argv[1:] = list(argv)
     call = _Call()
     token = _CALL.set(call)
+    before = set(threading.enumerate())
     try:
-        sys.exit(_fedrun(call))
+        with signals.held_by_fedrun():
+            try:
+                code = _fedrun(call)
+            except KeyboardInterrupt:  # before Hydra ran (its imports)
+                streams.err("fedrun: interrupted")
+                code = EXIT["interrupted"]
+            except Exception as e:  # before or after Hydra ran (an import that ran out of memory)
+                code = crash(e)
     finally:
         _CALL.reset(token)
+    _leave_threads(before, code, exit_now=argv is None)
+    sys.exit(code)
+
+
+THREADS_GRACE_S = 5.0  # how long the threads a call left running get to end by themselves
+
+
+def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
+    """A plugin's threads left running (not daemons, started during the call) would keep the
+    process from ending: after :data:`THREADS_GRACE_S`, one note naming them, and for the
+    ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather than wait for
+    them. (A caller in Python keeps its process and its threads.)"""
+    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    deadline = time.monotonic() + THREADS_GRACE_S  # a library's thread finishing its work ends now
+    for t in left:
+        t.join(max(0.0, deadline - time.monotonic()))
+    left = [t for t in left if t.is_alive()]
+    if not left:
+        return
+    names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
+    say(f"{len(left)} thread{'s' if len(left) > 1 else ''} started by a plugin still running ({names}); "
+        + ("fedrun exits without waiting for them" if exit_now else "left running"), "note")
+    if exit_now:
+        _exit(code)  # os._exit; every line fedrun wrote is flushed already (streams.line)
 
 
 def _fedrun(call: _Call) -> int:
     """The exit code of the command in ``sys.argv``."""
     signals.received.clear()
     streams.guard()
+    gone = _deleted_cwd(sys.argv[1:])  # before anything loads torch, whose libraries need it
+    if gone:
+        streams.err(f"fedrun: error: {gone}")
+        return EXIT["error"]
     debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])
     if early is not None:

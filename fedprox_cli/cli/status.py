@@ -3,7 +3,7 @@
 One row per run folder (a folder with ``summary.json`` or ``config.yaml``, found recursively
 under each argument): its status as :func:`outputs.effective_status` tells it (finished,
 diverged, interrupted, error, running -- or dead when the summary says running but no process
-holds the run folder's lock, stale when its heartbeat stopped; "not started" for a job of a
+holds the run folder's lock; "not started" for a job of a
 sweep's job records without a summary yet, e.g. queued on SLURM), rounds done of T, the
 final metrics, and the config keys that tell the runs apart. It reads only the run folders, so
 it works while a sweep runs and after its launcher died or was backgrounded.

@@ -1,6 +1,7 @@
 """The one exception type for bad input, and fedrun's exit codes."""
 
 import difflib
+import errno
 
 # Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in summary.json): a sweep exits
 # with its worst job's code.
@@ -49,13 +50,48 @@ def squeeze(text: str, limit: int = 400) -> str:
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 
+def shorten(value: str, limit: int = 300) -> str:
+    """A long value (a path, a name) cut in the middle to ``limit`` characters, keeping its
+    start and its end (a file's name): a line never repeats a 100 KB folder name whole."""
+    return value if len(value) <= limit else f"{value[:limit // 2 - 2]}...{value[-(limit // 2 - 1):]}"
+
+
 def describe(exc: Exception) -> str:
     """The one-line message of a :class:`UserError`, or of an ``OSError`` (a file or folder
     that cannot be read or written: the path and the cause)."""
     if isinstance(exc, UserError):
         return squeeze(str(exc))
     if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.strerror or type(exc).__name__}: {exc.filename}"
+        return f"{exc.strerror or type(exc).__name__}: {shorten(str(exc.filename))}"
     if isinstance(exc, OSError):
         return squeeze(f"{exc.strerror or type(exc).__name__}" + (f" ({exc})" if str(exc) else ""))
     return squeeze(str(exc))
+
+
+# Messages of an allocation that failed, as libraries word them (glibc's loader, torch, C++).
+_NO_MEMORY = ("cannot allocate memory", "can't allocate memory", "failed to map segment", "out of memory",
+              "std::bad_alloc", "failed to allocate")
+
+
+def exhausted(e: BaseException) -> bool:
+    """Whether ``e`` is memory that ran out -- the machine's, the process's limit (``ulimit
+    -v``) or the GPU's: ``MemoryError``, torch's ``OutOfMemoryError``, ENOMEM, or an
+    ImportError/OSError/RuntimeError saying so (a library that could not be mapped at import).
+    The environment's fault, never a bug (exit 2)."""
+    if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":
+        return True
+    if isinstance(e, OSError) and e.errno == errno.ENOMEM:
+        return True
+    return isinstance(e, (RuntimeError, ImportError, OSError)) and any(m in str(e).lower() for m in _NO_MEMORY)
+
+
+def exhausted_line(e: BaseException) -> str:
+    """The one line of :func:`exhausted`: what ran out, where, and what to change. Built from
+    the exception's type and a short slice of its message only (little memory is left)."""
+    gpu = type(e).__name__ == "OutOfMemoryError"
+    what = "the GPU's memory" if gpu else "the machine's memory (or the process's limit: ulimit -v)"
+    where = " while loading a library" if isinstance(e, ImportError) else ""
+    cause = type(e).__name__ + (f": {squeeze(str(e), 160)}" if str(e) else "")
+    fix = ("raise the limit or run where more memory is free" if where else
+           "reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    return f"out of memory: {what} ran out{where} ({cause}); {fix}"

@@ -14,10 +14,13 @@ locks, and every file it reads from a path a user controls, goes through this mo
   (:func:`signals.deferred`), so torch's and numpy's writers never see it.
 
 The content is written to a temp file created with :mod:`tempfile` in the destination folder
-(a unique name even across cluster nodes sharing a file system), optionally fsync'ed, then
-renamed over the destination: a reader sees the old file or the new one, never a half-written
-one. On any failure (disk full, a file-size limit, a read-only folder, an exception in the
-writer) the temp file is removed and the error propagates; the destination is untouched.
+(a unique name even across cluster nodes sharing a file system), fsync'ed, renamed over the
+destination, and the folder fsync'ed (:func:`sync_folder`): a reader sees the old file or the
+new one, never a half-written one, and after a crash of the machine the file is the old one
+or the new one too. On any failure (any ``OSError``: a full disk, a file-size limit, a
+read-only folder, EIO, EXDEV, at the temp file's open, a write, the fsync or the rename; an
+exception in the writer) the temp file is removed and the error propagates as an ``OSError``
+naming the destination; the destination is untouched.
 """
 
 from __future__ import annotations
@@ -39,11 +42,12 @@ os.umask(_UMASK)
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object], *,
-                 fsync: bool = False, suffix: str = "") -> None:
+                 fsync: bool = True, suffix: str = "") -> None:
     """Call ``write(f)`` on a binary temp file beside ``path``, then rename it to ``path``.
 
     ``suffix`` ends the temp file's name, for writers that infer a format from it (a figure's
-    ``.pdf``); ``fsync`` flushes the data to disk before the rename (checkpoints)."""
+    ``.pdf``); ``fsync`` (default) flushes the data to disk before the rename and the folder's
+    entry after it (cost: docs/robustness.md, "Durable writes")."""
     path = Path(path)
     check_replaceable(path)
     with deferred():
@@ -92,11 +96,41 @@ def _write_replace(path: Path, write, fsync: bool, suffix: str) -> None:
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0o600 -> what open() would give
         os.replace(tmp, path)
     except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
+        _unlink_quietly(tmp)
         cause = e if isinstance(e, OSError) else f.error  # a writer may wrap the OSError
         if cause is not None:  # one message naming the file the user knows, and the cause
             raise OSError(cause.errno, cause.strerror or str(cause), str(path)) from e
         raise
+    if fsync:
+        try:
+            sync_folder(path.parent)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+
+
+def _unlink_quietly(path) -> None:
+    """Remove a temp file after a failed write; a folder that refuses it (EIO, read-only) keeps
+    it for :func:`clear_temps`, and the write's own error is the one reported."""
+    try:
+        Path(path).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+NO_FOLDER_SYNC = (errno.EINVAL, errno.ENOTSUP, errno.EBADF)  # file systems that cannot fsync a folder
+
+
+def sync_folder(folder: str | os.PathLike) -> None:
+    """fsync ``folder`` so that its entries (a rename into it) survive a crash of the machine;
+    a file system that cannot (:data:`NO_FOLDER_SYNC`) is left as it is."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in NO_FOLDER_SYNC:
+            raise
+    finally:
+        os.close(fd)
 
 
 class _Watched:
@@ -122,19 +156,17 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write(path, lambda f: f.write(text.encode()))
 
 
-FULL = (errno.ENOSPC, errno.EDQUOT)  # a full disk, a spent quota
-
-
-def write_text_saving_space(path: str | os.PathLike, text: str) -> None:
-    """:func:`atomic_write_text`, or on a full disk (:data:`FULL`), when ``path`` is a regular
-    file already, its text overwritten in place: a small file's blocks are reused, so a
-    run's record can still tell how it ended when no temp file fits. Not atomic: for that
-    last word only."""
+def write_text_in_place(path: str | os.PathLike, text: str) -> None:
+    """:func:`atomic_write_text`, or when that fails in any way (a full disk, a rename refused:
+    EIO, EROFS, EXDEV, EACCES on the temp file, ...) and ``path`` is a regular file already,
+    its text overwritten in place (and fsync'ed): a small file's blocks are reused and no
+    new entry is made, so a run's record can still tell how it ended. Not atomic: for that
+    last word only. When both fail, the first error propagates."""
     try:
         atomic_write_text(path, text)
+    except NotRegular:
+        raise
     except OSError as e:
-        if e.errno not in FULL:
-            raise
         data = text.encode()
         try:
             fd = open_regular(path, os.O_WRONLY)
@@ -144,6 +176,7 @@ def write_text_saving_space(path: str | os.PathLike, text: str) -> None:
             with deferred():
                 os.pwrite(fd, data, 0)
                 os.ftruncate(fd, len(data))
+                os.fsync(fd)
         except OSError:
             raise e from None
         finally:

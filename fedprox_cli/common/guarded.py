@@ -7,8 +7,8 @@ YAML, :data:`TABLE_BYTES` for CSV), the nesting depth of JSON and YAML (:data:`D
 size of a YAML document once its aliases are expanded (:data:`NODES`: a 549-byte "billion
 laughs" is refused in milliseconds, before anything expands it). Files are opened through
 :mod:`files` (regular files only, never blocking). Every failure -- a missing file aside, which
-stays ``FileNotFoundError`` -- is :class:`Unreadable`: one line naming the file and what is
-wrong, a :class:`UserError` (exit 2) that handlers of a ``ValueError`` also catch.
+stays ``FileNotFoundError`` -- is :class:`Unreadable`, an ``OSError`` other than "no such
+file" (EIO, EACCES) included: one line naming the file and what is wrong, a :class:`UserError` (exit 2) that handlers of a ``ValueError`` also catch.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from .errors import UserError, squeeze
-from .files import open_file
+from .files import NotRegular, open_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,20 +38,28 @@ NODES = 1_000_000         # YAML nodes once aliases are expanded (a run's config
 class Unreadable(UserError, ValueError):
     """A file read back from a run folder that cannot be read: ``PATH is unreadable: WHY``."""
 
-    def __init__(self, path: str | os.PathLike, why: str):
+    def __init__(self, path: str | os.PathLike, why: str, os_error: OSError | None = None):
         super().__init__(f"{path} is unreadable: {squeeze(why, 200)}")
         self.path, self.why = path, squeeze(why, 200)
+        self.os_error = os_error  # the file system's refusal (EIO, EACCES): the file itself may be fine
 
 
 @contextmanager
 def opened(path: str | os.PathLike, limit: int | None = None):
     """The regular file ``path`` opened for binary reading, refused (:class:`Unreadable`) when
     it is larger than ``limit`` bytes (None: any size, e.g. a checkpoint)."""
-    with open_file(path) as f:
-        size = os.fstat(f.fileno()).st_size
-        if limit is not None and size > limit:
-            raise Unreadable(path, f"{size:,} bytes, more than the {limit:,} such a file may have")
-        yield f
+    try:
+        with open_file(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if limit is not None and size > limit:
+                raise Unreadable(path, f"{size:,} bytes, more than the {limit:,} such a file may have")
+            yield f
+    except (FileNotFoundError, NotADirectoryError, NotRegular):
+        raise  # absent (or a FIFO, a folder: NotRegular's own line)
+    except Unreadable:
+        raise
+    except OSError as e:  # there but not readable (EIO, EACCES, ...): never taken for absent
+        raise Unreadable(path, e.strerror or str(e), os_error=e) from None
 
 
 def read_text(path: str | os.PathLike, limit: int | None = None) -> str:

@@ -68,6 +68,24 @@ def _install(handler, signals=None) -> dict:
     return old
 
 
+@contextmanager
+def held_by_fedrun():
+    """fedrun's handlers live inside the block only: the handlers of :data:`SIGNALS` in force
+    when it begins are put back when it ends (main thread only), so that a signal after
+    ``main()`` returned -- while the interpreter waits for a plugin's thread, say -- meets the
+    process's own handler, not fedrun's."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            if handler is not None:  # None: set outside Python; left as it is
+                signal.signal(s, handler)
+
+
 def stops_interrupt() -> None:
     """Make every stop signal (:data:`SIGNALS`) but SIGINT, which does already, raise
     ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""

@@ -132,7 +132,10 @@ def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
                             f"{', '.join(takes) or 'nothing'}){_did_you_mean(param, takes, group + '.')}")
         raise UserError(f"unknown key {key!r}: fedrun has no such setting (see fedrun --help)"
                         f"{_did_you_mean(key, want)}")
-    gone = sorted({k.split(".")[0] if k.split(".")[0] in GROUPS else k for k in set(want) - set(have)})
+    missing = set(want) - set(have)
+    whole = {g for g in GROUPS if any(k.startswith(g + ".") for k in want)  # ~group: named once
+             and all(k in missing for k in want if k.startswith(g + "."))}
+    gone = sorted({k.split(".")[0] if k.split(".")[0] in whole else k for k in missing})
     if gone:
         raise UserError(f"{', '.join(gone)} cannot be deleted (~): fedrun needs "
                         f"{'it' if len(gone) == 1 else 'them'}; override the value instead")

@@ -73,6 +73,7 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
                         f"download them again") from None
     returned(loader, "dataset", "the loader", ds, isinstance(ds, Dataset), "a fedprox_cli.data.Dataset", name)
     ds.source = ds.source or str(base)
+    check_whole(ds)
     for split, y in (("training", ds.train_y), ("test", ds.test_y)):
         require(len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),
                 f"dataset {name} in {ds.source}: {split} labels must lie in 0..{ds.num_classes - 1}, "
@@ -81,6 +82,29 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
             f"dataset {name} is not under data.root={base} (a copy is in {ds.source}); put it there, "
             f"give data.root={ds.source}, or leave data.root unset to use that copy")
     return ds
+
+
+def check_whole(ds: Dataset) -> None:
+    """Whatever loader made ``ds`` (a plugin's too): each split's samples and labels agree
+    (tensors, as many labels as samples, labels one per sample) and the test samples have
+    the training samples' shape, which the model is built for. One :class:`UserError`."""
+    where = f"dataset {ds.name} in {ds.source}"
+    for split, x, y in (("training", ds.train_x, ds.train_y), ("test", ds.test_x, ds.test_y)):
+        require(isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() >= 2 and y.dim() == 1,
+                f"{where}: the {split} samples must be a tensor (N, ...) and the labels a tensor (N,), got "
+                f"{_shape(x)} and {_shape(y)}; {REDOWNLOAD.replace('it', 'them')}")
+        require(len(x) == len(y), f"{where}: {len(x)} {split} samples but {len(y)} labels; "
+                                  f"{REDOWNLOAD.replace('it', 'them')}")
+        require(not (x.is_floating_point() is False or y.is_floating_point()),
+                f"{where}: the {split} samples must be floats and the labels integers, got {x.dtype} and "
+                f"{y.dtype}; {REDOWNLOAD.replace('it', 'them')}")
+    require(ds.train_x.shape[1:] == ds.test_x.shape[1:],
+            f"{where}: training samples of shape {tuple(ds.train_x.shape[1:])} but test samples of shape "
+            f"{tuple(ds.test_x.shape[1:])}; a model takes one shape: {REDOWNLOAD.replace('it', 'them')}")
+
+
+def _shape(t) -> str:
+    return f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
 def load_config(cfg) -> Dataset:

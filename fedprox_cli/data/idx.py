@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..common.errors import require
+from ..common.errors import UserError, require
 from . import cache
 from .datasets import REDOWNLOAD, Dataset, labels, not_found, reading, register, standardize
 
@@ -49,8 +49,32 @@ _IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
               "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 
 
+def _idx_file(d: Path, f: str) -> bool:
+    return (d / f).exists() or (d / (f + ".gz")).exists()
+
+
 def _has_idx(d: Path) -> bool:
-    return all((d / f).exists() or (d / (f + ".gz")).exists() for f in _IDX_FILES)
+    return all(_idx_file(d, f) for f in _IDX_FILES)
+
+
+def check_whole(name: str, files: dict[Path, np.ndarray]) -> None:
+    """The four IDX arrays (train images, train labels, test images, test labels), each read
+    on its own, checked together: images are (N, H, W), labels (N,), each images file as long
+    as its labels file, and the test images of the training images' size. One
+    :class:`UserError` naming the files that disagree."""
+    (trx, tr_x), (try_, tr_y), (tex, te_x), (tey, te_y) = files.items()
+    for path, a, kind, ndim in ((trx, tr_x, "images", 3), (try_, tr_y, "labels", 1),
+                                (tex, te_x, "images", 3), (tey, te_y, "labels", 1)):
+        require(a.ndim == ndim, f"dataset {name}: {path} should hold {kind} ({ndim}-dimensional IDX) but holds "
+                                f"a {a.ndim}-dimensional array {a.shape}: another file in its place; "
+                                f"{REDOWNLOAD}")
+    for images, x, labels_, y in ((trx, tr_x, try_, tr_y), (tex, te_x, tey, te_y)):
+        require(len(x) == len(y), f"dataset {name}: {images} holds {len(x)} images but {labels_} "
+                                  f"{len(y)} labels; {REDOWNLOAD.replace('it', 'them')}")
+    require(tr_x.shape[1:] == te_x.shape[1:],
+            f"dataset {name}: the training images in {trx} are {'x'.join(map(str, tr_x.shape[1:]))}, the "
+            f"test images in {tex} {'x'.join(map(str, te_x.shape[1:]))}; a model takes one size: "
+            f"{REDOWNLOAD.replace('it', 'them')}")
 
 
 def load_idx_dataset(name: str, root: Path, tv_folder: str, system_dirs: list[str],
@@ -67,16 +91,19 @@ def load_idx_dataset(name: str, root: Path, tv_folder: str, system_dirs: list[st
         tv_class(str(root), train=False, download=True)
     found = find_or_download(candidates, _has_idx, download)
     if found is None:
+        partial = next((d for d in candidates if any(_idx_file(d, f) for f in _IDX_FILES)), None)
+        if partial is not None:  # some of the four files: name those that are missing
+            missing = [f for f in _IDX_FILES if not _idx_file(d := partial, f)]
+            raise UserError(f"dataset {name} in {d} is incomplete: {', '.join(missing)} (or .gz) "
+                            f"{'is' if len(missing) == 1 else 'are'} missing; {how_to_get}")
         raise not_found(name, candidates, how_to_get)
 
     sources = [found / f if (found / f).exists() else found / (f + ".gz") for f in _IDX_FILES]
 
     def decode():
-        tr_x, tr_y, te_x, te_y = (read_idx(p) for p in sources)
-        require(len(tr_x) == len(tr_y) and len(te_x) == len(te_y),
-                f"dataset {name} in {found}: image and label counts differ (corrupt files); "
-                f"{REDOWNLOAD.replace('it', 'them')}")
-        return {"train_x": tr_x, "train_y": tr_y, "test_x": te_x, "test_y": te_y}
+        arrays = [read_idx(p) for p in sources]
+        check_whole(name, dict(zip(sources, arrays)))
+        return dict(zip(("train_x", "train_y", "test_x", "test_y"), arrays))
     a = cache.decoded(name, sources, decode)
 
     def normalize(u8: torch.Tensor) -> torch.Tensor:

@@ -136,9 +136,3 @@ def keep_freed_memory() -> None:
     libc.mallopt(M_MMAP_MAX, 0)
     libc.mallopt(M_TRIM_THRESHOLD, -1)
 
-
-def exhausted(e: BaseException) -> bool:
-    """Whether ``e`` is an allocation that failed (the machine's or the GPU's memory): an
-    outside fault, not a bug."""
-    return isinstance(e, (MemoryError, torch.OutOfMemoryError)) or (
-        isinstance(e, RuntimeError) and "can't allocate memory" in str(e))

@@ -2,8 +2,9 @@
 
 A checkpoint after round t holds everything the next rounds depend on: the algorithm's state
 dict of tensors, the counters (``grad_evals`` of the oracle; ``bytes_up``, ``bytes_down``,
-``prox_calls`` of the Env), the training time so far, the metrics rows logged so far and the
-fingerprint of the data it trained on (:mod:`provenance`, compared on resume). No
+``prox_calls`` of the Env), the training time so far, the metrics rows logged so far the
+fingerprint of the data it trained on (:mod:`provenance`, compared on resume) and what the
+numbers depend on beyond the config (:mod:`numerics`: engine, threads; used again on resume). No
 random-generator state is needed: mini-batches (``Oracle.batch_ids``), participating clients
 (``Env.start_round``) and compressor draws (``Env.up``) come from generators seeded by
 ``stream_seed(seed, round, step)``, the initial model from ``torch.manual_seed(seed)`` and the
@@ -69,6 +70,7 @@ class Checkpoint:
     rows: list[dict]           # metrics rows logged so far
     digest: str                # of the config that determines the numbers (:func:`digest`)
     data: dict | None = None   # the fingerprint of the data it trained on (:mod:`provenance`)
+    numerics: dict | None = None  # what its numbers depend on beyond the config (:mod:`numerics`)
 
 
 def counters(env) -> dict[str, int]:
@@ -114,13 +116,20 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
     try:
         with guarded.opened(path) as f:  # a regular file (a FIFO never hangs)
             d = torch.load(f, map_location=device, weights_only=True)
+    except (OSError, guarded.Unreadable) as e:
+        cause = e if isinstance(e, OSError) else e.os_error
+        if cause is not None:  # the file system's fault (EIO, EACCES, ...): the file may be fine
+            raise UserError(f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is kept "
+                            f"as it is: re-run the same command once the file can be read again") from None
+        raise UserError(f"cannot read checkpoint {path} ({e.why}); delete it or set resume=false to start "
+                        f"over") from None
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
         raise UserError(f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
                         f"resume=false to start over") from None
     require(isinstance(d, dict) and d.get("format") == FORMAT,
             f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
     ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
-                      data=d.get("data"))
+                      data=d.get("data"), numerics=d.get("numerics"))
     require(expected is None or ckpt.digest in expected,
             f"{path} is a checkpoint of another run (its config differs from this folder's "
             f"config.yaml); delete it or set resume=false to start over")
@@ -162,8 +171,10 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
         old = OmegaConf.to_container(guarded.read_config(out / "config.yaml"))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
-        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read "
-                        f"({why}); choose another run folder") from None
+        now = isinstance(e, guarded.Unreadable) and e.os_error is not None  # EIO, EACCES: the file may be fine
+        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read ({why}); "
+                        + ("nothing in the folder was changed: re-run once it can be read" if now
+                           else "choose another run folder")) from None
     diff = differences(old, OmegaConf.to_container(composed, resolve=True))
     require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
                       f"choose another run folder, or set resume=false to start it over")

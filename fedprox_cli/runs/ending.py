@@ -5,6 +5,7 @@ caller's ``plot`` (the layer above: a run does not import :mod:`analysis`)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -15,36 +16,47 @@ from omegaconf import DictConfig
 
 from ..common import signals
 from ..common.console import say
-from ..common.errors import EXIT, UserError, describe, squeeze
+from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
-from ..engine import memory
 from . import checkpoint, keep, recap
 from .experiment import Experiment
-from .outputs import Summary
+from .outputs import Summary, read_summary
 from .training import Diverged, Interrupted
 
 Plot = Callable[[DictConfig, Path], None]  # draws a run's figures from its composed config and folder
 
 
-def end(summary: Summary, status: str, code: int | None = None, **fields) -> None:
-    """Record the run's end (exit ``code``, by default the status's); a folder that can no
-    longer be written keeps what it had (the lock, released as the process ends, then tells
-    readers the run is not alive)."""
+def end(summary: Summary, status: str, code: int | None = None, **fields) -> bool:
+    """Record the run's end (exit ``code``, by default the status's) in its summary, atomically
+    or, when that fails, in place (:func:`files.write_text_in_place`). When nothing can be
+    written, one line says so with the path and what the file still says; returns whether the
+    end is recorded (the caller's exit code must then not be 0)."""
     try:
         summary.end(status, exit_code=EXIT[status] if code is None else code, **fields)
-    except OSError:
-        pass
+        return True
+    except OSError as e:
+        try:
+            says = read_summary(summary.path.parent)["status"]
+            left = f"it still says {says!r}"
+        except FileNotFoundError:
+            says, left = None, "there is none"
+        except Exception:  # noqa: BLE001 -- unreadable: the line says so
+            says, left = None, "it cannot be read"
+        if says == status:  # written, but not made durable (the folder's fsync failed)
+            say(f"the run's end ({status}) is recorded in {summary.path} but may not survive a crash of "
+                f"the machine ({describe(e)})", "note")
+            return True
+        say(f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); {left}",
+            "error")
+        return False
 
 
 def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     """A bug: one line on stderr, the traceback in ``out/error.log``, status error, exit 3
-    (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug: status error, exit 2."""
-    if memory.exhausted(e):
-        message = f"out of memory: {squeeze(str(e), 200)}; reduce n, B, oracle.memory_gb or the model"
-        if summary is not None:
-            end(summary, "error", error=message)
-        say(message, "error")
-        return EXIT["error"]
+    (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug but the environment's
+    fault (:func:`out_of_memory`): status error, exit 2."""
+    if exhausted(e):
+        return out_of_memory(e, summary)
     where = out / "error.log"
     try:
         atomic_write_text(where, traceback.format_exc())
@@ -59,15 +71,35 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     return EXIT["internal"]
 
 
+def out_of_memory(e: BaseException, summary: Summary | None) -> int:
+    """The machine's or the GPU's memory ran out (:func:`errors.exhausted`): one line naming
+    it, status error, exit 2. What the failed allocation held is released first, so that the
+    record and the line need no memory the run lacked."""
+    message = exhausted_line(e)
+    e.__traceback__ = None  # the frames hold the run's tensors
+    del e
+    gc.collect()
+    if summary is not None:
+        end(summary, "error", error=message)
+    say(message, "error")
+    return EXIT["error"]
+
+
 def conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary, error: BaseException | None,
              rows: list[dict] | None = None, plot: Plot | None = None) -> int:
     """Record how the run in ``out`` ended -- ``error`` None: finished with these metrics
     ``rows`` (and ``plot`` draws its figures); otherwise what stopped it -- say so in one line
     and return the exit code. An attempt on a finished run that did not finish puts the
-    finished run's files back (:mod:`keep`)."""
+    finished run's files back (:mod:`keep`). Whatever fails on the way (any ``OSError`` of
+    any write), the status written last is the truth, or a line says that it could not be
+    written and the exit code is not 0."""
     code = _conclude(exp, composed, out, summary, error, rows, plot or _no_plot)
-    if keep.settle(out, code == EXIT["finished"]):
-        say(f"the finished run in {out} is kept as it was (metrics, plot, summary, config)", "note")
+    try:
+        if keep.settle(out, code == EXIT["finished"]):
+            say(f"the finished run in {out} is kept as it was (metrics, plot, summary, config)", "note")
+    except OSError as e:
+        say(f"the finished run's files kept in {out / keep.KEPT} could not be put back or dropped "
+            f"({describe(e)}); the next fedrun in {out} does it", "note")
     return code
 
 
@@ -82,10 +114,7 @@ def _conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary
             raise error
         plot(composed, out)
     except (UserError, OSError) as e:
-        end(summary, "error", error=describe(e))
-        say(describe(e), "error")
-        say_closing(out, "error")
-        return EXIT["error"]
+        return _ended(out, summary, "error", describe(e), "error", error=describe(e))
     except Diverged as e:
         kept = (out / "metrics.csv").exists()  # not when round 0's evaluation overflowed
         try:
@@ -93,27 +122,38 @@ def _conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary
                 plot(composed, out)
         except Exception as p:  # the record of the divergence matters more than its figure
             say(f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})", "note")
-        end(summary, "diverged", error=str(e), round=e.round)
-        say(f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})" if kept else ""), "diverged")
-        say_closing(out, "diverged")
-        return EXIT["diverged"]
+        return _ended(out, summary, "diverged", f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})"
+                                                          if kept else ""), "diverged", error=str(e), round=e.round)
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
         signum = e.signum if isinstance(e, Interrupted) else (signals.received or [None])[-1]
         by = signals.name(signum) if signum else None
-        end(summary, "interrupted", **after, **({"error": f"stopped by {by}"} if by else {}))
-        say(f"interrupted{f' after round {e.round}' if after else ''}; "
-            + ("re-run the same command to resume" if (out / checkpoint.FILE).exists()
-               else f"partial results in {out}") + (f" (stopped by {by})" if by else ""))
-        say_closing(out, "interrupted")
-        return EXIT["interrupted"]
-    except Exception as e:  # a bug
+        line = (f"interrupted{f' after round {e.round}' if after else ''}; "
+                + ("re-run the same command to resume" if (out / checkpoint.FILE).exists()
+                   else f"partial results in {out}") + (f" (stopped by {by})" if by else ""))
+        return _ended(out, summary, "interrupted", line, "", **after, **({"error": f"stopped by {by}"} if by else {}))
+    except Exception as e:  # a bug, or memory that ran out
         return internal_error(out, e, summary)
-    end(summary, "finished", final=rows[-1], round=exp.cfg.T)
-    if not exp.cfg.keep_checkpoint:  # n x d numbers per state tensor: ~1 GB for ResNet-18, n = 10
-        remove(out / checkpoint.FILE)
-    say_closing(out, "finished")
-    return EXIT["finished"]
+    code = _ended(out, summary, "finished", None, "", final=rows[-1], round=exp.cfg.T)
+    if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
+        try:
+            remove(out / checkpoint.FILE)
+        except OSError as e:  # the run is finished (its record says so); the file is only in the way
+            say(f"{out / checkpoint.FILE} could not be deleted ({describe(e)}); it is no longer needed", "note")
+    return code
+
+
+def _ended(out: Path, summary: Summary, status: str, line: str | None, kind: str, **fields) -> int:
+    """Record ``status`` (:func:`end`), say ``line`` and the closing line; the exit code: the
+    status's, or :data:`EXIT` ``error`` for a finished run whose end could not be recorded."""
+    recorded = end(summary, status, **fields)
+    if line:  # the cause last: a sweep's job record takes the last error said
+        say(line, kind)
+    code = EXIT[status]
+    if not recorded and code == EXIT["finished"]:
+        status, code = "error", EXIT["error"]
+    say_closing(out, status)
+    return code
 
 
 def say_closing(out: Path, status: str) -> None:

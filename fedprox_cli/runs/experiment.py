@@ -22,7 +22,7 @@ from ..engine.device import set_matmul_precision
 from ..engine.models import FlatModel
 from ..engine.oracle import ClientData, Oracle
 from ..operators import compressors, regularizers
-from . import checkpoint, provenance
+from . import checkpoint, numerics, provenance
 
 
 @dataclass
@@ -37,6 +37,7 @@ class Experiment:
     stationarity_step: float
     digest: str  # of the config that determines the numbers (checkpoint.digest)
     fingerprint: dict  # of the data and partition it trains on (provenance)
+    numerics: dict  # what its numbers depend on beyond the config (numerics.of_run)
 
     @property
     def oracle(self) -> Oracle:
@@ -99,14 +100,16 @@ def check_stationarity_step(step: float, dtype: torch.dtype, natural: bool = Fal
 
 
 def build(composed: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
-          runs: int = 1, validated: Validated | None = None, data_fingerprint: dict | None = None) -> Experiment:
+          runs: int = 1, validated: Validated | None = None, data_fingerprint: dict | None = None,
+          engine: str | None = None) -> Experiment:
     """Validate ``composed`` (unless ``validated`` is its :func:`validate`) and build the run's
     pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
     it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
     of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
     also when it is the only one left to run (:data:`checkpoint.BATCHED`).
     ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
-    runs of a batch share the data, which a build moves to the device)."""
+    runs of a batch share the data, which a build moves to the device). ``engine``: the engine
+    to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`)."""
     v = validated or validate(composed, reference)
     cfg, alg, h, comp = v.cfg, v.alg, v.h, v.comp
     device, dtype = cfg.torch_device, cfg.torch_dtype
@@ -122,14 +125,15 @@ def build(composed: DictConfig, reference: DictConfig | None = None, dataset: da
     chunk, eval_batch = memory.plan(fp, cfg.n * runs, cfg.batch or cd.index.shape[1], cfg.oracle.chunk,
                                     cfg.oracle.eval_batch, cfg.oracle.memory_gb)
     batched = cfg.seeds > 1  # joined to the other seeds' calls, however many are left to run
-    oracle = Oracle(flat, cd, cfg.batch, cfg.seed, engine="vmap" if batched else cfg.engine,
+    oracle = Oracle(flat, cd, cfg.batch, cfg.seed, engine="vmap" if batched else engine or cfg.engine,
                     chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
                     train_samples=cfg.metrics.train_samples, compile=False if batched else cfg.compile,
                     client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)))
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(cfg, ds, clients, flat, h, alg, env, v.stationarity_step, checkpoint.digest(composed),
-                      {**fingerprint, **provenance.of_partition(clients)})
+                      {**fingerprint, **provenance.of_partition(clients)},
+                      numerics.of_run(oracle.engine_choice["engine"], cfg))
 
 
 def split(cfg: RunConfig, ds: data.Dataset) -> list[np.ndarray]:

@@ -22,14 +22,14 @@ heartbeat is refreshed at every evaluation and checkpoint and at least every
 rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
 chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
 call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``, ``data`` (the
-fingerprint of the data and partition it trained on: :mod:`provenance`). A run whose process
+fingerprint of the data and partition it trained on: :mod:`provenance`), ``numerics`` (what its
+numbers depend on beyond the config, used again on resume: :mod:`numerics`). A run whose process
 died says ``running`` in its file; :func:`effective_status` tells the truth.
 """
 
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import functools
 import io
 import json
@@ -45,13 +45,12 @@ import numpy as np
 
 from .. import PACKAGE, __version__
 from ..common import guarded
-from ..common.files import atomic_write_text, write_text_saving_space
+from ..common.files import atomic_write_text, write_text_in_place
 from ..common.clock import now
 from .lock import is_held
 
 SUMMARY = "summary.json"
 HEARTBEAT_S = 60.0        # the heartbeat is at most this old while a run is alive
-STALE_S = 600.0           # a held lock whose heartbeat is older than this: "stale"
 SLURM_VARS = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
               "array_task_id": "SLURM_ARRAY_TASK_ID", "restart_count": "SLURM_RESTART_COUNT"}
 
@@ -145,7 +144,7 @@ class Summary:
         self.fields.update(fields, heartbeat=now())
         self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
         self._beat = time.monotonic()
-        write_text_saving_space(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
+        write_text_in_place(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
 
     def start(self, **fields) -> None:
         self.fields.pop("error", None)
@@ -196,22 +195,16 @@ def is_fedrun_summary(s: dict) -> bool:
 
 def effective_status(run_dir: Path) -> str:
     """The recorded status, except for a run recorded as ``running``: ``dead`` when no process
-    holds the folder's lock (it was killed, or its machine went down), ``stale`` when one does
-    but the heartbeat is older than :data:`STALE_S` (hung). ``missing`` without a
-    summary, ``unreadable`` with one that cannot be read (:func:`read_summary`)."""
+    holds the folder's lock (it was killed, or its machine went down). The lock decides, never a
+    clock: a reader's clock may be skewed against the writer's (another node, a clock jump), so
+    a heartbeat's age says nothing a held lock does not. ``missing`` without a summary,
+    ``unreadable`` with one that cannot be read (:func:`read_summary`)."""
     try:
-        s = read_summary(run_dir)
-        status = s["status"]
+        status = read_summary(run_dir)["status"]
     except guarded.Unreadable:
         return "unreadable"
     except (OSError, ValueError, KeyError, TypeError):
         return "missing"
     if status != "running":
         return status
-    if not is_held(Path(run_dir)):
-        return "dead"
-    try:
-        age = (dt.datetime.now(dt.timezone.utc) - dt.datetime.fromisoformat(s["heartbeat"])).total_seconds()
-    except (KeyError, TypeError, ValueError):
-        return "running"
-    return "stale" if age > STALE_S else "running"
+    return "running" if is_held(Path(run_dir)) else "dead"

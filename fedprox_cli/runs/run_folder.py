@@ -70,8 +70,9 @@ def check_owned(out: Path) -> None:
         return
     try:
         ours = is_fedrun_summary(read_summary(out))
-    except Unreadable as e:  # cut short, hand-edited, hostile: nothing to resume or keep
-        raise UserError(f"{e}; choose another run folder") from None
+    except Unreadable as e:  # EIO, EACCES: the run may be fine; cut short, hand-edited, hostile: nothing to keep
+        raise UserError(f"{e}; " + ("nothing in the folder was changed: re-run once it can be read" if e.os_error
+                                    else "choose another run folder")) from None
     except (OSError, ValueError):
         ours = False
     if ours:
@@ -159,7 +160,8 @@ def begin(exp: Experiment, composed: DictConfig, out: Path, ckpt: checkpoint.Che
     keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
     summary.fields.update(device=str(exp.cfg.torch_device), hardware=hardware(exp.cfg.torch_device),
                           dimension=exp.flat.d, engine=exp.oracle.engine_choice,
-                          compile=exp.oracle.compile_choice, data_source=exp.dataset.source, data=exp.fingerprint)
+                          compile=exp.oracle.compile_choice, data_source=exp.dataset.source, data=exp.fingerprint,
+                          numerics=exp.numerics)
     if ckpt is None:
         for name in (checkpoint.FILE, "metrics.png", "error.log", clients.FILE, clients.SUMMARY,
                      clients.FIGURE):  # a previous run's

@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
 from ..config.validate import resolved
-from . import code_record, ending, experiment, run_folder, seeds, training
+from . import code_record, ending, experiment, numerics, run_folder, seeds, training
 from .lock import RunLock
 from .outputs import Summary, provenance
 
@@ -82,7 +82,10 @@ def _run_locked(composed, out, progress, command, hydra_record, reference, plot)
                 f"the run in {out} has already finished its {v.cfg.T} rounds; nothing to do", stream=sys.stdout)
             ending.say_closing(out, "finished")
             return EXIT["finished"]
-        exp = experiment.build(composed, validated=v)
+        engine = numerics.resume_with(ckpt.numerics if ckpt is not None else None, v.cfg, out)
+        exp = experiment.build(composed, validated=v, engine=engine)
+        if engine:  # engine=auto's choice when the run started, not one made again now
+            exp.oracle.engine_choice = {"engine": engine, "source": "recorded when the run started"}
         run_folder.fits(exp, out, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")

@@ -31,7 +31,7 @@ from ..common.signals import StopAfterRound
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine.lockstep import Lockstep
-from . import code_record, ending, experiment, run_folder, training
+from . import code_record, ending, experiment, numerics, run_folder, training
 from .lock import RunLock
 from .outputs import SEED_PREFIX, Summary, provenance
 from .provenance import of_data
@@ -113,6 +113,7 @@ def _run_locked(composed, cfg, runs, progress, command, hydra_record, plot) -> i
                 finished.append((one, folder))
                 continue
             todo.append(folder), composeds.append(one), ckpts.append(ckpt)
+        numerics.resume_with(next((c.numerics for c in ckpts if c), None), cfg, runs[0][1].parent)  # threads
         dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
         fingerprint = of_data(dataset)
         for one, folder in finished:

@@ -79,7 +79,7 @@ def _start(exp: Experiment, ckpt: checkpoint.Checkpoint | None) -> checkpoint.Ch
         return ckpt
     state = contract.init(exp.alg, exp.flat.flat(), exp.cfg.n)
     return checkpoint.Checkpoint(0, state, checkpoint.counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)],
-                                 exp.digest, exp.fingerprint)
+                                 exp.digest, exp.fingerprint, exp.numerics)
 
 
 class Training:
@@ -141,7 +141,7 @@ class Training:
         if ce and (stop or (done % ce == 0 and not last) or (last and cfg.keep_checkpoint)):
             checkpoint.save(self.out / checkpoint.FILE, checkpoint.Checkpoint(
                 done, self.state, checkpoint.counters(exp.env), self.train_time, self.rows, exp.digest,
-                exp.fingerprint))
+                exp.fingerprint, exp.numerics))
             self.beat(force=True, round=done)
         if stop:
             raise Interrupted(done, stop)
