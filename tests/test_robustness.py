@@ -30,6 +30,7 @@ from fedprox_cli.runs import checkpoint, experiment, runner
 from fedprox_cli.engine import memory, models
 from fedprox_cli.algorithms.fedcanon import FedCanon
 from fedprox_cli.cli.main import CONF_DIR
+from fedprox_cli.config import plugin_defaults
 from fedprox_cli.engine.oracle import ClientData, Oracle
 from fedprox_cli.common.signals import StopAfterRound
 
@@ -78,6 +79,7 @@ def stderr_lines(p: subprocess.CompletedProcess) -> list[str]:
 
 
 def compose_cfg(*overrides: str, hydra_cfg: bool = False):
+    plugin_defaults.store(list(overrides))  # a plugin that ships no YAML: its defaults as its config
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
 
