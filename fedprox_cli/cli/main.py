@@ -171,7 +171,7 @@ def _preflight(argv: list[str]) -> int | None:
     defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
         from .help import option_page, text
-        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=\w+$", a)]
+        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+$", a)]
         try:
             streams.out(("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n"))
         except UserError as e:
@@ -220,7 +220,6 @@ def _fedrun(call: _Call) -> int:
     """The exit code of the command in ``sys.argv``."""
     signals.received.clear()
     streams.guard()
-    debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])
     if early is not None:
         return early
@@ -236,8 +235,7 @@ def _fedrun(call: _Call) -> int:
     try:
         _job()
     except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
-        if debug:
-            raise
+        streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         code = EXIT["error"]
     except KeyboardInterrupt:
