@@ -60,6 +60,7 @@ class _Call:
     jobs' planned records or None, the start time; see :func:`sweep.report`)."""
     codes: list[int] = field(default_factory=list)
     sweep: tuple[Path, list | None, float] | None = None
+    made: dict[Path, bool] = field(default_factory=dict)  # the run folder's parents: whether each was there
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -104,7 +105,7 @@ def _job(composed: DictConfig) -> float:
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if not multirun and out.is_dir() and not any(out.iterdir()):
-        out.rmdir()  # the folder Hydra made for a dry run or a refused run: nothing was written
+        _remove_made(out, _CALL.get().made)  # Hydra made it for a refused run: nothing was written
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
         if code == EXIT["interrupted"] or len(signals.received) > noted:
@@ -118,6 +119,32 @@ def _job(composed: DictConfig) -> float:
         elif code == 0 and (out / "metrics.csv").exists():
             streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     return sweep_value(composed, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
+
+
+def _parents(argv: list[str]) -> dict[Path, bool]:
+    """The run folder's parents known before Hydra makes the folder (the literal part of
+    ``hydra.run.dir``: the command line's, else config.yaml's ``results/runs/``), each with
+    whether it exists now."""
+    given = [a.split("=", 1)[1].strip("'\"") for a in argv if re.match(r"^\+{0,2}hydra\.run\.dir=", a)]
+    pattern = given[-1] if given else "results/runs/${now:}"
+    literal = Path(pattern.split("${", 1)[0] + "x").parent  # the folders before the first interpolation
+    out = {}
+    for p in [literal.resolve(), *literal.resolve().parents]:
+        out[p] = p.exists()
+    return out
+
+
+def _remove_made(out: Path, made: dict[Path, bool]) -> None:
+    """Remove the empty run folder ``out`` and each empty parent of it that did not exist
+    before Hydra made it (``made``: :func:`_parents`); a folder that was there stays."""
+    try:
+        out.rmdir()
+        p = out.resolve().parent
+        while made.get(p) is False and not any(p.iterdir()):
+            p.rmdir()
+            p = p.parent
+    except OSError:
+        pass  # another process wrote there meanwhile, or it cannot be removed: it stays
 
 
 def _one_of_a_sweep(hc, composed: DictConfig, reference: DictConfig | None) -> None:
@@ -231,6 +258,7 @@ def _fedrun(call: _Call) -> int:
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
     stops_interrupt()
+    call.made = _parents(sys.argv[1:])
     code = 0
     try:
         _job()
