@@ -105,7 +105,7 @@ def _job(composed: DictConfig) -> float:
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if not multirun and out.is_dir() and not any(out.iterdir()):
-        _remove_made(out, _CALL.get().made)  # Hydra made it for a refused run: nothing was written
+        _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
         if code == EXIT["interrupted"] or len(signals.received) > noted:
@@ -134,9 +134,12 @@ def _parents(argv: list[str]) -> dict[Path, bool]:
     return out
 
 
-def _remove_made(out: Path, made: dict[Path, bool]) -> None:
+def _remove_made(out: Path) -> None:
     """Remove the empty run folder ``out`` and each empty parent of it that did not exist
-    before Hydra made it (``made``: :func:`_parents`); a folder that was there stays."""
+    before Hydra made it (:func:`_parents`, noted by this :func:`main` call); a folder that was
+    there stays. (Not inlined in :func:`_job`, which a joblib worker receives pickled, as
+    :func:`_ran`.)"""
+    made = _CALL.get().made
     try:
         out.rmdir()
         p = out.resolve().parent

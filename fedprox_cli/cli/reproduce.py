@@ -85,9 +85,22 @@ def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> 
     its run folders or the package's code changed since it was last printed (:mod:`claims.cache`)."""
     from ..claims.cache import Cache
     memo = Cache(root, command)
+    relay = _Relay()  # one warn for every claim: the evidence's reads of shared folders are reused
+
+    def computed(c, said):
+        relay.to = said
+        return make(build([c], root, strict=False, warn=relay)[0])
     for c in claims:
-        streams.out(memo.text(c, lambda said: make(build([c], root, strict=False, warn=said)[0]), warn))
+        streams.out(memo.text(c, lambda said, c=c: computed(c, said), warn))
     memo.save()
+
+
+class _Relay:
+    """A warn function whose target changes (the claim being computed's own)."""
+    to = staticmethod(warn)
+
+    def __call__(self, message: str) -> None:
+        self.to(message)
 
 
 LIST_HEADER = ("claim", "figure or table", "word", "data / T / seeds / device")

@@ -174,13 +174,18 @@ def shown(value) -> str:
     return squeeze(repr(value), 80)
 
 
+_PASS = ("OutOfMemoryError",  # torch's: the machine's, not the plugin's
+         "GreenletExit")      # a seed batch's suspended run being ended (engine/lockstep.py): fedrun's own
+
+
 @contextmanager
 def calling(obj, kind: str, what: str, name: str | None = None):
     """Run a call into ``obj`` (a plugin's object) so that what it raises is reported as the
     plugin's: one :class:`PluginError` naming the plugin (``name``: its config name, if ``obj``
     has no ``name``), the call and the plugin's deepest own line (:func:`own_frame`). Anything
     it raises counts -- ``SystemExit``, ``GeneratorExit`` and other BaseExceptions included --
-    but ``KeyboardInterrupt`` (the user's interrupt). fedprox_cli's own objects,
+    but ``KeyboardInterrupt`` (the user's interrupt) and ``GreenletExit`` (fedrun ending a
+    suspended run of a seed batch). fedprox_cli's own objects,
     :class:`UserError`, out-of-memory errors and arithmetic overflow (divergence:
     :func:`errors.is_overflow`) pass unchanged. The original exception is kept as the error's
     ``cause`` (``FEDRUN_DEBUG=1`` prints its traceback)."""
@@ -189,7 +194,7 @@ def calling(obj, kind: str, what: str, name: str | None = None):
     except (UserError, MemoryError, KeyboardInterrupt):
         raise
     except BaseException as e:
-        if builtin(obj) or type(e).__name__ == "OutOfMemoryError" or is_overflow(e):
+        if builtin(obj) or type(e).__name__ in _PASS or is_overflow(e):
             raise
         at = own_frame(obj, e.__traceback__)
         error = PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
