@@ -67,3 +67,116 @@ def test_an_unknown_algorithm_is_one_line_exit_2(capsys):
     assert main(["no_such_method"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("fedrun-check-algorithm: error: unknown algorithm 'no_such_method'")
+
+
+# ------------------------------------------- a plugin for each declaration it breaks (new ones)
+HEAD = '''
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import torch
+
+from fedprox_cli.algorithms import Algorithm
+
+
+@dataclass(kw_only=True)
+class Broken(Algorithm):
+    name: ClassVar[str] = "broken"
+    beta: float = 0.05
+
+    def stationarity_step(self, K):
+        return self.beta
+'''
+
+BROKEN = {
+    # control variates kept for the participating clients only: breaks partial participation
+    "partial participation": '''
+    partial_participation: ClassVar[bool] = True
+
+    def init(self, z0, n):
+        return {"z": z0.clone(), "c": z0.new_zeros(n, z0.numel())}
+
+    def round(self, state, env, t):
+        c = state["c"][env.clients]
+        X = z = state["z"]
+        X = env.sgd_steps(z.expand(len(env.clients), -1).clone(), t, self.beta, c)
+        z = env.prox(env.up(X).mean(0), self.beta)
+        env.down(z)
+        return {"z": z, "c": c + 0.1 * (X - z)}
+''',
+    # error feedback that stores only the residual's non-zero entries: breaks under a compressor
+    "compressor": '''
+    takes_compressor: ClassVar[bool] = True
+
+    def init(self, z0, n):
+        return {"z": z0.clone(), "e": z0.new_zeros(n, z0.numel())}
+
+    def round(self, state, env, t):
+        z, e = state["z"], state["e"]
+        X = env.sgd_steps(z.expand(len(env.clients), -1).clone(), t, self.beta)
+        V = X - z + e
+        sent = env.up(V)
+        r = V - sent
+        e = r[r != 0].reshape(len(env.clients), -1) if r.any() else e
+        z = env.prox(z + sent.mean(0), self.beta)
+        env.down(z)
+        return {"z": z, "e": e}
+''',
+    # a buffer made in torch's default dtype, not z0's: breaks float64
+    "float64": '''
+    def init(self, z0, n):
+        return {"z": z0.clone(), "m": torch.zeros(z0.numel())}
+
+    def round(self, state, env, t):
+        z, m = state["z"], state["m"]
+        X = env.sgd_steps(z.expand(len(env.clients), -1).clone(), t, self.beta)
+        m = 0.5 * m + env.up(X - z).mean(0)
+        z = env.prox(z + m, self.beta)
+        env.down(z)
+        return {"z": z, "m": m}
+''',
+    # momentum kept on self, not in the state: a resumed run differs
+    "state": '''
+    m: object = field(default=None, init=False)
+
+    def init(self, z0, n):
+        return {"z": z0.clone()}
+
+    def round(self, state, env, t):
+        z = state["z"]
+        X = env.sgd_steps(z.expand(len(env.clients), -1).clone(), t, self.beta)
+        d = env.up(X - z).mean(0)
+        self.m = d if self.m is None else 0.5 * self.m + d
+        z = env.prox(z + self.m, self.beta)
+        env.down(z)
+        return {"z": z}
+''',
+}
+
+
+@pytest.mark.parametrize("contract", sorted(BROKEN))
+def test_a_plugin_breaking_a_declaration_fails_naming_its_line(contract, tmp_path, monkeypatch, capsys, registry):
+    """Each plugin breaks one thing it declares (or the state contract every run relies on):
+    that contract fails, in one line naming the plugin's own file and line and the fix."""
+    from fedprox_cli.cli.check_algorithm import check
+    module = tmp_path / f"broken_{contract.replace(' ', '_')}.py"
+    module.write_text(HEAD + BROKEN[contract])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check(f"{module.stem}.Broken", only=(contract,)) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith(f"FAIL  {contract}: "), line
+    assert f"{module}:" in line, line
+    fix = {"partial participation": "a row per client", "compressor": "return every entry as init made it",
+           "float64": "z0's dtype", "state": "not attributes set on self"}[contract]
+    assert fix in line and "DataFrame" not in line, line
+
+
+def test_the_check_and_a_run_name_a_plugin_by_one_rule(tmp_path, monkeypatch, capsys):
+    """A spelling that is no dotted path is refused by both with the same words, exit 2."""
+    from conftest import fedrun
+    assert main(["my_mod:Thing"]) == 2
+    said = capsys.readouterr().err.strip()
+    r = fedrun("algorithm=my_mod:Thing", "dataset=digits", "T=1", cwd=tmp_path)
+    assert r.returncode == 2
+    assert said.split("error: ", 1)[1] == r.stderr.strip().split("error: ", 1)[1]
+    assert "package.module.Class" in said

@@ -26,6 +26,12 @@ IDS = {"fedcanon-fig1", "fedcanon-fig2", "fedcanon-fig3", "fedcanon-table1", "fe
        "fednmap-fig6"}
 
 
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """list and plan remember texts (claims.cache): in the test's own folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
 def run(method: str, seed: int, curve, acc: float = 0.9) -> Run:
     """A hand-made finished run: ``curve`` is its stationarity at rounds 0, 5, 10, ..."""
     rounds = np.arange(len(curve)) * 5
@@ -143,7 +149,10 @@ def test_bad_input_is_one_line_and_exit_2(copy, tmp_path, capsys):
 def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
     assert reproduce.main(["list", "--results", str(copy / "results")]) == 0
     out = capsys.readouterr().out
-    assert {line.split()[0] for line in out.splitlines()} == IDS
+    header, *rows = out.splitlines()
+    assert header.split()[:3] == ["claim", "figure", "or"]
+    assert {line.split()[0] for line in rows if not line.startswith(" ")} == IDS
+    assert len(rows) == 2 * len(IDS)   # each claim and its one-line text
     assert "not run" in out.split("fedcef-fig1")[1].splitlines()[0]
     assert reproduce.main(["plan", "fednmap-fig5c", "--device", "cuda", "--results", str(copy / "results")]) == 0
     out = capsys.readouterr().out

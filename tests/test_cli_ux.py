@@ -102,7 +102,8 @@ def test_job_table_of_folders(tmp_path):
         ["1", "interrupted", "4/5", "0.2500", "1", "0.001", "1m15s", "-", "seed=1"],
         ["2", "not", "started", "-", "-", "-", "-", "-", "-"]]
     assert recap.closing_line(tmp_path / "1") == (
-        f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s; {tmp_path / '1'}")
+        f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s (rounds only); "
+        f"{tmp_path / '1'}")
 
 
 def test_help_explains_keys_groups_presets_and_exit_codes(tmp_path):
@@ -243,3 +244,30 @@ def test_a_terminal_gets_a_bar_and_the_log_the_lines(tmp_path):
     log = (run / "fedrun.log").read_text()
     assert len(re.findall(r"fedrun: round [24]/4, ", log)) == 2, log
     assert "fedrun: summary: finished, 4/4 rounds" in p.stdout.read().decode()
+
+
+def test_a_dry_runs_cost_does_not_grow_with_seeds(tmp_path, monkeypatch):
+    """seeds=R: only the seeds whose folder exists are checked one by one; the rest are counted
+    as new (their work summed by start round), so R = 10^6 costs what R = 2 does."""
+    from fedprox_cli.cli import dryrun
+    checked = []
+    plain = dryrun._state
+    monkeypatch.setattr(dryrun, "_state", lambda config, folder, T: checked.append(folder) or plain(config, folder, T))
+    (tmp_path / "r" / "seed_7").mkdir(parents=True)
+    p = fedrun(*TINY, "T=2", "seeds=1000000", "dry_run=true", f"hydra.run.dir={tmp_path / 'r'}")
+    assert p.returncode == 0, p.stderr
+    assert checked == [tmp_path / "r" / "seed_7"]
+    assert "1000000 runs: new" in p.stdout
+    assert f"work: {2 * 2 * 4 * 1_000_000:,} client steps" in p.stdout and " and 2000000 evaluations" in p.stdout
+
+
+def test_a_run_refused_at_validation_leaves_no_folder_it_made(tmp_path):
+    """Hydra makes results/runs/<run>/ before the validation: a refused run removes what it made,
+    and leaves a results/runs/ that was there before."""
+    p = fedrun(*TINY, "T=-1", cwd=tmp_path)
+    assert p.returncode == 2 and not (tmp_path / "results").exists(), p.stderr
+    (tmp_path / "results" / "runs").mkdir(parents=True)
+    p = fedrun(*TINY, "T=-1", cwd=tmp_path)
+    assert p.returncode == 2 and (tmp_path / "results" / "runs").is_dir() and not any((tmp_path / "results" / "runs").iterdir())
+    p = fedrun(*TINY, "T=-1", "hydra.run.dir=a/b/c", cwd=tmp_path)
+    assert p.returncode == 2 and not (tmp_path / "a").exists()

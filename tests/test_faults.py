@@ -132,7 +132,8 @@ CASES = {
                                 "unknown key 'oracle.chunks': fedrun has no such setting (see fedrun --help); "
                                 "did you mean oracle.chunk?"),
     "+misspelt model parameter": Case("config", DIGITS + ["model=mlp", "+model.hiden=100"], 2,
-                                      "model mlp has no parameter hiden (it takes: hidden, init); did you mean model.hidden?"),
+                                      "model mlp has no parameter hiden (it takes: hidden, init; `fedrun --help` lists the "
+                                      "settings); did you mean model.hidden?"),
     "+misspelt partition parameter": Case("config", DIGITS + ["+partition.alpah=0.1"], 2,
                                           "partition dirichlet has no parameter alpah"),
     "+unknown algorithm parameter": Case("config", DIGITS + ["+algorithm.gamma=1"], 2,

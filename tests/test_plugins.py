@@ -197,8 +197,9 @@ def test_a_broken_plugin_is_one_line_and_exit_2(plugin):
                f"hydra.run.dir={plugin / 'run'}", path=[plugin / "site"])
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "fedrun: error: _target_ myplugins.Gone cannot be imported (AttributeError: module "
-        "'myplugins' has no attribute 'Gone')"]
+        "fedrun: error: myplugins.Gone cannot be imported (AttributeError: module "
+        "'myplugins' has no attribute 'Gone'); a plugin's class by dotted path is package.module.Class, "
+        "importable from the current folder or PYTHONPATH"]
 
 
 # ----------------------------------------------------------- the example package (examples/)
@@ -331,7 +332,7 @@ BROKEN_CASES = {  # group option -> the one line
     "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round(state, env, t=0): KeyError: 'w' "
                         "(at {site}/broken.py:37)",
     "algorithm=list_state": "algorithm plugin 'list_state' (broken.ListState) breaks its contract: round(state, env, "
-                            "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got [",
+                            "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got a list of a Tensor of shape (650,)",
     "regularizer=no_prox": "regularizer plugin 'no_prox' (_target_ broken.NoProx) breaks the regularizer contract: "
                            "it must define the method _prox (docs/extending.md)",
     "compressor=bytes_as_float": "compressor plugin 'bytes_as_float' (broken.BytesAsFloat) breaks its contract: "

@@ -325,7 +325,7 @@ BAD_INPUTS = {
     "negative step size": (["algorithm.alpha=-0.1"], "must be > 0"),
     "unknown algorithm parameter": (["+algorithm.gamma=1"], "has no parameter gamma"),
     "fedavg with a regularizer": (["algorithm=fedavg"], "defined for h = 0 only"),
-    "unknown group option": (["algorithm=nope"], "Could not find 'algorithm/nope'"),
+    "unknown group option": (["algorithm=nope"], "unknown algorithm 'nope'; the options: "),
     "unknown key": (["nonsense=1"], "Could not override 'nonsense'"),
     "malformed override": (["K=[1"], "fedrun: error:"),
     "truncated IDX file": (["dataset=fmnist", "data.root={truncated}"], "is truncated"),

@@ -1,8 +1,13 @@
-"""Calls into an algorithm that check what it returns (registers nothing): the run calls
-``init``, ``round``, ``output``, ``prox_steps`` and ``stationarity_step`` through these, so
-that a plugin's exception or a result of the wrong kind is one line naming the plugin and the
-contract (:class:`fedprox_cli.common.plugins.PluginError`, exit code 2), never an internal
-error. The checks cost a few dict and isinstance tests per round."""
+"""Calls into an algorithm that check what it returns (registers nothing): the run and
+``fedrun-check-algorithm`` call ``init``, ``round``, ``output``, ``prox_steps`` and
+``stationarity_step`` through these, so that a plugin's exception (BaseException included) or a
+result of the wrong kind is one line naming the plugin, its own line and the contract
+(:class:`fedprox_cli.common.plugins.PluginError`, exit code 2), never an internal error.
+
+The state's layout is part of the contract: every tensor ``init`` makes is of z0's dtype and on
+z0's device, and every round returns each entry with the shape, dtype and device ``init`` gave it
+(a checkpoint, seeds=R and the engines rely on it). The checks cost a few dict and attribute
+tests per round."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import math
 
 import torch
 
-from ..common.plugins import calling, returned
+from ..common.plugins import PluginError, calling, origin, returned, source_line
 from .base import Algorithm, Env, State
 
 
@@ -21,19 +26,52 @@ def _is_state(value: object) -> bool:
         for k, v in value.items())
 
 
+def _layout(v) -> str:
+    """How an entry is described in a contract line: ``tensor (4, 650) float32 on cpu``."""
+    if torch.is_tensor(v):
+        return f"tensor {tuple(v.shape)} {str(v.dtype).removeprefix('torch.')} on {v.device}"
+    return f"number ({type(v).__name__})"
+
+
+def _broken(alg: Algorithm, method: str, what: str, fix: str) -> PluginError:
+    return PluginError(f"algorithm plugin {alg.name!r} ({origin(alg)}) breaks the state contract: {what}; {fix} "
+                       f"({method} at {source_line(alg, method)})")
+
+
 def init(alg: Algorithm, z0: torch.Tensor, n: int) -> State:
     with calling(alg, "algorithm", "init(z0, n)"):
         state = alg.init(z0, n)
-    return returned(alg, "algorithm", "init(z0, n)", state, _is_state(state) and bool(state),
-                    "the state: a non-empty dict of str -> tensor (or number)")
+    returned(alg, "algorithm", "init(z0, n)", state, _is_state(state) and bool(state),
+             "the state: a non-empty dict of str -> tensor (or number)")
+    for k, v in state.items():
+        if torch.is_tensor(v) and (v.dtype != z0.dtype or v.device != z0.device):
+            raise _broken(alg, "init", f"state[{k!r}] is a {_layout(v)}, z0 a {_layout(z0)}",
+                          "make every state tensor of z0's dtype and on its device (z0.new_zeros(...), "
+                          "torch.zeros_like(z0), z0.clone()); keep a count as a plain number")
+    return state
 
 
 def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
-    """The next state, with the keys of ``state`` (a checkpoint saves and restores them all)."""
+    """The next state, with the keys of ``state`` (a checkpoint saves and restores them all),
+    each entry of the shape, dtype and device it had (init's, by induction)."""
     with calling(alg, "algorithm", f"round(state, env, t={t})"):
         new = alg.round(state, env, t)
-    return returned(alg, "algorithm", "round(state, env, t)", new, _is_state(new) and new.keys() == state.keys(),
-                    f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})")
+    returned(alg, "algorithm", "round(state, env, t)", new, _is_state(new) and new.keys() == state.keys(),
+             f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})")
+    for k, v in new.items():
+        old = state[k]
+        same = (torch.is_tensor(v) == torch.is_tensor(old)) and (
+            not torch.is_tensor(v) or (v.shape == old.shape and v.dtype == old.dtype and v.device == old.device))
+        if not same:
+            per_client = (torch.is_tensor(v) and torch.is_tensor(old) and v.dim() == old.dim() >= 1
+                          and old.shape[0] == env.n and v.shape[0] == len(env.clients) != env.n)
+            fix = ("it keeps a row per client: update the participating clients' rows in place "
+                   "(state[k][env.clients] = ...) and return the whole tensor" if per_client else
+                   "return every entry as init made it (same shape, dtype and device; update in place or "
+                   "build it with z0's dtype and device)")
+            raise _broken(alg, "round", f"round {t + 1} returned state[{k!r}] as a {_layout(v)}, "
+                                        f"init made a {_layout(old)}", fix)
+    return new
 
 
 def output(alg: Algorithm, state: State, d: int) -> torch.Tensor:

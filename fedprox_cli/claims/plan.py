@@ -69,7 +69,8 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
         if not rs.folders:
             continue
         minutes = per_run(ev)
-        basis = f"{ev.present} recorded runs, on {', '.join(ev.devices) or 'cpu'}" if minutes else "no recorded run"
+        basis = (f"estimated from the {ev.present} runs here, timed on {', '.join(ev.devices) or 'cpu'}" if minutes
+                 else "no run here to estimate the time from")
         for args, n in _sweeps_of(rs, ev.missing, root, device):
             out.append(Sweep(f"missing runs on {rs.data}", args, n, minutes and minutes * n, basis))
         if claim.paper_seeds and len(rs.seeds) < claim.paper_seeds:
@@ -82,13 +83,16 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
         first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
         grid = pr.grid or (first.runset.grid if first else {})
         n = len(RunSet(**{**pr.__dict__, "grid": grid}).declared())
-        minutes, basis = None, "no recorded run to estimate from"
+        minutes, basis = None, "no run here to estimate the time from"
         if first is not None:
-            scale = (pr.T or claim.paper_T or first.T) / first.T
+            T = pr.T or claim.paper_T or first.T
+            scale = T / first.T
             minutes = per_run(first) * n * scale
-            basis = (f"CPU job-minutes of the {first.runset.data} runs x {scale:g} for T only"
+            basis = (f"estimated from the {first.runset.data} runs here, timed on "
+                     f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
                      + ("; the paper's data may be larger" if first.runset.stands_for else "")
-                     + "; no GPU-timed summary")
+                     + ("; no run here was timed on a GPU" if device == "cuda" and "cuda" not in first.devices
+                        else ""))
         seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
         args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
         out.append(Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis))
@@ -102,11 +106,26 @@ def covered(claim: Claim, evidence: list) -> bool:
                and (not claim.paper_seeds or len(ev.seeds) >= claim.paper_seeds) for ev in evidence)
 
 
-def text(claim: Claim, found: list[Sweep]) -> str:
+def duration(minutes: float) -> str:
+    """``40 minutes``, ``3.5 hours``, ``2.1 days`` of computing."""
+    if minutes < 90:
+        return f"{max(minutes, 1):.0f} minute{'s' if round(minutes) != 1 else ''}"
+    hours = minutes / 60
+    return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def text(claim: Claim, found: list[Sweep], verdict=None) -> str:
+    """The plan of ``claim``: each sweep with its runs, its time in plain words and its
+    command; with nothing to run, why its word (``verdict``) is what it is."""
     lines = [f"{claim.id} ({claim.title}):"]
     if not found:
-        lines.append("  nothing missing")
+        word, why = getattr(verdict, "word", ""), getattr(verdict, "why", "")
+        because = why or ("its tests decide it on the declared runs, all here (`fedrun-reproduce report` "
+                          "writes each test's numbers to REPRODUCTION.md)")
+        lines.append("  nothing to run: every declared run is here"
+                     + (f"; its word stays {word!r} because {because}" if word and not word.startswith("reproduced")
+                        else ""))
     for s in found:
-        cost = f"about {s.minutes:,.0f} job-minutes ({s.basis})" if s.minutes else s.basis
+        cost = f"about {duration(s.minutes)} of computing in all ({s.basis})" if s.minutes else s.basis
         lines += [f"  {s.what}: {s.runs} runs, {cost}", f"    {s.command()}"]
     return "\n".join(lines)

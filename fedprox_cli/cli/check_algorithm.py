@@ -4,7 +4,10 @@ contract; exit code 0 if all hold, 1 if one fails (naming it), 2 if the algorith
 found or breaks its interface before anything runs.
 
 Each contract is a few tiny runs (digits, a linear model, n = 4 clients, T = 4 rounds, a few
-seconds in all) compared with each other:
+seconds in all) compared with each other. Every run goes through the calls a ``fedrun`` run makes
+(:mod:`fedprox_cli.algorithms.contract`): the state's keys, and each entry's shape, dtype and
+device, checked after every round against what ``init`` made, so a run and the check say the
+same words.
 
 - interface: the class contract (docs/extending.md) and its defaults in their declared ranges;
 - state: a run stopped after round 2 and extended to 4 from its checkpoint equals the
@@ -16,7 +19,13 @@ seconds in all) compared with each other:
 - messages: bytes up and down and gradient calls are counted (every message through
   ``env.up`` / ``env.down``), the same in every round at full participation;
 - h = 0 only: an algorithm declaring ``smooth_only`` is refused ``regularizer=l1``; one that
-  does not calls ``env.prox`` with it (else it ignores h and must declare ``smooth_only``).
+  does not calls ``env.prox`` with it (else it ignores h and must declare ``smooth_only``);
+- partial participation, a compressor: declared, a run with ``participation=0.5`` (2 of 4
+  clients a round) and one with ``compressor=topk`` finish, keeping the state contract; not
+  declared, each is refused;
+- float64: a run with ``dtype=float64`` finishes (every state tensor made of z0's dtype).
+
+A failing contract is one line naming the plugin's own file and line, the contract and the fix.
 """
 
 from __future__ import annotations
@@ -37,28 +46,25 @@ BASE = ["dataset=digits", "model=linear", "T=4", "K=2", "n=4", "B=8", "eval_ever
         "compressor=identity", "checkpoint_every=0"]
 
 
+FAILED = 1  # a contract does not hold (0: all hold; 2, EXIT["error"]: the algorithm is refused before any runs)
+
+
 class Failed(Exception):
     """A contract that does not hold (the message says how)."""
 
 
 def _resolve(spec: str) -> tuple[str, list[str]]:
-    """The algorithm's config name and the overrides that choose it: a registered or installed
-    name, or a dotted path to its class (stored as a config option with its defaults)."""
-    from hydra.core.config_store import ConfigStore
-
+    """The algorithm's config name and the overrides that choose it, by the rule ``fedrun``
+    follows (:func:`common.plugins.dotted`, :func:`config.plugin_defaults.store`): a registered
+    or installed name, or a dotted path to its class."""
     from .. import algorithms
+    from ..common.plugins import dotted, located
     from ..config import plugin_defaults
-    if "." not in spec and ":" not in spec:
+    target = dotted(spec)
+    if target is None:
         algorithms.base.lookup(spec)  # a UserError naming the choices if unknown
-        plugin_defaults.store([f"algorithm={spec}"])
-        return spec, [f"algorithm={spec}"]
-    from ..common.plugins import located
-    target = spec.replace(":", ".")
-    cls = located(target)
-    algorithms.base.lookup(getattr(cls, "name", "?"), target)  # the class contract, at the door
-    node = {**plugin_defaults.defaults("algorithm", cls.name, cls), "_target_": target}
-    ConfigStore.instance().store(group="algorithm", name=cls.name, node=node, provider="fedrun-check-algorithm")
-    return cls.name, [f"algorithm={cls.name}"]
+    plugin_defaults.store([f"algorithm={spec}"])
+    return (located(target).name if target else spec), [f"algorithm={spec}"]
 
 
 class Checker:
@@ -87,11 +93,17 @@ class Checker:
 
     @staticmethod
     def same(a, b, what: str, rtol: float = 0.0) -> None:
-        import pandas as pd
-        try:
-            pd.testing.assert_frame_equal(a, b, check_exact=rtol == 0, rtol=rtol or 1e-5, atol=0)
-        except AssertionError as e:
-            raise Failed(f"{what}: {' '.join(str(e).split())[:300]}") from None
+        """Fail with ``what`` and the first value that differs (its column and round) unless
+        the metrics ``a`` and ``b`` are equal (within ``rtol``)."""
+        import numpy as np
+        if list(a.columns) != list(b.columns) or len(a) != len(b):
+            raise Failed(f"{what} (its metrics have {len(a)} rows, the other run's {len(b)})")
+        for col in a.columns:
+            x, y = a[col].to_numpy(dtype=float), b[col].to_numpy(dtype=float)
+            close = np.isclose(x, y, rtol=rtol, atol=0, equal_nan=True) if rtol else (x == y) | (np.isnan(x) & np.isnan(y))
+            if not close.all():
+                i = int(np.argmin(close))
+                raise Failed(f"{what} (first in {col} at round {int(a['round'].iloc[i])}: {x[i]:.6g} against {y[i]:.6g})")
 
     def interface(self) -> str:
         from dataclasses import fields
@@ -115,7 +127,9 @@ class Checker:
         out = self.folder / "resumed"
         self.run("engine=vmap", "T=2", "checkpoint_every=1", "keep_checkpoint=true", folder=out)
         self.same(self.run("engine=vmap", "checkpoint_every=1", folder=out), self.reference,
-                  "extended from round 2's checkpoint, the run differs from the uninterrupted one")
+                  "extended from round 2's checkpoint, the run differs from the uninterrupted one: keep everything "
+                  "a round needs in the state dict init returns (a checkpoint saves that dict only, not attributes "
+                  "set on self)")
         if "resuming" not in (out / "fedrun.log").read_text():
             raise Failed("the run asked to extend to T = 4 did not resume from round 2's checkpoint")
         return "a run extended from round 2's checkpoint equals the uninterrupted run"
@@ -180,13 +194,45 @@ class Checker:
         return f"not declared; with regularizer=l1 it calls env.prox ({int(prox)} calls in 4 rounds)"
 
 
+    def _declared(self, flag: str, override: str, what: str) -> str:
+        """A run with ``override`` finishes if the class declares ``flag``, else is refused."""
+        if getattr(self.cls, flag):
+            rows = self.run("engine=vmap", override)
+            return f"declared; a run with {override} ({what}) finishes, {len(rows) - 1} rounds, state kept"
+        try:
+            self.run(override)
+        except UserError:
+            return f"not declared; {override} refused"
+        raise Failed(f"does not declare {flag} but a run with {override} was not refused")
+
+    def participation(self) -> str:
+        return self._declared("partial_participation", "participation=0.5", "2 of 4 clients a round")
+
+    def compressor(self) -> str:
+        return self._declared("takes_compressor", "compressor=topk", "top-10% uplink")
+
+    def float64(self) -> str:
+        self.run("engine=vmap", "dtype=float64")
+        return "a run with dtype=float64 finishes, state kept"
+
+
 CONTRACTS = (("interface", "interface"), ("state", "state"), ("no global randomness", "global_randomness"),
-             ("seeds=R", "seeds"), ("engines", "engines"), ("messages", "messages"), ("h = 0 only", "smooth_only"))
+             ("seeds=R", "seeds"), ("engines", "engines"), ("messages", "messages"), ("h = 0 only", "smooth_only"),
+             ("partial participation", "participation"), ("compressor", "compressor"), ("float64", "float64"))
 
 
-def check(spec: str, out=None) -> int:
-    """Run every contract on ``spec``; print one line each (to ``out``, default stdout, through
-    the one console); the exit code."""
+def _located(text: str, cls) -> str:
+    """A failure line that names the plugin's own file (its ``round`` and line added if not)."""
+    from ..common.plugins import builtin, source_line
+    at = source_line(cls, "round")
+    file = at.rsplit(":", 1)[0]
+    return text if file in text or builtin(cls) and "fedprox_cli" in text else f"{text} (round at {at})"
+
+
+def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
+    """Run every contract on ``spec`` (those titled in ``only``, if given); print one line each
+    (to ``out``, default stdout, through the one console); the exit code: 0 all hold, 1 one
+    fails (:data:`FAILED`)."""
     def say(text: str) -> None:
         streams.line(out, text) if out is not None else streams.out(text)
 
@@ -195,13 +241,15 @@ def check(spec: str, out=None) -> int:
     with tempfile.TemporaryDirectory(prefix="fedrun-check-") as tmp:
         checker = Checker(name, choose, Path(tmp))
         for title, method in CONTRACTS:
+            if only is not None and title not in only:
+                continue
             try:
                 say(f"ok    {title}: {getattr(checker, method)()}")
             except (Failed, UserError) as e:
                 failed.append(title)
-                say(f"FAIL  {title}: {' '.join(str(e).split())}")
+                say(f"FAIL  {title}: {_located(' '.join(str(e).split()), checker.cls)}")
     say(f"{name}: {'all contracts hold' if not failed else 'fails ' + ', '.join(failed)}")
-    return EXIT["finished"] if not failed else 1
+    return EXIT["finished"] if not failed else FAILED
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code = check(args.algorithm)
-    except UserError as e:
+    except UserError as e:  # not found, or broke its interface before anything ran
+        streams.trace(e)
         streams.err(f"fedrun-check-algorithm: error: {' '.join(str(e).split())}")
         code = EXIT["error"]
     if argv is None:

@@ -127,24 +127,25 @@ def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[lis
     return out
 
 
-def work(cfg: DictConfig, start: int | list[int] = 0) -> tuple[float, int]:
+def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:
     """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
     ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too); summed over the runs
-    of ``seeds=R`` when ``start`` lists their start rounds."""
-    T, e, per_round = cfg.T, cfg.eval_every, cfg.K * cfg.n * cfg.participation  # read once: R can be large
+    of ``seeds=R`` when ``start`` counts them by start round ({round: runs})."""
+    T, e, per_round = cfg.T, cfg.eval_every, cfg.K * cfg.n * cfg.participation
     steps = evals = 0
-    for s in (start if isinstance(start, list) else [start]):
+    for s, runs in (start.items() if isinstance(start, dict) else [(start, 1)]):
         if s < T:
-            steps += (T - s) * per_round
-            evals += T // e - s // e + (T % e != 0) + (s == 0)
+            steps += (T - s) * per_round * runs
+            evals += (T // e - s // e + (T % e != 0) + (s == 0)) * runs
     return steps, evals
 
 
-def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int]]:
+def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int, int]]:
     """Validate a job like a real run (:func:`experiment.validate`, the folder checks); returns
     what the run would do in its folder and the round it would start from (with ``seeds=R``:
-    the state of each ``seed_<s>/`` run and their start rounds). Raises :class:`UserError` (or
-    Hydra's errors). ``references``: reference configs by group choices, reused across a sweep's jobs."""
+    the state of each ``seed_<s>/`` run and their start rounds counted, :func:`_batch`). Raises
+    :class:`UserError` (or Hydra's errors). ``references``: reference configs by group choices,
+    reused across a sweep's jobs."""
     from ..runs import experiment, seeds
     from .compose import reference_config
     references = {} if references is None else references
@@ -156,12 +157,40 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | list[int
     if job.cfg.seeds == 1:
         return _state(lambda: job.cfg, job.folder, job.cfg.T)
     seeds.check_container(job.folder)
-    T, runs = job.cfg.T, seeds.folders(job.cfg, job.folder)
-    states = [_state(lambda s=s: seeds.with_seed(job.cfg, s), folder, T) for s, folder in runs]
-    said = {state for state, _ in states}
-    text = f"{len(runs)} runs: " + (said.pop() if len(said) == 1 else
-                                    ", ".join(f"seed {s} {state}" for (s, _), (state, _) in zip(runs, states)))
-    return text, [start for _, start in states]
+    return _batch(job)
+
+
+def _batch(job: Job) -> tuple[str, dict[int, int]]:
+    """The state of each run of a ``seeds=R`` job and their start rounds counted: the seeds whose
+    folder exists are checked one by one, the others are new runs (no folder: nothing to check),
+    so the cost grows with the runs on disk, not with R."""
+    from ..runs import seeds
+    cfg, first, R = job.cfg, job.cfg.seed, job.cfg.seeds
+    on_disk = []
+    if job.folder.is_dir():
+        for p in job.folder.iterdir():
+            number = p.name.removeprefix(seeds.SEED_PREFIX)
+            if p.name.startswith(seeds.SEED_PREFIX) and number.isdigit() and first <= int(number) < first + R:
+                on_disk.append(int(number))
+    said, starts, last = [], {}, first
+    for s in sorted(on_disk):
+        if s > last:
+            said.append(_new(last, s - 1))
+        state, start = _state(lambda s=s: seeds.with_seed(cfg, s), job.folder / f"{seeds.SEED_PREFIX}{s}", cfg.T)
+        said.append(f"seed {s} {state}")
+        starts[start] = starts.get(start, 0) + 1
+        last = s + 1
+    if last < first + R:
+        said.append(_new(last, first + R - 1))
+    new = first + R - len(on_disk) - first
+    if new:
+        starts[0] = starts.get(0, 0) + new
+    states = {x.split(" ", 2)[-1] for x in said}
+    return f"{R} runs: " + (states.pop() if len(states) == 1 else ", ".join(said)), starts
+
+
+def _new(a: int, b: int) -> str:
+    return f"seed {a} new" if a == b else f"seeds {a}-{b} new"
 
 
 def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str, int]:
@@ -239,6 +268,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
                 total_steps, total_evals = total_steps + steps, total_evals + evals
                 rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), job.where, state])
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
+        streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]
     n = len(listed)

@@ -4,16 +4,14 @@ squeezed (:func:`one_line`), and an internal error's traceback kept in :data:`CR
 
 from __future__ import annotations
 
+import difflib
 import os
 import tempfile
 import traceback
 from pathlib import Path
 
-from hydra.errors import HydraException
-from omegaconf import DictConfig
-from omegaconf.errors import OmegaConfBaseException
-
-from ..config import extras
+from ..config import extras, plugin_defaults
+from .help import plugin_options
 from ..common.files import atomic_write_text
 from ..common.console import say
 from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
@@ -27,7 +25,9 @@ _DROP = ("full_key:", "object_type", "reference_type", "Config search path", "pr
 def one_line(exc: BaseException) -> str:
     """A Hydra/OmegaConf/OS error message squeezed into one readable line (a missing extra's
     config: the extra to install, :func:`extras.explain`)."""
-    missing = extras.explain(exc)
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+    missing = extras.explain(exc) or unknown_option(exc) or unknown_parameter(exc)
     if missing:
         return missing
     if exhausted(exc):
@@ -48,9 +48,58 @@ def one_line(exc: BaseException) -> str:
     return squeeze(text + did_you_mean(exc))
 
 
+def _chain(exc: BaseException):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def unknown_option(exc: BaseException) -> str | None:
+    """Hydra's "Could not find 'GROUP/NAME'" as one line: the closest options of the group,
+    installed plugins that ship no YAML included, and, for a name close to none, how a method
+    of one's own becomes an option; None for other errors."""
+    from hydra.errors import MissingConfigException
+    e = next((c for c in _chain(exc) if isinstance(c, MissingConfigException)), None)
+    if e is None or not e.missing_cfg_file or "/" not in e.missing_cfg_file or e.options is None:
+        return None
+    group, _, name = e.missing_cfg_file.rpartition("/")
+    options = sorted(set(e.options) | {o for o, _ in plugin_options(group)})
+    close = difflib.get_close_matches(name, options, n=3, cutoff=0.6)
+    line = f"unknown {group} {name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
+    line += f"; the options: {', '.join(options)}"
+    if not close and group in plugin_defaults.GROUPS:
+        line += (f"; to add one of your own: install its plugin package (pip install -e PATH, docs/extending.md), "
+                 f"name its class by dotted path ({group}=my_module.MyClass), or add {group}/{name}.yaml to "
+                 f"a config dir (--config-dir DIR)")
+    elif not close:
+        line += f"; or add {group}/{name}.yaml to a config dir (--config-dir DIR)"
+    return squeeze(line, 1000)
+
+
+def unknown_parameter(exc: BaseException) -> str | None:
+    """OmegaConf's "Key 'alpha' is not in struct" for ``GROUP.alpha=...`` as the validation's
+    line (:func:`validate.no_parameter`: the keys the option takes and the ``--help`` command);
+    None for other errors."""
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+    from omegaconf import DictConfig
+
+    from ..config.schema import GROUPS  # (torch: only for this error's line)
+    from ..config.validate import no_parameter
+    e = next((c for c in _chain(exc) if isinstance(c, (ConfigKeyError, ConfigAttributeError))), None)
+    node, key, full = (getattr(e, a, None) for a in ("parent_node", "key", "full_key"))
+    if not isinstance(node, DictConfig) or not isinstance(full, str) or full.count(".") != 1:
+        return None
+    group = full.split(".")[0]
+    if group not in GROUPS or not isinstance(node.get("name"), str):
+        return None
+    return no_parameter(group, node.name, str(key), list(node.keys()), node.get("_target_"))
+
+
 def did_you_mean(exc: BaseException) -> str:
     """`` (did you mean regularizer.lam?)`` for a key that is not in the config but close to one
     of its siblings (OmegaConf's error carries the node it was looked up in), else ``""``."""
+    from omegaconf import DictConfig
     node, key, full = (getattr(exc, a, None) for a in ("parent_node", "key", "full_key"))
     if not isinstance(node, DictConfig) or not isinstance(key, str) or not isinstance(full, str):
         return ""

@@ -203,8 +203,10 @@ def option_page(group: str, name: str) -> str:
 
     from ..common import ranges
     from ..common.plugins import origin
+    from ..common.plugins import dotted, located
     from ..config.plugin_defaults import lookup
-    cls = lookup(group)(name)
+    target = dotted(name)
+    cls = lookup(group)(located(target).name, target) if target else lookup(group)(name)
     doc = (cls.__doc__ or "").split("\n\n")[0] if not (cls.__doc__ or "").startswith(cls.__name__ + "(") else ""
     out = [f"{group} {name} ({origin(cls)})", *textwrap.wrap(" ".join(doc.split()), 100, initial_indent="  ",
                                                             subsequent_indent="  "), "", "Parameters (KEY=VALUE):"]

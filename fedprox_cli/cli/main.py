@@ -62,6 +62,7 @@ class _Call:
     jobs' planned records or None, the start time; see :func:`sweep.report`)."""
     codes: list[int] = field(default_factory=list)
     sweep: tuple[Path, list | None, float] | None = None
+    made: dict[Path, bool] = field(default_factory=dict)  # the run folder's parents: whether each was there
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -106,7 +107,7 @@ def _job(composed: DictConfig) -> float:
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if not multirun and out.is_dir() and not any(out.iterdir()):
-        out.rmdir()  # the folder Hydra made for a dry run or a refused run: nothing was written
+        _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
         sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
         if code == EXIT["interrupted"] or len(signals.received) > noted:
@@ -120,6 +121,35 @@ def _job(composed: DictConfig) -> float:
         elif code == 0 and (out / "metrics.csv").exists():
             streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
     return sweep_value(composed, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
+
+
+def _parents(argv: list[str]) -> dict[Path, bool]:
+    """The run folder's parents known before Hydra makes the folder (the literal part of
+    ``hydra.run.dir``: the command line's, else config.yaml's ``results/runs/``), each with
+    whether it exists now."""
+    given = [a.split("=", 1)[1].strip("'\"") for a in argv if re.match(r"^\+{0,2}hydra\.run\.dir=", a)]
+    pattern = given[-1] if given else "results/runs/${now:}"
+    literal = Path(pattern.split("${", 1)[0] + "x").parent  # the folders before the first interpolation
+    out = {}
+    for p in [literal.resolve(), *literal.resolve().parents]:
+        out[p] = p.exists()
+    return out
+
+
+def _remove_made(out: Path) -> None:
+    """Remove the empty run folder ``out`` and each empty parent of it that did not exist
+    before Hydra made it (:func:`_parents`, noted by this :func:`main` call); a folder that was
+    there stays. (Not inlined in :func:`_job`, which a joblib worker receives pickled, as
+    :func:`_ran`.)"""
+    made = _CALL.get().made
+    try:
+        out.rmdir()
+        p = out.resolve().parent
+        while made.get(p) is False and not any(p.iterdir()):
+            p.rmdir()
+            p = p.parent
+    except OSError:
+        pass  # another process wrote there meanwhile, or it cannot be removed: it stays
 
 
 def _one_of_a_sweep(hc, composed: DictConfig, reference: DictConfig | None) -> None:
@@ -173,7 +203,7 @@ def _preflight(argv: list[str]) -> int | None:
     defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
         from .help import option_page, text
-        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=\w+$", a)]
+        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+$", a)]
         try:
             streams.out(("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n"))
         except UserError as e:
@@ -279,7 +309,6 @@ def _fedrun(call: _Call) -> int:
     if gone:
         streams.err(f"fedrun: error: {gone}")
         return EXIT["error"]
-    debug = bool(os.environ.get("FEDRUN_DEBUG"))
     early = _preflight(sys.argv[1:])
     if early is not None:
         return early
@@ -291,12 +320,12 @@ def _fedrun(call: _Call) -> int:
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
     stops_interrupt()
+    call.made = _parents(sys.argv[1:])
     code = 0
     try:
         _job()
     except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
-        if debug:
-            raise
+        streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         code = EXIT["error"]
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """fedrun-reproduce: the reproduction of the three papers, claim by claim, from declarations.
 
-  fedrun-reproduce list                          # every claim: its word, data / T / seeds / device
+  fedrun-reproduce list                          # every claim: its word, data / T / seeds / device, its text
   fedrun-reproduce plan [CLAIM...] [--device cuda]   # the missing runs, commands and cost
   fedrun-reproduce run CLAIM... [OVERRIDE...]    # launch them (fedrun -m) into the claim's folders
   fedrun-reproduce run CLAIM --paper device=cuda data.root=DIR   # the paper's own setting
@@ -13,7 +13,8 @@ DIR/reproduction/ (default: results); README.md and docs/reproducing.md are read
 (default: the current folder). `check` prints one line per difference (claim, number,
 committed, recomputed) and exits 1 on any. Bad input (an unknown claim, a results folder
 without a claim's runs, a run folder of another config in a claim's folder) is one line and
-exit 2; an internal error exit 3.
+exit 2; an internal error exit 3. ``list`` and ``plan`` remember each claim's text and recompute
+only a claim whose declaration, run folders or code changed (:mod:`fedprox_cli.claims.cache`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..claims import compare, declare, evidence, figures, plan, render, tables, verdict
+from ..claims import declare  # the others (pandas, torch) where a claim is computed: list/plan remember texts
 from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
@@ -62,8 +63,11 @@ def parse(argv):
     return args
 
 
-def build(claims: list[declare.Claim], root: Path, strict: bool) -> list[render.Rendered]:
-    """Each claim's evidence (one per run set that ran) and its word."""
+def build(claims: list[declare.Claim], root: Path, strict: bool, warn=None) -> list[render.Rendered]:
+    """Each claim's evidence (one per run set that ran) and its word (``warn``: where what the
+    reading notes goes, default stderr)."""
+    from ..claims import evidence, render, tables, verdict
+    warn = warn or globals()["warn"]
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
@@ -77,21 +81,51 @@ def warn(message: str) -> None:
     streams.err(f"{PROG}: {message}")
 
 
+def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> None:
+    """Print each claim's text, ``make(rendered claim)``, recomputed only where its declaration,
+    its run folders or the package's code changed since it was last printed (:mod:`claims.cache`)."""
+    from ..claims.cache import Cache
+    memo = Cache(root, command)
+    relay = _Relay()  # one warn for every claim: the evidence's reads of shared folders are reused
+
+    def computed(c, said):
+        relay.to = said
+        return make(build([c], root, strict=False, warn=relay)[0])
+    for c in claims:
+        streams.out(memo.text(c, lambda said, c=c: computed(c, said), warn))
+    memo.save()
+
+
+class _Relay:
+    """A warn function whose target changes (the claim being computed's own)."""
+    to = staticmethod(warn)
+
+    def __call__(self, message: str) -> None:
+        self.to(message)
+
+
+LIST_HEADER = ("claim", "figure or table", "word", "data / T / seeds / device")
+
+
 def _list(args) -> int:
-    for r in build(declare.load(), args.results / "reproduction", strict=False):
-        streams.out(f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}")
+    from ..claims import render
+    streams.out(f"{LIST_HEADER[0]:16} {LIST_HEADER[1]:22} {LIST_HEADER[2]:28} {LIST_HEADER[3]}")
+    _remembered(declare.load(), args.results / "reproduction", "list", lambda r: (
+        f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}\n{'':16} {r.claim.short}"))
     return 0
 
 
 def _plan(args) -> int:
+    from ..claims import plan
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
-    for r in build(claims, root, strict=False):
-        streams.out(plan.text(r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device)))
+    _remembered(claims, root, f"plan --device {args.device}", lambda r: plan.text(
+        r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device), r.verdict))
     return 0
 
 
 def _run(args) -> int:
+    from ..claims import plan
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
     todo = []
@@ -127,6 +161,7 @@ def _read(path: Path) -> str:
 
 
 def _check(args) -> int:
+    from ..claims import compare, figures, render, tables
     claims = declare.select(declare.load(), args.claims)
     rendered = build(claims, args.results / "reproduction", strict=True)
     whole = not args.claims
@@ -148,6 +183,7 @@ def _check(args) -> int:
 
 
 def _report(args) -> int:
+    from ..claims import figures, render, tables
     claims = declare.load()
     rendered = build(claims, args.results / "reproduction", strict=True)
     for r in rendered:   # the figures and tables the report links, before the report that digests them
@@ -172,7 +208,8 @@ def main(argv=None) -> int:
         args = parse(argv)
     except SystemExit as e:
         return EXIT["error"] if e.code else 0
-    evidence.forget()
+    if "fedprox_cli.claims.evidence" in sys.modules:  # a command reads its folders afresh
+        sys.modules["fedprox_cli.claims.evidence"].forget()
     try:
         return COMMANDS[args.command](args)
     except (UserError, OSError) as e:

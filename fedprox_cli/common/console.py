@@ -5,6 +5,7 @@ cluster node the reason for a failure lies next to the run."""
 
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,8 +19,11 @@ errors: list[str] = []  # the messages said as errors (a sweep's job record take
 
 
 def say(message: str, kind: str = "", stream=None) -> None:
-    """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log."""
+    """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log; an
+    error said while an exception is handled gets its traceback first with ``FEDRUN_DEBUG=1``."""
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
+    if kind == "error" and sys.exc_info()[1] is not None:  # said while handling it: FEDRUN_DEBUG's traceback
+        streams.trace(sys.exc_info()[1])
     streams.line(stream, line) if stream is not None else streams.err(line)
     _append(line)
     if kind == "error":

@@ -139,3 +139,15 @@ def out(text: str = "") -> None:
 def err(text: str) -> None:
     """Write ``text`` and a newline to stderr; never raises."""
     line(sys.stderr, text)
+
+
+def trace(e: BaseException) -> None:
+    """With ``FEDRUN_DEBUG=1``: the traceback of ``e`` on stderr -- of the plugin's own exception
+    when ``e`` reports one (its ``cause``, :func:`common.plugins.calling`) -- printed before the
+    error's one line; never raises."""
+    if not os.environ.get("FEDRUN_DEBUG"):
+        return
+    import traceback
+    cause = getattr(e, "cause", None)
+    shown = cause if isinstance(cause, BaseException) else e
+    err("".join(traceback.format_exception(type(shown), shown, shown.__traceback__)).rstrip("\n"))

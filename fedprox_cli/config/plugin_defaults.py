@@ -6,7 +6,9 @@ an installed plugin (an entry point, :mod:`fedprox_cli.common.plugins`) that shi
 defaults (an algorithm, regularizer, compressor), a model builder's keyword defaults (with
 ``init: default``), a dataset loader's name alone. A YAML found on the search path (fedrun's,
 ``--config-dir``, ``hydra.searchpath``, a search-path plugin's) wins: nothing is stored then.
-A plugin whose parameter has no default is one line saying what to add.
+A plugin whose parameter has no default is one line saying what to add. A class named by its
+dotted path (``algorithm=my_module.MyAlgorithm``, :func:`common.plugins.dotted`: the rule
+``fedrun-check-algorithm`` follows too) is stored the same way, with ``_target_`` its path.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from importlib.metadata import entry_points
 
 from .. import CONF_DIR
 from ..common.errors import UserError
+from ..common.plugins import dotted, located
 
 GROUPS = {"algorithm": "algorithms", "regularizer": "regularizers", "compressor": "compressors",
           "model": "models", "dataset": "datasets"}  # config group -> entry-point group's plural
+CLASSES = ("algorithm", "regularizer", "compressor")  # groups whose plugin may be named by dotted path
 _CHOICE = re.compile(r"^(?P<group>\w+)=(?P<values>.+)$")
 _SEARCHPATH = re.compile(r"^\+*hydra\.searchpath=\[(?P<paths>.*)\]$")
 
@@ -54,6 +58,15 @@ def defaults(group: str, name: str, obj) -> dict:
     return {"name": name, **({"init": "default"} if group == "model" else {}), **params}
 
 
+def by_path(group: str, target: str) -> dict:
+    """The option ``GROUP=package.module.Class`` (:func:`common.plugins.dotted`): the class's
+    defaults under its own ``name``, with ``_target_`` its path; the class contract checked at
+    the door (a broken one is one line naming it)."""
+    cls = located(target)
+    lookup(group)(getattr(cls, "name", "?"), target)
+    return {**defaults(group, cls.name, cls), "_target_": target}
+
+
 def _repository(overrides: list[str], config_dir: str | None):
     """Hydra's config repository for fedrun's search path plus ``config_dir`` and the
     overrides' ``hydra.searchpath``."""
@@ -80,6 +93,10 @@ def store(overrides: list[str], config_dir: str | None = None) -> None:
         if m and m["group"] in GROUPS:
             names = [n.strip() for n in re.sub(r"^\w+\((.*)\)$", r"\1", m["values"]).split(",")]
             names = [n for n in names if not (CONF_DIR / m["group"] / f"{n}.yaml").exists()]  # fedrun's own
+            if m["group"] in CLASSES:
+                paths = [n for n in names if ("." in n or ":" in n) and not set("/$ ") & set(n) and dotted(n)]
+                wanted += [(m["group"], n) for n in paths]
+                names = [n for n in names if n not in paths]
             if names:
                 installed = {ep.name for ep in entry_points(group=f"fedprox_cli.{GROUPS[m['group']]}")}
                 wanted += [(m["group"], n) for n in names if n in installed]
@@ -89,5 +106,5 @@ def store(overrides: list[str], config_dir: str | None = None) -> None:
     repo = _repository(overrides, config_dir)
     for group, name in wanted:
         if not repo.config_exists(f"{group}/{name}"):
-            node = defaults(group, name, lookup(group)(name))
+            node = by_path(group, name) if dotted(name) else defaults(group, name, lookup(group)(name))
             ConfigStore.instance().store(group=group, name=name, node=node, provider="fedprox_cli plugin defaults")

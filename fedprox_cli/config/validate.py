@@ -117,6 +117,20 @@ def _did_you_mean(key: str, among, prefix: str = "") -> str:
     return f"; did you mean {prefix}{close}?" if close else ""
 
 
+HELP_PAGES = ("algorithm", "regularizer", "compressor")  # groups with a page: fedrun GROUP=NAME --help
+
+
+def no_parameter(group: str, name: str, param: str, takes, target: str | None = None) -> str:
+    """The line for ``GROUP.PARAM=...`` on an option ``name`` (a class at ``target``, the
+    ``_target_`` it names) that has no such key: the keys it takes, the closest one, and the
+    command that describes them (the same words whether Hydra or the validation finds it)."""
+    takes = sorted(k for k in takes if k not in ("name", "_target_"))
+    page = (f"`fedrun {group}={target or name} --help` describes them" if group in HELP_PAGES
+            else "`fedrun --help` lists the settings")
+    return (f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
+            f"{_did_you_mean(param, takes, group + '.')}")
+
+
 def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
     """Refuse keys ``cfg`` has beyond ``reference`` (the same group choices composed without
     overrides: what ``+key=value`` or ``++key=value`` added), naming the closest one it has,
@@ -126,10 +140,9 @@ def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
     for key in sorted(set(have) - set(want)):
         group = key.split(".")[0]
         if group in GROUPS and "." in key:
-            takes = sorted(k.split(".", 1)[1] for k in want if k.startswith(group + ".") and k != f"{group}.name")
-            param = key.split(".", 1)[1]
-            raise UserError(f"{group} {cfg[group].get('name')} has no parameter {param} (it takes: "
-                            f"{', '.join(takes) or 'nothing'}){_did_you_mean(param, takes, group + '.')}")
+            takes = [k.split(".", 1)[1] for k in want if k.startswith(group + ".")]
+            raise UserError(no_parameter(group, cfg[group].get("name"), key.split(".", 1)[1], takes,
+                                         cfg[group].get("_target_")))
         raise UserError(f"unknown key {key!r}: fedrun has no such setting (see fedrun --help)"
                         f"{_did_you_mean(key, want)}")
     missing = set(want) - set(have)

@@ -8,7 +8,9 @@ rarer::
 
     fedrun: round 40/100, 1m12s elapsed, ~1m48s left; loss 0.3412, objective 0.3501, acc 0.9120
 
-(``fedrun: job 3: round ...`` in a job of a sweep, whose jobs may run in parallel).
+(``fedrun: job 3: round ...`` in a job of a sweep, whose jobs may run in parallel). "elapsed" is
+the wall clock since the rounds began, evaluations and checkpoints included; the closing line's
+"training Ns (rounds only)" is metrics.csv's ``time_s``, the rounds' computation alone.
 
 The lines go through :func:`console.say`: to stderr and to the run folder's ``fedrun.log``
 (with a bar, at the same cadence, to the log only).

@@ -91,10 +91,12 @@ def rounds(r: RunRecord) -> str:
 
 def closing_line(folder: Path, status: str | None = None) -> str:
     """``finished, 3/3 rounds: test acc 0.8972, objective 0.331, stationarity 1.221e-03,
-    training 0.9s; FOLDER`` -- the line a run ends with."""
+    training 0.9s (rounds only); FOLDER`` -- the line a run ends with. Its clock is metrics.csv's
+    ``time_s``: the rounds' computation alone, without the evaluations, checkpoints and start-up
+    that the progress line's wall-clock "elapsed" includes."""
     r = record(folder, status)
     f = r.final
     return (f"{r.status}, {rounds(r)} rounds: test acc {number(f.get('test_acc'), '.4f')}, "
             f"objective {number(f.get('objective'), '.4g')}, "
             f"stationarity {number(f.get('stationarity'), '.4g')}, "
-            f"training {duration(f['time_s']) if 'time_s' in f else '-'}; {r.folder}")
+            f"training {duration(f['time_s']) + ' (rounds only)' if 'time_s' in f else '-'}; {r.folder}")

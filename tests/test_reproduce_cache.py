@@ -1,0 +1,71 @@
+"""fedrun-reproduce list/plan remember each claim's text (fedprox_cli.claims.cache): computed once,
+said again with its warnings, recomputed when the claim's declaration, a file in its run folders,
+a file at the results root or the package's code changes."""
+
+import dataclasses
+
+import pytest
+
+from fedprox_cli.claims import cache, declare
+
+
+@pytest.fixture
+def claim(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    c = next(c for c in declare.load() if c.ran and c.ran[0].folders)
+    rs = dataclasses.replace(c.ran[0], folders=("runs",), into="")
+    (tmp_path / "root" / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "root" / "runs" / "a" / "metrics.csv").write_text("round\n0\n")
+    return dataclasses.replace(c, ran=(rs,))
+
+
+def said(root, claim, command="list"):
+    """(text, warnings said, whether it was computed) of one command's claim."""
+    calls, warned = [], []
+
+    def make(warn):
+        calls.append(1)
+        warn("a note")
+        return f"text {len(calls)}"
+    memo = cache.Cache(root, command)
+    text = memo.text(claim, make, warned.append)
+    memo.save()
+    return text, warned, bool(calls)
+
+
+def test_a_claim_is_computed_once_and_recomputed_when_its_inputs_change(tmp_path, claim):
+    root = tmp_path / "root"
+    assert said(root, claim) == ("text 1", ["a note"], True)
+    assert said(root, claim) == ("text 1", ["a note"], False)       # remembered, warning said again
+    assert said(root, claim, "plan --device cpu")[2]                # another command: its own entry
+    assert not said(root, claim)[2]                                 # ... the first one's kept
+    f = root / "runs" / "a" / "metrics.csv"
+    f.write_text("round\n0\n1\n")                                   # a run folder changed
+    assert said(root, claim)[2] and not said(root, claim)[2]
+    (root / "runs" / "b").mkdir()
+    (root / "runs" / "b" / "summary.json").write_text("{}")         # a new run
+    assert said(root, claim)[2]
+    (root / "bench.txt").write_text("1")                            # a file at the results root
+    assert said(root, claim)[2]
+    assert said(root, dataclasses.replace(claim, short="other words"))[2]   # the declaration changed
+
+
+def test_a_code_change_recomputes_and_a_broken_cache_file_is_no_error(tmp_path, claim, monkeypatch):
+    root = tmp_path / "root"
+    said(root, claim)
+    monkeypatch.setattr(cache.Cache, "__init__", _with_code("another digest"))
+    assert said(root, claim)[2]
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    for f in (tmp_path / "cache").rglob("*.json"):
+        f.write_text("{not json")
+    assert said(root, claim)[2]
+
+
+def _with_code(code):
+    plain = cache.Cache.__init__
+
+    def init(self, root, command):
+        plain(self, root, command)
+        self.code = code
+    return init
