@@ -63,8 +63,8 @@ def test_a_run_config_built_in_python_is_checked(change, message):
 
 
 @pytest.mark.parametrize("override, hint", [
-    ("+regularizer.lamda=1", "(it takes: lam); did you mean regularizer.lam?"),
-    ("+algorithm.alpah=0.1", "(it takes: alpha, beta); did you mean algorithm.alpha?"),
+    ("+regularizer.lamda=1", "(it takes: lam; `fedrun regularizer=l1 --help` describes them); did you mean regularizer.lam?"),
+    ("+algorithm.alpah=0.1", "(it takes: alpha, beta; `fedrun algorithm=fedcanon --help` describes them); did you mean algorithm.alpha?"),
     ("+eval_evry=2", "(see fedrun --help); did you mean eval_every?"),
     ("+oracle.chnk=3", "did you mean oracle.chunk?"),
 ])

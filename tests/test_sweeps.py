@@ -56,7 +56,7 @@ def test_extend_shrink_and_reorder_a_sweep_in_its_folder(tmp_path, capsys):
     assert "sweep: 2 of 2 jobs finished" in p.stdout and p.stdout.count("has already finished") == 2
     assert files(s) == after and set(job_folders(s)) <= set(jobs)
     out = table_ns(s, capsys)
-    assert "over n = 3 runs" in out and "n = 4" not in out and "n = 2" not in out  # every cell: 3 seeds
+    assert "over 3 seeds per cell" in out and "4 seeds" not in out and "2 seeds" not in out  # every cell: 3 seeds
 
 
 def test_a_sweep_into_numbered_folders_of_other_configs_is_refused(tmp_path):
@@ -84,7 +84,7 @@ def test_tables_count_a_run_once(tmp_path, capsys):
     shutil.copytree(job_folders(s)[0], s / "0")
     assert tables_script.main([str(s)]) == 0
     out, err = capsys.readouterr()
-    assert "over n = 2 runs" in out and "n = 3" not in out
+    assert "over 2 seeds per cell" in out and "3 seeds" not in out
     assert "have the same settings and seeds; counted once" in err
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from .. import PACKAGE
+from ..common import guarded
+from ..common.errors import UserError
 from ..common.files import atomic_write_text
 from .declare import Claim
 
@@ -70,9 +72,10 @@ class Cache:
         self.code = _digest([s for s in _stats(Path(PACKAGE)) if s[0].endswith((".py", ".yaml"))])
         self.top = _digest(_stats(self.root, files_only=True))
         try:
-            self.entries = json.loads(self.file.read_text())
-            assert isinstance(self.entries, dict)
-        except (OSError, ValueError, AssertionError):
+            self.entries = guarded.read_json(self.file) if self.file.exists() else {}
+        except (OSError, UserError):  # unreadable or damaged: recomputed and written anew
+            self.entries = {}
+        if not isinstance(self.entries, dict):
             self.entries = {}
         self.used: dict = {}
 

@@ -131,8 +131,11 @@ def _parents(argv: list[str]) -> dict[Path, bool]:
     pattern = given[-1] if given else "results/runs/${now:}"
     literal = Path(pattern.split("${", 1)[0] + "x").parent  # the folders before the first interpolation
     out = {}
-    for p in [literal.resolve(), *literal.resolve().parents]:
-        out[p] = p.exists()
+    try:
+        for p in [literal.resolve(), *literal.resolve().parents]:
+            out[p] = p.exists()
+    except OSError:  # a name the file system refuses (too long, ...): the run says so; keep every folder
+        return {}
     return out
 
 

@@ -45,7 +45,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ..analysis.jobrecords import LAUNCH
 from ..common import streams
 from ..common.errors import UserError
-from ..engine.device import PLACED_BY
 from .launchers import job_folder, lost_job
 
 log = logging.getLogger(__name__)
@@ -167,6 +166,7 @@ class RaySide:
         if took:
             log.info(f"Ray {'started' if args['address'] == 'local' else 'connected to ' + str(args['address'])} "
                      f"in {took:.1f} s")
+        from ..engine.device import PLACED_BY  # torch: not when Hydra scans the launcher plugins
         gpus_here = float(ray.cluster_resources().get("GPU", 0))
         env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
         launch = env[LAUNCH] or str(time.time_ns())
