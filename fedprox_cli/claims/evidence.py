@@ -5,7 +5,8 @@ A *unit* is one seed in one panel (the test's ``panels`` keys), one benchmark ro
 bench``, and for ``ratio`` one compared value within that. Definitions used by every claim:
 - *tail*: the mean of a run's last 10% of evaluations, at least one (``Run.final``);
 - a run that diverged (its objective or metric non-finite from some round on) counts as the
-  worst in every comparison, and "diverged after round r" means the first non-finite evaluation
+  worst in every comparison (from that round on; a round a run lacks without having diverged is
+  not compared, and :mod:`.validate` names such a run), and "diverged after round r" means the first non-finite evaluation
   is at round r;
 - ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on; the
   *onset* is the first round from which it holds at every later evaluation (None: not at the end);
@@ -29,6 +30,7 @@ from ..analysis import groups, results, stats
 from ..analysis.run import Run, direction
 from ..common.errors import UserError, require
 from ..runs.outputs import read_summary
+from . import validate
 from .declare import Claim, RunSet, Test
 
 PRESENT = ("finished", "diverged")   # a run that counts as made; others are resumed by `run`
@@ -70,6 +72,7 @@ class Evidence:
     devices: tuple = ()
     minutes: float = 0.0                           # job-minutes of the runs present
     outcomes: list = field(default_factory=list)
+    findings: list = field(default_factory=list)   # one line per run that is not evidence (.validate)
 
 
 def key_of(runs: list[Run], key: str) -> str:
@@ -119,42 +122,48 @@ def _device(run: Run) -> str:
 
 
 def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
-              strict: bool = True) -> list[Run]:
-    """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made): every
-    run there must have its ``fixed`` settings (else a user error naming the run folder); those
-    matching ``where`` and the grid are returned, at any seed. ``strict``: a missing folder is a user error
+              strict: bool = True) -> tuple[list[Run], list[str]]:
+    """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made) that
+    match ``where`` and the grid, at any seed, validated (:func:`.validate.check`): the runs that
+    are evidence and the findings (one line each: a folder that cannot be read, a run of another
+    setting, rows that do not fit, a duplicate). ``strict``: a missing folder is a user error
     (else it holds no runs)."""
     folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
     for f in folders[:len(rs.folders)]:
         require(f.is_dir() or not strict, f"claim {claim.id}: no results folder {f}")
     folders = [f for f in folders if f.is_dir()]
     if not folders:
-        return []
+        return [], []
     try:
-        runs = _read(tuple(folders), warn)
+        runs, skipped = _read(tuple(folders))
     except UserError as e:   # folders without a readable run
         if not strict:
-            return []
+            return [], []
         raise UserError(f"claim {claim.id}: {e}") from None
-    for r in runs:
-        for k, want in rs.fixed.items():
-            got = r.config.get(key_of(runs, k))
-            if not _is(got, want):
-                raise UserError(f"claim {claim.id}: {r.path} is a run of another config "
-                                f"({k}={groups.fmt(got)}, the claim's runs have {k}={want})")
+    findings = [f"claim {claim.id}: {line}" for line in skipped]
+    runs, found = validate.fixed(claim, rs, runs, _is)   # every run in its folders
     for k, want in rs.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
-    return [r for r in runs if _point(r, runs, rs) is not None]
+    runs = [r for r in runs if _point(r, runs, rs) is not None]
+    kept, more = validate.check(claim, runs, lambda r: _point(r, runs, rs))
+    return kept, findings + found + more
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(folders: tuple, warn) -> list[Run]:
-    return results.load(folders, warn=lambda m: None if m.startswith("note:") else warn(m))
+def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
+    skipped: list[str] = []
+
+    def note(m: str) -> None:   # a folder that cannot be read; not a run that stopped before its rows
+        if m.startswith("skipped ") and not re.search(r"no metrics.csv \(status: (?!finished|diverged)", m):
+            skipped.append(m[len("skipped "):])
+    return results.load(folders, warn=note, count_once=False), skipped
 
 
-def _read(folders: tuple, warn) -> list[Run]:
-    """The runs under ``folders``, read once per process (claims share folders)."""
-    return list(_cached(folders, warn))
+def _read(folders: tuple) -> tuple[list[Run], list[str]]:
+    """The runs under ``folders`` (every folder, duplicates too) and a line per folder that
+    cannot be read, read once per process (claims share folders)."""
+    runs, skipped = _cached(folders)
+    return list(runs), list(skipped)
 
 
 def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True) -> Evidence:
@@ -166,7 +175,7 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
             return Evidence(rs, 0, 1, devices=(rs.device,))
         outcomes = [Outcome(t, bench_units(t, root, claim)) for t in claim.tests]
         return Evidence(rs, 1, 1, outcomes=outcomes, devices=(rs.device,))
-    runs = load_runs(claim, rs, root, warn, strict)
+    runs, findings = load_runs(claim, rs, root, warn, strict)
     extra = sorted({r.config.get("seed") for r in runs} - set(rs.seeds))
     runs = [r for r in runs if r.config.get("seed") in rs.seeds]
     declared = {(_declared_key(p), s) for p, s in rs.declared()}
@@ -178,7 +187,7 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
     ev = Evidence(rs, len(declared & have), len(declared), missing, extra,
                   tuple(sorted({r.config.get("seed") for r in made})),
                   made[0].config.get("T") if made else rs.T, tuple(sorted({_device(r) for r in made})),
-                  sum(_minutes(r) for r in made))
+                  sum(_minutes(r) for r in made), findings=findings)
     if not missing:
         ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
     return ev
@@ -268,8 +277,10 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     for r in runs:
         rounds = r.metrics["round"].to_numpy()
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
-    rounds = sorted(set.union(*(set(c) for c in curves)))
-    rounds = [x for x in rounds if x >= t.from_round]
+    ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
+    rounds = sorted(set.union(*(set(c) for c in curves)))   # a round one run lacks and did not
+    rounds = [x for x in rounds if x >= t.from_round      # diverge before is not compared
+              and all(x in c or x > e for c, e in zip(curves, ends))]
     ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
     onset = None
     for x, good in zip(reversed(rounds), reversed(ok)):

@@ -38,6 +38,7 @@ class Rendered:
     claim: Claim
     evidence: list          # Evidence per run set that ran
     verdict: Verdict
+    digest: str = ""        # of the figure or table the report links (sha256, 12 digits; "missing")
 
     @property
     def deciding(self) -> Evidence | None:
@@ -190,7 +191,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
         out += [c.note, ""]
     out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
     if c.figure and r.evidence:
-        out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure})"]
+        out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 {r.digest})"]
     return "\n".join(out) + "\n"
 
 

@@ -10,15 +10,20 @@
 The claims are declared in fedprox_cli/claims/*.yaml (one per figure or table of FedCanon,
 FedCEF and FedNMap). --results DIR holds REPRODUCTION.md and the run folders under
 DIR/reproduction/ (default: results); README.md and docs/reproducing.md are read under --root
-(default: the current folder). `check` prints one line per difference (claim, number,
-committed, recomputed) and exits 1 on any. Bad input (an unknown claim, a results folder
-without a claim's runs, a run folder of another config in a claim's folder) is one line and
-exit 2; an internal error exit 3.
+(default: the current folder). Every command reads the runs through one validation
+(fedprox_cli/claims/validate.py): a run folder that cannot be read, a run of another setting than
+the claim fixes, rows that do not fit its T and status, a duplicate of another run, a missing
+metric column -- each is one line naming the folder and the key, and the run is left out (missing,
+never counted). `check` prints those lines and one per difference (claim, number, committed,
+recomputed) and exits 1 on any. `run` refuses an override that contradicts a setting the claim
+declares (exit 2). Bad input (an unknown claim, a results folder without a claim's runs) is one
+line and exit 2; an internal error exit 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -68,8 +73,24 @@ def build(claims: list[declare.Claim], root: Path, strict: bool) -> list[render.
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
         deciding = next((ev for ev in found if ev.present), found[0] if found else None)
-        out.append(render.Rendered(c, found, verdict.of(c, deciding)))
+        out.append(render.Rendered(c, found, verdict.of(c, deciding), digest(root.parent, c.figure)))
     return out
+
+
+def digest(results: Path, name: str) -> str:
+    """The first 12 hex digits of the sha256 of the file the report links (``missing``), so a
+    swapped, edited or deleted figure or table is a difference for `check`."""
+    if not name:
+        return ""
+    try:
+        return hashlib.sha256((results / name).read_bytes()).hexdigest()[:12]
+    except FileNotFoundError:
+        return "missing"
+
+
+def findings(rendered: list[render.Rendered]) -> list[str]:
+    """The validation's findings of every claim's runs, each once (claims share folders)."""
+    return list(dict.fromkeys(f for r in rendered for ev in r.evidence for f in ev.findings))
 
 
 def warn(message: str) -> None:
@@ -77,7 +98,10 @@ def warn(message: str) -> None:
 
 
 def _list(args) -> int:
-    for r in build(declare.load(), args.results / "reproduction", strict=False):
+    rendered = build(declare.load(), args.results / "reproduction", strict=False)
+    for f in findings(rendered):
+        warn(f)
+    for r in rendered:
         streams.out(f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}")
     return 0
 
@@ -85,7 +109,10 @@ def _list(args) -> int:
 def _plan(args) -> int:
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
-    for r in build(claims, root, strict=False):
+    rendered = build(claims, root, strict=False)
+    for f in findings(rendered):
+        warn(f)
+    for r in rendered:
         streams.out(plan.text(r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device)))
     return 0
 
@@ -94,7 +121,13 @@ def _run(args) -> int:
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
     todo = []
-    for r in build(claims, root, strict=False):
+    rendered = build(claims, root, strict=False)
+    for f in findings(rendered):
+        warn(f)
+    for r in rendered:
+        for o in args.overrides:
+            clash = plan.contradicts(r.claim, o, args.paper)
+            require(clash is None, f"claim {r.claim.id}: the override {o} contradicts {clash}")
         found = [s for s in plan.sweeps(r.claim, r.evidence, str(root), "cpu")
                  if s.what.startswith("the paper's setting") == args.paper]
         require(found or r.claim.ran or args.paper, f"claim {r.claim.id}: nothing of it runs on the data "
@@ -134,6 +167,7 @@ def _check(args) -> int:
     for name, make in ((README, render.readme), (DOCS, render.docs)):
         diffs += compare.block(str(name), render.between(_read(args.root / name)), make(rendered),
                                {c.id: (f"{c.title}:" if name == README else f"{c.title} (`{c.id}`)") for c in claims})
+    diffs += findings(rendered)
     diffs += [f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
               f"(add them to its seeds in fedprox_cli/claims/)" for r in rendered for ev in r.evidence if ev.extra]
     for d in diffs:
@@ -151,6 +185,8 @@ def _report(args) -> int:
         new = render.replace_between(_read(args.root / name), make(rendered))
         require(new is not None, f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})")
         texts[args.root / name] = new
+    for f in findings(rendered):
+        warn(f"{f} (left out; `check` fails until it is mended)")
     for path, text in texts.items():
         atomic_write_text(path, text)
     streams.out(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")
