@@ -331,3 +331,62 @@ def test_run_refuses_an_override_that_contradicts_the_claim(copy, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"the override {bad} contradicts" in err[0]
     assert reproduce.main(["run", "fednmap-fig5c", "T=200", "hydra.launcher.n_jobs=1", *where]) == 0
+
+
+# ------------------------------------------------------------ roles, readings, open choices
+
+def test_a_supporting_test_never_decides_the_word():
+    lead = lambda s: [run("a", s, [1, 0.5, 0.1]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
+    runs = [*lead(0), *lead(1), *lead(2)]
+    fails = Check(kind="order", metric="stationarity", says="b lowest", key="algorithm", values=("b", "a"),
+                  at="last", role="supporting")
+    c = claim([BEST, fails])
+    ev = evidence.Evidence(declare.RunSet(data="d", preset="p", stands_for="x"), 6, 6, seeds=(0, 1, 2), T=20,
+                           outcomes=[evidence.Outcome(t, evidence.units(t, runs, c)) for t in c.tests])
+    assert verdict.of(c, ev).word == "reproduced on a stand-in"        # the failing test is supporting
+    primary = Check(**{**fails.__dict__, "role": "primary"})
+    c2 = claim([BEST, primary])
+    ev.outcomes = [evidence.Outcome(t, evidence.units(t, runs, c2)) for t in c2.tests]
+    assert verdict.of(c2, ev).word == "partly"
+    with pytest.raises(Exception, match="role"):
+        declare._test({"kind": "order", "metric": "x", "says": "s", "role": "side"})
+
+
+def test_an_ordering_at_equal_bytes_reads_each_run_within_the_smallest_total():
+    def sent(method, per_round, acc):
+        rounds = np.arange(5) * 5
+        m = pd.DataFrame({"round": rounds, "bytes_up": rounds * per_round, "bytes_down": 0 * rounds,
+                          "test_acc": np.asarray(acc, float)})
+        return Run(Path(f"/{method}/0"), {"choice:algorithm": method, "seed": 0, "T": 20}, m, "finished")
+    cheap = sent("a", 1, [0.1, 0.5, 0.6, 0.7, 0.8])        # sends 20 bytes in all
+    dear = sent("b", 10, [0.1, 0.55, 0.9, 0.95, 0.99])     # 50 bytes by round 5, its 2nd evaluation
+    t = Check(kind="order", metric="test_acc", says="a best", key="algorithm", values=("a", "b"), at="bytes")
+    got = evidence.units(t, [cheap, dear], claim([t]))
+    assert [u.holds for u in got] == [True]                 # 0.8 at 20 bytes against b's 0.1 at 0 bytes
+    last = Check(**{**t.__dict__, "at": "last"})
+    assert [u.holds for u in evidence.units(last, [cheap, dear], claim([last]))] == [False]
+
+
+def test_a_level_test_reads_each_value_and_names_a_divergence():
+    runs = [run("a", 0, [1, 0.5]), run("b", 0, [1, float("nan")])]
+    t = Check(kind="level", metric="stationarity", says="below 0.6", key="algorithm", values=("a", "b"), at="last",
+              holds={"max": 0.6})
+    got = evidence.units(t, runs, claim([t]))
+    assert [u.holds for u in got] == [True, False]
+    assert got[1].note == "diverged after round 5"
+
+
+def test_open_choices_say_robust_or_what_the_word_depends_on():
+    from fedprox_cli.claims import sensitivity
+    rs = declare.RunSet(data="d", preset="p", grid={"a.alpha": [0.1, 0.05], "a.eta": [0.1, 0.3]},
+                        choices=("a.alpha", "a.eta"))
+    C = sensitivity.Choice
+    at = lambda a, e, w, k=3: C((("a.alpha", a), ("a.eta", e)), w, k, 3)  # noqa: E731
+    both = [at(0.1, 0.1, "reproduced"), at(0.1, 0.3, "not reproduced"),
+            at(0.05, 0.1, "reproduced"), at(0.05, 0.3, "not reproduced")]
+    assert "depends on eta: reproduced at 0.1, not reproduced at 0.3" in sensitivity.summary(None, rs, both)
+    same = [at(a, e, "partly") for a in (0.1, 0.05) for e in (0.1, 0.3)]
+    assert "robust: **partly** at each of the 4" in sensitivity.summary(None, rs, same)
+    some = [at(0.1, 0.3, "not reproduced"), at(0.1, 0.1, "not run", 0)]
+    text = sensitivity.summary(None, rs, some)
+    assert "robust" not in text and "not settled" in text and "alpha = 0.1, eta = 0.1 (0 of 3 runs)" in text

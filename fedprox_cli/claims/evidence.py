@@ -30,7 +30,7 @@ from ..analysis import groups, results, stats
 from ..analysis.run import Run, direction
 from ..common.errors import UserError, require
 from ..runs.outputs import read_summary
-from . import validate
+from . import sensitivity, validate
 from .declare import Claim, RunSet, Test
 
 PRESENT = ("finished", "diverged")   # a run that counts as made; others are resumed by `run`
@@ -73,6 +73,9 @@ class Evidence:
     minutes: float = 0.0                           # job-minutes of the runs present
     outcomes: list = field(default_factory=list)
     findings: list = field(default_factory=list)   # one line per run that is not evidence (.validate)
+    diverged: dict = field(default_factory=dict)   # grid point (shown) -> (runs diverged, runs made)
+    trained: dict = field(default_factory=dict)    # grid point (shown) -> its runs' final trained_metric
+    choices: list = field(default_factory=list)    # with open choices: (values, outcomes, present, declared)
 
 
 def key_of(runs: list[Run], key: str) -> str:
@@ -129,8 +132,8 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
     setting, rows that do not fit, a duplicate). ``strict``: a missing folder is a user error
     (else it holds no runs)."""
     folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
-    for f in folders[:len(rs.folders)]:
-        require(f.is_dir() or not strict, f"claim {claim.id}: no results folder {f}")
+    for f in folders[:len(rs.folders)]:   # a sensitivity grid's new folder may not be made yet
+        require(f.is_dir() or not strict or (rs.choices and f.name == rs.into), f"claim {claim.id}: no results folder {f}")
     folders = [f for f in folders if f.is_dir()]
     if not folders:
         return [], []
@@ -182,13 +185,26 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
     made = [r for r in runs if r.status in PRESENT]
     have = {(_declared_key(_point(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
-    require(made or not strict, f"claim {claim.id}: no finished or diverged run of the claim under "
+    require(made or not strict or rs.choices, f"claim {claim.id}: no finished or diverged run of the claim under "
             f"{', '.join(str(root / f) for f in rs.folders)}")
     ev = Evidence(rs, len(declared & have), len(declared), missing, extra,
                   tuple(sorted({r.config.get("seed") for r in made})),
                   made[0].config.get("T") if made else rs.T, tuple(sorted({_device(r) for r in made})),
                   sum(_minutes(r) for r in made), findings=findings)
-    if not missing:
+    for r in made:
+        name = ", ".join(shown(v) if k == "algorithm" else f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}"
+                         for k, v in _point(r, runs, rs)) or "all"
+        d, n = ev.diverged.get(name, (0, 0))
+        ev.diverged[name] = (d + (r.status == "diverged"), n + 1)
+        if claim.trained_metric and r.has(claim.trained_metric):
+            ev.trained.setdefault(name, []).append(r.final(claim.trained_metric))
+    if rs.choices:   # read per combination of the open choices (.sensitivity), never as a whole
+        for values in sensitivity.combos(rs):
+            at = [r for r in made if all(_is(r.config.get(key_of(runs, k)), v) for k, v in values)]
+            want = [d for d in declared if all((k, canon(v)) in d[0] for k, v in values)]
+            outcomes = [Outcome(t, units(t, at, claim)) for t in claim.tests] if len(at) >= len(want) else []
+            ev.choices.append((values, [o for o in outcomes if o.units], len(at), len(want)))
+    elif not missing:
         ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
     return ev
 
@@ -270,6 +286,10 @@ def _ordered(s: list[float], mode: str) -> bool:
 def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     sign = direction(t.metric).sign
     runs = [got[i] for i in range(len(t.values))]
+    if t.at == "bytes":
+        budget = min(float(r.column("bytes")[-1]) for r in runs)
+        at = [at_bytes(r, t.metric, budget) for r in runs]
+        return at[0], _ordered([_worst(sign * v) for v in at], t.mode), None
     first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at != "every":
         return first, _ordered([_worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
@@ -290,13 +310,24 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     return first, all(ok), onset
 
 
+def at_bytes(run: Run, metric: str, budget: float) -> float:
+    """``metric`` at the run's last evaluation with at most ``budget`` bytes sent (up + down);
+    non-finite when it had diverged by then."""
+    sent, v = run.column("bytes"), run.column(metric)
+    return float(v[sent <= budget][-1]) if (sent <= budget).any() else math.nan
+
+
+def final_of(t: Test, run: Run) -> float:
+    return run.final(t.metric, "last" if t.at in ("every", "bytes") else t.at)
+
+
 def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
     """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left out)."""
     out = []
     if t.kind == "slope":
         return slope_units(t, runs, claim)
     for (panel, seed), got in _cells(t, runs).items():
-        need = range(len(t.values)) if t.kind in ("order", "drop") else [-1]
+        need = range(len(t.values)) if t.kind in ("order", "drop") else [] if t.kind == "level" else [-1]
         others = list(_rest(t, runs, panel, seed)) if t.kind == "drop" else [None]
         if not all(i in got for i in need) or not others:
             continue
@@ -312,6 +343,13 @@ def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
             value = 100 * (_worst(sign * got[0].final(t.metric, t.at))
                            - min(_worst(sign * r.final(t.metric, t.at)) for r in others))
             out.append(_measured(label, value, t, trained))
+        elif t.kind == "level":   # each value's final metric, one unit each
+            for i, v in enumerate(t.values):
+                if i in got:
+                    r = diverged_after(got[i], t.metric)
+                    u = _measured(f"{shown(v)}, {label}", final_of(t, got[i]), t, trained)
+                    u.note = f"diverged after round {r}" if r is not None else ""
+                    out.append(u)
         else:   # ratio
             base = got[-1].final(t.metric, t.at)
             for i, v in enumerate(t.values):

@@ -72,7 +72,7 @@ def build(claims: list[declare.Claim], root: Path, strict: bool) -> list[render.
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
-        deciding = next((ev for ev in found if ev.present), found[0] if found else None)
+        deciding = next((ev for ev in found if ev.present and not ev.runset.choices), found[0] if found else None)
         out.append(render.Rendered(c, found, verdict.of(c, deciding), digest(root.parent, c.figure)))
     return out
 
