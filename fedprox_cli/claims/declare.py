@@ -44,6 +44,7 @@ class Test:
     panels: tuple = ()
     at: str = "last"
     from_round: int = 0
+    to_round: int | None = None   # with at: every, the last round read (None: to the end)
     where: dict = field(default_factory=dict)
     holds: dict = field(default_factory=dict)
     paper: str = ""

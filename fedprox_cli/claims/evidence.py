@@ -8,7 +8,8 @@ bench``, and for ``ratio`` one compared value within that. Definitions used by e
   worst in every comparison (from that round on; a round a run lacks without having diverged is
   not compared, and :mod:`.validate` names such a run), and "diverged after round r" means the first non-finite evaluation
   is at round r;
-- ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on; the
+- ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on (to
+  ``to_round``); the
   *onset* is the first round from which it holds at every later evaluation (None: not at the end);
 - a unit with a finished run whose ``trained_metric`` ends below ``trained_min`` is no evidence
   (nothing trained: a collapse to the zero model, chance accuracy).
@@ -299,7 +300,8 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
     ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
     rounds = sorted(set.union(*(set(c) for c in curves)))   # a round one run lacks and did not
-    rounds = [x for x in rounds if x >= t.from_round      # diverge before is not compared
+    rounds = [x for x in rounds if t.from_round <= x <= (math.inf if t.to_round is None else t.to_round)
+              # diverge before is not compared
               and all(x in c or x > e for c, e in zip(curves, ends))]
     ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
     onset = None
