@@ -76,7 +76,7 @@ class Evidence:
     findings: list = field(default_factory=list)   # one line per run that is not evidence (.validate)
     diverged: dict = field(default_factory=dict)   # grid point (shown) -> (runs diverged, runs made)
     trained: dict = field(default_factory=dict)    # grid point (shown) -> its runs' final trained_metric
-    choices: list = field(default_factory=list)    # with open choices: (values, outcomes, present, declared)
+    choices: list = field(default_factory=list)    # with open choices: (values, outcomes, present, declared, diverged)
 
 
 def key_of(runs: list[Run], key: str) -> str:
@@ -204,7 +204,8 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
             at = [r for r in made if all(_is(r.config.get(key_of(runs, k)), v) for k, v in values)]
             want = [d for d in declared if all((k, canon(v)) in d[0] for k, v in values)]
             outcomes = [Outcome(t, units(t, at, claim)) for t in claim.tests] if len(at) >= len(want) else []
-            ev.choices.append((values, [o for o in outcomes if o.units], len(at), len(want)))
+            ev.choices.append((values, [o for o in outcomes if o.units], len(at), len(want),
+                               sum(r.status == "diverged" for r in at)))
     elif not missing:
         ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
     return ev

@@ -20,6 +20,7 @@ class Choice:
     word: str                # the rule's word on the runs at these values ("not run": none made)
     present: int
     declared: int
+    diverged: int = 0        # of the runs present
 
 
 def combos(rs: RunSet) -> list[tuple]:
@@ -51,7 +52,8 @@ def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
             text = f"not settled ({len(full)} of {len(found)} combinations fully run): {text}"
     if missing:
         text += ("; not (fully) run here: "
-                 + "; ".join(f"{label(c.values)} ({c.present} of {c.declared} runs)" for c in missing))
+                 + "; ".join(f"{label(c.values)} ({c.present} of {c.declared} runs"
+                             + (f", {c.diverged} of them diverged" if c.present else "") + ")" for c in missing))
     return f"Open choices ({names}): {text}."
 
 

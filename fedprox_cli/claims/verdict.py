@@ -83,12 +83,12 @@ def choices(claim, ev: Evidence) -> list[Choice]:
     """The word at each combination of a sensitivity run set's open choices, by the same rule
     on the primary tests that have units there."""
     out = []
-    for values, outcomes, present, declared in ev.choices:
+    for values, outcomes, present, declared, diverged in ev.choices:
         w = word(primary(outcomes), ev.runset.stands_for, ev.T, claim.paper_T,
                  len({u.label.rsplit("seed ", 1)[-1] for o in outcomes for u in o.units}),
                  present, declared, claim.per_round, claim.no_seeds).word if present else "not run"
         out.append(Choice(values, "no test applies" if present == declared and not outcomes else w,
-                          present, declared))
+                          present, declared, diverged))
     return out
 
 
