@@ -94,6 +94,10 @@ def headline(o: Outcome) -> str:
     finite = vals[np.isfinite(vals)]
     if not len(finite):
         return f"diverged; {count}"
+    if o.test.kind == "level":   # values of different settings: their range, and how many diverged
+        bad = len(vals) - len(finite)
+        return (f"{num(float(finite.min()))}-{num(float(finite.max()))}"
+                + (f", {bad} diverged" if bad else "") + f"; {count}")
     spread = f" ± {num(float(np.std(finite, ddof=1)))}" if len(finite) > 1 else ""
     return f"{num(float(np.mean(finite)))}{spread}; {count}"
 

@@ -46,8 +46,9 @@ def state(o: Outcome) -> tuple[str, str]:
         return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
     if held == n:
         return "all", count
-    if o.test.at == "every" and all(u.onset is not None for u in c):
-        return "late", f"{count}; in all from round {max(u.onset for u in c)} on"
+    if o.test.at == "every" and all(u.onset is not None for u in c):   # the count that holds first
+        return "late", (f"{n} of {n} {units_noun(o)} from round {max(u.onset for u in c)} on "
+                        f"({held} of {n} from round {o.test.from_round})")
     return ("none" if held == 0 else "some"), count
 
 
