@@ -47,7 +47,8 @@ def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
         text = f"depends on {key.rsplit('.', 1)[-1]}: " + ", ".join(
             f"{w} at {', '.join(dict.fromkeys(vs))}" for w, vs in per.items())
     else:
-        text = "; ".join(f"{c.word} at {label(c.values)}" for c in full) or "no combination fully run"
+        text = "; ".join(f"{c.word} at {label(c.values)} ({c.diverged} of {c.present} runs diverged)"
+                         for c in full) or "no combination fully run"
         if missing:
             text = f"not settled ({len(full)} of {len(found)} combinations fully run): {text}"
     if missing:
