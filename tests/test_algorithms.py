@@ -350,3 +350,19 @@ def test_fedrun_runs_fedcef_with_a_compressed_uplink(tmp_path):
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
     d = 650
     assert rows[-1].split(",")[4] == str(2 * 10 * 8 * math.ceil(0.1 * d))  # bytes_up
+
+
+def test_scaffold_option_i_sets_each_control_variate_to_a_gradient_at_the_server_model():
+    """scaffold1 (SCAFFOLD's option I): after a round, C_i = g_i(z) at the model z the round
+    started from (full batches: the exact local gradient), and c = mean_i C_i; the first round's
+    z equals option II's (c = C = 0 in both until then)."""
+    common = ("regularizer=none", "algorithm.beta=0.05", "algorithm.alpha=0.7")
+    exp, a = trajectory("algorithm=scaffold1", *common, T=2)
+    _, b = trajectory("algorithm=scaffold", *common, T=1)
+    torch.testing.assert_close(a[0]["z"], b[0]["z"], rtol=0, atol=1e-12)
+    z0 = exp.flat.flat()
+    G = exp.oracle.grad(z0.expand(exp.cfg.n, -1).contiguous(), 0, exp.cfg.K)[0]
+    torch.testing.assert_close(a[0]["C"], G, rtol=0, atol=1e-10)
+    torch.testing.assert_close(a[0]["c"], G.mean(0), rtol=0, atol=1e-10)
+    G1 = exp.oracle.grad(a[0]["z"].expand(exp.cfg.n, -1).contiguous(), 1, exp.cfg.K)[0]
+    torch.testing.assert_close(a[1]["C"], G1, rtol=0, atol=1e-10)

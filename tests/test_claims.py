@@ -108,6 +108,8 @@ def copy(tmp_path):
     README.md and docs/reproducing.md."""
     for f in (*FIG5, "figures"):   # the runs and the figures the report links
         shutil.copytree(RESULTS / "reproduction" / f, tmp_path / "results" / "reproduction" / f)
+    for c in declare.select(declare.load(), ["fednmap-fig5b", "fednmap-fig5c"]):   # the figures the report links
+        shutil.copy(RESULTS / c.figure, tmp_path / "results" / c.figure)
     shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
     (tmp_path / "docs").mkdir()
     shutil.copy(REPO / "README.md", tmp_path)
@@ -141,9 +143,9 @@ def test_bad_input_is_one_line_and_exit_2(copy, tmp_path, capsys):
     assert "no results folder" in capsys.readouterr().err
     stray = next((RESULTS / "reproduction" / "fednmap_fig4").iterdir())
     shutil.copytree(stray, copy / "results" / "reproduction" / FIG5[0] / "stray")
-    assert reproduce.main(check(copy, "fednmap-fig5c")) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "run of another config" in err[0] and "fednmap-fig5c" in err[0]
+    assert reproduce.main(check(copy, "fednmap-fig5c")) == 1      # a run of another setting: a finding
+    out = capsys.readouterr().out
+    assert "fednmap-fig5c" in out and "stray: experiment=fednmap_fig4, the claim fixes experiment=fednmap_fig5" in out
 
 
 def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
@@ -229,3 +231,171 @@ def test_an_ordering_in_every_trained_seed_with_one_that_did_not_train_is_partly
     runs += [run("a", 2, [1, 0.5], acc=0.1), run("b", 2, [1, 0.6], acc=0.1)]
     v = word(runs, guard="test_acc")
     assert (v.word, v.why) == ("partly", "1 unit without evidence")
+
+
+# ------------------------------------------------------------ the evidence validated (claims/validate.py)
+
+def _fig5c_run(copy, K=5, seed=0) -> Path:
+    folders = [copy / "results" / "reproduction" / f for f in FIG5]
+    return next(r.path for r in results.load(folders, where=["algorithm=fednmap_fig5/eta_0.05", f"K={K}"])
+                if r.config["seed"] == seed)
+
+
+def _findings(copy, capsys, *claims) -> list[str]:
+    """check's lines on the copy; check must exit 1."""
+    capsys.readouterr()
+    assert reproduce.main(check(copy, *(claims or ("fednmap-fig5c",)))) == 1
+    return capsys.readouterr().out.splitlines()
+
+
+def _cut(path: Path, keep) -> None:
+    lines = (path / "metrics.csv").read_text().splitlines(keepends=True)
+    (path / "metrics.csv").write_text("".join([lines[0], *[l for l in lines[1:] if keep(int(l.split(",")[0]))]]))
+
+
+@pytest.mark.parametrize("last", [100, 0, 195])   # T = 200: cut to round 100, to round 0, one row short
+def test_check_names_a_finished_run_whose_rows_stop_before_T(copy, capsys, last):
+    run_dir = _fig5c_run(copy, K=40)
+    _cut(run_dir, lambda r: r <= last)
+    out = _findings(copy, capsys)
+    line = next(l for l in out if str(run_dir) in l)
+    assert "status finished at T = 200, but no evaluation at round" in line
+    assert any("committed" in l for l in out)   # the unit without it is left out, not the worst
+
+
+def test_check_names_a_middle_row_deleted(copy, capsys):
+    run_dir = _fig5c_run(copy, K=10, seed=1)
+    _cut(run_dir, lambda r: r != 50)
+    assert any(str(run_dir) in l and "no evaluation at round 50" in l for l in _findings(copy, capsys))
+
+
+def test_a_second_run_of_one_identity_is_named_never_picked(copy, capsys):
+    run_dir = _fig5c_run(copy, K=20)
+    twin = run_dir.parent / "copied" / "again"
+    shutil.copytree(run_dir, twin)
+    out = _findings(copy, capsys)
+    assert any(str(twin) in l and str(run_dir) in l and "neither is used" in l for l in out)
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_a_step_size_edited_in_one_config_is_named_with_its_key(copy, capsys, both):
+    run_dir = _fig5c_run(copy, K=10, seed=2)
+    for f in [run_dir / "config.yaml", *([run_dir / ".hydra" / "config.yaml"] if both else [])]:
+        text = f.read_text()
+        assert "eta_a: 0.05" in text
+        f.write_text(text.replace("eta_a: 0.05", "eta_a: 0.06"))
+    line = next(l for l in _findings(copy, capsys) if str(run_dir) in l)
+    assert "algorithm.eta_a" in line and ("0.06" in line)
+
+
+@pytest.mark.parametrize("status,damage", [("finished", "inf"), ("diverged", ""), ("finished", "nan")])
+def test_a_status_that_does_not_fit_the_rows_is_named(copy, capsys, status, damage):
+    """A finished run holding a non-finite value; a 'diverged' one whose rows are all finite."""
+    import json
+    run_dir = _fig5c_run(copy, K=5, seed=1)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "status": status}))
+    if damage:
+        frame = pd.read_csv(run_dir / "metrics.csv")
+        frame.loc[frame.index[3], "stationarity"] = float(damage)
+        frame.to_csv(run_dir / "metrics.csv", index=False)
+    line = next(l for l in _findings(copy, capsys) if str(run_dir) in l)
+    assert f"status {status}" in line
+
+
+@pytest.mark.parametrize("damage", ["column", "cell"])
+def test_malformed_metrics_are_one_line_each(copy, capsys, damage):
+    """A metric column the tests read deleted; a 2 MB cell (over the csv module's field limit)."""
+    run_dir = _fig5c_run(copy, K=20, seed=2)
+    frame = pd.read_csv(run_dir / "metrics.csv")
+    if damage == "column":
+        frame = frame.drop(columns=["stationarity"])
+    else:
+        frame["hoyer"] = frame["hoyer"].astype(object)
+        frame.loc[frame.index[2], "hoyer"] = "1" * 2_000_000
+    frame.to_csv(run_dir / "metrics.csv", index=False)
+    line = next(l for l in _findings(copy, capsys) if str(run_dir) in l)
+    assert ("no column 'stationarity'" in line) if damage == "column" else ("field larger than field limit" in line)
+    assert len(line) < 600
+
+
+@pytest.mark.parametrize("damage", ["swap", "edit", "delete"])
+def test_a_figure_the_report_links_is_part_of_its_record(copy, capsys, damage):
+    fig = copy / "results" / declare.select(declare.load(), ["fednmap-fig5c"])[0].figure
+    other = copy / "results" / declare.select(declare.load(), ["fednmap-fig5b"])[0].figure
+    if damage == "swap":
+        shutil.copy(other, fig)
+    elif damage == "edit":
+        fig.write_bytes(fig.read_bytes() + b"\0")
+    else:
+        fig.unlink()
+    out = _findings(copy, capsys)
+    assert any("fednmap-fig5c" in l and "sha256" in l for l in out)
+
+
+def test_run_refuses_an_override_that_contradicts_the_claim(copy, capsys):
+    where = ["--results", str(copy / "results"), "--dry-run"]
+    for bad in ("T=2", "dataset=fmnist", "K=3", "seed=7", "experiment=fednmap_fig3_4"):
+        assert reproduce.main(["run", "fednmap-fig5c", bad, *where]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"the override {bad} contradicts" in err[0]
+    assert reproduce.main(["run", "fednmap-fig5c", "T=200", "hydra.launcher.n_jobs=1", *where]) == 0
+
+
+# ------------------------------------------------------------ roles, readings, open choices
+
+def test_a_supporting_test_never_decides_the_word():
+    lead = lambda s: [run("a", s, [1, 0.5, 0.1]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
+    runs = [*lead(0), *lead(1), *lead(2)]
+    fails = Check(kind="order", metric="stationarity", says="b lowest", key="algorithm", values=("b", "a"),
+                  at="last", role="supporting")
+    c = claim([BEST, fails])
+    ev = evidence.Evidence(declare.RunSet(data="d", preset="p", stands_for="x"), 6, 6, seeds=(0, 1, 2), T=20,
+                           outcomes=[evidence.Outcome(t, evidence.units(t, runs, c)) for t in c.tests])
+    assert verdict.of(c, ev).word == "reproduced on a stand-in"        # the failing test is supporting
+    primary = Check(**{**fails.__dict__, "role": "primary"})
+    c2 = claim([BEST, primary])
+    ev.outcomes = [evidence.Outcome(t, evidence.units(t, runs, c2)) for t in c2.tests]
+    assert verdict.of(c2, ev).word == "partly"
+    with pytest.raises(Exception, match="role"):
+        declare._test({"kind": "order", "metric": "x", "says": "s", "role": "side"})
+
+
+def test_an_ordering_at_equal_bytes_reads_each_run_within_the_smallest_total():
+    def sent(method, per_round, acc):
+        rounds = np.arange(5) * 5
+        m = pd.DataFrame({"round": rounds, "bytes_up": rounds * per_round, "bytes_down": 0 * rounds,
+                          "test_acc": np.asarray(acc, float)})
+        return Run(Path(f"/{method}/0"), {"choice:algorithm": method, "seed": 0, "T": 20}, m, "finished")
+    cheap = sent("a", 1, [0.1, 0.5, 0.6, 0.7, 0.8])        # sends 20 bytes in all
+    dear = sent("b", 10, [0.1, 0.55, 0.9, 0.95, 0.99])     # 50 bytes by round 5, its 2nd evaluation
+    t = Check(kind="order", metric="test_acc", says="a best", key="algorithm", values=("a", "b"), at="bytes")
+    got = evidence.units(t, [cheap, dear], claim([t]))
+    assert [u.holds for u in got] == [True]                 # 0.8 at 20 bytes against b's 0.1 at 0 bytes
+    last = Check(**{**t.__dict__, "at": "last"})
+    assert [u.holds for u in evidence.units(last, [cheap, dear], claim([last]))] == [False]
+
+
+def test_a_level_test_reads_each_value_and_names_a_divergence():
+    runs = [run("a", 0, [1, 0.5]), run("b", 0, [1, float("nan")])]
+    t = Check(kind="level", metric="stationarity", says="below 0.6", key="algorithm", values=("a", "b"), at="last",
+              holds={"max": 0.6})
+    got = evidence.units(t, runs, claim([t]))
+    assert [u.holds for u in got] == [True, False]
+    assert got[1].note == "diverged after round 5"
+
+
+def test_open_choices_say_robust_or_what_the_word_depends_on():
+    from fedprox_cli.claims import sensitivity
+    rs = declare.RunSet(data="d", preset="p", grid={"a.alpha": [0.1, 0.05], "a.eta": [0.1, 0.3]},
+                        choices=("a.alpha", "a.eta"))
+    C = sensitivity.Choice
+    at = lambda a, e, w, k=3: C((("a.alpha", a), ("a.eta", e)), w, k, 3)  # noqa: E731
+    both = [at(0.1, 0.1, "reproduced"), at(0.1, 0.3, "not reproduced"),
+            at(0.05, 0.1, "reproduced"), at(0.05, 0.3, "not reproduced")]
+    assert "depends on eta: reproduced at 0.1, not reproduced at 0.3" in sensitivity.summary(None, rs, both)
+    same = [at(a, e, "partly") for a in (0.1, 0.05) for e in (0.1, 0.3)]
+    assert "robust: **partly** at each of the 4" in sensitivity.summary(None, rs, same)
+    some = [at(0.1, 0.3, "not reproduced"), at(0.1, 0.1, "not run", 0)]
+    text = sensitivity.summary(None, rs, some)
+    assert "robust" not in text and "not settled" in text and "alpha = 0.1, eta = 0.1 (0 of 3 runs)" in text

@@ -36,7 +36,7 @@ AGREED = {
     "compressor": {"identity": set(), "topk": {"ratio"}, "randk": {"ratio"}, "qsgd": {"levels"}},
     "algorithm": {"fedavg": {"alpha", "beta"}, "fedcanon": {"alpha", "beta"},
                   "fedcanon2": {"alpha", "beta"}, "fedcef": {"alpha", "eta_g", "eta"},
-                  "fednmap": {"eta_a", "eta_s", "gamma"}, "scaffold": {"alpha", "beta"},
+                  "fednmap": {"eta_a", "eta_s", "gamma"}, "scaffold": {"alpha", "beta"}, "scaffold1": {"alpha", "beta"},
                   "scaffnew": {"beta", "p"}, "fedmid": {"alpha", "beta"}, "fedda": {"alpha", "beta"},
                   "za1": {"eta_a", "eta_s"}, "za2": {"alpha", "eta_g"},
                   "feddr": {"eta", "alpha_dr", "beta"}, "fedadmm": {"eta", "beta"}},

@@ -38,13 +38,18 @@ class Scaffold(Algorithm):
         msg = X.new_empty(len(X), 2 * z.numel())  # [dx_i, dc_i], formed in place
         dx, dc = msg.split(z.numel(), dim=1)
         torch.sub(X, z, out=dx)
-        torch.sub(z, X, out=dc).div_(env.K * self.beta).sub_(c)
+        self.control_delta(env, t, z, X, c, Ci, out=dc)
         dx, dc = env.up(msg).split(z.numel(), dim=1)
         C[S] = Ci + dc
         z = z + self.alpha * dx.mean(0)
         c = c + dc.sum(0) / env.n
         env.down(z, c)
         return {"z": z, "c": c, "C": C}
+
+    def control_delta(self, env: Env, t: int, z: torch.Tensor, X: torch.Tensor, c: torch.Tensor,
+                      Ci: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """dc_i = c_i+ - c_i with option II's c_i+ = c_i - c + (z - x_i)/(K beta), written into ``out``."""
+        return torch.sub(z, X, out=out).div_(env.K * self.beta).sub_(c)
 
     def stationarity_step(self, K: int) -> float:
         return self.alpha * K * self.beta

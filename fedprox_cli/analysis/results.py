@@ -123,7 +123,10 @@ def read_metrics(path: Path) -> pd.DataFrame:
         raise BrokenRun("metrics.csv is empty")
     if not text.endswith("\n"):
         raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
-    header, *rows = list(csv.reader(io.StringIO(text)))
+    try:
+        header, *rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as e:   # a cell over the csv module's field limit (128 KB), a stray quote
+        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
     for i, row in enumerate(rows, 2):
         if len(row) != len(header):
             raise BrokenRun(f"metrics.csv is cut (line {i} has {len(row)} of {len(header)} fields)")

@@ -18,8 +18,9 @@ import yaml
 from ..common.errors import UserError, require
 
 PAPERS = ("fedcanon", "fedcef", "fednmap")
-KINDS = ("order", "slope", "drop", "ratio")
-AT = ("last", "tail", "every")
+KINDS = ("order", "slope", "drop", "ratio", "level")
+ROLES = ("primary", "supporting")
+AT = ("last", "tail", "every", "bytes")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,10 @@ class Test:
     beats every other) or chain (each beats the next). ``slope``: of log(final ``metric``) on
     log(``key``) per seed. ``drop``: points (x100) by which ``values[0]`` falls short of the best
     other value of ``key``. ``ratio``: final ``metric`` of each of ``values`` over ``base``'s.
-    ``holds`` bounds the number of slope/drop/ratio (``min``, ``max``)."""
+    ``level``: final ``metric`` of each of ``values``. ``holds`` bounds the number of
+    slope/drop/ratio/level (``min``, ``max``). ``at: bytes`` reads an ordering at equal transmitted
+    bytes: each run's last evaluation within the smallest total (up + down) any compared run
+    reached (a plot against communication cost)."""
     kind: str
     metric: str
     says: str
@@ -40,11 +44,14 @@ class Test:
     panels: tuple = ()
     at: str = "last"
     from_round: int = 0
+    to_round: int | None = None   # with at: every, the last round read (None: to the end)
     where: dict = field(default_factory=dict)
     holds: dict = field(default_factory=dict)
     paper: str = ""
     source: str = "runs"     # runs, or bench (a benchmark table under the results root)
     file: str = ""           # with source bench
+    role: str = "primary"    # primary (the quoted words or a number the paper states: decides
+                             # the word) or supporting (shown, never deciding)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class RunSet:
     seeds: tuple = ()
     T: int | None = None
     device: str = "cpu"
+    choices: tuple = ()      # grid keys the paper leaves open: a sensitivity run set, read per
+                             # combination of their values, never deciding (.sensitivity)
 
     def declared(self) -> list[tuple[tuple, int]]:
         """Every declared run as ((key, value) pairs, seed)."""
@@ -132,11 +141,14 @@ class Claim:
 def _test(d: dict) -> Test:
     require(d.get("kind") in KINDS, f"test kind must be one of {KINDS}, got {d.get('kind')!r}")
     require(d.get("at", "last") in AT, f"test 'at' must be one of {AT}, got {d.get('at')!r}")
+    require(d.get("role", "primary") in ROLES, f"test role must be one of {ROLES}, got {d.get('role')!r}")
     return Test(**{**d, "values": tuple(d.get("values", ())), "panels": tuple(d.get("panels", ()))})
 
 
 def _runset(d: dict) -> RunSet:
+    require(all(k in d.get("grid", {}) for k in d.get("choices", ())), "a run set's choices must be keys of its grid")
     return RunSet(**{**d, "overrides": tuple(d.get("overrides", ())), "folders": tuple(d.get("folders", ())),
+                     "choices": tuple(d.get("choices", ())),
                      "points": tuple(d.get("points", ())), "seeds": tuple(d.get("seeds", ())),
                      "grid": {k: list(v) for k, v in d.get("grid", {}).items()}})
 
@@ -167,6 +179,8 @@ def _drawn(d: dict) -> dict:
 def _claim(paper: str, d: dict) -> Claim:
     d = _drawn(d)
     require(bool(d.get("tests")) or not d.get("ran"), f"claim {d.get('id')!r} declares runs but no test")
+    require(not d.get("tests") or any(t.get("role", "primary") == "primary" for t in d["tests"]),
+            f"claim {d.get('id')!r} has no primary test (one decides its word)")
     try:
         return Claim(paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
                      **{**d, "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,

@@ -5,9 +5,11 @@ A *unit* is one seed in one panel (the test's ``panels`` keys), one benchmark ro
 bench``, and for ``ratio`` one compared value within that. Definitions used by every claim:
 - *tail*: the mean of a run's last 10% of evaluations, at least one (``Run.final``);
 - a run that diverged (its objective or metric non-finite from some round on) counts as the
-  worst in every comparison, and "diverged after round r" means the first non-finite evaluation
+  worst in every comparison (from that round on; a round a run lacks without having diverged is
+  not compared, and :mod:`.validate` names such a run), and "diverged after round r" means the first non-finite evaluation
   is at round r;
-- ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on; the
+- ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on (to
+  ``to_round``); the
   *onset* is the first round from which it holds at every later evaluation (None: not at the end);
 - a unit with a finished run whose ``trained_metric`` ends below ``trained_min`` is no evidence
   (nothing trained: a collapse to the zero model, chance accuracy).
@@ -29,6 +31,7 @@ from ..analysis import groups, results, stats
 from ..analysis.run import Run, direction
 from ..common.errors import UserError, require
 from ..runs.outputs import read_summary
+from . import sensitivity, validate
 from .declare import Claim, RunSet, Test
 
 PRESENT = ("finished", "diverged")   # a run that counts as made; others are resumed by `run`
@@ -70,6 +73,10 @@ class Evidence:
     devices: tuple = ()
     minutes: float = 0.0                           # job-minutes of the runs present
     outcomes: list = field(default_factory=list)
+    findings: list = field(default_factory=list)   # one line per run that is not evidence (.validate)
+    diverged: dict = field(default_factory=dict)   # grid point (shown) -> (runs diverged, runs made)
+    trained: dict = field(default_factory=dict)    # grid point (shown) -> its runs' final trained_metric
+    choices: list = field(default_factory=list)    # with open choices: (values, outcomes, present, declared, diverged)
 
 
 def key_of(runs: list[Run], key: str) -> str:
@@ -119,42 +126,48 @@ def _device(run: Run) -> str:
 
 
 def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
-              strict: bool = True) -> list[Run]:
-    """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made): every
-    run there must have its ``fixed`` settings (else a user error naming the run folder); those
-    matching ``where`` and the grid are returned, at any seed. ``strict``: a missing folder is a user error
+              strict: bool = True) -> tuple[list[Run], list[str]]:
+    """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made) that
+    match ``where`` and the grid, at any seed, validated (:func:`.validate.check`): the runs that
+    are evidence and the findings (one line each: a folder that cannot be read, a run of another
+    setting, rows that do not fit, a duplicate). ``strict``: a missing folder is a user error
     (else it holds no runs)."""
     folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
-    for f in folders[:len(rs.folders)]:
-        require(f.is_dir() or not strict, f"claim {claim.id}: no results folder {f}")
+    for f in folders[:len(rs.folders)]:   # a sensitivity grid's new folder may not be made yet
+        require(f.is_dir() or not strict or (rs.choices and f.name == rs.into), f"claim {claim.id}: no results folder {f}")
     folders = [f for f in folders if f.is_dir()]
     if not folders:
-        return []
+        return [], []
     try:
-        runs = _read(tuple(folders), warn)
+        runs, skipped = _read(tuple(folders))
     except UserError as e:   # folders without a readable run
         if not strict:
-            return []
+            return [], []
         raise UserError(f"claim {claim.id}: {e}") from None
-    for r in runs:
-        for k, want in rs.fixed.items():
-            got = r.config.get(key_of(runs, k))
-            if not _is(got, want):
-                raise UserError(f"claim {claim.id}: {r.path} is a run of another config "
-                                f"({k}={groups.fmt(got)}, the claim's runs have {k}={want})")
+    findings = [f"claim {claim.id}: {line}" for line in skipped]
+    runs, found = validate.fixed(claim, rs, runs, _is)   # every run in its folders
     for k, want in rs.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
-    return [r for r in runs if _point(r, runs, rs) is not None]
+    runs = [r for r in runs if _point(r, runs, rs) is not None]
+    kept, more = validate.check(claim, runs, lambda r: _point(r, runs, rs))
+    return kept, findings + found + more
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(folders: tuple, warn) -> list[Run]:
-    return results.load(folders, warn=lambda m: None if m.startswith("note:") else warn(m))
+def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
+    skipped: list[str] = []
+
+    def note(m: str) -> None:   # a folder that cannot be read; not a run that stopped before its rows
+        if m.startswith("skipped ") and not re.search(r"no metrics.csv \(status: (?!finished|diverged)", m):
+            skipped.append(m[len("skipped "):])
+    return results.load(folders, warn=note, count_once=False), skipped
 
 
-def _read(folders: tuple, warn) -> list[Run]:
-    """The runs under ``folders``, read once per process (claims share folders)."""
-    return list(_cached(folders, warn))
+def _read(folders: tuple) -> tuple[list[Run], list[str]]:
+    """The runs under ``folders`` (every folder, duplicates too) and a line per folder that
+    cannot be read, read once per process (claims share folders)."""
+    runs, skipped = _cached(folders)
+    return list(runs), list(skipped)
 
 
 def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True) -> Evidence:
@@ -166,20 +179,34 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
             return Evidence(rs, 0, 1, devices=(rs.device,))
         outcomes = [Outcome(t, bench_units(t, root, claim)) for t in claim.tests]
         return Evidence(rs, 1, 1, outcomes=outcomes, devices=(rs.device,))
-    runs = load_runs(claim, rs, root, warn, strict)
+    runs, findings = load_runs(claim, rs, root, warn, strict)
     extra = sorted({r.config.get("seed") for r in runs} - set(rs.seeds))
     runs = [r for r in runs if r.config.get("seed") in rs.seeds]
     declared = {(_declared_key(p), s) for p, s in rs.declared()}
     made = [r for r in runs if r.status in PRESENT]
     have = {(_declared_key(_point(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
-    require(made or not strict, f"claim {claim.id}: no finished or diverged run of the claim under "
+    require(made or not strict or rs.choices, f"claim {claim.id}: no finished or diverged run of the claim under "
             f"{', '.join(str(root / f) for f in rs.folders)}")
     ev = Evidence(rs, len(declared & have), len(declared), missing, extra,
                   tuple(sorted({r.config.get("seed") for r in made})),
                   made[0].config.get("T") if made else rs.T, tuple(sorted({_device(r) for r in made})),
-                  sum(_minutes(r) for r in made))
-    if not missing:
+                  sum(_minutes(r) for r in made), findings=findings)
+    for r in made:
+        name = ", ".join(shown(v) if k == "algorithm" else f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}"
+                         for k, v in _point(r, runs, rs)) or "all"
+        d, n = ev.diverged.get(name, (0, 0))
+        ev.diverged[name] = (d + (r.status == "diverged"), n + 1)
+        if claim.trained_metric and r.has(claim.trained_metric):
+            ev.trained.setdefault(name, []).append(r.final(claim.trained_metric))
+    if rs.choices:   # read per combination of the open choices (.sensitivity), never as a whole
+        for values in sensitivity.combos(rs):
+            at = [r for r in made if all(_is(r.config.get(key_of(runs, k)), v) for k, v in values)]
+            want = [d for d in declared if all((k, canon(v)) in d[0] for k, v in values)]
+            outcomes = [Outcome(t, units(t, at, claim)) for t in claim.tests] if len(at) >= len(want) else []
+            ev.choices.append((values, [o for o in outcomes if o.units], len(at), len(want),
+                               sum(r.status == "diverged" for r in at)))
+    elif not missing:
         ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
     return ev
 
@@ -261,6 +288,10 @@ def _ordered(s: list[float], mode: str) -> bool:
 def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     sign = direction(t.metric).sign
     runs = [got[i] for i in range(len(t.values))]
+    if t.at == "bytes":
+        budget = min(float(r.column("bytes")[-1]) for r in runs)
+        at = [at_bytes(r, t.metric, budget) for r in runs]
+        return at[0], _ordered([_worst(sign * v) for v in at], t.mode), None
     first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at != "every":
         return first, _ordered([_worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
@@ -268,8 +299,11 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     for r in runs:
         rounds = r.metrics["round"].to_numpy()
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
-    rounds = sorted(set.union(*(set(c) for c in curves)))
-    rounds = [x for x in rounds if x >= t.from_round]
+    ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
+    rounds = sorted(set.union(*(set(c) for c in curves)))   # a round one run lacks and did not
+    rounds = [x for x in rounds if t.from_round <= x <= (math.inf if t.to_round is None else t.to_round)
+              # diverge before is not compared
+              and all(x in c or x > e for c, e in zip(curves, ends))]
     ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
     onset = None
     for x, good in zip(reversed(rounds), reversed(ok)):
@@ -279,13 +313,24 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
     return first, all(ok), onset
 
 
+def at_bytes(run: Run, metric: str, budget: float) -> float:
+    """``metric`` at the run's last evaluation with at most ``budget`` bytes sent (up + down);
+    non-finite when it had diverged by then."""
+    sent, v = run.column("bytes"), run.column(metric)
+    return float(v[sent <= budget][-1]) if (sent <= budget).any() else math.nan
+
+
+def final_of(t: Test, run: Run) -> float:
+    return run.final(t.metric, "last" if t.at in ("every", "bytes") else t.at)
+
+
 def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
     """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left out)."""
     out = []
     if t.kind == "slope":
         return slope_units(t, runs, claim)
     for (panel, seed), got in _cells(t, runs).items():
-        need = range(len(t.values)) if t.kind in ("order", "drop") else [-1]
+        need = range(len(t.values)) if t.kind in ("order", "drop") else [] if t.kind == "level" else [-1]
         others = list(_rest(t, runs, panel, seed)) if t.kind == "drop" else [None]
         if not all(i in got for i in need) or not others:
             continue
@@ -301,6 +346,13 @@ def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
             value = 100 * (_worst(sign * got[0].final(t.metric, t.at))
                            - min(_worst(sign * r.final(t.metric, t.at)) for r in others))
             out.append(_measured(label, value, t, trained))
+        elif t.kind == "level":   # each value's final metric, one unit each
+            for i, v in enumerate(t.values):
+                if i in got:
+                    r = diverged_after(got[i], t.metric)
+                    u = _measured(f"{shown(v)}, {label}", final_of(t, got[i]), t, trained)
+                    u.note = f"diverged after round {r}" if r is not None else ""
+                    out.append(u)
         else:   # ratio
             base = got[-1].final(t.metric, t.at)
             for i, v in enumerate(t.values):

@@ -260,7 +260,7 @@ def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
         return []
     for ev in evidence:
         if ev.present and ev.runset.folders:
-            return draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn), root)
+            return draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn)[0], root)
     return []
 
 
@@ -274,7 +274,7 @@ def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
         from .evidence import load_runs
         for ev in evidence:
             if ev.present and ev.runset.folders:
-                draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn), Path(scratch))
+                draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn)[0], Path(scratch))
                 break
         out = []
         for new, old in zip(paths(claim, Path(scratch)), paths(claim, root)):

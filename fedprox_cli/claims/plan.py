@@ -114,6 +114,35 @@ def duration(minutes: float) -> str:
     return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
 
 
+def _same(value: str, want) -> bool:
+    if isinstance(want, (list, tuple)):
+        return any(_same(value, w) for w in want)
+    try:
+        return float(value) == float(want)
+    except (TypeError, ValueError):
+        return value == str(want)
+
+
+def contradicts(claim: Claim, override: str, paper: bool = False) -> str | None:
+    """What the ``KEY=VALUE`` override given to ``run`` contradicts among the settings the claim
+    declares for its runs (the preset, its overrides, ``fixed``, T, the grid and seeds), in
+    words; None when it sets none of them, or sets one to its declared value. A placeholder
+    (``data.root=DIR``) is open."""
+    key, _, value = override.partition("=")
+    key = key.lstrip("+~")
+    for rs in ([claim.paper_runs] if paper else list(claim.ran)):
+        if rs is None:
+            continue
+        if key in rs.grid or key in ("seed", "seeds"):
+            return f"its declared {key} (the sweep sets {key} for each of its runs)"
+        declared = {"experiment": rs.preset, "T": rs.T, **rs.fixed,
+                    **dict(o.split("=", 1) for o in rs.overrides if "=" in o)}
+        want = declared.get(key)
+        if want is not None and not (isinstance(want, str) and want.isupper()) and not _same(value, want):
+            return f"its declared setting {key}={want} (its runs on {rs.data})"
+    return None
+
+
 def text(claim: Claim, found: list[Sweep], verdict=None) -> str:
     """The plan of ``claim``: each sweep with its runs, its time in plain words and its
     command; with nothing to run, why its word (``verdict``) is what it is."""

@@ -13,14 +13,18 @@ import numpy as np
 
 from .declare import Claim, RunSet
 from .evidence import Evidence, Outcome, shown
-from .verdict import Verdict, state
+from . import sensitivity
+from .verdict import Verdict, primary, state
+from .verdict import choices as verdict_choices
 
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
 
 RULES = """\
 Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
 in `results/reproduction/`; `fedrun-reproduce check` recomputes it. Tests count units (a seed in
-a panel; a pair for ratios; a model for the prox benchmark). The word, by one rule:
+a panel; a pair for ratios; a model for the prox benchmark). Each test is *primary* (it tests the
+quoted words or a number the paper states) or *supporting* (shown, marked so, never deciding).
+The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
 unit, **not reproduced** when in none, **partly** in between or when an ordering holds from some
 round on only; **inconclusive** with one seed, fewer rounds than the paper's T (where numbers
@@ -39,6 +43,7 @@ class Rendered:
     evidence: list          # Evidence per run set that ran
     verdict: Verdict
     table: str = ""         # the claim's table in the paper's layout, Markdown (claims.tables)
+    digest: str = ""        # of the figure or table the report links (sha256, 12 digits; "missing")
 
     @property
     def deciding(self) -> Evidence | None:
@@ -90,6 +95,10 @@ def headline(o: Outcome) -> str:
     finite = vals[np.isfinite(vals)]
     if not len(finite):
         return f"diverged; {count}"
+    if o.test.kind == "level":   # values of different settings: their range, and how many diverged
+        bad = len(vals) - len(finite)
+        return (f"{num(float(finite.min()))}-{num(float(finite.max()))}"
+                + (f", {bad} diverged" if bad else "") + f"; {count}")
     spread = f" ± {num(float(np.std(finite, ddof=1)))}" if len(finite) > 1 else ""
     return f"{num(float(np.mean(finite)))}{spread}; {count}"
 
@@ -97,12 +106,40 @@ def headline(o: Outcome) -> str:
 def row(r: Rendered) -> str:
     c, ev = r.claim, r.deciding
     ours = "—"
-    if ev is not None and ev.outcomes:   # the test of the paper's number, else the first
-        ours = headline(next((o for o in ev.outcomes if o.test.paper), ev.outcomes[0]))
+    deciding = primary(ev.outcomes) if ev is not None else []
+    if deciding:   # the primary test of the paper's number, else the first; the others' counts
+        first = next((o for o in deciding if o.test.paper), deciding[0])
+        ours = headline(first) + "".join(f"; test {ev.outcomes.index(o) + 1}: {state(o)[1]}"
+                                         for o in deciding if o is not first)
+    if ev is not None and any(d for d, _ in ev.diverged.values()):
+        ours += f"; {diverged(ev)}"
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
             f"{basis(r)} | **{r.verdict.word}** | {fig} |")
+
+
+def diverged(ev: Evidence) -> str:
+    """How many of the run set's settings diverged, in how many of their runs."""
+    bad = {k: v for k, v in ev.diverged.items() if v[0]}
+    return (f"{len(bad)} of {len(ev.diverged)} settings diverged ("
+            + "; ".join(f"{k} in {d} of {n} runs" for k, (d, n) in bad.items()) + ")")
+
+
+def trained(c: Claim, ev: Evidence) -> str:
+    """Which settings trained (their runs' final trained metric, mean over seeds) and which ended
+    below the claim's bar in every run (a result of the setting, said so)."""
+    means = {k: float(np.mean(v)) for k, v in ev.trained.items()}
+    low = [k for k, v in ev.trained.items() if max(v) < c.trained_min]
+    some = [k for k, v in ev.trained.items() if min(v) < c.trained_min and k not in low]
+    text = (f"Final {c.trained_metric} (mean over seeds): "
+            + "; ".join(f"{k}: {num(v)}" for k, v in means.items()) + ".")
+    if low:
+        text += (f" Below {c.trained_min:g} (untrained) in every run: {'; '.join(low)} -- a result of "
+                 f"this setting, which makes the seeds comparing it no evidence for the ordering.")
+    if some:
+        text += f" Below {c.trained_min:g} in some runs: {'; '.join(some)}."
+    return text
 
 
 def _rows(o: Outcome, name: str) -> list[str]:
@@ -135,7 +172,10 @@ def _value_word(o: Outcome) -> str:
     if t.kind == "order":
         if t.at == "every":
             return ""
-        return f"{t.metric} ({t.at}) at {report_key(t.key)}={shown(t.values[0])}"
+        at = "at equal bytes sent" if t.at == "bytes" else t.at
+        return f"{t.metric} ({at}) at {report_key(t.key)}={shown(t.values[0])}"
+    if t.kind == "level":
+        return f"{t.metric} ({t.at}) of each"
     if t.kind == "slope":
         return f"slope of log {t.metric} ({t.at}) on log {t.key}"
     if t.kind == "drop":
@@ -172,15 +212,21 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
                        + "".join(f" {o}" for o in rs.overrides) + "` in "
                        + ", ".join(f"`{f}`" for f in rs.folders)
                        + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
-                       + f"T = {ev.T}, {ev.minutes:.0f} job-minutes).")
+                       + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
+                       + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else "."))
         else:
             out.append(f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}.")
+        if ev.trained and not rs.choices:
+            out.append(trained(c, ev))
+        if rs.choices:
+            out.append(sensitivity.summary(c, rs, verdict_choices(c, ev)))
         for i, o in enumerate(ev.outcomes, 1):
             name = f"{i}" + (f" ({rs.data})" if len(r.evidence) > 1 else "")
             paper = f" (paper: {o.test.paper})" if o.test.paper else ""
             shown_ = _value_word(o)
             said = shown_ and shown_ != last_shown   # the same as the test above: said once
-            out.append(f"{i}. {o.test.says}{paper}" + (f"; shown: {shown_}." if said else "."))
+            role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
+            out.append(f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else "."))
             last_shown = shown_
             table += _rows(o, name)
         out.append("")
@@ -191,7 +237,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
         out += [c.note, ""]
     out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
     if c.figure and r.evidence:
-        out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure})"]
+        out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 {r.digest})"]
         if c.figure_spec is not None:   # the same figure for a paper: PDF, TrueType fonts
             out[-1] += f" ([PDF]({c.figure.removesuffix('.png')}.pdf))"
     if r.table:   # the paper's table, its numbers beside ours (LaTeX beside it)
@@ -200,8 +246,22 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
     return "\n".join(out) + "\n"
 
 
+def exemptions(claims: list[Claim]) -> str:
+    """The rule's exemptions, each with the claims it applies to (from their declarations)."""
+    seeds = [c.title for c in claims if c.no_seeds]
+    rounds = [c.title for c in claims if c.per_round]
+    out = []
+    if seeds:
+        out.append(f"one seed suffices where the tested numbers are counts or a benchmark, the same "
+                   f"at every seed ({', '.join(seeds)})")
+    if rounds:
+        out.append(f"fewer rounds than the paper's T do not make a claim inconclusive where its tested "
+                   f"numbers are per round ({', '.join(rounds)})")
+    return ("Exemptions from the rule: " + "; ".join(out) + ".") if out else ""
+
+
 def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
-    head = ["# Reproduction report", "", RULES, "",
+    head = ["# Reproduction report", "", RULES, "", exemptions([r.claim for r in rendered]), "",
             "| claim | paper's number | ours (its test: mean ± std; holds in) | "
             "data / T / seeds / device | word | figure |", "|---|---|---|---|---|---|"]
     return "\n".join([*head, *map(row, rendered), ""]) + "\n" + "\n".join(section(r, owner) for r in rendered)

@@ -53,7 +53,7 @@ def _runs(claim: Claim, evidence: list, root: Path, warn) -> list:
     from .evidence import load_runs
     for ev in evidence:
         if ev.present and ev.runset.folders:
-            return [r for r in load_runs(claim, ev.runset, root, warn) if r.config.get("seed") in ev.runset.seeds]
+            return [r for r in load_runs(claim, ev.runset, root, warn)[0] if r.config.get("seed") in ev.runset.seeds]
     return []
 
 

@@ -1,4 +1,5 @@
-"""The word of a claim, from its evidence, by one rule for every claim (:func:`word`).
+"""The word of a claim, from its evidence, by one rule for every claim (:func:`word`), applied
+to its primary tests alone (a supporting test is shown, never deciding: :func:`of`).
 
 - nothing of the claim ran here: **not run**; some declared runs missing: **partly run (k of m
   runs)** (never a number from fewer runs than declared);
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .evidence import Evidence, Outcome
+from .sensitivity import Choice
 
 WORDS = ("reproduced", "reproduced on a stand-in", "partly", "not reproduced", "inconclusive", "not run")
 
@@ -30,6 +32,8 @@ def units_noun(o: Outcome) -> str:
         return "models"
     if o.test.kind == "ratio":
         return "pairs"
+    if o.test.kind == "level":
+        return "runs"
     return "panel-seeds" if o.test.panels else "seeds"
 
 
@@ -42,8 +46,9 @@ def state(o: Outcome) -> tuple[str, str]:
         return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
     if held == n:
         return "all", count
-    if o.test.at == "every" and all(u.onset is not None for u in c):
-        return "late", f"{count}; in all from round {max(u.onset for u in c)} on"
+    if o.test.at == "every" and all(u.onset is not None for u in c):   # the count that holds first
+        return "late", (f"{n} of {n} {units_noun(o)} from round {max(u.onset for u in c)} on "
+                        f"({held} of {n} from round {o.test.from_round})")
     return ("none" if held == 0 else "some"), count
 
 
@@ -63,7 +68,7 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     kinds = {s for s, _ in states}
     blind = sum(len(o.units) - len(o.conclusive) for o in outcomes)
     if kinds == {"undecided"}:
-        return Verdict("inconclusive", "no unit trained")
+        return Verdict("inconclusive", "no unit is evidence: in every seed a compared run ends untrained")
     if kinds == {"all"} and not blind:
         return Verdict("reproduced on a stand-in" if stand_in else "reproduced", "")
     if kinds == {"none"}:
@@ -75,9 +80,27 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     return Verdict("partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if only_blind else "")
 
 
+def choices(claim, ev: Evidence) -> list[Choice]:
+    """The word at each combination of a sensitivity run set's open choices, by the same rule
+    on the primary tests that have units there."""
+    out = []
+    for values, outcomes, present, declared, diverged in ev.choices:
+        w = word(primary(outcomes), ev.runset.stands_for, ev.T, claim.paper_T,
+                 len({u.label.rsplit("seed ", 1)[-1] for o in outcomes for u in o.units}),
+                 present, declared, claim.per_round, claim.no_seeds).word if present else "not run"
+        out.append(Choice(values, "no test applies" if present == declared and not outcomes else w,
+                          present, declared, diverged))
+    return out
+
+
+def primary(outcomes: list[Outcome]) -> list[Outcome]:
+    """The outcomes of the tests that decide the word."""
+    return [o for o in outcomes if o.test.role == "primary"]
+
+
 def of(claim, ev: Evidence | None) -> Verdict:
     """The word of ``claim`` on the evidence of one of its run sets (None: nothing ran)."""
     if ev is None:
         return word([], "", None, claim.paper_T, 0, 0, 0)
-    return word(ev.outcomes, ev.runset.stands_for, ev.T, claim.paper_T, len(ev.seeds), ev.present,
+    return word(primary(ev.outcomes), ev.runset.stands_for, ev.T, claim.paper_T, len(ev.seeds), ev.present,
                 ev.declared, claim.per_round, claim.no_seeds)

@@ -10,16 +10,21 @@
 The claims are declared in fedprox_cli/claims/*.yaml (one per figure or table of FedCanon,
 FedCEF and FedNMap). --results DIR holds REPRODUCTION.md and the run folders under
 DIR/reproduction/ (default: results); README.md and docs/reproducing.md are read under --root
-(default: the current folder). `check` prints one line per difference (claim, number,
-committed, recomputed) and exits 1 on any. Bad input (an unknown claim, a results folder
-without a claim's runs, a run folder of another config in a claim's folder) is one line and
-exit 2; an internal error exit 3. ``list`` and ``plan`` remember each claim's text and recompute
+(default: the current folder). Every command reads the runs through one validation
+(fedprox_cli/claims/validate.py): a run folder that cannot be read, a run of another setting than
+the claim fixes, rows that do not fit its T and status, a duplicate of another run, a missing
+metric column -- each is one line naming the folder and the key, and the run is left out (missing,
+never counted). `check` prints those lines and one per difference (claim, number, committed,
+recomputed) and exits 1 on any. `run` refuses an override that contradicts a setting the claim
+declares (exit 2). Bad input (an unknown claim, a results folder without a claim's runs) is one
+line and exit 2; an internal error exit 3. ``list`` and ``plan`` remember each claim's text and recompute
 only a claim whose declaration, run folders or code changed (:mod:`fedprox_cli.claims.cache`).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -71,10 +76,26 @@ def build(claims: list[declare.Claim], root: Path, strict: bool, warn=None) -> l
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
-        deciding = next((ev for ev in found if ev.present), found[0] if found else None)
+        deciding = next((ev for ev in found if ev.present and not ev.runset.choices), found[0] if found else None)
         table = tables.texts(c, found, root, warn)["md"] if c.table_spec and any(ev.present for ev in found) else ""
-        out.append(render.Rendered(c, found, verdict.of(c, deciding), table))
+        out.append(render.Rendered(c, found, verdict.of(c, deciding), table=table, digest=digest(root.parent, c.figure)))
     return out
+
+
+def digest(results: Path, name: str) -> str:
+    """The first 12 hex digits of the sha256 of the file the report links (``missing``), so a
+    swapped, edited or deleted figure or table is a difference for `check`."""
+    if not name:
+        return ""
+    try:
+        return hashlib.sha256((results / name).read_bytes()).hexdigest()[:12]
+    except FileNotFoundError:
+        return "missing"
+
+
+def findings(rendered: list[render.Rendered]) -> list[str]:
+    """The validation's findings of every claim's runs, each once (claims share folders)."""
+    return list(dict.fromkeys(f for r in rendered for ev in r.evidence for f in ev.findings))
 
 
 def warn(message: str) -> None:
@@ -90,7 +111,10 @@ def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> 
 
     def computed(c, said):
         relay.to = said
-        return make(build([c], root, strict=False, warn=relay)[0])
+        r = build([c], root, strict=False, warn=relay)[0]
+        for f in findings([r]):  # the validation's findings, remembered with the text
+            said(f)
+        return make(r)
     for c in claims:
         streams.out(memo.text(c, lambda said, c=c: computed(c, said), warn))
     memo.save()
@@ -129,7 +153,13 @@ def _run(args) -> int:
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
     todo = []
-    for r in build(claims, root, strict=False):
+    rendered = build(claims, root, strict=False)
+    for f in findings(rendered):
+        warn(f)
+    for r in rendered:
+        for o in args.overrides:
+            clash = plan.contradicts(r.claim, o, args.paper)
+            require(clash is None, f"claim {r.claim.id}: the override {o} contradicts {clash}")
         found = [s for s in plan.sweeps(r.claim, r.evidence, str(root), "cpu")
                  if s.what.startswith("the paper's setting") == args.paper]
         require(found or r.claim.ran or args.paper, f"claim {r.claim.id}: nothing of it runs on the data "
@@ -170,6 +200,7 @@ def _check(args) -> int:
     for name, make in ((README, render.readme), (DOCS, render.docs)):
         diffs += compare.block(str(name), render.between(_read(args.root / name)), make(rendered),
                                {c.id: (f"{c.title}:" if name == README else f"{c.title} (`{c.id}`)") for c in claims})
+    diffs += findings(rendered)
     diffs += [f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
               f"(add them to its seeds in fedprox_cli/claims/)" for r in rendered for ev in r.evidence if ev.extra]
     for r in rendered:   # the figures and tables linked from the report, redrawn from the runs
@@ -189,11 +220,14 @@ def _report(args) -> int:
     for r in rendered:   # the figures and tables the report links, before the report that digests them
         figures.draw_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         tables.write_claim(r.claim, r.evidence, args.results / "reproduction", warn)
+        r.digest = digest(args.results, r.claim.figure)  # of the file as drawn now
     texts = {args.results / REPORT: render.report(rendered, render.owners(claims))}
     for name, make in ((README, render.readme), (DOCS, render.docs)):   # all checked before any is written
         new = render.replace_between(_read(args.root / name), make(rendered))
         require(new is not None, f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})")
         texts[args.root / name] = new
+    for f in findings(rendered):
+        warn(f"{f} (left out; `check` fails until it is mended)")
     for path, text in texts.items():
         atomic_write_text(path, text)
     streams.out(f"{PROG}: wrote {args.results / REPORT}, {args.root / README}, {args.root / DOCS}")

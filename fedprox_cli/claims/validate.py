@@ -1,0 +1,159 @@
+"""The one validation of a claim's evidence, used by every ``fedrun-reproduce`` command through
+:func:`.evidence.gather`: which runs of a run set are evidence, and a finding (one line naming the
+run folder and the key) for each that is not.
+
+A run is evidence only when
+- it has every setting the claim fixes (``fixed``, step sizes included), and its ``config.yaml``
+  agrees with Hydra's record of the same run (``.hydra/config.yaml``) on every key both hold;
+- it agrees with the other seeds of its declared point on every setting (a value edited in one
+  run's config names that run and key);
+- its rows fit its T and status: a finished run holds every evaluation of its schedule (round 0,
+  every ``eval_every`` rounds, round T) and only finite values; a diverged run holds a prefix of
+  it and a non-finite value in its last row;
+- it has every metric the claim's tests read;
+- no other folder holds a run of the same identity (settings and seed): duplicates are named,
+  and neither is used.
+A folder that cannot be read at all (a cut or oversized ``metrics.csv``, an unreadable config) is a
+finding too. A run left out is missing from the claim (``partly run``), never counted as worst.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from omegaconf import OmegaConf
+
+from ..analysis import groups
+from ..analysis.run import Run, is_replicate
+from ..common import guarded
+from ..common.errors import squeeze
+from ..common.flatten import flatten
+from .declare import Claim, RunSet
+
+PRESENT = ("finished", "diverged")
+
+
+def schedule(T: int, every: int) -> list[int]:
+    """The rounds fedrun evaluates at: 0, every ``every`` rounds, and T."""
+    every = max(1, int(every))
+    return sorted({0, *range(every, T + 1, every), T})
+
+
+def _shown(v) -> str:
+    return squeeze(groups.fmt(v), 60)
+
+
+def rows(run: Run) -> str | None:
+    """Why the run's rows do not fit its T and status (None: they do)."""
+    if run.status not in PRESENT:
+        return None
+    try:
+        T, every = int(run.config["T"]), int(run.config.get("eval_every", 1))
+    except (KeyError, TypeError, ValueError):
+        return "config.yaml: T or eval_every is not a number"
+    got = run.metrics["round"].tolist()
+    want = schedule(T, every)
+    values = run.metrics.drop(columns=[c for c in ("round", "time_s") if c in run.metrics]).to_numpy(float)
+    bad = ~np.isfinite(values).all(axis=1)
+    if run.status == "finished":
+        if got != want:
+            miss = sorted(set(want) - set(got))
+            what = (f"no evaluation at round{'s' * (len(miss) > 1)} {_few(miss)}" if miss
+                    else f"rounds {_few(sorted(set(got) - set(want)))} outside its schedule")
+            return f"metrics.csv: status finished at T = {T}, but {what}"
+        if bad.any():
+            return (f"metrics.csv: status finished, but a non-finite value at round "
+                    f"{got[int(np.argmax(bad))]} (only a diverged run has one)")
+        return None
+    if got[:-1] != want[:len(got) - 1] or not bad[-1] or bad[:-1].any():
+        return "metrics.csv: status diverged, but its rows are not a finite prefix of its schedule ending non-finite"
+    return None
+
+
+def _few(xs: list) -> str:
+    return ", ".join(map(str, xs[:5])) + (f" and {len(xs) - 5} more" if len(xs) > 5 else "")
+
+
+def recorded(run: Run) -> str | None:
+    """A key on which config.yaml and Hydra's record of the run (.hydra/config.yaml) disagree."""
+    path = Path(run.path) / ".hydra" / "config.yaml"
+    if not path.is_file():
+        return None
+    try:
+        hydra = flatten(OmegaConf.to_container(guarded.read_config(path), resolve=False))
+    except Exception as e:  # noqa: BLE001 -- any unreadable record is one finding
+        return f".hydra/config.yaml is unreadable ({squeeze(str(e), 120)})"
+    for k, v in hydra.items():
+        if k in run.config and not (isinstance(v, str) and "${" in v) and not groups.is_run_control(k) and not is_replicate(k) \
+                and groups.fmt(v) != groups.fmt(run.config[k]):
+            return (f"config.yaml has {k}={_shown(run.config[k])}, its .hydra/config.yaml "
+                    f"{k}={_shown(v)}")
+    return None
+
+
+def _odd(point_runs: list[Run]) -> dict:
+    """Run -> (key, its value, the others' value) for runs differing from the other seeds of
+    their point on a setting (the odd one of a majority; every one where none is)."""
+    out: dict = {}
+    keys = set().union(*(groups.settings(r) for r in point_runs))
+    for k in sorted(keys):
+        vals = [groups.fmt(r.config.get(k)) for r in point_runs]
+        if len(set(vals)) < 2:
+            continue
+        common = max(set(vals), key=vals.count)
+        majority = vals.count(common) > len(vals) / 2
+        for r, v in zip(point_runs, vals):
+            if (v != common or not majority) and id(r) not in out:
+                out[id(r)] = (k, v, common if majority else "another value")
+    return out
+
+
+def fixed(claim: Claim, rs: RunSet, runs: list[Run], held) -> tuple[list[Run], list[str]]:
+    """The runs holding every setting the run set fixes (``held(value, want)``), and a finding
+    for each other run in its folders."""
+    kept, found = [], []
+    for r in runs:
+        bad = [(k, want) for k, want in rs.fixed.items() if not held(r.config.get(groups.config_key(runs, k)), want)]
+        if bad:
+            k, want = bad[0]
+            found.append(f"claim {claim.id}: {r.path}: {k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
+                         f"the claim fixes {k}={want}")
+        else:
+            kept.append(r)
+    return kept, found
+
+
+def check(claim: Claim, runs: list[Run], point) -> tuple[list[Run], list[str]]:
+    """The runs of ``runs`` (those of one run set, holding its fixed settings) that are
+    evidence, and one finding per run that is not. ``point(run)``: its declared grid point."""
+    findings: dict[int, str] = {}
+
+    def find(r: Run, why: str) -> None:
+        findings.setdefault(id(r), f"claim {claim.id}: {r.path}: {why}")
+
+    for r in runs:
+        metrics = {t.metric for t in claim.tests if t.source == "runs"}
+        absent = sorted(m for m in metrics if not r.has(m))
+        if absent:
+            find(r, f"metrics.csv has no column {', '.join(map(repr, absent))}")
+        for why in (recorded(r), rows(r) if not absent else None):
+            if why:
+                find(r, why)
+    by_point: dict = {}
+    for r in runs:
+        by_point.setdefault(point(r), []).append(r)
+    for same in by_point.values():
+        for r, (k, v, other) in _odd(same).items() if len(same) > 1 else ():
+            run = next(x for x in same if id(x) == r)
+            find(run, f"{k}={v}, the other seeds of its setting have {k}={other}")
+    by_id: dict = {}
+    for r in runs:
+        by_id.setdefault(groups.identity(r), []).append(r)
+    for same in by_id.values():
+        if len(same) > 1:
+            for r in same:
+                others = ", ".join(str(x.path) for x in same if x is not r)
+                findings[id(r)] = (f"claim {claim.id}: {r.path}: the same run (settings and seed) as "
+                                   f"{others}: neither is used")
+    return [r for r in runs if id(r) not in findings], list(dict.fromkeys(findings.values()))
