@@ -23,6 +23,7 @@ class Scaffold1(Scaffold):
     path and so feeds the previous round's correction back into the next. One extra gradient
     per client per round; messages and bytes as option II."""
     name: ClassVar[str] = "scaffold1"
+    display_name: ClassVar[str] = "SCAFFOLD (option I)"
 
     def control_delta(self, env: Env, t: int, z: torch.Tensor, X: torch.Tensor, c: torch.Tensor,
                       Ci: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
