@@ -10,8 +10,7 @@ from fedprox_cli.claims import cache, declare
 
 
 @pytest.fixture
-def claim(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def claim(tmp_path):
     c = next(c for c in declare.load() if c.ran and c.ran[0].folders)
     rs = dataclasses.replace(c.ran[0], folders=("runs",), into="")
     (tmp_path / "root" / "runs" / "a").mkdir(parents=True)
@@ -56,9 +55,7 @@ def test_a_code_change_recomputes_and_a_broken_cache_file_is_no_error(tmp_path, 
     monkeypatch.setattr(cache.Cache, "__init__", _with_code("another digest"))
     assert said(root, claim)[2]
     monkeypatch.undo()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    for f in (tmp_path / "cache").rglob("*.json"):
-        f.write_text("{not json")
+    (root / cache.FILE).write_text("{not json")
     assert said(root, claim)[2]
 
 
@@ -69,3 +66,17 @@ def _with_code(code):
         plain(self, root, command)
         self.code = code
     return init
+
+
+def test_a_copy_of_the_results_answers_from_their_remembered_file(tmp_path, claim):
+    """Keys are contents, not paths or clocks: a fresh clone of the results (new paths, new
+    modification times) is answered without recomputing, and answering writes nothing."""
+    import shutil, time
+    root = tmp_path / "root"
+    said(root, claim)
+    time.sleep(0.01)
+    copy = tmp_path / "clone"
+    shutil.copytree(root, copy, copy_function=shutil.copy)   # new modification times
+    before = (copy / cache.FILE).read_bytes()
+    assert said(copy, claim) == ("text 1", ["a note"], False)
+    assert (copy / cache.FILE).read_bytes() == before

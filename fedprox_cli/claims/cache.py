@@ -6,15 +6,15 @@ An entry is keyed by everything its text can depend on, compared as digests:
 
 - the command and its options (``list``, ``plan --device cpu``);
 - the claim's declaration (its typed record, :mod:`.declare`, whole);
-- the code that computes it: every ``.py`` and ``.yaml`` file of the package (path, size and
-  modification time), so any change of the evidence, verdict or plan code recomputes;
-- the files it may read: every file under the claim's run folders (relative path, size and
-  modification time), and the files directly under the results root (benchmark files).
+- the code that computes it: every ``.py`` and ``.yaml`` file of the package (path and content
+  digest), so any change of the evidence, verdict or plan code recomputes;
+- the files it may read: every file under the claim's run folders (relative path and content
+  digest), and the files directly under the results root (benchmark files).
 
-What the computation warned is kept with its text and said again. The entries live in one JSON
-file per results folder under ``$XDG_CACHE_HOME/fedprox_cli/reproduce/`` (default
-``~/.cache``), written atomically; an unreadable or stale file is recomputed, never an error.
-Nothing is written to the results folder.
+Keys are digests of contents, never of a machine's paths or clocks, so the entries hold on any copy
+of the same results and code: they live beside the results, in ``reproduction/.remembered.json``
+(committed with them: a fresh clone answers at once), written atomically when a command computed
+something new; an unreadable or stale file is recomputed, never an error.
 """
 
 from __future__ import annotations
@@ -32,9 +32,18 @@ from ..common.files import atomic_write_text
 from .declare import Claim
 
 
-def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime_ns) of every file under ``folder`` (directly under it only,
-    with ``files_only``), sorted; none if it does not exist."""
+FILE = ".remembered.json"
+
+
+def _content(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, str]]:
+    """(relative path, size, content digest) of every file under ``folder`` (directly under it
+    only, with ``files_only``; the remembered texts' own file left out), sorted; none if it does
+    not exist."""
     out = []
     if files_only:
         try:
@@ -42,19 +51,20 @@ def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, int]]
         except OSError:
             return out
         for e in entries:
-            if e.is_file(follow_symlinks=False):
-                st = e.stat(follow_symlinks=False)
-                out.append((e.name, st.st_size, st.st_mtime_ns))
+            if e.is_file(follow_symlinks=False) and e.name != FILE:
+                try:
+                    out.append((e.name, e.stat(follow_symlinks=False).st_size, _content(e.path)))
+                except OSError:
+                    continue
         return sorted(out)
     for dirpath, dirs, files in os.walk(folder):
         dirs.sort()
         for name in files:
             path = os.path.join(dirpath, name)
             try:
-                st = os.stat(path, follow_symlinks=False)
+                out.append((os.path.relpath(path, folder), os.stat(path, follow_symlinks=False).st_size, _content(path)))
             except OSError:
                 continue
-            out.append((os.path.relpath(path, folder), st.st_size, st.st_mtime_ns))
     return sorted(out)
 
 
@@ -67,8 +77,7 @@ class Cache:
 
     def __init__(self, root: Path, command: str):
         self.root, self.command = Path(root), command
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fedprox_cli" / "reproduce"
-        self.file = base / f"{hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]}.json"
+        self.file = self.root / FILE
         self.code = _digest([s for s in _stats(Path(PACKAGE)) if s[0].endswith((".py", ".yaml"))])
         self.top = _digest(_stats(self.root, files_only=True))
         try:
@@ -104,8 +113,10 @@ class Cache:
         kept = {k: v for k, v in self.entries.items() if isinstance(v, dict) and v.get("command") != self.command}
         for v in self.used.values():
             v["command"] = self.command
+        new = {**kept, **self.used}
+        if new == self.entries:
+            return  # nothing computed anew: the file stays as it is
         try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(self.file, json.dumps({**kept, **self.used}))
+            atomic_write_text(self.file, json.dumps(new, indent=0, sort_keys=True) + "\n")
         except OSError:
             pass  # a cache that cannot be written costs time, never the answer
