@@ -75,11 +75,20 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     return found
 
 
+def _moved(sweep: Path, recorded: str) -> Path:
+    """Where a job folder recorded as ``recorded`` (an absolute path where the sweep ran) is now
+    that its sweep is ``sweep``: the part below the sweep's own name, under ``sweep`` -- so a
+    copied or cloned results folder keeps its launch order."""
+    parts = Path(recorded).parts
+    at = [k for k, p in enumerate(parts) if p == sweep.name]
+    return Path(os.path.abspath(sweep.joinpath(*parts[at[-1] + 1:]))) if at else Path(recorded)
+
+
 def launch_order(folder: Path) -> Callable[[Path], tuple]:
     """A sort key for the run folders under ``folder``: a sweep's jobs named by config in the
     order its last command launched them (its job records, :mod:`.jobrecords`; a ``seed_<s>``
     run by its job's), the others after them by path."""
-    num = {Path(r.folder): r.num for m in Path(folder).rglob(".fedrun") for r in records(m.parent)}
+    num = {_moved(m.parent, r.folder): r.num for m in Path(folder).rglob(".fedrun") for r in records(m.parent)}
 
     def key(run_dir: Path) -> tuple:
         here = Path(os.path.abspath(run_dir))
