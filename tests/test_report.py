@@ -763,3 +763,11 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     assert f"caption: {caption}" in out and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
     data = pdf.read_bytes()
     assert b"CIDFontType2" in data and b"Type3" not in data
+
+
+def test_a_job_recorded_where_its_sweep_ran_is_found_where_the_sweep_is_now(tmp_path):
+    """A results folder cloned or copied elsewhere keeps its sweeps' launch order."""
+    from fedprox_cli.analysis.results import _moved
+    sweep = tmp_path / "clone" / "results" / "reproduction" / "fig6"
+    assert _moved(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
+    assert _moved(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")   # not of this sweep
