@@ -137,7 +137,7 @@ for step in "${steps[@]}"; do
       done ;;
     counters)  # FedCanon Table III: FedCanon II's counts (no committed run has it) from a 2-round digits run at
                # Fig. 3's n = 10, K = 40 (counts per round do not depend on the data or model); the other
-               # methods' counts are read from the committed Fig. 3 runs (scripts/counters.py, step figures)
+               # methods' counts are read from the committed Fig. 3 runs (the claim fedcanon-table3, step figures)
       into fedcanon2_counters_digits algorithm=fedcanon2 dataset=digits model=linear regularizer=scad \
         regularizer.lam=1e-4 regularizer.a=1000 n=10 K=40 T=2 ;;
     table5) # per-round training time of Table V's methods; n = 2 clients (the per-round ratios do
@@ -164,108 +164,11 @@ for step in "${steps[@]}"; do
       { "$PY" scripts/bench_prox.py --device cpu --reps 3 --batch 32
         "$PY" scripts/bench_prox.py --device cpu --reps 20 --batch 64 --models cnn
       } | tee results/reproduction/prox_bench.txt ;;
-    figures)  # every figure and table of REPRODUCTION.md, from the committed run folders in $R
+    figures)  # the report: results/REPRODUCTION.md, its figures and tables (results/reproduction/figures/,
+              # tables/) drawn from the claims in fedprox_cli/claims/, then the generic-command examples
+              # of docs/reproducing.md (FedCanon Fig. 2, 3 seeds)
+      "$PY" -m fedprox_cli.cli.reproduce report --results "$(dirname "$R")"
       F2=("$R/fedcanon_fig2" "$R/fedcanon_fig2_seeds12")  # seed 0, seeds 1-2: 3 seeds
-      "${TABLES[@]}" "${F2[@]}" > "$R/fedcanon_fig2_table.md"
-      "${TABLES[@]}" "${F2[@]}" --final tail > "$R/fedcanon_fig2_table_tail.md"
-      "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew > "$R/fedcanon_fig2_scaffnew_coin_table.md"
-      "${TABLES[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --final tail > "$R/fedcanon_fig2_scaffnew_coin_table_tail.md"
-      "${TABLES[@]}" "$R/fedcanon_table5_quick" --preset table5 > "$R/fedcanon_table5_quick_table.md"
-      # FedCanon Fig. 1 (T = 200, seeds 0-4): (a) loss and (b) ||G||^2 at beta = 0.02 over alpha; (c), (d) at alpha = 0.05 over beta
-      F1="$R/fedcanon_fig1_T200"
-      "${PLOT[@]}" "$F1" --where algorithm.beta=0.02 --y train_loss --out "$R/fedcanon_fig1a_T200_loss_alpha.png"
-      "${PLOT[@]}" "$F1" --where algorithm.beta=0.02 --y stationarity --out "$R/fedcanon_fig1b_T200_stationarity_alpha.png"
-      "${PLOT[@]}" "$F1" --where algorithm.alpha=0.05 --y train_loss --out "$R/fedcanon_fig1c_T200_loss_beta.png"
-      "${PLOT[@]}" "$F1" --where algorithm.alpha=0.05 --y stationarity --out "$R/fedcanon_fig1d_T200_stationarity_beta.png"
-      "${TABLES[@]}" "$F1" --metric stationarity --column algorithm.beta > "$R/fedcanon_fig1_T200_stationarity_table.md"
-      "${TABLES[@]}" "$F1" --metric train_loss --column algorithm.beta > "$R/fedcanon_fig1_T200_loss_table.md"
-      # FedCanon Table III: prox calls and floats per client per round, from the counters
-      "$PY" scripts/counters.py "$R/fedcanon_fig3_T10" "$R/fedcanon2_counters_digits" > "$R/fedcanon_table3_counters.md"
-      # FedCanon Fig. 2 in the paper's order (a) iid, (b) Dir(0.1), (c) Dir(0.01), one file per panel
-      # (plot.py sorts --panels by value, which would put iid last), and the three panels in one file
-      "${PLOT[@]}" "${F2[@]}" --where partition=iid --y test_acc --out "$R/fedcanon_fig2_iid_test_acc.png"
-      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --out "$R/fedcanon_fig2_dir01_test_acc.png"
-      "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.01 --y test_acc --out "$R/fedcanon_fig2_dir001_test_acc.png"
-      "${PLOT[@]}" "${F2[@]}" --y test_acc --panels partition --out "$R/fedcanon_fig2_test_acc.png"
-      "${PLOT[@]}" "${F2[@]}" --y train_loss --panels partition --out "$R/fedcanon_fig2_train_loss.png"
-      # SCAFFNEW: ProxSkip's random coin (p = 1/K) against the fixed schedule (communicate every K-th step)
-      "${PLOT[@]}" "$R/fedcanon_fig2_scaffnew_coin" "${F2[@]}" --where algorithm.name=scaffnew --y test_acc --panels partition --out "$R/fedcanon_fig2_scaffnew_coin_test_acc.png"
-      # FedCanon Fig. 3 (T = 10 of 200) and its quick variant
-      "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_T10_acc_vs_time.png"
-      "${PLOT[@]}" "$R/fedcanon_fig3_T10" --x round --y train_loss --panels partition --out "$R/fedcanon_fig3_T10_loss.png"
-      "${PLOT[@]}" "$R/fedcanon_fig3_quick" --x time --y test_acc --panels partition --out "$R/fedcanon_fig3_quick.png"
-      "${PLOT[@]}" "$R/fedcanon_fig3_bites_T10" --x time --y test_acc --out "$R/fedcanon_fig3_bites_T10_acc_vs_time.png"
-      "${PLOT[@]}" "$R/fedcanon_fig3_bites_T10" --y nnz_frac --out "$R/fedcanon_fig3_bites_T10_nnz.png"
-      # FedNMap Fig. 2 as the paper lays it out: rows K (its Q) = 10, 20; columns n
-      "${PLOT[@]}" "$R/fednmap_fig2_quick" "$R/fednmap_fig2_quick_seed2" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_quick_paper_layout.png"
-      # FedNMap Figs. 3-4: curves; slopes from the last evaluation and from the tail mean; Fig. 4 without K = 5;
-      # the per-seed orderings (10 seeds: 0-2 and 3-9)
-      F3=("$R/fednmap_fig3" "$R/fednmap_fig3_seed2" "$R/fednmap_fig3_seeds3_9")  # seeds 0-1, 2, 3-9
-      "${PLOT[@]}" "${F3[@]}" --y stationarity --out "$R/fednmap_fig3_stationarity.png"
-      "${PLOT[@]}" "${F3[@]}" --slope n --out "$R/fednmap_fig3_slope.png"
-      "${PLOT[@]}" "${F3[@]}" --slope n --final tail --out "$R/fednmap_fig3_slope_tail.png"
-      F4_3=("$R/fednmap_fig4" "$R/fednmap_fig4_seeds12" "$R/fednmap_fig4_K15_30")  # K = 5-40, seeds 0-2
-      F4_10=("${F4_3[@]}" "$R/fednmap_fig4_seeds3_9")  # K = 5-40, seeds 0-9
-      "${PLOT[@]}" "${F4_10[@]}" --y stationarity --out "$R/fednmap_fig4_stationarity.png"
-      "${PLOT[@]}" "${F4_10[@]}" --slope K --out "$R/fednmap_fig4_slope.png"
-      "${PLOT[@]}" "${F4_10[@]}" --slope K --final tail --out "$R/fednmap_fig4_slope_tail.png"
-      "${PLOT[@]}" "${F4_10[@]}" --where K=10,15,20,30,40 --slope K --out "$R/fednmap_fig4_slope_without_K5.png"
-      "${PLOT[@]}" "${F4_10[@]}" --where K=10,15,20,30,40 --slope K --final tail --out "$R/fednmap_fig4_slope_without_K5_tail.png"
-      for final in last tail; do
-        "${TABLES[@]}" "${F4_10[@]}" --slope K --final $final
-        "${TABLES[@]}" "${F4_10[@]}" --where K=10,15,20,30,40 --slope K --final $final
-        "${TABLES[@]}" "${F4_3[@]}" --slope K --final $final
-        "${TABLES[@]}" "${F4_3[@]}" --where K=10,15,20,30,40 --slope K --final $final
-      done > "$R/fednmap_fig4_slopes.md"
-      for final in tail last; do
-        "$PY" scripts/per_seed.py "${F3[@]}" --order n --final $final
-        echo
-      done > "$R/fednmap_fig3_per_seed.md"
-      for final in tail last; do
-        "$PY" scripts/per_seed.py "${F4_10[@]}" --order K --final $final; echo
-        "$PY" scripts/per_seed.py "${F4_3[@]}" --order K --final $final; echo
-      done > "$R/fednmap_fig4_per_seed.md"
-      # FedNMap Fig. 5: (a) eta_a = 1/K is fednmap_fig4_stationarity.png; (b) 1/sqrt(K); (c) 0.05
-      F5=("$R/fednmap_fig5" "$R/fednmap_fig5_seeds12")  # rules (b), (c): seed 0, seeds 1-2
-      "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_inv_sqrt_K --y stationarity --out "$R/fednmap_fig5b_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" --where algorithm=fednmap_fig5/eta_0.05 --y stationarity --out "$R/fednmap_fig5c_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" "${F4_3[@]}" --y stationarity --panels algorithm --out "$R/fednmap_fig5_stationarity.png"
-      "${PLOT[@]}" "${F5[@]}" "${F4_3[@]}" --y train_loss --panels algorithm --out "$R/fednmap_fig5_train_loss.png"
-      # FedCEF Figs. 3-4 (T = 10 of 65): accuracy and loss against bytes, the loss on a log axis
-      "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y test_acc --out "$R/fedcef_fig3_quick_acc_vs_bytes.png"
-      "${PLOT[@]}" "$R/fedcef_fig3_4_quick" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_quick_loss_vs_bytes_logy.png"
-      # FedCEF Figs. 3-4 at the paper's T = 65, 3 seeds
-      "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y test_acc --out "$R/fedcef_fig3_T65_acc_vs_bytes.png"
-      "${PLOT[@]}" "$R/fedcef_fig3_4_mnist5k_T65" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_T65_loss_vs_bytes_logy.png"
-      "${TABLES[@]}" "$R/fedcef_fig3_4_mnist5k_T65" > "$R/fedcef_fig3_4_T65_table.md"
-      FM=("$R/fedcef_fig3_4_fmnist_T65" "$R/fedcef_fig3_4_fmnist_T65_seeds12")  # FedCEF top-k 0.1, FedDA, FedCanon
-      FM_ALL=("${FM[@]}" "$R/fedcef_fig3_4_fmnist_T65_za2_top1" "$R/fedcef_fig3_4_fmnist_T65_fedcanon_seeds12")  # + ZA2, 0.01
-      "${PLOT[@]}" "${FM_ALL[@]}" --x bytes --y test_acc --out "$R/fedcef_fig3_fmnist_T65_acc_vs_bytes.png"
-      "${PLOT[@]}" "${FM_ALL[@]}" --x bytes --y train_loss --logy --out "$R/fedcef_fig4_fmnist_T65_loss_vs_bytes_logy.png"
-      "$PY" scripts/per_seed.py "${FM_ALL[@]}" --method algorithm --reach 0.8 --y test_acc --x bytes \
-        > "$R/fedcef_fig3_4_fmnist_T65_per_seed.md"
-      # FedCEF's divergence at the paper's step: h = 0 SCAFFOLD and FedCanon beside FedCEF and FedDA (issue 28)
-      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_h0" "${FM[@]}" --y test_acc --out "$R/fedcef_fmnist_T65_h0_check_test_acc.png"
-      # FedCEF's momentum and local step in seed 1 (the seed that diverged at the defaults), with FedDA's seed 1
-      "${PLOT[@]}" "$R/fedcef_fig3_4_fmnist_T65_eta01" "$R/fedcef_fig3_4_fmnist_T65_eta1" "$R/fedcef_fig3_4_fmnist_T65_step" \
-        "${FM[@]}" --where seed=1 --y test_acc --out "$R/fedcef_fmnist_T65_seed1_eta_step_test_acc.png"
-      # FedNMap Fig. 2 at the paper's n (T = 200), its six panels, and the per-seed table of the report
-      N2=("$R/fednmap_fig2_K10_T200" "$R/fednmap_fig2_n20_K10_T200_seeds12" "$R/fednmap_fig2_n50_100_K10_T200"
-          "$R/fednmap_fig2_n20_K20_T200" "$R/fednmap_fig2_n50_100_K20_T200")
-      "${PLOT[@]}" "${N2[@]}" --y stationarity --panels K --panels n --out "$R/fednmap_fig2_T200_stationarity.png"
-      "$PY" scripts/per_seed.py "${N2[@]}" --best fednmap > "$R/fednmap_fig2_T200_per_seed.md"
-      # FedNMap Fig. 6 stand-in (digits, MobileNetV3-Small, l1, T = 20): Hoyer sparsity and training loss in the
-      # paper's panels (n, K), and per seed: is FedNMap the sparsest and the lowest in loss
-      F6="$R/fednmap_fig6_digits_T20"
-      "${PLOT[@]}" "$F6" --y hoyer --panels n --panels K --out "$R/fednmap_fig6_digits_T20_hoyer.png"
-      "${PLOT[@]}" "$F6" --y train_loss --panels n --panels K --out "$R/fednmap_fig6_digits_T20_train_loss.png"
-      for y in hoyer train_loss; do
-        "$PY" scripts/per_seed.py "$F6" --panels n K --best fednmap --y $y --from-round 1 --tail 15; echo
-      done > "$R/fednmap_fig6_digits_T20_per_seed.md"
-      # FedCanon Table VI stand-in (Fashion-MNIST, CNN, T = 30)
-      "${TABLES[@]}" "$R/fedcanon_table6_fmnist_T30" > "$R/fedcanon_table6_fmnist_T30_table.md"
-      "${PLOT[@]}" "$R/fedcanon_table6_fmnist_T30" --y test_acc --panels partition --out "$R/fedcanon_table6_fmnist_T30_test_acc.png"
-      # the paper-style figure and LaTeX table of README.md and docs/reproducing.md (FedCanon Fig. 2, 3 seeds)
       NAMES=(--label fedcanon=FedCanon --label fedavg=FedAvg --label scaffold=SCAFFOLD --label scaffnew=SCAFFNEW)
       "${PLOT[@]}" "${F2[@]}" --where partition=dir/0.1 --y test_acc --style paper "${NAMES[@]}" --out docs/assets/fedcanon_fig2_dir01.png
       "${TABLES[@]}" "${F2[@]}" --rows partition --precision 3 "${NAMES[@]}" --label partition=Partition --label iid=IID \

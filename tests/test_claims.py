@@ -395,7 +395,28 @@ def test_open_choices_say_robust_or_what_the_word_depends_on():
             at(0.05, 0.1, "reproduced"), at(0.05, 0.3, "not reproduced")]
     assert "depends on eta: reproduced at 0.1, not reproduced at 0.3" in sensitivity.summary(None, rs, both)
     same = [at(a, e, "partly") for a in (0.1, 0.05) for e in (0.1, 0.3)]
-    assert "robust: **partly** at each of the 4" in sensitivity.summary(None, rs, same)
+    assert "robust: **partly** at each of the 4 combinations (no run diverged)" in sensitivity.summary(None, rs, same)
+    same[1].diverged = 2
+    assert ("(runs diverged: 2 of 3 at alpha = 0.1, eta = 0.3; none at the other 3 combinations)"
+            in sensitivity.summary(None, rs, same))
     some = [at(0.1, 0.3, "not reproduced"), at(0.1, 0.1, "not run", 0)]
     text = sensitivity.summary(None, rs, some)
     assert "robust" not in text and "not settled" in text and "alpha = 0.1, eta = 0.1 (0 of 3 runs)" in text
+
+
+def test_a_listed_point_may_fix_a_key_the_others_lack():
+    """FedCanon Fig. 2's SCAFFNEW is the point {algorithm: scaffnew, algorithm.p: 0.05}: its runs on
+    another p are outside the declaration, and a method without p matches its point as declared."""
+    rs = declare.RunSet(data="d", preset="p", points=({"algorithm": "a"}, {"algorithm": "b", "algorithm.p": 0.05}),
+                        grid={"partition": ["iid"]}, seeds=(0,))
+
+    def one(method, p=None):
+        config = {"choice:algorithm": method, "choice:partition": "iid", "seed": 0, "T": 20}
+        return Run(Path(f"/{method}/{p}"), config | ({"algorithm.p": p} if p is not None else {}),
+                   pd.DataFrame({"round": [0]}), "finished")
+
+    runs = [one("a"), one("b", 0.05), one("b", 0.1), one("b")]
+    got = [evidence._point(r, runs, rs) for r in runs]
+    assert got[2] is None and got[3] is None
+    declared = {evidence._declared_key(p) for p, _ in rs.declared()}
+    assert {evidence._declared_key(p) for p in got[:2]} == declared

@@ -90,15 +90,16 @@ def _is(value, want) -> bool:
 
 
 def _point(run: Run, runs, rs: RunSet) -> tuple | None:
-    """The run's declared grid point, or None when it is outside the declaration."""
-    keys = [k for p in rs.points for k in p] + list(rs.grid)
-    values = tuple((k, run.config.get(key_of(runs, k))) for k in dict.fromkeys(keys))
-    for k, v in values:
-        if k in rs.grid and not any(_is(v, w) for w in rs.grid[k]):
-            return None
-    if rs.points and not any(all(_is(dict(values)[k], w) for k, w in p.items()) for p in rs.points):
+    """The run's declared grid point (the keys of the first listed point it matches, then the
+    grid's), or None when it is outside the declaration."""
+    grid = tuple((k, run.config.get(key_of(runs, k))) for k in rs.grid)
+    if not all(any(_is(v, w) for w in rs.grid[k]) for k, v in grid):
         return None
-    return values
+    for p in rs.points or ({},):
+        got = tuple((k, run.config.get(key_of(runs, k))) for k in p)
+        if all(_is(v, p[k]) for k, v in got):
+            return got + grid
+    return None
 
 
 def _declared_key(point: tuple) -> tuple:

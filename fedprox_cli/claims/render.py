@@ -229,6 +229,9 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
             out.append(f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else "."))
             last_shown = shown_
             table += _rows(o, name)
+        for values, outcomes, *_ in ev.choices:   # a sensitivity grid: its tests' cells per combination
+            for o in outcomes:
+                table += _rows(o, f"{c.tests.index(o.test) + 1} ({rs.data}; {sensitivity.label(values)})")
         out.append("")
     if table:
         out += ["| test | panel | per seed (in order) | holds in |", "|---|---|---|---|",

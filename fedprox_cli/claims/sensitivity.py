@@ -39,13 +39,13 @@ def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
     names = " and ".join(k.rsplit(".", 1)[-1] for k in rs.choices)
     words = {c.word for c in full}
     if not missing and len(words) == 1:
-        text = f"robust: **{words.pop()}** at each of the {len(full)} combinations"
+        text = f"robust: **{words.pop()}** at each of the {len(full)} combinations ({_diverged(full)})"
     elif not missing and (key := _deciding_key(rs, full)) is not None:
         per: dict = {}
         for c in full:
             per.setdefault(c.word, []).append(groups.fmt(dict(c.values)[key]))
         text = f"depends on {key.rsplit('.', 1)[-1]}: " + ", ".join(
-            f"{w} at {', '.join(dict.fromkeys(vs))}" for w, vs in per.items())
+            f"{w} at {', '.join(dict.fromkeys(vs))}" for w, vs in per.items()) + f" ({_diverged(full)})"
     else:
         text = "; ".join(f"{c.word} at {label(c.values)} ({c.diverged} of {c.present} runs diverged)"
                          for c in full) or "no combination fully run"
@@ -56,6 +56,16 @@ def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
                  + "; ".join(f"{label(c.values)} ({c.present} of {c.declared} runs"
                              + (f", {c.diverged} of them diverged" if c.present else "") + ")" for c in missing))
     return f"Open choices ({names}): {text}."
+
+
+def _diverged(full: list[Choice]) -> str:
+    """Where runs diverged, per combination (what a word of "robust" alone would not say)."""
+    hit = [c for c in full if c.diverged]
+    if not hit:
+        return "no run diverged"
+    rest = len(full) - len(hit)
+    return ("runs diverged: " + "; ".join(f"{c.diverged} of {c.present} at {label(c.values)}" for c in hit)
+            + (f"; none at the other {rest} combination{'s' * (rest > 1)}" if rest else ""))
 
 
 def _deciding_key(rs: RunSet, full: list[Choice]) -> str | None:
