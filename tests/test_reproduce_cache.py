@@ -80,3 +80,23 @@ def test_a_copy_of_the_results_answers_from_their_remembered_file(tmp_path, clai
     before = (copy / cache.FILE).read_bytes()
     assert said(copy, claim) == ("text 1", ["a note"], False)
     assert (copy / cache.FILE).read_bytes() == before
+
+
+def test_a_text_naming_the_results_folder_names_the_asking_commands_own(tmp_path, claim):
+    """plan's commands name the results folder (hydra.sweep.dir=...): a copy answered from the
+    remembered file names the copy, never the folder the text was computed on."""
+    import shutil
+    root = tmp_path / "root"
+
+    def make(warn):
+        warn(f"{root}/runs/a: a finding")
+        return f"fedrun -m hydra.sweep.dir={root}/runs"
+    memo = cache.Cache(root, "plan")
+    assert memo.text(claim, make, lambda m: None) == f"fedrun -m hydra.sweep.dir={root}/runs"
+    memo.save()
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    warned = []
+    memo = cache.Cache(copy, "plan")
+    assert memo.text(claim, make, warned.append) == f"fedrun -m hydra.sweep.dir={copy}/runs"
+    assert warned == [f"{copy}/runs/a: a finding"]

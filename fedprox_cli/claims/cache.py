@@ -14,7 +14,9 @@ An entry is keyed by everything its text can depend on, compared as digests:
 Keys are digests of contents, never of a machine's paths or clocks, so the entries hold on any copy
 of the same results and code: they live beside the results, in ``reproduction/.remembered.json``
 (committed with them: a fresh clone answers at once), written atomically when a command computed
-something new; an unreadable or stale file is recomputed, never an error.
+something new; an unreadable or stale file is recomputed, never an error. A text names the results
+folder as the command was given it (plan's ``hydra.sweep.dir=...``, a finding's folder): it is
+remembered with that name replaced by a mark and said with the asking command's own.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from .declare import Claim
 
 
 FILE = ".remembered.json"
+ROOT = "<results root>"   # where a remembered text named the results folder it was computed on
 
 
 def _content(path: str) -> str:
@@ -96,16 +99,17 @@ class Cache:
 
     def text(self, claim: Claim, make: Callable[[Callable[[str], None]], str], warn: Callable[[str], None]) -> str:
         """``claim``'s text: remembered, or ``make(warn)``'s (its warnings remembered too)."""
-        key = self.key(claim)
+        key, here = self.key(claim), str(self.root)
         entry = self.entries.get(key)
         if not (isinstance(entry, dict) and isinstance(entry.get("text"), str)):
             said: list[str] = []
-            entry = {"text": make(lambda m: (said.append(m), warn(m))), "warnings": said}
+            text = make(lambda m: (said.append(m), warn(m)))
+            entry = {"text": text.replace(here, ROOT), "warnings": [m.replace(here, ROOT) for m in said]}
         else:
             for m in entry.get("warnings", []):
-                warn(m)
+                warn(str(m).replace(ROOT, here))
         self.used[key] = entry
-        return entry["text"]
+        return entry["text"].replace(ROOT, here)
 
     def save(self) -> None:
         """Keep this command's entries with the other commands' (stale ones dropped: an entry
