@@ -288,6 +288,17 @@ def test_a_step_size_edited_in_one_config_is_named_with_its_key(copy, capsys, bo
     assert "algorithm.eta_a" in line and ("0.06" in line)
 
 
+def test_a_grid_key_edited_out_of_the_declaration_is_named_with_its_key(copy, capsys):
+    """A run whose config.yaml was edited to a point the claim does not declare (K = 15) is not
+    silently another figure's run: its Hydra record names the key."""
+    run_dir = _fig5c_run(copy, K=10, seed=2)
+    f = run_dir / "config.yaml"
+    assert "\nK: 10\n" in f.read_text()
+    f.write_text(f.read_text().replace("\nK: 10\n", "\nK: 15\n"))
+    line = next(l for l in _findings(copy, capsys) if str(run_dir) in l)
+    assert "config.yaml has K=15" in line
+
+
 @pytest.mark.parametrize("status,damage", [("finished", "inf"), ("diverged", ""), ("finished", "nan")])
 def test_a_status_that_does_not_fit_the_rows_is_named(copy, capsys, status, damage):
     """A finished run holding a non-finite value; a 'diverged' one whose rows are all finite."""

@@ -149,8 +149,12 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
     runs, found = validate.fixed(claim, rs, runs, _is)   # every run in its folders
     for k, want in rs.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
-    runs = [r for r in runs if _point(r, runs, rs) is not None]
-    kept, more = validate.check(claim, runs, lambda r: _point(r, runs, rs))
+    point = {id(r): _point(r, runs, rs) for r in runs}
+    # a run outside the declaration is another figure's, unless its config.yaml was edited out
+    # of it: its record (.hydra/config.yaml) names it
+    found += [f"claim {claim.id}: {r.path}: {why}" for r in runs
+              if point[id(r)] is None and (why := validate.recorded(r))]
+    kept, more = validate.check(claim, [r for r in runs if point[id(r)] is not None], lambda r: point[id(r)])
     return kept, findings + found + more
 
 
