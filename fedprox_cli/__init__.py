@@ -40,5 +40,6 @@ def __getattr__(name: str):
     load only then)."""
     if name in _API:
         from . import api
+
         return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

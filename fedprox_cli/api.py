@@ -30,10 +30,11 @@ _PLAIN = re.compile(r"^[\w.:/+-]+$")  # a string Hydra's override grammar takes 
 class Run:
     """A run made by :func:`run`. With ``seeds=R``, ``metrics`` stacks the ``seed_<s>/`` runs
     (a ``seed`` column first) and ``summary`` maps each seed to its summary."""
+
     folder: Path
-    status: str           # finished | diverged | error | internal | interrupted (the exit code's name)
+    status: str  # finished | diverged | error | internal | interrupted (the exit code's name)
     exit_code: int
-    summary: dict         # summary.json
+    summary: dict  # summary.json
     metrics: pd.DataFrame  # metrics.csv as numbers (empty if the run wrote none)
 
 
@@ -60,6 +61,7 @@ def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
 
 def _metrics(folder: Path) -> pd.DataFrame:
     from .analysis.results import BrokenRun, read_metrics
+
     try:
         return read_metrics(folder / "metrics.csv")
     except BrokenRun:
@@ -73,21 +75,33 @@ def _result(folder: Path, code: int) -> Run:
         summary = read_summary(folder) if (folder / "summary.json").exists() else {}
         return Run(folder, _STATUS.get(code, "error"), code, summary, _metrics(folder))
     seeds = [int(f.name.split("_")[-1]) for f in folders]
-    metrics = pd.concat([_metrics(f).assign(seed=s) for s, f in zip(seeds, folders)], ignore_index=True)
+    metrics = pd.concat(
+        [_metrics(f).assign(seed=s) for s, f in zip(seeds, folders)], ignore_index=True
+    )
     metrics = metrics[["seed", *[c for c in metrics.columns if c != "seed"]]]
-    return Run(folder, _STATUS.get(code, "error"), code,
-               {s: read_summary(f) for s, f in zip(seeds, folders)}, metrics)
+    return Run(
+        folder,
+        _STATUS.get(code, "error"),
+        code,
+        {s: read_summary(f) for s, f in zip(seeds, folders)},
+        metrics,
+    )
 
 
 def _default_folder(composed: DictConfig) -> Path:
     """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for ``composed``."""
     pattern = OmegaConf.load(CONF_DIR / "config.yaml").hydra.run
-    node = OmegaConf.merge({"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, composed)
+    node = OmegaConf.merge(
+        {"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, composed
+    )
     return Path(str(node.hydra.run.dir))
 
 
-def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | None = None,
-        progress: bool = False) -> Run:
+def run(
+    config: list[str] | dict | DictConfig = (),
+    folder: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> Run:
     """Run one config into ``folder`` and return its :class:`Run`, e.g.
     ``run(["dataset=digits", "T=5"])`` or ``run({"dataset": "digits", "T": 5})``.
 
@@ -101,19 +115,25 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
     from .cli.main import draw
     from .config import resolvers
     from .runs import experiment, runner
+
     resolvers.register()
     if isinstance(config, DictConfig):
         composed = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
         out = Path(folder) if folder is not None else _default_folder(composed)
         experiment.validate(composed)
-        return _result(out, runner.run(composed, out, progress=progress, command="fedprox_cli.run(config)",
-                                       plot=draw))
+        return _result(
+            out,
+            runner.run(
+                composed, out, progress=progress, command="fedprox_cli.run(config)", plot=draw
+            ),
+        )
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
     from .cli.compose import hydra_files, reference_for
     from .cli.dryrun import jobs
     from .config import plugin_defaults
+
     overrides = overrides_of(config)
     plugin_defaults.store(overrides)
     if folder is not None:
@@ -123,9 +143,15 @@ def run(config: list[str] | dict | DictConfig = (), folder: str | os.PathLike | 
         hc = HydraConfig.get()
         reference = reference_for(job.cfg, job.choices, overrides)
         experiment.validate(job.cfg, reference)
-        code = runner.run(job.cfg, job.folder, progress=progress, reference=reference,
-                          command=f"fedprox_cli.run({overrides_of(config)!r})",
-                          hydra_record=hydra_files(job.cfg, hc), plot=draw)
+        code = runner.run(
+            job.cfg,
+            job.folder,
+            progress=progress,
+            reference=reference,
+            command=f"fedprox_cli.run({overrides_of(config)!r})",
+            hydra_record=hydra_files(job.cfg, hc),
+            plot=draw,
+        )
     return _result(job.folder, code)
 
 
@@ -135,9 +161,12 @@ def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
     ``K``, ...; ``choice:<group>`` for the config-group options chosen) and the final row of
     its ``metrics.csv``. A folder that cannot be read is skipped with a warning naming it."""
     from .analysis.results import load
+
     runs = load([folder], warn=warnings.warn, count_once=False)  # every folder, as listed
-    rows = [{"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
-            for r in runs]
+    rows = [
+        {"folder": str(r.path), "status": r.status, **r.config, **r.metrics.iloc[-1].to_dict()}
+        for r in runs
+    ]
     return _frame(rows)
 
 

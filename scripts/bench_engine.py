@@ -33,11 +33,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from fedprox_cli.engine import memory  # noqa: E402
-from fedprox_cli.engine.device import device_name  # noqa: E402
-from fedprox_cli.engine.device import resolve_device  # noqa: E402
-from fedprox_cli.engine.device import MATMUL_PRECISIONS, set_matmul_precision  # noqa: E402
 from fedprox_cli.common.errors import UserError  # noqa: E402
+from fedprox_cli.engine import memory  # noqa: E402
+from fedprox_cli.engine.device import (  # noqa: E402
+    MATMUL_PRECISIONS,
+    device_name,  # noqa: E402
+    resolve_device,  # noqa: E402
+    set_matmul_precision,
+)
 from fedprox_cli.runs import bench  # noqa: E402
 
 
@@ -50,13 +53,15 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines + ["| " + " | ".join(fmt(r[c]) for c in cols) + " |" for r in rows])
 
 
-def plain_fedcanon(setup: bench.Setup, K: int, B: int, alpha: float, beta: float, lam: float, seed: int = 0):
+def plain_fedcanon(
+    setup: bench.Setup, K: int, B: int, alpha: float, beta: float, lam: float, seed: int = 0
+):
     """FedCanon as a plain per-client loop (the honest baseline): one module, parameters as a
     list of tensors, client data as index tensors; returns a function running one round."""
     module = copy.deepcopy(setup.flat.module)
     params = list(module.parameters())
     data, n = setup.data, setup.data.n
-    clients = [data.index[i, :int(data.sizes[i])] for i in range(n)]
+    clients = [data.index[i, : int(data.sizes[i])] for i in range(n)]
     z = [p.detach().clone() for p in params]
     C = [[torch.zeros_like(p) for p in params] for _ in range(n)]
     gen = torch.Generator(device=data.x.device).manual_seed(seed)
@@ -68,7 +73,9 @@ def plain_fedcanon(setup: bench.Setup, K: int, B: int, alpha: float, beta: float
                 for p, zp in zip(params, z):
                     p.copy_(zp)
             for _ in range(K):
-                ids = clients[i][torch.randint(len(clients[i]), (B,), generator=gen, device=data.x.device)]
+                ids = clients[i][
+                    torch.randint(len(clients[i]), (B,), generator=gen, device=data.x.device)
+                ]
                 loss = F.cross_entropy(module(data.x[ids]), data.y[ids])
                 grads = torch.autograd.grad(loss, params)
                 with torch.no_grad():
@@ -84,6 +91,7 @@ def plain_fedcanon(setup: bench.Setup, K: int, B: int, alpha: float, beta: float
             for i in range(n):
                 for c, d, di in zip(C[i], dbar, deltas[i]):
                     c.add_(d - di)
+
     return one_round
 
 
@@ -102,12 +110,22 @@ def baseline(device, repeats: int, rounds: int, engines: list[str]) -> list[dict
             best[e] = min(best[e], bench.best_time(timer) / rounds)
         best["plain loop"] = min(best["plain loop"], bench.best_time(run_plain) / rounds)
     chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
-    return [{"workload": f"{w.name} (mlp, n={w.n}, K={w.K}, B={w.B})",
-             "runner": "plain loop" if k == "plain loop" else f"fedrun {k}" + (f" ({chosen})" if k == "auto" else ""),
-             "steps/s": w.n * w.K / t, "vs plain loop": best["plain loop"] / t} for k, t in best.items()]
+    return [
+        {
+            "workload": f"{w.name} (mlp, n={w.n}, K={w.K}, B={w.B})",
+            "runner": "plain loop"
+            if k == "plain loop"
+            else f"fedrun {k}" + (f" ({chosen})" if k == "auto" else ""),
+            "steps/s": w.n * w.K / t,
+            "vs plain loop": best["plain loop"] / t,
+        }
+        for k, t in best.items()
+    ]
 
 
-def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), K: int = 2) -> list[dict]:
+def scaling(
+    device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), K: int = 2
+) -> list[dict]:
     """Client-steps/s of FedCanon rounds at each n (oracle.chunk as ``auto`` plans it)."""
     rows = []
     for model in models:
@@ -115,9 +133,14 @@ def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), 
         for n in ns:
             w = bench.custom_workload(model, ["fedcanon"], "fmnist", n, K, 64)
             setup = bench.Setup(w, device)
-            fp = memory.footprint(setup.flat.module, setup.flat.d, (1, 28, 28), torch.float32, device)
+            fp = memory.footprint(
+                setup.flat.module, setup.flat.d, (1, 28, 28), torch.float32, device
+            )
             chunk = memory.plan(fp, n, w.B, "auto", 4096, 4)[0]
-            timers = {e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e, chunk), 1) for e in ("loop", "vmap", "auto")}
+            timers = {
+                e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e, chunk), 1)
+                for e in ("loop", "vmap", "auto")
+            }
             best = {e: math.inf for e in timers}
             for _ in range(repeats if n < 1000 else 1):
                 for e, timer in timers.items():
@@ -126,21 +149,36 @@ def scaling(device, repeats: int, ns=(10, 100, 1000), models=("linear", "mlp"), 
             for e, t in best.items():
                 rate = n * K / t
                 base.setdefault(e, rate)
-                rows.append({"model": model, "n": n, "engine": e + (f" ({timers[e].env.oracle.engine.name})" if e == "auto" else ""),
-                             "client-steps/s": rate, "vs n=10": rate / base[e], "vs faster engine": fastest / t})
+                rows.append(
+                    {
+                        "model": model,
+                        "n": n,
+                        "engine": e
+                        + (f" ({timers[e].env.oracle.engine.name})" if e == "auto" else ""),
+                        "client-steps/s": rate,
+                        "vs n=10": rate / base[e],
+                        "vs faster engine": fastest / t,
+                    }
+                )
                 print(rows[-1], flush=True)
             del setup, timers
     return rows
 
 
 SEED_WORKLOADS = {  # the seed-batching workloads: whole runs, as a sweep over seeds makes them
-    "linear, breast_cancer (a9a-shaped)": ["dataset=breast_cancer", "model=linear", "regularizer=mcp"],
+    "linear, breast_cancer (a9a-shaped)": [
+        "dataset=breast_cancer",
+        "model=linear",
+        "regularizer=mcp",
+    ],
     "linear, digits": ["dataset=digits", "model=linear"],
     "FedNMap sigmoid MLP, mnist5k": ["dataset=mnist5k", "model=sigmoid_mlp", "algorithm=fednmap"],
 }
 
 
-def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, cli: bool = False) -> list[dict]:
+def seed_batching(
+    R: int, repeats: int, T: int, only: list[str] | None = None, cli: bool = False
+) -> list[dict]:
     """R seed-batched runs vs the same R runs one after another, whole runs (FedCanon unless
     the workload names another algorithm; n = 10, K = 10, B = 64, evaluation every 5 rounds),
     timed in turn, two ways: in this process (:func:`runner.run` with ``seeds=R`` vs R calls
@@ -154,10 +192,11 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
     from pathlib import Path
 
     from fedprox_cli.cli.main import draw
-    from fedprox_cli.runs import runner
     from fedprox_cli.config.validate import compose
     from fedprox_cli.data import datasets
+    from fedprox_cli.runs import runner
     from fedprox_cli.runs.outputs import read_summary
+
     rows = []
     for name, overrides in SEED_WORKLOADS.items():
         if only and not any(o in name for o in only):
@@ -167,8 +206,16 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
         except (UserError, OSError) as e:
             print(f"# {name}: skipped ({e})", flush=True)
             continue
-        base = [*overrides, "n=10", "K=10", "B=64", f"T={T}", "eval_every=5", "checkpoint_every=0",
-                "progress_every_s=1000000"]
+        base = [
+            *overrides,
+            "n=10",
+            "K=10",
+            "B=64",
+            f"T={T}",
+            "eval_every=5",
+            "checkpoint_every=0",
+            "progress_every_s=1000000",
+        ]
         tmp = Path(tempfile.mkdtemp(prefix="bench_seeds_"))
         fedrun = [sys.executable, "-m", "fedprox_cli"]
         seeds = ",".join(map(str, range(R)))
@@ -178,14 +225,23 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
             assert p.returncode == 0, p.stderr[-2000:]
 
         ways = {
-            "sequential": lambda: [runner.run(compose([*base, f"seed={s}"]), tmp / f"seq{s}", progress=False,
-                                              plot=draw) for s in range(R)],
-            "seeds=R": lambda: runner.run(compose([*base, f"seeds={R}"]), tmp / "batched", progress=False,
-                                          plot=draw),
+            "sequential": lambda: [
+                runner.run(
+                    compose([*base, f"seed={s}"]), tmp / f"seq{s}", progress=False, plot=draw
+                )
+                for s in range(R)
+            ],
+            "seeds=R": lambda: runner.run(
+                compose([*base, f"seeds={R}"]), tmp / "batched", progress=False, plot=draw
+            ),
         }
         if cli:
-            ways["fedrun -m seed=..."] = lambda: fedrun_ok("-m", *base, f"seed={seeds}", f"hydra.sweep.dir={tmp / 'sweep'}")
-            ways["fedrun seeds=R"] = lambda: fedrun_ok(*base, f"seeds={R}", f"hydra.run.dir={tmp / 'cli'}")
+            ways["fedrun -m seed=..."] = lambda: fedrun_ok(
+                "-m", *base, f"seed={seeds}", f"hydra.sweep.dir={tmp / 'sweep'}"
+            )
+            ways["fedrun seeds=R"] = lambda: fedrun_ok(
+                *base, f"seeds={R}", f"hydra.run.dir={tmp / 'cli'}"
+            )
         best = dict.fromkeys(ways, math.inf)
         train = dict.fromkeys(("sequential", "seeds=R"), math.inf)  # the runs' own time_s
         try:
@@ -197,89 +253,179 @@ def seed_batching(R: int, repeats: int, T: int, only: list[str] | None = None, c
                     fn()
                     best[label] = min(best[label], time.perf_counter() - start)
                     if label in train:  # R runs one after another: the sum; seed-batched: shared
-                        times = [read_summary(r)["final"]["time_s"] for r in sorted(tmp.rglob("summary.json"))
-                                 for r in [r.parent]]
-                        train[label] = min(train[label], sum(times) if label == "sequential" else max(times))
+                        times = [
+                            read_summary(r)["final"]["time_s"]
+                            for r in sorted(tmp.rglob("summary.json"))
+                            for r in [r.parent]
+                        ]
+                        train[label] = min(
+                            train[label], sum(times) if label == "sequential" else max(times)
+                        )
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        rows.append({"workload": f"{name}, T={T}", "R": R, **{f"{k} s": v for k, v in best.items()},
-                     "training s (sequential, seeds=R)": f"{train['sequential']:.1f}, {train['seeds=R']:.1f}",
-                     "speed-up of training": train["sequential"] / train["seeds=R"],
-                     "speed-up in process": best["sequential"] / best["seeds=R"],
-                     **({"speed-up fedrun": best["fedrun -m seed=..."] / best["fedrun seeds=R"]} if cli else {})})
+        rows.append(
+            {
+                "workload": f"{name}, T={T}",
+                "R": R,
+                **{f"{k} s": v for k, v in best.items()},
+                "training s (sequential, seeds=R)": f"{train['sequential']:.1f}, {train['seeds=R']:.1f}",
+                "speed-up of training": train["sequential"] / train["seeds=R"],
+                "speed-up in process": best["sequential"] / best["seeds=R"],
+                **(
+                    {"speed-up fedrun": best["fedrun -m seed=..."] / best["fedrun seeds=R"]}
+                    if cli
+                    else {}
+                ),
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--workloads", default="1,2,3,4", help="comma-separated workload numbers")
     p.add_argument("--model", help="a custom workload instead: this model ...")
-    p.add_argument("--algorithm", default="fedcanon", help="... these comma-separated algorithms ...")
-    p.add_argument("--shape", default="mnist", help=f"... data of these shapes ({', '.join(bench.SHAPES)})")
+    p.add_argument(
+        "--algorithm", default="fedcanon", help="... these comma-separated algorithms ..."
+    )
+    p.add_argument(
+        "--shape", default="mnist", help=f"... data of these shapes ({', '.join(bench.SHAPES)})"
+    )
     p.add_argument("--regularizer", default="l1", help="... this regularizer (conf defaults) ...")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="... with these config overrides (e.g. regularizer.a=1000; repeatable) ...")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="... with these config overrides (e.g. regularizer.a=1000; repeatable) ...",
+    )
     p.add_argument("--n", type=int, default=10)
     p.add_argument("--K", type=int, default=10)
     p.add_argument("--B", type=int, default=64)
-    p.add_argument("--engines", default="loop,vmap,vmap+compile,auto",
-                   help="engines to time: loop, vmap, auto, vmap+compile (compile=true)")
-    p.add_argument("--peak-tflops", type=float, help="the device's peak (default: known GPUs' FP32/TF32 data-sheet peak)")
+    p.add_argument(
+        "--engines",
+        default="loop,vmap,vmap+compile,auto",
+        help="engines to time: loop, vmap, auto, vmap+compile (compile=true)",
+    )
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        help="the device's peak (default: known GPUs' FP32/TF32 data-sheet peak)",
+    )
     p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)"
+    )
     p.add_argument("--repeats", type=int, default=3, help="timings per measurement (best is kept)")
     p.add_argument("--rounds", type=int, default=2, help="rounds per timing")
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation benchmark")
-    p.add_argument("--matmul-precision", default="highest", choices=MATMUL_PRECISIONS,
-                   help="float32 products (the run key matmul_precision)")
+    p.add_argument(
+        "--matmul-precision",
+        default="highest",
+        choices=MATMUL_PRECISIONS,
+        help="float32 products (the run key matmul_precision)",
+    )
     p.add_argument("--csv", help="also write the training rows to this CSV file")
-    p.add_argument("--baseline", action="store_true", help="fedrun vs a plain per-client loop (only)")
-    p.add_argument("--scaling", action="store_true", help="client-steps/s at n = 10, 100, 1000 (only)")
+    p.add_argument(
+        "--baseline", action="store_true", help="fedrun vs a plain per-client loop (only)"
+    )
+    p.add_argument(
+        "--scaling", action="store_true", help="client-steps/s at n = 10, 100, 1000 (only)"
+    )
     p.add_argument("--scaling-n", default="10,100,1000", help="the n of --scaling")
-    p.add_argument("--seeds", type=int, metavar="R", help="R seed-batched runs vs R sequential runs (only)")
+    p.add_argument(
+        "--seeds", type=int, metavar="R", help="R seed-batched runs vs R sequential runs (only)"
+    )
     p.add_argument("--seeds-T", type=int, default=50, help="rounds of each run of --seeds")
-    p.add_argument("--seeds-workloads", help="comma-separated parts of --seeds workload names (default: all)")
-    p.add_argument("--seeds-cli", action="store_true", help="--seeds also from the command line (with start-up)")
+    p.add_argument(
+        "--seeds-workloads", help="comma-separated parts of --seeds workload names (default: all)"
+    )
+    p.add_argument(
+        "--seeds-cli",
+        action="store_true",
+        help="--seeds also from the command line (with start-up)",
+    )
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
-    if a.threads == 1 and hasattr(os, "sched_setaffinity"):  # one core: R threads cannot overlap work
+    if a.threads == 1 and hasattr(
+        os, "sched_setaffinity"
+    ):  # one core: R threads cannot overlap work
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     set_matmul_precision(a.matmul_precision)
     try:
         device = resolve_device(a.device)
         if a.model:
-            workloads = [bench.custom_workload(a.model, a.algorithm.split(","), a.shape, a.n, a.K, a.B,
-                                                    regularizer=a.regularizer, overrides=a.set)]
+            workloads = [
+                bench.custom_workload(
+                    a.model,
+                    a.algorithm.split(","),
+                    a.shape,
+                    a.n,
+                    a.K,
+                    a.B,
+                    regularizer=a.regularizer,
+                    overrides=a.set,
+                )
+            ]
         else:
             nums = [int(i) for i in a.workloads.split(",")]
             unknown = [i for i in nums if i not in bench.WORKLOADS]
             if unknown:
-                raise UserError(f"unknown workload(s) {unknown} (choose from {list(bench.WORKLOADS)})")
+                raise UserError(
+                    f"unknown workload(s) {unknown} (choose from {list(bench.WORKLOADS)})"
+                )
             workloads = [bench.WORKLOADS[i] for i in nums]
     except (UserError, ValueError) as e:
         print(f"bench_engine: error: {e}", file=sys.stderr)
         return 2
-    print(f"# {device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, torch "
-          f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}"
-          f"{f' ({device_name(device)})' if device.type == 'cuda' else ''}, "
-          f"matmul_precision {a.matmul_precision}")
+    print(
+        f"# {device_name(torch.device('cpu'))}, {os.cpu_count()} CPUs, torch "
+        f"{torch.__version__}, {torch.get_num_threads()} threads, device {device}"
+        f"{f' ({device_name(device)})' if device.type == 'cuda' else ''}, "
+        f"matmul_precision {a.matmul_precision}"
+    )
     if a.seeds:
-        print("\n" + table(seed_batching(a.seeds, a.repeats, a.seeds_T,
-                                          a.seeds_workloads.split(",") if a.seeds_workloads else None,
-                                          a.seeds_cli)))
+        print(
+            "\n"
+            + table(
+                seed_batching(
+                    a.seeds,
+                    a.repeats,
+                    a.seeds_T,
+                    a.seeds_workloads.split(",") if a.seeds_workloads else None,
+                    a.seeds_cli,
+                )
+            )
+        )
         return 0
     if a.baseline or a.scaling:
-        rows = baseline(device, a.repeats, a.rounds, a.engines.split(",")) if a.baseline else \
-            scaling(device, a.repeats, tuple(int(n) for n in a.scaling_n.split(",")))
+        rows = (
+            baseline(device, a.repeats, a.rounds, a.engines.split(","))
+            if a.baseline
+            else scaling(device, a.repeats, tuple(int(n) for n in a.scaling_n.split(",")))
+        )
         print("\n" + table(rows))
         return 0
     peak = bench.peak_flops(device, a.peak_tflops and a.peak_tflops * 1e12)
-    print(f"# peak {peak / 1e12:.4g} TFLOP/s ({'given' if a.peak_tflops else 'data sheet'})" if peak else
-          "# peak unknown for this device (--peak-tflops gives one): of peak not reported")
-    rows, evals = bench.run(workloads, a.engines.split(","), device, a.repeats, a.rounds,
-                            not a.no_eval, report=lambda r: print(r, flush=True), peak=peak)
+    print(
+        f"# peak {peak / 1e12:.4g} TFLOP/s ({'given' if a.peak_tflops else 'data sheet'})"
+        if peak
+        else "# peak unknown for this device (--peak-tflops gives one): of peak not reported"
+    )
+    rows, evals = bench.run(
+        workloads,
+        a.engines.split(","),
+        device,
+        a.repeats,
+        a.rounds,
+        not a.no_eval,
+        report=lambda r: print(r, flush=True),
+        peak=peak,
+    )
     print("\n" + table(rows))
     if a.csv and rows:
         with open(a.csv, "w", newline="") as f:
@@ -291,12 +437,16 @@ def main() -> int:
     fig2 = [e for e in evals if e["workload"] == bench.WORKLOADS[1].name]
     if fig2:
         e = fig2[0]
-        print(f"\nFedCanon fig2 sweep (12 runs, T=200), from round {e['round s']:.3f} s, eval "
-              f"{e['eval s']:.3f} s:")
+        print(
+            f"\nFedCanon fig2 sweep (12 runs, T=200), from round {e['round s']:.3f} s, eval "
+            f"{e['eval s']:.3f} s:"
+        )
         for every in (1, 5, 10):
-            print(f"  eval_every={every}: {bench.fig2_estimate(e['round s'], e['eval s'], every):.1f} "
-                  f"min one job at a time, {bench.fig2_estimate(e['round s'], e['eval s'], every, parallel=2):.1f} "
-                  f"min two at a time (if each keeps this speed on its own core)")
+            print(
+                f"  eval_every={every}: {bench.fig2_estimate(e['round s'], e['eval s'], every):.1f} "
+                f"min one job at a time, {bench.fig2_estimate(e['round s'], e['eval s'], every, parallel=2):.1f} "
+                f"min two at a time (if each keeps this speed on its own core)"
+            )
     return 0
 
 

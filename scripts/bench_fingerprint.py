@@ -35,14 +35,20 @@ def main(argv: list[str] | None = None) -> None:
 
     from fedprox_cli import data
     from fedprox_cli.runs import provenance
+
     load_s, ds = best(lambda: data.load(a.dataset, a.root), a.repeat)
     data_s, _ = best(lambda: provenance.of_data(ds), a.repeat)
     clients = np.array_split(np.random.default_rng(0).permutation(len(ds.train_y)), a.n)
     part_s, _ = best(lambda: provenance.of_partition(clients), a.repeat)
-    mb = sum(t.numel() * t.element_size() for t in (ds.train_x, ds.train_y, ds.test_x, ds.test_y)) / 2**20
+    mb = (
+        sum(t.numel() * t.element_size() for t in (ds.train_x, ds.train_y, ds.test_x, ds.test_y))
+        / 2**20
+    )
     print(f"{a.dataset}: {mb:.1f} MB of loaded arrays")
     print(f"load            {load_s:8.3f} s")
-    print(f"fingerprint     {data_s:8.3f} s  ({mb / data_s:.0f} MB/s; {data_s / load_s:.2f} x the load)")
+    print(
+        f"fingerprint     {data_s:8.3f} s  ({mb / data_s:.0f} MB/s; {data_s / load_s:.2f} x the load)"
+    )
     print(f"partition (n={a.n}) {part_s:8.4f} s")
 
 

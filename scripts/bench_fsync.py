@@ -37,6 +37,7 @@ def counted_fsync(real: bool, calls: list[int]):
         calls[0] += 1
         if real:
             fsync(fd)
+
     os.fsync = call
     try:
         yield
@@ -57,7 +58,9 @@ def one(overrides: list[str], folder: Path, real: bool) -> tuple[float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", default=None, help="where the runs are written (default: a temp folder)")
+    ap.add_argument(
+        "--dir", default=None, help="where the runs are written (default: a temp folder)"
+    )
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("overrides", nargs="*", help="fedrun overrides on top of the default run")
     a = ap.parse_args()
@@ -72,9 +75,11 @@ def main() -> None:
             best[real] = min(best[real], s)
     cost = best[True] - best[False]
     print(f"run: {' '.join(overrides)}  (folder {root})")
-    print(f"with fsync {best[True]:.3f} s, without {best[False]:.3f} s (best of {a.repeats}); "
-          f"{calls} fsyncs a run; cost {cost:+.3f} s a run ({100 * cost / best[False]:+.1f}%), "
-          f"{1e3 * cost / max(calls, 1):.3f} ms an fsync")
+    print(
+        f"with fsync {best[True]:.3f} s, without {best[False]:.3f} s (best of {a.repeats}); "
+        f"{calls} fsyncs a run; cost {cost:+.3f} s a run ({100 * cost / best[False]:+.1f}%), "
+        f"{1e3 * cost / max(calls, 1):.3f} ms an fsync"
+    )
     if a.dir is None:
         shutil.rmtree(root, ignore_errors=True)
 

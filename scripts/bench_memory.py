@@ -48,26 +48,39 @@ def child(args) -> dict:
     import torch
     from hydra import compose, initialize_config_dir
 
-    from fedprox_cli.runs import experiment
-    from fedprox_cli.engine import memory
     from fedprox_cli.cli.main import CONF_DIR
+    from fedprox_cli.engine import memory
     from fedprox_cli.engine.metrics import evaluate
+    from fedprox_cli.runs import experiment
 
     torch.set_num_threads(args.threads)
     from fedprox_cli import algorithms
+
     smooth = type(algorithms.build(args.algorithm)).smooth_only
-    overrides = [f"algorithm={args.algorithm}", f"regularizer={'none' if smooth else 'l1'}",
-                 f"dataset={args.dataset}", f"model={args.model}", f"n={args.n}", f"K={args.K}",
-                 f"B={args.B}", f"T={args.rounds}", f"device={args.device}", "engine=vmap",
-                 f"oracle.chunk={args.chunk}", f"oracle.eval_batch={args.eval_batch}",
-                 f"oracle.memory_gb={args.memory_gb}", f"data.root={args.data_root}"]
+    overrides = [
+        f"algorithm={args.algorithm}",
+        f"regularizer={'none' if smooth else 'l1'}",
+        f"dataset={args.dataset}",
+        f"model={args.model}",
+        f"n={args.n}",
+        f"K={args.K}",
+        f"B={args.B}",
+        f"T={args.rounds}",
+        f"device={args.device}",
+        "engine=vmap",
+        f"oracle.chunk={args.chunk}",
+        f"oracle.eval_batch={args.eval_batch}",
+        f"oracle.memory_gb={args.memory_gb}",
+        f"data.root={args.data_root}",
+    ]
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=overrides)
     exp = experiment.build(cfg)
     state = exp.alg.init(exp.flat.flat(), exp.cfg.n)
     oracle = exp.oracle
-    fp = memory.footprint(exp.flat.module, exp.flat.d, exp.dataset.input_shape, exp.cfg.dtype,
-                          exp.cfg.device)
+    fp = memory.footprint(
+        exp.flat.module, exp.flat.d, exp.dataset.input_shape, exp.cfg.dtype, exp.cfg.device
+    )
     gc.collect()
     gpu = exp.cfg.device.type == "cuda"
     if gpu:
@@ -80,8 +93,14 @@ def child(args) -> dict:
     for t in range(args.rounds):
         exp.env.start_round(t)
         state = exp.alg.round(state, exp.env, t)
-    evaluate(exp.alg.output(state), oracle, exp.h, exp.stationarity_step, exp.dataset.test_x,
-             exp.dataset.test_y)
+    evaluate(
+        exp.alg.output(state),
+        oracle,
+        exp.h,
+        exp.stationarity_step,
+        exp.dataset.test_x,
+        exp.dataset.test_y,
+    )
     if gpu:
         torch.cuda.synchronize()
         peak = torch.cuda.max_memory_allocated() // 1024
@@ -90,11 +109,18 @@ def child(args) -> dict:
     state_bytes = sum(v.numel() * v.element_size() for v in state.values() if torch.is_tensor(v))
     nd_bytes = exp.cfg.n * exp.flat.d * torch.tensor([], dtype=exp.cfg.dtype).element_size()
     samples = exp.cfg.B or oracle.data.index.shape[1]
-    return {"chunk": oracle.chunk, "eval_batch": oracle.eval_batch, "d": exp.flat.d,
-            "base_mb": base / 1024, "peak_above_base_mb": (peak - base) / 1024,
-            "plan_train_mb": fp.call_bytes(oracle.chunk, samples) / MB,
-            "plan_eval_mb": fp.call_bytes(1, oracle.eval_batch) / MB,
-            "state_mb": state_bytes / MB, "nd_mb": nd_bytes / MB, "peak_is_exact": exact}
+    return {
+        "chunk": oracle.chunk,
+        "eval_batch": oracle.eval_batch,
+        "d": exp.flat.d,
+        "base_mb": base / 1024,
+        "peak_above_base_mb": (peak - base) / 1024,
+        "plan_train_mb": fp.call_bytes(oracle.chunk, samples) / MB,
+        "plan_eval_mb": fp.call_bytes(1, oracle.eval_batch) / MB,
+        "state_mb": state_bytes / MB,
+        "nd_mb": nd_bytes / MB,
+        "peak_is_exact": exact,
+    }
 
 
 def main() -> None:
@@ -110,7 +136,9 @@ def main() -> None:
     ap.add_argument("--memory-gb", type=float, default=1.0)
     ap.add_argument("--eval-batch", default="auto")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu", help="cpu (peak RSS) or cuda (peak allocated GPU memory)")
+    ap.add_argument(
+        "--device", default="cpu", help="cpu (peak RSS) or cuda (peak allocated GPU memory)"
+    )
     ap.add_argument("--chunks", default="auto,null", help="oracle.chunk values to compare")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -118,23 +146,37 @@ def main() -> None:
         args.chunk = args.child
         print(json.dumps(child(args)))
         return
-    print(f"{args.algorithm}, {args.model} on {args.dataset}, n={args.n}, K={args.K}, B={args.B}, "
-          f"{args.rounds} rounds + 1 evaluation, {args.device}, oracle.memory_gb={args.memory_gb}")
-    print(f"{'oracle.chunk':>14} {'chunk':>6} {'eval_batch':>10} {'plan train MB':>14} "
-          f"{'plan eval MB':>13} {'state MB':>9} {'peak-base MB':>13} {'base MB':>8} {'(state+peak-base)/nd':>21}")
+    print(
+        f"{args.algorithm}, {args.model} on {args.dataset}, n={args.n}, K={args.K}, B={args.B}, "
+        f"{args.rounds} rounds + 1 evaluation, {args.device}, oracle.memory_gb={args.memory_gb}"
+    )
+    print(
+        f"{'oracle.chunk':>14} {'chunk':>6} {'eval_batch':>10} {'plan train MB':>14} "
+        f"{'plan eval MB':>13} {'state MB':>9} {'peak-base MB':>13} {'base MB':>8} {'(state+peak-base)/nd':>21}"
+    )
     for chunk in args.chunks.split(","):
         argv = [*sys.argv[1:], "--child", chunk]
-        out = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": os.pathsep.join(  # keeps carried wheels
-                                 [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])})
+        out = subprocess.run(
+            [sys.executable, __file__, *argv],
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join(  # keeps carried wheels
+                    [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+                ),
+            },
+        )
         if out.returncode != 0:
             print(f"{chunk:>14} failed: {out.stderr.strip().splitlines()[-1:]}")
             continue
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"{chunk:>14} {r['chunk']:>6} {r['eval_batch']:>10} {r['plan_train_mb']:>14.1f} "
-              f"{r['plan_eval_mb']:>13.1f} {r['state_mb']:>9.1f} {r['peak_above_base_mb']:>13.1f} "
-              f"{r['base_mb']:>8.0f} {(r['state_mb'] + r['peak_above_base_mb']) / r['nd_mb']:>21.2f}"
-              + ("" if r["peak_is_exact"] else "  (peak: process lifetime)"))
+        print(
+            f"{chunk:>14} {r['chunk']:>6} {r['eval_batch']:>10} {r['plan_train_mb']:>14.1f} "
+            f"{r['plan_eval_mb']:>13.1f} {r['state_mb']:>9.1f} {r['peak_above_base_mb']:>13.1f} "
+            f"{r['base_mb']:>8.0f} {(r['state_mb'] + r['peak_above_base_mb']) / r['nd_mb']:>21.2f}"
+            + ("" if r["peak_is_exact"] else "  (peak: process lifetime)")
+        )
 
 
 if __name__ == "__main__":

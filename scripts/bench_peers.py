@@ -34,8 +34,8 @@ import csv
 import json
 import os
 import platform
-import subprocess
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,15 +44,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SIDE = ROOT / ".peers"
 PEER_SCRIPTS = ROOT / "scripts" / "peers"
-PEERS = {"pfl": ("pfl[pytorch]==0.6.0", "pfl_fedavg.py"),
-         "flower": ("flwr[simulation]==1.42.0", "flower_fedavg.py")}
+PEERS = {
+    "pfl": ("pfl[pytorch]==0.6.0", "pfl_fedavg.py"),
+    "flower": ("flwr[simulation]==1.42.0", "flower_fedavg.py"),
+}
 WORKLOADS = {  # name: (n, K, T, participation)
     "n10": (10, 20, 20, 1.0),
     "n100": (100, 10, 5, 1.0),
     "n100-p0.2": (100, 10, 5, 0.2),
 }
 B, LR = 64, 0.02
-GOALS = {"pfl": (1.3, 1.5), "flower": (5.0, None)}  # fedrun's wall-time and steps/s ratios (issue 50)
+GOALS = {
+    "pfl": (1.3, 1.5),
+    "flower": (5.0, None),
+}  # fedrun's wall-time and steps/s ratios (issue 50)
 
 
 def side_env(name: str, requirement: str) -> Path:
@@ -63,11 +68,18 @@ def side_env(name: str, requirement: str) -> Path:
         return python
     subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
     import torch
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(site, "zz_main_torch.pth").write_text(str(Path(torch.__file__).parent.parent) + "\n")
     print(f"installing {requirement} into {env} ...", flush=True)
-    p = subprocess.run([str(python), "-m", "pip", "install", "-q", requirement], capture_output=True, text=True)
+    p = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", requirement], capture_output=True, text=True
+    )
     if p.returncode:
         raise SystemExit(f"bench_peers: installing {requirement} failed:\n{p.stderr[-2000:]}")
     (env / ".installed").write_text(requirement + "\n")
@@ -77,11 +89,18 @@ def side_env(name: str, requirement: str) -> Path:
 def one_thread() -> dict[str, str]:
     """One thread per process, every process at the same priority (Ray starts its workers at
     nice 15 unless told otherwise, which would slow Flower on a shared machine)."""
-    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
-            "RAY_worker_niceness": "0"}
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+        "RAY_worker_niceness": "0",
+    }
 
 
-def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> tuple[float, str, float]:
+def timed(
+    cmd: list[str], cwd: Path | None = None, env: dict | None = None
+) -> tuple[float, str, float]:
     """Wall seconds of a fresh process, its stdout and its CPU seconds (user + system; robust to
     other jobs on a shared machine); a failure stops the benchmark."""
     start = time.perf_counter()
@@ -91,38 +110,66 @@ def timed(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> t
         wall = time.perf_counter() - start
         out.seek(0), err.seek(0)
         if os.waitstatus_to_exitcode(status):
-            raise SystemExit(f"bench_peers: {' '.join(cmd[:4])} ... failed ({os.waitstatus_to_exitcode(status)}):\n"
-                             f"{err.read().decode(errors='replace')[-3000:]}")
+            raise SystemExit(
+                f"bench_peers: {' '.join(cmd[:4])} ... failed ({os.waitstatus_to_exitcode(status)}):\n"
+                f"{err.read().decode(errors='replace')[-3000:]}"
+            )
         return wall, out.read().decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
 def fedrun_args(n, K, T, participation, out: Path) -> list[str]:
     """fedrun's overrides for a workload, its run folder ``out``."""
-    return ["algorithm=fedavg", "regularizer=none", "dataset=fmnist", "model=mlp", "partition=iid", f"n={n}",
-            f"K={K}", f"T={T}", f"B={B}", f"algorithm.beta={LR}", f"participation={participation}",
-            f"eval_every={T}", "seed=0", f"hydra.run.dir={out}"]
+    return [
+        "algorithm=fedavg",
+        "regularizer=none",
+        "dataset=fmnist",
+        "model=mlp",
+        "partition=iid",
+        f"n={n}",
+        f"K={K}",
+        f"T={T}",
+        f"B={B}",
+        f"algorithm.beta={LR}",
+        f"participation={participation}",
+        f"eval_every={T}",
+        "seed=0",
+        f"hydra.run.dir={out}",
+    ]
 
 
 def run_fedrun(n, K, T, participation, tmp: Path) -> dict:
     out = Path(tempfile.mkdtemp(dir=tmp))
-    wall, _, _ = timed([sys.executable, "-m", "fedprox_cli", *fedrun_args(n, K, T, participation, out / "run")], cwd=tmp)
+    wall, _, _ = timed(
+        [sys.executable, "-m", "fedprox_cli", *fedrun_args(n, K, T, participation, out / "run")],
+        cwd=tmp,
+    )
     final = json.loads((out / "run" / "summary.json").read_text())["final"]
-    return {"wall_s": wall, "train_s": final["time_s"], "client_steps": final["grad_evals"],
-            "train_loss": final["train_loss"]}
+    return {
+        "wall_s": wall,
+        "train_s": final["time_s"],
+        "client_steps": final["grad_evals"],
+        "train_loss": final["train_loss"],
+    }
 
 
 def call_times(log: Path) -> dict:
     """The client calls a peer's script logged (``PEER_CALL_LOG``, one line of seconds per call,
     in the order they ended): their number, the first call's seconds and the median's."""
     calls = [float(x) for x in log.read_text().split()] if log.exists() else []
-    return {"calls": len(calls), "first_call_s": calls[0] if calls else float("nan"),
-            "median_call_s": statistics.median(calls) if calls else float("nan")}
+    return {
+        "calls": len(calls),
+        "first_call_s": calls[0] if calls else float("nan"),
+        "median_call_s": statistics.median(calls) if calls else float("nan"),
+    }
 
 
 def run_peer(python: Path, script: str, n, K, T, participation, tmp: Path) -> dict:
     log = Path(tempfile.mkdtemp(dir=tmp)) / "calls.log"
-    wall, out, _ = timed([str(python), script, *map(str, (n, K, T, B, LR, participation))], cwd=PEER_SCRIPTS,
-                         env={**one_thread(), "PEER_CALL_LOG": str(log)})
+    wall, out, _ = timed(
+        [str(python), script, *map(str, (n, K, T, B, LR, participation))],
+        cwd=PEER_SCRIPTS,
+        env={**one_thread(), "PEER_CALL_LOG": str(log)},
+    )
     line = next(x for x in reversed(out.splitlines()) if x.startswith("{"))
     return {"wall_s": wall, **json.loads(line), **call_times(log)}
 
@@ -130,16 +177,20 @@ def run_peer(python: Path, script: str, n, K, T, participation, tmp: Path) -> di
 def call_table(results: dict, systems: list[str]) -> list[str]:
     """Per peer, its client calls: a call that sets itself up afresh (reads the data, say) shows
     as a median near the first call's time, a set-up paid once as a first call above the median."""
-    lines = ["| workload | system | client calls | first call s | median call s | K local steps / median call |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | system | client calls | first call s | median call s | K local steps / median call |",
+        "|---|---|---|---|---|---|",
+    ]
     for wl, by_system in results.items():
         K = WORKLOADS[wl][1]
         for s in systems:
             r = by_system.get(s)
             if r is None or "calls" not in r:
                 continue
-            lines.append(f"| {wl} | {s} | {r['calls']} | {r['first_call_s']:.4f} | {r['median_call_s']:.4f} "
-                         f"| {K / r['median_call_s']:,.0f} steps/s |")
+            lines.append(
+                f"| {wl} | {s} | {r['calls']} | {r['first_call_s']:.4f} | {r['median_call_s']:.4f} "
+                f"| {K / r['median_call_s']:,.0f} steps/s |"
+            )
     return lines
 
 
@@ -147,14 +198,28 @@ def startup(repeats: int, tmp: Path) -> dict[str, tuple[float, float]]:
     """Best (wall, CPU) seconds of a tiny run, of ``import torch`` and of ``import torch,
     torch._dynamo`` (what vmap's gradient transform would import: fedprox_cli.engine.batched),
     interleaved."""
-    cmds = {"import torch": [sys.executable, "-c", "import torch"],
-            "import torch._dynamo": [sys.executable, "-c", "import torch, torch._dynamo"]}
+    cmds = {
+        "import torch": [sys.executable, "-c", "import torch"],
+        "import torch._dynamo": [sys.executable, "-c", "import torch, torch._dynamo"],
+    }
     times: dict[str, list] = {k: [] for k in ["tiny run", *cmds]}
     for r in range(repeats):
         for k, cmd in cmds.items():
             times[k].append(timed(cmd)[::2])
-        times["tiny run"].append(timed([sys.executable, "-m", "fedprox_cli", "dataset=digits", "model=linear", "T=1",
-                                        f"hydra.run.dir={tmp / f'tiny{r}'}"], cwd=tmp)[::2])
+        times["tiny run"].append(
+            timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "fedprox_cli",
+                    "dataset=digits",
+                    "model=linear",
+                    "T=1",
+                    f"hydra.run.dir={tmp / f'tiny{r}'}",
+                ],
+                cwd=tmp,
+            )[::2]
+        )
     return {k: tuple(map(min, zip(*v))) for k, v in times.items()}
 
 
@@ -170,8 +235,11 @@ def machine() -> str:
 
 
 def table(results: dict, systems: list[str]) -> list[str]:
-    lines = ["| workload | system | wall s | training s | overhead s | client-steps/s | final train loss "
-             "| fedrun faster, wall | fedrun faster, steps/s |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| workload | system | wall s | training s | overhead s | client-steps/s | final train loss "
+        "| fedrun faster, wall | fedrun faster, steps/s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for wl, by_system in results.items():
         base = by_system["fedrun"]
         for s in systems:
@@ -179,10 +247,16 @@ def table(results: dict, systems: list[str]) -> list[str]:
             if r is None:
                 continue
             rate = r["client_steps"] / r["train_s"]
-            ratios = ("" if s == "fedrun" else f"{r['wall_s'] / base['wall_s']:.2f}x",
-                      "" if s == "fedrun" else f"{rate and (base['client_steps'] / base['train_s']) / rate:.2f}x")
-            lines.append(f"| {wl} | {s} | {r['wall_s']:.1f} | {r['train_s']:.2f} | {r['wall_s'] - r['train_s']:.1f} "
-                         f"| {rate:,.0f} | {r['train_loss']:.4f} | {ratios[0]} | {ratios[1]} |")
+            ratios = (
+                "" if s == "fedrun" else f"{r['wall_s'] / base['wall_s']:.2f}x",
+                ""
+                if s == "fedrun"
+                else f"{rate and (base['client_steps'] / base['train_s']) / rate:.2f}x",
+            )
+            lines.append(
+                f"| {wl} | {s} | {r['wall_s']:.1f} | {r['train_s']:.2f} | {r['wall_s'] - r['train_s']:.1f} "
+                f"| {rate:,.0f} | {r['train_loss']:.4f} | {ratios[0]} | {ratios[1]} |"
+            )
     return lines
 
 
@@ -199,14 +273,43 @@ def roofline(n: int, K: int, participation: float, tmp: Path) -> str:
     (scripts/bench_engine.py, both engines, one thread, its ``--csv`` rows), one line per engine."""
     m = max(1, round(participation * n))
     rows_csv = Path(tempfile.mkdtemp(dir=tmp)) / "roofline.csv"
-    timed([sys.executable, str(ROOT / "scripts" / "bench_engine.py"), "--model", "mlp", "--algorithm", "fedavg",
-           "--regularizer", "none", "--shape", "fmnist", "--n", str(m), "--K", str(K), "--B", str(B),
-           "--engines", "loop,vmap", "--threads", "1", "--repeats", "2", "--no-eval", "--csv", str(rows_csv)])
+    timed(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench_engine.py"),
+            "--model",
+            "mlp",
+            "--algorithm",
+            "fedavg",
+            "--regularizer",
+            "none",
+            "--shape",
+            "fmnist",
+            "--n",
+            str(m),
+            "--K",
+            str(K),
+            "--B",
+            str(B),
+            "--engines",
+            "loop,vmap",
+            "--threads",
+            "1",
+            "--repeats",
+            "2",
+            "--no-eval",
+            "--csv",
+            str(rows_csv),
+        ]
+    )
     with rows_csv.open(newline="") as f:
         rows = list(csv.DictReader(f))
-    return "; ".join(f"{r['engine']} {float(r['steps/s']):,.0f} client-steps/s at {float(r['GFLOP/s']):.1f} GFLOP/s, "
-                     f"{float(r['of roofline']):.0%} of its products' rate replayed alone "
-                     f"({float(r['roofline GFLOP/s']):.1f})" for r in rows)
+    return "; ".join(
+        f"{r['engine']} {float(r['steps/s']):,.0f} client-steps/s at {float(r['GFLOP/s']):.1f} GFLOP/s, "
+        f"{float(r['of roofline']):.0%} of its products' rate replayed alone "
+        f"({float(r['roofline GFLOP/s']):.1f})"
+        for r in rows
+    )
 
 
 def goals(results: dict) -> tuple[list[str], dict[str, set[str]]]:
@@ -219,13 +322,17 @@ def goals(results: dict) -> tuple[list[str], dict[str, set[str]]]:
                 continue
             r = by_system[s]
             wall = r["wall_s"] / base["wall_s"]
-            out.append(f"{wl} vs {s}: wall {wall:.2f}x (goal {wall_goal}x: {'met' if wall >= wall_goal else 'NOT met'})")
+            out.append(
+                f"{wl} vs {s}: wall {wall:.2f}x (goal {wall_goal}x: {'met' if wall >= wall_goal else 'NOT met'})"
+            )
             if wall < wall_goal:
                 unmet.setdefault(wl, set()).add("wall")
             if rate_goal:
                 rate = (base["client_steps"] / base["train_s"]) / (r["client_steps"] / r["train_s"])
-                out.append(f"{wl} vs {s}: client-steps/s {rate:.2f}x (goal {rate_goal}x: "
-                           f"{'met' if rate >= rate_goal else 'NOT met'})")
+                out.append(
+                    f"{wl} vs {s}: client-steps/s {rate:.2f}x (goal {rate_goal}x: "
+                    f"{'met' if rate >= rate_goal else 'NOT met'})"
+                )
                 if rate < rate_goal:
                     unmet.setdefault(wl, set()).add("steps")
     return out, unmet
@@ -237,8 +344,10 @@ def bounds(unmet: dict[str, set[str]], tmp: Path) -> list[str]:
     lines = []
     for wl, which in unmet.items():
         n, K, T, participation = WORKLOADS[wl]
-        lines.append(f"{wl}, fedrun's process by phase: "
-                     f"{profile(fedrun_args(n, K, T, participation, Path(tempfile.mkdtemp(dir=tmp)) / 'run'), tmp)}")
+        lines.append(
+            f"{wl}, fedrun's process by phase: "
+            f"{profile(fedrun_args(n, K, T, participation, Path(tempfile.mkdtemp(dir=tmp)) / 'run'), tmp)}"
+        )
         if "steps" in which:
             lines.append(f"{wl}, fedrun's training steps: {roofline(n, K, participation, tmp)}")
     return lines
@@ -246,8 +355,11 @@ def bounds(unmet: dict[str, set[str]], tmp: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workloads", default=",".join(WORKLOADS),
-                    help=f"of {', '.join(WORKLOADS)} (empty: the start-up only)")
+    ap.add_argument(
+        "--workloads",
+        default=",".join(WORKLOADS),
+        help=f"of {', '.join(WORKLOADS)} (empty: the start-up only)",
+    )
     ap.add_argument("--systems", default="fedrun,pfl,flower")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--no-startup", action="store_true", help="skip the tiny run's start-up")
@@ -261,33 +373,71 @@ def main(argv: list[str] | None = None) -> None:
             for wl in filter(None, args.workloads.split(",")):
                 n, K, T, participation = WORKLOADS[wl]
                 for s in systems:
-                    got = run_fedrun(n, K, T, participation, Path(tmp)) if s == "fedrun" else \
-                        run_peer(pythons[s], PEERS[s][1], n, K, T, participation, Path(tmp))
-                    calls = f", {got['calls']} client calls: first {got['first_call_s']:.3f} s, median " \
-                            f"{got['median_call_s']:.3f} s" if "calls" in got else ""
-                    print(f"  repeat {r}, {wl}, {s}: wall {got['wall_s']:.1f} s, training {got['train_s']:.2f} s, "
-                          f"loss {got['train_loss']:.4f}{calls}", flush=True)
+                    got = (
+                        run_fedrun(n, K, T, participation, Path(tmp))
+                        if s == "fedrun"
+                        else run_peer(pythons[s], PEERS[s][1], n, K, T, participation, Path(tmp))
+                    )
+                    calls = (
+                        f", {got['calls']} client calls: first {got['first_call_s']:.3f} s, median "
+                        f"{got['median_call_s']:.3f} s"
+                        if "calls" in got
+                        else ""
+                    )
+                    print(
+                        f"  repeat {r}, {wl}, {s}: wall {got['wall_s']:.1f} s, training {got['train_s']:.2f} s, "
+                        f"loss {got['train_loss']:.4f}{calls}",
+                        flush=True,
+                    )
                     best = results.setdefault(wl, {}).get(s)
                     if best is None or got["wall_s"] < best["wall_s"]:
                         # the best process; its training time is its own framework's
-                        results[wl][s] = {**got, "train_s": min(got["train_s"], best["train_s"]) if best else got["train_s"]}
+                        results[wl][s] = {
+                            **got,
+                            "train_s": min(got["train_s"], best["train_s"])
+                            if best
+                            else got["train_s"],
+                        }
         if results:
             met, unmet = goals(results)
-            print("\n".join(["", *table(results, systems), "", "the peers' client calls (of the process above):",
-                             *call_table(results, systems), "", *met]), flush=True)
+            print(
+                "\n".join(
+                    [
+                        "",
+                        *table(results, systems),
+                        "",
+                        "the peers' client calls (of the process above):",
+                        *call_table(results, systems),
+                        "",
+                        *met,
+                    ]
+                ),
+                flush=True,
+            )
             if unmet and "fedrun" in systems:
                 print("\n".join(["", "what bounds the goals not met:", *bounds(unmet, Path(tmp))]))
         if not args.no_startup:
             best = startup(max(3, args.repeats), Path(tmp))
-            run, torch_, dynamo = best["tiny run"], best["import torch"], best["import torch._dynamo"]
+            run, torch_, dynamo = (
+                best["tiny run"],
+                best["import torch"],
+                best["import torch._dynamo"],
+            )
             overhead = [r - t for r, t in zip(run, torch_)]
-            print(f"\ntiny run (dataset=digits model=linear T=1): {run[0]:.2f} s wall, {run[1]:.2f} s CPU; "
-                  f"import torch: {torch_[0]:.2f} s wall, {torch_[1]:.2f} s CPU; overhead beyond import torch: "
-                  f"{overhead[0]:.2f} s wall, {overhead[1]:.2f} s CPU (goal <= 1.2 s: "
-                  f"{'met' if overhead[0] <= 1.2 else 'NOT met'} in wall time); importing torch._dynamo "
-                  f"as well would add {dynamo[0] - torch_[0]:.2f} s wall, {dynamo[1] - torch_[1]:.2f} s CPU")
+            print(
+                f"\ntiny run (dataset=digits model=linear T=1): {run[0]:.2f} s wall, {run[1]:.2f} s CPU; "
+                f"import torch: {torch_[0]:.2f} s wall, {torch_[1]:.2f} s CPU; overhead beyond import torch: "
+                f"{overhead[0]:.2f} s wall, {overhead[1]:.2f} s CPU (goal <= 1.2 s: "
+                f"{'met' if overhead[0] <= 1.2 else 'NOT met'} in wall time); importing torch._dynamo "
+                f"as well would add {dynamo[0] - torch_[0]:.2f} s wall, {dynamo[1] - torch_[1]:.2f} s CPU"
+            )
             if overhead[0] > 1.2:
-                tiny = ["dataset=digits", "model=linear", "T=1", f"hydra.run.dir={Path(tmp) / 'tiny-profile'}"]
+                tiny = [
+                    "dataset=digits",
+                    "model=linear",
+                    "T=1",
+                    f"hydra.run.dir={Path(tmp) / 'tiny-profile'}",
+                ]
                 print(f"what bounds it, the tiny run by phase: {profile(tiny, Path(tmp))}")
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

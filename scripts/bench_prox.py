@@ -23,10 +23,10 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-from fedprox_cli.engine import models
-from fedprox_cli.operators import regularizers
-from fedprox_cli.engine.device import resolve_device
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.engine import models
+from fedprox_cli.engine.device import resolve_device
+from fedprox_cli.operators import regularizers
 
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")  # Table I's, from torchvision
 SHAPE = (1, 28, 28)  # MNIST images
@@ -47,6 +47,7 @@ def network(name: str) -> torch.nn.Module:
 
 def median_ms(fn, device: torch.device, reps: int) -> float:
     """Median wall time of ``fn()`` in milliseconds, after one warm-up call."""
+
     def once():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -55,6 +56,7 @@ def median_ms(fn, device: torch.device, reps: int) -> float:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         return 1e3 * (time.perf_counter() - start)
+
     once()
     return statistics.median(once() for _ in range(reps))
 
@@ -87,14 +89,22 @@ def table_row(r: dict) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join(MODELS),
-                   help=f"comma-separated names: {','.join(MODELS)} (torchvision's, the default) "
-                        "or fedprox_cli models (cnn, mlp, ...)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help=f"comma-separated names: {','.join(MODELS)} (torchvision's, the default) "
+        "or fedprox_cli models (cnn, mlp, ...)",
+    )
     p.add_argument("--device", default="auto", help="auto (CUDA if present) | cpu | cuda")
-    p.add_argument("--batch", type=int, default=64,
-                   help="images per forward+backward pass (default 64; Table I states none)")
+    p.add_argument(
+        "--batch",
+        type=int,
+        default=64,
+        help="images per forward+backward pass (default 64; Table I states none)",
+    )
     p.add_argument("--reps", type=int, default=5, help="timed repetitions; the median is reported")
     p.add_argument("--step", type=float, default=0.2, help="prox step (FedCanon's alpha, 0.2)")
     args = p.parse_args(argv)
@@ -109,12 +119,17 @@ def main(argv=None):
         device = resolve_device(args.device)
     except UserError as e:
         p.error(str(e))
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else \
-        f"CPU, {torch.get_num_threads()} threads"
-    print(f"# one prox on the flat parameter vector vs one forward+backward pass, milliseconds "
-          f"(median of {args.reps}); {where}; float32; batch {args.batch} of 1x28x28; "
-          f"prox step {args.step}; "
-          + ", ".join(repr(regularizers.build(**spec)) for spec in PROXES.values()))
+    where = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"CPU, {torch.get_num_threads()} threads"
+    )
+    print(
+        f"# one prox on the flat parameter vector vs one forward+backward pass, milliseconds "
+        f"(median of {args.reps}); {where}; float32; batch {args.batch} of 1x28x28; "
+        f"prox step {args.step}; "
+        + ", ".join(repr(regularizers.build(**spec)) for spec in PROXES.values())
+    )
     print(HEADER, flush=True)
     for name in names:
         print(table_row(bench(name, device, args.batch, args.reps, args.step)), flush=True)

@@ -38,23 +38,52 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="fedrun-startup-") as tmp:
         for i in range(args.repeat):
             torch_s.append(timed([sys.executable, "-c", "import torch"], env))
-            run_s.append(timed([sys.executable, "-m", "fedprox_cli", *args.overrides,
-                                f"hydra.run.dir={Path(tmp) / f'run{i}'}"], env))
+            run_s.append(
+                timed(
+                    [
+                        sys.executable,
+                        "-m",
+                        "fedprox_cli",
+                        *args.overrides,
+                        f"hydra.run.dir={Path(tmp) / f'run{i}'}",
+                    ],
+                    env,
+                )
+            )
         profiles = []
         for i in range(min(3, args.repeat)):
-            out = subprocess.run([sys.executable, str(Path(__file__).with_name("profile_run.py")), *args.overrides,
-                                  f"hydra.run.dir={Path(tmp) / f'profile{i}'}"], env=env, capture_output=True,
-                                 text=True, check=True).stdout
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    str(Path(__file__).with_name("profile_run.py")),
+                    *args.overrides,
+                    f"hydra.run.dir={Path(tmp) / f'profile{i}'}",
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             profiles.append(json.loads(out.strip().splitlines()[-1]))
     overhead = min(run_s) - min(torch_s)
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.repeat} runs each")
-    print(f"import torch:        fastest {min(torch_s):.2f} s, median {statistics.median(torch_s):.2f} s")
-    print(f"fedrun {' '.join(args.overrides)}: fastest {min(run_s):.2f} s, median {statistics.median(run_s):.2f} s")
-    print(f"beyond import torch: {overhead:.2f} s (goal <= {GOAL_S} s: {'met' if overhead <= GOAL_S else 'not met'})")
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.repeat} runs each"
+    )
+    print(
+        f"import torch:        fastest {min(torch_s):.2f} s, median {statistics.median(torch_s):.2f} s"
+    )
+    print(
+        f"fedrun {' '.join(args.overrides)}: fastest {min(run_s):.2f} s, median {statistics.median(run_s):.2f} s"
+    )
+    print(
+        f"beyond import torch: {overhead:.2f} s (goal <= {GOAL_S} s: {'met' if overhead <= GOAL_S else 'not met'})"
+    )
     best = min(profiles, key=lambda r: r["total"])
     phases = {k: v for k, v in best["seconds"].items() if k != "import torch"}
-    print("fastest profiled run, beyond import torch: " + ", ".join(
-        f"{k} {v:.2f} s" for k, v in sorted(phases.items(), key=lambda kv: -kv[1])))
+    print(
+        "fastest profiled run, beyond import torch: "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(phases.items(), key=lambda kv: -kv[1]))
+    )
 
 
 if __name__ == "__main__":

@@ -36,15 +36,21 @@ def carried(report: dict, image: set[str], python: str) -> list[str]:
         for spec in items[name]["metadata"].get("requires_dist", []):
             req = Requirement(spec)
             dep = canonicalize_name(req.name)
-            wanted = req.marker is None or any(req.marker.evaluate({**env, "extra": e})
-                                                for e in ("", *extras))
+            wanted = req.marker is None or any(
+                req.marker.evaluate({**env, "extra": e}) for e in ("", *extras)
+            )
             if wanted and dep not in image and dep not in seen:
                 seen.add(dep)
                 todo.append((dep, set(req.extras)))
-    return sorted(f"{items[n]['metadata']['name']}=={items[n]['metadata']['version']}"
-                  for n in seen - {root})
+    return sorted(
+        f"{items[n]['metadata']['name']}=={items[n]['metadata']['version']}" for n in seen - {root}
+    )
 
 
 if __name__ == "__main__":
     report, image, python = sys.argv[1:4]
-    print("\n".join(carried(json.loads(Path(report).read_text()), image_packages(Path(image)), python)))
+    print(
+        "\n".join(
+            carried(json.loads(Path(report).read_text()), image_packages(Path(image)), python)
+        )
+    )

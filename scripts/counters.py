@@ -39,19 +39,33 @@ def row(run: Run) -> list:
     clients = round(run.config["n"] * run.config.get("participation", 1.0))
     per = 4 * d * clients * last["round"]
     up, down = last["bytes_up"] / per, last["bytes_down"] / per
-    return [*(groups.fmt(run.config.get(k, "-")) for k in KEYS), f"{d:,}", str(int(last["round"])),
-            f"{last['prox_calls'] / last['round']:g}", f"{up:.4g} d", f"{down:.4g} d", f"{up + down:.4g} d"]
+    return [
+        *(groups.fmt(run.config.get(k, "-")) for k in KEYS),
+        f"{d:,}",
+        str(int(last["round"])),
+        f"{last['prox_calls'] / last['round']:g}",
+        f"{up:.4g} d",
+        f"{down:.4g} d",
+        f"{up + down:.4g} d",
+    ]
 
 
 def run(args, warn) -> int:
-    runs = results.having(results.load(args.results, args.where, warn), ["prox_calls", "bytes_up", "bytes_down"], warn)
+    runs = results.having(
+        results.load(args.results, args.where, warn), ["prox_calls", "bytes_up", "bytes_down"], warn
+    )
     seen = {}
     for r in runs:
         if len(r.metrics) and r.metrics["round"].iloc[-1] > 0:
             seen.setdefault(tuple(r.config.get(k) for k in KEYS), r)
     body = [row(r) for _, r in sorted(seen.items(), key=lambda kv: groups.order(kv[0]))]
-    print(table.markdown([groups.short(k) for k in KEYS] + ["d", "rounds", "prox / round",
-                          "floats up / client / round", "down", "total"], body))
+    print(
+        table.markdown(
+            [groups.short(k) for k in KEYS]
+            + ["d", "rounds", "prox / round", "floats up / client / round", "down", "total"],
+            body,
+        )
+    )
     return 0
 
 

@@ -45,20 +45,39 @@ from fedprox_cli.common.errors import require
 def parse(argv):
     p = argparse.ArgumentParser(prog="per_seed.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
-    p.add_argument("--panels", nargs="*", default=["K", "n"], help="config keys of a panel (none: one panel)")
-    p.add_argument("--method", nargs="+", default=["algorithm.name"],
-                   help="the config keys that name a method (algorithm: the config-group choice)")
+    p.add_argument(
+        "--panels", nargs="*", default=["K", "n"], help="config keys of a panel (none: one panel)"
+    )
+    p.add_argument(
+        "--method",
+        nargs="+",
+        default=["algorithm.name"],
+        help="the config keys that name a method (algorithm: the config-group choice)",
+    )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--best", help="the method whose lead is counted")
-    mode.add_argument("--order", metavar="KEY", help="the config key along which the metric should fall")
-    mode.add_argument("--reach", type=float, metavar="VALUE",
-                      help="per method and seed: how the run ended, and the first --x at which --y reaches VALUE")
-    p.add_argument("--y", default="stationarity",
-                   help="the metrics column (best: lowest for losses and stationarity, else highest; "
-                        "with --reach, the value to reach from below)")
-    p.add_argument("--x", default="bytes", help="with --reach: round, time or bytes (communicated, in MB)")
+    mode.add_argument(
+        "--order", metavar="KEY", help="the config key along which the metric should fall"
+    )
+    mode.add_argument(
+        "--reach",
+        type=float,
+        metavar="VALUE",
+        help="per method and seed: how the run ended, and the first --x at which --y reaches VALUE",
+    )
+    p.add_argument(
+        "--y",
+        default="stationarity",
+        help="the metrics column (best: lowest for losses and stationarity, else highest; "
+        "with --reach, the value to reach from below)",
+    )
+    p.add_argument(
+        "--x", default="bytes", help="with --reach: round, time or bytes (communicated, in MB)"
+    )
     p.add_argument("--from-round", type=int, default=50, help="count leads from this round on")
-    p.add_argument("--tail", type=int, default=180, help="tail means over evaluations from this round on")
+    p.add_argument(
+        "--tail", type=int, default=180, help="tail means over evaluations from this round on"
+    )
     options.add_arguments(p)
     return p.parse_args(argv)
 
@@ -78,15 +97,24 @@ def panel_row(panel: tuple, runs: list[Run], methods: list[str], args) -> list[s
         got = by_seed[s]
         rounds = got[args.best].metrics["round"].to_numpy()
         curves = {m: got[m].column(args.y) for m in methods}
-        best = np.argmin(sign * np.stack([curves[m] for m in methods]), axis=0) == 0  # the best is first
+        best = (
+            np.argmin(sign * np.stack([curves[m] for m in methods]), axis=0) == 0
+        )  # the best is first
         last += bool(best[-1])
         counted = rounds >= args.from_round
         leads.append(f"{int(best[counted].sum())}/{int(counted.sum())}")
         for m in methods:
-            tails[m].append(float(np.mean(curves[m][got[m].metrics["round"].to_numpy() >= args.tail])))
+            tails[m].append(
+                float(np.mean(curves[m][got[m].metrics["round"].to_numpy() >= args.tail]))
+            )
     digits = telling_digits([[tails[m][i] for m in methods] for i in range(len(seeds))])
-    return [", ".join(map(groups.fmt, panel)), str(len(seeds)), f"{last} of {len(seeds)}", ", ".join(leads),
-            " / ".join(", ".join(f"{v:.{digits - 1}e}" for v in tails[m]) for m in methods)]
+    return [
+        ", ".join(map(groups.fmt, panel)),
+        str(len(seeds)),
+        f"{last} of {len(seeds)}",
+        ", ".join(leads),
+        " / ".join(", ".join(f"{v:.{digits - 1}e}" for v in tails[m]) for m in methods),
+    ]
 
 
 def telling_digits(groups: list[list[float]], most: int = 6) -> int:
@@ -119,16 +147,27 @@ def order_tables(runs: list[Run], args) -> str:
     values = sorted({v for got in finals.values() for v in got}, key=lambda v: groups.order((v,)))
     name = groups.short(key)
     way = direction(args.y)
-    require(any(len(got) > 1 for got in finals.values()),
-            f"no seed has runs at two values of {name}: nothing to order")
+    require(
+        any(len(got) > 1 for got in finals.values()),
+        f"no seed has runs at two values of {name}: nothing to order",
+    )
     whole = {s: got for s, got in finals.items() if set(got) == set(values)}
     seeds = []
     for s, got in sorted(whole.items()):
         ys = [got[v] for v in values]
-        inversions = [f"{name} = {groups.fmt(b)} not {way.beyond} {groups.fmt(a)}"
-                      for a, b, ya, yb in zip(values, values[1:], ys, ys[1:]) if not way.sign * yb < way.sign * ya]
-        seeds.append([s, ", ".join(f"{y:.2e}" for y in ys), "yes" if not inversions else "no",
-                      "; ".join(inversions) or "-"])
+        inversions = [
+            f"{name} = {groups.fmt(b)} not {way.beyond} {groups.fmt(a)}"
+            for a, b, ya, yb in zip(values, values[1:], ys, ys[1:])
+            if not way.sign * yb < way.sign * ya
+        ]
+        seeds.append(
+            [
+                s,
+                ", ".join(f"{y:.2e}" for y in ys),
+                "yes" if not inversions else "no",
+                "; ".join(inversions) or "-",
+            ]
+        )
     falls = sum(row[2] == "yes" for row in seeds)
     pairs = []
     for a, b in zip(values, values[1:]):
@@ -139,17 +178,38 @@ def order_tables(runs: list[Run], args) -> str:
         sd = (lambda v: float(np.std(v, ddof=1))) if len(both) > 1 else (lambda v: 0.0)
         se = sd(ya - yb) / np.sqrt(len(both))
         gap = ya.mean() - yb.mean()  # positive: the larger value of KEY is better
-        pairs.append([f"{groups.fmt(a)} → {groups.fmt(b)}", f"{int(np.sum(yb < ya))} of {len(both)}",
-                      f"{gap:.1e} ± {se:.1e}" + (f" ({gap / se:.1f} s.e.)" if se else ""),
-                      f"{sd(ya):.1e}, {sd(yb):.1e}"])
-    return "\n\n".join([
-        f"{args.y} ({args.final}) {way.improves} at every step of {name} in {falls} of {len(seeds)} seeds with every "
-        f"{name} ({', '.join(map(groups.fmt, values))}).",
-        table.markdown(["seed", f"final {args.y} ({args.final}) at {name} = {', '.join(map(groups.fmt, values))}",
-                         f"{way.improves} at every step", "inversions"], seeds),
-        table.markdown([f"{name} step", f"seeds where the larger ends {way.ends}",
-                         "gap of the means ± standard error of the per-seed gaps",
-                         "std of the seeds (smaller, larger)"], pairs)])
+        pairs.append(
+            [
+                f"{groups.fmt(a)} → {groups.fmt(b)}",
+                f"{int(np.sum(yb < ya))} of {len(both)}",
+                f"{gap:.1e} ± {se:.1e}" + (f" ({gap / se:.1f} s.e.)" if se else ""),
+                f"{sd(ya):.1e}, {sd(yb):.1e}",
+            ]
+        )
+    return "\n\n".join(
+        [
+            f"{args.y} ({args.final}) {way.improves} at every step of {name} in {falls} of {len(seeds)} seeds with every "
+            f"{name} ({', '.join(map(groups.fmt, values))}).",
+            table.markdown(
+                [
+                    "seed",
+                    f"final {args.y} ({args.final}) at {name} = {', '.join(map(groups.fmt, values))}",
+                    f"{way.improves} at every step",
+                    "inversions",
+                ],
+                seeds,
+            ),
+            table.markdown(
+                [
+                    f"{name} step",
+                    f"seeds where the larger ends {way.ends}",
+                    "gap of the means ± standard error of the per-seed gaps",
+                    "std of the seeds (smaller, larger)",
+                ],
+                pairs,
+            ),
+        ]
+    )
 
 
 def reach_row(r: Run, args) -> list[str]:
@@ -167,20 +227,44 @@ def reach_row(r: Run, args) -> list[str]:
         reached = "not reached"
     else:
         i = hit[0]
-        reached = f"round {rounds[i]}, " + (f"{x[i] / 1e6:,.0f} MB" if args.x == "bytes" else f"{x[i]:g}")
-    return [method_of(r, args.keys), seed_of(r), ended, f"{y[last]:.4f}", f"{np.max(y[ok]):.4f}", reached]
+        reached = f"round {rounds[i]}, " + (
+            f"{x[i] / 1e6:,.0f} MB" if args.x == "bytes" else f"{x[i]:g}"
+        )
+    return [
+        method_of(r, args.keys),
+        seed_of(r),
+        ended,
+        f"{y[last]:.4f}",
+        f"{np.max(y[ok]):.4f}",
+        reached,
+    ]
 
 
 def reach_table(runs: list[Run], args) -> str:
     """The table of ``--reach``: one row per method and seed."""
-    runs = sorted(runs, key=lambda r: (method_of(r, args.keys), groups.order([v for _, v in r.seed])))
+    runs = sorted(
+        runs, key=lambda r: (method_of(r, args.keys), groups.order([v for _, v in r.seed]))
+    )
     ended: dict[str, list[bool]] = {}
     for r in runs:
         ended.setdefault(method_of(r, args.keys), []).append(r.status == "finished")
     finished = "; ".join(f"{m}: {sum(f)} of {len(f)}" for m, f in ended.items())
-    return "\n\n".join([f"finished runs per method: {finished}.",
-                          table.markdown(["method", "seed", "ended", f"last {args.y}", f"best {args.y}",
-                                           f"first {args.y} ≥ {args.reach:g} at"], [reach_row(r, args) for r in runs])])
+    return "\n\n".join(
+        [
+            f"finished runs per method: {finished}.",
+            table.markdown(
+                [
+                    "method",
+                    "seed",
+                    "ended",
+                    f"last {args.y}",
+                    f"best {args.y}",
+                    f"first {args.y} ≥ {args.reach:g} at",
+                ],
+                [reach_row(r, args) for r in runs],
+            ),
+        ]
+    )
 
 
 def run(args, warn) -> int:
@@ -205,10 +289,18 @@ def run(args, warn) -> int:
         if got is not None:
             rows.append((panel, got))
     best = direction(args.y).best
-    print(table.markdown([f"({', '.join(args.panels)})", "seeds", f"{args.best} {best} at the last evaluation",
-                           f"{args.best} {best} from round {args.from_round} on (evaluations, per seed)",
-                           f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)"],
-                          [r for _, r in sorted(rows, key=lambda pr: groups.order(pr[0]))]))
+    print(
+        table.markdown(
+            [
+                f"({', '.join(args.panels)})",
+                "seeds",
+                f"{args.best} {best} at the last evaluation",
+                f"{args.best} {best} from round {args.from_round} on (evaluations, per seed)",
+                f"tail mean from round {args.tail}: {' / '.join(methods)} (per seed)",
+            ],
+            [r for _, r in sorted(rows, key=lambda pr: groups.order(pr[0]))],
+        )
+    )
     return 0
 
 

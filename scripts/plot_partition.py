@@ -1,6 +1,6 @@
 """Draw a run's partition (clients x classes sample counts) as a heatmap.
 
-    python scripts/plot_partition.py RUN [--out FILE]     # default FILE: RUN/partition.png
+python scripts/plot_partition.py RUN [--out FILE]     # default FILE: RUN/partition.png
 """
 
 import argparse
@@ -9,8 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fedprox_cli.common.errors import UserError  # noqa: E402
 from fedprox_cli.analysis.plotting import plot_partition  # noqa: E402
+from fedprox_cli.common.errors import UserError  # noqa: E402
 
 
 def main() -> int:
@@ -19,7 +19,10 @@ def main() -> int:
     p.add_argument("--out", help="PNG to write (default RUN/partition.png)")
     a = p.parse_args()
     if not (Path(a.run) / "partition.npz").is_file():
-        print(f"plot_partition: error: {a.run} has no partition.npz (not a run folder?)", file=sys.stderr)
+        print(
+            f"plot_partition: error: {a.run} has no partition.npz (not a run folder?)",
+            file=sys.stderr,
+        )
         return 2
     try:
         print(plot_partition(a.run, a.out))

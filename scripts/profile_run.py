@@ -29,7 +29,10 @@ PHASES = {  # phase: (module, qualified name) of the calls timed
     "composition": [("hydra._internal.hydra", "Hydra.compose_config")],
     "data": [("fedprox_cli.data", "load_config")],
     "data fingerprint": [("fedprox_cli.runs.provenance", "of_data")],
-    "engine choice": [("fedprox_cli.engine.choice", "choose"), ("fedprox_cli.engine.compile", "choose")],
+    "engine choice": [
+        ("fedprox_cli.engine.choice", "choose"),
+        ("fedprox_cli.engine.compile", "choose"),
+    ],
     "evaluation": [("fedprox_cli.runs.training", "evaluate")],
     "rounds": [("fedprox_cli.runs.training", "Training.round")],
     "plot": [("fedprox_cli.cli.main", "draw")],
@@ -41,6 +44,7 @@ def main() -> None:
     seconds = {"import torch": time.perf_counter() - START}
     started = time.perf_counter()
     from fedprox_cli.cli import main as cli
+
     seconds["import fedprox_cli"] = time.perf_counter() - started
     active: list[str] = []  # the phase being timed (a nested call counts for the outer one)
 
@@ -56,6 +60,7 @@ def main() -> None:
             finally:
                 seconds[phase] = seconds.get(phase, 0.0) + time.perf_counter() - t
                 active.pop()
+
         return timed
 
     for phase, calls in PHASES.items():

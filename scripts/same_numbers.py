@@ -22,8 +22,21 @@ from pathlib import Path
 import pandas as pd
 
 BASE = ["dataset=digits", "n=4", "K=2", "T=4", "eval_every=2", "B=16", "checkpoint_every=0"]
-ALGORITHMS = ["fedavg", "fedcanon", "fedcanon2", "fedcef", "fednmap", "fedmid", "fedda", "za1", "za2",
-              "scaffold", "scaffnew", "feddr", "fedadmm"]
+ALGORITHMS = [
+    "fedavg",
+    "fedcanon",
+    "fedcanon2",
+    "fedcef",
+    "fednmap",
+    "fedmid",
+    "fedda",
+    "za1",
+    "za2",
+    "scaffold",
+    "scaffnew",
+    "feddr",
+    "fedadmm",
+]
 SMOOTH_ONLY = {"fedavg", "scaffold"}  # defined for h = 0 only
 
 
@@ -40,8 +53,10 @@ CASES = {
     "fedcef_topk": ["algorithm=fedcef", "model=mlp", "compressor=topk"],
     "fedcef_qsgd": ["algorithm=fedcef", "model=linear", "compressor=qsgd"],
     "fedcanon_float64": ["algorithm=fedcanon", "model=mlp", "dtype=float64"],
-    **{f"fedcanon_{h}": ["algorithm=fedcanon", "model=linear", f"regularizer={h}"]
-       for h in ["none", "elastic_net", "mcp", "scad"]},
+    **{
+        f"fedcanon_{h}": ["algorithm=fedcanon", "model=linear", f"regularizer={h}"]
+        for h in ["none", "elastic_net", "mcp", "scad"]
+    },
 }
 CLOCKS = {"time_s", "wall_s", "train_time_s", "eval_time_s"}
 
@@ -57,8 +72,11 @@ def run(out: Path, names: list[str]) -> dict[str, str]:
         folder = out / name
         if (folder / "summary.json").exists():
             continue
-        p = subprocess.run([fedrun(), *BASE, *CASES[name], f"hydra.run.dir={folder}"],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [fedrun(), *BASE, *CASES[name], f"hydra.run.dir={folder}"],
+            capture_output=True,
+            text=True,
+        )
         if p.returncode not in (0, 1):  # 1: diverged, its rows still compared
             failed[name] = (p.stdout + p.stderr).strip().splitlines()[-1:]
     return failed

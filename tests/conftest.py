@@ -14,8 +14,8 @@ if sys.path[:1] != [str(ROOT)]:  # in-process runs use this checkout, as subproc
 import in_process  # noqa: E402
 
 if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of `pytest -n` (pyproject's addopts): tiny
-    os.environ["OMP_NUM_THREADS"] = "1"    # problems gain nothing from threads, and the workers
-    if "torch" in sys.modules:             # share the cores; subprocesses inherit it
+    os.environ["OMP_NUM_THREADS"] = "1"  # problems gain nothing from threads, and the workers
+    if "torch" in sys.modules:  # share the cores; subprocesses inherit it
         sys.modules["torch"].set_num_threads(1)
 
 MAX_WORKERS = 4  # `-n auto`: one worker per usable core, at most this many
@@ -39,8 +39,11 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("xdist_group"):
             continue
         module = item.nodeid.split("::")[0]
-        if any(defs[-1].scope in ("module", "class", "package") and defs[-1].baseid == module
-               for defs in item._fixtureinfo.name2fixturedefs.values() if defs):
+        if any(
+            defs[-1].scope in ("module", "class", "package") and defs[-1].baseid == module
+            for defs in item._fixtureinfo.name2fixturedefs.values()
+            if defs
+        ):
             item.add_marker(pytest.mark.xdist_group(module))
 
 
@@ -81,12 +84,22 @@ def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
     :func:`without` -- or where it is called outside the main thread (runs in parallel threads
     cannot share one process's folder, environment and streams). Returns a CompletedProcess; ``timeout`` bounds a subprocess."""
     env = dict(env or child_env(PYTHONUNBUFFERED="1"))
-    if path or "FEDRUN_TEST_MISSING" in env or env.get("PYTHONPATH") != child_env()["PYTHONPATH"] \
-            or threading.current_thread() is not threading.main_thread():
+    if (
+        path
+        or "FEDRUN_TEST_MISSING" in env
+        or env.get("PYTHONPATH") != child_env()["PYTHONPATH"]
+        or threading.current_thread() is not threading.main_thread()
+    ):
         return fedrun_process(*args, cwd=cwd, timeout=timeout, env=env, path=path)
     from fedprox_cli.cli.main import main
-    return in_process.run(main, str(ROOT / "fedprox_cli" / "__main__.py"), list(map(str, args)),
-                          Path(cwd or ROOT), env)
+
+    return in_process.run(
+        main,
+        str(ROOT / "fedprox_cli" / "__main__.py"),
+        list(map(str, args)),
+        Path(cwd or ROOT),
+        env,
+    )
 
 
 def script(name: str, *args, cwd=None, env=None) -> subprocess.CompletedProcess:
@@ -94,8 +107,13 @@ def script(name: str, *args, cwd=None, env=None) -> subprocess.CompletedProcess:
     script's ``__main__`` block with its own argv, environment (default :func:`child_env`) and
     working folder (default this process's), its output and exit code)."""
     path = str(ROOT / "scripts" / name)
-    return in_process.run(lambda _: runpy.run_path(path, run_name="__main__"), path, list(map(str, args)),
-                          Path(cwd or os.getcwd()), dict(env or child_env()))
+    return in_process.run(
+        lambda _: runpy.run_path(path, run_name="__main__"),
+        path,
+        list(map(str, args)),
+        Path(cwd or os.getcwd()),
+        dict(env or child_env()),
+    )
 
 
 def fedrun_process(*args, cwd=None, timeout=600, env=None, path=()):
@@ -106,8 +124,14 @@ def fedrun_process(*args, cwd=None, timeout=600, env=None, path=()):
     if path:
         first, *rest = env["PYTHONPATH"].split(os.pathsep)
         env["PYTHONPATH"] = os.pathsep.join([first, *map(str, path), *rest])
-    return subprocess.run([sys.executable, "-m", "fedprox_cli", *args], cwd=cwd or ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fedprox_cli", *args],
+        cwd=cwd or ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -128,6 +152,7 @@ def one_torch_thread():
     make them 10-50x slower. Restored afterwards. Use with
     ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
     import torch
+
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -138,7 +163,10 @@ def job_folders(sweep) -> list[Path]:
     """The job folders of the sweep in ``sweep`` (its last run), in launch order, from the
     sweep's job records (fedprox_cli.analysis.jobrecords): folders are named by config, not number."""
     from fedprox_cli.analysis.jobrecords import records
+
     return [Path(r.folder) for r in sorted(records(Path(sweep)), key=lambda r: r.num)]
+
+
 _MISSING = '''import importlib.abc, os, pkgutil, sys
 _GONE = tuple(os.environ["FEDRUN_TEST_MISSING"].split(","))
 def _gone(name):

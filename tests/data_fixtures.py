@@ -16,17 +16,27 @@ from PIL import Image
 def write_idx(path: Path, a: np.ndarray) -> None:
     """An unsigned-byte IDX file (gzip-compressed if the name ends in .gz)."""
     head = bytes([0, 0, 8, a.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in a.shape)
-    (gzip.open if path.suffix == ".gz" else open)(path, "wb").write(head + a.astype(np.uint8).tobytes())
+    (gzip.open if path.suffix == ".gz" else open)(path, "wb").write(
+        head + a.astype(np.uint8).tobytes()
+    )
 
 
 def mnist_files(root: Path, n_train=20, n_test=10, seed=0) -> dict:
     rng = np.random.default_rng(seed)
     d = root / "MNIST" / "raw"
     d.mkdir(parents=True)
-    out = {"train_x": rng.integers(0, 256, (n_train, 28, 28)), "train_y": np.arange(n_train) % 10,
-           "test_x": rng.integers(0, 256, (n_test, 28, 28)), "test_y": np.arange(n_test) % 10}
-    for key, f in [("train_x", "train-images-idx3-ubyte.gz"), ("train_y", "train-labels-idx1-ubyte"),
-                   ("test_x", "t10k-images-idx3-ubyte"), ("test_y", "t10k-labels-idx1-ubyte.gz")]:
+    out = {
+        "train_x": rng.integers(0, 256, (n_train, 28, 28)),
+        "train_y": np.arange(n_train) % 10,
+        "test_x": rng.integers(0, 256, (n_test, 28, 28)),
+        "test_y": np.arange(n_test) % 10,
+    }
+    for key, f in [
+        ("train_x", "train-images-idx3-ubyte.gz"),
+        ("train_y", "train-labels-idx1-ubyte"),
+        ("test_x", "t10k-images-idx3-ubyte"),
+        ("test_y", "t10k-labels-idx1-ubyte.gz"),
+    ]:
         write_idx(d / f, out[key])
     return out
 
@@ -45,8 +55,12 @@ def cifar_files(root: Path, per_batch=4, seed=0) -> dict:
             pickle.dump({b"data": x, b"labels": y, b"batch_label": name.encode()}, f)
         xs.append(x.reshape(-1, 3, 32, 32))
         ys.append(np.array(y))
-    return {"train_x": np.concatenate(xs[:5]), "train_y": np.concatenate(ys[:5]),
-            "test_x": xs[5], "test_y": ys[5]}
+    return {
+        "train_x": np.concatenate(xs[:5]),
+        "train_y": np.concatenate(ys[:5]),
+        "test_x": xs[5],
+        "test_y": ys[5],
+    }
 
 
 def a9a_files(root: Path) -> None:
@@ -61,7 +75,10 @@ def leaf_files(root: Path, seed=0) -> dict:
     users = {"f0001_00": 3, "f0002_11": 2, "f0003_22": 4}
     d = root / "femnist" / "data"
     out = {"train_x": [], "train_y": [], "writers": []}
-    for split, shards in [("train", [["f0001_00", "f0002_11"], ["f0003_22"]]), ("test", [["f0001_00"]])]:
+    for split, shards in [
+        ("train", [["f0001_00", "f0002_11"], ["f0003_22"]]),
+        ("test", [["f0001_00"]]),
+    ]:
         (d / split).mkdir(parents=True)
         for k, us in enumerate(shards):
             ud = {}
@@ -75,8 +92,11 @@ def leaf_files(root: Path, seed=0) -> dict:
                     out["writers"] += [u] * users[u]
             shard = {"users": us, "num_samples": [users[u] for u in us], "user_data": ud}
             (d / split / f"all_data_{k}_niid_0_keep_0_{split}_9.json").write_text(json.dumps(shard))
-    return {"train_x": np.concatenate(out["train_x"]), "train_y": np.concatenate(out["train_y"]),
-            "writers": out["writers"]}
+    return {
+        "train_x": np.concatenate(out["train_x"]),
+        "train_y": np.concatenate(out["train_y"]),
+        "writers": out["writers"],
+    }
 
 
 def _image(path: Path, a: np.ndarray) -> None:
@@ -87,6 +107,7 @@ def _image(path: Path, a: np.ndarray) -> None:
 def cinic_files(root: Path, per_class=1, seed=0) -> dict:
     """CINIC-10's ImageFolder layout: CINIC-10/{train,valid,test}/<class>/*.png (32x32 RGB)."""
     from fedprox_cli.data.images import CINIC_CLASSES
+
     rng = np.random.default_rng(seed)
     out = {}
     for split in ("train", "valid", "test"):

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Callable
 
 
-def run(main: Callable[[list[str]], None], argv0: str, args: list[str], cwd: Path,
-        env: dict[str, str]) -> subprocess.CompletedProcess:
+def run(
+    main: Callable[[list[str]], None], argv0: str, args: list[str], cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess:
     """``main(args)`` with ``sys.argv[0] = argv0`` in ``cwd`` under exactly ``env``; a
     CompletedProcess with its exit code and output, as text."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _restored():
@@ -64,9 +65,15 @@ def _redirected(out, err):
     try:
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
-        sys.stdout, sys.stderr = (io.TextIOWrapper(open(fd, "wb", buffering=0, closefd=False),
-                                                   encoding="utf-8", errors="backslashreplace",
-                                                   write_through=True) for fd in (1, 2))
+        sys.stdout, sys.stderr = (
+            io.TextIOWrapper(
+                open(fd, "wb", buffering=0, closefd=False),
+                encoding="utf-8",
+                errors="backslashreplace",
+                write_through=True,
+            )
+            for fd in (1, 2)
+        )
         try:
             yield
         finally:
@@ -88,21 +95,32 @@ def _restored():
     from hydra.core.global_hydra import GlobalHydra
 
     argv, cwd, env, path = sys.argv[:], os.getcwd(), dict(os.environ), sys.path[:]
-    handlers = {s: signal.getsignal(s) for s in signal.valid_signals()
-                if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) is not None}
-    loggers = [logging.getLogger()] + [v for v in logging.Logger.manager.loggerDict.values()
-                                       if isinstance(v, logging.Logger)]
+    handlers = {
+        s: signal.getsignal(s)
+        for s in signal.valid_signals()
+        if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) is not None
+    }
+    loggers = [logging.getLogger()] + [
+        v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger)
+    ]
     logging_state = [(lg, lg.handlers[:], lg.level, lg.disabled, lg.propagate) for lg in loggers]
     known = set(map(id, loggers))
     filters = warnings.filters[:]
-    torch_state = (torch.get_num_threads(), torch.get_default_dtype(),
-                   torch.get_float32_matmul_precision(), torch.get_rng_state())
+    torch_state = (
+        torch.get_num_threads(),
+        torch.get_default_dtype(),
+        torch.get_float32_matmul_precision(),
+        torch.get_rng_state(),
+    )
     try:
         yield
     finally:
         GlobalHydra.instance().clear()
-        for lg in [v for v in logging.Logger.manager.loggerDict.values()
-                   if isinstance(v, logging.Logger) and id(v) not in known]:
+        for lg in [
+            v
+            for v in logging.Logger.manager.loggerDict.values()
+            if isinstance(v, logging.Logger) and id(v) not in known
+        ]:
             logging_state.append((lg, [], logging.NOTSET, False, True))  # made by the command
         for lg, hs, level, disabled, propagate in logging_state:
             for h in lg.handlers[:]:

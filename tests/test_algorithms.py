@@ -15,18 +15,39 @@ from conftest import fedrun
 from hydra import compose, initialize_config_dir
 
 from fedprox_cli import algorithms
-from fedprox_cli.runs import experiment
-from fedprox_cli.operators import regularizers
 from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.operators import regularizers
 from fedprox_cli.operators.regularizers import Regularizer, soft_threshold
+from fedprox_cli.runs import experiment
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE = ["dataset=digits", "model=linear", "model.init=zeros", "dtype=float64", "B=full",
-        "device=cpu", "engine=vmap", "n=4", "K=3", "T=20"]
+BASE = [
+    "dataset=digits",
+    "model=linear",
+    "model.init=zeros",
+    "dtype=float64",
+    "B=full",
+    "device=cpu",
+    "engine=vmap",
+    "n=4",
+    "K=3",
+    "T=20",
+]
 L1 = ["regularizer=l1", "regularizer.lam=1e-2"]
-COMPOSITE = ["fedcanon", "fedcanon2", "fedcef", "fednmap", "scaffnew", "fedmid", "fedda", "za1",
-             "za2", "feddr", "fedadmm"]
+COMPOSITE = [
+    "fedcanon",
+    "fedcanon2",
+    "fedcef",
+    "fednmap",
+    "scaffnew",
+    "fedmid",
+    "fedda",
+    "za1",
+    "za2",
+    "feddr",
+    "fedadmm",
+]
 PARTIAL = ["fedavg", "scaffold", "fedmid", "fedda", "feddr", "fedadmm"]
 
 
@@ -61,6 +82,7 @@ def objective(exp, x):
 
 # --- equivalences -----------------------------------------------------------------------------
 
+
 def test_fedcanon2_has_fedcanons_z_trajectory_and_identical_rows():
     _, a = trajectory("algorithm=fedcanon", "algorithm.alpha=0.3", "algorithm.beta=0.05")
     _, b = trajectory("algorithm=fedcanon2", "algorithm.alpha=0.3", "algorithm.beta=0.05")
@@ -75,10 +97,17 @@ def test_fednmap_without_h_is_scaffold():
     is SCAFFOLD's z <- z + alpha mean_i (x_i - z) with alpha = eta_s, beta = eta_a (gamma is
     irrelevant)."""
     common = ("regularizer=none", "B=8")
-    _, a = trajectory("algorithm=fednmap", "algorithm.eta_a=0.05", "algorithm.eta_s=0.7",
-                      "algorithm.gamma=0.3", *common, T=6)
-    _, b = trajectory("algorithm=scaffold", "algorithm.beta=0.05", "algorithm.alpha=0.7",
-                      *common, T=6)
+    _, a = trajectory(
+        "algorithm=fednmap",
+        "algorithm.eta_a=0.05",
+        "algorithm.eta_s=0.7",
+        "algorithm.gamma=0.3",
+        *common,
+        T=6,
+    )
+    _, b = trajectory(
+        "algorithm=scaffold", "algorithm.beta=0.05", "algorithm.alpha=0.7", *common, T=6
+    )
     for sa, sb in zip(a, b):
         torch.testing.assert_close(sa["x"], sb["z"], rtol=0, atol=1e-12)
         torch.testing.assert_close(sa["C"], sb["c"] - sb["C"], rtol=0, atol=1e-10)
@@ -122,19 +151,19 @@ def test_fedcef_server_control_is_mean_of_client_controls(compressor):
 # (docs/algorithms.md): FedCEF/ZA2 and ZA1 count the n + 1 copies of the server's post-broadcast prox
 # (every client and the server compute it), where the table writes n K + n and n K + 1.
 TABLE = {
-    "fedavg":    (lambda d: d,     lambda d: d,     lambda m, n, K: 0),
-    "fedcanon":  (lambda d: d,     lambda d: 2 * d, lambda m, n, K: 1),
-    "fedcanon2": (lambda d: d,     lambda d: d,     lambda m, n, K: n),
-    "fedcef":    (lambda d: d,     lambda d: d,     lambda m, n, K: n * K + n + 1),
-    "fednmap":   (lambda d: d,     lambda d: 2 * d, lambda m, n, K: n * K + n + 1),
-    "scaffold":  (lambda d: 2 * d, lambda d: 2 * d, lambda m, n, K: 0),
-    "scaffnew":  (lambda d: d,     lambda d: d,     lambda m, n, K: 1),
-    "fedmid":    (lambda d: d,     lambda d: d,     lambda m, n, K: m * K + 1),
-    "fedda":     (lambda d: d,     lambda d: d + 1, lambda m, n, K: m * K + 1),
-    "za1":       (lambda d: d,     lambda d: d,     lambda m, n, K: n * K + n + 1),
-    "za2":       (lambda d: d,     lambda d: d,     lambda m, n, K: n * K + n + 1),
-    "feddr":     (lambda d: d,     lambda d: d,     lambda m, n, K: 1),
-    "fedadmm":   (lambda d: d,     lambda d: d,     lambda m, n, K: 1),
+    "fedavg": (lambda d: d, lambda d: d, lambda m, n, K: 0),
+    "fedcanon": (lambda d: d, lambda d: 2 * d, lambda m, n, K: 1),
+    "fedcanon2": (lambda d: d, lambda d: d, lambda m, n, K: n),
+    "fedcef": (lambda d: d, lambda d: d, lambda m, n, K: n * K + n + 1),
+    "fednmap": (lambda d: d, lambda d: 2 * d, lambda m, n, K: n * K + n + 1),
+    "scaffold": (lambda d: 2 * d, lambda d: 2 * d, lambda m, n, K: 0),
+    "scaffnew": (lambda d: d, lambda d: d, lambda m, n, K: 1),
+    "fedmid": (lambda d: d, lambda d: d, lambda m, n, K: m * K + 1),
+    "fedda": (lambda d: d, lambda d: d + 1, lambda m, n, K: m * K + 1),
+    "za1": (lambda d: d, lambda d: d, lambda m, n, K: n * K + n + 1),
+    "za2": (lambda d: d, lambda d: d, lambda m, n, K: n * K + n + 1),
+    "feddr": (lambda d: d, lambda d: d, lambda m, n, K: 1),
+    "fedadmm": (lambda d: d, lambda d: d, lambda m, n, K: 1),
 }
 
 
@@ -145,8 +174,9 @@ def regularizer_for(name):
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_counters_per_round_match_the_table(name):
     participation = 0.5 if name in PARTIAL else 1.0
-    exp = experiment.build(config(f"algorithm={name}", f"participation={participation}", "B=4",
-                              *regularizer_for(name)))
+    exp = experiment.build(
+        config(f"algorithm={name}", f"participation={participation}", "B=4", *regularizer_for(name))
+    )
     env, n, K, d = exp.env, exp.cfg.n, exp.cfg.K, exp.flat.d
     up, down, prox = TABLE[name]
     s = exp.alg.init(exp.flat.flat(), n)
@@ -179,10 +209,12 @@ def test_scaffnew_random_coin_communicates_when_the_shared_coin_says():
 
 # --- convergence to the centralized optimum (B = full) ----------------------------------------
 
+
 @dataclass(frozen=True)
 class L1Ridge(Regularizer):
     """lam ||x||_1 + (mu/2) ||x||^2: l1 made strongly convex so that exact methods converge
     linearly and a few dozen rounds separate exact from neighbourhood convergence."""
+
     name: ClassVar[str] = "l1_ridge_test"
     lam: float = 1e-2
     mu: float = 0.5
@@ -214,17 +246,17 @@ def centralized_optimum(exp, h, step=0.5, iters=400):
 #   neighbourhood that shrinks with beta), FedDA 1e-3 [2.3e-4] (dual averaging: its prox step
 #   s grows, sublinear rate), FedMiD 0.5 [0.19] (no drift correction: a heterogeneity bias).
 CONVERGENCE = {
-    "fedcanon":  (["algorithm.alpha=0.5", "algorithm.beta=0.1667"], 1e-2),
+    "fedcanon": (["algorithm.alpha=0.5", "algorithm.beta=0.1667"], 1e-2),
     "fedcanon2": (["algorithm.alpha=0.5", "algorithm.beta=0.1667"], 1e-2),
-    "fedcef":    (["algorithm.alpha=0.1667", "algorithm.eta=1.0"], 1e-9),
-    "za2":       (["algorithm.alpha=0.1667"], 1e-9),
-    "fednmap":   (["algorithm.eta_a=0.1667", "algorithm.gamma=0.5"], 1e-9),
-    "scaffnew":  (["algorithm.beta=0.1667"], 1e-9),
-    "fedmid":    (["algorithm.beta=0.1667"], 0.5),
-    "fedda":     (["algorithm.beta=0.1667"], 1e-3),
-    "za1":       (["algorithm.eta_a=0.1667"], 1e-9),
-    "feddr":     (["algorithm.eta=0.5", "algorithm.beta=0.2"], 1e-9),
-    "fedadmm":   (["algorithm.eta=0.5", "algorithm.beta=0.2"], 1e-9),
+    "fedcef": (["algorithm.alpha=0.1667", "algorithm.eta=1.0"], 1e-9),
+    "za2": (["algorithm.alpha=0.1667"], 1e-9),
+    "fednmap": (["algorithm.eta_a=0.1667", "algorithm.gamma=0.5"], 1e-9),
+    "scaffnew": (["algorithm.beta=0.1667"], 1e-9),
+    "fedmid": (["algorithm.beta=0.1667"], 0.5),
+    "fedda": (["algorithm.beta=0.1667"], 1e-3),
+    "za1": (["algorithm.eta_a=0.1667"], 1e-9),
+    "feddr": (["algorithm.eta=0.5", "algorithm.beta=0.2"], 1e-9),
+    "fedadmm": (["algorithm.eta=0.5", "algorithm.beta=0.2"], 1e-9),
 }
 
 
@@ -248,10 +280,12 @@ def test_composite_methods_reach_the_centralized_optimum(name, optimum):
 
 # --- stochastic descent, partial participation, validation ------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_stochastic_runs_decrease_the_objective(name):
-    exp, states = trajectory(f"algorithm={name}", "B=16", "dtype=float32", *regularizer_for(name),
-                             T=20)
+    exp, states = trajectory(
+        f"algorithm={name}", "B=16", "dtype=float32", *regularizer_for(name), T=20
+    )
     start = objective(exp, exp.flat.flat())
     assert objective(exp, exp.alg.output(states[-1])) < start - 0.3
 
@@ -261,8 +295,9 @@ ROWS = {"scaffold": ["C"], "feddr": ["Y", "X", "Xhat"], "fedadmm": ["X", "Lam", 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_partial_participation_touches_only_sampled_rows(name):
-    exp = experiment.build(config(f"algorithm={name}", "participation=0.5", "B=8",
-                              *regularizer_for(name)))
+    exp = experiment.build(
+        config(f"algorithm={name}", "participation=0.5", "B=8", *regularizer_for(name))
+    )
     env, s = exp.env, exp.alg.init(exp.flat.flat(), exp.cfg.n)
     for t in range(4):
         env.start_round(t)
@@ -286,6 +321,7 @@ def test_methods_without_partial_participation_refuse_it(name):
 @dataclass(frozen=True)
 class WeakL1(Regularizer):
     """A stand-in weakly convex regularizer: rho = 2, so every prox parameter must be < 0.5."""
+
     name: ClassVar[str] = "weak_test"
     lam: float = 1e-3
 
@@ -317,8 +353,11 @@ TOO_LARGE = [
 ]
 
 
-ADMISSIBLE = {"feddr": ["algorithm.eta=0.4"], "fedadmm": ["algorithm.eta=0.4"],
-              "fednmap": ["algorithm.gamma=0.4"]}  # else the defaults
+ADMISSIBLE = {
+    "feddr": ["algorithm.eta=0.4"],
+    "fedadmm": ["algorithm.eta=0.4"],
+    "fednmap": ["algorithm.gamma=0.4"],
+}  # else the defaults
 
 
 @pytest.mark.parametrize("name,overrides,param", TOO_LARGE)
@@ -341,11 +380,22 @@ def test_fedda_checks_its_prox_step_over_all_rounds(monkeypatch):
 
 # --- the command line -------------------------------------------------------------------------
 
+
 def test_fedrun_runs_fedcef_with_a_compressed_uplink(tmp_path):
     """Every algorithm's conf/algorithm/<name>.yaml defaults are built by the tests above; this
     checks the command line end to end for the one with a compressor."""
-    proc = fedrun("algorithm=fedcef", "compressor=topk", "dataset=digits", "model=linear", "T=2", "K=2",
-                  "eval_every=2", "device=cpu", f"hydra.run.dir={tmp_path}", cwd=tmp_path)
+    proc = fedrun(
+        "algorithm=fedcef",
+        "compressor=topk",
+        "dataset=digits",
+        "model=linear",
+        "T=2",
+        "K=2",
+        "eval_every=2",
+        "device=cpu",
+        f"hydra.run.dir={tmp_path}",
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
     d = 650

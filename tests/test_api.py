@@ -6,22 +6,36 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 
 import fedprox_cli
-from conftest import ROOT
-from fedprox_cli.config.validate import compose
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.config.validate import compose
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-HEAVY = ("torch", "hydra", "omegaconf", "pandas", "numpy", "hydra_plugins", "submitit", "joblib",
-         "optuna", "mlflow", "wandb", "tensorboard", "matplotlib")
+HEAVY = (
+    "torch",
+    "hydra",
+    "omegaconf",
+    "pandas",
+    "numpy",
+    "hydra_plugins",
+    "submitit",
+    "joblib",
+    "optuna",
+    "mlflow",
+    "wandb",
+    "tensorboard",
+    "matplotlib",
+)
 
 
 def test_import_is_light():
     code = "import sys, fedprox_cli; print(' '.join(sys.modules))"
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, cwd=ROOT).stdout.split()
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout.split()
     assert not sorted(m for m in loaded if m.split(".")[0] in HEAVY)
     with pytest.raises(AttributeError, match="has no attribute 'nope'"):
         fedprox_cli.nope
@@ -29,8 +43,11 @@ def test_import_is_light():
 
 def test_readme_example(tmp_path, monkeypatch, capsys):
     readme = (ROOT / "docs" / "api.md").read_text()
-    block = re.search(r"<!-- tested: tests/test_api.py::test_readme_example -->\n```python\n(.*?)```",
-                      readme, re.S).group(1)
+    block = re.search(
+        r"<!-- tested: tests/test_api.py::test_readme_example -->\n```python\n(.*?)```",
+        readme,
+        re.S,
+    ).group(1)
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "docs/api.md", "exec"), {})
     printed = capsys.readouterr().out
@@ -44,13 +61,20 @@ def test_readme_example(tmp_path, monkeypatch, capsys):
 def test_a_composed_config_runs_as_it_is_and_is_not_run_twice(tmp_path):
     cfg = compose(["dataset=digits", "T=2", "model=linear"])
     first = fedprox_cli.run(cfg, folder=tmp_path / "run")
-    assert first.status == "finished" and first.exit_code == 0 and list(first.metrics["round"]) == [0, 2]
+    assert (
+        first.status == "finished"
+        and first.exit_code == 0
+        and list(first.metrics["round"]) == [0, 2]
+    )
     again = fedprox_cli.run(cfg, folder=tmp_path / "run")  # finished already: read, not re-run
     assert again.summary["started"] == first.summary["started"]
     assert again.metrics.equals(first.metrics)
     copy = fedprox_cli.run(cfg, folder=tmp_path / "copy")  # the same run in another folder
     # load_runs lists every folder (figures and tables count such runs once; see groups.once)
-    assert sorted(fedprox_cli.load_runs(tmp_path)["folder"]) == [str(copy.folder), str(first.folder)]
+    assert sorted(fedprox_cli.load_runs(tmp_path)["folder"]) == [
+        str(copy.folder),
+        str(first.folder),
+    ]
 
 
 def test_seed_batched_run_and_a_folder_needing_quotes(tmp_path):
@@ -61,13 +85,18 @@ def test_seed_batched_run_and_a_folder_needing_quotes(tmp_path):
     assert sorted(r.metrics["seed"].unique()) == [0, 1]
     runs = fedprox_cli.load_runs(tmp_path)
     assert sorted(runs["seed"]) == [0, 1] and sorted(runs["folder"]) == [
-        str(folder / "seed_0"), str(folder / "seed_1")]
+        str(folder / "seed_0"),
+        str(folder / "seed_1"),
+    ]
 
 
-@pytest.mark.parametrize("config, message", [
-    (["dataset=digits", "T=0"], "T must be a positive integer, got 0"),
-    ({"dataset": "digits", "+regularizer.lamda": 1.0}, "regularizer l1 has no parameter lamda"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (["dataset=digits", "T=0"], "T must be a positive integer, got 0"),
+        ({"dataset": "digits", "+regularizer.lamda": 1.0}, "regularizer l1 has no parameter lamda"),
+    ],
+)
 def test_bad_input_raises_before_anything_is_written(tmp_path, config, message):
     with pytest.raises(UserError, match=re.escape(message)):
         fedprox_cli.run(config, folder=tmp_path / "run")

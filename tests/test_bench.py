@@ -4,8 +4,8 @@ products, and the sweep estimate counts rounds and evaluations."""
 import pytest
 import torch
 
-from fedprox_cli.runs import bench
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.runs import bench
 
 
 def test_roofline_replays_the_steps_products():
@@ -22,7 +22,9 @@ def test_fig2_estimate_counts_rounds_and_evaluations():
     # T=200, every 10 rounds: evaluations at 0, 10, ..., 200 = 21
     assert bench.fig2_estimate(1.0, 2.0, 10, runs=1, T=200) == (200 + 21 * 2) / 60
     # every 3: 0, 3, ..., 198, and the last round 200
-    assert bench.fig2_estimate(1.0, 2.0, 3, runs=12, T=200, parallel=2) == 12 * (200 + 68 * 2) / 2 / 60
+    assert (
+        bench.fig2_estimate(1.0, 2.0, 3, runs=12, T=200, parallel=2) == 12 * (200 + 68 * 2) / 2 / 60
+    )
 
 
 def test_peak_is_the_data_sheets_fp32_or_tf32_by_matmul_precision(monkeypatch):
@@ -40,12 +42,17 @@ def test_peak_is_the_data_sheets_fp32_or_tf32_by_matmul_precision(monkeypatch):
     assert bench.peak_flops(cuda) == 51e12
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Some Other GPU")
     assert bench.peak_flops(cuda) is None
-    assert bench.peak_flops(torch.device("cpu")) is None and bench.peak_flops(torch.device("cpu"), 2e11) == 2e11
+    assert (
+        bench.peak_flops(torch.device("cpu")) is None
+        and bench.peak_flops(torch.device("cpu"), 2e11) == 2e11
+    )
 
 
 def test_engine_names_take_a_compile_suffix_only():
-    setup = bench.Setup(bench.custom_workload("linear", ["fedcanon"], "breast_cancer", n=3, K=2, B=8),
-                        torch.device("cpu"))
+    setup = bench.Setup(
+        bench.custom_workload("linear", ["fedcanon"], "breast_cancer", n=3, K=2, B=8),
+        torch.device("cpu"),
+    )
     assert setup.oracle("vmap").compile_choice == {"compiled": False, "source": "forced"}
     with pytest.raises(UserError, match=r"the only suffix is \+compile"):
         setup.oracle("vmap+fast")
@@ -59,12 +66,29 @@ def test_profile_run_accounts_for_a_runs_whole_wall_time(tmp_path):
     import sys
 
     from conftest import ROOT, child_env
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "profile_run.py"), "dataset=digits", "model=linear",
-                        "T=2", "K=2", "n=4", f"hydra.run.dir={tmp_path / 'run'}"],
-                       cwd=tmp_path, env=child_env(OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=300)
+
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "profile_run.py"),
+            "dataset=digits",
+            "model=linear",
+            "T=2",
+            "K=2",
+            "n=4",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+        cwd=tmp_path,
+        env=child_env(OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     got = json.loads(p.stdout.splitlines()[-1])
     assert got["exit"] == 0 and (tmp_path / "run" / "metrics.png").exists(), p.stderr
     seconds = got["seconds"]
-    assert {"import torch", "composition", "data", "evaluation", "rounds", "plot", "other"} <= set(seconds)
+    assert {"import torch", "composition", "data", "evaluation", "rounds", "plot", "other"} <= set(
+        seconds
+    )
     assert all(v > 0 for k, v in seconds.items() if k != "other")
     assert sum(seconds.values()) == pytest.approx(got["total"])

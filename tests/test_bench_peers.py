@@ -19,7 +19,9 @@ bench_peers = _load(ROOT / "scripts" / "bench_peers.py")
 common = _load(ROOT / "scripts" / "peers" / "common.py")
 
 
-def test_each_client_call_is_one_line_of_the_log_and_first_and_median_are_read_back(tmp_path, monkeypatch):
+def test_each_client_call_is_one_line_of_the_log_and_first_and_median_are_read_back(
+    tmp_path, monkeypatch
+):
     log = tmp_path / "calls.log"
     monkeypatch.setenv("PEER_CALL_LOG", str(log))
     for _ in range(3):
@@ -37,14 +39,20 @@ def _run(wall, train, steps, **calls):
 
 
 def test_goals_and_the_call_table():
-    results = {"n10": {"fedrun": _run(10.0, 5.0, 4000),
-                       "pfl": _run(14.0, 8.0, 4000, calls=200, first_call_s=0.1, median_call_s=0.025),
-                       "flower": _run(40.0, 30.0, 4000, calls=200, first_call_s=2.0, median_call_s=0.02)}}
+    results = {
+        "n10": {
+            "fedrun": _run(10.0, 5.0, 4000),
+            "pfl": _run(14.0, 8.0, 4000, calls=200, first_call_s=0.1, median_call_s=0.025),
+            "flower": _run(40.0, 30.0, 4000, calls=200, first_call_s=2.0, median_call_s=0.02),
+        }
+    }
     lines, unmet = bench_peers.goals(results)
     assert "n10 vs pfl: wall 1.40x (goal 1.3x: met)" in lines
     assert "n10 vs pfl: client-steps/s 1.60x (goal 1.5x: met)" in lines
     assert "n10 vs flower: wall 4.00x (goal 5.0x: NOT met)" in lines
     assert unmet == {"n10": {"wall"}}
     table = bench_peers.call_table(results, ["fedrun", "pfl", "flower"])
-    assert table[2:] == ["| n10 | pfl | 200 | 0.1000 | 0.0250 | 800 steps/s |",
-                         "| n10 | flower | 200 | 2.0000 | 0.0200 | 1,000 steps/s |"]
+    assert table[2:] == [
+        "| n10 | pfl | 200 | 0.1000 | 0.0250 | 800 steps/s |",
+        "| n10 | flower | 200 | 2.0000 | 0.0200 | 1,000 steps/s |",
+    ]

@@ -66,7 +66,9 @@ def test_global_randomness_fails_the_contracts_it_breaks(tmp_path, monkeypatch, 
 def test_an_unknown_algorithm_is_one_line_exit_2(capsys):
     assert main(["no_such_method"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("fedrun-check-algorithm: error: unknown algorithm 'no_such_method'")
+    assert len(err) == 1 and err[0].startswith(
+        "fedrun-check-algorithm: error: unknown algorithm 'no_such_method'"
+    )
 
 
 # ------------------------------------------- a plugin for each declaration it breaks (new ones)
@@ -155,10 +157,13 @@ BROKEN = {
 
 
 @pytest.mark.parametrize("contract", sorted(BROKEN))
-def test_a_plugin_breaking_a_declaration_fails_naming_its_line(contract, tmp_path, monkeypatch, capsys, registry):
+def test_a_plugin_breaking_a_declaration_fails_naming_its_line(
+    contract, tmp_path, monkeypatch, capsys, registry
+):
     """Each plugin breaks one thing it declares (or the state contract every run relies on):
     that contract fails, in one line naming the plugin's own file and line and the fix."""
     from fedprox_cli.cli.check_algorithm import check
+
     module = tmp_path / f"broken_{contract.replace(' ', '_')}.py"
     module.write_text(HEAD + BROKEN[contract])
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -166,14 +171,19 @@ def test_a_plugin_breaking_a_declaration_fails_naming_its_line(contract, tmp_pat
     line = capsys.readouterr().out.splitlines()[0]
     assert line.startswith(f"FAIL  {contract}: "), line
     assert f"{module}:" in line, line
-    fix = {"partial participation": "a row per client", "compressor": "return every entry as init made it",
-           "float64": "z0's dtype", "state": "not attributes set on self"}[contract]
+    fix = {
+        "partial participation": "a row per client",
+        "compressor": "return every entry as init made it",
+        "float64": "z0's dtype",
+        "state": "not attributes set on self",
+    }[contract]
     assert fix in line and "DataFrame" not in line, line
 
 
 def test_the_check_and_a_run_name_a_plugin_by_one_rule(tmp_path, monkeypatch, capsys):
     """A spelling that is no dotted path is refused by both with the same words, exit 2."""
     from conftest import fedrun
+
     assert main(["my_mod:Thing"]) == 2
     said = capsys.readouterr().err.strip()
     r = fedrun("algorithm=my_mod:Thing", "dataset=digits", "T=1", cwd=tmp_path)

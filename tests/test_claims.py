@@ -15,16 +15,31 @@ from fedprox_cli.claims import declare, evidence, verdict
 from fedprox_cli.claims.declare import Claim
 from fedprox_cli.cli import reproduce
 
-Check = declare.Test   # not named Test*: pytest would try to collect it
+Check = declare.Test  # not named Test*: pytest would try to collect it
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
 FIG5 = ("fednmap_fig5", "fednmap_fig5_seeds12")
-IDS = {"fedcanon-fig1", "fedcanon-fig2", "fedcanon-fig3", "fedcanon-table1", "fedcanon-table3",
-       "fedcanon-table5", "fedcanon-table6", "fedcef-fig1", "fedcef-fig2", "fedcef-fig3", "fedcef-fig4",
-       "fednmap-fig2", "fednmap-fig3", "fednmap-fig4", "fednmap-fig5a", "fednmap-fig5b", "fednmap-fig5c",
-       "fednmap-fig6"}
-
+IDS = {
+    "fedcanon-fig1",
+    "fedcanon-fig2",
+    "fedcanon-fig3",
+    "fedcanon-table1",
+    "fedcanon-table3",
+    "fedcanon-table5",
+    "fedcanon-table6",
+    "fedcef-fig1",
+    "fedcef-fig2",
+    "fedcef-fig3",
+    "fedcef-fig4",
+    "fednmap-fig2",
+    "fednmap-fig3",
+    "fednmap-fig4",
+    "fednmap-fig5a",
+    "fednmap-fig5b",
+    "fednmap-fig5c",
+    "fednmap-fig6",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -32,21 +47,53 @@ def own_cache(tmp_path, monkeypatch):
     """list and plan remember texts (claims.cache): in the test's own folder."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
 
+
 def run(method: str, seed: int, curve, acc: float = 0.9) -> Run:
     """A hand-made finished run: ``curve`` is its stationarity at rounds 0, 5, 10, ..."""
     rounds = np.arange(len(curve)) * 5
-    metrics = pd.DataFrame({"round": rounds, "stationarity": np.asarray(curve, float),
-                            "test_acc": np.full(len(curve), acc)})
-    return Run(Path(f"/{method}/{seed}"), {"choice:algorithm": method, "seed": seed, "T": 20},
-                      metrics, "finished")
+    metrics = pd.DataFrame(
+        {
+            "round": rounds,
+            "stationarity": np.asarray(curve, float),
+            "test_acc": np.full(len(curve), acc),
+        }
+    )
+    return Run(
+        Path(f"/{method}/{seed}"),
+        {"choice:algorithm": method, "seed": seed, "T": 20},
+        metrics,
+        "finished",
+    )
 
 
 def claim(tests, trained_metric="") -> Claim:
-    return Claim("x", "Paper", "Sec. 1, Fig. 1", "short", "quote", "", "", "", None, None, None, (),
-                 tuple(tests), trained_metric=trained_metric, trained_min=0.2)
+    return Claim(
+        "x",
+        "Paper",
+        "Sec. 1, Fig. 1",
+        "short",
+        "quote",
+        "",
+        "",
+        "",
+        None,
+        None,
+        None,
+        (),
+        tuple(tests),
+        trained_metric=trained_metric,
+        trained_min=0.2,
+    )
 
 
-BEST = Check(kind="order", metric="stationarity", says="a lowest", key="algorithm", values=("a", "b"), at="last")
+BEST = Check(
+    kind="order",
+    metric="stationarity",
+    says="a lowest",
+    key="algorithm",
+    values=("a", "b"),
+    at="last",
+)
 
 
 def word(runs, test=BEST, seeds=3, guard="") -> verdict.Verdict:
@@ -59,19 +106,34 @@ def test_an_ordering_in_every_seed_is_reproduced_in_some_partly_in_none_not():
     lead = lambda s: [run("a", s, [1, 0.5, 0.1]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
     trail = lambda s: [run("a", s, [1, 0.5, 0.3]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
     assert word([*lead(0), *lead(1), *lead(2)]).word == "reproduced on a stand-in"
-    assert word([*lead(0), *lead(1), *trail(2)]).word == "partly"   # 2 of 3 seeds
+    assert word([*lead(0), *lead(1), *trail(2)]).word == "partly"  # 2 of 3 seeds
     assert word([*trail(0), *trail(1), *trail(2)]).word == "not reproduced"
     got = evidence.units(BEST, [*lead(0), *lead(1), *trail(2)], claim([BEST]))
     assert [u.holds for u in got] == [True, True, False]
 
 
 def test_an_ordering_from_round_r_on_only_says_so():
-    every = Check(kind="order", metric="stationarity", says="a lowest throughout", key="algorithm",
-                 values=("a", "b"), at="every", from_round=5)
-    late = [r for s in range(3) for r in (run("a", s, [1, 0.7, 0.3, 0.1]), run("b", s, [1, 0.6, 0.4, 0.2]))]
+    every = Check(
+        kind="order",
+        metric="stationarity",
+        says="a lowest throughout",
+        key="algorithm",
+        values=("a", "b"),
+        at="every",
+        from_round=5,
+    )
+    late = [
+        r
+        for s in range(3)
+        for r in (run("a", s, [1, 0.7, 0.3, 0.1]), run("b", s, [1, 0.6, 0.4, 0.2]))
+    ]
     v = word(late, every)
     assert v.word == "partly" and "holds from round 10 on only" in v.why
-    early = [r for s in range(3) for r in (run("a", s, [1, 0.5, 0.3, 0.1]), run("b", s, [1, 0.6, 0.4, 0.2]))]
+    early = [
+        r
+        for s in range(3)
+        for r in (run("a", s, [1, 0.5, 0.3, 0.1]), run("b", s, [1, 0.6, 0.4, 0.2]))
+    ]
     assert word(early, every).word == "reproduced on a stand-in"
 
 
@@ -81,8 +143,12 @@ def test_one_seed_missing_runs_and_nothing_trained_are_not_a_verdict():
     t = BEST
     outcome = evidence.Outcome(t, evidence.units(t, runs, claim([t])))
     assert verdict.word([outcome], "", 20, None, 3, 4, 6).word == "partly run (4 of 6 runs)"
-    assert verdict.word([outcome], "", 10, 200, 3, 6, 6).word == "inconclusive"   # T = 10 of 200
-    chance = [r for s in range(3) for r in (run("a", s, [1, 0.5], acc=0.1), run("b", s, [1, 0.6], acc=0.1))]
+    assert verdict.word([outcome], "", 10, 200, 3, 6, 6).word == "inconclusive"  # T = 10 of 200
+    chance = [
+        r
+        for s in range(3)
+        for r in (run("a", s, [1, 0.5], acc=0.1), run("b", s, [1, 0.6], acc=0.1))
+    ]
     assert word(chance, guard="test_acc").word == "inconclusive"
 
 
@@ -99,16 +165,18 @@ def test_the_declarations_cover_every_figure_and_table():
         for t in c.tests:
             assert t.kind in declare.KINDS and t.says, c.id
     fig1 = declare.select(claims, ["fedcef-fig1"])[0]
-    assert verdict.of(fig1, None).word == "not run"   # byte arithmetic trains nothing
+    assert verdict.of(fig1, None).word == "not run"  # byte arithmetic trains nothing
 
 
 @pytest.fixture
 def copy(tmp_path):
     """A small copy of results/ (FedNMap Fig. 5's folders and the report) and the checkout's
     README.md and docs/reproducing.md."""
-    for f in (*FIG5, "figures"):   # the runs and the figures the report links
+    for f in (*FIG5, "figures"):  # the runs and the figures the report links
         shutil.copytree(RESULTS / "reproduction" / f, tmp_path / "results" / "reproduction" / f)
-    for c in declare.select(declare.load(), ["fednmap-fig5b", "fednmap-fig5c"]):   # the figures the report links
+    for c in declare.select(
+        declare.load(), ["fednmap-fig5b", "fednmap-fig5c"]
+    ):  # the figures the report links
         shutil.copy(RESULTS / c.figure, tmp_path / "results" / c.figure)
     shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
     (tmp_path / "docs").mkdir()
@@ -123,8 +191,10 @@ def check(where: Path, *claims) -> list[str]:
 
 def test_check_passes_on_the_committed_runs_and_names_a_tampered_claim(copy, capsys):
     assert reproduce.main(check(copy, "fednmap-fig5c", "fednmap-fig5b")) == 0
-    runs = results.load([copy / "results" / "reproduction" / "fednmap_fig5"],
-                       where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
+    runs = results.load(
+        [copy / "results" / "reproduction" / "fednmap_fig5"],
+        where=["algorithm=fednmap_fig5/eta_0.05", "K=5"],
+    )
     csv = runs[0].path / "metrics.csv"
     frame = pd.read_csv(csv)
     frame.loc[frame.index[-1], "stationarity"] *= 3
@@ -139,13 +209,16 @@ def test_check_passes_on_the_committed_runs_and_names_a_tampered_claim(copy, cap
 def test_bad_input_is_one_line_and_exit_2(copy, tmp_path, capsys):
     assert reproduce.main(["plan", "fednmap-fig9"]) == 2
     assert "unknown claim 'fednmap-fig9'" in capsys.readouterr().err
-    assert reproduce.main(check(copy, "fednmap-fig4")) == 2      # no folder of its runs
+    assert reproduce.main(check(copy, "fednmap-fig4")) == 2  # no folder of its runs
     assert "no results folder" in capsys.readouterr().err
     stray = next((RESULTS / "reproduction" / "fednmap_fig4").iterdir())
     shutil.copytree(stray, copy / "results" / "reproduction" / FIG5[0] / "stray")
-    assert reproduce.main(check(copy, "fednmap-fig5c")) == 1      # a run of another setting: a finding
+    assert reproduce.main(check(copy, "fednmap-fig5c")) == 1  # a run of another setting: a finding
     out = capsys.readouterr().out
-    assert "fednmap-fig5c" in out and "stray: experiment=fednmap_fig4, the claim fixes experiment=fednmap_fig5" in out
+    assert (
+        "fednmap-fig5c" in out
+        and "stray: experiment=fednmap_fig4, the claim fixes experiment=fednmap_fig5" in out
+    )
 
 
 def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
@@ -154,9 +227,14 @@ def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["claim", "figure", "or"]
     assert {line.split()[0] for line in rows if not line.startswith(" ")} == IDS
-    assert len(rows) == 2 * len(IDS)   # each claim and its one-line text
+    assert len(rows) == 2 * len(IDS)  # each claim and its one-line text
     assert "not run" in out.split("fedcef-fig1")[1].splitlines()[0]
-    assert reproduce.main(["plan", "fednmap-fig5c", "--device", "cuda", "--results", str(copy / "results")]) == 0
+    assert (
+        reproduce.main(
+            ["plan", "fednmap-fig5c", "--device", "cuda", "--results", str(copy / "results")]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "to the paper's 10 seeds on mnist5k: 28 runs, about" in out
     assert "seed=3,4,5,6,7,8,9" in out and "device=cuda" in out
@@ -164,8 +242,19 @@ def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
 
 
 def test_run_launches_the_planned_sweeps(copy, capsys):
-    assert reproduce.main(["run", "fednmap-fig5b", "hydra.launcher.n_jobs=1", "--dry-run",
-                           "--results", str(copy / "results")]) == 0
+    assert (
+        reproduce.main(
+            [
+                "run",
+                "fednmap-fig5b",
+                "hydra.launcher.n_jobs=1",
+                "--dry-run",
+                "--results",
+                str(copy / "results"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "hydra/launcher=joblib" in out and "hydra.launcher.n_jobs=2" not in out
     assert out.rstrip().endswith("hydra.launcher.n_jobs=1")
@@ -186,18 +275,49 @@ def test_check_names_a_word_edited_by_hand_in_the_readme(copy, capsys):
 def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, capsys):
     """End to end: a tiny claim (FedCanon Fig. 1's preset at T = 3) runs through fedrun -m into
     its folder, then reads as decided; a second `run` finds nothing missing."""
-    tiny = declare.RunSet(data="breast_cancer", stands_for="A9A", preset="fedcanon_fig1_quick",
-                          overrides=("T=3", "algorithm.beta=0.02", "eval_every=1"), folders=("tiny",),
-                          into="tiny", fixed={"T": 3}, grid={"algorithm.alpha": [0.1, 0.01]}, seeds=(0, 1), T=3)
-    test = Check(kind="order", metric="stationarity", says="larger alpha lower", key="algorithm.alpha",
-                 values=(0.1, 0.01), mode="chain", at="last")
-    c = Claim("tiny-fig1", "FedCanon", "Sec. IV-B, Fig. 1", "tiny", "q", "", "s", "", None, None, None,
-              (tiny,), (test,))
+    tiny = declare.RunSet(
+        data="breast_cancer",
+        stands_for="A9A",
+        preset="fedcanon_fig1_quick",
+        overrides=("T=3", "algorithm.beta=0.02", "eval_every=1"),
+        folders=("tiny",),
+        into="tiny",
+        fixed={"T": 3},
+        grid={"algorithm.alpha": [0.1, 0.01]},
+        seeds=(0, 1),
+        T=3,
+    )
+    test = Check(
+        kind="order",
+        metric="stationarity",
+        says="larger alpha lower",
+        key="algorithm.alpha",
+        values=(0.1, 0.01),
+        mode="chain",
+        at="last",
+    )
+    c = Claim(
+        "tiny-fig1",
+        "FedCanon",
+        "Sec. IV-B, Fig. 1",
+        "tiny",
+        "q",
+        "",
+        "s",
+        "",
+        None,
+        None,
+        None,
+        (tiny,),
+        (test,),
+    )
     monkeypatch.setattr(declare, "load", lambda: [c])
     results = ["--results", str(tmp_path / "results")]
     assert reproduce.main(["list", *results]) == 0
     assert "not run" in capsys.readouterr().out
-    assert reproduce.main(["run", "tiny-fig1", "hydra/launcher=basic", *results]) == 0   # in one process
+    assert (
+        reproduce.main(["run", "tiny-fig1", "hydra/launcher=basic", *results]) == 0
+    )  # in one process
     assert len(list((tmp_path / "results" / "reproduction" / "tiny").rglob("metrics.csv"))) == 4
     capsys.readouterr()
     assert reproduce.main(["list", *results]) == 0
@@ -221,6 +341,7 @@ def test_check_names_runs_the_declaration_leaves_out(copy, capsys):
 
 def test_the_console_script_and_its_declarations_ship():
     import tomllib
+
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["fedrun-reproduce"] == "fedprox_cli.cli.reproduce:console"
     assert "claims/*.yaml" in (REPO / "setup.py").read_text()
@@ -235,10 +356,14 @@ def test_an_ordering_in_every_trained_seed_with_one_that_did_not_train_is_partly
 
 # ------------------------------------------------------------ the evidence validated (claims/validate.py)
 
+
 def _fig5c_run(copy, K=5, seed=0) -> Path:
     folders = [copy / "results" / "reproduction" / f for f in FIG5]
-    return next(r.path for r in results.load(folders, where=["algorithm=fednmap_fig5/eta_0.05", f"K={K}"])
-                if r.config["seed"] == seed)
+    return next(
+        r.path
+        for r in results.load(folders, where=["algorithm=fednmap_fig5/eta_0.05", f"K={K}"])
+        if r.config["seed"] == seed
+    )
 
 
 def _findings(copy, capsys, *claims) -> list[str]:
@@ -250,23 +375,29 @@ def _findings(copy, capsys, *claims) -> list[str]:
 
 def _cut(path: Path, keep) -> None:
     lines = (path / "metrics.csv").read_text().splitlines(keepends=True)
-    (path / "metrics.csv").write_text("".join([lines[0], *[l for l in lines[1:] if keep(int(l.split(",")[0]))]]))
+    (path / "metrics.csv").write_text(
+        "".join([lines[0], *[l for l in lines[1:] if keep(int(l.split(",")[0]))]])
+    )
 
 
-@pytest.mark.parametrize("last", [100, 0, 195])   # T = 200: cut to round 100, to round 0, one row short
+@pytest.mark.parametrize(
+    "last", [100, 0, 195]
+)  # T = 200: cut to round 100, to round 0, one row short
 def test_check_names_a_finished_run_whose_rows_stop_before_T(copy, capsys, last):
     run_dir = _fig5c_run(copy, K=40)
     _cut(run_dir, lambda r: r <= last)
     out = _findings(copy, capsys)
     line = next(l for l in out if str(run_dir) in l)
     assert "status finished at T = 200, but no evaluation at round" in line
-    assert any("committed" in l for l in out)   # the unit without it is left out, not the worst
+    assert any("committed" in l for l in out)  # the unit without it is left out, not the worst
 
 
 def test_check_names_a_middle_row_deleted(copy, capsys):
     run_dir = _fig5c_run(copy, K=10, seed=1)
     _cut(run_dir, lambda r: r != 50)
-    assert any(str(run_dir) in l and "no evaluation at round 50" in l for l in _findings(copy, capsys))
+    assert any(
+        str(run_dir) in l and "no evaluation at round 50" in l for l in _findings(copy, capsys)
+    )
 
 
 def test_a_second_run_of_one_identity_is_named_never_picked(copy, capsys):
@@ -299,10 +430,13 @@ def test_a_grid_key_edited_out_of_the_declaration_is_named_with_its_key(copy, ca
     assert "config.yaml has K=15" in line
 
 
-@pytest.mark.parametrize("status,damage", [("finished", "inf"), ("diverged", ""), ("finished", "nan")])
+@pytest.mark.parametrize(
+    "status,damage", [("finished", "inf"), ("diverged", ""), ("finished", "nan")]
+)
 def test_a_status_that_does_not_fit_the_rows_is_named(copy, capsys, status, damage):
     """A finished run holding a non-finite value; a 'diverged' one whose rows are all finite."""
     import json
+
     run_dir = _fig5c_run(copy, K=5, seed=1)
     summary = json.loads((run_dir / "summary.json").read_text())
     (run_dir / "summary.json").write_text(json.dumps({**summary, "status": status}))
@@ -326,7 +460,11 @@ def test_malformed_metrics_are_one_line_each(copy, capsys, damage):
         frame.loc[frame.index[2], "hoyer"] = "1" * 2_000_000
     frame.to_csv(run_dir / "metrics.csv", index=False)
     line = next(l for l in _findings(copy, capsys) if str(run_dir) in l)
-    assert ("no column 'stationarity'" in line) if damage == "column" else ("field larger than field limit" in line)
+    assert (
+        ("no column 'stationarity'" in line)
+        if damage == "column"
+        else ("field larger than field limit" in line)
+    )
     assert len(line) < 600
 
 
@@ -355,15 +493,29 @@ def test_run_refuses_an_override_that_contradicts_the_claim(copy, capsys):
 
 # ------------------------------------------------------------ roles, readings, open choices
 
+
 def test_a_supporting_test_never_decides_the_word():
     lead = lambda s: [run("a", s, [1, 0.5, 0.1]), run("b", s, [1, 0.6, 0.2])]  # noqa: E731
     runs = [*lead(0), *lead(1), *lead(2)]
-    fails = Check(kind="order", metric="stationarity", says="b lowest", key="algorithm", values=("b", "a"),
-                  at="last", role="supporting")
+    fails = Check(
+        kind="order",
+        metric="stationarity",
+        says="b lowest",
+        key="algorithm",
+        values=("b", "a"),
+        at="last",
+        role="supporting",
+    )
     c = claim([BEST, fails])
-    ev = evidence.Evidence(declare.RunSet(data="d", preset="p", stands_for="x"), 6, 6, seeds=(0, 1, 2), T=20,
-                           outcomes=[evidence.Outcome(t, evidence.units(t, runs, c)) for t in c.tests])
-    assert verdict.of(c, ev).word == "reproduced on a stand-in"        # the failing test is supporting
+    ev = evidence.Evidence(
+        declare.RunSet(data="d", preset="p", stands_for="x"),
+        6,
+        6,
+        seeds=(0, 1, 2),
+        T=20,
+        outcomes=[evidence.Outcome(t, evidence.units(t, runs, c)) for t in c.tests],
+    )
+    assert verdict.of(c, ev).word == "reproduced on a stand-in"  # the failing test is supporting
     primary = Check(**{**fails.__dict__, "role": "primary"})
     c2 = claim([BEST, primary])
     ev.outcomes = [evidence.Outcome(t, evidence.units(t, runs, c2)) for t in c2.tests]
@@ -375,22 +527,45 @@ def test_a_supporting_test_never_decides_the_word():
 def test_an_ordering_at_equal_bytes_reads_each_run_within_the_smallest_total():
     def sent(method, per_round, acc):
         rounds = np.arange(5) * 5
-        m = pd.DataFrame({"round": rounds, "bytes_up": rounds * per_round, "bytes_down": 0 * rounds,
-                          "test_acc": np.asarray(acc, float)})
-        return Run(Path(f"/{method}/0"), {"choice:algorithm": method, "seed": 0, "T": 20}, m, "finished")
-    cheap = sent("a", 1, [0.1, 0.5, 0.6, 0.7, 0.8])        # sends 20 bytes in all
-    dear = sent("b", 10, [0.1, 0.55, 0.9, 0.95, 0.99])     # 50 bytes by round 5, its 2nd evaluation
-    t = Check(kind="order", metric="test_acc", says="a best", key="algorithm", values=("a", "b"), at="bytes")
+        m = pd.DataFrame(
+            {
+                "round": rounds,
+                "bytes_up": rounds * per_round,
+                "bytes_down": 0 * rounds,
+                "test_acc": np.asarray(acc, float),
+            }
+        )
+        return Run(
+            Path(f"/{method}/0"), {"choice:algorithm": method, "seed": 0, "T": 20}, m, "finished"
+        )
+
+    cheap = sent("a", 1, [0.1, 0.5, 0.6, 0.7, 0.8])  # sends 20 bytes in all
+    dear = sent("b", 10, [0.1, 0.55, 0.9, 0.95, 0.99])  # 50 bytes by round 5, its 2nd evaluation
+    t = Check(
+        kind="order",
+        metric="test_acc",
+        says="a best",
+        key="algorithm",
+        values=("a", "b"),
+        at="bytes",
+    )
     got = evidence.units(t, [cheap, dear], claim([t]))
-    assert [u.holds for u in got] == [True]                 # 0.8 at 20 bytes against b's 0.1 at 0 bytes
+    assert [u.holds for u in got] == [True]  # 0.8 at 20 bytes against b's 0.1 at 0 bytes
     last = Check(**{**t.__dict__, "at": "last"})
     assert [u.holds for u in evidence.units(last, [cheap, dear], claim([last]))] == [False]
 
 
 def test_a_level_test_reads_each_value_and_names_a_divergence():
     runs = [run("a", 0, [1, 0.5]), run("b", 0, [1, float("nan")])]
-    t = Check(kind="level", metric="stationarity", says="below 0.6", key="algorithm", values=("a", "b"), at="last",
-              holds={"max": 0.6})
+    t = Check(
+        kind="level",
+        metric="stationarity",
+        says="below 0.6",
+        key="algorithm",
+        values=("a", "b"),
+        at="last",
+        holds={"max": 0.6},
+    )
     got = evidence.units(t, runs, claim([t]))
     assert [u.holds for u in got] == [True, False]
     assert got[1].note == "diverged after round 5"
@@ -398,33 +573,62 @@ def test_a_level_test_reads_each_value_and_names_a_divergence():
 
 def test_open_choices_say_robust_or_what_the_word_depends_on():
     from fedprox_cli.claims import sensitivity
-    rs = declare.RunSet(data="d", preset="p", grid={"a.alpha": [0.1, 0.05], "a.eta": [0.1, 0.3]},
-                        choices=("a.alpha", "a.eta"))
+
+    rs = declare.RunSet(
+        data="d",
+        preset="p",
+        grid={"a.alpha": [0.1, 0.05], "a.eta": [0.1, 0.3]},
+        choices=("a.alpha", "a.eta"),
+    )
     C = sensitivity.Choice
     at = lambda a, e, w, k=3: C((("a.alpha", a), ("a.eta", e)), w, k, 3)  # noqa: E731
-    both = [at(0.1, 0.1, "reproduced"), at(0.1, 0.3, "not reproduced"),
-            at(0.05, 0.1, "reproduced"), at(0.05, 0.3, "not reproduced")]
-    assert "depends on eta: reproduced at 0.1, not reproduced at 0.3" in sensitivity.summary(None, rs, both)
+    both = [
+        at(0.1, 0.1, "reproduced"),
+        at(0.1, 0.3, "not reproduced"),
+        at(0.05, 0.1, "reproduced"),
+        at(0.05, 0.3, "not reproduced"),
+    ]
+    assert "depends on eta: reproduced at 0.1, not reproduced at 0.3" in sensitivity.summary(
+        None, rs, both
+    )
     same = [at(a, e, "partly") for a in (0.1, 0.05) for e in (0.1, 0.3)]
-    assert "robust: **partly** at each of the 4 combinations (no run diverged)" in sensitivity.summary(None, rs, same)
+    assert (
+        "robust: **partly** at each of the 4 combinations (no run diverged)"
+        in sensitivity.summary(None, rs, same)
+    )
     same[1].diverged = 2
-    assert ("(runs diverged: 2 of 3 at alpha = 0.1, eta = 0.3; none at the other 3 combinations)"
-            in sensitivity.summary(None, rs, same))
+    assert (
+        "(runs diverged: 2 of 3 at alpha = 0.1, eta = 0.3; none at the other 3 combinations)"
+        in sensitivity.summary(None, rs, same)
+    )
     some = [at(0.1, 0.3, "not reproduced"), at(0.1, 0.1, "not run", 0)]
     text = sensitivity.summary(None, rs, some)
-    assert "robust" not in text and "not settled" in text and "alpha = 0.1, eta = 0.1 (0 of 3 runs)" in text
+    assert (
+        "robust" not in text
+        and "not settled" in text
+        and "alpha = 0.1, eta = 0.1 (0 of 3 runs)" in text
+    )
 
 
 def test_a_listed_point_may_fix_a_key_the_others_lack():
     """FedCanon Fig. 2's SCAFFNEW is the point {algorithm: scaffnew, algorithm.p: 0.05}: its runs on
     another p are outside the declaration, and a method without p matches its point as declared."""
-    rs = declare.RunSet(data="d", preset="p", points=({"algorithm": "a"}, {"algorithm": "b", "algorithm.p": 0.05}),
-                        grid={"partition": ["iid"]}, seeds=(0,))
+    rs = declare.RunSet(
+        data="d",
+        preset="p",
+        points=({"algorithm": "a"}, {"algorithm": "b", "algorithm.p": 0.05}),
+        grid={"partition": ["iid"]},
+        seeds=(0,),
+    )
 
     def one(method, p=None):
         config = {"choice:algorithm": method, "choice:partition": "iid", "seed": 0, "T": 20}
-        return Run(Path(f"/{method}/{p}"), config | ({"algorithm.p": p} if p is not None else {}),
-                   pd.DataFrame({"round": [0]}), "finished")
+        return Run(
+            Path(f"/{method}/{p}"),
+            config | ({"algorithm.p": p} if p is not None else {}),
+            pd.DataFrame({"round": [0]}),
+            "finished",
+        )
 
     runs = [one("a"), one("b", 0.05), one("b", 0.1), one("b")]
     got = [evidence._point(r, runs, rs) for r in runs]

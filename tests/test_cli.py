@@ -6,9 +6,8 @@ import sys
 
 import pandas as pd
 import pytest
-from conftest import child_env, fedrun, without
+from conftest import child_env, fedrun, job_folders, without
 
-from conftest import job_folders
 from fedprox_cli.engine.metrics import COLUMNS
 
 TINY = ["dataset=digits", "T=3", "K=2", "n=4", "B=8", "eval_every=1"]
@@ -70,10 +69,15 @@ def test_bad_inputs_one_line(run_fedrun, tmp_path):
     assert "h = 0 only" in _bad(run_fedrun, tmp_path, "algorithm=fedavg")
 
 
-@pytest.mark.parametrize("typo, hint", [("regularizer.lamda=1", "did you mean regularizer.lam?"),
-                                        ("Tt=3", "(did you mean T?)"),
-                                        ("algorithm.alpah=0.1", "did you mean algorithm.alpha?"),
-                                        ("nonsense=1", None)])
+@pytest.mark.parametrize(
+    "typo, hint",
+    [
+        ("regularizer.lamda=1", "did you mean regularizer.lam?"),
+        ("Tt=3", "(did you mean T?)"),
+        ("algorithm.alpah=0.1", "did you mean algorithm.alpha?"),
+        ("nonsense=1", None),
+    ],
+)
 def test_a_mistyped_key_gets_did_you_mean(tmp_path, typo, hint):
     """One line naming the closest key of the same node, in a run and a dry run alike; none
     where no key is close."""
@@ -81,15 +85,27 @@ def test_a_mistyped_key_gets_did_you_mean(tmp_path, typo, hint):
         r = fedrun(*TINY, typo, *extra, f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
         line = r.stderr.strip()
         assert r.returncode == 2 and "\n" not in line, r.stderr
-        assert ("has no parameter" in line and "--help` describes them" in line) if "." in typo \
-            else "is not in struct" in line, line
+        assert (
+            ("has no parameter" in line and "--help` describes them" in line)
+            if "." in typo
+            else "is not in struct" in line
+        ), line
         assert (hint in line) if hint else "did you mean" not in line, line
         assert not (tmp_path / "run").exists()
 
 
-OPTIONAL = ("hydra_plugins.hydra_submitit_launcher", "submitit", "hydra_plugins.hydra_joblib_launcher",
-            "hydra_plugins.hydra_optuna_sweeper", "optuna", "tensorboard", "mlflow", "wandb",
-            "hydra_plugins.hydra_ray_launcher", "ray")
+OPTIONAL = (
+    "hydra_plugins.hydra_submitit_launcher",
+    "submitit",
+    "hydra_plugins.hydra_joblib_launcher",
+    "hydra_plugins.hydra_optuna_sweeper",
+    "optuna",
+    "tensorboard",
+    "mlflow",
+    "wandb",
+    "hydra_plugins.hydra_ray_launcher",
+    "ray",
+)
 
 
 def test_a_single_run_needs_no_launcher_sweeper_or_tracker(tmp_path):
@@ -98,29 +114,73 @@ def test_a_single_run_needs_no_launcher_sweeper_or_tracker(tmp_path):
     env = without(tmp_path, *OPTIONAL)
     r = fedrun(*TINY, "T=1", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, env=env)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    r = fedrun("-m", *TINY, "T=1", "seed=0,1", f"hydra.sweep.dir={tmp_path / 's'}", cwd=tmp_path, env=env)
+    r = fedrun(
+        "-m", *TINY, "T=1", "seed=0,1", f"hydra.sweep.dir={tmp_path / 's'}", cwd=tmp_path, env=env
+    )
     assert r.returncode == 0 and "2 of 2 jobs finished" in r.stdout, r.stderr
 
 
-@pytest.mark.parametrize("missing, args, says", [
-    (("hydra_plugins.hydra_submitit_launcher",), ["-m", "hydra/launcher=submitit_slurm"],
-     "hydra/launcher=submitit_slurm needs `pip install fedprox_cli[cluster]`"),
-    (("hydra_plugins.hydra_submitit_launcher",), ["-m", "hydra/launcher=slurm", "dry_run=true"],
-     "hydra/launcher=slurm needs `pip install fedprox_cli[cluster]`"),
-    (("submitit",), ["-m", "hydra/launcher=local"], "hydra/launcher=local needs `pip install fedprox_cli[cluster]`"),
-    (("hydra_plugins.hydra_joblib_launcher",), ["-m", "hydra/launcher=joblib"],
-     "hydra/launcher=joblib needs `pip install fedprox_cli[cluster]`"),
-    (("hydra_plugins.hydra_ray_launcher",), ["-m", "hydra/launcher=ray"], "hydra/launcher=ray needs `pip install fedprox_cli[ray]`"),
-    (("ray",), ["-m", "hydra/launcher=ray", "dry_run=true"], "hydra/launcher=ray needs `pip install fedprox_cli[ray]`"),
-    (("hydra_plugins.hydra_optuna_sweeper", "optuna"), ["-m", "hparams_search=fedcanon_digits"],
-     "hydra/sweeper=optuna needs `pip install fedprox_cli[search]`"),
-    (("optuna",), ["-m", "hparams_search=fedcanon_digits"], "hydra/sweeper=optuna needs `pip install fedprox_cli[search]`"),
-    (("mlflow",), ["logger=mlflow"], "logger=mlflow needs `pip install fedprox_cli[mlflow]`"),
-    (("tensorboard",), ["logger=tensorboard", "dry_run=true"], "logger=tensorboard needs `pip install fedprox_cli[tensorboard]`"),
-])
+@pytest.mark.parametrize(
+    "missing, args, says",
+    [
+        (
+            ("hydra_plugins.hydra_submitit_launcher",),
+            ["-m", "hydra/launcher=submitit_slurm"],
+            "hydra/launcher=submitit_slurm needs `pip install fedprox_cli[cluster]`",
+        ),
+        (
+            ("hydra_plugins.hydra_submitit_launcher",),
+            ["-m", "hydra/launcher=slurm", "dry_run=true"],
+            "hydra/launcher=slurm needs `pip install fedprox_cli[cluster]`",
+        ),
+        (
+            ("submitit",),
+            ["-m", "hydra/launcher=local"],
+            "hydra/launcher=local needs `pip install fedprox_cli[cluster]`",
+        ),
+        (
+            ("hydra_plugins.hydra_joblib_launcher",),
+            ["-m", "hydra/launcher=joblib"],
+            "hydra/launcher=joblib needs `pip install fedprox_cli[cluster]`",
+        ),
+        (
+            ("hydra_plugins.hydra_ray_launcher",),
+            ["-m", "hydra/launcher=ray"],
+            "hydra/launcher=ray needs `pip install fedprox_cli[ray]`",
+        ),
+        (
+            ("ray",),
+            ["-m", "hydra/launcher=ray", "dry_run=true"],
+            "hydra/launcher=ray needs `pip install fedprox_cli[ray]`",
+        ),
+        (
+            ("hydra_plugins.hydra_optuna_sweeper", "optuna"),
+            ["-m", "hparams_search=fedcanon_digits"],
+            "hydra/sweeper=optuna needs `pip install fedprox_cli[search]`",
+        ),
+        (
+            ("optuna",),
+            ["-m", "hparams_search=fedcanon_digits"],
+            "hydra/sweeper=optuna needs `pip install fedprox_cli[search]`",
+        ),
+        (("mlflow",), ["logger=mlflow"], "logger=mlflow needs `pip install fedprox_cli[mlflow]`"),
+        (
+            ("tensorboard",),
+            ["logger=tensorboard", "dry_run=true"],
+            "logger=tensorboard needs `pip install fedprox_cli[tensorboard]`",
+        ),
+    ],
+)
 def test_a_missing_extra_is_one_line_naming_it(tmp_path, missing, args, says):
-    r = fedrun(*args, *TINY, "T=1", f"hydra.run.dir={tmp_path / 'run'}", f"hydra.sweep.dir={tmp_path / 's'}",
-               cwd=tmp_path, env=without(tmp_path, *missing))
+    r = fedrun(
+        *args,
+        *TINY,
+        "T=1",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        f"hydra.sweep.dir={tmp_path / 's'}",
+        cwd=tmp_path,
+        env=without(tmp_path, *missing),
+    )
     assert r.returncode == 2 and r.stderr.startswith(f"fedrun: error: {says}"), r.stderr
     assert len(r.stderr.splitlines()) == 1, r.stderr
     assert not (tmp_path / "run").exists() and not (tmp_path / "s").exists()
@@ -128,18 +188,34 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, missing, args, says):
 
 def _loaded(tmp_path, code: str) -> list[str]:
     """The optional modules (and submodules) loaded after ``code`` runs in a fresh interpreter."""
-    probe = (f"import sys\n{code}\nprint(sorted(m for m in sys.modules if m.split('.')[0] in "
-             f"{sorted({m.split('.')[0] for m in OPTIONAL} - {'hydra_plugins'})} or m.startswith("
-             f"('hydra_plugins.hydra_joblib_launcher._core', 'hydra_plugins.hydra_optuna_sweeper._impl'))))")
-    p = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=child_env(), capture_output=True,
-                       text=True, timeout=300)
+    probe = (
+        f"import sys\n{code}\nprint(sorted(m for m in sys.modules if m.split('.')[0] in "
+        f"{sorted({m.split('.')[0] for m in OPTIONAL} - {'hydra_plugins'})} or m.startswith("
+        f"('hydra_plugins.hydra_joblib_launcher._core', 'hydra_plugins.hydra_optuna_sweeper._impl'))))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     return eval(p.stdout.strip().splitlines()[-1])
 
 
 def test_importing_fedrun_or_running_once_loads_no_optional_package(tmp_path):
-    assert _loaded(tmp_path, "import fedprox_cli, fedprox_cli.cli.main\n"
-                   "assert not [m for m in sys.modules if m.startswith('hydra_plugins.')], sys.modules") == []
-    run = (f"sys.argv = ['fedrun', *{TINY}, 'T=1', 'hydra.run.dir={tmp_path / 'run'}']\n"
-           "from fedprox_cli.cli.main import main\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0")
+    assert (
+        _loaded(
+            tmp_path,
+            "import fedprox_cli, fedprox_cli.cli.main\n"
+            "assert not [m for m in sys.modules if m.startswith('hydra_plugins.')], sys.modules",
+        )
+        == []
+    )
+    run = (
+        f"sys.argv = ['fedrun', *{TINY}, 'T=1', 'hydra.run.dir={tmp_path / 'run'}']\n"
+        "from fedprox_cli.cli.main import main\ntry:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0"
+    )
     assert _loaded(tmp_path, run) == []

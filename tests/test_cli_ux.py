@@ -10,16 +10,18 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import ROOT, child_env, fedrun, job_folders
+
 from fedprox_cli import CONF_DIR
 from fedprox_cli.cli import help, jobtable
-from fedprox_cli.runs import recap
 from fedprox_cli.common.errors import EXIT
+from fedprox_cli.runs import recap
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=8"]
-PROGRESS = re.compile(r"^fedrun: round (\d+)/(\d+), [\d.hms]+ elapsed, ~[\d.hms]+ left; "
-                      r"loss [-\d.e+]+, objective [-\d.e+]+, acc [\d.]+$")
+PROGRESS = re.compile(
+    r"^fedrun: round (\d+)/(\d+), [\d.hms]+ elapsed, ~[\d.hms]+ left; "
+    r"loss [-\d.e+]+, objective [-\d.e+]+, acc [\d.]+$"
+)
 
 
 def to_files(tmp_path, *args):
@@ -31,17 +33,27 @@ def to_files(tmp_path, *args):
 
 def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     run = tmp_path / "run"
-    code, out, err = to_files(tmp_path, *TINY, "T=4", "eval_every=2", "progress_every_s=0",
-                              "checkpoint_every=2", "keep_checkpoint=true", f"hydra.run.dir={run}")
+    code, out, err = to_files(
+        tmp_path,
+        *TINY,
+        "T=4",
+        "eval_every=2",
+        "progress_every_s=0",
+        "checkpoint_every=2",
+        "keep_checkpoint=true",
+        f"hydra.run.dir={run}",
+    )
     assert code == 0, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert [PROGRESS.match(line).groups() for line in lines] == [("2", "4"), ("4", "4")], err
     m = pd.read_csv(run / "metrics.csv").iloc[-1]
     assert f"acc {m['test_acc']:.4f}" in lines[-1]
     (summary,) = [line for line in out.splitlines() if line.startswith("fedrun: summary:")]
-    assert summary.startswith(f"fedrun: summary: finished, 4/4 rounds: test acc {m['test_acc']:.4f}, "
-                              f"objective {m['objective']:.4g}, stationarity {m['stationarity']:.4g}, "
-                              f"training ")
+    assert summary.startswith(
+        f"fedrun: summary: finished, 4/4 rounds: test acc {m['test_acc']:.4f}, "
+        f"objective {m['objective']:.4g}, stationarity {m['stationarity']:.4g}, "
+        f"training "
+    )
     assert summary.endswith(f"; {run}")
     log = (run / "fedrun.log").read_text()
     for line in lines + [summary]:
@@ -49,41 +61,88 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
 
     # a dry run of the extension says what the run would do, and changes nothing
     before = {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()}
-    p = fedrun(*TINY, "T=6", "eval_every=2", "checkpoint_every=2", "keep_checkpoint=true",
-               f"hydra.run.dir={run}", "dry_run=true", cwd=tmp_path)
+    p = fedrun(
+        *TINY,
+        "T=6",
+        "eval_every=2",
+        "checkpoint_every=2",
+        "keep_checkpoint=true",
+        f"hydra.run.dir={run}",
+        "dry_run=true",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
-    assert re.search(rf"^  0 +{re.escape(str(run))} +16 +1 +(?:cpu|no CUDA here: cpu) +resumes from round 4$", p.stdout, re.M), p.stdout
-    assert {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()} == before  # 2 rounds x K n; round 6
+    assert re.search(
+        rf"^  0 +{re.escape(str(run))} +16 +1 +(?:cpu|no CUDA here: cpu) +resumes from round 4$",
+        p.stdout,
+        re.M,
+    ), p.stdout
+    assert {
+        f.name: f.read_bytes() for f in run.iterdir() if f.is_file()
+    } == before  # 2 rounds x K n; round 6
 
     # the same command with T extended: resumes, and says so; the default progress_every_s
     # (30 s) is rarer than this run's evaluations, so it prints no progress line
-    code, out, err = to_files(tmp_path, *TINY, "T=6", "eval_every=2", "checkpoint_every=2",
-                              "keep_checkpoint=true", f"hydra.run.dir={run}")
+    code, out, err = to_files(
+        tmp_path,
+        *TINY,
+        "T=6",
+        "eval_every=2",
+        "checkpoint_every=2",
+        "keep_checkpoint=true",
+        f"hydra.run.dir={run}",
+    )
     assert code == 0, err
     (line,) = [x for x in err.splitlines() if x.strip()]
-    assert re.fullmatch(rf"fedrun: resuming {re.escape(str(run))} from round 4 of 6 \(checkpoint of "
-                        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)", line), err
+    assert re.fullmatch(
+        rf"fedrun: resuming {re.escape(str(run))} from round 4 of 6 \(checkpoint of "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)",
+        line,
+    ), err
     assert line in (run / "fedrun.log").read_text()
     assert "fedrun: summary: finished, 6/6 rounds" in out
 
 
 def test_sweep_ends_with_report_and_job_table(tmp_path):
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", *TINY, "model=mlp", "model.hidden=16", "B=16", "T=3", "eval_every=3",
-               "algorithm.beta=0.01,1e3", "progress_every_s=0", f"hydra.sweep.dir={sweep}",
-               cwd=tmp_path)  # 1e3: NaN by round 3
+    p = fedrun(
+        "-m",
+        *TINY,
+        "model=mlp",
+        "model.hidden=16",
+        "B=16",
+        "T=3",
+        "eval_every=3",
+        "algorithm.beta=0.01,1e3",
+        "progress_every_s=0",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )  # 1e3: NaN by round 3
     assert p.returncode == EXIT["diverged"], p.stderr
-    assert re.search(r"^fedrun: job 0: round 3/3, ", p.stderr, re.M), p.stderr  # jobs may interleave
+    assert re.search(r"^fedrun: job 0: round 3/3, ", p.stderr, re.M), (
+        p.stderr
+    )  # jobs may interleave
     assert re.search(r"^fedrun: job 1: round 3/3, .* loss nan", p.stderr, re.M), p.stderr
     assert p.stdout.count("fedrun: summary: ") == 2  # one closing line per job
-    head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished"):].splitlines()[1:]
-    assert head.split() == ["job", "status", "rounds", "test_acc", "objective", "stationarity",
-                            "time", "gpu", "overrides"]
+    head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished") :].splitlines()[1:]
+    assert head.split() == [
+        "job",
+        "status",
+        "rounds",
+        "test_acc",
+        "objective",
+        "stationarity",
+        "time",
+        "gpu",
+        "overrides",
+    ]
     jobs = job_folders(sweep)
     acc = pd.read_csv(jobs[0] / "metrics.csv")["test_acc"].iloc[-1]
     assert rows[0].split()[:4] == [jobs[0].name, "finished", "3/3", f"{acc:.4f}"]
-    assert rows[0].split()[-1] == "algorithm.beta=0.01"   # only the override that differs
-    assert rows[1].split()[:2] == [jobs[1].name, "diverged"] and rows[1].split()[-1].startswith("algorithm.beta=1")
+    assert rows[0].split()[-1] == "algorithm.beta=0.01"  # only the override that differs
+    assert rows[1].split()[:2] == [jobs[1].name, "diverged"] and rows[1].split()[-1].startswith(
+        "algorithm.beta=1"
+    )
 
 
 def test_job_table_of_folders(tmp_path):
@@ -92,18 +151,38 @@ def test_job_table_of_folders(tmp_path):
         run = tmp_path / str(i)
         (run / ".hydra").mkdir(parents=True)
         (run / ".hydra" / "overrides.yaml").write_text(yaml.safe_dump(["T=5", f"seed={i}"]))
-        pd.DataFrame({"round": [0, 5], "time_s": [0, 75.0], "objective": [2.0, 1.0],
-                      "stationarity": [1.0, 1e-3], "test_acc": [0.1, acc]}).to_csv(run / "metrics.csv", index=False)
-        (run / "summary.json").write_text(json.dumps({"status": status, "round": 5 - i, "T": 5,
-                                                      "versions": {"fedprox_cli": "0"}}))
+        pd.DataFrame(
+            {
+                "round": [0, 5],
+                "time_s": [0, 75.0],
+                "objective": [2.0, 1.0],
+                "stationarity": [1.0, 1e-3],
+                "test_acc": [0.1, acc],
+            }
+        ).to_csv(run / "metrics.csv", index=False)
+        (run / "summary.json").write_text(
+            json.dumps({"status": status, "round": 5 - i, "T": 5, "versions": {"fedprox_cli": "0"}})
+        )
     lines = jobtable.table([tmp_path / "0", tmp_path / "1", tmp_path / "2"], tmp_path)
     assert [line.split() for line in lines[1:]] == [
-        ["0", "finished", "5/5", "0.5000", "1", "0.001", "1m15s", "-", "seed=0"],  # no hardware recorded
+        [
+            "0",
+            "finished",
+            "5/5",
+            "0.5000",
+            "1",
+            "0.001",
+            "1m15s",
+            "-",
+            "seed=0",
+        ],  # no hardware recorded
         ["1", "interrupted", "4/5", "0.2500", "1", "0.001", "1m15s", "-", "seed=1"],
-        ["2", "not", "started", "-", "-", "-", "-", "-", "-"]]
+        ["2", "not", "started", "-", "-", "-", "-", "-", "-"],
+    ]
     assert recap.closing_line(tmp_path / "1") == (
         f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s (rounds only); "
-        f"{tmp_path / '1'}")
+        f"{tmp_path / '1'}"
+    )
 
 
 def test_help_explains_keys_groups_presets_and_exit_codes(tmp_path):
@@ -112,13 +191,25 @@ def test_help_explains_keys_groups_presets_and_exit_codes(tmp_path):
     text = " ".join(p.stdout.split())  # wrapped lines joined
     # what fedrun does, and the keys with their meaning, from conf/config.yaml's comments
     assert text.startswith("fedrun trains a model over n simulated clients")
-    for key, meaning in [("T 100", "communication rounds"), ("K 10", "local steps per round"),
-                         ("progress_every_s 30", "at most every this many seconds"),
-                         ("metrics.train_samples null", "client-stratified subset"),
-                         ("data.root null", "$FEDPROX_DATA")]:
-        assert f"{key} " in text and meaning in text[text.index(f"{key} "):][:300], key
+    for key, meaning in [
+        ("T 100", "communication rounds"),
+        ("K 10", "local steps per round"),
+        ("progress_every_s 30", "at most every this many seconds"),
+        ("metrics.train_samples null", "client-stratified subset"),
+        ("data.root null", "$FEDPROX_DATA"),
+    ]:
+        assert f"{key} " in text and meaning in text[text.index(f"{key} ") :][:300], key
     keys = help.config_keys()
-    assert {k for k, _, _ in keys} >= {"T", "K", "n", "B", "seed", "eval_every", "dry_run", "oracle.chunk"}
+    assert {k for k, _, _ in keys} >= {
+        "T",
+        "K",
+        "n",
+        "B",
+        "seed",
+        "eval_every",
+        "dry_run",
+        "oracle.chunk",
+    }
     assert all(meaning for _, _, meaning in keys), [k for k, _, m in keys if not m]
     assert "hydra" not in {k.split(".")[0] for k, _, _ in keys}
     # every group's options with their first comment line; the default marked
@@ -133,8 +224,13 @@ def test_help_explains_keys_groups_presets_and_exit_codes(tmp_path):
     assert "fedcanon_fig2 FedCanon Fig. 2: smooth problem (h = 0)." in text
     assert "Time: 14 min on 2 CPU cores" in text
     # exit codes and examples
-    for code, meaning in [(0, "finished"), (1, "diverged"), (2, "bad input"), (3, "internal error"),
-                          (130, "interrupted")]:
+    for code, meaning in [
+        (0, "finished"),
+        (1, "diverged"),
+        (2, "bad input"),
+        (3, "internal error"),
+        (130, "interrupted"),
+    ]:
         assert re.search(rf"\n  {code} +{meaning}", p.stdout), code
     examples = p.stdout.split("\nExamples:\n")[1].split("\n\n")[0].splitlines()
     assert len(examples) >= 3 and all(" # " in e for e in examples)
@@ -154,16 +250,22 @@ def test_dry_run_of_a_12_job_sweep(tmp_path):
     rows = [line.split() for line in lines if re.match(r"^  \d+ ", line)]
     assert [r[0] for r in rows] == [str(i) for i in range(12)]
     folders = [r[1] for r in rows]
-    assert len({f.rsplit("/", 1)[0] for f in folders}) == 1          # one sweep folder
+    assert len({f.rsplit("/", 1)[0] for f in folders}) == 1  # one sweep folder
     ks = [k for k in (1, 2, 3, 4, 5, 6) for _ in (0, 1)]
-    assert [re.sub(r"_[0-9a-f]{8}$", "", f.rsplit("/", 1)[1]) for f in folders] == [   # named by config
-        f"B=8,K={k},T=3,dataset=digits,model=linear,n=4,seed={i % 2}" for i, k in enumerate(ks)]
+    assert [
+        re.sub(r"_[0-9a-f]{8}$", "", f.rsplit("/", 1)[1]) for f in folders
+    ] == [  # named by config
+        f"B=8,K={k},T=3,dataset=digits,model=linear,n=4,seed={i % 2}" for i, k in enumerate(ks)
+    ]
     assert folders[0].startswith("results/sweeps/")
     assert [r[-2:] for r in rows] == [[f"K={k}", f"seed={i % 2}"] for i, k in enumerate(ks)]
-    assert [int(r[2]) for r in rows] == [3 * k * 4 for k in ks]         # T K n participation
-    assert all(r[3] == str(2) for r in rows)                            # ceil(3/5) + 1
-    assert f"work: {sum(3 * k * 4 for k in ks):,} client steps" in p.stdout and " 24 evaluations" in p.stdout
-    assert list(tmp_path.iterdir()) == []                               # nothing written
+    assert [int(r[2]) for r in rows] == [3 * k * 4 for k in ks]  # T K n participation
+    assert all(r[3] == str(2) for r in rows)  # ceil(3/5) + 1
+    assert (
+        f"work: {sum(3 * k * 4 for k in ks):,} client steps" in p.stdout
+        and " 24 evaluations" in p.stdout
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing written
 
 
 def test_dry_run_of_a_preset_lists_its_sweep(tmp_path):
@@ -175,26 +277,36 @@ def test_dry_run_of_a_preset_lists_its_sweep(tmp_path):
     assert {r[1].rsplit("/", 1)[0] for r in rows} == {rows[0][1].rsplit("/", 1)[0]}
     assert rows[0][1].startswith("results/sweeps/fedcanon_fig2_quick/")
     assert {(r[-2], r[-1]) for r in rows} == {
-        (f"partition={p}", f"algorithm=fedcanon_fig2/{a}") for p in ("iid", "dir/0.1", "dir/0.01")
-        for a in ("fedcanon", "fedavg", "scaffold", "scaffnew")}
-    assert all(r[2] == f"{6 * 20 * 10:,}" and r[3] == "3" for r in rows)   # T K n; ceil(6/3)+1
+        (f"partition={p}", f"algorithm=fedcanon_fig2/{a}")
+        for p in ("iid", "dir/0.1", "dir/0.01")
+        for a in ("fedcanon", "fedavg", "scaffold", "scaffnew")
+    }
+    assert all(r[2] == f"{6 * 20 * 10:,}" and r[3] == "3" for r in rows)  # T K n; ceil(6/3)+1
     assert list(tmp_path.iterdir()) == []
 
 
 def test_dry_run_names_every_bad_job(tmp_path):
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", *SWEEP, "K=1,2,3,0,5,6", "dry_run=true", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    p = fedrun(
+        "-m", *SWEEP, "K=1,2,3,0,5,6", "dry_run=true", f"hydra.sweep.dir={sweep}", cwd=tmp_path
+    )
     assert p.returncode == 2 and p.stdout == ""
     lines = [line for line in p.stderr.splitlines() if line.strip()]
-    assert lines == [f"fedrun: error: job {j} (dataset=digits model=linear n=4 K=0 B=8 T=3 seed={s} "
-                     "dry_run=True): K must be a positive integer, got 0" for j, s in ((6, 0), (7, 1))], p.stderr
+    assert lines == [
+        f"fedrun: error: job {j} (dataset=digits model=linear n=4 K=0 B=8 T=3 seed={s} "
+        "dry_run=True): K must be a positive integer, got 0"
+        for j, s in ((6, 0), (7, 1))
+    ], p.stderr
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["dry_run=maybe"], "dry_run must be true or false, got 'maybe'"),
-    (["algorithm=fedavg", "dry_run=true"], "defined for h = 0 only"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["dry_run=maybe"], "dry_run must be true or false, got 'maybe'"),
+        (["algorithm=fedavg", "dry_run=true"], "defined for h = 0 only"),
+    ],
+)
 def test_dry_run_of_one_run(tmp_path, args, message):
     p = fedrun(*TINY, *args, cwd=tmp_path)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
@@ -205,12 +317,14 @@ def test_cfg_job_is_resolved_also_for_sweeps(tmp_path):
     p = fedrun(*TINY, "seed=7", "--cfg", "job", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     cfg = yaml.safe_load(p.stdout)
-    assert cfg["seed"] == 7 and cfg["partition"]["seed"] == 7      # ${seed} resolved
+    assert cfg["seed"] == 7 and cfg["partition"]["seed"] == 7  # ${seed} resolved
     p = fedrun("-m", *TINY, "seed=3,4", "--cfg", "job", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     docs = p.stdout.split("# job ")[1:]
     assert [d.splitlines()[0].split(" -> ")[0] for d in docs] == [
-        "0 (dataset=digits model=linear n=4 K=2 B=8 seed=3)", "1 (dataset=digits model=linear n=4 K=2 B=8 seed=4)"]
+        "0 (dataset=digits model=linear n=4 K=2 B=8 seed=3)",
+        "1 (dataset=digits model=linear n=4 K=2 B=8 seed=4)",
+    ]
     assert [yaml.safe_load(d.split("\n", 1)[1])["partition"]["seed"] for d in docs] == [3, 4]
     assert list(tmp_path.iterdir()) == []
 
@@ -221,12 +335,27 @@ def test_a_terminal_gets_a_bar_and_the_log_the_lines(tmp_path):
     import pty
     import struct
     import termios
+
     run = tmp_path / "run"
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
-    p = subprocess.Popen([sys.executable, "-m", "fedprox_cli", *TINY, "T=4", "eval_every=2",
-                          "progress_every_s=0", f"hydra.run.dir={run}"], cwd=tmp_path, env=child_env(),
-                         stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fedprox_cli",
+            *TINY,
+            "T=4",
+            "eval_every=2",
+            "progress_every_s=0",
+            f"hydra.run.dir={run}",
+        ],
+        cwd=tmp_path,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+    )
     os.close(slave)
     screen = b""
     while True:
@@ -240,7 +369,7 @@ def test_a_terminal_gets_a_bar_and_the_log_the_lines(tmp_path):
     os.close(master)
     assert p.wait(timeout=600) == 0, screen
     screen = screen.decode(errors="replace")
-    assert "4/4" in screen and "fedrun: round" not in screen    # the bar, no lines
+    assert "4/4" in screen and "fedrun: round" not in screen  # the bar, no lines
     log = (run / "fedrun.log").read_text()
     assert len(re.findall(r"fedrun: round [24]/4, ", log)) == 2, log
     assert "fedrun: summary: finished, 4/4 rounds" in p.stdout.read().decode()
@@ -250,15 +379,23 @@ def test_a_dry_runs_cost_does_not_grow_with_seeds(tmp_path, monkeypatch):
     """seeds=R: only the seeds whose folder exists are checked one by one; the rest are counted
     as new (their work summed by start round), so R = 10^6 costs what R = 2 does."""
     from fedprox_cli.cli import dryrun
+
     checked = []
     plain = dryrun._state
-    monkeypatch.setattr(dryrun, "_state", lambda config, folder, T: checked.append(folder) or plain(config, folder, T))
+    monkeypatch.setattr(
+        dryrun,
+        "_state",
+        lambda config, folder, T: checked.append(folder) or plain(config, folder, T),
+    )
     (tmp_path / "r" / "seed_7").mkdir(parents=True)
     p = fedrun(*TINY, "T=2", "seeds=1000000", "dry_run=true", f"hydra.run.dir={tmp_path / 'r'}")
     assert p.returncode == 0, p.stderr
     assert checked == [tmp_path / "r" / "seed_7"]
     assert "1000000 runs: new" in p.stdout
-    assert f"work: {2 * 2 * 4 * 1_000_000:,} client steps" in p.stdout and " and 2000000 evaluations" in p.stdout
+    assert (
+        f"work: {2 * 2 * 4 * 1_000_000:,} client steps" in p.stdout
+        and " and 2000000 evaluations" in p.stdout
+    )
 
 
 def test_a_run_refused_at_validation_leaves_no_folder_it_made(tmp_path):
@@ -268,6 +405,10 @@ def test_a_run_refused_at_validation_leaves_no_folder_it_made(tmp_path):
     assert p.returncode == 2 and not (tmp_path / "results").exists(), p.stderr
     (tmp_path / "results" / "runs").mkdir(parents=True)
     p = fedrun(*TINY, "T=-1", cwd=tmp_path)
-    assert p.returncode == 2 and (tmp_path / "results" / "runs").is_dir() and not any((tmp_path / "results" / "runs").iterdir())
+    assert (
+        p.returncode == 2
+        and (tmp_path / "results" / "runs").is_dir()
+        and not any((tmp_path / "results" / "runs").iterdir())
+    )
     p = fedrun(*TINY, "T=-1", "hydra.run.dir=a/b/c", cwd=tmp_path)
     assert p.returncode == 2 and not (tmp_path / "a").exists()

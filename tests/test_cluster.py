@@ -16,15 +16,19 @@ import sys
 import time
 from pathlib import Path
 
+import in_process
 import pandas as pd
 import pytest
-
-import in_process
 from conftest import ROOT, child_env, fedrun, job_folders
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16"]
-SLURM = ["hydra/launcher=slurm", "hydra.launcher.gpus_per_node=0", "hydra.launcher.cpus_per_task=1",
-         "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10"]
+SLURM = [
+    "hydra/launcher=slurm",
+    "hydra.launcher.gpus_per_node=0",
+    "hydra.launcher.cpus_per_task=1",
+    "hydra.launcher.mem_gb=1",
+    "hydra.launcher.timeout_min=10",
+]
 LONG = ["dataset=digits", "model=linear", "eval_every=50", "checkpoint_every=25"]  # ~15 ms a round
 
 
@@ -33,7 +37,9 @@ def slurm_reason() -> str | None:
         return "no SLURM here (sbatch not found; scripts/slurm_local.sh start installs one)"
     ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
     if "is UP" not in ping.stdout:
-        return "SLURM is installed but its controller does not answer (scripts/slurm_local.sh start)"
+        return (
+            "SLURM is installed but its controller does not answer (scripts/slurm_local.sh start)"
+        )
     nodes = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout
     if not any(s.startswith(("idle", "mixed", "alloc", "completing")) for s in nodes.split()):
         return f"no SLURM node takes jobs (sinfo: {' '.join(nodes.split()) or 'no nodes'})"
@@ -46,7 +52,9 @@ _NO_SLURM = slurm_reason()
 def needs_slurm(test):
     """Skipped where no SLURM answers; under ``pytest -n``, on one worker, one after another
     (the tests share the queue and the node's cores)."""
-    return pytest.mark.xdist_group("slurm")(pytest.mark.skipif(_NO_SLURM is not None, reason=str(_NO_SLURM))(test))
+    return pytest.mark.xdist_group("slurm")(
+        pytest.mark.skipif(_NO_SLURM is not None, reason=str(_NO_SLURM))(test)
+    )
 
 
 def report(*args: str) -> subprocess.CompletedProcess:
@@ -57,6 +65,7 @@ def report(*args: str) -> subprocess.CompletedProcess:
     def main(argv):
         streams.guard()
         sys.exit(status.main(argv))
+
     return in_process.run(main, status.__file__, list(args), Path.cwd(), child_env())
 
 
@@ -66,10 +75,18 @@ def summary(run: Path) -> dict:
 
 def complete_run_folders(sweep: Path, n: int) -> None:
     jobs = job_folders(sweep)
-    assert sorted(d for d in sweep.iterdir() if d.is_dir() and not d.name.startswith(".")) == sorted(jobs)
+    assert sorted(
+        d for d in sweep.iterdir() if d.is_dir() and not d.name.startswith(".")
+    ) == sorted(jobs)
     assert len(jobs) == n
     for d in jobs:
-        for f in ("config.yaml", "metrics.csv", "summary.json", "metrics.png", ".hydra/overrides.yaml"):
+        for f in (
+            "config.yaml",
+            "metrics.csv",
+            "summary.json",
+            "metrics.png",
+            ".hydra/overrides.yaml",
+        ):
             assert (d / f).is_file(), f"{d / f} missing"
         assert summary(d)["status"] == "finished"
 
@@ -86,10 +103,19 @@ def same_metrics(a: Path, b: Path) -> None:
 
 # ---- launchers ---------------------------------------------------------------------------
 
+
 def test_local_launcher_sweep_and_report(tmp_path):
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", "hydra/launcher=local", *TINY, "T=4", "eval_every=2", "seed=0,1",
-               f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        "hydra/launcher=local",
+        *TINY,
+        "T=4",
+        "eval_every=2",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     assert f"sweep: 2 of 2 jobs finished in {sweep}" in p.stdout
     complete_run_folders(sweep, 2)
@@ -107,20 +133,35 @@ def test_local_launcher_sweep_and_report(tmp_path):
 @needs_slurm
 def test_slurm_sweep_two_jobs(tmp_path):
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", *SLURM, *TINY, "T=4", "eval_every=2", "seed=0,1", f"hydra.sweep.dir={sweep}",
-               cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        *SLURM,
+        *TINY,
+        "T=4",
+        "eval_every=2",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     assert f"sweep: 2 of 2 jobs finished in {sweep}" in p.stdout
     assert "Traceback" not in p.stderr
     complete_run_folders(sweep, 2)
     assert "#SBATCH --job-name=fedrun" in "".join(
-        s.read_text() for s in (sweep / ".submitit").rglob("*_submission.sh"))
+        s.read_text() for s in (sweep / ".submitit").rglob("*_submission.sh")
+    )
 
 
 def _start_sweep(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, Path]:
     sweep = tmp_path / "sweep"
-    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *args, f"hydra.sweep.dir={sweep}"],
-                            cwd=tmp_path, env=child_env(PYTHONUNBUFFERED="1"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fedprox_cli", "-m", *args, f"hydra.sweep.dir={sweep}"],
+        cwd=tmp_path,
+        env=child_env(PYTHONUNBUFFERED="1"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, sweep
 
 
@@ -181,10 +222,18 @@ def test_time_limit_requeues_and_resumes(tmp_path):
     # reference finished before its limit; one starved by other load needed 15 requeues and 22
     # minutes). Finishing after a requeue, with the metrics of an uninterrupted run, is
     # test_scontrol_requeue_resumes_to_the_same_metrics's.
-    proc, sweep = _start_sweep(tmp_path, *SLURM, "hydra.launcher.timeout_min=2",
-                               "hydra.launcher.signal_delay_s=30", "hydra.launcher.max_num_timeout=30",
-                               *LONG, "T=1000000", "eval_every=100", "checkpoint_every=50",
-                               "progress_every_s=0")
+    proc, sweep = _start_sweep(
+        tmp_path,
+        *SLURM,
+        "hydra.launcher.timeout_min=2",
+        "hydra.launcher.signal_delay_s=30",
+        "hydra.launcher.max_num_timeout=30",
+        *LONG,
+        "T=1000000",
+        "eval_every=100",
+        "checkpoint_every=50",
+        "progress_every_s=0",
+    )
     resumed = re.compile(r"fedrun: resuming .* from round (\d+) .*\n(?:.*\n)*fedrun: job 0: round ")
     try:
         _wait_rows(sweep, 1, timeout=240)  # training, with its handlers
@@ -211,15 +260,35 @@ def test_time_limit_requeues_and_resumes(tmp_path):
 def test_time_limit_too_short_for_the_warning_is_refused(tmp_path):
     # no SLURM needed: the launcher's config is checked before anything is submitted or written
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", *SLURM, "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=30",
-               *TINY, "T=4", "seed=0,1", f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        *SLURM,
+        "hydra.launcher.timeout_min=1",
+        "hydra.launcher.signal_delay_s=30",
+        *TINY,
+        "T=4",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
     assert p.returncode == 2 and not sweep.exists()
     assert p.stderr.strip().splitlines() == [
         "fedrun: error: hydra.launcher.timeout_min=1 with signal_delay_s=30: SLURM may send its warning "
         "up to 60 s before signal_delay_s, while a job is still starting, which kills the job without a "
-        "requeue; ask for timeout_min >= 2"]
-    ok = fedrun("-m", *SLURM, "hydra.launcher.timeout_min=2", "hydra.launcher.signal_delay_s=30",
-                *TINY, "T=4", "seed=0,1", f"hydra.sweep.dir={sweep}", "dry_run=true", cwd=tmp_path)
+        "requeue; ask for timeout_min >= 2"
+    ]
+    ok = fedrun(
+        "-m",
+        *SLURM,
+        "hydra.launcher.timeout_min=2",
+        "hydra.launcher.signal_delay_s=30",
+        *TINY,
+        "T=4",
+        "seed=0,1",
+        f"hydra.sweep.dir={sweep}",
+        "dry_run=true",
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stderr
 
 
@@ -237,7 +306,9 @@ def test_killed_job_is_reported_with_the_launchers_word(tmp_path):
     assert "sweep: 0 of 1 jobs finished" in out and proc.returncode == 2
     name = job_folders(sweep)[0].name
     line = next(ln for ln in err.splitlines() if ln.strip().startswith(name))
-    assert line.strip().startswith(f"{name}: dead (ended without a result (its log: .submitit/"), line
+    assert line.strip().startswith(f"{name}: dead (ended without a result (its log: .submitit/"), (
+        line
+    )
     assert line.endswith("_log.err))"), line
 
 
@@ -260,33 +331,51 @@ def test_cancelled_job_still_gets_a_report(tmp_path):
 
 # ---- the number a job hands to a sweeper; Optuna ----------------------------------------
 
+
 def test_sweep_value(tmp_path):
     from omegaconf import OmegaConf
 
     from fedprox_cli.cluster.launchers import sweep_value
 
-    (tmp_path / "summary.json").write_text(json.dumps({"status": "finished", "final": {"objective": 0.5, "test_acc": 0.9}}))
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"status": "finished", "final": {"objective": 0.5, "test_acc": 0.9}})
+    )
     cfg = OmegaConf.create({"sweep_metric": "objective"})
     assert sweep_value(cfg, tmp_path, 0) == 0.5
     assert sweep_value(OmegaConf.create({"sweep_metric": "test_acc"}), tmp_path, 0) == 0.9
-    assert sweep_value(cfg, tmp_path, 1) == math.inf                       # diverged, minimising
+    assert sweep_value(cfg, tmp_path, 1) == math.inf  # diverged, minimising
     assert sweep_value(OmegaConf.create({"sweep_metric": "test_acc"}), tmp_path, 1) == -math.inf
     assert sweep_value(cfg, tmp_path, 1, direction="maximize") == -math.inf
     assert math.isnan(sweep_value(cfg, tmp_path / "nothing", 130))
     # Optuna's own default is an enum (25.3: "'Direction' object is not iterable"), or a list of them
     from hydra_plugins.hydra_optuna_sweeper.config import Direction
+
     assert sweep_value(cfg, tmp_path, 1, direction=Direction.maximize) == -math.inf
     assert sweep_value(cfg, tmp_path, 1, direction=Direction.minimize) == math.inf
-    assert sweep_value(cfg, tmp_path, 1, direction=OmegaConf.create(["maximize", "minimize"])) == -math.inf
+    assert (
+        sweep_value(cfg, tmp_path, 1, direction=OmegaConf.create(["maximize", "minimize"]))
+        == -math.inf
+    )
 
 
 def test_optuna_search_survives_a_diverged_trial(tmp_path):
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", "hparams_search=fedcanon_digits", "model=mlp", "model.hidden=16", "T=6", "eval_every=3",
-               "hydra.sweeper.n_trials=2", "hydra.sweeper.params={algorithm.beta:'choice(0.02,1e3)'}",
-               f"hydra.sweep.dir={sweep}", cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        "hparams_search=fedcanon_digits",
+        "model=mlp",
+        "model.hidden=16",
+        "T=6",
+        "eval_every=3",
+        "hydra.sweeper.n_trials=2",
+        "hydra.sweeper.params={algorithm.beta:'choice(0.02,1e3)'}",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+    )
     assert "Traceback" not in p.stderr, p.stderr
-    statuses = sorted(summary(d)["status"] for d in sweep.iterdir() if (d / "summary.json").exists())
+    statuses = sorted(
+        summary(d)["status"] for d in sweep.iterdir() if (d / "summary.json").exists()
+    )
     assert len(statuses) == 2 and "finished" in statuses
     from omegaconf import OmegaConf
 
@@ -296,6 +385,7 @@ def test_optuna_search_survives_a_diverged_trial(tmp_path):
 
 
 # ---- trackers ----------------------------------------------------------------------------
+
 
 def scalars(logdir: Path, tag: str) -> list[tuple[int, float]]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -324,10 +414,16 @@ def test_tensorboard_logs_rows_and_resume_continues_without_duplicates(tmp_path)
 def test_mlflow_offline(tmp_path):
     pytest.importorskip("mlflow", reason="mlflow is an optional extra (pip install -e '.[mlflow]')")
     out = tmp_path / "run"
-    common = [*TINY, "eval_every=2", "logger=mlflow", "keep_checkpoint=true", f"hydra.run.dir={out}"]
+    common = [
+        *TINY,
+        "eval_every=2",
+        "logger=mlflow",
+        "keep_checkpoint=true",
+        f"hydra.run.dir={out}",
+    ]
     assert fedrun(*common, "T=4", cwd=tmp_path).returncode == 0
     run_id = json.loads((out / "tracker.json").read_text())["run_id"]
-    assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0   # resumed: the same MLflow run
+    assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0  # resumed: the same MLflow run
     assert json.loads((out / "tracker.json").read_text())["run_id"] == run_id
     import mlflow
 
@@ -344,32 +440,53 @@ def test_wandb_offline(tmp_path):
     p = fedrun(*common, "T=4", cwd=tmp_path)
     assert p.returncode == 0 and "wandb:" not in p.stderr, p.stderr
     run_id = json.loads((out / "tracker.json").read_text())["run_id"]
-    assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0   # resumed: the same W&B run
+    assert fedrun(*common, "T=6", cwd=tmp_path).returncode == 0  # resumed: the same W&B run
     assert json.loads((out / "tracker.json").read_text()) == {
-        "target": "fedprox_cli.runs.trackers.WandB", "run_id": run_id, "last_round": 6}
+        "target": "fedprox_cli.runs.trackers.WandB",
+        "run_id": run_id,
+        "last_round": 6,
+    }
     assert len(list((out / "wandb").glob(f"offline-run-*-{run_id}"))) == 2
 
 
 def test_missing_tracker_package_is_one_line(tmp_path, monkeypatch):
-    from fedprox_cli.config import extras
     from fedprox_cli.common.errors import UserError
+    from fedprox_cli.config import extras
     from fedprox_cli.runs.trackers import _need
 
     monkeypatch.setitem(extras.NEEDS, "logger/nosuch", (("no_such_module",), "nosuch"))
-    with pytest.raises(UserError, match=r"^logger=nosuch needs `pip install fedprox_cli\[nosuch\]` .*; "
-                                        r"no_such_module is not installed$"):
+    with pytest.raises(
+        UserError,
+        match=r"^logger=nosuch needs `pip install fedprox_cli\[nosuch\]` .*; "
+        r"no_such_module is not installed$",
+    ):
         _need("logger/nosuch", "no_such_module")
 
 
 # ---- fedrun-report -----------------------------------------------------------------------
 
+
 def test_report_on_a_sweep_whose_launcher_died(tmp_path):
     """A run killed with its launcher (SIGKILL: no chance to record anything) is not listed
     as running (its lock is free), and the job the launcher never started is listed."""
     sweep = tmp_path / "sweep"
-    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", *LONG, "T=100000", "seed=0,1",
-                             f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=child_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fedprox_cli",
+            "-m",
+            *LONG,
+            "T=100000",
+            "seed=0,1",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         _wait_rows(sweep, 2, timeout=120)
         assert report(str(sweep)).stdout.splitlines()[1].split()[1] == "running"
@@ -380,13 +497,17 @@ def test_report_on_a_sweep_whose_launcher_died(tmp_path):
     assert r.returncode == 0
     lines = r.stdout.splitlines()
     assert lines[1].split()[1] == "dead"
-    assert lines[2].split()[0] == str(sweep / job_folders(sweep)[1].name) and "not started" in lines[2]
+    assert (
+        lines[2].split()[0] == str(sweep / job_folders(sweep)[1].name) and "not started" in lines[2]
+    )
     assert lines[-1] == "2 runs: 1 dead, 1 not started"
 
 
 def test_report_bad_input_is_one_line(tmp_path):
     r = report(str(tmp_path / "nothing"))
-    assert r.returncode == 2 and r.stderr.startswith("fedrun-report: error: no such run or sweep folder")
+    assert r.returncode == 2 and r.stderr.startswith(
+        "fedrun-report: error: no such run or sweep folder"
+    )
 
 
 def test_console_scripts_are_declared():
@@ -396,6 +517,14 @@ def test_console_scripts_are_declared():
     assert {"fedrun", "fedrun-report", "fedrun-plot", "fedrun-table"} <= set(scripts)
     for entry in ("fedprox_cli.cli.commands:plot", "fedprox_cli.cli.commands:table"):
         module, func = entry.split(":")
-        p = subprocess.run([sys.executable, "-c", f"import sys; sys.argv=['x', '--help']; "
-                            f"from {module} import {func}; {func}()"], env=child_env(), capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"import sys; sys.argv=['x', '--help']; from {module} import {func}; {func}()",
+            ],
+            env=child_env(),
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 0 and "usage:" in p.stdout

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from fedprox_cli.operators import compressors
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.operators import compressors
 
 
 @pytest.fixture
@@ -22,19 +22,24 @@ def test_topk_keeps_the_largest_entries_at_8_bytes_each(V):
     assert (out != 0).sum(1).tolist() == [20] * 6
     kept = out != 0
     assert torch.equal(out[kept], V[kept])
-    assert (V.abs()[kept].view(6, 20).min(1).values >= V.abs().masked_fill(kept, 0).max(1).values).all()
+    assert (
+        V.abs()[kept].view(6, 20).min(1).values >= V.abs().masked_fill(kept, 0).max(1).values
+    ).all()
     # contractive with q^2 = 1 - k/d (FedCEF Definition 1)
     assert ((out - V).square().sum(1) <= (1 - 20 / 200) * V.square().sum(1)).all()
 
 
 def test_randk_contractive_unscaled_and_unbiased_scaled(V):
-    plain, scaled = compressors.build("randk", ratio=0.1), compressors.build("randk", ratio=0.1, scaled=True)
+    plain, scaled = (
+        compressors.build("randk", ratio=0.1),
+        compressors.build("randk", ratio=0.1, scaled=True),
+    )
     draws = [plain(V, seed) for seed in range(400)]
     assert all(b == 6 * 20 * 8 for _, b in draws)
     err = torch.stack([(o - V).square().sum(1) for o, _ in draws]).mean(0)
     torch.testing.assert_close(err, 0.9 * V.square().sum(1), rtol=0.05, atol=0)
     mean = torch.stack([scaled(V, seed)[0] for seed in range(400)]).mean(0)
-    assert (mean - V).norm() < 0.2 * V.norm()          # unbiased: the mean error is O(1/sqrt(draws))
+    assert (mean - V).norm() < 0.2 * V.norm()  # unbiased: the mean error is O(1/sqrt(draws))
     assert (torch.stack([o for o, _ in draws]).mean(0) - 0.1 * V).norm() < 0.1 * V.norm()
 
 
@@ -42,7 +47,7 @@ def test_randk_is_reproducible_from_its_seed(V):
     c = compressors.build("randk", ratio=0.05)
     assert torch.equal(c(V, 7)[0], c(V, 7)[0])
     assert not torch.equal(c(V, 7)[0], c(V, 8)[0])
-    rows = (c(V, 7)[0] != 0)
+    rows = c(V, 7)[0] != 0
     assert not torch.equal(rows[0], rows[1])  # independent per row
 
 
@@ -64,9 +69,17 @@ def test_zero_rows_compress_to_zero():
         assert torch.equal(compressors.build(name, **p)(Z, 0)[0], Z)
 
 
-@pytest.mark.parametrize("name,params", [("topk", {"ratio": 0}), ("randk", {"ratio": 1.5}),
-                                         ("randk", {"scaled": "yes"}), ("qsgd", {"levels": 0}),
-                                         ("qsgd", {"levels": 2.5}), ("topk", {"k": 3})])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("topk", {"ratio": 0}),
+        ("randk", {"ratio": 1.5}),
+        ("randk", {"scaled": "yes"}),
+        ("qsgd", {"levels": 0}),
+        ("qsgd", {"levels": 2.5}),
+        ("topk", {"k": 3}),
+    ],
+)
 def test_bad_parameters_are_refused(name, params):
     with pytest.raises(UserError):
         compressors.build(name, **params)

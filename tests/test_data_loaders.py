@@ -3,8 +3,14 @@
 import numpy as np
 import pytest
 import torch
-from data_fixtures import (a9a_files, cifar_files, cinic_files, leaf_files, mnist_files,
-                           tiny_imagenet_files)
+from data_fixtures import (
+    a9a_files,
+    cifar_files,
+    cinic_files,
+    leaf_files,
+    mnist_files,
+    tiny_imagenet_files,
+)
 
 from fedprox_cli import data
 from fedprox_cli.common.errors import UserError
@@ -18,8 +24,18 @@ def pixels(x: torch.Tensor, mean, std) -> np.ndarray:
 
 
 def test_every_agreed_dataset_is_registered():
-    assert set(data.names()) >= {"a9a", "mnist", "fmnist", "femnist", "cifar10", "cinic10",
-                                 "tinyimagenet", "digits", "breast_cancer", "mnist5k"}
+    assert set(data.names()) >= {
+        "a9a",
+        "mnist",
+        "fmnist",
+        "femnist",
+        "cifar10",
+        "cinic10",
+        "tinyimagenet",
+        "digits",
+        "breast_cancer",
+        "mnist5k",
+    }
 
 
 def test_mnist_idx_gz_and_plain(tmp_path):
@@ -38,7 +54,9 @@ def test_cifar10_pickle_batches(tmp_path):
     assert ds.train_x.shape == (20, 3, 32, 32) and ds.test_x.shape == (4, 3, 32, 32)
     assert (pixels(ds.train_x, mean, std) == f["train_x"]).all()
     assert (pixels(ds.test_x, mean, std) == f["test_x"]).all()
-    assert ds.train_y.tolist() == f["train_y"].tolist() and ds.test_y.tolist() == f["test_y"].tolist()
+    assert (
+        ds.train_y.tolist() == f["train_y"].tolist() and ds.test_y.tolist() == f["test_y"].tolist()
+    )
 
 
 def test_a9a_libsvm_text(tmp_path):
@@ -69,8 +87,12 @@ def test_cinic10_image_folder_and_cache(tmp_path):
     ds = data.load("cinic10", tmp_path)
     assert ds.train_x.shape == (3, 3, 32, 32) and ds.train_y.tolist() == [0, 1, 2]
     for c in range(3):
-        assert (pixels(ds.train_x[c:c + 1], mean, std)[0] == f[("train", c, 0)].transpose(2, 0, 1)).all()
-        assert (pixels(ds.test_x[c:c + 1], mean, std)[0] == f[("test", c, 0)].transpose(2, 0, 1)).all()
+        assert (
+            pixels(ds.train_x[c : c + 1], mean, std)[0] == f[("train", c, 0)].transpose(2, 0, 1)
+        ).all()
+        assert (
+            pixels(ds.test_x[c : c + 1], mean, std)[0] == f[("test", c, 0)].transpose(2, 0, 1)
+        ).all()
     cache = tmp_path / "CINIC-10" / "fedprox_uint8.pt"
     assert cache.is_file() and not list(cache.parent.glob(".*tmp*"))
     for png in (tmp_path / "CINIC-10" / "train").rglob("*.png"):
@@ -89,15 +111,25 @@ def test_tinyimagenet_layout(tmp_path):
     p = pixels(ds.train_x, mean, std)
     for img, y in zip(p, ds.train_y.tolist()):  # each image has one of its own class's colours
         wnid = sorted({w for w, _ in colours})[y]
-        err = min(np.abs(img.reshape(3, -1) - c[:, None]).max() for (w, _), c in colours.items() if w == wnid)
+        err = min(
+            np.abs(img.reshape(3, -1) - c[:, None]).max()
+            for (w, _), c in colours.items()
+            if w == wnid
+        )
         assert err <= 4  # JPEG's colour-space rounding
     val = pixels(ds.test_x, mean, std)
     assert np.abs(val[2] - 100).max() <= 4 and (val[2][0] == val[2][1]).all()  # grey -> RGB
 
 
-@pytest.mark.parametrize("name, where, how", [
-    ("a9a", "a9a", "libsvmtools"), ("cinic10", "CINIC-10", "CINIC-10.tar.gz"),
-    ("tinyimagenet", "tiny-imagenet-200", "tiny-imagenet-200.zip"), ("femnist", "femnist", "leaf")])
+@pytest.mark.parametrize(
+    "name, where, how",
+    [
+        ("a9a", "a9a", "libsvmtools"),
+        ("cinic10", "CINIC-10", "CINIC-10.tar.gz"),
+        ("tinyimagenet", "tiny-imagenet-200", "tiny-imagenet-200.zip"),
+        ("femnist", "femnist", "leaf"),
+    ],
+)
 def test_missing_dataset_names_place_and_source(tmp_path, name, where, how):
     with pytest.raises(UserError) as e:
         data.load(name, tmp_path)

@@ -26,8 +26,12 @@ def test_fmnist_from_debian_package(monkeypatch):
 def test_fmnist_corrupt_file_is_a_clear_error(tmp_path):
     raw = tmp_path / "FashionMNIST" / "raw"
     raw.mkdir(parents=True)
-    for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-              "t10k-labels-idx1-ubyte"):
+    for f in (
+        "train-images-idx3-ubyte",
+        "train-labels-idx1-ubyte",
+        "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte",
+    ):
         (raw / f).write_bytes(b"\x00\x00\x08\x03" + (100).to_bytes(4, "big") * 3 + b"\x01" * 10)
     with pytest.raises(UserError, match="truncated"):
         data.load("fmnist", root=tmp_path)

@@ -8,15 +8,23 @@ from conftest import child_env, script
 from data_fixtures import a9a_files, leaf_files
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli.runs import runner
+from fedprox_cli.analysis.plotting import partition_counts
 from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.data import load_partition
-from fedprox_cli.analysis.plotting import partition_counts
+from fedprox_cli.runs import runner
 
 
 def fedrun(out, *overrides):
-    r = conftest.fedrun("T=2", "K=2", "B=2", "eval_every=1", "device=cpu", f"hydra.run.dir={out}", *overrides,
-                        env=child_env(OMP_NUM_THREADS="1"))
+    r = conftest.fedrun(
+        "T=2",
+        "K=2",
+        "B=2",
+        "eval_every=1",
+        "device=cpu",
+        f"hydra.run.dir={out}",
+        *overrides,
+        env=child_env(OMP_NUM_THREADS="1"),
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
     return r
@@ -25,8 +33,16 @@ def fedrun(out, *overrides):
 def test_femnist_writers_cnn_run_and_partition_plot(tmp_path):
     f = leaf_files(tmp_path / "data")
     out = tmp_path / "run"
-    fedrun(out, "dataset=femnist", "partition=dirichlet_writers", "partition.alpha=0.5",
-           "partition.min_size=1", "model=cnn", "n=3", f"data.root={tmp_path / 'data'}")
+    fedrun(
+        out,
+        "dataset=femnist",
+        "partition=dirichlet_writers",
+        "partition.alpha=0.5",
+        "partition.min_size=1",
+        "model=cnn",
+        "n=3",
+        f"data.root={tmp_path / 'data'}",
+    )
     clients = load_partition(out / "partition.npz")
     counts = partition_counts(out)
     assert counts.shape == (3, 62)
@@ -42,9 +58,21 @@ def test_a9a_logistic_regression_run(tmp_path):
     """In process (the CLI path is covered above): runner.run on a composed config."""
     a9a_files(tmp_path)
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=[
-            "dataset=a9a", "model=linear", "partition=iid", "n=2", "regularizer=none", "T=2",
-            "K=2", "B=2", "device=cpu", f"data.root={tmp_path}"])
+        cfg = compose(
+            "config",
+            overrides=[
+                "dataset=a9a",
+                "model=linear",
+                "partition=iid",
+                "n=2",
+                "regularizer=none",
+                "T=2",
+                "K=2",
+                "B=2",
+                "device=cpu",
+                f"data.root={tmp_path}",
+            ],
+        )
     out = tmp_path / "run"
     assert runner.run(cfg, out, progress=False) == 0
     summary = json.loads((out / "summary.json").read_text())
@@ -53,8 +81,14 @@ def test_a9a_logistic_regression_run(tmp_path):
 
 
 def test_missing_dataset_is_one_line(tmp_path):
-    r = conftest.fedrun("dataset=cinic10", f"data.root={tmp_path}", f"hydra.run.dir={tmp_path / 'run'}",
-                        env=child_env(OMP_NUM_THREADS="1"))
+    r = conftest.fedrun(
+        "dataset=cinic10",
+        f"data.root={tmp_path}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        env=child_env(OMP_NUM_THREADS="1"),
+    )
     lines = [l for l in r.stderr.splitlines() if l.strip()]
     assert r.returncode == 2 and len(lines) == 1
-    assert lines[0].startswith("fedrun: error: dataset cinic10 not found") and "CINIC-10" in lines[0]
+    assert (
+        lines[0].startswith("fedrun: error: dataset cinic10 not found") and "CINIC-10" in lines[0]
+    )

@@ -15,15 +15,15 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from fedprox_cli import algorithms, data
-from fedprox_cli.operators import compressors, regularizers
-from fedprox_cli.runs import experiment
-from fedprox_cli.engine import models
-from fedprox_cli.config.validate import compose
+from fedprox_cli.common.draws import stream_seed
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.config.validate import compose
+from fedprox_cli.engine import models
+from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import ClientData, Oracle
-from fedprox_cli.common.draws import stream_seed
-from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision
+from fedprox_cli.operators import compressors, regularizers
+from fedprox_cli.runs import experiment
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -33,8 +33,9 @@ def digits_oracle(device="cpu", B=16, seed=3):
     clients = data.partition("dirichlet", ds.train_y.numpy(), 6, 0, min_size=10, alpha=0.5)
     torch.manual_seed(0)
     flat = FlatModel(models.build("linear", ds.input_shape, 10).to(device))
-    return Oracle(flat, ClientData.build(ds.train_x, ds.train_y, clients, device), B, seed=seed,
-                  engine="vmap")
+    return Oracle(
+        flat, ClientData.build(ds.train_x, ds.train_y, clients, device), B, seed=seed, engine="vmap"
+    )
 
 
 def old_batch_ids(oracle, t, k, clients):
@@ -50,7 +51,9 @@ def test_cpu_batch_ids_are_those_of_recorded_runs():
     oracle = digits_oracle()
     for t, k in [(0, 0), (3, 7), (199, 39)]:
         for clients in (torch.arange(6), torch.tensor([4, 1])):
-            assert torch.equal(oracle.batch_ids(t, k, clients), old_batch_ids(oracle, t, k, clients))
+            assert torch.equal(
+                oracle.batch_ids(t, k, clients), old_batch_ids(oracle, t, k, clients)
+            )
 
 
 def old_compress(comp, V, seed):
@@ -58,18 +61,28 @@ def old_compress(comp, V, seed):
     gen = torch.Generator(device=V.device).manual_seed(seed)
     if comp.name == "randk":
         k = compressors._kept(V.shape[-1], comp.ratio)
-        idx = torch.rand(V.shape, generator=gen, device=V.device, dtype=torch.float32).topk(k, dim=-1).indices
-        return torch.zeros_like(V).scatter_(-1, idx, V.gather(-1, idx) * (V.shape[-1] / k if comp.scaled else 1.0))
+        idx = (
+            torch.rand(V.shape, generator=gen, device=V.device, dtype=torch.float32)
+            .topk(k, dim=-1)
+            .indices
+        )
+        return torch.zeros_like(V).scatter_(
+            -1, idx, V.gather(-1, idx) * (V.shape[-1] / k if comp.scaled else 1.0)
+        )
     norm = V.norm(dim=-1, keepdim=True)
     scaled = comp.levels * V.abs() / norm.clamp_min(torch.finfo(V.dtype).tiny)
     low = scaled.floor()
-    level = low + (torch.rand(V.shape, generator=gen, device=V.device, dtype=V.dtype) < scaled - low)
+    level = low + (
+        torch.rand(V.shape, generator=gen, device=V.device, dtype=V.dtype) < scaled - low
+    )
     return norm * V.sign() * level / comp.levels
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("name,params", [("randk", {"ratio": 0.1}), ("randk", {"ratio": 0.3, "scaled": True}),
-                                         ("qsgd", {"levels": 4})])
+@pytest.mark.parametrize(
+    "name,params",
+    [("randk", {"ratio": 0.1}), ("randk", {"ratio": 0.3, "scaled": True}), ("qsgd", {"levels": 4})],
+)
 def test_cpu_compressor_draws_are_those_of_recorded_runs(name, params, dtype):
     V = torch.randn(5, 300, generator=torch.Generator().manual_seed(2), dtype=dtype)
     comp = compressors.build(name, **params)
@@ -99,7 +112,9 @@ def test_compressor_draws_do_not_depend_on_the_device(name):
 
 
 def test_matmul_precision_is_validated_applied_and_recorded(run_fedrun, tmp_path):
-    with pytest.raises(UserError, match="matmul_precision must be one of highest, high, medium, got 'fast'"):
+    with pytest.raises(
+        UserError, match="matmul_precision must be one of highest, high, medium, got 'fast'"
+    ):
         experiment.build(compose(["dataset=digits", "matmul_precision=fast"]))
     try:
         experiment.build(compose(["dataset=digits", "device=cpu", "matmul_precision=medium"]))
@@ -109,15 +124,33 @@ def test_matmul_precision_is_validated_applied_and_recorded(run_fedrun, tmp_path
         assert not torch.backends.cudnn.allow_tf32
     finally:
         set_matmul_precision("highest")
-    p = run_fedrun("dataset=digits", "model=linear", "n=3", "K=1", "T=1", "device=cpu",
-                   "matmul_precision=high", f"hydra.run.dir={tmp_path}")
+    p = run_fedrun(
+        "dataset=digits",
+        "model=linear",
+        "n=3",
+        "K=1",
+        "T=1",
+        "device=cpu",
+        "matmul_precision=high",
+        f"hydra.run.dir={tmp_path}",
+    )
     assert p.returncode == 0, p.stderr
     assert "matmul_precision: high" in (tmp_path / "config.yaml").read_text()
     hw = json.loads((tmp_path / "summary.json").read_text())["hardware"]  # what it ran on
-    assert hw == {"name": device_name(torch.device("cpu")), "memory_gib": hw["memory_gib"],
-                  "torch": torch.__version__, "cuda": None, "driver": None, "gpu": "cpu",
-                  "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "placed_by": None} \
+    assert (
+        hw
+        == {
+            "name": device_name(torch.device("cpu")),
+            "memory_gib": hw["memory_gib"],
+            "torch": torch.__version__,
+            "cuda": None,
+            "driver": None,
+            "gpu": "cpu",
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "placed_by": None,
+        }
         and hw["memory_gib"] > 0
+    )
 
 
 def test_hardware_of_a_gpu_names_it_its_memory_and_versions(monkeypatch, tmp_path):
@@ -126,24 +159,45 @@ def test_hardware_of_a_gpu_names_it_its_memory_and_versions(monkeypatch, tmp_pat
     smi.write_text("#!/bin/sh\necho 580.159.03\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda d: SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_477_376))
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda d: SimpleNamespace(name="NVIDIA H100 80GB HBM3", total_memory=85_045_477_376),
+    )
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert hardware(torch.device("cuda")) == {"name": "NVIDIA H100 80GB HBM3", "memory_gib": 79.2,
-                                              "torch": torch.__version__, "cuda": "13.0", "driver": "580.159.03",
-                                              "gpu": {"index": 0, "name": "NVIDIA H100 80GB HBM3"},
-                                              "cuda_visible_devices": None, "placed_by": None}
+    assert hardware(torch.device("cuda")) == {
+        "name": "NVIDIA H100 80GB HBM3",
+        "memory_gib": 79.2,
+        "torch": torch.__version__,
+        "cuda": "13.0",
+        "driver": "580.159.03",
+        "gpu": {"index": 0, "name": "NVIDIA H100 80GB HBM3"},
+        "cuda_visible_devices": None,
+        "placed_by": None,
+    }
     monkeypatch.setenv("PATH", str(tmp_path / "none"))  # no nvidia-smi: the driver is unknown
     assert hardware(torch.device("cuda"))["driver"] is None
 
 
 @cuda
 def test_a_cuda_run_records_its_gpu(run_fedrun, tmp_path):
-    p = run_fedrun("dataset=digits", "model=linear", "n=3", "K=1", "T=1", "device=cuda", f"hydra.run.dir={tmp_path}")
+    p = run_fedrun(
+        "dataset=digits",
+        "model=linear",
+        "n=3",
+        "K=1",
+        "T=1",
+        "device=cuda",
+        f"hydra.run.dir={tmp_path}",
+    )
     assert p.returncode == 0, p.stderr
     hw = json.loads((tmp_path / "summary.json").read_text())["hardware"]
-    assert hw["name"] == torch.cuda.get_device_name(0) and hw["cuda"] == torch.version.cuda and hw["memory_gib"] > 1
+    assert (
+        hw["name"] == torch.cuda.get_device_name(0)
+        and hw["cuda"] == torch.version.cuda
+        and hw["memory_gib"] > 1
+    )
     assert hw["gpu"] == {"index": 0, "name": torch.cuda.get_device_name(0)}
 
 
@@ -151,15 +205,30 @@ def algorithm_config(name):
     """Overrides running ``name`` with its config defaults on digits: h = 0 where it must be,
     a random compressor and half the clients where it takes them."""
     cls = type(algorithms.build(name))
-    return [f"algorithm={name}", f"regularizer={'none' if cls.smooth_only else 'l1'}",
-            f"compressor={'randk' if cls.takes_compressor else 'identity'}",
-            f"participation={0.5 if cls.partial_participation else 1}"]
+    return [
+        f"algorithm={name}",
+        f"regularizer={'none' if cls.smooth_only else 'l1'}",
+        f"compressor={'randk' if cls.takes_compressor else 'identity'}",
+        f"participation={0.5 if cls.partial_participation else 1}",
+    ]
 
 
 def tiny_run(device, *overrides):
     """The pieces of a 4-client digits run on ``device`` (float32, 2 local steps of B = 8)."""
-    return experiment.build(compose(["dataset=digits", "n=4", "K=2", "B=8", "T=3", f"device={device}",
-                                 "matmul_precision=highest", *overrides]))
+    return experiment.build(
+        compose(
+            [
+                "dataset=digits",
+                "n=4",
+                "K=2",
+                "B=8",
+                "T=3",
+                f"device={device}",
+                "matmul_precision=highest",
+                *overrides,
+            ]
+        )
+    )
 
 
 def rounds(exp, T=2):
@@ -172,7 +241,9 @@ def rounds(exp, T=2):
 
 def close(got, ref, rel=1e-4):
     """Float32 agreement relative to the reference's size (devices order sums differently)."""
-    return float((got.double().cpu() - ref.double()).norm()) <= rel * float(ref.double().norm()) + 1e-7
+    return (
+        float((got.double().cpu() - ref.double()).norm()) <= rel * float(ref.double().norm()) + 1e-7
+    )
 
 
 @cuda
@@ -195,9 +266,19 @@ class HostReads(TorchFunctionMode):
     or make a tensor of host values (on CUDA each synchronizes the host with the device), except
     on lines that say why they do not (``# CPU: no sync``: a value drawn on the CPU)."""
 
-    CALLS = {torch.Tensor.item, torch.Tensor.__bool__, torch.Tensor.__float__, torch.Tensor.__int__,
-             torch.Tensor.__index__, torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu,
-             torch.Tensor.new_tensor, torch.tensor, torch.as_tensor}
+    CALLS = {
+        torch.Tensor.item,
+        torch.Tensor.__bool__,
+        torch.Tensor.__float__,
+        torch.Tensor.__int__,
+        torch.Tensor.__index__,
+        torch.Tensor.tolist,
+        torch.Tensor.numpy,
+        torch.Tensor.cpu,
+        torch.Tensor.new_tensor,
+        torch.tensor,
+        torch.as_tensor,
+    }
     PACKAGE = str(Path(algorithms.__file__).parent.parent)
 
     def __init__(self):

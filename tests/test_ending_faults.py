@@ -27,6 +27,7 @@ def numbers(out: Path) -> pd.DataFrame:
 
 def status(out: Path) -> str | None:
     from fedprox_cli.runs.outputs import read_summary
+
     try:
         return read_summary(out)["status"]
     except FileNotFoundError:
@@ -47,6 +48,7 @@ class Failing:
             if self.calls == n or persistent and self.calls > n:
                 raise OSError(err, os.strerror(err), *([str(args[0])] if name != "fsync" else []))
             return real(*args, **kwargs)
+
         monkeypatch.setattr(os, name, call)
 
 
@@ -65,11 +67,17 @@ def reference(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("name, err, persistent", [
-    ("replace", errno.EIO, False), ("replace", errno.EROFS, True),
-    ("open", errno.EACCES, False), ("open", errno.EXDEV, True),
-    ("fsync", errno.EIO, False), ("fsync", errno.ENOSPC, True),
-])
+@pytest.mark.parametrize(
+    "name, err, persistent",
+    [
+        ("replace", errno.EIO, False),
+        ("replace", errno.EROFS, True),
+        ("open", errno.EACCES, False),
+        ("open", errno.EXDEV, True),
+        ("fsync", errno.EIO, False),
+        ("fsync", errno.ENOSPC, True),
+    ],
+)
 def test_any_failing_write_ends_truthfully(tmp_path, monkeypatch, reference, name, err, persistent):
     total = calls_of(monkeypatch, tmp_path, name)
     for n in range(1, total + 2, 1 if name != "open" else 3):  # os.open: every third call
@@ -84,7 +92,9 @@ def test_any_failing_write_ends_truthfully(tmp_path, monkeypatch, reference, nam
         if p.returncode == 0:
             assert status(out) == "finished" and not said, case
             continue
-        assert said and all(str(tmp_path) in line for line in said), case  # each line names its file
+        assert said and all(str(tmp_path) in line for line in said), (
+            case
+        )  # each line names its file
         st = status(out)
         unrecorded = f"could not be recorded in {out / 'summary.json'}"
         assert st not in ("running", "finished") or any(unrecorded in line for line in said), case

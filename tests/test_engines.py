@@ -9,10 +9,10 @@ import torch.nn.functional as F
 from conftest import child_env, fedrun
 
 from fedprox_cli import algorithms, data
-from fedprox_cli.operators import compressors, regularizers
 from fedprox_cli.engine import models
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.operators import compressors, regularizers
 
 N_CLIENTS = 6
 
@@ -58,8 +58,9 @@ def per_client_reference(oracle, X, ids, w):
     G, L = [], []
     for i in range(len(X)):
         x = X[i].clone().requires_grad_()
-        logits = torch.func.functional_call(oracle.model.module, oracle.model.params(x),
-                                            (oracle.data.x[ids[i]],))
+        logits = torch.func.functional_call(
+            oracle.model.module, oracle.model.params(x), (oracle.data.x[ids[i]],)
+        )
         loss = (w[i] * F.cross_entropy(logits, oracle.data.y[ids[i]], reduction="none")).sum()
         G.append(torch.autograd.grad(loss, x)[0])
         L.append(loss.detach())
@@ -103,14 +104,15 @@ def test_train_samples_subset_is_a_fixed_client_stratified_estimate(digits):
     ds, clients = digits
     cd = ClientData.build(ds.train_x, ds.train_y, clients, "cpu")
     all_ids, all_w = cd.sample_weights()
-    for big in (None, len(all_ids), 10 ** 6):
+    for big in (None, len(all_ids), 10**6):
         ids, w = cd.sample_weights(big, seed=1)
         assert torch.equal(ids, all_ids) and torch.equal(w, all_w)
     ids, w = cd.sample_weights(300, seed=1)
     assert len(set(ids.tolist())) == len(ids) and abs(len(ids) - 300) <= N_CLIENTS
     owner = {int(j): i for i, c in enumerate(clients) for j in c}
     per_client = torch.zeros(N_CLIENTS, dtype=w.dtype).index_add_(
-        0, torch.tensor([owner[int(j)] for j in ids]), w)
+        0, torch.tensor([owner[int(j)] for j in ids]), w
+    )
     torch.testing.assert_close(per_client, torch.full_like(per_client, 1 / N_CLIENTS))
     for i, c in enumerate(clients):
         m_i = sum(owner[int(j)] == i for j in ids)
@@ -149,12 +151,14 @@ def engine_cache(tmp_path, monkeypatch):
     """engine=auto's cache in a temporary folder, and a stub for the timing: ``timings`` (seconds
     per client-step by engine) is what the next measurement returns; ``calls`` counts them."""
     from fedprox_cli.engine import choice as engine_choice
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     stub = {"timings": {"loop": 1.0, "vmap": 2.0}, "calls": 0}
 
     def fake(oracle, clients):
         stub["calls"] += 1
         return dict(stub["timings"])
+
     monkeypatch.setattr(engine_choice, "time_engines", fake)
     stub["file"] = tmp_path / "fedprox_cli" / "engine.json"
     return stub
@@ -167,14 +171,21 @@ def test_auto_takes_the_faster_engine_records_and_caches_it(digits, engine_cache
     assert c["engine"] == "loop" and c["source"] == "measured"
     assert c["s_per_client_step"] == {"loop": 1.0, "vmap": 2.0} and c["clients_timed"] == N_CLIENTS
     cached = json.loads(engine_cache["file"].read_text())
-    (key, rec), = cached.items()
+    ((key, rec),) = cached.items()
     assert rec["engine"] == "loop" and json.loads(key)["B"] == 16
     engine_cache["timings"] = {"loop": 3.0, "vmap": 1.0}  # would now pick vmap, if it measured
     o2 = make_oracle(digits, "auto")
     assert engine_cache["calls"] == 1 and o2.engine.name == "loop"
-    assert o2.engine_choice["source"] == "cache" and o2.engine_choice["s_per_client_step"]["loop"] == 1.0
+    assert (
+        o2.engine_choice["source"] == "cache"
+        and o2.engine_choice["s_per_client_step"]["loop"] == 1.0
+    )
     o3 = make_oracle(digits, "auto", B=8)  # other shapes: another key, measured
-    assert engine_cache["calls"] == 2 and o3.engine.name == "vmap" and len(json.loads(engine_cache["file"].read_text())) == 2
+    assert (
+        engine_cache["calls"] == 2
+        and o3.engine.name == "vmap"
+        and len(json.loads(engine_cache["file"].read_text())) == 2
+    )
 
 
 @pytest.mark.parametrize("engine", ["loop", "vmap"])
@@ -187,6 +198,7 @@ def test_engine_loop_or_vmap_forces_without_timing(digits, engine_cache, engine)
 def test_a_choice_written_while_measuring_wins(digits, engine_cache, monkeypatch):
     """Two jobs of a sweep measuring at once end with one engine: the first choice written."""
     from fedprox_cli.engine import choice as engine_choice
+
     first = make_oracle(digits, "auto")  # writes loop
     key_file = engine_cache["file"]
     key, rec = next(iter(json.loads(key_file.read_text()).items()))
@@ -196,6 +208,7 @@ def test_a_choice_written_while_measuring_wins(digits, engine_cache, monkeypatch
     def measure_while_another_writes(oracle, clients):
         key_file.write_text(json.dumps({key: rec}))  # ... but another job writes loop first
         return {"loop": 3.0, "vmap": 1.0}
+
     monkeypatch.setattr(engine_choice, "time_engines", measure_while_another_writes)
     o = make_oracle(digits, "auto")
     assert o.engine.name == first.engine.name == "loop" and o.engine_choice["source"] == "cache"
@@ -213,6 +226,7 @@ def test_unreadable_cache_is_measured_again_and_rewritten(digits, engine_cache):
 def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
     """The real timer (no stub): a time for each engine; counters and engine untouched."""
     from fedprox_cli.engine import choice as engine_choice
+
     o = make_oracle(digits, "vmap")
     t = engine_choice.time_engines(o, 3)
     assert set(t) == {"loop", "vmap"} and all(0 <= v < 10 for v in t.values())
@@ -227,9 +241,14 @@ def test_fused_sgd_steps_are_bitwise_the_step_by_step_loop(digits, engine, chunk
     for bit, so runs recorded before the fusion do not change."""
     oracle = make_oracle(digits, engine, chunk=chunk)
     gen = torch.Generator().manual_seed(1)
-    X0 = oracle.model.flat() + 0.1 * torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64)
-    S = {"rows": torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64),
-         "row": torch.randn(oracle.model.d, generator=gen, dtype=torch.float64), "scalar": 0.0}[shift]
+    X0 = oracle.model.flat() + 0.1 * torch.randn(
+        N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64
+    )
+    S = {
+        "rows": torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64),
+        "row": torch.randn(oracle.model.d, generator=gen, dtype=torch.float64),
+        "scalar": 0.0,
+    }[shift]
     clients = torch.tensor([0, 2, 3, 5])
     S_m = S[clients] if shift == "rows" else S
     ref = X0[clients].clone()
@@ -242,6 +261,7 @@ def test_fused_sgd_steps_are_bitwise_the_step_by_step_loop(digits, engine, chunk
 
 def test_auto_chunk_stays_within_chunk_bytes():
     from fedprox_cli.engine import memory
+
     fp = memory.Footprint(per_client=2**20, per_sample=0)  # 1 MB per client
     assert memory.plan(fp, 1000, 64, "auto", 64, 4.0) == (memory.CHUNK_BYTES // 2**20, 64)
     assert memory.plan(fp, 1000, 64, "auto", 64, 0.01) == (10, 64)  # memory_gb below the cap
@@ -255,20 +275,43 @@ def test_a_run_shows_and_records_auto_s_choice_and_both_timings(tmp_path):
     env = child_env(XDG_CACHE_HOME=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
     runs = []
     for name in ("a", "b"):
-        p = fedrun("dataset=digits", "model=linear", "n=3", "K=1", "T=1", "device=cpu",
-                   f"hydra.run.dir={tmp_path / name}", env=env, cwd=tmp_path)
+        p = fedrun(
+            "dataset=digits",
+            "model=linear",
+            "n=3",
+            "K=1",
+            "T=1",
+            "device=cpu",
+            f"hydra.run.dir={tmp_path / name}",
+            env=env,
+            cwd=tmp_path,
+        )
         assert p.returncode == 0, p.stderr
-        runs.append((p.stdout, json.loads((tmp_path / name / "summary.json").read_text())["engine"]))
+        runs.append(
+            (p.stdout, json.loads((tmp_path / name / "summary.json").read_text())["engine"])
+        )
     (out, first), (again, second) = runs
     times = first["s_per_client_step"]
     assert first["source"] == "measured" and first["engine"] == min(times, key=times.get)
-    assert f"fedrun: engine: {first['engine']} (engine=auto, measured: loop " in out and "per client-step" in out
+    assert (
+        f"fedrun: engine: {first['engine']} (engine=auto, measured: loop " in out
+        and "per client-step" in out
+    )
     assert second["source"] == "cache" and second["engine"] == first["engine"]
     assert f"from the cache (measured {first['measured_at']})" in again
 
 
 def test_the_engine_line_names_the_choice_and_both_timings():
     from fedprox_cli.engine.choice import line
+
     assert line({"engine": "loop", "source": "forced"}) is None
-    assert line({"engine": "vmap", "source": "measured", "s_per_client_step": {"vmap": 0.46e-3, "loop": 0.8e-3}}) == \
-        "vmap (engine=auto, measured: loop 0.8 ms, vmap 0.46 ms per client-step)"
+    assert (
+        line(
+            {
+                "engine": "vmap",
+                "source": "measured",
+                "s_per_client_step": {"vmap": 0.46e-3, "loop": 0.8e-3},
+            }
+        )
+        == "vmap (engine=auto, measured: loop 0.8 ms, vmap 0.46 ms per client-step)"
+    )

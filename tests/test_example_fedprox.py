@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import fedrun
 from omegaconf import OmegaConf
 
 import fedprox_cli
 from fedprox_cli.common.errors import UserError
-
-from conftest import fedrun
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -27,10 +26,15 @@ def install_from_source(site: Path) -> list[Path]:
     meta = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
     info = site / f"{meta['name']}-{meta['version']}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n")
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-        for group, eps in meta["entry-points"].items()))
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+            for group, eps in meta["entry-points"].items()
+        )
+    )
     return [site, EXAMPLE]
 
 
@@ -39,6 +43,7 @@ def example(tmp_path, monkeypatch):
     """The example package from the source folder, first on sys.path (a pip-installed copy, if
     any, shadowed); the algorithm registry restored afterwards."""
     from fedprox_cli.algorithms import base
+
     path = install_from_source(tmp_path / "site")
     for p in reversed(path):
         monkeypatch.syspath_prepend(str(p))
@@ -65,21 +70,35 @@ def test_fedprox_at_mu_0_is_fedavg_bit_for_bit(example, tmp_path):
 def test_fedprox_config_from_its_defaults_without_a_yaml(example, tmp_path):
     run = fedprox_cli.run(["algorithm=fedprox", *TINY], folder=tmp_path / "run")
     assert run.status == "finished"
-    assert OmegaConf.load(tmp_path / "run" / "config.yaml").algorithm == {"name": "fedprox", "beta": 0.02, "mu": 0.01}
-    with pytest.raises(UserError, match=r"algorithm.mu must be >= 0, got -0.1 \(as declared by algorithm fedprox\)"):
+    assert OmegaConf.load(tmp_path / "run" / "config.yaml").algorithm == {
+        "name": "fedprox",
+        "beta": 0.02,
+        "mu": 0.01,
+    }
+    with pytest.raises(
+        UserError, match=r"algorithm.mu must be >= 0, got -0.1 \(as declared by algorithm fedprox\)"
+    ):
         fedprox_cli.run(["algorithm=fedprox", "algorithm.mu=-0.1", *TINY], folder=tmp_path / "neg")
 
 
 def test_fedprox_declares_h_0_only_and_is_refused_with_l1(example, tmp_path):
-    r = fedrun("algorithm=fedprox", "dataset=digits", "regularizer=l1", "T=1", f"hydra.run.dir={tmp_path / 'r'}",
-               path=example)
+    r = fedrun(
+        "algorithm=fedprox",
+        "dataset=digits",
+        "regularizer=l1",
+        "T=1",
+        f"hydra.run.dir={tmp_path / 'r'}",
+        path=example,
+    )
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "fedrun: error: algorithm fedprox is defined for h = 0 only; use regularizer=none"]
+        "fedrun: error: algorithm fedprox is defined for h = 0 only; use regularizer=none"
+    ]
 
 
 def test_fedprox_keeps_every_contract_of_fedrun_check_algorithm(example, capsys):
     from fedprox_cli.cli.check_algorithm import CONTRACTS, main
+
     assert main(["fedprox"]) == 0
     out = capsys.readouterr().out
     assert [line.split()[0] for line in out.splitlines()[:-1]] == ["ok"] * len(CONTRACTS), out

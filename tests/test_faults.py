@@ -23,21 +23,30 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import conftest
 import pytest
 import torch
-import conftest
-from conftest import child_env
-
-from conftest import job_folders
+from conftest import child_env, job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
+
 from fedprox_cli.runs import checkpoint
 from fedprox_cli.runs.outputs import effective_status, read_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env(OMP_NUM_THREADS="1")
 DIGITS = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "T=2", "eval_every=1"]
-MNIST = ["dataset=mnist", "data.root={mnist}", "partition=iid", "model=linear", "n=2", "K=2",
-         "B=4", "T=2", "eval_every=1", "keep_checkpoint=true"]
+MNIST = [
+    "dataset=mnist",
+    "data.root={mnist}",
+    "partition=iid",
+    "model=linear",
+    "n=2",
+    "K=2",
+    "B=4",
+    "T=2",
+    "eval_every=1",
+    "keep_checkpoint=true",
+]
 RUN_FILES = ("config.yaml", "metrics.csv", "metrics.png", "summary.json")
 
 # fedrun with FedCanon's round raising an unexpected exception at round 1 (a bug)
@@ -55,8 +64,9 @@ cli.main()
 """
 
 
-def fedrun(*args, cwd: Path, env=None, fsize: int | None = None, driver: str | None = None,
-           timeout=300) -> subprocess.CompletedProcess:
+def fedrun(
+    *args, cwd: Path, env=None, fsize: int | None = None, driver: str | None = None, timeout=300
+) -> subprocess.CompletedProcess:
     """fedrun in this process (:func:`conftest.fedrun`), or in a subprocess for a file-size
     limit or a ``driver`` script that patches the package."""
     if fsize is None and driver is None:
@@ -66,8 +76,16 @@ def fedrun(*args, cwd: Path, env=None, fsize: int | None = None, driver: str | N
     def limit():
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    return subprocess.run([*cmd, *args], cwd=cwd, env={**ENV, **(env or {})}, capture_output=True,
-                          text=True, timeout=timeout, preexec_fn=limit)
+
+    return subprocess.run(
+        [*cmd, *args],
+        cwd=cwd,
+        env={**ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=limit,
+    )
 
 
 def stderr_lines(p) -> list[str]:
@@ -80,6 +98,7 @@ def temp_files(folder: Path) -> list[Path]:
 
 # ---- data on disk ----------------------------------------------------------------------
 
+
 def cut_gz(root: Path) -> None:
     f = root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz"
     f.write_bytes(f.read_bytes()[:60])
@@ -87,7 +106,8 @@ def cut_gz(root: Path) -> None:
 
 def html_gz(root: Path) -> None:
     (root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz").write_text(
-        "<!DOCTYPE html><html><body>Please sign in to download</body></html>")
+        "<!DOCTYPE html><html><body>Please sign in to download</body></html>"
+    )
 
 
 def wrong_magic(root: Path) -> None:
@@ -102,6 +122,7 @@ def too_long(root: Path) -> None:
 
 def bad_label(root: Path) -> None:
     import numpy as np
+
     write_idx(root / "MNIST" / "raw" / "t10k-labels-idx1-ubyte.gz", np.full(10, 12))
 
 
@@ -111,119 +132,273 @@ def leaf_shard(root: Path) -> Path:
 
 @dataclass
 class Case:
-    cls: str                   # the contract's fault class
-    args: list[str]            # fedrun's arguments ({mnist}, {run}, {femnist}, ... filled in)
-    code: int                  # the documented exit code
-    phrase: str                # a phrase of the stderr line(s)
-    prior: bool = False        # run into a copy of a finished run; its files must not change
-    prep: object = None        # prep(data root) corrupts a fresh data copy before the run
-    data: str = "mnist"        # which fixture the data root holds
-    fsize: int | None = None   # RLIMIT_FSIZE in bytes
+    cls: str  # the contract's fault class
+    args: list[str]  # fedrun's arguments ({mnist}, {run}, {femnist}, ... filled in)
+    code: int  # the documented exit code
+    phrase: str  # a phrase of the stderr line(s)
+    prior: bool = False  # run into a copy of a finished run; its files must not change
+    prep: object = None  # prep(data root) corrupts a fresh data copy before the run
+    data: str = "mnist"  # which fixture the data root holds
+    fsize: int | None = None  # RLIMIT_FSIZE in bytes
     driver: str | None = None
-    needs: str = ""            # a skip reason unless this holds (see _unavailable)
+    needs: str = ""  # a skip reason unless this holds (see _unavailable)
     extra: dict = field(default_factory=dict)
 
 
 CASES = {
     # 1. config keys and values
     "+unknown top-level key": Case("config", DIGITS + ["+nonsense=1"], 2, "unknown key 'nonsense'"),
-    "++unknown top-level key": Case("config", DIGITS + ["++nonsense=1"], 2, "unknown key 'nonsense'"),
-    "+unknown oracle key": Case("config", DIGITS + ["+oracle.chunks=4"], 2,
-                                "unknown key 'oracle.chunks': fedrun has no such setting (see fedrun --help); "
-                                "did you mean oracle.chunk?"),
-    "+misspelt model parameter": Case("config", DIGITS + ["model=mlp", "+model.hiden=100"], 2,
-                                      "model mlp has no parameter hiden (it takes: hidden, init; `fedrun --help` lists the "
-                                      "settings); did you mean model.hidden?"),
-    "+misspelt partition parameter": Case("config", DIGITS + ["+partition.alpah=0.1"], 2,
-                                          "partition dirichlet has no parameter alpah"),
-    "+unknown algorithm parameter": Case("config", DIGITS + ["+algorithm.gamma=1"], 2,
-                                         "algorithm fedcanon has no parameter gamma"),
-    "zero-width model": Case("config", DIGITS + ["model=mlp", "model.hidden=0"], 2,
-                             "model.hidden must be a positive integer, got 0"),
-    "negative width": Case("config", DIGITS + ["model=mlp", "model.hidden=-5"], 2, "model.hidden must be"),
-    "width not a number": Case("config", DIGITS + ["model=mlp", "model.hidden=abc"], 2, "model.hidden must be"),
-    "stationarity step not a number": Case("config", DIGITS + ["metrics.stationarity_step=abc"], 2,
-                                           "metrics.stationarity_step must be"),
-    "stationarity step 0": Case("config", DIGITS + ["metrics.stationarity_step=0"], 2,
-                                "metrics.stationarity_step must be"),
-    "infinite memory budget": Case("config", DIGITS + ["oracle.memory_gb=inf"], 2,
-                                   "oracle.memory_gb must be a finite number"),
-    "NaN memory budget": Case("config", DIGITS + ["oracle.memory_gb=nan"], 2, "oracle.memory_gb must be"),
+    "++unknown top-level key": Case(
+        "config", DIGITS + ["++nonsense=1"], 2, "unknown key 'nonsense'"
+    ),
+    "+unknown oracle key": Case(
+        "config",
+        DIGITS + ["+oracle.chunks=4"],
+        2,
+        "unknown key 'oracle.chunks': fedrun has no such setting (see fedrun --help); "
+        "did you mean oracle.chunk?",
+    ),
+    "+misspelt model parameter": Case(
+        "config",
+        DIGITS + ["model=mlp", "+model.hiden=100"],
+        2,
+        "model mlp has no parameter hiden (it takes: hidden, init; `fedrun --help` lists the "
+        "settings); did you mean model.hidden?",
+    ),
+    "+misspelt partition parameter": Case(
+        "config", DIGITS + ["+partition.alpah=0.1"], 2, "partition dirichlet has no parameter alpah"
+    ),
+    "+unknown algorithm parameter": Case(
+        "config", DIGITS + ["+algorithm.gamma=1"], 2, "algorithm fedcanon has no parameter gamma"
+    ),
+    "zero-width model": Case(
+        "config",
+        DIGITS + ["model=mlp", "model.hidden=0"],
+        2,
+        "model.hidden must be a positive integer, got 0",
+    ),
+    "negative width": Case(
+        "config", DIGITS + ["model=mlp", "model.hidden=-5"], 2, "model.hidden must be"
+    ),
+    "width not a number": Case(
+        "config", DIGITS + ["model=mlp", "model.hidden=abc"], 2, "model.hidden must be"
+    ),
+    "stationarity step not a number": Case(
+        "config", DIGITS + ["metrics.stationarity_step=abc"], 2, "metrics.stationarity_step must be"
+    ),
+    "stationarity step 0": Case(
+        "config", DIGITS + ["metrics.stationarity_step=0"], 2, "metrics.stationarity_step must be"
+    ),
+    "infinite memory budget": Case(
+        "config", DIGITS + ["oracle.memory_gb=inf"], 2, "oracle.memory_gb must be a finite number"
+    ),
+    "NaN memory budget": Case(
+        "config", DIGITS + ["oracle.memory_gb=nan"], 2, "oracle.memory_gb must be"
+    ),
     "NaN rounds": Case("config", DIGITS + ["T=nan"], 2, "T must be"),
-    "NaN Dirichlet alpha": Case("config", DIGITS + ["partition.alpha=nan"], 2, "partition.alpha must be"),
-    "infinite l1 weight": Case("config", DIGITS + ["regularizer.lam=inf"], 2, "regularizer.lam must be"),
-    "step size not a number": Case("config", DIGITS + ["algorithm.alpha=abc"], 2, "algorithm.alpha must be"),
-    "keep_checkpoint without checkpoints": Case("config", DIGITS + ["keep_checkpoint=true", "checkpoint_every=0"],
-                                                2, "keeps nothing with checkpoint_every=0"),
+    "NaN Dirichlet alpha": Case(
+        "config", DIGITS + ["partition.alpha=nan"], 2, "partition.alpha must be"
+    ),
+    "infinite l1 weight": Case(
+        "config", DIGITS + ["regularizer.lam=inf"], 2, "regularizer.lam must be"
+    ),
+    "step size not a number": Case(
+        "config", DIGITS + ["algorithm.alpha=abc"], 2, "algorithm.alpha must be"
+    ),
+    "keep_checkpoint without checkpoints": Case(
+        "config",
+        DIGITS + ["keep_checkpoint=true", "checkpoint_every=0"],
+        2,
+        "keeps nothing with checkpoint_every=0",
+    ),
     "deleted key ~T": Case("config", DIGITS + ["~T"], 2, "T cannot be deleted"),
-    "deleted group ~algorithm": Case("config", DIGITS + ["~algorithm"], 2, "algorithm cannot be deleted"),
+    "deleted group ~algorithm": Case(
+        "config", DIGITS + ["~algorithm"], 2, "algorithm cannot be deleted"
+    ),
     "negative seed": Case("config", DIGITS + ["seed=-1"], 2, "seed must be"),
     "eval_every 0": Case("config", DIGITS + ["eval_every=0"], 2, "eval_every must be"),
-    "participation above 1": Case("config", DIGITS + ["participation=1.5"], 2, "participation must be"),
+    "participation above 1": Case(
+        "config", DIGITS + ["participation=1.5"], 2, "participation must be"
+    ),
     "unknown init": Case("config", DIGITS + ["model.init=random"], 2, "model.init must be"),
-    "min_size 0": Case("config", DIGITS + ["partition.min_size=0"], 2, "partition.min_size must be"),
-    "top-k ratio above 1": Case("config", DIGITS + ["algorithm=fedcef", "compressor=topk", "compressor.ratio=2"],
-                                2, "ratio"),
+    "min_size 0": Case(
+        "config", DIGITS + ["partition.min_size=0"], 2, "partition.min_size must be"
+    ),
+    "top-k ratio above 1": Case(
+        "config", DIGITS + ["algorithm=fedcef", "compressor=topk", "compressor.ratio=2"], 2, "ratio"
+    ),
     "empty hydra.run.dir": Case("config", DIGITS + ["hydra.run.dir="], 2, "hydra.run.dir is empty"),
     "malformed override": Case("config", DIGITS + ["K=[1"], 2, "fedrun: error:"),
     # ... values that only fail once resolved or allocated: refused by the validation, as by the dry run
-    "seed 2**64": Case("config", DIGITS + ["seed=18446744073709551616"], 2, "seed must lie within +-2**63"),
+    "seed 2**64": Case(
+        "config", DIGITS + ["seed=18446744073709551616"], 2, "seed must lie within +-2**63"
+    ),
     "B of 10**12": Case("config", DIGITS + ["B=1000000000000"], 2, "the run needs at least"),
-    "width of 10**9": Case("config", DIGITS + ["model=mlp", "model.hidden=1000000000"], 2, "the run needs at least"),
-    "calc dividing by 0": Case("config", DIGITS + ["algorithm.alpha=${{calc:1/0}}"], 2,
-                               "cannot resolve algorithm.alpha: calc: division by zero"),
-    "calc overflowing": Case("config", DIGITS + ["algorithm.alpha=${{calc:10**400}}"], 2, "the result is too large"),
-    "calc power tower": Case("config", DIGITS + ["algorithm.alpha=${{calc:9**9**9**9}}"], 2, "is outside |base|"),
-    "calc beyond int64": Case("config", DIGITS + ["T=${{calc:2**70}}"], 2, "T must be a positive integer"),
-    "unset environment variable": Case("config", DIGITS + ["algorithm.alpha=${{oc.env:FEDRUN_UNSET_VAR}}"], 2,
-                                       "cannot resolve algorithm.alpha"),
-    "K=0 with a step 1/K": Case("config", ["experiment=fednmap_fig2_quick", "dataset=digits", "K=0", "T=1"], 2,
-                                "K must be a positive integer, got 0"),
+    "width of 10**9": Case(
+        "config", DIGITS + ["model=mlp", "model.hidden=1000000000"], 2, "the run needs at least"
+    ),
+    "calc dividing by 0": Case(
+        "config",
+        DIGITS + ["algorithm.alpha=${{calc:1/0}}"],
+        2,
+        "cannot resolve algorithm.alpha: calc: division by zero",
+    ),
+    "calc overflowing": Case(
+        "config", DIGITS + ["algorithm.alpha=${{calc:10**400}}"], 2, "the result is too large"
+    ),
+    "calc power tower": Case(
+        "config", DIGITS + ["algorithm.alpha=${{calc:9**9**9**9}}"], 2, "is outside |base|"
+    ),
+    "calc beyond int64": Case(
+        "config", DIGITS + ["T=${{calc:2**70}}"], 2, "T must be a positive integer"
+    ),
+    "unset environment variable": Case(
+        "config",
+        DIGITS + ["algorithm.alpha=${{oc.env:FEDRUN_UNSET_VAR}}"],
+        2,
+        "cannot resolve algorithm.alpha",
+    ),
+    "K=0 with a step 1/K": Case(
+        "config",
+        ["experiment=fednmap_fig2_quick", "dataset=digits", "K=0", "T=1"],
+        2,
+        "K must be a positive integer, got 0",
+    ),
     # ... against a finished run, whose four files must stay byte for byte
-    "config change of a finished run": Case("config", MNIST + ["algorithm.beta=0.03"], 2,
-                                            "holds a run of a different config", prior=True),
-    "bad value against a finished run": Case("config", MNIST + ["T=4", "model.init=random"], 2,
-                                             "model.init must be", prior=True),
-    "T below the rounds done": Case("config", MNIST + ["T=1"], 2, "T may only be extended", prior=True),
-    "checkpoint of another run": Case("data", MNIST + ["T=4"], 2, "is a checkpoint of another run",
-                                      prior=True, extra={"swap_checkpoint": True}),
+    "config change of a finished run": Case(
+        "config",
+        MNIST + ["algorithm.beta=0.03"],
+        2,
+        "holds a run of a different config",
+        prior=True,
+    ),
+    "bad value against a finished run": Case(
+        "config", MNIST + ["T=4", "model.init=random"], 2, "model.init must be", prior=True
+    ),
+    "T below the rounds done": Case(
+        "config", MNIST + ["T=1"], 2, "T may only be extended", prior=True
+    ),
+    "checkpoint of another run": Case(
+        "data",
+        MNIST + ["T=4"],
+        2,
+        "is a checkpoint of another run",
+        prior=True,
+        extra={"swap_checkpoint": True},
+    ),
     # 2. data on disk
-    "extending T with a corrupt dataset": Case("data", MNIST + ["T=4"], 2, "cannot be read", prior=True,
-                                               prep=cut_gz),
-    "gz cut short": Case("data", MNIST, 2, "train-images-idx3-ubyte.gz cannot be read", prep=cut_gz),
-    "HTML page saved as .gz": Case("data", MNIST, 2, "train-images-idx3-ubyte.gz cannot be read", prep=html_gz),
+    "extending T with a corrupt dataset": Case(
+        "data", MNIST + ["T=4"], 2, "cannot be read", prior=True, prep=cut_gz
+    ),
+    "gz cut short": Case(
+        "data", MNIST, 2, "train-images-idx3-ubyte.gz cannot be read", prep=cut_gz
+    ),
+    "HTML page saved as .gz": Case(
+        "data", MNIST, 2, "train-images-idx3-ubyte.gz cannot be read", prep=html_gz
+    ),
     "IDX with a wrong magic": Case("data", MNIST, 2, "wrong magic number", prep=wrong_magic),
     "IDX longer than its header": Case("data", MNIST, 2, "is too long", prep=too_long),
     "label out of range": Case("data", MNIST, 2, "test labels must lie in 0..9", prep=bad_label),
-    "data.root is a file": Case("data", DIGITS[:1] + ["dataset=mnist", "data.root={file}"] + DIGITS[1:], 2,
-                                "is a file, not a folder"),
-    "malformed LEAF JSON": Case("data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2",
-                                         "model=linear", "T=1", "B=2"], 2, "cannot be read", data="leaf",
-                                prep=lambda r: leaf_shard(r).write_text("{not json")),
-    "truncated LEAF JSON": Case("data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2",
-                                         "model=linear", "T=1", "B=2"], 2, "cannot be read", data="leaf",
-                                prep=lambda r: leaf_shard(r).write_text(leaf_shard(r).read_text()[:200])),
-    "LEAF JSON without users": Case("data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2",
-                                             "model=linear", "T=1", "B=2"], 2, "no 'users'", data="leaf",
-                                    prep=lambda r: leaf_shard(r).write_text('{"user_data": {}}')),
+    "data.root is a file": Case(
+        "data",
+        DIGITS[:1] + ["dataset=mnist", "data.root={file}"] + DIGITS[1:],
+        2,
+        "is a file, not a folder",
+    ),
+    "malformed LEAF JSON": Case(
+        "data",
+        [
+            "dataset=femnist",
+            "data.root={data}",
+            "partition=iid",
+            "n=2",
+            "model=linear",
+            "T=1",
+            "B=2",
+        ],
+        2,
+        "cannot be read",
+        data="leaf",
+        prep=lambda r: leaf_shard(r).write_text("{not json"),
+    ),
+    "truncated LEAF JSON": Case(
+        "data",
+        [
+            "dataset=femnist",
+            "data.root={data}",
+            "partition=iid",
+            "n=2",
+            "model=linear",
+            "T=1",
+            "B=2",
+        ],
+        2,
+        "cannot be read",
+        data="leaf",
+        prep=lambda r: leaf_shard(r).write_text(leaf_shard(r).read_text()[:200]),
+    ),
+    "LEAF JSON without users": Case(
+        "data",
+        [
+            "dataset=femnist",
+            "data.root={data}",
+            "partition=iid",
+            "n=2",
+            "model=linear",
+            "T=1",
+            "B=2",
+        ],
+        2,
+        "no 'users'",
+        data="leaf",
+        prep=lambda r: leaf_shard(r).write_text('{"user_data": {}}'),
+    ),
     "truncated decoded cache is rebuilt": Case(
-        "data", ["dataset=femnist", "data.root={data}", "partition=iid", "n=2", "model=linear", "T=1", "B=2"],
-        0, "rebuilding it from the source files", data="leaf_cached",
+        "data",
+        [
+            "dataset=femnist",
+            "data.root={data}",
+            "partition=iid",
+            "n=2",
+            "model=linear",
+            "T=1",
+            "B=2",
+        ],
+        0,
+        "rebuilding it from the source files",
+        data="leaf_cached",
         prep=lambda r: (r / "femnist/data/fedprox_float32.pt").write_bytes(
-            (r / "femnist/data/fedprox_float32.pt").read_bytes()[:300])),
-    "a9a that is not LIBSVM text": Case("data", ["dataset=a9a", "data.root={data}", "n=2", "model=linear", "T=1"],
-                                        2, "a9a", data="a9a", prep=lambda r: (r / "a9a").write_text("<html>\n")),
+            (r / "femnist/data/fedprox_float32.pt").read_bytes()[:300]
+        ),
+    ),
+    "a9a that is not LIBSVM text": Case(
+        "data",
+        ["dataset=a9a", "data.root={data}", "n=2", "model=linear", "T=1"],
+        2,
+        "a9a",
+        data="a9a",
+        prep=lambda r: (r / "a9a").write_text("<html>\n"),
+    ),
     # 3. the file system
-    "file-size limit at the checkpoint": Case("fs", DIGITS + ["model=mlp", "checkpoint_every=1"], 2,
-                                              "File too large", fsize=120_000),
-    "output folder under a file": Case("fs", DIGITS + ["hydra.run.dir={file}/run"], 2, "Not a directory"),
-    "immutable output folder": Case("fs", DIGITS + ["hydra.run.dir={immutable}"], 2, "not permitted",
-                                    needs="chattr"),
+    "file-size limit at the checkpoint": Case(
+        "fs", DIGITS + ["model=mlp", "checkpoint_every=1"], 2, "File too large", fsize=120_000
+    ),
+    "output folder under a file": Case(
+        "fs", DIGITS + ["hydra.run.dir={file}/run"], 2, "Not a directory"
+    ),
+    "immutable output folder": Case(
+        "fs", DIGITS + ["hydra.run.dir={immutable}"], 2, "not permitted", needs="chattr"
+    ),
     "path with spaces": Case("fs", DIGITS + ["hydra.run.dir={work}/my run dir"], 0, ""),
     "non-ASCII path": Case("fs", DIGITS + ["hydra.run.dir={work}/résultats_δ"], 0, ""),
     # 4. an internal error (a bug)
-    "exception inside a round": Case("internal", DIGITS + ["T=3"], 3, "internal error: RuntimeError: an "
-                                     "unexpected bug; traceback in", driver=BUGGY),
+    "exception inside a round": Case(
+        "internal",
+        DIGITS + ["T=3"],
+        3,
+        "internal error: RuntimeError: an unexpected bug; traceback in",
+        driver=BUGGY,
+    ),
 }
 
 
@@ -231,8 +406,11 @@ def _unavailable(needs: str, tmp: Path) -> str:
     if needs == "chattr":
         probe = tmp / "chattr_probe"
         probe.mkdir()
-        ok = subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode == 0 \
-            if shutil.which("chattr") else False
+        ok = (
+            subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode == 0
+            if shutil.which("chattr")
+            else False
+        )
         if ok:
             subprocess.run(["chattr", "-i", str(probe)])
             return ""
@@ -247,8 +425,17 @@ def _data(kind: str, root: Path, base: Path) -> Path:
     elif kind in ("leaf", "leaf_cached"):
         leaf_files(root)
         if kind == "leaf_cached":  # build the decoded cache once, as a first run would
-            p = fedrun("dataset=femnist", f"data.root={root}", "partition=iid", "n=2", "model=linear",
-                       "T=1", "B=2", f"hydra.run.dir={root}/first", cwd=base)
+            p = fedrun(
+                "dataset=femnist",
+                f"data.root={root}",
+                "partition=iid",
+                "n=2",
+                "model=linear",
+                "T=1",
+                "B=2",
+                f"hydra.run.dir={root}/first",
+                cwd=base,
+            )
             assert p.returncode == 0, p.stderr
     elif kind == "a9a":
         a9a_files(root)
@@ -261,7 +448,12 @@ def faults(tmp_path_factory) -> dict:
     mnist = _data("mnist", tmp / "mnist", tmp)
     prior = tmp / "prior"  # a finished run (checkpoint kept) and a finished run of another seed
     for folder, seed in ((prior, 0), (tmp / "other", 1)):
-        p = fedrun(*[a.format(mnist=mnist) for a in MNIST], f"seed={seed}", f"hydra.run.dir={folder}", cwd=tmp)
+        p = fedrun(
+            *[a.format(mnist=mnist) for a in MNIST],
+            f"seed={seed}",
+            f"hydra.run.dir={folder}",
+            cwd=tmp,
+        )
         assert p.returncode == 0, p.stderr
     (tmp / "file").write_text("a file, not a folder")
 
@@ -286,8 +478,13 @@ def faults(tmp_path_factory) -> dict:
             immutable.mkdir()
             subprocess.run(["chattr", "+i", str(immutable)], check=True)
         before = {f: (run_dir / f).read_bytes() for f in RUN_FILES} if case.prior else {}
-        places = {"mnist": data if case.data == "mnist" else mnist, "data": data, "file": tmp / "file",
-                  "work": work, "immutable": immutable}
+        places = {
+            "mnist": data if case.data == "mnist" else mnist,
+            "data": data,
+            "file": tmp / "file",
+            "work": work,
+            "immutable": immutable,
+        }
         args = [a.format(**places) for a in case.args]
         if not any(a.startswith("hydra.run.dir=") for a in args):
             args.append(f"hydra.run.dir={run_dir}")
@@ -327,15 +524,30 @@ def test_fault(name, faults):
     assert not temp_files(work), temp_files(work)
 
 
-RESOLVED = ["seed 2**64", "B of 10**12", "width of 10**9", "calc dividing by 0", "calc overflowing",
-            "calc power tower", "calc beyond int64", "unset environment variable", "K=0 with a step 1/K"]
+RESOLVED = [
+    "seed 2**64",
+    "B of 10**12",
+    "width of 10**9",
+    "calc dividing by 0",
+    "calc overflowing",
+    "calc power tower",
+    "calc beyond int64",
+    "unset environment variable",
+    "K=0 with a step 1/K",
+]
 
 
 @pytest.mark.parametrize("name", RESOLVED)
 def test_the_dry_run_refuses_what_the_run_refuses(name, tmp_path):
     """experiment.validate resolves the whole config and checks sizes for both: same line, same code."""
     case = CASES[name]
-    p = fedrun(*[a.format() for a in case.args], "dry_run=true", f"hydra.run.dir={tmp_path}/run", cwd=tmp_path, timeout=60)
+    p = fedrun(
+        *[a.format() for a in case.args],
+        "dry_run=true",
+        f"hydra.run.dir={tmp_path}/run",
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert p.returncode == case.code and case.phrase in p.stderr, (p.returncode, p.stderr)
     assert len(stderr_lines(p)) == 1 and not (tmp_path / "run").exists()
 
@@ -350,15 +562,23 @@ def test_an_internal_error_keeps_its_traceback_in_the_run_folder(faults):
 
 
 def test_fedrun_debug_prints_the_traceback(tmp_path):
-    p = fedrun(*DIGITS, "T=3", f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path, driver=BUGGY,
-               env={"FEDRUN_DEBUG": "1"})
+    p = fedrun(
+        *DIGITS,
+        "T=3",
+        f"hydra.run.dir={tmp_path / 'run'}",
+        cwd=tmp_path,
+        driver=BUGGY,
+        env={"FEDRUN_DEBUG": "1"},
+    )
     assert p.returncode != 0 and "Traceback" in p.stderr and "an unexpected bug" in p.stderr
 
 
 def test_a_file_size_limit_leaves_status_error_naming_the_file(faults):
     p, _, work = faults["file-size limit at the checkpoint"]
     s = read_summary(work / "run")
-    assert s["status"] == "error" and "checkpoint.pt" in s["error"] and "File too large" in s["error"]
+    assert (
+        s["status"] == "error" and "checkpoint.pt" in s["error"] and "File too large" in s["error"]
+    )
 
 
 def test_odd_paths_hold_complete_runs(faults):
@@ -376,47 +596,74 @@ def test_a_corrupt_cache_is_rebuilt_and_the_copy_recorded(faults):
 
 # ---- 5. sweeps ---------------------------------------------------------------------------
 
+
 def test_a_sweep_with_a_bad_job_is_refused_before_any_job_runs(tmp_path):
-    p = fedrun("-m", *DIGITS, "model=mlp", "model.hidden=8,-5,16", f"hydra.sweep.dir={tmp_path / 's'}",
-               cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        *DIGITS,
+        "model=mlp",
+        "model.hidden=8,-5,16",
+        f"hydra.sweep.dir={tmp_path / 's'}",
+        cwd=tmp_path,
+    )
     assert p.returncode == 2, p.stderr
-    assert p.stderr.splitlines()[0].startswith("fedrun: error: job 1 (") and \
-        p.stderr.splitlines()[0].endswith("model.hidden must be a positive integer, got -5")
+    assert p.stderr.splitlines()[0].startswith("fedrun: error: job 1 (") and p.stderr.splitlines()[
+        0
+    ].endswith("model.hidden must be a positive integer, got -5")
     assert not (tmp_path / "s").exists() and "Traceback" not in p.stderr
 
 
 def test_a_job_failing_at_run_time_leaves_the_other_jobs_and_the_report(tmp_path):
     base = [a for a in DIGITS if not a.startswith("n=")]
-    p = fedrun("-m", *base, "n=4,5000,5", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path)  # 5000: > samples
+    p = fedrun(
+        "-m", *base, "n=4,5000,5", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path
+    )  # 5000: > samples
     assert p.returncode == 2, p.stderr
     assert "sweep: 2 of 3 jobs finished" in p.stdout
     jobs = job_folders(tmp_path)
-    assert f"  {jobs[1].name}: error (n = 5000 clients exceeds the 1437 training samples of digits)" in p.stderr
+    assert (
+        f"  {jobs[1].name}: error (n = 5000 clients exceeds the 1437 training samples of digits)"
+        in p.stderr
+    )
     assert [read_summary(j)["status"] for j in jobs] == ["finished", "error", "finished"]
     assert "Traceback" not in p.stderr
 
 
 def test_a_sweep_with_an_internal_error_still_reports(tmp_path):
-    p = fedrun("-m", *DIGITS, "T=3", "seed=0,1", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=BUGGY)
+    p = fedrun(
+        "-m", *DIGITS, "T=3", "seed=0,1", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=BUGGY
+    )
     assert p.returncode == 3, p.stderr
     assert "sweep: 0 of 2 jobs finished" in p.stdout and p.stderr.count("internal error") >= 2
 
 
 def test_the_report_counts_jobs_that_never_started(tmp_path):
     stop = BUGGY.replace('raise RuntimeError("an unexpected bug")', "raise KeyboardInterrupt")
-    p = fedrun("-m", *DIGITS, "T=3", "seed=0,1,2", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=stop)
+    p = fedrun(
+        "-m", *DIGITS, "T=3", "seed=0,1,2", f"hydra.sweep.dir={tmp_path}", cwd=tmp_path, driver=stop
+    )
     assert p.returncode == 130, p.stderr
     assert "sweep: 0 of 3 jobs finished" in p.stdout
     jobs = job_folders(tmp_path)
     assert f"  {jobs[0].name}: interrupted" in p.stderr
-    assert f"  {jobs[1].name}: not started" in p.stderr and f"  {jobs[2].name}: not started" in p.stderr
+    assert (
+        f"  {jobs[1].name}: not started" in p.stderr
+        and f"  {jobs[2].name}: not started" in p.stderr
+    )
 
 
 # ---- 6. status truth, one writer per folder ---------------------------------------------
 
+
 def _start(tmp: Path, *args) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "fedprox_cli", *args],
+        cwd=tmp,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_running(run: Path, timeout=120, also="metrics.csv") -> None:
@@ -428,8 +675,16 @@ def _wait_running(run: Path, timeout=120, also="metrics.csv") -> None:
     raise AssertionError(f"{run} did not start")
 
 
-LONG = ["dataset=digits", "model=mlp", "n=4", "K=2", "B=16", "T=100000", "eval_every=50",
-        "checkpoint_every=50"]
+LONG = [
+    "dataset=digits",
+    "model=mlp",
+    "n=4",
+    "K=2",
+    "B=16",
+    "T=100000",
+    "eval_every=50",
+    "checkpoint_every=50",
+]
 
 
 def test_a_killed_run_reads_dead_and_resumes(tmp_path):
@@ -441,8 +696,8 @@ def test_a_killed_run_reads_dead_and_resumes(tmp_path):
     assert s["pid"] == proc.pid and s["host"] and s["heartbeat"]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert read_summary(run)["status"] == "running"   # what the file says ...
-    assert effective_status(run) == "dead"            # ... and the truth
+    assert read_summary(run)["status"] == "running"  # what the file says ...
+    assert effective_status(run) == "dead"  # ... and the truth
     done = checkpoint.load(run / checkpoint.FILE, torch.device("cpu")).round
     p = fedrun(*LONG, f"T={done + 1}", f"hydra.run.dir={run}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -476,8 +731,14 @@ def test_a_foreign_folder_is_refused_and_left_alone(tmp_path):
 
 
 def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
-    args = ["-m", "experiment=fednmap_fig4_quick", "dataset=digits", "T=1",
-            "hydra.sweeper.params.K=2", "hydra.sweeper.params.n=4"]
+    args = [
+        "-m",
+        "experiment=fednmap_fig4_quick",
+        "dataset=digits",
+        "T=1",
+        "hydra.sweeper.params.K=2",
+        "hydra.sweeper.params.n=4",
+    ]
     a, b = (_start(tmp_path, *args, f"hydra.sweeper.params.seed={s}") for s in (0, 1))
     outs = [proc.communicate(timeout=300) for proc in (a, b)]
     assert a.returncode == 0 and b.returncode == 0, outs
@@ -486,15 +747,26 @@ def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
     for sweep in sweeps:
         jobs = [p.parent for p in sweep.rglob("summary.json")]
         assert jobs and all(read_summary(j)["status"] == "finished" for j in jobs)
-    commands = [read_summary(next(s.rglob("summary.json")).parent)["command"].split() for s in sweeps]
-    assert sorted(next(a for a in c if a.startswith("seed=")) for c in commands) == ["seed=0", "seed=1"]
+    commands = [
+        read_summary(next(s.rglob("summary.json")).parent)["command"].split() for s in sweeps
+    ]
+    assert sorted(next(a for a in c if a.startswith("seed=")) for c in commands) == [
+        "seed=0",
+        "seed=1",
+    ]
 
 
 # ------------------------------------------------------------------ issue 25: files, survival, signals
 
 LINEAR = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "eval_every=1"]
-FINISHED_FILES = ("metrics.csv", "metrics.png", "summary.json", "config.yaml", ".hydra/config.yaml",
-                  ".hydra/overrides.yaml")
+FINISHED_FILES = (
+    "metrics.csv",
+    "metrics.png",
+    "summary.json",
+    "config.yaml",
+    ".hydra/config.yaml",
+    ".hydra/overrides.yaml",
+)
 
 
 def _finished(tmp: Path, *args) -> tuple[Path, dict]:
@@ -533,10 +805,20 @@ def test_special_files_are_refused_without_hanging(tmp_path):
     """A device node as fedrun-plot's --out, FIFOs as lock, metrics.csv, summary.json and data
     file: one line each, within the timeout (no open blocks), nothing replaced."""
     run, _ = _finished(tmp_path)
-    plot = [sys.executable, "-c", "import sys; from fedprox_cli.cli.commands import plot; sys.argv[0] = 'fedrun-plot'; plot()"]
+    plot = [
+        sys.executable,
+        "-c",
+        "import sys; from fedprox_cli.cli.commands import plot; sys.argv[0] = 'fedrun-plot'; plot()",
+    ]
     report = [sys.executable, "-c", "import sys; from fedprox_cli.cli.status import main; main()"]
-    p = subprocess.run([*plot, str(run), "--out", "/dev/null"], env=ENV, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 2 and "/dev/null is a device node" in p.stderr and Path("/dev/null").is_char_device()
+    p = subprocess.run(
+        [*plot, str(run), "--out", "/dev/null"], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert (
+        p.returncode == 2
+        and "/dev/null is a device node" in p.stderr
+        and Path("/dev/null").is_char_device()
+    )
     for name in (".fedrun.lock", "metrics.csv", "summary.json"):
         bad = tmp_path / f"fifo_{name}"
         shutil.copytree(run, bad, symlinks=True)
@@ -544,15 +826,27 @@ def test_special_files_are_refused_without_hanging(tmp_path):
         os.mkfifo(bad / name)
         for cmd in (plot + [str(bad), "--out", str(tmp_path / "x.png")], report + [str(bad)]):
             subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=60)  # no hang
-    p = fedrun(*LINEAR, "T=3", f"hydra.run.dir={tmp_path / 'fifo_.fedrun.lock'}", cwd=tmp_path, timeout=120)
+    p = fedrun(
+        *LINEAR, "T=3", f"hydra.run.dir={tmp_path / 'fifo_.fedrun.lock'}", cwd=tmp_path, timeout=120
+    )
     assert p.returncode == 2 and "is a FIFO" in p.stderr
     data = tmp_path / "data"
     mnist_files(data)
     target = next(data.rglob("train-images*"))
     target.unlink()
     os.mkfifo(target)
-    p = fedrun("dataset=mnist", f"data.root={data}", "partition=iid", "model=linear", "n=2", "T=1", "B=4",
-               f"hydra.run.dir={tmp_path / 'm'}", cwd=tmp_path, timeout=120)
+    p = fedrun(
+        "dataset=mnist",
+        f"data.root={data}",
+        "partition=iid",
+        "model=linear",
+        "n=2",
+        "T=1",
+        "B=4",
+        f"hydra.run.dir={tmp_path / 'm'}",
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert p.returncode == 2 and "is a FIFO" in p.stderr, p.stderr
 
 
@@ -563,9 +857,18 @@ def test_a_tracker_folder_stays_inside_the_run_folder(tmp_path):
     (outside / "events.out.tfevents.precious").write_text("x")
     for subdir in (str(outside), "../outside"):
         for dry in ([], ["dry_run=true"]):  # the dry run refuses what the run refuses
-            p = fedrun(*LINEAR, "T=1", "logger=tensorboard", f"logger.subdir={subdir}", *dry,
-                       f"hydra.run.dir={tmp_path / 'run'}", cwd=tmp_path)
-            assert p.returncode == 2 and "must be a folder inside the run folder" in p.stderr, p.stderr
+            p = fedrun(
+                *LINEAR,
+                "T=1",
+                "logger=tensorboard",
+                f"logger.subdir={subdir}",
+                *dry,
+                f"hydra.run.dir={tmp_path / 'run'}",
+                cwd=tmp_path,
+            )
+            assert p.returncode == 2 and "must be a folder inside the run folder" in p.stderr, (
+                p.stderr
+            )
             assert sorted(os.listdir(outside)) == ["events.out.tfevents.precious"]
 
 
@@ -581,7 +884,9 @@ def _forge(path: Path, kind: str) -> None:
     torch.save(d, path)
 
 
-@pytest.mark.parametrize("fault", ["shape", "key", "round", ".hydra a file", "partition.npz a folder"])
+@pytest.mark.parametrize(
+    "fault", ["shape", "key", "round", ".hydra a file", "partition.npz a folder"]
+)
 def test_a_finished_run_survives_a_failed_extension(fault, tmp_path):
     run, before = _finished(tmp_path, "keep_checkpoint=true", "checkpoint_every=1")
     if fault in ("shape", "key", "round"):
@@ -593,15 +898,28 @@ def test_a_finished_run_survives_a_failed_extension(fault, tmp_path):
     else:
         (run / "partition.npz").unlink()
         (run / "partition.npz").mkdir()
-    p = fedrun(*LINEAR, "T=4", "keep_checkpoint=true", "checkpoint_every=1", f"hydra.run.dir={run}", cwd=tmp_path)
+    p = fedrun(
+        *LINEAR,
+        "T=4",
+        "keep_checkpoint=true",
+        "checkpoint_every=1",
+        f"hydra.run.dir={run}",
+        cwd=tmp_path,
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     _unchanged(run, before)
 
 
 def _start_sweep(tmp: Path, *args, env=None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fedprox_cli", *args], cwd=tmp, env={**ENV, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    return subprocess.Popen(
+        [sys.executable, "-m", "fedprox_cli", *args],
+        cwd=tmp,
+        env={**ENV, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def test_ctrl_c_during_an_extension_keeps_the_finished_run(tmp_path):
@@ -641,7 +959,9 @@ sys.argv = ["fedrun", *sys.argv[1:]]
 cli.main()
 """
     run = tmp_path / "run"
-    p = fedrun(*LINEAR, "T=3", "checkpoint_every=1", f"hydra.run.dir={run}", cwd=tmp_path, driver=driver)
+    p = fedrun(
+        *LINEAR, "T=3", "checkpoint_every=1", f"hydra.run.dir={run}", cwd=tmp_path, driver=driver
+    )
     assert p.returncode == 130, p.stderr
     assert read_summary(run)["status"] == "interrupted" and not temp_files(run)
 
@@ -649,14 +969,24 @@ cli.main()
 HOOK = Path(__file__).parent / "signal_hook"
 
 
-@pytest.mark.parametrize("phase", ["import:1", "data:2", "build:2", "training:3", "evaluation:4",
-                                   "plotting:2", "between:1"])
+@pytest.mark.parametrize(
+    "phase",
+    ["import:1", "data:2", "build:2", "training:3", "evaluation:4", "plotting:2", "between:1"],
+)
 def test_a_signal_at_any_phase_stops_the_sweep(phase, tmp_path):
     """SIGTERM at the n-th entry into a phase (tests/signal_hook): exit 130 within seconds, no
     job started after it, no job left running, finished jobs kept."""
     sweep = tmp_path / "sweep"
-    p = fedrun("-m", *LINEAR, "T=3", "seed=0,1,2", f"hydra.sweep.dir={sweep}", cwd=tmp_path,
-               env={"PYTHONPATH": f"{ROOT}{os.pathsep}{HOOK}", "FEDRUN_SIGNAL_AT": phase}, timeout=240)
+    p = fedrun(
+        "-m",
+        *LINEAR,
+        "T=3",
+        "seed=0,1,2",
+        f"hydra.sweep.dir={sweep}",
+        cwd=tmp_path,
+        env={"PYTHONPATH": f"{ROOT}{os.pathsep}{HOOK}", "FEDRUN_SIGNAL_AT": phase},
+        timeout=240,
+    )
     assert p.returncode == 130, (p.returncode, p.stderr)
     jobs = job_folders(sweep)  # none when the signal came while the sweep's jobs were checked
     assert len(jobs) in (0, 3), jobs
@@ -670,10 +1000,27 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     minutes). The running jobs stop after their round; joblib's abort in the launching process
     may kill a worker first (then ``dead``: resumable from its last checkpoint) -- not closed."""
     sweep = tmp_path / "sweep"
-    proc = subprocess.Popen([sys.executable, "-m", "fedprox_cli", "-m", "hydra/launcher=joblib",
-                             "hydra.launcher.n_jobs=2", *LINEAR, "T=100000", "checkpoint_every=50",
-                             "seed=0,1,2,3", f"hydra.sweep.dir={sweep}"], cwd=tmp_path, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fedprox_cli",
+            "-m",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            *LINEAR,
+            "T=100000",
+            "checkpoint_every=50",
+            "seed=0,1,2,3",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 180
     while time.time() < deadline and len(list(sweep.glob("*/metrics.csv"))) < 2:
         time.sleep(0.5)
@@ -683,4 +1030,6 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     proc.communicate(timeout=120)
     assert time.time() - start < 30
     statuses = [effective_status(j) for j in job_folders(sweep)]
-    assert set(statuses[:2]) <= {"interrupted", "dead"} and statuses[2:] == ["missing"] * 2, statuses
+    assert set(statuses[:2]) <= {"interrupted", "dead"} and statuses[2:] == ["missing"] * 2, (
+        statuses
+    )

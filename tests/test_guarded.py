@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 import fedprox_cli
-from fedprox_cli.cli import plot as plot_cli, status, table as table_cli
+from fedprox_cli.cli import plot as plot_cli
+from fedprox_cli.cli import status
+from fedprox_cli.cli import table as table_cli
 from fedprox_cli.common import guarded
 from fedprox_cli.common.guarded import Unreadable
-from fedprox_cli.runs import runner
 from fedprox_cli.config.validate import compose
+from fedprox_cli.runs import runner
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "fedprox_cli"
@@ -37,20 +39,25 @@ def test_billion_laughs_refused_in_milliseconds(tmp_path):
     path.write_text(laughs())
     assert path.stat().st_size < 600
     start = time.perf_counter()
-    with pytest.raises(Unreadable, match="more than 1,000,000 values once its YAML aliases are expanded"):
+    with pytest.raises(
+        Unreadable, match="more than 1,000,000 values once its YAML aliases are expanded"
+    ):
         guarded.read_config(path)
     assert time.perf_counter() - start < 1.0
     path.write_text(laughs(3) + "key: 1e-05\n")  # 729 values: read (as OmegaConf reads numbers)
     assert guarded.read_config(path).key == 1e-05
 
 
-@pytest.mark.parametrize("text, why", [
-    ("[" * 200_000 + "]" * 200_000, "nested more than 100 levels deep"),
-    ('{"a": ' * 150 + "1" + "}" * 150, "nested more than 100 levels deep"),   # parses, too deep
-    ('{"status": "finished", "round"', "not JSON"),                            # cut short
-    ("", "not JSON"),
-    (b"\xff\xfe{}", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("[" * 200_000 + "]" * 200_000, "nested more than 100 levels deep"),
+        ('{"a": ' * 150 + "1" + "}" * 150, "nested more than 100 levels deep"),  # parses, too deep
+        ('{"status": "finished", "round"', "not JSON"),  # cut short
+        ("", "not JSON"),
+        (b"\xff\xfe{}", "not UTF-8 text"),
+    ],
+)
 def test_json_refusals_name_the_file(tmp_path, text, why):
     path = tmp_path / "summary.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
@@ -59,13 +66,19 @@ def test_json_refusals_name_the_file(tmp_path, text, why):
     assert str(e.value).startswith(f"{path} is unreadable: {why}") and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("text, why", [
-    ("a:\n" + "".join("  " * i + "- \n" for i in range(1, 150)), "nested more than 100 levels deep"),
-    ("[" * 5000 + "]" * 5000, "nested more than 100 levels deep"),
-    ("a: [1, 2\n", "not YAML"),
-    ("- 1\n- 2\n", "not a YAML mapping"),
-    ("a: *nowhere\n", "not YAML"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        (
+            "a:\n" + "".join("  " * i + "- \n" for i in range(1, 150)),
+            "nested more than 100 levels deep",
+        ),
+        ("[" * 5000 + "]" * 5000, "nested more than 100 levels deep"),
+        ("a: [1, 2\n", "not YAML"),
+        ("- 1\n- 2\n", "not a YAML mapping"),
+        ("a: *nowhere\n", "not YAML"),
+    ],
+)
 def test_yaml_refusals(tmp_path, text, why):
     path = tmp_path / "config.yaml"
     path.write_text(text)
@@ -87,13 +100,28 @@ def test_size_limits(tmp_path, monkeypatch):
         guarded.read_json(tmp_path / "none.json")
 
 
-READERS = {"json.load", "json.loads", "yaml.load", "yaml.safe_load", "yaml.full_load", "yaml.compose",
-           "OmegaConf.load", "pd.read_csv", "torch.load", "np.load"}
+READERS = {
+    "json.load",
+    "json.loads",
+    "yaml.load",
+    "yaml.safe_load",
+    "yaml.full_load",
+    "yaml.compose",
+    "OmegaConf.load",
+    "pd.read_csv",
+    "torch.load",
+    "np.load",
+}
 # files that are not read back from a run folder: the package's own config, datasets' files
-OUTSIDE = {("api.py", "OmegaConf.load"), ("data/datasets.py", "torch.load"), ("data/tabular.py", "pd.read_csv"),
-           ("data/leaf.py", "json.loads"), ("engine/compile.py", "json.loads"),
-           ("claims/declare.py", "yaml.safe_load"),   # the package's own claims (package data)
-           ("data/cache.py", "np.load")}              # fedrun's decoded-data cache (no pickles)
+OUTSIDE = {
+    ("api.py", "OmegaConf.load"),
+    ("data/datasets.py", "torch.load"),
+    ("data/tabular.py", "pd.read_csv"),
+    ("data/leaf.py", "json.loads"),
+    ("engine/compile.py", "json.loads"),
+    ("claims/declare.py", "yaml.safe_load"),  # the package's own claims (package data)
+    ("data/cache.py", "np.load"),
+}  # fedrun's decoded-data cache (no pickles)
 
 
 def test_every_reader_goes_through_the_gate():
@@ -105,9 +133,13 @@ def test_every_reader_goes_through_the_gate():
         if rel == "common/guarded.py":
             continue
         tree = ast.parse(path.read_text())
-        gated = {id(n) for w in ast.walk(tree) if isinstance(w, ast.With)
-                 and any("guarded.opened" in ast.unparse(i.context_expr) for i in w.items)
-                 for n in ast.walk(w)}
+        gated = {
+            id(n)
+            for w in ast.walk(tree)
+            if isinstance(w, ast.With)
+            and any("guarded.opened" in ast.unparse(i.context_expr) for i in w.items)
+            for n in ast.walk(w)
+        }
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 name = ast.unparse(node.func)
@@ -122,9 +154,12 @@ def hostile(tmp_path_factory):
     billion-laughs config.yaml, one with a summary.json nested 200,000 deep, one with a truncated
     summary.json."""
     root = tmp_path_factory.mktemp("hostile")
-    run = fedprox_cli.run(["dataset=digits", "model=linear", "T=3", "K=2", "n=4"], folder=root / "base")
+    run = fedprox_cli.run(
+        ["dataset=digits", "model=linear", "T=3", "K=2", "n=4"], folder=root / "base"
+    )
     assert run.status == "finished"
     import shutil
+
     for name in ("laughs", "deep", "cut"):
         shutil.copytree(root / "base", root / name)
     (root / "laughs" / "config.yaml").write_text(laughs())
@@ -135,21 +170,27 @@ def hostile(tmp_path_factory):
 
 
 def _files(folder: Path) -> dict:
-    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != "fedrun.log"}
+    return {
+        p.name: p.read_bytes() for p in folder.iterdir() if p.is_file() and p.name != "fedrun.log"
+    }
 
 
 def test_readers_of_many_runs_skip_each_hostile_run_with_one_line(hostile, capsys):
     assert table_cli.main([str(hostile)]) == 0
     err = capsys.readouterr().err
-    for name, why in (("laughs", "config.yaml is unreadable: more than 1,000,000 values"),
-                      ("deep", "summary.json is unreadable: nested more than 100 levels deep"),
-                      ("cut", "summary.json is unreadable: not JSON")):
+    for name, why in (
+        ("laughs", "config.yaml is unreadable: more than 1,000,000 values"),
+        ("deep", "summary.json is unreadable: nested more than 100 levels deep"),
+        ("cut", "summary.json is unreadable: not JSON"),
+    ):
         assert f"skipped {hostile / name}: {why}" in err
     assert plot_cli.main([str(hostile), "--out", str(hostile / "p.png")]) == 0
     assert "skipped" in capsys.readouterr().err
     with pytest.warns(UserWarning) as warned:
         runs = fedprox_cli.load_runs(hostile)
-    assert sorted(str(w.message).split(":")[0] for w in warned) == [f"skipped {hostile / n}" for n in ("cut", "deep", "laughs")]
+    assert sorted(str(w.message).split(":")[0] for w in warned) == [
+        f"skipped {hostile / n}" for n in ("cut", "deep", "laughs")
+    ]
     assert list(runs["folder"]) == [str(hostile / "base")]
 
 
@@ -159,14 +200,25 @@ def test_report_names_the_unreadable_files(hostile, capsys):
     assert f"{hostile / 'deep' / 'summary.json'} is unreadable: nested" in err
     assert f"{hostile / 'laughs' / 'config.yaml'} is unreadable: more than" in err
     statuses = {Path(line.split()[0]).name: line.split()[1] for line in out.splitlines()[1:5]}
-    assert statuses == {"base": "finished", "cut": "unreadable", "deep": "unreadable", "laughs": "finished"}
+    assert statuses == {
+        "base": "finished",
+        "cut": "unreadable",
+        "deep": "unreadable",
+        "laughs": "finished",
+    }
 
 
-@pytest.mark.parametrize("name, line", [
-    ("laughs", "holds a run whose config.yaml cannot be read (more than 1,000,000 values"),
-    ("deep", "summary.json is unreadable: nested more than 100 levels deep; choose another run folder"),
-    ("cut", "summary.json is unreadable: not JSON"),
-])
+@pytest.mark.parametrize(
+    "name, line",
+    [
+        ("laughs", "holds a run whose config.yaml cannot be read (more than 1,000,000 values"),
+        (
+            "deep",
+            "summary.json is unreadable: nested more than 100 levels deep; choose another run folder",
+        ),
+        ("cut", "summary.json is unreadable: not JSON"),
+    ],
+)
 def test_a_rerun_into_a_hostile_folder_is_refused(hostile, name, line, capsys):
     before = _files(hostile / name)
     cfg = compose(["dataset=digits", "model=linear", "T=3", "K=2", "n=4"])

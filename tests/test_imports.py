@@ -99,23 +99,40 @@ def _private_uses(name: str, path: Path):
         elif imported and _private(imported) and source in MODULES and source != name:
             yield f"{source}.{imported}"
     for node in ast.walk(ast.parse(path.read_text())):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in bound and _private(node.attr)):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in bound
+            and _private(node.attr)
+        ):
             yield f"{bound[node.value.id]}.{node.attr}"
 
 
 def test_no_private_names_used_across_modules():
-    assert sorted({(name, use) for name, path in MODULES.items() for use in _private_uses(name, path)}) == []
+    assert (
+        sorted({(name, use) for name, path in MODULES.items() for use in _private_uses(name, path)})
+        == []
+    )
 
 
-@pytest.mark.parametrize("graph", [{"a": {"b"}, "b": {"a"}}, {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}])
+@pytest.mark.parametrize(
+    "graph", [{"a": {"b"}, "b": {"a"}}, {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}]
+)
 def test_the_cycle_finder_finds_cycles(graph):
     assert _cycles(graph) == [sorted(k for k in graph if graph[k])]
 
 
 # The layers of docs/design.md, top to bottom: a module imports its own layer or lower ones.
-LAYERS = [{"cli", "cluster"}, {"claims"}, {"analysis"}, {"runs"}, {"algorithms", "config"}, {"engine"},
-          {"operators", "data"}, {"common"}]
+LAYERS = [
+    {"cli", "cluster"},
+    {"claims"},
+    {"analysis"},
+    {"runs"},
+    {"algorithms", "config"},
+    {"engine"},
+    {"operators", "data"},
+    {"common"},
+]
 RANK = {package: len(LAYERS) - i for i, layer in enumerate(LAYERS) for package in layer}
 
 
@@ -127,8 +144,12 @@ def _rank(module: str) -> int | None:
 
 
 def _upward(graph: dict[str, set[str]]) -> list[str]:
-    return sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs
-                  if _rank(a) is not None and _rank(b) is not None and _rank(b) > _rank(a))
+    return sorted(
+        f"{a} -> {b}"
+        for a, bs in graph.items()
+        for b in bs
+        if _rank(a) is not None and _rank(b) is not None and _rank(b) > _rank(a)
+    )
 
 
 def test_every_subpackage_has_a_layer():
@@ -140,5 +161,8 @@ def test_no_import_points_up_a_layer():
 
 
 def test_the_layer_check_finds_an_upward_import():
-    graph = {"fedprox_cli.common.files": {"fedprox_cli.runs.signals"}, "fedprox_cli.cli.main": {"fedprox_cli.common.files"}}
+    graph = {
+        "fedprox_cli.common.files": {"fedprox_cli.runs.signals"},
+        "fedprox_cli.cli.main": {"fedprox_cli.common.files"},
+    }
     assert _upward(graph) == ["fedprox_cli.common.files -> fedprox_cli.runs.signals"]

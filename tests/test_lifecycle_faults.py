@@ -55,7 +55,10 @@ def reference(tmp_path_factory) -> Path:
 
 # ---- fedrun's own leftovers --------------------------------------------------------------
 
-def test_a_first_summary_write_killed_leaves_a_folder_fedrun_takes_back(tmp_path, capsys, reference):
+
+def test_a_first_summary_write_killed_leaves_a_folder_fedrun_takes_back(
+    tmp_path, capsys, reference
+):
     out = tmp_path / "run"
     (out / ".hydra").mkdir(parents=True)
     (out / ".summary.json.k1ll3d_x.tmp").write_text('{"status": "runn')  # cut by kill -9
@@ -69,13 +72,20 @@ def test_a_first_summary_write_killed_leaves_a_folder_fedrun_takes_back(tmp_path
 def test_temp_files_of_killed_writes_go_from_a_finished_run(tmp_path, capsys):
     out = tmp_path / "run"
     assert run(out, "checkpoint_every=1") == 0
-    for name in (".checkpoint.pt.zz99yy88.tmp", ".metrics.csv.q1w2e3r4.tmp", ".metrics.png.abcdefgh.tmp.png"):
+    for name in (
+        ".checkpoint.pt.zz99yy88.tmp",
+        ".metrics.csv.q1w2e3r4.tmp",
+        ".metrics.png.abcdefgh.tmp.png",
+    ):
         (out / name).write_bytes(b"half")
-    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "fedrun.log"}
+    before = {
+        p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "fedrun.log"
+    }
     assert run(out, "checkpoint_every=1") == 0  # finished already: nothing to do but the clearing
     assert "deleted 3 temp files" in capsys.readouterr().err and temps(out) == []
-    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "fedrun.log"} == \
-        {k: v for k, v in before.items() if ".tmp" not in k}
+    assert {
+        p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != "fedrun.log"
+    } == {k: v for k, v in before.items() if ".tmp" not in k}
 
 
 def test_a_temp_name_of_a_file_fedrun_never_writes_is_still_foreign(tmp_path, capsys):
@@ -110,6 +120,7 @@ def test_a_finished_run_without_its_config_is_still_refused(tmp_path, capsys):
 
 # ---- a full disk -------------------------------------------------------------------------
 
+
 def fill_disk_at(monkeypatch, name: str) -> dict:
     """From the first write of a file called ``name`` on, every write through the gate fails
     as on a full disk."""
@@ -120,17 +131,23 @@ def fill_disk_at(monkeypatch, name: str) -> dict:
         if state["full"]:
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return real(path, write, fsync, suffix)
+
     monkeypatch.setattr(files, "_write_replace", write_replace)
     return state
 
 
-@pytest.mark.parametrize("name, status", [
-    ("checkpoint.pt", "error"),      # during training
-    ("metrics.csv", "error"),        # the first evaluation's row
-    ("config.yaml", "error"),        # before the config was recorded
-    ("metrics.png", "error"),        # after the last round
-])
-def test_a_full_disk_ends_the_run_with_a_truthful_status(tmp_path, monkeypatch, capsys, reference, name, status):
+@pytest.mark.parametrize(
+    "name, status",
+    [
+        ("checkpoint.pt", "error"),  # during training
+        ("metrics.csv", "error"),  # the first evaluation's row
+        ("config.yaml", "error"),  # before the config was recorded
+        ("metrics.png", "error"),  # after the last round
+    ],
+)
+def test_a_full_disk_ends_the_run_with_a_truthful_status(
+    tmp_path, monkeypatch, capsys, reference, name, status
+):
     out = tmp_path / "run"
     state = fill_disk_at(monkeypatch, name)
     assert run(out, "checkpoint_every=1") == 2
@@ -148,6 +165,7 @@ def test_a_full_disk_ends_the_run_with_a_truthful_status(tmp_path, monkeypatch, 
 def test_a_lock_whose_holder_cannot_be_written_still_holds(tmp_path, monkeypatch):
     def full(fd, data):
         raise OSError(errno.ENOSPC, "No space left on device")
+
     with monkeypatch.context() as m:
         m.setattr(os, "write", full)  # no byte fits: the holder's name is not written
         lock = RunLock(tmp_path).__enter__()
@@ -177,13 +195,29 @@ cli.main()
 def test_a_full_disk_in_a_sweep_reports_each_job_truthfully(tmp_path):
     """The job that hit it and the ones after it: ``error`` with the path, not ``dead`` or
     ``not started``, although their records could not be written either."""
-    p = subprocess.run([sys.executable, "-c", FULL_DRIVER, "seed=1", "-m", *TINY, "seed=0,1,2",
-                        f"hydra.sweep.dir={tmp_path / 's'}"], cwd=tmp_path, env=ENV, capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            FULL_DRIVER,
+            "seed=1",
+            "-m",
+            *TINY,
+            "seed=0,1,2",
+            f"hydra.sweep.dir={tmp_path / 's'}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 2, p.stderr
     assert "sweep: 1 of 3 jobs finished" in p.stdout
     lines = [line for line in p.stderr.splitlines() if line.startswith("  ")]
-    assert len(lines) == 2 and all(": error (No space left on device: " in line for line in lines), lines
+    assert len(lines) == 2 and all(
+        ": error (No space left on device: " in line for line in lines
+    ), lines
     assert "Traceback" not in p.stderr
 
 
@@ -202,30 +236,52 @@ FedAvg.round = round
 sys.argv = ["fedrun", *sys.argv[3:]]
 cli.main()
 """
-LONG = ["dataset=digits", "model=linear", "K=2", "n=4", "T=6", "algorithm=fedavg", "regularizer=none",
-        "checkpoint_every=100"]
+LONG = [
+    "dataset=digits",
+    "model=linear",
+    "K=2",
+    "n=4",
+    "T=6",
+    "algorithm=fedavg",
+    "regularizer=none",
+    "checkpoint_every=100",
+]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGUSR1, signal.SIGQUIT, signal.SIGRTMIN + 1])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGHUP, signal.SIGUSR1, signal.SIGQUIT, signal.SIGRTMIN + 1]
+)
 def test_every_stop_signal_ends_a_run_like_sigterm(tmp_path, sig):
     out, name = tmp_path / "run", signals.name(sig)
-    p = subprocess.run([sys.executable, "-c", SIGNAL_DRIVER, "2", str(int(sig)), *LONG, f"hydra.run.dir={out}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-c", SIGNAL_DRIVER, "2", str(int(sig)), *LONG, f"hydra.run.dir={out}"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 130, p.stderr
-    assert f"fedrun: interrupted after round 3; re-run the same command to resume (stopped by {name})" \
+    assert (
+        f"fedrun: interrupted after round 3; re-run the same command to resume (stopped by {name})"
         in p.stderr.splitlines()
+    )
     s = read_summary(out)
     assert (s["status"], s["round"], s["error"]) == ("interrupted", 3, f"stopped by {name}")
     assert (out / "checkpoint.pt").exists()  # of round 3, although checkpoint_every=100
     p = fedrun(*LONG, f"hydra.run.dir={out}", cwd=tmp_path, env=ENV)  # the resume: in this process
-    assert p.returncode == 0 and "resuming" in p.stderr and read_summary(out)["status"] == "finished"
+    assert (
+        p.returncode == 0 and "resuming" in p.stderr and read_summary(out)["status"] == "finished"
+    )
 
 
 def test_a_signal_someone_else_handles_or_ignores_is_left_to_them():
     """``nohup`` ignores SIGHUP; a test runner's SIGALRM has a handler of its own."""
     mine = []
-    before = {signal.SIGHUP: signal.signal(signal.SIGHUP, signal.SIG_IGN),
-              signal.SIGALRM: signal.signal(signal.SIGALRM, lambda s, f: mine.append(s))}
+    before = {
+        signal.SIGHUP: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+        signal.SIGALRM: signal.signal(signal.SIGALRM, lambda s, f: mine.append(s)),
+    }
     try:
         with signals.StopAfterRound() as stop:
             os.kill(os.getpid(), signal.SIGHUP)
@@ -264,19 +320,40 @@ else:
 
 
 def test_a_plugins_leftover_thread_does_not_hang_fedruns_exit(tmp_path):
-    p = subprocess.run([sys.executable, "-c", THREAD_DRIVER, "fedrun", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
-                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", THREAD_DRIVER, "fedrun", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
-    assert ("fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
-            "without waiting for them") in p.stderr.splitlines()
+    assert (
+        "fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
+        "without waiting for them"
+    ) in p.stderr.splitlines()
     assert read_summary(tmp_path / "r")["status"] == "finished"
 
 
 def test_fedruns_signal_handlers_live_only_while_main_runs(tmp_path):
     """After ``main()`` returns, a SIGTERM meets the process's own handler: no ``Exception
     ignored in threading ... KeyboardInterrupt`` from fedrun's."""
-    p = subprocess.Popen([sys.executable, "-c", THREAD_DRIVER, "in-python", *LONG, f"hydra.run.dir={tmp_path / 'r'}"],
-                         cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            THREAD_DRIVER,
+            "in-python",
+            *LONG,
+            f"hydra.run.dir={tmp_path / 'r'}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     said = [""]
     while said[-1] is not None and not said[-1].startswith("exit"):
         said.append(p.stdout.readline().strip() or None)
@@ -292,6 +369,7 @@ def test_fedruns_signal_handlers_live_only_while_main_runs(tmp_path):
 
 # ---- sweeps sharing folders --------------------------------------------------------------
 
+
 def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_path):
     s = tmp_path / "s"
     args = ["-m", *TINY, f"hydra.sweep.dir={s}"]
@@ -306,17 +384,26 @@ def test_a_job_another_process_holds_is_held_and_the_sweep_did_not_finish(tmp_pa
     assert f"  {held.name}: held (run folder {held} is in use by pid {os.getpid()}" in p.stderr
     # each launch keeps its own records: the first sweep's record of seed=1 still says finished
     mine = [jobrecords.read(f) for f in (s / jobrecords.RECORDS).glob("*.json")]
-    assert sorted((r.status for r in mine if r.folder == str(held)), key=str) == ["finished", "held"]
+    assert sorted((r.status for r in mine if r.folder == str(held)), key=str) == [
+        "finished",
+        "held",
+    ]
     assert first[str(held)] in mine
-    assert {r.folder: r.status for r in jobrecords.records(s)}[str(held)] == "held"  # the latest per folder
+    assert {r.folder: r.status for r in jobrecords.records(s)}[
+        str(held)
+    ] == "held"  # the latest per folder
 
 
 # ---- the data a run trained on -----------------------------------------------------------
 
+
 def files_of(out: Path) -> dict[str, bytes]:
     """A run folder's files but fedrun's log and lock (which a refused attempt may touch)."""
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
-            if p.is_file() and p.name not in ("fedrun.log", ".fedrun.lock")}
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name not in ("fedrun.log", ".fedrun.lock")
+    }
 
 
 def with_data(monkeypatch, change) -> None:
@@ -327,6 +414,7 @@ def with_data(monkeypatch, change) -> None:
         ds = load(s)
         change(ds)
         return ds
+
     monkeypatch.setattr(data, "load_config", changed)
 
 
@@ -351,14 +439,23 @@ def inverted(ds):
 KEEP = ["keep_checkpoint=true", "checkpoint_every=1"]
 
 
-@pytest.mark.parametrize("change, said, again", [
-    (shift_labels, "training labels changed", ["T=5"]),                           # an extension
-    (lambda ds: shift_labels(ds, "test"), "test labels changed", []),             # finished already
-    (inverted, "training images changed; test images changed", ["T=5"]),
-    (fewer, "training images 1437x1x8x8 -> 1400x1x8x8; training labels 1437 -> 1400", []),
-    (padded, "training images 1437x1x8x8 -> 1437x1x10x10; test images 360x1x8x8 -> 360x1x10x10", ["T=5"]),
-])
-def test_changed_data_are_named_and_nothing_is_written(tmp_path, monkeypatch, capsys, change, said, again):
+@pytest.mark.parametrize(
+    "change, said, again",
+    [
+        (shift_labels, "training labels changed", ["T=5"]),  # an extension
+        (lambda ds: shift_labels(ds, "test"), "test labels changed", []),  # finished already
+        (inverted, "training images changed; test images changed", ["T=5"]),
+        (fewer, "training images 1437x1x8x8 -> 1400x1x8x8; training labels 1437 -> 1400", []),
+        (
+            padded,
+            "training images 1437x1x8x8 -> 1437x1x10x10; test images 360x1x8x8 -> 360x1x10x10",
+            ["T=5"],
+        ),
+    ],
+)
+def test_changed_data_are_named_and_nothing_is_written(
+    tmp_path, monkeypatch, capsys, change, said, again
+):
     out = tmp_path / "run"
     assert run(out, *KEEP) == 0
     before = files_of(out)
@@ -366,8 +463,10 @@ def test_changed_data_are_named_and_nothing_is_written(tmp_path, monkeypatch, ca
     with_data(monkeypatch, change)
     assert run(out, *KEEP, *again) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"fedrun: error: the data differ from those the run in {out} trained on ({said}); point "
-                   f"data.root at the data it used, or set resume=false to start it over"]
+    assert err == [
+        f"fedrun: error: the data differ from those the run in {out} trained on ({said}); point "
+        f"data.root at the data it used, or set resume=false to start it over"
+    ]
     assert files_of(out) == before
     assert run(out, *KEEP, *again, "resume=false") == 0  # the way out it names
 
@@ -403,7 +502,8 @@ def test_a_data_root_without_the_data_never_falls_back_to_another_copy(tmp_path,
     assert run(out, "dataset=fmnist", f"data.root={tmp_path / 'empty'}") == 2
     assert capsys.readouterr().err.splitlines() == [
         f"fedrun: error: dataset fmnist is not under data.root={tmp_path / 'empty'} (a copy is in {debian}); "
-        f"put it there, give data.root={debian}, or leave data.root unset to use that copy"]
+        f"put it there, give data.root={debian}, or leave data.root unset to use that copy"
+    ]
     assert not (out / "summary.json").exists() or read_summary(out)["status"] == "error"
 
 
@@ -420,6 +520,7 @@ def test_the_fingerprint_names_each_change_once():
 
 # ---- a resume reproduces -----------------------------------------------------------------
 
+
 def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers(tmp_path):
     """Interrupted with one thread, resumed under OMP_NUM_THREADS=2 with an engine cache that
     now names the other engine: the recorded engine and thread count are used again, and the
@@ -428,8 +529,22 @@ def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers
     auto = [*LONG, "engine=auto"]
     ref, out = tmp_path / "ref", tmp_path / "run"
     assert fedrun_process(*auto, f"hydra.run.dir={ref}", cwd=tmp_path, env=env).returncode == 0
-    p = subprocess.run([sys.executable, "-c", SIGNAL_DRIVER, "2", str(int(signal.SIGTERM)), *auto,
-                        f"hydra.run.dir={out}"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            SIGNAL_DRIVER,
+            "2",
+            str(int(signal.SIGTERM)),
+            *auto,
+            f"hydra.run.dir={out}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 130, p.stderr
     started = read_summary(out)["numerics"]
     assert started["threads"] == 1 and started["engine"] in ("loop", "vmap")
@@ -438,10 +553,14 @@ def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers
     for e in entries.values():
         e["engine"] = {"loop": "vmap", "vmap": "loop"}[e["engine"]]
     cache.write_text(json.dumps(entries))
-    p = fedrun_process(*auto, f"hydra.run.dir={out}", cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "2"})
+    p = fedrun_process(
+        *auto, f"hydra.run.dir={out}", cwd=tmp_path, env={**env, "OMP_NUM_THREADS": "2"}
+    )
     assert p.returncode == 0, p.stderr
-    assert f"fedrun: note: resuming {out} with 1 thread, as it started (this process has 2), so that its " \
-           f"numbers are those of a run never stopped" in p.stderr.splitlines()
+    assert (
+        f"fedrun: note: resuming {out} with 1 thread, as it started (this process has 2), so that its "
+        f"numbers are those of a run never stopped" in p.stderr.splitlines()
+    )
     s = read_summary(out)
     assert s["engine"]["engine"] == started["engine"] and s["numerics"]["threads"] == 1
     pd.testing.assert_frame_equal(numbers(out), numbers(ref))
@@ -449,17 +568,21 @@ def test_a_resume_under_other_threads_and_a_changed_cache_gives_the_same_numbers
 
 # ---- memory that ran out -----------------------------------------------------------------
 
+
 def test_memory_running_out_in_a_plugins_round_is_the_environments_fault(tmp_path, monkeypatch):
     from fedprox_cli.algorithms.fedavg import FedAvg
 
     def round(self, s, env, t):
         raise MemoryError
+
     monkeypatch.setattr(FedAvg, "round", round)
     out = tmp_path / "r"
     p = fedrun(*LONG, f"hydra.run.dir={out}", cwd=tmp_path, env=ENV)
     assert p.returncode == 2, p.stderr
-    line = ("out of memory: the machine's memory (or the process's limit: ulimit -v) ran out (MemoryError); "
-            "reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    line = (
+        "out of memory: the machine's memory (or the process's limit: ulimit -v) ran out (MemoryError); "
+        "reduce n, B, oracle.memory_gb or the model, or run where more memory is free"
+    )
     assert [x for x in p.stderr.splitlines() if "error" in x] == [f"fedrun: error: {line}"]
     s = read_summary(out)
     assert (s["status"], s["error"], s["exit_code"]) == ("error", line, 2)
@@ -480,24 +603,36 @@ cli.main()
 
 
 def test_memory_running_out_at_import_is_the_environments_fault(tmp_path):
-    p = subprocess.run([sys.executable, "-c", MAP_FAILS, *TINY, f"hydra.run.dir={tmp_path / 'r'}"], cwd=tmp_path,
-                       env=ENV, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", MAP_FAILS, *TINY, f"hydra.run.dir={tmp_path / 'r'}"],
+        cwd=tmp_path,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2, p.stderr
     assert p.stderr.splitlines() == [
         "fedrun: error: out of memory: the machine's memory (or the process's limit: ulimit -v) ran out while "
         "loading a library (ImportError: libtorch_cuda.so: failed to map segment from shared object); raise the "
-        "limit or run where more memory is free"]
+        "limit or run where more memory is free"
+    ]
 
 
 def test_a_resume_says_what_it_cannot_make_equal(tmp_path, capsys):
     """Another torch or device than the run started with: one note each, and the run goes on."""
     from fedprox_cli.runs import numerics
+
     cfg = typed(compose([*TINY, "engine=auto"]))
     recorded = {**numerics.of_run("vmap", cfg), "torch": "1.0.0", "device": "a GPU"}
     assert numerics.resume_with(recorded, cfg, tmp_path) == "vmap"
     err = capsys.readouterr().err.splitlines()
-    assert f"fedrun: note: the run in {tmp_path} started on torch version '1.0.0'; this resume runs on " \
-           f"'{torch.__version__}', so its later rows may differ from a run never stopped in the last digits; " \
-           f"it goes on here (resume=false starts it over here)" in err
+    assert (
+        f"fedrun: note: the run in {tmp_path} started on torch version '1.0.0'; this resume runs on "
+        f"'{torch.__version__}', so its later rows may differ from a run never stopped in the last digits; "
+        f"it goes on here (resume=false starts it over here)" in err
+    )
     assert any("started on device 'a GPU'" in line for line in err)
-    assert numerics.resume_with(recorded, typed(compose([*TINY, "engine=loop"])), tmp_path) is None  # as configured
+    assert (
+        numerics.resume_with(recorded, typed(compose([*TINY, "engine=loop"])), tmp_path) is None
+    )  # as configured

@@ -11,24 +11,30 @@ import yaml
 
 from fedprox_cli import data
 from fedprox_cli.engine import models
-from fedprox_cli.operators import regularizers
 from fedprox_cli.engine.metrics import COLUMNS, evaluate, hoyer, prox_grad_mapping
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import ClientData, Oracle
-
+from fedprox_cli.operators import regularizers
 
 
 def _least_squares(m=40, d=15, seed=0):
     g = torch.Generator().manual_seed(seed)
     A = torch.randn(m, d, generator=g, dtype=torch.float64)
-    b = A @ torch.randn(d, generator=g, dtype=torch.float64) + 0.1 * torch.randn(m, generator=g,
-                                                                             dtype=torch.float64)
+    b = A @ torch.randn(d, generator=g, dtype=torch.float64) + 0.1 * torch.randn(
+        m, generator=g, dtype=torch.float64
+    )
     L = torch.linalg.matrix_norm(A, 2).item() ** 2 / m
     return (lambda x: A.T @ (A @ x - b) / m), L
 
 
-@pytest.mark.parametrize("name,params", [("l1", dict(lam=0.3)), ("mcp", dict(lam=0.3, theta=3.0)),
-                                         ("elastic_net", dict(l1=0.3, l2=0.05))])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("l1", dict(lam=0.3)),
+        ("mcp", dict(lam=0.3, theta=3.0)),
+        ("elastic_net", dict(l1=0.3, l2=0.05)),
+    ],
+)
 def test_stationarity_vanishes_at_proximal_gradient_fixed_point(name, params):
     """Proximal gradient x <- prox_{s h}(x - s grad f(x)) on least squares converges to a
     stationary point, where G_s = 0; at the start (x = 0) it does not vanish."""
@@ -56,7 +62,9 @@ def test_hoyer_and_nnz_on_hand_made_vectors():
     assert hoyer(one_hot).item() == pytest.approx(1.0)
     assert hoyer(torch.tensor([1.0, -1.0, 1.0, -1.0])).item() == pytest.approx(0.0, abs=1e-7)
     # ||x||_1 = 7, ||x||_2 = 5, d = 4: (2 - 7/5) / (2 - 1) = 0.6
-    assert hoyer(torch.tensor([3.0, 4.0, 0.0, 0.0], dtype=torch.float64)).item() == pytest.approx(0.6)
+    assert hoyer(torch.tensor([3.0, 4.0, 0.0, 0.0], dtype=torch.float64)).item() == pytest.approx(
+        0.6
+    )
     assert hoyer(torch.zeros(5)).item() == 1.0
 
 
@@ -91,8 +99,9 @@ def test_evaluate_against_direct_autograd_on_digits():
     assert m["stationarity"] == pytest.approx(stationarity, rel=1e-9)
     assert m["nnz_frac"] == pytest.approx((x != 0).double().mean().item())
     d = x.numel()
-    assert m["hoyer"] == pytest.approx((math.sqrt(d) - x.abs().sum().item() / x.norm().item())
-                                       / (math.sqrt(d) - 1))
+    assert m["hoyer"] == pytest.approx(
+        (math.sqrt(d) - x.abs().sum().item() / x.norm().item()) / (math.sqrt(d) - 1)
+    )
     assert m["stationarity"] > 0
 
 

@@ -4,10 +4,10 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli.runs import experiment
-from fedprox_cli.engine import models
 from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.engine import models
+from fedprox_cli.runs import experiment
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -19,12 +19,15 @@ def count(name, shape, classes=10):
     return sum(p.numel() for p in models.build(name, shape, classes).parameters())
 
 
-@pytest.mark.parametrize("name, shape, paper", [
-    ("cnn4", (3, 32, 32), 4.4e6),              # FedCEF Sec. V-A: "approx. 4.4M parameters"
-    ("mnist_cnn", (1, 28, 28), 0.4e6),         # FedCEF Sec. V-A: "approx. 0.4M parameters"
-    ("resnet18", (3, 32, 32), 11.2e6),         # He et al. 2016 (CIFAR-10 variant)
-    ("mobilenetv3_small", (3, 32, 32), 1.5e6),  # Howard et al. 2019, 10-class head
-])
+@pytest.mark.parametrize(
+    "name, shape, paper",
+    [
+        ("cnn4", (3, 32, 32), 4.4e6),  # FedCEF Sec. V-A: "approx. 4.4M parameters"
+        ("mnist_cnn", (1, 28, 28), 0.4e6),  # FedCEF Sec. V-A: "approx. 0.4M parameters"
+        ("resnet18", (3, 32, 32), 11.2e6),  # He et al. 2016 (CIFAR-10 variant)
+        ("mobilenetv3_small", (3, 32, 32), 1.5e6),  # Howard et al. 2019, 10-class head
+    ],
+)
 def test_parameter_counts_match_papers(name, shape, paper):
     assert abs(count(name, shape) - paper) <= 0.1 * paper
 
@@ -46,9 +49,22 @@ def one_round(model):
     """The model and z before / after one FedCanon round (n=2, K=1, B=2) on digits (8x8 grey
     images), computed by each gradient engine from the same start."""
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        cfg = compose("config", overrides=[
-            "dataset=digits", f"model={model}", "partition=iid", "regularizer=l1", "n=2", "K=1",
-            "B=2", "T=1", "engine=loop", "device=cpu", "seed=0"])
+        cfg = compose(
+            "config",
+            overrides=[
+                "dataset=digits",
+                f"model={model}",
+                "partition=iid",
+                "regularizer=l1",
+                "n=2",
+                "K=1",
+                "B=2",
+                "T=1",
+                "engine=loop",
+                "device=cpu",
+                "seed=0",
+            ],
+        )
     exp = experiment.build(cfg)
     z0 = exp.flat.flat()
     z = {}

@@ -3,14 +3,15 @@ import time
 import numpy as np
 import pytest
 
-from fedprox_cli.data import load_partition, partition, save_partition
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.data import load_partition, partition, save_partition
 
 LABELS = np.random.default_rng(0).integers(0, 10, size=5000)
 
 
-@pytest.mark.parametrize("scheme,params", [("iid", {}), ("dirichlet", {"alpha": 0.5}),
-                                           ("dirichlet", {"alpha": 1e-3})])
+@pytest.mark.parametrize(
+    "scheme,params", [("iid", {}), ("dirichlet", {"alpha": 0.5}), ("dirichlet", {"alpha": 1e-3})]
+)
 def test_every_sample_exactly_once_and_reproducible(scheme, params):
     a = partition(scheme, LABELS, n=20, seed=3, min_size=10, **params)
     b = partition(scheme, LABELS, n=20, seed=3, min_size=10, **params)

@@ -27,10 +27,21 @@ def two_methods(root, seeds=3, proxy="fedmid", acc=(0.8, 0.7)):
     for seed in range(seeds):
         for name, a in (("fedavg", acc[0]), (proxy, acc[1])):
             cfg = real(seed, **{"algorithm.name": name})
-            cfg["algorithm"] = {"name": name, "beta": 0.02, **({"alpha": 1.0} if name == "fedavg" else {"mu": 0.01})}
+            cfg["algorithm"] = {
+                "name": name,
+                "beta": 0.02,
+                **({"alpha": 1.0} if name == "fedavg" else {"mu": 0.01}),
+            }
             loss = [2.0, 1.0, 0.5 + seed / 100]
-            fake_run(root, f"{name}_{seed}", cfg, train_loss=loss, objective=loss,
-                     test_acc=[0.1, 0.5, a + seed / 1000], stationarity=[1.0, 0.5, 0.2])
+            fake_run(
+                root,
+                f"{name}_{seed}",
+                cfg,
+                train_loss=loss,
+                objective=loss,
+                test_acc=[0.1, 0.5, a + seed / 1000],
+                stationarity=[1.0, 0.5, 0.2],
+            )
 
 
 def legend(fig) -> list[str]:
@@ -39,18 +50,24 @@ def legend(fig) -> list[str]:
 
 def test_printed_names_from_the_class_and_a_default_for_a_plugin():
     assert algorithm_title("fedmid") == "FedMiD" and algorithm_title("za1") == "ZA1"
-    assert algorithm_title("scaffnew") == "SCAFFNEW" and algorithm_title("not_installed") == "not_installed"
+    assert (
+        algorithm_title("scaffnew") == "SCAFFNEW"
+        and algorithm_title("not_installed") == "not_installed"
+    )
 
     class Mine(base.Algorithm):
         name = "my_method"
-    assert Mine.display_name == "my_method"          # no declaration: its config name
+
+    assert Mine.display_name == "my_method"  # no declaration: its config name
 
     class Named(base.Algorithm):
         name = "x"
         display_name = "X-Fed"
+
     assert Named.display_name == "X-Fed"
-    assert method_names([{"algorithm.name": "fedcanon"}, {"algorithm.name": "za1"}], "algorithm.name") == \
-        {"fedcanon": "FedCanon", "za1": "ZA1"}
+    assert method_names(
+        [{"algorithm.name": "fedcanon"}, {"algorithm.name": "za1"}], "algorithm.name"
+    ) == {"fedcanon": "FedCanon", "za1": "ZA1"}
     assert method_names([{"K": 1}], "K") == {}
 
 
@@ -58,20 +75,43 @@ def test_legend_names_only_what_differs_and_a_label_changes_only_what_it_names(t
     two_methods(tmp_path)
     assert plot_cli.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
     (fig,) = kept
-    assert legend(fig) == ["FedAvg", "FedMiD"]     # alpha is FedAvg's alone, mu FedMiD's: in neither
-    assert "3 seeds" in fig.caption and "n=3 clients" in fig.caption and "all methods: beta=0.02" in fig.caption
-    assert fig.caption.startswith("FedAvg: α = 1; FedMiD: μ = 0.01. ")   # each method's own, on the figure
-    assert plot_cli.main([str(tmp_path), "--label", "fedavg=FedAvg (server step 1)",
-                          "--out", str(tmp_path / "g.png")]) == 0
-    assert legend(kept[1]) == ["FedAvg (server step 1)", "FedMiD"]   # the other entry as before
+    assert legend(fig) == ["FedAvg", "FedMiD"]  # alpha is FedAvg's alone, mu FedMiD's: in neither
+    assert (
+        "3 seeds" in fig.caption
+        and "n=3 clients" in fig.caption
+        and "all methods: beta=0.02" in fig.caption
+    )
+    assert fig.caption.startswith(
+        "FedAvg: α = 1; FedMiD: μ = 0.01. "
+    )  # each method's own, on the figure
+    assert (
+        plot_cli.main(
+            [
+                str(tmp_path),
+                "--label",
+                "fedavg=FedAvg (server step 1)",
+                "--out",
+                str(tmp_path / "g.png"),
+            ]
+        )
+        == 0
+    )
+    assert legend(kept[1]) == ["FedAvg (server step 1)", "FedMiD"]  # the other entry as before
 
 
 def test_seed_counts_in_the_entry_only_where_curves_differ_in_them(tmp_path, kept):
     two_methods(tmp_path, seeds=2)
     cfg = real(2, **{"algorithm.name": "fedavg"})
     cfg["algorithm"] = {"name": "fedavg", "beta": 0.02, "alpha": 1.0}
-    fake_run(tmp_path, "fedavg_2", cfg, train_loss=[2, 1, .5], objective=[2, 1, .5],
-             test_acc=[.1, .5, .8], stationarity=[1, .5, .2])
+    fake_run(
+        tmp_path,
+        "fedavg_2",
+        cfg,
+        train_loss=[2, 1, 0.5],
+        objective=[2, 1, 0.5],
+        test_acc=[0.1, 0.5, 0.8],
+        stationarity=[1, 0.5, 0.2],
+    )
     assert plot_cli.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
     assert legend(kept[0]) == ["FedAvg (3 seeds)", "FedMiD (2 seeds)"]
 
@@ -80,10 +120,29 @@ def test_paper_style_legend_fits_the_panel_and_the_caption_is_on_the_figure(tmp_
     for seed in range(2):
         for K in (1, 2, 5, 10, 20):
             loss = [2.0, 1.0, 0.5 / K]
-            fake_run(tmp_path, f"K{K}_{seed}", real(seed, K=K), train_loss=loss, objective=loss,
-                     test_acc=[.1, .5, .7], stationarity=[1.0, 0.5, 0.2 / K])
-    assert plot_cli.main([str(tmp_path), "--style", "paper", "--y", "stationarity",
-                          "--out", str(tmp_path / "f.pdf")]) == 0
+            fake_run(
+                tmp_path,
+                f"K{K}_{seed}",
+                real(seed, K=K),
+                train_loss=loss,
+                objective=loss,
+                test_acc=[0.1, 0.5, 0.7],
+                stationarity=[1.0, 0.5, 0.2 / K],
+            )
+    assert (
+        plot_cli.main(
+            [
+                str(tmp_path),
+                "--style",
+                "paper",
+                "--y",
+                "stationarity",
+                "--out",
+                str(tmp_path / "f.pdf"),
+            ]
+        )
+        == 0
+    )
     (fig,) = kept
     r = fig.canvas.get_renderer()
     assert fig.get_figwidth() == pytest.approx(3.4)
@@ -95,10 +154,19 @@ def test_paper_style_legend_fits_the_panel_and_the_caption_is_on_the_figure(tmp_
 
 
 def test_a_band_reaching_zero_on_a_log_axis_is_clipped_to_the_axis(tmp_path, kept):
-    for seed, last in enumerate((0.001, 0.2)):      # mean - std < 0 at the end
-        fake_run(tmp_path, f"s{seed}", real(seed), train_loss=[2, 1, .5], objective=[2, 1, .5],
-                 test_acc=[.1, .5, .7], stationarity=[1.0, 0.5, last])
-    assert plot_cli.main([str(tmp_path), "--y", "stationarity", "--out", str(tmp_path / "f.png")]) == 0
+    for seed, last in enumerate((0.001, 0.2)):  # mean - std < 0 at the end
+        fake_run(
+            tmp_path,
+            f"s{seed}",
+            real(seed),
+            train_loss=[2, 1, 0.5],
+            objective=[2, 1, 0.5],
+            test_acc=[0.1, 0.5, 0.7],
+            stationarity=[1.0, 0.5, last],
+        )
+    assert (
+        plot_cli.main([str(tmp_path), "--y", "stationarity", "--out", str(tmp_path / "f.png")]) == 0
+    )
     (fig,) = kept
     ax = fig.axes[0]
     bottom = ax.get_ylim()[0]
@@ -111,10 +179,18 @@ def test_a_band_reaching_zero_on_a_log_axis_is_clipped_to_the_axis(tmp_path, kep
 
 def test_bytes_read_in_a_unit_without_an_offset(tmp_path, kept):
     for seed in range(2):
-        d = fake_run(tmp_path, f"s{seed}", real(seed), train_loss=[2, 1, .5], objective=[2, 1, .5],
-                     test_acc=[.1, .5, .7], stationarity=[1, .5, .2])
-        m = (d / "metrics.csv")
+        d = fake_run(
+            tmp_path,
+            f"s{seed}",
+            real(seed),
+            train_loss=[2, 1, 0.5],
+            objective=[2, 1, 0.5],
+            test_acc=[0.1, 0.5, 0.7],
+            stationarity=[1, 0.5, 0.2],
+        )
+        m = d / "metrics.csv"
         import pandas as pd
+
         df = pd.read_csv(m)
         df["bytes_up"] = df["bytes_up"] * 1e7
         df.to_csv(m, index=False)
@@ -128,15 +204,24 @@ def test_bytes_read_in_a_unit_without_an_offset(tmp_path, kept):
 
 
 def test_table_bolds_a_best_mean_only_beyond_the_spread(tmp_path):
-    two_methods(tmp_path, acc=(0.8, 0.7))              # 0.1 apart, std 0.001: bold
+    two_methods(tmp_path, acc=(0.8, 0.7))  # 0.1 apart, std 0.001: bold
     rows = table_rows(table.render(results.load([tmp_path]), table.preset("table6")))
     assert rows[0] == ["FedAvg", "FedMiD"] and rows[1][0].startswith("**0.8010")
     noisy = tmp_path / "noisy"
-    for seed, (a, b) in enumerate(((0.9, 0.70), (0.6, 0.72), (0.75, 0.71))):   # 0.75 vs 0.71, std 0.15
+    for seed, (a, b) in enumerate(
+        ((0.9, 0.70), (0.6, 0.72), (0.75, 0.71))
+    ):  # 0.75 vs 0.71, std 0.15
         for name, acc in (("fedavg", a), ("fedmid", b)):
             cfg = real(seed, **{"algorithm.name": name})
-            fake_run(noisy, f"{name}_{seed}", cfg, train_loss=[2, 1, .5], objective=[2, 1, .5],
-                     test_acc=[.1, .5, acc], stationarity=[1, .5, .2])
+            fake_run(
+                noisy,
+                f"{name}_{seed}",
+                cfg,
+                train_loss=[2, 1, 0.5],
+                objective=[2, 1, 0.5],
+                test_acc=[0.1, 0.5, acc],
+                stationarity=[1, 0.5, 0.2],
+            )
     text = table.render(results.load([noisy]), table.preset("table6"))
     assert "**" not in text
     assert "beats the runner-up by more than the larger of their stds" in text

@@ -12,14 +12,13 @@ import sys
 
 import pandas as pd
 import pytest
+from conftest import fedrun
 
 from fedprox_cli import algorithms
-from fedprox_cli.operators import compressors, regularizers
-from fedprox_cli.engine import models
-from fedprox_cli.data import datasets
 from fedprox_cli.common.errors import UserError
-
-from conftest import fedrun
+from fedprox_cli.data import datasets
+from fedprox_cli.engine import models
+from fedprox_cli.operators import compressors, regularizers
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -107,7 +106,7 @@ CONFIGS = {  # the user's config dir: one option per group
     # by _target_, no entry point: the same class under another name
     "regularizer/sql2_target.yaml": "name: sql2_target\n_target_: myplugins.SquaredL2\nlam: 0.002\n",
     "experiment/small_prox_gd.yaml": "# @package _global_\ndefaults:\n  - override /algorithm: prox_gd\n"
-                                     "  - override /dataset: digits_small\nT: 2\n",
+    "  - override /dataset: digits_small\nT: 2\n",
 }
 ALL = "algorithm=prox_gd regularizer=sql2 compressor=scaled_sign model=tiny dataset=digits_small".split()
 
@@ -119,8 +118,9 @@ def write_dist(where, name, module, entry_points):
     info = where / f"{name}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("".join(f"[fedprox_cli.{g}]\n{line}\n\n"
-                                                   for g, line in entry_points.items()))
+    (info / "entry_points.txt").write_text(
+        "".join(f"[fedprox_cli.{g}]\n{line}\n\n" for g, line in entry_points.items())
+    )
 
 
 @pytest.fixture
@@ -131,8 +131,13 @@ def plugin(tmp_path, monkeypatch):
         (tmp_path / "conf" / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "conf" / rel).write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    registries = [algorithms.base._REGISTRY, regularizers._REGISTRY, compressors._REGISTRY,
-                  models._REGISTRY, datasets._REGISTRY]
+    registries = [
+        algorithms.base._REGISTRY,
+        regularizers._REGISTRY,
+        compressors._REGISTRY,
+        models._REGISTRY,
+        datasets._REGISTRY,
+    ]
     saved = [dict(r) for r in registries]
     yield tmp_path
     for registry, entries in zip(registries, saved):
@@ -142,8 +147,12 @@ def plugin(tmp_path, monkeypatch):
 
 def test_entry_points_complete_every_registry(plugin):
     assert "prox_gd" in algorithms.names() and "fedcanon" in algorithms.names()
-    for names, name in ((regularizers.names, "sql2"), (compressors.names, "scaled_sign"),
-                        (models.names, "tiny"), (datasets.names, "digits_small")):
+    for names, name in (
+        (regularizers.names, "sql2"),
+        (compressors.names, "scaled_sign"),
+        (models.names, "tiny"),
+        (datasets.names, "digits_small"),
+    ):
         assert name in names()
     assert algorithms.build("prox_gd", beta=0.1).beta == 0.1
     assert regularizers.build("sql2", lam=0.5).lam == 0.5
@@ -155,11 +164,18 @@ def test_entry_points_complete_every_registry(plugin):
 
 def test_a_name_loads_only_its_own_entry_point(plugin):
     """A lookup imports the plugin it needs, not every installed one."""
-    write_dist(plugin / "site", "brokenplugin", "raise RuntimeError('broken on import')\n",
-               {"models": "broken = brokenplugin:model"})
+    write_dist(
+        plugin / "site",
+        "brokenplugin",
+        "raise RuntimeError('broken on import')\n",
+        {"models": "broken = brokenplugin:model"},
+    )
     assert models.build("tiny", (1, 8, 8), 10, hidden=4)[1].out_features == 4
-    with pytest.raises(UserError, match=r"model plugin 'broken' \(brokenplugin:model, entry point "
-                                        r"group fedprox_cli.models\) cannot be loaded: RuntimeError"):
+    with pytest.raises(
+        UserError,
+        match=r"model plugin 'broken' \(brokenplugin:model, entry point "
+        r"group fedprox_cli.models\) cannot be loaded: RuntimeError",
+    ):
         models.names()
 
 
@@ -170,8 +186,15 @@ def _per_round(run_dir, column):
 
 def test_plugins_of_every_kind_from_the_command_line(plugin):
     out = plugin / "run"
-    r = fedrun("--config-dir", str(plugin / "conf"), *ALL, "T=2", "eval_every=1",
-               f"hydra.run.dir={out}", path=[plugin / "site"])
+    r = fedrun(
+        "--config-dir",
+        str(plugin / "conf"),
+        *ALL,
+        "T=2",
+        "eval_every=1",
+        f"hydra.run.dir={out}",
+        path=[plugin / "site"],
+    )
     assert r.returncode == 0, r.stderr
     d = (64 * 8 + 8) + (8 * 10 + 10)  # tiny on 8x8 digits
     n = 10
@@ -184,22 +207,38 @@ def test_plugins_of_every_kind_from_the_command_line(plugin):
 def test_target_in_a_yaml_of_a_searchpath_config_dir(plugin):
     """``_target_`` names the class; ``hydra.searchpath`` adds the user's groups and presets."""
     out = plugin / "run"
-    r = fedrun(f"hydra.searchpath=[file://{plugin / 'conf'}]", "experiment=small_prox_gd",
-               "regularizer=sql2_target", "model=linear", f"hydra.run.dir={out}", path=[plugin / "site"])
+    r = fedrun(
+        f"hydra.searchpath=[file://{plugin / 'conf'}]",
+        "experiment=small_prox_gd",
+        "regularizer=sql2_target",
+        "model=linear",
+        f"hydra.run.dir={out}",
+        path=[plugin / "site"],
+    )
     assert r.returncode == 0, r.stderr
     cfg = (out / "config.yaml").read_text()
     assert "_target_: myplugins.SquaredL2" in cfg and "name: prox_gd" in cfg and "T: 2" in cfg
 
 
 def test_a_broken_plugin_is_one_line_and_exit_2(plugin):
-    (plugin / "conf" / "regularizer" / "gone.yaml").write_text("name: gone\n_target_: myplugins.Gone\n")
-    r = fedrun("--config-dir", str(plugin / "conf"), "dataset=digits", "regularizer=gone", "T=1",
-               f"hydra.run.dir={plugin / 'run'}", path=[plugin / "site"])
+    (plugin / "conf" / "regularizer" / "gone.yaml").write_text(
+        "name: gone\n_target_: myplugins.Gone\n"
+    )
+    r = fedrun(
+        "--config-dir",
+        str(plugin / "conf"),
+        "dataset=digits",
+        "regularizer=gone",
+        "T=1",
+        f"hydra.run.dir={plugin / 'run'}",
+        path=[plugin / "site"],
+    )
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "fedrun: error: myplugins.Gone cannot be imported (AttributeError: module "
         "'myplugins' has no attribute 'Gone'); a plugin's class by dotted path is package.module.Class, "
-        "importable from the current folder or PYTHONPATH"]
+        "importable from the current folder or PYTHONPATH"
+    ]
 
 
 # ----------------------------------------------------------- the example package (examples/)
@@ -207,14 +246,21 @@ def test_a_broken_plugin_is_one_line_and_exit_2(plugin):
 needs_example = pytest.mark.skipif(
     importlib.util.find_spec("fedprox_server") is None,
     reason="the example plugin is not installed: pip install --no-deps examples/fedprox_server "
-           "(.ci/run installs it)")
+    "(.ci/run installs it)",
+)
 
 
 @needs_example
 def test_example_fedprox_server_counts_and_descent(tmp_path):
     out = tmp_path / "run"
-    r = fedrun("algorithm=fedprox_server", "dataset=digits", "T=3", "eval_every=1",
-               "algorithm.beta=0.01", f"hydra.run.dir={out}")
+    r = fedrun(
+        "algorithm=fedprox_server",
+        "dataset=digits",
+        "T=3",
+        "eval_every=1",
+        "algorithm.beta=0.01",
+        f"hydra.run.dir={out}",
+    )
     assert r.returncode == 0, r.stderr
     d, n, K = 64 * 200 + 200 + 200 * 200 + 200 + 200 * 10 + 10, 10, 10  # mlp on digits
     assert _per_round(out, "bytes_up") == [n * d * 4] == _per_round(out, "bytes_down")
@@ -229,24 +275,34 @@ def test_example_fedprox_server_with_mu_near_0_is_fedavg(tmp_path):
     """mu -> 0 (every float parameter must be > 0), alpha = 1, h = 0: the stated update rule
     is FedAvg's."""
     import fedprox_cli
+
     common = ["dataset=digits", "T=2", "regularizer=none", "algorithm.beta=0.01"]
-    a = fedprox_cli.run(["algorithm=fedprox_server", "algorithm.mu=1e-12", *common], folder=tmp_path / "a")
+    a = fedprox_cli.run(
+        ["algorithm=fedprox_server", "algorithm.mu=1e-12", *common], folder=tmp_path / "a"
+    )
     b = fedprox_cli.run(["algorithm=fedavg", *common], folder=tmp_path / "b")
     cols = ["objective", "test_acc", "bytes_up", "bytes_down"]
     pd.testing.assert_frame_equal(a.metrics[cols], b.metrics[cols], rtol=1e-5)
-
 
 
 def test_help_lists_installed_plugins(plugin):
     r = fedrun("--help", path=[plugin / "site"])
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    for group, name in (("algorithm", "prox_gd"), ("regularizer", "sql2"), ("compressor", "scaled_sign"),
-                        ("model", "tiny"), ("dataset", "digits_small")):
+    for group, name in (
+        ("algorithm", "prox_gd"),
+        ("regularizer", "sql2"),
+        ("compressor", "scaled_sign"),
+        ("model", "tiny"),
+        ("dataset", "digits_small"),
+    ):
         start = lines.index(f"  {group}:") + 1
         end = next(i for i in range(start, len(lines)) if not lines[i].startswith("    "))
-        assert any(line.split() == [name, "installed", "plugin", f"(myplugins:{ep})"]
-                   for line in lines[start:end] for ep in [ENTRY_POINTS[group + "s"].split(":")[1]]), group
+        assert any(
+            line.split() == [name, "installed", "plugin", f"(myplugins:{ep})"]
+            for line in lines[start:end]
+            for ep in [ENTRY_POINTS[group + "s"].split(":")[1]]
+        ), group
 
 
 # ------------------------------------------------- contracts checked at the door (exit 2)
@@ -326,19 +382,19 @@ def model_not_a_module(input_shape, num_classes):
 
 BROKEN_CASES = {  # group option -> the one line
     "algorithm=no_name": "algorithm plugin 'no_name' (_target_ broken.NoName) breaks the algorithm contract: it "
-                         "must define name: ClassVar[str] = \"<its config name>\" (docs/extending.md)",
+    "must define name: ClassVar[str] = \"<its config name>\" (docs/extending.md)",
     "algorithm=list_steps": "algorithm plugin 'list_steps' (broken.ListSteps) breaks its contract: prox_steps(K, T) "
-                            "must return a dict of str -> number > 0 (each prox parameter by name), got [0.1]",
+    "must return a dict of str -> number > 0 (each prox parameter by name), got [0.1]",
     "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round(state, env, t=0): KeyError: 'w' "
-                        "(at {site}/broken.py:37)",
+    "(at {site}/broken.py:37)",
     "algorithm=list_state": "algorithm plugin 'list_state' (broken.ListState) breaks its contract: round(state, env, "
-                            "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got a list of a Tensor of shape (650,)",
+    "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got a list of a Tensor of shape (650,)",
     "regularizer=no_prox": "regularizer plugin 'no_prox' (_target_ broken.NoProx) breaks the regularizer contract: "
-                           "it must define the method _prox (docs/extending.md)",
+    "it must define the method _prox (docs/extending.md)",
     "compressor=bytes_as_float": "compressor plugin 'bytes_as_float' (broken.BytesAsFloat) breaks its contract: "
-                                 "__call__(V, seed) must return (a tensor of V's shape (4, 650), bytes as an int >= 0)",
+    "__call__(V, seed) must return (a tensor of V's shape (4, 650), bytes as an int >= 0)",
     "model=not_a_module": "model plugin 'not_a_module' (broken.model_not_a_module) breaks its contract: the builder "
-                          "must return a torch.nn.Module, got [(1, 8, 8)]",
+    "must return a torch.nn.Module, got [(1, 8, 8)]",
 }
 
 
@@ -347,10 +403,15 @@ def broken(plugin, monkeypatch):
     (plugin / "site" / "broken.py").write_text(BROKEN)
     monkeypatch.delitem(sys.modules, "broken", raising=False)  # each test imports its own copy
     conf = plugin / "conf"
-    for option, target in (("algorithm/no_name", "NoName"), ("algorithm/list_steps", "ListSteps"),
-                           ("algorithm/raises", "Raises"), ("algorithm/list_state", "ListState"),
-                           ("regularizer/no_prox", "NoProx"), ("compressor/bytes_as_float", "BytesAsFloat"),
-                           ("model/not_a_module", "model_not_a_module")):
+    for option, target in (
+        ("algorithm/no_name", "NoName"),
+        ("algorithm/list_steps", "ListSteps"),
+        ("algorithm/raises", "Raises"),
+        ("algorithm/list_state", "ListState"),
+        ("regularizer/no_prox", "NoProx"),
+        ("compressor/bytes_as_float", "BytesAsFloat"),
+        ("model/not_a_module", "model_not_a_module"),
+    ):
         group, name = option.split("/")
         extra = {"algorithm": "beta: 0.1\n", "model": "init: default\n"}.get(group, "")
         (conf / f"{option}.yaml").write_text(f"name: {name}\n_target_: broken.{target}\n{extra}")
@@ -363,9 +424,18 @@ def test_a_plugin_that_breaks_its_contract_is_the_users_error(broken, choice):
     exit 2), from the Python API as from the command line."""
     import fedprox_cli
     from fedprox_cli.common.plugins import PluginError
+
     group = choice.split("=")[0]
-    args = ["dataset=digits", "T=1", "K=2", "n=4", "regularizer=none", "model=linear", choice,
-            *(["algorithm=prox_gd"] if group == "compressor" else [])]
+    args = [
+        "dataset=digits",
+        "T=1",
+        "K=2",
+        "n=4",
+        "regularizer=none",
+        "model=linear",
+        choice,
+        *(["algorithm=prox_gd"] if group == "compressor" else []),
+    ]
     expected = BROKEN_CASES[choice].format(site=broken / "site")
     overrides = [f"hydra.searchpath=[file://{broken / 'conf'}]", *args]
     try:  # refused before the run, or the run's error (once the data and model are built)
@@ -379,21 +449,37 @@ def test_a_plugin_that_breaks_its_contract_is_the_users_error(broken, choice):
 
 
 def test_a_broken_plugin_from_the_command_line_is_one_line_exit_2(broken):
-    r = fedrun("--config-dir", str(broken / "conf"), "dataset=digits", "model=linear", "algorithm=raises",
-               "regularizer=none", "T=1", "K=2", "n=4", f"hydra.run.dir={broken / 'run'}", path=[broken / "site"])
+    r = fedrun(
+        "--config-dir",
+        str(broken / "conf"),
+        "dataset=digits",
+        "model=linear",
+        "algorithm=raises",
+        "regularizer=none",
+        "T=1",
+        "K=2",
+        "n=4",
+        f"hydra.run.dir={broken / 'run'}",
+        path=[broken / "site"],
+    )
     assert r.returncode == 2, r.stderr
     errors = [line for line in r.stderr.splitlines() if "error:" in line]
-    assert errors == ["fedrun: error: " + BROKEN_CASES["algorithm=raises"].format(site=broken / "site")]
+    assert errors == [
+        "fedrun: error: " + BROKEN_CASES["algorithm=raises"].format(site=broken / "site")
+    ]
 
 
 def test_a_plugin_without_yaml_or_default_says_what_to_add(plugin):
     (plugin / "site" / "broken.py").write_text(BROKEN)
     info = next((plugin / "site").glob("myplugins-*.dist-info"))
-    (info / "entry_points.txt").write_text((info / "entry_points.txt").read_text()
-                                           + "[fedprox_cli.algorithms]\nno_default = broken:NoDefault\n")
+    (info / "entry_points.txt").write_text(
+        (info / "entry_points.txt").read_text()
+        + "[fedprox_cli.algorithms]\nno_default = broken:NoDefault\n"
+    )
     r = fedrun("algorithm=no_default", "dataset=digits", "T=1", path=[plugin / "site"])
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         "fedrun: error: algorithm plugin 'no_default' has no config algorithm/no_default.yaml and its "
         "parameter mu has no default: give it a default, or add algorithm/no_default.yaml (name: "
-        "no_default and every parameter) to a config dir (--config-dir DIR)"]
+        "no_default and every parameter) to a config dir (--config-dir DIR)"
+    ]

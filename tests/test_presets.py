@@ -24,22 +24,66 @@ CONF = Path(__file__).resolve().parent.parent / "conf"
 # The agreed names (helper_common.md) and, for algorithms / regularizers / partitions, the keys
 # their configs may have besides ``name``.
 AGREED = {
-    "dataset": {k: set() for k in ("a9a", "mnist", "fmnist", "femnist", "cifar10", "cinic10",
-                                   "tinyimagenet", "digits", "breast_cancer", "mnist5k")},
-    "partition": {"iid": set(), "dirichlet": {"alpha"}, "dirichlet_writers": {"alpha"},
-                  "sorted_shards": set()},
-    "model": {k: None for k in ("linear", "mlp", "cnn", "cnn4", "mnist_cnn", "sigmoid_mlp",
-                                "resnet18", "mobilenetv3_small")},
-    "regularizer": {"none": set(), "l1": {"lam"}, "elastic_net": {"l1", "l2"},
-                    "mcp": {"lam", "theta"}, "scad": {"lam", "a"}, "l2_ball": {"radius"},
-                    "box": {"lo", "hi"}},
+    "dataset": {
+        k: set()
+        for k in (
+            "a9a",
+            "mnist",
+            "fmnist",
+            "femnist",
+            "cifar10",
+            "cinic10",
+            "tinyimagenet",
+            "digits",
+            "breast_cancer",
+            "mnist5k",
+        )
+    },
+    "partition": {
+        "iid": set(),
+        "dirichlet": {"alpha"},
+        "dirichlet_writers": {"alpha"},
+        "sorted_shards": set(),
+    },
+    "model": {
+        k: None
+        for k in (
+            "linear",
+            "mlp",
+            "cnn",
+            "cnn4",
+            "mnist_cnn",
+            "sigmoid_mlp",
+            "resnet18",
+            "mobilenetv3_small",
+        )
+    },
+    "regularizer": {
+        "none": set(),
+        "l1": {"lam"},
+        "elastic_net": {"l1", "l2"},
+        "mcp": {"lam", "theta"},
+        "scad": {"lam", "a"},
+        "l2_ball": {"radius"},
+        "box": {"lo", "hi"},
+    },
     "compressor": {"identity": set(), "topk": {"ratio"}, "randk": {"ratio"}, "qsgd": {"levels"}},
-    "algorithm": {"fedavg": {"alpha", "beta"}, "fedcanon": {"alpha", "beta"},
-                  "fedcanon2": {"alpha", "beta"}, "fedcef": {"alpha", "eta_g", "eta"},
-                  "fednmap": {"eta_a", "eta_s", "gamma"}, "scaffold": {"alpha", "beta"}, "scaffold1": {"alpha", "beta"},
-                  "scaffnew": {"beta", "p"}, "fedmid": {"alpha", "beta"}, "fedda": {"alpha", "beta"},
-                  "za1": {"eta_a", "eta_s"}, "za2": {"alpha", "eta_g"},
-                  "feddr": {"eta", "alpha_dr", "beta"}, "fedadmm": {"eta", "beta"}},
+    "algorithm": {
+        "fedavg": {"alpha", "beta"},
+        "fedcanon": {"alpha", "beta"},
+        "fedcanon2": {"alpha", "beta"},
+        "fedcef": {"alpha", "eta_g", "eta"},
+        "fednmap": {"eta_a", "eta_s", "gamma"},
+        "scaffold": {"alpha", "beta"},
+        "scaffold1": {"alpha", "beta"},
+        "scaffnew": {"beta", "p"},
+        "fedmid": {"alpha", "beta"},
+        "fedda": {"alpha", "beta"},
+        "za1": {"eta_a", "eta_s"},
+        "za2": {"alpha", "eta_g"},
+        "feddr": {"eta", "alpha_dr", "beta"},
+        "fedadmm": {"eta", "beta"},
+    },
 }
 PARTITION_COMMON = {"seed", "min_size"}
 PRESETS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -66,9 +110,10 @@ def composer(conf_dir):
 
     def composed(overrides):
         key = tuple(overrides)
-        if key not in cache:   # composing costs ~0.2 s: each config once per session
+        if key not in cache:  # composing costs ~0.2 s: each config once per session
             cache[key] = compose("config", overrides=list(overrides), return_hydra_config=True)
         return cache[key]
+
     with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3"):
         yield composed
     GlobalHydra.instance().clear()
@@ -81,7 +126,11 @@ def sweep(cfg) -> dict[str, list[str]]:
     out = {}
     for k, v in params.items():
         o = parser.parse_overrides([f"{k}={v}"])[0]
-        out[k] = list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+        out[k] = (
+            list(o.sweep_string_iterator())
+            if o.is_sweep_override()
+            else [o.get_value_element_as_str()]
+        )
     return out
 
 
@@ -97,7 +146,9 @@ def check_job(c: dict) -> None:
         assert name in AGREED[g], f"{g}={name} is not an agreed name"
         allowed = AGREED[g][name]
         if allowed is not None:
-            extra = set(c[g]) - {"name"} - allowed - (PARTITION_COMMON if g == "partition" else set())
+            extra = (
+                set(c[g]) - {"name"} - allowed - (PARTITION_COMMON if g == "partition" else set())
+            )
             assert not extra, f"{g}={name} has keys {extra} beyond {sorted(allowed)}"
     for k, v in c["algorithm"].items():
         if k != "name" and v is not None:
@@ -111,8 +162,10 @@ def test_preset_composes(composer, preset):
     cfg = composer([f"experiment={preset}"])
     raw = OmegaConf.to_container(cfg.hydra.sweep, resolve=False)
     # the one sweep-folder pattern of conf/config.yaml: results/sweeps/<preset>/<time>_<pid>
-    assert raw["dir"] == ("results/sweeps/${fedrun.under:${hydra.runtime.choices.experiment}}"
-                          "${now:%Y-%m-%d_%H-%M-%S_%f}_${fedrun.pid:}")
+    assert raw["dir"] == (
+        "results/sweeps/${fedrun.under:${hydra.runtime.choices.experiment}}"
+        "${now:%Y-%m-%d_%H-%M-%S_%f}_${fedrun.pid:}"
+    )
     assert {k: v for k, v in sweep(cfg).items() if k != "seed"}, "a preset without a sweep"
     check_job(job(cfg))
 
@@ -132,11 +185,15 @@ def test_every_swept_option_composes(composer):
 
 @pytest.mark.parametrize("preset", [p for p in PRESETS if p.endswith("_quick")])
 def test_quick_variant_keeps_the_sweep_structure(composer, preset):
-    full, quick = (sweep(composer([f"experiment={p}"])) for p in (preset.removesuffix("_quick"), preset))
+    full, quick = (
+        sweep(composer([f"experiment={p}"])) for p in (preset.removesuffix("_quick"), preset)
+    )
     assert set(full) == set(quick)
     assert quick.get("algorithm") == full.get("algorithm")
     # FMNIST has no writer ids: the FEMNIST stand-in splits by label instead
-    assert [p.replace("dir_writers/", "dir/") for p in full.get("partition", [])] == quick.get("partition", [])
+    assert [p.replace("dir_writers/", "dir/") for p in full.get("partition", [])] == quick.get(
+        "partition", []
+    )
 
 
 def test_step_rules_follow_the_papers(composer):
@@ -149,7 +206,9 @@ def test_step_rules_follow_the_papers(composer):
         assert (c["algorithm"]["alpha"], c["algorithm"]["beta"] * K) == pytest.approx((1, 1))
         c = job(composer(["experiment=fedcanon_fig3", f"K={K}"]))
         assert c["algorithm"]["alpha"] == pytest.approx(c["algorithm"]["beta"] * K)
-        c = job(composer(["experiment=fednmap_fig5", f"K={K}", "algorithm=fednmap_fig5/eta_inv_sqrt_K"]))
+        c = job(
+            composer(["experiment=fednmap_fig5", f"K={K}", "algorithm=fednmap_fig5/eta_inv_sqrt_K"])
+        )
         assert c["algorithm"]["eta_a"] ** 2 * K == pytest.approx(1)
     c = job(composer(["experiment=fedcef_fig1_2", "algorithm=fedcef_fig1_2/fedcef_top1"]))
     assert (c["compressor"]["name"], c["compressor"]["ratio"]) == ("topk", 0.01)
@@ -167,7 +226,7 @@ def test_fedda_prox_parameter_stays_below_scad_bound(composer):
 def test_presets_override_top_level_keys_and_unknown_presets_fail(composer):
     # experiment comes after _self_ in config.yaml's defaults: the preset's T = 200 wins over 100
     assert (composer([])["T"], composer(["experiment=fedcanon_fig2"])["T"]) == (100, 200)
-    assert composer(["experiment=fedcanon_fig2", "T=7"])["T"] == 7   # the command line wins
+    assert composer(["experiment=fedcanon_fig2", "T=7"])["T"] == 7  # the command line wins
     with pytest.raises(MissingConfigException, match="experiment/nope"):
         composer(["experiment=nope"])
 

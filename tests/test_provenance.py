@@ -6,13 +6,12 @@ folder."""
 
 import json
 
-from omegaconf import OmegaConf
 import pytest
+from conftest import fedrun
+from omegaconf import OmegaConf
 
 from fedprox_cli.analysis import results
 from fedprox_cli.runs import code_record as provenance
-
-from conftest import fedrun
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -36,7 +35,9 @@ def mine(tmp_path):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "mine.py").write_text(MINE)
     (tmp_path / "conf" / "algorithm").mkdir(parents=True)
-    (tmp_path / "conf" / "algorithm" / "mine.yaml").write_text("name: mine\n_target_: mine.Mine\nalpha: 1.0\nbeta: 0.02\n")
+    (tmp_path / "conf" / "algorithm" / "mine.yaml").write_text(
+        "name: mine\n_target_: mine.Mine\nalpha: 1.0\nbeta: 0.02\n"
+    )
     return tmp_path
 
 
@@ -53,15 +54,17 @@ def test_a_changed_plugin_makes_its_finished_run_stale(mine):
     code = s["code"]["algorithm"]
     assert code["object"] == "mine.Mine" and code["name"] == "mine" and len(code["digest"]) == 16
     assert s["code"]["model"]["package"] == "fedprox_cli"
-    assert s["command"] == f"fedrun '{searchpath}' {' '.join(TINY)}"   # re-runs as recorded
+    assert s["command"] == f"fedrun '{searchpath}' {' '.join(TINY)}"  # re-runs as recorded
 
     (mine / "site" / "mine.py").write_text(MINE + "# a change\n")
     again = fedrun(searchpath, *TINY, f"hydra.run.dir={run}", path=path)
     assert again.returncode == 0, again.stderr
     line = next(x for x in again.stdout.splitlines() if "stale" in x)
-    assert line.startswith(f"fedrun: the run in {run} is stale: it was made by other code (algorithm mine: "
-                           f"code {code['digest']} -> ") and line.endswith("to re-run it, add resume=false")
-    assert summary(run) == s                                     # kept as it was
+    assert line.startswith(
+        f"fedrun: the run in {run} is stale: it was made by other code (algorithm mine: "
+        f"code {code['digest']} -> "
+    ) and line.endswith("to re-run it, add resume=false")
+    assert summary(run) == s  # kept as it was
     rerun = fedrun(searchpath, *TINY, "resume=false", f"hydra.run.dir={run}", path=path)
     assert rerun.returncode == 0, rerun.stderr
     assert summary(run)["code"]["algorithm"]["digest"] != code["digest"]
@@ -74,7 +77,10 @@ def test_a_stale_run_in_a_dry_run_table(mine):
     (mine / "site" / "mine.py").write_text(MINE + "# a change\n")
     dry = fedrun("-m", searchpath, *TINY, "dry_run=true", f"hydra.sweep.dir={sweep}", path=path)
     assert dry.returncode == 0, dry.stderr
-    assert "stale: made by other code (algorithm mine: code " in dry.stdout and "resume=false re-runs it" in dry.stdout
+    assert (
+        "stale: made by other code (algorithm mine: code " in dry.stdout
+        and "resume=false re-runs it" in dry.stdout
+    )
     assert "finished already" not in dry.stdout
 
 
@@ -82,19 +88,34 @@ def test_runs_of_different_code_side_by_side_are_named(tmp_path):
     for name, digest in (("a", "1111"), ("b", "2222")):
         d = tmp_path / name
         d.mkdir()
-        (d / "config.yaml").write_text(OmegaConf.to_yaml({"algorithm": {"name": "mine"}, "seed": 0 if name == "a" else 1}))
+        (d / "config.yaml").write_text(
+            OmegaConf.to_yaml({"algorithm": {"name": "mine"}, "seed": 0 if name == "a" else 1})
+        )
         (d / "metrics.csv").write_text("round,test_acc\n0,0.1\n1,0.5\n")
-        (d / "summary.json").write_text(json.dumps({"status": "finished", "versions": {"fedprox_cli": "0.1.0"},
-                                                    "code": {"algorithm": {"name": "mine", "digest": digest}}}))
+        (d / "summary.json").write_text(
+            json.dumps(
+                {
+                    "status": "finished",
+                    "versions": {"fedprox_cli": "0.1.0"},
+                    "code": {"algorithm": {"name": "mine", "digest": digest}},
+                }
+            )
+        )
     said = []
     results.load([tmp_path], warn=said.append)
-    assert said == ["note: runs made by different code side by side: algorithm mine: 2 versions of its code "
-                    "(1111, 2222)"]
+    assert said == [
+        "note: runs made by different code side by side: algorithm mine: 2 versions of its code "
+        "(1111, 2222)"
+    ]
 
 
 def test_changed_compares_recorded_digests_only():
     a = {"algorithm": {"name": "x", "digest": "1"}, "model": {"name": "linear", "digest": "2"}}
-    assert provenance.changed(a, a) == [] and provenance.changed(None, a) == [] and provenance.changed(a, {}) == []
+    assert (
+        provenance.changed(a, a) == []
+        and provenance.changed(None, a) == []
+        and provenance.changed(a, {}) == []
+    )
     b = {**a, "model": {"name": "linear", "digest": "3"}}
     assert provenance.changed(a, b) == ["model linear: code 2 -> 3"]
 
@@ -102,8 +123,14 @@ def test_changed_compares_recorded_digests_only():
 def test_a_refused_run_and_a_dry_run_leave_no_folder(tmp_path, mine):
     refused = fedrun("algorithm=fedavg", "dataset=digits", f"hydra.run.dir={tmp_path / 'refused'}")
     assert refused.returncode == 2 and not (tmp_path / "refused").exists()
-    dry = fedrun("--config-dir", str(mine / "conf"), *TINY, "dry_run=true", f"hydra.run.dir={tmp_path / 'dry'}",
-                 path=[mine / "site"])
+    dry = fedrun(
+        "--config-dir",
+        str(mine / "conf"),
+        *TINY,
+        "dry_run=true",
+        f"hydra.run.dir={tmp_path / 'dry'}",
+        path=[mine / "site"],
+    )
     assert dry.returncode == 0, dry.stderr
     assert "nothing written" in dry.stdout and not (tmp_path / "dry").exists()
     assert "metrics:" not in dry.stdout

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import fedrun
 
-pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the [ray] extra (hydra-ray-launcher) is not installed")
+pytest.importorskip(
+    "hydra_plugins.hydra_ray_launcher",
+    reason="the [ray] extra (hydra-ray-launcher) is not installed",
+)
 ray = pytest.importorskip("ray", reason="ray is not installed")
 
 from fedprox_cli.analysis.jobrecords import records  # noqa: E402
@@ -24,14 +26,22 @@ from fedprox_cli.cluster import ray_jobs  # noqa: E402
 from fedprox_cli.common.errors import UserError  # noqa: E402
 
 TINY = ["dataset=digits", "model=linear", "T=2"]
-RAY = ["hydra/launcher=ray", "hydra.launcher.ray.init.num_cpus=2", "hydra.launcher.ray.init.num_gpus=2",
-       "+hydra.launcher.ray.init.log_to_driver=false"]
+RAY = [
+    "hydra/launcher=ray",
+    "hydra.launcher.ray.init.num_cpus=2",
+    "hydra.launcher.ray.init.num_gpus=2",
+    "+hydra.launcher.ray.init.log_to_driver=false",
+]
 
 
 def sweep(tmp: Path, *args: str):
     began = time.perf_counter()
     p = fedrun("-m", *RAY, *TINY, "seed=0,1,2,3", *args, f"hydra.sweep.dir={tmp}", cwd=tmp.parent)
-    return p, time.perf_counter() - began, [Path(r.folder) for r in sorted(records(tmp), key=lambda r: r.num)]
+    return (
+        p,
+        time.perf_counter() - began,
+        [Path(r.folder) for r in sorted(records(tmp), key=lambda r: r.num)],
+    )
 
 
 def hardware(folder: Path) -> dict:
@@ -45,8 +55,11 @@ def cpu_sweep(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shared_gpus(cpu_sweep, tmp_path_factory):  # after cpu_sweep: the same Ray, started once
-    return sweep(tmp_path_factory.mktemp("ray") / "gpus", "hydra.launcher.ray.remote.num_gpus=0.5",
-                 "hydra.launcher.ray.remote.num_cpus=0.5")
+    return sweep(
+        tmp_path_factory.mktemp("ray") / "gpus",
+        "hydra.launcher.ray.remote.num_gpus=0.5",
+        "hydra.launcher.ray.remote.num_cpus=0.5",
+    )
 
 
 def test_a_local_ray_runs_a_cpu_sweep(cpu_sweep):
@@ -59,7 +72,7 @@ def test_a_local_ray_runs_a_cpu_sweep(cpu_sweep):
         assert summary["status"] == "finished" and summary["round"] == 2
         hw = summary["hardware"]
         assert hw["gpu"] == "cpu" and hw["placed_by"] == "ray" and not hw.get("note")
-    head, *rows = p.stdout[p.stdout.index("sweep: 4 of 4"):].splitlines()[1:]
+    head, *rows = p.stdout[p.stdout.index("sweep: 4 of 4") :].splitlines()[1:]
     assert [r.split()[head.split().index("gpu")] for r in rows] == ["cpu"] * 4
     print(f"cpu sweep through Ray: {took:.1f} s")
 
@@ -76,16 +89,24 @@ def test_ray_told_of_two_gpus_puts_two_jobs_on_each(shared_gpus):
         if torch.cuda.is_available():  # a real GPU (there the logical count should match it)
             assert hw["gpu"]["index"] == 0 and hw["gpu"]["name"]
         else:
-            assert hw["gpu"] == "cpu" and hw["note"] == (f"given GPU {hw['cuda_visible_devices']} (CUDA_VISIBLE_"
-                                                         f"DEVICES by ray) but ran on the CPU: CUDA is not available here")
+            assert hw["gpu"] == "cpu" and hw["note"] == (
+                f"given GPU {hw['cuda_visible_devices']} (CUDA_VISIBLE_"
+                f"DEVICES by ray) but ran on the CPU: CUDA is not available here"
+            )
     if not torch.cuda.is_available():
-        assert Counter(r.split("(given GPU ")[1][0] for r in p.stdout.splitlines() if "(given GPU" in r) == given
+        assert (
+            Counter(
+                r.split("(given GPU ")[1][0] for r in p.stdout.splitlines() if "(given GPU" in r
+            )
+            == given
+        )
     print(f"shared-GPU sweep through Ray (Ray already up): {took:.1f} s")
 
 
 def test_a_killed_job_is_reported_and_a_stop_cancels_the_others(shared_gpus, tmp_path):
     """On the module's Ray: a job whose worker is killed is handed back as NaN and recorded with
     Ray's word for it; a job that stops (interrupted) cancels the others and ends the sweep."""
+
     @ray.remote(num_cpus=0, max_retries=0)
     def job(placed):
         return placed(None)
@@ -112,40 +133,73 @@ def test_a_killed_job_is_reported_and_a_stop_cancels_the_others(shared_gpus, tmp
     stop = ray_jobs.marks(tmp_path, "test", 0)[0]
     folder = tmp_path / "job"
     ref, started = placed(killed, 1)
-    (ret,) = ray_jobs.RaySide()._collect([(ref, ["seed=1"], 1, folder, started)], tmp_path, time.time() - 1, stop)
+    (ret,) = ray_jobs.RaySide()._collect(
+        [(ref, ["seed=1"], 1, folder, started)], tmp_path, time.time() - 1, stop
+    )
     assert ret.return_value != ret.return_value  # NaN
     (rec,) = records(tmp_path)
-    assert rec.folder == str(folder) and rec.reason.startswith("ended without a result (Ray: WorkerCrashedError")
+    assert rec.folder == str(folder) and rec.reason.startswith(
+        "ended without a result (Ray: WorkerCrashedError"
+    )
     (long_ref, long_started), (stops, stops_started) = placed(long, 2), placed(interrupted, 3)
     while not long_started.exists():  # the long job runs (its worker may take seconds to start)
         time.sleep(0.2)
     began = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
-        ray_jobs.RaySide()._collect([(long_ref, ["seed=2"], 2, None, long_started),
-                                     (stops, ["seed=3"], 3, None, stops_started)], tmp_path, time.time(), stop)
-    assert time.perf_counter() - began < 30 and stop.exists()  # the long job was stopped by the stop file
+        ray_jobs.RaySide()._collect(
+            [
+                (long_ref, ["seed=2"], 2, None, long_started),
+                (stops, ["seed=3"], 3, None, stops_started),
+            ],
+            tmp_path,
+            time.time(),
+            stop,
+        )
+    assert (
+        time.perf_counter() - began < 30 and stop.exists()
+    )  # the long job was stopped by the stop file
 
 
 def test_the_launchers_ray_init_and_job_shares():
     assert ray_jobs.init_args({"address": None, "num_cpus": 2, "num_gpus": None}) == {
-        "object_store_memory": ray_jobs.OBJECT_STORE_BYTES, "include_dashboard": False, "num_cpus": 2,
-        "address": "local"}  # a Ray of its own, even where `ray start` left one running
+        "object_store_memory": ray_jobs.OBJECT_STORE_BYTES,
+        "include_dashboard": False,
+        "num_cpus": 2,
+        "address": "local",
+    }  # a Ray of its own, even where `ray start` left one running
     assert ray_jobs.init_args({"address": "auto", "num_cpus": None}) == {"address": "auto"}
-    with pytest.raises(UserError, match=r"hydra.launcher.ray.init.num_gpus declares a resource of a Ray started "
-                                        r"here; a running cluster \(address=auto\) has its own"):
+    with pytest.raises(
+        UserError,
+        match=r"hydra.launcher.ray.init.num_gpus declares a resource of a Ray started "
+        r"here; a running cluster \(address=auto\) has its own",
+    ):
         ray_jobs.init_args({"address": "auto", "num_gpus": 2})
     remote = {"num_gpus": "auto", "num_cpus": 1, "max_retries": 0}
     assert ray_jobs.remote_options(remote, {"device": "auto"}, 2.0)["num_gpus"] == 1
     assert ray_jobs.remote_options(remote, {"device": "auto"}, 0.0)["num_gpus"] == 0
-    assert ray_jobs.remote_options({**remote, "num_gpus": 0.5}, {"device": "cpu"}, 2.0)["num_gpus"] == 0
+    assert (
+        ray_jobs.remote_options({**remote, "num_gpus": 0.5}, {"device": "cpu"}, 2.0)["num_gpus"]
+        == 0
+    )
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here: the sweep on a real GPU is not run")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no GPU here: the sweep on a real GPU is not run"
+)
 def test_on_a_gpu_each_run_records_the_gpu_ray_gave_it(tmp_path):
-    p = fedrun("-m", "hydra/launcher=ray", "+hydra.launcher.ray.init.log_to_driver=false",
-               "hydra.launcher.ray.remote.num_gpus=0.5", *TINY, "seed=0,1,2,3", f"hydra.sweep.dir={tmp_path / 's'}",
-               cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        "hydra/launcher=ray",
+        "+hydra.launcher.ray.init.log_to_driver=false",
+        "hydra.launcher.ray.remote.num_gpus=0.5",
+        *TINY,
+        "seed=0,1,2,3",
+        f"hydra.sweep.dir={tmp_path / 's'}",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     for summary in (tmp_path / "s").glob("*/summary.json"):
         hw = json.loads(summary.read_text())["hardware"]
-        assert hw["gpu"]["index"] == 0 and hw["gpu"]["name"] == hw["name"] and hw["placed_by"] == "ray"
+        assert (
+            hw["gpu"]["index"] == 0 and hw["gpu"]["name"] == hw["name"] and hw["placed_by"] == "ray"
+        )

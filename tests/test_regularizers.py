@@ -5,17 +5,19 @@ import math
 import pytest
 import torch
 
-from fedprox_cli.operators import regularizers
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.operators import regularizers
 
 LAM, THETA, A = 1.0, 3.0, 3.7
 SEPARABLE = {  # name -> (params, steps < 1/rho, kinks of h and of its prox as functions of step)
     "l1": (dict(lam=LAM), [0.1, 1.0, 4.0], lambda s: [LAM * s]),
     "elastic_net": (dict(l1=LAM, l2=0.5), [0.1, 1.0, 4.0], lambda s: [LAM * s]),
-    "mcp": (dict(lam=LAM, theta=THETA), [0.1, 1.0, 2.9],
-            lambda s: [LAM * s, THETA * LAM]),
-    "scad": (dict(lam=LAM, a=A), [0.1, 1.0, 2.6],
-             lambda s: [LAM, 2 * LAM, (1 + s) * LAM, A * LAM, LAM * s]),
+    "mcp": (dict(lam=LAM, theta=THETA), [0.1, 1.0, 2.9], lambda s: [LAM * s, THETA * LAM]),
+    "scad": (
+        dict(lam=LAM, a=A),
+        [0.1, 1.0, 2.6],
+        lambda s: [LAM, 2 * LAM, (1 + s) * LAM, A * LAM, LAM * s],
+    ),
     "none": ({}, [0.5], lambda s: []),
 }
 
@@ -90,8 +92,9 @@ def test_values_of_the_penalties():
     assert mcp.value(x).tolist() == pytest.approx([0.0, 2 - 1 / 6, 6.0, 6.0])
     # SCAD: lam |x| up to lam = 2, then the quadratic, then lam^2 (a + 1) / 2 = 9.4
     x = torch.tensor([1.0, 2.0, 3.0, 7.4, 50.0], dtype=torch.float64)[:, None]
-    assert scad.value(x).tolist() == pytest.approx([2.0, 4.0, (2 * 3.7 * 2 * 3 - 9 - 4) / 5.4,
-                                                    9.4, 9.4])
+    assert scad.value(x).tolist() == pytest.approx(
+        [2.0, 4.0, (2 * 3.7 * 2 * 3 - 9 - 4) / 5.4, 9.4, 9.4]
+    )
     en = regularizers.build("elastic_net", l1=0.1, l2=0.5)
     assert en.value(torch.tensor([3.0, -4.0])).item() == pytest.approx(0.7 + 12.5)
 
@@ -107,13 +110,19 @@ def test_l1_is_soft_threshold_and_elastic_net_closed_form():
 def test_l2_ball_projection_facts():
     h = regularizers.build("l2_ball", radius=2.0)
     torch.manual_seed(1)
-    X = torch.randn(6, 5, dtype=torch.float64) * torch.tensor([0.1, 0.3, 1.0, 3.0, 10.0, 0.0])[:, None]
+    X = (
+        torch.randn(6, 5, dtype=torch.float64)
+        * torch.tensor([0.1, 0.3, 1.0, 3.0, 10.0, 0.0])[:, None]
+    )
     P = h.prox(X, 0.7)
     inside = X.norm(dim=1) <= 2
-    assert torch.equal(P[inside], X[inside])                                 # fixed points
-    assert torch.allclose(P[~inside].norm(dim=1), torch.full(((~inside).sum(),), 2.0, dtype=X.dtype))
-    assert torch.allclose(P[~inside] * X[~inside].norm(dim=1, keepdim=True),
-                          2 * X[~inside])                                   # same direction
+    assert torch.equal(P[inside], X[inside])  # fixed points
+    assert torch.allclose(
+        P[~inside].norm(dim=1), torch.full(((~inside).sum(),), 2.0, dtype=X.dtype)
+    )
+    assert torch.allclose(
+        P[~inside] * X[~inside].norm(dim=1, keepdim=True), 2 * X[~inside]
+    )  # same direction
     Y = torch.randn(200, 5, dtype=torch.float64)
     Y = Y * (2 * torch.rand(200, 1, dtype=X.dtype) / Y.norm(dim=1, keepdim=True))
     # variational inequality <x - p, y - p> <= 0 for all y in the ball
@@ -132,10 +141,15 @@ def test_box_projection_facts():
     assert h.value(X).tolist() == [math.inf, 0.0]
 
 
-@pytest.mark.parametrize("name,params,bad_step", [("mcp", dict(theta=3.0), 3.0),
-                                                  ("mcp", dict(theta=0.5), 0.7),
-                                                  ("scad", dict(a=3.7), 2.7),
-                                                  ("scad", dict(a=2.5), 10.0)])
+@pytest.mark.parametrize(
+    "name,params,bad_step",
+    [
+        ("mcp", dict(theta=3.0), 3.0),
+        ("mcp", dict(theta=0.5), 0.7),
+        ("scad", dict(a=3.7), 2.7),
+        ("scad", dict(a=2.5), 10.0),
+    ],
+)
 def test_prox_refuses_step_at_or_above_one_over_rho(name, params, bad_step):
     h = regularizers.build(name, **params)
     with pytest.raises(UserError, match="1/rho"):
@@ -143,14 +157,21 @@ def test_prox_refuses_step_at_or_above_one_over_rho(name, params, bad_step):
     h.prox(torch.ones(3), 0.99 * bad_step if bad_step == h.max_step() else 0.1)
 
 
-@pytest.mark.parametrize("name,params,match", [
-    ("mcp", dict(theta=0.0), "theta must be > 0"),
-    ("scad", dict(a=2.0), "a must be > 2"),
-    ("box", dict(lo=1.0, hi=0.0), "lo = 1 must be <= hi"),
-    ("l2_ball", dict(radius=0.0), "radius must be > 0"),
-    ("l1", dict(lam=-1.0), r"regularizer.lam must be >= 0, got -1.0 \(as declared by regularizer l1\)"),
-    ("elastic_net", dict(l3=1.0), "no parameter l3"),
-])
+@pytest.mark.parametrize(
+    "name,params,match",
+    [
+        ("mcp", dict(theta=0.0), "theta must be > 0"),
+        ("scad", dict(a=2.0), "a must be > 2"),
+        ("box", dict(lo=1.0, hi=0.0), "lo = 1 must be <= hi"),
+        ("l2_ball", dict(radius=0.0), "radius must be > 0"),
+        (
+            "l1",
+            dict(lam=-1.0),
+            r"regularizer.lam must be >= 0, got -1.0 \(as declared by regularizer l1\)",
+        ),
+        ("elastic_net", dict(l3=1.0), "no parameter l3"),
+    ],
+)
 def test_bad_parameters(name, params, match):
     with pytest.raises(UserError, match=match):
         regularizers.build(name, **params)
@@ -158,9 +179,13 @@ def test_bad_parameters(name, params, match):
 
 def test_every_regularizer_has_a_config_and_is_registered():
     from pathlib import Path
+
     conf = Path(__file__).resolve().parent.parent / "conf" / "regularizer"
-    assert sorted(p.stem for p in conf.glob("*.yaml")) == regularizers.names() == sorted(
-        ["none", "l1", "elastic_net", "mcp", "scad", "l2_ball", "box"])
+    assert (
+        sorted(p.stem for p in conf.glob("*.yaml"))
+        == regularizers.names()
+        == sorted(["none", "l1", "elastic_net", "mcp", "scad", "l2_ball", "box"])
+    )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

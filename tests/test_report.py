@@ -12,11 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import in_process
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
-import in_process
 from conftest import child_env, fedrun, script
 from omegaconf import OmegaConf
 
@@ -63,11 +63,16 @@ def fake_run(root: Path, name: str, config: dict, status: str = "finished", **co
     d.mkdir(parents=True)
     (d / "config.yaml").write_text(yaml.safe_dump(config))
     rounds = len(next(iter(columns.values())))
-    base = {"round": np.arange(rounds) * 5, "time_s": np.arange(rounds, dtype=float),
-            "bytes_up": np.arange(rounds) * 100, "bytes_down": np.arange(rounds) * 200}
+    base = {
+        "round": np.arange(rounds) * 5,
+        "time_s": np.arange(rounds, dtype=float),
+        "bytes_up": np.arange(rounds) * 100,
+        "bytes_down": np.arange(rounds) * 200,
+    }
     pd.DataFrame({**base, **columns}).to_csv(d / "metrics.csv", index=False)
-    summary = {"status": status} | ({"error": "objective is inf after round 10"}
-                                    if status == "diverged" else {})
+    summary = {"status": status} | (
+        {"error": "objective is inf after round 10"} if status == "diverged" else {}
+    )
     (d / "summary.json").write_text(json.dumps(summary))
     return d
 
@@ -87,8 +92,16 @@ def real(seed=0, **dotted) -> dict:
 def acc_run(root, name, acc, status="finished", **cfg):
     """A real-layout run whose test accuracy ends at ``acc`` (losses inf at the end if diverged)."""
     loss = [2.0, 1.0, np.inf if status == "diverged" else 0.5]
-    return fake_run(root, name, real(**cfg), status, train_loss=loss, objective=loss,
-                    test_acc=[0.1, 0.5, acc], stationarity=[1.0, 0.5, 0.2])
+    return fake_run(
+        root,
+        name,
+        real(**cfg),
+        status,
+        train_loss=loss,
+        objective=loss,
+        test_acc=[0.1, 0.5, acc],
+        stationarity=[1.0, 0.5, 0.2],
+    )
 
 
 def cli(name: str, *args, cwd=None) -> subprocess.CompletedProcess:
@@ -97,8 +110,11 @@ def cli(name: str, *args, cwd=None) -> subprocess.CompletedProcess:
 
 
 def table_rows(stdout: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split("|")] for line in stdout.splitlines()
-            if line.startswith("|") and not line.startswith("|---")]
+    return [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in stdout.splitlines()
+        if line.startswith("|") and not line.startswith("|---")
+    ]
 
 
 # ------------------------------------------------------------------- grouping, from the CLI
@@ -110,8 +126,12 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
         acc_run(tmp_path, f"b{beta}", acc, **{"algorithm.beta": beta})
     p = cli("tables.py", tmp_path)
     assert p.returncode == 0, p.stderr
-    assert table_rows(p.stdout) == [["algorithm.beta", "FedCanon"], ["0.01", "0.6000"],
-                                    ["0.05", "0.7000"], ["0.1", "0.8000"]]
+    assert table_rows(p.stdout) == [
+        ["algorithm.beta", "FedCanon"],
+        ["0.01", "0.6000"],
+        ["0.05", "0.7000"],
+        ["0.1", "0.8000"],
+    ]
     assert "one run (seed) per cell; test_acc at the last evaluation" in p.stdout
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
     assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
@@ -121,28 +141,45 @@ def test_an_alpha_beta_grid_keeps_every_cell(tmp_path):
     """fedcanon_fig1's grid with --column algorithm.beta: alpha rows x beta columns."""
     for i, alpha in enumerate((0.01, 0.1)):
         for j, beta in enumerate((0.005, 0.05)):
-            acc_run(tmp_path, f"a{alpha}_b{beta}", 0.5 + i / 10 + j / 100,
-                    **{"algorithm.alpha": alpha, "algorithm.beta": beta})
+            acc_run(
+                tmp_path,
+                f"a{alpha}_b{beta}",
+                0.5 + i / 10 + j / 100,
+                **{"algorithm.alpha": alpha, "algorithm.beta": beta},
+            )
     rows = table_rows(cli("tables.py", tmp_path, "--column", "algorithm.beta").stdout)
-    assert rows == [["algorithm.alpha", "0.005", "0.05"], ["0.01", "0.5000", "**0.5100**"],
-                    ["0.1", "0.6000", "**0.6100**"]]
+    assert rows == [
+        ["algorithm.alpha", "0.005", "0.05"],
+        ["0.01", "0.5000", "**0.5100**"],
+        ["0.1", "0.6000", "**0.6100**"],
+    ]
 
 
 def test_three_seeds_give_mean_pm_std_with_n3_and_run_control_keys_do_not_split(tmp_path):
     for seed, acc in enumerate((0.70, 0.71, 0.72)):
-        acc_run(tmp_path, f"s{seed}", acc, seed=seed, checkpoint_every=seed, resume=bool(seed),
-                **{"data.root": f"/data{seed}", "oracle.chunk": seed + 1})
+        acc_run(
+            tmp_path,
+            f"s{seed}",
+            acc,
+            seed=seed,
+            checkpoint_every=seed,
+            resume=bool(seed),
+            **{"data.root": f"/data{seed}", "oracle.chunk": seed + 1},
+        )
     p = cli("tables.py", tmp_path)
-    assert table_rows(p.stdout) == [["FedCanon"], [f"0.7100 ± {np.std([0, .01, .02], ddof=1):.4f}"]]
+    assert table_rows(p.stdout) == [
+        ["FedCanon"],
+        [f"0.7100 ± {np.std([0, 0.01, 0.02], ddof=1):.4f}"],
+    ]
     assert "over 3 seeds per cell" in p.stdout
 
 
 def test_eval_every_splits_only_when_it_changes_the_compared_value(tmp_path):
     for seed, every in enumerate((1, 2)):
         acc_run(tmp_path, f"s{seed}", 0.7, seed=seed, eval_every=every)
-    assert len(table_rows(cli("tables.py", tmp_path).stdout)) == 2            # one cell, n=2
+    assert len(table_rows(cli("tables.py", tmp_path).stdout)) == 2  # one cell, n=2
     assert "2 seeds per cell" in cli("tables.py", tmp_path).stdout
-    tail = table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)   # tail: cadence matters
+    tail = table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)  # tail: cadence matters
     assert tail[0] == ["eval_every", "FedCanon"] and len(tail) == 3
 
 
@@ -153,18 +190,30 @@ def test_a_diverged_run_is_reported_not_averaged(tmp_path):
     lone = acc_run(tmp_path, "div_beta", 0.1, "diverged", **{"algorithm.beta": 1000.0})
     p = cli("tables.py", tmp_path)
     assert p.returncode == 0, p.stderr
-    assert table_rows(p.stdout)[1:] == [["0.02", f"0.7100 ± {np.std([.7, .72], ddof=1):.4f} (2 seeds; diverged 1 of 3)"],
-                                        ["1000", "diverged (1 of 1)"]]
+    assert table_rows(p.stdout)[1:] == [
+        ["0.02", f"0.7100 ± {np.std([0.7, 0.72], ddof=1):.4f} (2 seeds; diverged 1 of 3)"],
+        ["1000", "diverged (1 of 1)"],
+    ]
     lines = p.stderr.splitlines()
-    assert f"fedrun-table: left out of the mean: {bad} (diverged: objective is inf after round 10)" in lines
+    assert (
+        f"fedrun-table: left out of the mean: {bad} (diverged: objective is inf after round 10)"
+        in lines
+    )
     assert sum(str(lone) in line for line in lines) == 1
 
 
 def test_unfinished_and_non_finite_runs_are_left_out_and_counted(tmp_path):
     acc_run(tmp_path, "ok", 0.7)
     acc_run(tmp_path, "running", 0.2, "running", seed=1)
-    fake_run(tmp_path, "nan", real(seed=2), train_loss=[1.0], objective=[1.0], test_acc=[np.nan],
-             stationarity=[1.0])
+    fake_run(
+        tmp_path,
+        "nan",
+        real(seed=2),
+        train_loss=[1.0],
+        objective=[1.0],
+        test_acc=[np.nan],
+        stationarity=[1.0],
+    )
     p = cli("tables.py", tmp_path)
     # its summary says running but no process holds the folder's lock: it is reported dead
     assert table_rows(p.stdout)[1] == ["0.7000 (1 seed; dead 1, non-finite 1 of 3)"]
@@ -183,24 +232,33 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
     (short / "metrics.csv").write_text("\n".join(text[:-1] + [text[-1].rsplit(",", 3)[0]]) + "\n")
     unreadable = acc_run(tmp_path, "badyaml", 0.7, seed=6)
     (unreadable / "config.yaml").write_text("algorithm: {name: [fedcanon\n")
-    no_acc = fake_run(tmp_path, "no_acc", real(seed=7), train_loss=[1.0], objective=[1.0],
-                      stationarity=[1.0])
+    no_acc = fake_run(
+        tmp_path, "no_acc", real(seed=7), train_loss=[1.0], objective=[1.0], stationarity=[1.0]
+    )
     for script in ("tables.py", "plot.py"):
         args = ["--out", tmp_path / "fig.png"] if script == "plot.py" else []
         p = cli(script, tmp_path, *args)
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-        assert ("mean of 2 seeds per curve" if script == "plot.py" else "2 seeds per cell") in p.stdout
-        for run, why in ((empty, "metrics.csv is empty"), (cut, "metrics.csv is cut"),
-                         (short, "metrics.csv is cut (line 4 has 5 of 8 fields)"),
-                         (unreadable, "config.yaml is unreadable"),
-                         (no_acc, "metrics.csv has no column 'test_acc'")):
+        assert (
+            "mean of 2 seeds per curve" if script == "plot.py" else "2 seeds per cell"
+        ) in p.stdout
+        for run, why in (
+            (empty, "metrics.csv is empty"),
+            (cut, "metrics.csv is cut"),
+            (short, "metrics.csv is cut (line 4 has 5 of 8 fields)"),
+            (unreadable, "config.yaml is unreadable"),
+            (no_acc, "metrics.csv has no column 'test_acc'"),
+        ):
             (line,) = [x for x in p.stderr.splitlines() if str(run) + ":" in x]
             assert line.startswith(f"{PROG[script]}: skipped {run}: {why}")
 
 
 def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
-    for script, args in (("tables.py", [tmp_path]), ("plot.py", [tmp_path]),
-                         ("tables.py", [tmp_path / "nope"])):
+    for script, args in (
+        ("tables.py", [tmp_path]),
+        ("plot.py", [tmp_path]),
+        ("tables.py", [tmp_path / "nope"]),
+    ):
         p = cli(script, *args)
         assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
         assert p.stderr.startswith(f"{PROG[script]}: error: no ")
@@ -216,8 +274,11 @@ def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
 def test_out_honours_the_extension_and_creates_missing_folders(tmp_path):
     for n in (10, 20, 40):
         acc_run(tmp_path / "runs", f"n{n}", 0.7, n=n)
-    checks = {"pdf": lambda b: b.startswith(b"%PDF-"), "png": lambda b: b.startswith(PNG),
-              "svg": lambda b: b.lstrip().startswith(b"<?xml") and b"<svg" in b[:500]}
+    checks = {
+        "pdf": lambda b: b.startswith(b"%PDF-"),
+        "png": lambda b: b.startswith(PNG),
+        "svg": lambda b: b.lstrip().startswith(b"<?xml") and b"<svg" in b[:500],
+    }
     for ext, is_format in checks.items():
         out = tmp_path / "new" / ext / f"figure.{ext}"
         p = cli("plot.py", tmp_path / "runs", "--out", out)
@@ -227,10 +288,13 @@ def test_out_honours_the_extension_and_creates_missing_folders(tmp_path):
     p = cli("plot.py", tmp_path / "runs", "--slope", "n", "--out", out)
     assert p.returncode == 0, p.stderr
     assert checks["svg"](out.read_bytes())
-    p = cli("plot.py", tmp_path / "runs", "--out", tmp_path / "runs" / "n10" / "metrics.csv" / "x.png")
-    assert p.returncode == 2 and "Traceback" not in p.stderr   # a file where a folder must be
+    p = cli(
+        "plot.py", tmp_path / "runs", "--out", tmp_path / "runs" / "n10" / "metrics.csv" / "x.png"
+    )
+    assert p.returncode == 2 and "Traceback" not in p.stderr  # a file where a folder must be
     assert [x for x in p.stderr.splitlines() if "error" in x] == [
-        f"fedrun-plot: error: File exists: {tmp_path / 'runs' / 'n10' / 'metrics.csv'}"]
+        f"fedrun-plot: error: File exists: {tmp_path / 'runs' / 'n10' / 'metrics.csv'}"
+    ]
 
 
 @pytest.fixture
@@ -242,6 +306,7 @@ def figures(monkeypatch):
         fig.caption = caption
         kept.append(fig)
         Path(path).write_bytes(b"")
+
     monkeypatch.setattr(curves, "save_figure", keep)
     monkeypatch.setattr(plotting, "save_figure", keep)
     return kept
@@ -253,16 +318,26 @@ def _lines(fig):
 
 def test_diverged_run_is_drawn_and_marked_where_it_diverged(tmp_path, figures, capsys):
     acc_run(tmp_path, "ok", 0.7)
-    fake_run(tmp_path, "div", real(seed=1, **{"algorithm.beta": 1.0}), "diverged",
-             train_loss=[2.0, 3.0, 50.0, np.inf], objective=[2.0, 3.0, 50.0, np.inf],
-             test_acc=[.1, .2, .3, .1], stationarity=[1.0, 2.0, 9.0, np.nan])
-    assert plot_script.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "f.png")]) == 0
+    fake_run(
+        tmp_path,
+        "div",
+        real(seed=1, **{"algorithm.beta": 1.0}),
+        "diverged",
+        train_loss=[2.0, 3.0, 50.0, np.inf],
+        objective=[2.0, 3.0, 50.0, np.inf],
+        test_acc=[0.1, 0.2, 0.3, 0.1],
+        stationarity=[1.0, 2.0, 9.0, np.nan],
+    )
+    assert (
+        plot_script.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "f.png")])
+        == 0
+    )
     out, err = capsys.readouterr()
     assert "β = 1: diverged (1 run, not in the mean; marked at its end)" in out
     assert f"left out of the mean: {tmp_path / 'div'}" in err
     (fig,) = figures
     xs = [tuple(line.get_xydata()[0]) for line in _lines(fig) if line.get_marker() == "x"]
-    assert xs == [(10.0, 50.0)]   # round 10, the last finite loss
+    assert xs == [(10.0, 50.0)]  # round 10, the last finite loss
 
 
 def test_coinciding_curves_stay_distinguishable_and_are_named(tmp_path, figures, capsys):
@@ -280,20 +355,46 @@ def test_coinciding_curves_stay_distinguishable_and_are_named(tmp_path, figures,
 def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path, figures):
     for i, beta in enumerate((0.01, 0.02)):
         for seed in range(2):
-            fake_run(tmp_path, f"b{beta}_{seed}", real(seed, **{"algorithm.beta": beta}),
-                     train_loss=[1.0] * 3, objective=[1.0] * 3, test_acc=[.1, .2, .3 + i / 10],
-                     stationarity=[1.0, 0.3, 0.1 + i / 100])
-    assert plot_script.main([str(tmp_path), "--y", "stationarity", "--panels", "partition.name",
-                             "--out", str(tmp_path / "f.png")]) == 0
+            fake_run(
+                tmp_path,
+                f"b{beta}_{seed}",
+                real(seed, **{"algorithm.beta": beta}),
+                train_loss=[1.0] * 3,
+                objective=[1.0] * 3,
+                test_acc=[0.1, 0.2, 0.3 + i / 10],
+                stationarity=[1.0, 0.3, 0.1 + i / 100],
+            )
+    assert (
+        plot_script.main(
+            [
+                str(tmp_path),
+                "--y",
+                "stationarity",
+                "--panels",
+                "partition.name",
+                "--out",
+                str(tmp_path / "f.png"),
+            ]
+        )
+        == 0
+    )
     (fig,) = figures
     assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
     r = fig.canvas.get_renderer()
     below = min(ax.get_tightbbox(r).y0 for ax in fig.axes if ax.get_visible())
-    assert fig.legends[0].get_window_extent(r).y1 <= below + 1           # hangs below the axes
-    assert fig.texts[0].get_window_extent(r).y1 <= fig.legends[0].get_window_extent(r).y0 + 1  # caption below it
+    assert fig.legends[0].get_window_extent(r).y1 <= below + 1  # hangs below the axes
+    assert (
+        fig.texts[0].get_window_extent(r).y1 <= fig.legends[0].get_window_extent(r).y0 + 1
+    )  # caption below it
     caption = fig.caption
-    assert fig._suptitle is None and [t.get_text().replace("\n", " ") for t in fig.texts] == [caption]
-    assert "fedcanon (alpha=0.2)" in caption and "digits" in caption and "n=3 clients, K=2, B=8" in caption
+    assert fig._suptitle is None and [t.get_text().replace("\n", " ") for t in fig.texts] == [
+        caption
+    ]
+    assert (
+        "fedcanon (alpha=0.2)" in caption
+        and "digits" in caption
+        and "n=3 clients, K=2, B=8" in caption
+    )
     assert "seed" not in caption.split(". Lines")[0]
     ax = fig.axes[0]
     assert all(float(t).is_integer() for t in ax.get_xticks())
@@ -311,19 +412,43 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
     acc_run(tmp_path, "b", 0.5, **{"algorithm.beta": 0.5})
     names = tmp_path / "labels.yaml"
     names.write_text("'FedCanon (β = 0.5)': FedCanon (β = 0.5)\n")
-    assert plot_script.main([str(tmp_path), "--label", "fedavg=FedAvg", "--label", "algorithm.beta=β",
-                             "--labels", str(names), "--title", "Digits", "--out", str(tmp_path / "f.pdf")]) == 0
+    assert (
+        plot_script.main(
+            [
+                str(tmp_path),
+                "--label",
+                "fedavg=FedAvg",
+                "--label",
+                "algorithm.beta=β",
+                "--labels",
+                str(names),
+                "--title",
+                "Digits",
+                "--out",
+                str(tmp_path / "f.pdf"),
+            ]
+        )
+        == 0
+    )
     (fig,) = figures
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     # a --label changes only what it names: FedCanon's entries keep their printed name and symbol
-    assert legend == ["FedAvg (β = 0.02) (2 seeds)", "FedCanon (β = 0.02) (3 seeds)", "FedCanon (β = 0.5) (1 seed)"]
+    assert legend == [
+        "FedAvg (β = 0.02) (2 seeds)",
+        "FedCanon (β = 0.02) (3 seeds)",
+        "FedCanon (β = 0.5) (1 seed)",
+    ]
     ax = fig.axes[0]
-    assert ax.get_xlim() == (0.0, 10.0)                 # rounds 0, 5, 10: no tick past T
-    assert max(ax.get_xticks()[(ax.get_xticks() >= ax.get_xlim()[0]) & (ax.get_xticks() <= 10)]) == 10
+    assert ax.get_xlim() == (0.0, 10.0)  # rounds 0, 5, 10: no tick past T
+    assert (
+        max(ax.get_xticks()[(ax.get_xticks() >= ax.get_xlim()[0]) & (ax.get_xticks() <= 10)]) == 10
+    )
     assert ax.get_ylabel() == "test accuracy" and ax.get_ylim()[1] < 1.0
     assert fig._suptitle.get_text() == "Digits"
     out = capsys.readouterr().out
-    assert "caption: " in out and "FedAvg (β = 0.02) (2 seeds)" in out and "n=" not in "".join(legend)
+    assert (
+        "caption: " in out and "FedAvg (β = 0.02) (2 seeds)" in out and "n=" not in "".join(legend)
+    )
 
 
 def test_styles_sizes_fonts_and_vector_output(tmp_path):
@@ -333,28 +458,39 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
     p = cli("plot.py", tmp_path / "runs", "--style", "paper", "--out", svg)
     assert p.returncode == 0, p.stderr
     text = svg.read_text()
-    assert "<dc:description>" in text and "fedcanon (alpha=0.2" in text   # the caption, as metadata
+    assert "<dc:description>" in text and "fedcanon (alpha=0.2" in text  # the caption, as metadata
     width = float(text.split('width="', 1)[1].split("pt", 1)[0])
-    assert 200 < width <= 3.4 * 72 + 2 * 0.03 * 72 + 1   # the paper style's panel, 3.4 in, plus the crop's margin
-    assert "DejaVu Serif" in text      # its serif font, kept as text (svg.fonttype: none)
+    assert (
+        200 < width <= 3.4 * 72 + 2 * 0.03 * 72 + 1
+    )  # the paper style's panel, 3.4 in, plus the crop's margin
+    assert "DejaVu Serif" in text  # its serif font, kept as text (svg.fonttype: none)
     png = tmp_path / "f.png"
     p = cli("plot.py", tmp_path / "runs", "--size", "4,3", "--font-size", "14", "--out", png)
     assert p.returncode == 0, p.stderr
     from PIL import Image
+
     img = Image.open(png)
     assert "fedcanon (alpha=0.2" in img.info["Description"]
     pdf = tmp_path / "f.pdf"
     assert cli("plot.py", tmp_path / "runs", "--style", "ggplot", "--out", pdf).returncode == 0
     assert pdf.read_bytes().startswith(b"%PDF-")
-    for bad, why in ((["--style", "nope"], "unknown style 'nope'"), (["--size", "4"], "--size takes W,H"),
-                     (["--label", "x"], "--label takes KEY=TEXT")):
+    for bad, why in (
+        (["--style", "nope"], "unknown style 'nope'"),
+        (["--size", "4"], "--size takes W,H"),
+        (["--label", "x"], "--label takes KEY=TEXT"),
+    ):
         p = cli("plot.py", tmp_path / "runs", *bad, "--out", png)
         assert p.returncode == 2 and why in p.stderr and len(p.stderr.splitlines()) == 1, p.stderr
 
 
 def test_commands_name_themselves_in_help():
-    for cmd, prog, words in (("plot", "fedrun-plot", "--label"), ("table", "fedrun-table", "--preset")):
-        p = in_process.run(lambda _: getattr(commands, cmd)(), "-c", ["--help"], Path.cwd(), ENV)  # python -c
+    for cmd, prog, words in (
+        ("plot", "fedrun-plot", "--label"),
+        ("table", "fedrun-table", "--preset"),
+    ):
+        p = in_process.run(
+            lambda _: getattr(commands, cmd)(), "-c", ["--help"], Path.cwd(), ENV
+        )  # python -c
         assert p.returncode == 0 and p.stdout.startswith(f"usage: {prog} ") and words in p.stdout
         assert "plot.py" not in p.stdout and "tables.py" not in p.stdout
 
@@ -363,11 +499,23 @@ def test_slope_has_r2_and_a_seed_interval(tmp_path):
     """Per seed a power law of its own: the interval is over the per-seed slopes."""
     for seed, b in enumerate((-1.4, -1.5, -1.6)):
         for n in (10, 20, 50, 100):
-            fake_run(tmp_path, f"n{n}_s{seed}", real(seed, n=n), train_loss=[1.0, 1.0],
-                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, 3.0 * n ** b])
+            fake_run(
+                tmp_path,
+                f"n{n}_s{seed}",
+                real(seed, n=n),
+                train_loss=[1.0, 1.0],
+                objective=[1.0, 1.0],
+                test_acc=[0.1, 0.2],
+                stationarity=[1.0, 3.0 * n**b],
+            )
     p = cli("tables.py", tmp_path, "--slope", "n")
     (head, row) = table_rows(p.stdout)
-    assert head[:4] == ["group", "slope of log final stationarity vs log n", "R²", "per-seed slopes"]
+    assert head[:4] == [
+        "group",
+        "slope of log final stationarity vs log n",
+        "R²",
+        "per-seed slopes",
+    ]
     assert row[3] == "-1.500 ± 0.100 (min -1.600, max -1.400; 3 seeds)"
     assert 0.99 < float(row[2]) <= 1.0
     p = cli("plot.py", tmp_path, "--slope", "n", "--out", tmp_path / "s.png")
@@ -375,9 +523,16 @@ def test_slope_has_r2_and_a_seed_interval(tmp_path):
 
 
 def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):
-    acc = np.r_[np.zeros(18), 0.6, 0.8]          # 20 evaluations: tail = mean of the last 2
-    fake_run(tmp_path, "r", real(), train_loss=np.ones(20), objective=np.ones(20),
-             test_acc=acc, stationarity=np.ones(20))
+    acc = np.r_[np.zeros(18), 0.6, 0.8]  # 20 evaluations: tail = mean of the last 2
+    fake_run(
+        tmp_path,
+        "r",
+        real(),
+        train_loss=np.ones(20),
+        objective=np.ones(20),
+        test_acc=acc,
+        stationarity=np.ones(20),
+    )
     assert table_rows(cli("tables.py", tmp_path).stdout)[1] == ["0.8000"]
     assert table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)[1] == ["0.7000"]
 
@@ -386,23 +541,37 @@ def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):
 
 
 def test_run_title_names_steps_regularizer_data_and_partition():
-    want = ("fedcanon (alpha=0.2, beta=0.02) · reg. l1 (lam=1e-05)\n"
-            "digits · linear (init=default) · n=3 clients, K=2, B=8, T=2 · partition dirichlet "
-            "(alpha=0.5, min_size=10)")
+    want = (
+        "fedcanon (alpha=0.2, beta=0.02) · reg. l1 (lam=1e-05)\n"
+        "digits · linear (init=default) · n=3 clients, K=2, B=8, T=2 · partition dirichlet "
+        "(alpha=0.5, min_size=10)"
+    )
     assert plotting.run_title(REAL) == want
     assert plotting.run_title(OmegaConf.create(REAL)) == want
-    assert "compressor topk (r=0.1)" in plotting.run_title(real(**{"compressor.name": "topk",
-                                                                    "compressor.r": 0.1}))
+    assert "compressor topk (r=0.1)" in plotting.run_title(
+        real(**{"compressor.name": "topk", "compressor.r": 0.1})
+    )
 
 
 def test_metrics_png_of_a_diverged_run(tmp_path, figures):
-    d = fake_run(tmp_path, "div", real(), "diverged", train_loss=[2.0, 1.0, np.inf],
-                 objective=[2.1, 1.1, np.inf], test_acc=[.1, .4, .1], stationarity=[1.0, 0.1, np.nan])
+    d = fake_run(
+        tmp_path,
+        "div",
+        real(),
+        "diverged",
+        train_loss=[2.0, 1.0, np.inf],
+        objective=[2.1, 1.1, np.inf],
+        test_acc=[0.1, 0.4, 0.1],
+        stationarity=[1.0, 0.1, np.nan],
+    )
     plotting.plot_run(d / "metrics.csv", d / "metrics.png", title="t")
     (fig,) = figures
     loss, acc, stat = fig.axes
-    assert [ax.get_ylabel() for ax in fig.axes] == ["loss", "test accuracy",
-                                                    "stationarity ||G_s(x)||²"]
+    assert [ax.get_ylabel() for ax in fig.axes] == [
+        "loss",
+        "test accuracy",
+        "stationarity ||G_s(x)||²",
+    ]
     assert loss.get_yscale() == stat.get_yscale() == "log"
     marks = [tuple(line.get_xydata()[0]) for line in loss.get_lines() if line.get_marker() == "x"]
     assert marks == [(5.0, 1.0), (5.0, 1.1)]
@@ -420,48 +589,76 @@ def test_metrics_png_is_written(tmp_path):
 
 def cfg(alg="fedcanon", seed=0, K=10, alpha=0.1, part="iid", **top):
     p = {"name": part, "seed": seed} | ({"alpha": alpha} if part == "dirichlet" else {})
-    return {"algorithm": {"name": alg, "alpha": 0.4 if alg == "fedcanon" else 1.0},
-            "partition": p, "K": K, "seed": seed, **top}
+    return {
+        "algorithm": {"name": alg, "alpha": 0.4 if alg == "fedcanon" else 1.0},
+        "partition": p,
+        "K": K,
+        "seed": seed,
+        **top,
+    }
 
 
 @pytest.fixture
 def sweep(tmp_path):
     """2 algorithms x 2 partitions x 3 seeds; test_acc = base + seed / 100 at every round."""
-    base = {("fedcanon", "iid"): 0.8, ("fedavg", "iid"): 0.7,
-            ("fedcanon", "dirichlet"): 0.6, ("fedavg", "dirichlet"): 0.5}
+    base = {
+        ("fedcanon", "iid"): 0.8,
+        ("fedavg", "iid"): 0.7,
+        ("fedcanon", "dirichlet"): 0.6,
+        ("fedavg", "dirichlet"): 0.5,
+    }
     for i, ((alg, part), b) in enumerate(base.items()):
         for seed in range(3):
-            fake_run(tmp_path / "sweep", f"{i}_{seed}", cfg(alg, seed, part=part),
-                     test_acc=[0.1, b + seed / 100], stationarity=[1.0, 0.1])
+            fake_run(
+                tmp_path / "sweep",
+                f"{i}_{seed}",
+                cfg(alg, seed, part=part),
+                test_acc=[0.1, b + seed / 100],
+                stationarity=[1.0, 0.1],
+            )
     return tmp_path / "sweep"
 
 
 def test_groups_differ_only_in_seeds_and_are_labelled_by_what_tells_them_apart(sweep):
     found = groups.group(results.load([sweep]))
     assert sorted(g.label for g in found) == [
-        "algorithm=fedavg, partition=dirichlet", "algorithm=fedavg, partition=iid",
-        "algorithm=fedcanon, partition=dirichlet", "algorithm=fedcanon, partition=iid"]
-    assert all(len(g.runs) == 3 for g in found)   # seed and partition.seed are replicates
+        "algorithm=fedavg, partition=dirichlet",
+        "algorithm=fedavg, partition=iid",
+        "algorithm=fedcanon, partition=dirichlet",
+        "algorithm=fedcanon, partition=iid",
+    ]
+    assert all(len(g.runs) == 3 for g in found)  # seed and partition.seed are replicates
     # algorithm.alpha differs too, but is fixed by algorithm.name; partition.alpha splits nothing
     # more than partition.name does: neither is in the labels
 
 
 def test_a_key_joins_the_label_when_it_splits_groups(sweep, tmp_path):
-    fake_run(sweep, "dir_0.5", cfg("fedavg", part="dirichlet", alpha=0.5), test_acc=[0.1, 0.2],
-             stationarity=[1.0, 0.1])
+    fake_run(
+        sweep,
+        "dir_0.5",
+        cfg("fedavg", part="dirichlet", alpha=0.5),
+        test_acc=[0.1, 0.2],
+        stationarity=[1.0, 0.1],
+    )
     labels = {g.label for g in groups.group(results.load([sweep]))}
-    assert {"algorithm=fedavg, partition=dirichlet, partition.alpha=0.1",
-            "algorithm=fedavg, partition=dirichlet, partition.alpha=0.5",
-            "algorithm=fedavg, partition=iid"} <= labels
+    assert {
+        "algorithm=fedavg, partition=dirichlet, partition.alpha=0.1",
+        "algorithm=fedavg, partition=dirichlet, partition.alpha=0.5",
+        "algorithm=fedavg, partition=iid",
+    } <= labels
 
 
 def test_band_is_mean_and_std_over_seeds(sweep):
-    g = next(g for g in groups.group(results.load([sweep])) if g.label == "algorithm=fedavg, partition=iid")
+    g = next(
+        g
+        for g in groups.group(results.load([sweep]))
+        if g.label == "algorithm=fedavg, partition=iid"
+    )
     b = stats.band(g.runs, "bytes", "test_acc")
     vals = [0.70, 0.71, 0.72]
     assert b["mean"].tolist() == pytest.approx([0.1, np.mean(vals)])
     assert b["std"].tolist() == pytest.approx([0.0, np.std(vals, ddof=1)])
-    assert b["x"].tolist() == [0, 300]            # bytes = up + down
+    assert b["x"].tolist() == [0, 300]  # bytes = up + down
 
 
 def test_accuracy_table_numbers_and_bold_best(sweep):
@@ -471,35 +668,55 @@ def test_accuracy_table_numbers_and_bold_best(sweep):
     sd = np.std([0, 0.01, 0.02], ddof=1)
     assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
     assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
-    assert lines[-1].startswith("mean ± std over 3 seeds per cell; test_acc at the last evaluation; bold: the best")
+    assert lines[-1].startswith(
+        "mean ± std over 3 seeds per cell; test_acc at the last evaluation; bold: the best"
+    )
 
 
 def test_time_table_ratios(tmp_path):
-    times = {("fedcanon", 10): [10, 12], ("fedmid", 10): [33, 33], ("fedcanon", 20): [22, 22],
-             ("fedmid", 20): [88, 88]}
+    times = {
+        ("fedcanon", 10): [10, 12],
+        ("fedmid", 10): [33, 33],
+        ("fedcanon", 20): [22, 22],
+        ("fedmid", 20): [88, 88],
+    }
     for (alg, K), ts in times.items():
         for seed, t in enumerate(ts):
-            fake_run(tmp_path, f"{alg}{K}_{seed}", cfg(alg, seed, K=K), test_acc=[0.1, 0.2],
-                     time_s=[0.0, t])
+            fake_run(
+                tmp_path,
+                f"{alg}{K}_{seed}",
+                cfg(alg, seed, K=K),
+                test_acc=[0.1, 0.2],
+                time_s=[0.0, t],
+            )
     lines = table.render(results.load([tmp_path]), table.preset("table5")).splitlines()
     assert lines[0] == "| K | FedCanon | FedMiD |"
-    assert lines[2] == (f"| 10 | **11.0 ± {np.std([10, 12], ddof=1):.1f}** | "
-                        "33.0 ± 0.0 [3.00× fedcanon] |")
-    assert lines[3] == ("| 20 | **22.0 ± 0.0 [2.00× prev. K]** | "
-                        "88.0 ± 0.0 [4.00× fedcanon; 2.67× prev. K] |")
+    assert lines[2] == (
+        f"| 10 | **11.0 ± {np.std([10, 12], ddof=1):.1f}** | 33.0 ± 0.0 [3.00× fedcanon] |"
+    )
+    assert lines[3] == (
+        "| 20 | **22.0 ± 0.0 [2.00× prev. K]** | 88.0 ± 0.0 [4.00× fedcanon; 2.67× prev. K] |"
+    )
 
 
 def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_path):
     """Any metrics and grouping keys by name; Markdown, LaTeX (booktabs) and CSV of one table."""
     runs = results.load([sweep])
-    spec = table.Spec(metrics=["test_acc", "stationarity"], column=None,
-                      rows=["algorithm.name", "partition.name"], precision=2)
+    spec = table.Spec(
+        metrics=["test_acc", "stationarity"],
+        column=None,
+        rows=["algorithm.name", "partition.name"],
+        precision=2,
+    )
     md = table.render(runs, spec).splitlines()
     assert md[0] == "| algorithm | partition | test_acc | stationarity |"
     body = {tuple(r[:2]): r[2:] for r in table_rows("\n".join(md))[1:]}
     assert len(body) == 4
     sd = np.std([0, 0.01, 0.02], ddof=1)
-    assert body[("FedCanon", "iid")] == [f"**0.81 ± {sd:.2f}**", "0.10 ± 0.00"]  # best per column, beyond the std
+    assert body[("FedCanon", "iid")] == [
+        f"**0.81 ± {sd:.2f}**",
+        "0.10 ± 0.00",
+    ]  # best per column, beyond the std
     assert body[("FedAvg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "0.10 ± 0.00"]  # a tie: none bold
     assert sum(v[0].startswith("**") for v in body.values()) == 1
     tex = table.render(runs, spec, "latex")
@@ -513,10 +730,29 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     row = csv[(csv.algorithm == "fedcanon") & (csv.partition == "iid") & (csv.metric == "test_acc")]
     assert row["mean"].item() == pytest.approx(0.81) and row["std"].item() == pytest.approx(sd)
     # the same from the command line, format by --out's suffix
-    for ext, head in ((".tex", "\\begin{table}"), (".csv", "algorithm,partition,metric"), (".md", "| algorithm")):
+    for ext, head in (
+        (".tex", "\\begin{table}"),
+        (".csv", "algorithm,partition,metric"),
+        (".md", "| algorithm"),
+    ):
         out = tmp_path / f"t{ext}"
-        p = cli("tables.py", sweep, "--metric", "test_acc", "--metric", "stationarity", "--column", "none",
-                "--rows", "algorithm.name", "partition.name", "--precision", "2", "--out", out)
+        p = cli(
+            "tables.py",
+            sweep,
+            "--metric",
+            "test_acc",
+            "--metric",
+            "stationarity",
+            "--column",
+            "none",
+            "--rows",
+            "algorithm.name",
+            "partition.name",
+            "--precision",
+            "2",
+            "--out",
+            out,
+        )
         assert p.returncode == 0, p.stderr
         assert out.read_text().startswith(head)
     p = cli("tables.py", sweep, "--rows", "algorithm.name", "--column", "none")
@@ -533,8 +769,13 @@ def test_uneven_cells_say_their_n(sweep):
 def test_slope_recovers_a_power_law(tmp_path):
     for n in (10, 20, 50, 100):
         for seed in range(2):
-            fake_run(tmp_path, f"{n}_{seed}", cfg(seed=seed, n=n), test_acc=[0.1, 0.2],
-                     stationarity=[1.0, 3.0 * n ** -1.436])
+            fake_run(
+                tmp_path,
+                f"{n}_{seed}",
+                cfg(seed=seed, n=n),
+                test_acc=[0.1, 0.2],
+                stationarity=[1.0, 3.0 * n**-1.436],
+            )
     (fit,) = stats.slope(results.load([tmp_path]), "n")
     assert fit["slope"] == pytest.approx(-1.436)
     assert tables_script.main([str(tmp_path), "--slope", "n"]) == 0
@@ -545,7 +786,7 @@ def test_slope_over_K_ignores_steps_tied_to_K(tmp_path):
     for K in (5, 10, 20, 40):
         c = cfg(K=K)
         c["algorithm"]["eta_a"] = 1 / K
-        fake_run(tmp_path, f"K{K}", c, test_acc=[0.1, 0.2], stationarity=[1.0, 2.0 * K ** -1.181])
+        fake_run(tmp_path, f"K{K}", c, test_acc=[0.1, 0.2], stationarity=[1.0, 2.0 * K**-1.181])
     (fit,) = stats.slope(results.load([tmp_path]), "K")
     assert fit["slope"] == pytest.approx(-1.181)
 
@@ -553,7 +794,9 @@ def test_slope_over_K_ignores_steps_tied_to_K(tmp_path):
 def test_where_filters_and_rejects(sweep, capsys):
     runs = results.load([sweep], ["algorithm.name=fedavg", "partition.alpha=0.1"])
     assert len(runs) == 3
-    assert len(results.load([sweep], ["algorithm.name=fedavg,fedcanon", "partition.alpha=0.1"])) == 6
+    assert (
+        len(results.load([sweep], ["algorithm.name=fedavg,fedcanon", "partition.alpha=0.1"])) == 6
+    )
     assert plot_script.main([str(sweep), "--where", "algorithm.name=nope"]) == 2
     assert "no run has algorithm.name=nope" in capsys.readouterr().err
 
@@ -586,18 +829,34 @@ def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
 def test_real_sweep_through_both_scripts(tmp_path):
     """A preset's sweep (FedCanon Fig. 2's quick variant, shrunk to digits and 2 rounds) lands in
     results/sweeps/<preset>/ and goes through plot.py and tables.py."""
-    p = fedrun("-m", "experiment=fedcanon_fig2_quick", "dataset=digits",
-               "algorithm=fedcanon_fig2/fedcanon,fedcanon_fig2/fedavg", "partition=iid", "seed=0,1", "T=2",
-               "K=2", "n=3", "B=8", "eval_every=1", "device=cpu", cwd=tmp_path)
+    p = fedrun(
+        "-m",
+        "experiment=fedcanon_fig2_quick",
+        "dataset=digits",
+        "algorithm=fedcanon_fig2/fedcanon,fedcanon_fig2/fedavg",
+        "partition=iid",
+        "seed=0,1",
+        "T=2",
+        "K=2",
+        "n=3",
+        "B=8",
+        "eval_every=1",
+        "device=cpu",
+        cwd=tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     (sweep_dir,) = (tmp_path / "results" / "sweeps" / "fedcanon_fig2_quick").iterdir()
     assert len(results.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
-    for cmd, check in ((["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1)"),
-                       (["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
-                        "FedCanon (α = 0.04)"),   # a Hydra choice as panel key; every difference named
-                       (["scripts/tables.py", str(sweep_dir)], "| FedCanon | FedAvg |"),
-                       (["scripts/tables.py", str(sweep_dir)], "2 seeds per cell")):
+    for cmd, check in (
+        (["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1)"),
+        (
+            ["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
+            "FedCanon (α = 0.04)",
+        ),  # a Hydra choice as panel key; every difference named
+        (["scripts/tables.py", str(sweep_dir)], "| FedCanon | FedAvg |"),
+        (["scripts/tables.py", str(sweep_dir)], "2 seeds per cell"),
+    ):
         p = script(cmd[0].removeprefix("scripts/"), *cmd[1:], cwd=tmp_path)
         assert p.returncode == 0 and check in p.stdout, p.stderr
     assert out.read_bytes()[:8] == PNG
@@ -615,11 +874,19 @@ def test_steps_tied_to_the_row_key_do_not_split_rows(tmp_path):
     """FedCanon Table V: fedcanon's alpha = beta * K moves with K; the rows stay K."""
     for K in (10, 20):
         for alg, alpha in (("fedcanon", 0.02 * K), ("fedmid", 1.0)):
-            fake_run(tmp_path, f"{alg}{K}", real(K=K, **{"algorithm.name": alg, "algorithm.alpha": alpha}),
-                     test_acc=[0.1, 0.2], time_s=[0.0, K / 10 * (1 + (alg == "fedmid"))])
+            fake_run(
+                tmp_path,
+                f"{alg}{K}",
+                real(K=K, **{"algorithm.name": alg, "algorithm.alpha": alpha}),
+                test_acc=[0.1, 0.2],
+                time_s=[0.0, K / 10 * (1 + (alg == "fedmid"))],
+            )
     rows = table_rows(cli("tables.py", tmp_path, "--preset", "table5").stdout)
-    assert rows == [["K", "FedCanon", "FedMiD"], ["10", "**1.0**", "2.0 [2.00× fedcanon]"],
-                    ["20", "**2.0 [2.00× prev. K]**", "4.0 [2.00× fedcanon; 2.00× prev. K]"]]
+    assert rows == [
+        ["K", "FedCanon", "FedMiD"],
+        ["10", "**1.0**", "2.0 [2.00× fedcanon]"],
+        ["20", "**2.0 [2.00× prev. K]**", "4.0 [2.00× fedcanon; 2.00× prev. K]"],
+    ]
 
 
 def test_the_same_run_twice_is_named(tmp_path, capsys):
@@ -627,17 +894,26 @@ def test_the_same_run_twice_is_named(tmp_path, capsys):
     acc_run(tmp_path, "b", 0.7)
     assert tables_script.main([str(tmp_path)]) == 0
     out, err = capsys.readouterr()
-    assert f"{tmp_path / 'b'} and {tmp_path / 'a'} have the same settings and seeds; counted once, from {tmp_path / 'a'}" in err
-    assert "one run (seed) per cell" in out   # counted once
+    assert (
+        f"{tmp_path / 'b'} and {tmp_path / 'a'} have the same settings and seeds; counted once, from {tmp_path / 'a'}"
+        in err
+    )
+    assert "one run (seed) per cell" in out  # counted once
 
 
 def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
     """metrics.csv as the runner writes it after a divergence (``nan``/``inf`` via repr) is a
     diverged run to report, not a broken file to skip."""
     from fedprox_cli.runs.outputs import write_metrics
-    write_metrics(tmp_path / "metrics.csv", [{"round": 0, "objective": 1.5},
-                                             {"round": 2, "objective": float("nan")},
-                                             {"round": 4, "objective": float("inf")}])
+
+    write_metrics(
+        tmp_path / "metrics.csv",
+        [
+            {"round": 0, "objective": 1.5},
+            {"round": 2, "objective": float("nan")},
+            {"round": 4, "objective": float("inf")},
+        ],
+    )
     m = results.read_metrics(tmp_path / "metrics.csv")
     assert list(m["round"]) == [0, 2, 4] and m["round"].dtype.kind == "i"
     assert np.isnan(m["objective"][1]) and np.isinf(m["objective"][2])
@@ -648,6 +924,7 @@ def test_runs_recorded_before_a_key_was_added_pool_with_newer_ones(tmp_path):
     having the value that computes what it computed; a run-control group's choice (logger)
     never splits groups."""
     from fedprox_cli.config import keys
+
     runs = []
     for seed, old in ((0, True), (1, False)):
         run = tmp_path / f"r{seed}"
@@ -659,7 +936,9 @@ def test_runs_recorded_before_a_key_was_added_pool_with_newer_ones(tmp_path):
         (run / "metrics.csv").write_text("round,test_acc\n0,0.1\n1,0.5\n")
         runs.append(run)
     loaded = results.load([tmp_path])
-    assert len(loaded) == 2 and loaded[0].config["matmul_precision"] == keys.ADDED["matmul_precision"]
+    assert (
+        len(loaded) == 2 and loaded[0].config["matmul_precision"] == keys.ADDED["matmul_precision"]
+    )
     assert len(groups.group(loaded)) == 1
 
 
@@ -668,8 +947,10 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
     0) is no result. Reports and metrics.png blank such rows' model metrics, keep the counters."""
     run = tmp_path / "r"
     run.mkdir()
-    (run / "metrics.csv").write_text("round,bytes_up,train_loss,objective,test_acc\n"
-                                     "0,0,2.3,2.3,0.1\n5,10,0.5,0.6,0.8\n10,20,nan,nan,0.1\n")
+    (run / "metrics.csv").write_text(
+        "round,bytes_up,train_loss,objective,test_acc\n"
+        "0,0,2.3,2.3,0.1\n5,10,0.5,0.6,0.8\n10,20,nan,nan,0.1\n"
+    )
     m = results.read_metrics(run / "metrics.csv")
     assert m["bytes_up"].tolist() == [0, 10, 20] and m["test_acc"].iloc[1] == 0.8
     assert np.isnan(m["test_acc"].iloc[2])
@@ -679,11 +960,22 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
 
 def test_per_seed_order_counts_each_seed_and_pair(tmp_path):
     """scripts/per_seed.py --order: an ordering that holds in the means but not in every seed."""
-    ends = {0: (3.0, 2.0, 1.0), 1: (3.0, 2.0, 1.5), 2: (3.0, 1.0, 1.2)}  # seed 2: n = 50 above n = 20
+    ends = {
+        0: (3.0, 2.0, 1.0),
+        1: (3.0, 2.0, 1.5),
+        2: (3.0, 1.0, 1.2),
+    }  # seed 2: n = 50 above n = 20
     for seed, ys in ends.items():
         for n, y in zip((10, 20, 50), ys):
-            fake_run(tmp_path, f"n{n}_s{seed}", real(seed, n=n), train_loss=[1.0, 1.0],
-                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[9.0, y])
+            fake_run(
+                tmp_path,
+                f"n{n}_s{seed}",
+                real(seed, n=n),
+                train_loss=[1.0, 1.0],
+                objective=[1.0, 1.0],
+                test_acc=[0.1, 0.2],
+                stationarity=[9.0, y],
+            )
     p = cli("per_seed.py", tmp_path, "--order", "n")
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("stationarity (last) falls at every step of n in 2 of 3 seeds")
@@ -696,9 +988,26 @@ def test_per_seed_order_counts_each_seed_and_pair(tmp_path):
 def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
     for seed in range(2):
         for alg, end in (("fedcanon", 0.1), ("fedavg", 0.2 if seed == 0 else 0.05)):
-            fake_run(tmp_path, f"{alg}_{seed}", real(seed, **{"algorithm.name": alg}), train_loss=[1.0, 1.0],
-                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, end])
-    p = cli("per_seed.py", tmp_path, "--panels", "--best", "fedcanon", "--from-round", "5", "--tail", "5")
+            fake_run(
+                tmp_path,
+                f"{alg}_{seed}",
+                real(seed, **{"algorithm.name": alg}),
+                train_loss=[1.0, 1.0],
+                objective=[1.0, 1.0],
+                test_acc=[0.1, 0.2],
+                stationarity=[1.0, end],
+            )
+    p = cli(
+        "per_seed.py",
+        tmp_path,
+        "--panels",
+        "--best",
+        "fedcanon",
+        "--from-round",
+        "5",
+        "--tail",
+        "5",
+    )
     assert p.returncode == 0, p.stderr
     (_, row) = table_rows(p.stdout)
     assert row[1:4] == ["2", "1 of 2", "1/1, 0/1"]
@@ -707,25 +1016,68 @@ def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
 def test_per_seed_counts_a_higher_is_better_metric_upwards(tmp_path):
     """Hoyer sparsity (not in LOWER_IS_BETTER): the best method is the highest, an ordering rises.
     The same runs read through a lower-is-better column (stationarity) count the other way."""
-    ends = {0: {"fednmap": 0.5048, "za1": 0.5033}, 1: {"fednmap": 0.4, "za1": 0.6}}  # seed 1: ZA1 above
+    ends = {
+        0: {"fednmap": 0.5048, "za1": 0.5033},
+        1: {"fednmap": 0.4, "za1": 0.6},
+    }  # seed 1: ZA1 above
     for seed, got in ends.items():
         for alg, h in got.items():
-            fake_run(tmp_path, f"{alg}_{seed}", real(seed, **{"algorithm.name": alg}), train_loss=[1.0, 1.0],
-                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, h], hoyer=[0.1, h])
+            fake_run(
+                tmp_path,
+                f"{alg}_{seed}",
+                real(seed, **{"algorithm.name": alg}),
+                train_loss=[1.0, 1.0],
+                objective=[1.0, 1.0],
+                test_acc=[0.1, 0.2],
+                stationarity=[1.0, h],
+                hoyer=[0.1, h],
+            )
     for y, wins, word in (("hoyer", "1 of 2", "highest"), ("stationarity", "1 of 2", "lowest")):
-        p = cli("per_seed.py", tmp_path, "--panels", "--best", "fednmap", "--y", y, "--from-round", "0", "--tail", "5")
+        p = cli(
+            "per_seed.py",
+            tmp_path,
+            "--panels",
+            "--best",
+            "fednmap",
+            "--y",
+            y,
+            "--from-round",
+            "0",
+            "--tail",
+            "5",
+        )
         assert p.returncode == 0, p.stderr
         (head, row) = table_rows(p.stdout)
         assert head[2] == f"fednmap {word} at the last evaluation" and row[2] == wins
         assert row[4] == "5.05e-01, 4.00e-01 / 5.03e-01, 6.00e-01"  # 3 digits tell seed 0's apart
-    p = cli("per_seed.py", tmp_path, "--panels", "--best", "fednmap", "--y", "hoyer", "--from-round", "0")
+    p = cli(
+        "per_seed.py",
+        tmp_path,
+        "--panels",
+        "--best",
+        "fednmap",
+        "--y",
+        "hoyer",
+        "--from-round",
+        "0",
+    )
     assert table_rows(p.stdout)[1][3] == "2/2, 1/2"  # round 0: a tie at 0.1 counts for fednmap
     p = cli("per_seed.py", tmp_path, "--order", "seed", "--y", "hoyer")  # one run per seed
-    assert p.returncode == 2 and p.stderr.strip().endswith("no seed has runs at two values of seed: nothing to order")
+    assert p.returncode == 2 and p.stderr.strip().endswith(
+        "no seed has runs at two values of seed: nothing to order"
+    )
     for seed, ys in {0: (0.2, 0.5), 1: (0.3, 0.1)}.items():  # seed 1 falls
         for n, h in zip((10, 20), ys):
-            fake_run(tmp_path / "n", f"n{n}_s{seed}", real(seed, n=n), train_loss=[1.0, 1.0],
-                     objective=[1.0, 1.0], test_acc=[.1, .2], stationarity=[1.0, h], hoyer=[0.1, h])
+            fake_run(
+                tmp_path / "n",
+                f"n{n}_s{seed}",
+                real(seed, n=n),
+                train_loss=[1.0, 1.0],
+                objective=[1.0, 1.0],
+                test_acc=[0.1, 0.2],
+                stationarity=[1.0, h],
+                hoyer=[0.1, h],
+            )
     p = cli("per_seed.py", tmp_path / "n", "--order", "n", "--y", "hoyer")
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("hoyer (last) rises at every step of n in 1 of 2 seeds")
@@ -736,16 +1088,35 @@ def test_per_seed_counts_a_higher_is_better_metric_upwards(tmp_path):
 
 def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
     acc_run(tmp_path, "a0", 0.9, seed=0)
-    acc_run(tmp_path, "a1", 0.9, status="diverged", seed=1)   # objective inf at round 10
-    p = cli("per_seed.py", tmp_path, "--method", "algorithm.name", "algorithm.beta", "--reach", "0.5",
-            "--y", "test_acc", "--x", "round")
+    acc_run(tmp_path, "a1", 0.9, status="diverged", seed=1)  # objective inf at round 10
+    p = cli(
+        "per_seed.py",
+        tmp_path,
+        "--method",
+        "algorithm.name",
+        "algorithm.beta",
+        "--reach",
+        "0.5",
+        "--y",
+        "test_acc",
+        "--x",
+        "round",
+    )
     assert p.returncode == 0, p.stderr
     assert "finished runs per method: algorithm=fedcanon, algorithm.beta=0.02: 1 of 2." in p.stdout
     (_, done, diverged) = table_rows(p.stdout)
     assert done[1:] == ["0", "finished", "0.9000", "0.9000", "round 5, 5"]
-    assert diverged[1:] == ["1", "diverged (last finite evaluation: round 5)", "0.5000", "0.5000", "round 5, 5"]
+    assert diverged[1:] == [
+        "1",
+        "diverged (last finite evaluation: round 5)",
+        "0.5000",
+        "0.5000",
+        "round 5, 5",
+    ]
     p = cli("per_seed.py", tmp_path, "--method", "algorithm.nme", "--reach", "0.5")
-    assert p.returncode == 2 and p.stderr.strip().endswith("no run has a config key 'algorithm.nme'")
+    assert p.returncode == 2 and p.stderr.strip().endswith(
+        "no run has a config key 'algorithm.nme'"
+    )
 
 
 def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path, capsys):
@@ -754,13 +1125,22 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     the PDF embeds TrueType (Type 42) fonts, not Type 3."""
     for seed in range(2):
         acc_run(tmp_path / "runs", f"c{seed}", 0.7, seed=seed, **{"algorithm.beta": 0.01})
-        acc_run(tmp_path / "runs", f"m{seed}", 0.6, seed=seed, **{"algorithm.name": "fedmid", "algorithm.beta": 0.02})
+        acc_run(
+            tmp_path / "runs",
+            f"m{seed}",
+            0.6,
+            seed=seed,
+            **{"algorithm.name": "fedmid", "algorithm.beta": 0.02},
+        )
     pdf = tmp_path / "fig.pdf"
     assert plot_script.main([str(tmp_path / "runs"), "--out", str(pdf)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:2] == ["FedCanon (β = 0.01)", "FedMiD (β = 0.02)"]
     caption = (tmp_path / "fig.caption.txt").read_text().strip()
-    assert f"caption: {caption}" in out and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
+    assert (
+        f"caption: {caption}" in out
+        and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
+    )
     data = pdf.read_bytes()
     assert b"CIDFontType2" in data and b"Type3" not in data
 
@@ -768,6 +1148,7 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
 def test_a_job_recorded_where_its_sweep_ran_is_found_where_the_sweep_is_now(tmp_path):
     """A results folder cloned or copied elsewhere keeps its sweeps' launch order."""
     from fedprox_cli.analysis.results import _moved
+
     sweep = tmp_path / "clone" / "results" / "reproduction" / "fig6"
     assert _moved(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
-    assert _moved(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")   # not of this sweep
+    assert _moved(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")  # not of this sweep

@@ -26,6 +26,7 @@ def said(root, claim, command="list"):
         calls.append(1)
         warn("a note")
         return f"text {len(calls)}"
+
     memo = cache.Cache(root, command)
     text = memo.text(claim, make, warned.append)
     memo.save()
@@ -35,18 +36,18 @@ def said(root, claim, command="list"):
 def test_a_claim_is_computed_once_and_recomputed_when_its_inputs_change(tmp_path, claim):
     root = tmp_path / "root"
     assert said(root, claim) == ("text 1", ["a note"], True)
-    assert said(root, claim) == ("text 1", ["a note"], False)       # remembered, warning said again
-    assert said(root, claim, "plan --device cpu")[2]                # another command: its own entry
-    assert not said(root, claim)[2]                                 # ... the first one's kept
+    assert said(root, claim) == ("text 1", ["a note"], False)  # remembered, warning said again
+    assert said(root, claim, "plan --device cpu")[2]  # another command: its own entry
+    assert not said(root, claim)[2]  # ... the first one's kept
     f = root / "runs" / "a" / "metrics.csv"
-    f.write_text("round\n0\n1\n")                                   # a run folder changed
+    f.write_text("round\n0\n1\n")  # a run folder changed
     assert said(root, claim)[2] and not said(root, claim)[2]
     (root / "runs" / "b").mkdir()
-    (root / "runs" / "b" / "summary.json").write_text("{}")         # a new run
+    (root / "runs" / "b" / "summary.json").write_text("{}")  # a new run
     assert said(root, claim)[2]
-    (root / "bench.txt").write_text("1")                            # a file at the results root
+    (root / "bench.txt").write_text("1")  # a file at the results root
     assert said(root, claim)[2]
-    assert said(root, dataclasses.replace(claim, short="other words"))[2]   # the declaration changed
+    assert said(root, dataclasses.replace(claim, short="other words"))[2]  # the declaration changed
 
 
 def test_a_code_change_recomputes_and_a_broken_cache_file_is_no_error(tmp_path, claim, monkeypatch):
@@ -65,18 +66,21 @@ def _with_code(code):
     def init(self, root, command):
         plain(self, root, command)
         self.code = code
+
     return init
 
 
 def test_a_copy_of_the_results_answers_from_their_remembered_file(tmp_path, claim):
     """Keys are contents, not paths or clocks: a fresh clone of the results (new paths, new
     modification times) is answered without recomputing, and answering writes nothing."""
-    import shutil, time
+    import shutil
+    import time
+
     root = tmp_path / "root"
     said(root, claim)
     time.sleep(0.01)
     copy = tmp_path / "clone"
-    shutil.copytree(root, copy, copy_function=shutil.copy)   # new modification times
+    shutil.copytree(root, copy, copy_function=shutil.copy)  # new modification times
     before = (copy / cache.FILE).read_bytes()
     assert said(copy, claim) == ("text 1", ["a note"], False)
     assert (copy / cache.FILE).read_bytes() == before
@@ -86,11 +90,13 @@ def test_a_text_naming_the_results_folder_names_the_asking_commands_own(tmp_path
     """plan's commands name the results folder (hydra.sweep.dir=...): a copy answered from the
     remembered file names the copy, never the folder the text was computed on."""
     import shutil
+
     root = tmp_path / "root"
 
     def make(warn):
         warn(f"{root}/runs/a: a finding")
         return f"fedrun -m hydra.sweep.dir={root}/runs"
+
     memo = cache.Cache(root, "plan")
     assert memo.text(claim, make, lambda m: None) == f"fedrun -m hydra.sweep.dir={root}/runs"
     memo.save()

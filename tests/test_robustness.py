@@ -15,24 +15,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-import conftest
-from conftest import child_env
+from conftest import child_env, job_folders
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from conftest import job_folders
 from fedprox_cli import algorithms
-from fedprox_cli.runs import checkpoint, experiment, runner
-from fedprox_cli.engine import memory, models
 from fedprox_cli.algorithms.fedcanon import FedCanon
 from fedprox_cli.cli.main import CONF_DIR
-from fedprox_cli.config import plugin_defaults
-from fedprox_cli.engine.oracle import ClientData, Oracle
 from fedprox_cli.common.signals import StopAfterRound
+from fedprox_cli.config import plugin_defaults
+from fedprox_cli.engine import memory, models
+from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.runs import checkpoint, experiment, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env()
@@ -62,8 +61,14 @@ def fedrun(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def fedrun_stopped(stop_t: int, sig: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", DRIVER, str(stop_t), str(int(sig)), *args],
-                          cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", DRIVER, str(stop_t), str(int(sig)), *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def summary(run_dir: Path) -> dict:
@@ -79,12 +84,15 @@ def stderr_lines(p: subprocess.CompletedProcess) -> list[str]:
 
 
 def compose_cfg(*overrides: str, hydra_cfg: bool = False):
-    plugin_defaults.store(list(overrides))  # a plugin that ships no YAML: its defaults as its config
+    plugin_defaults.store(
+        list(overrides)
+    )  # a plugin that ships no YAML: its defaults as its config
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
         return compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
 
 
 # ---- checkpoint / resume ---------------------------------------------------------------
+
 
 def run_here(out: Path, *overrides: str, stop_at: int | None = None) -> int:
     """``runner.run`` in this process; with ``stop_at``, SIGINT arrives during that round."""
@@ -96,6 +104,7 @@ def run_here(out: Path, *overrides: str, stop_at: int | None = None) -> int:
                 if t == stop_at:
                     os.kill(os.getpid(), signal.SIGINT)
                 return fedcanon_round(self, s, env, t)
+
             mp.setattr(FedCanon, "round", round)
         return runner.run(compose_cfg(*overrides), out, progress=False)
 
@@ -114,14 +123,18 @@ def check_checkpoint(out: Path, rounds_done: int) -> None:
     assert [r["round"] for r in ckpt.rows] == list(range(0, rounds_done + 1, 3))
 
 
-@pytest.mark.parametrize("sig, code, status, resume_from, again", [
-    # finishes round 7, checkpoints, stops; the same command again resumes
-    (signal.SIGTERM, 130, "interrupted", 7, "fedrun"),
-    # dies at once, leaving the round-5 checkpoint; runner.run resumes (as fedrun does)
-    (signal.SIGKILL, -signal.SIGKILL, "running", 5, "runner.run"),
-])
-def test_resumed_run_equals_uninterrupted(sig, code, status, resume_from, again, reference,
-                                          tmp_path):
+@pytest.mark.parametrize(
+    "sig, code, status, resume_from, again",
+    [
+        # finishes round 7, checkpoints, stops; the same command again resumes
+        (signal.SIGTERM, 130, "interrupted", 7, "fedrun"),
+        # dies at once, leaving the round-5 checkpoint; runner.run resumes (as fedrun does)
+        (signal.SIGKILL, -signal.SIGKILL, "running", 5, "runner.run"),
+    ],
+)
+def test_resumed_run_equals_uninterrupted(
+    sig, code, status, resume_from, again, reference, tmp_path
+):
     out = tmp_path / "run"
     p = fedrun_stopped(6, sig, *RUN, f"hydra.run.dir={out}", cwd=tmp_path)
     assert p.returncode == code, p.stderr
@@ -174,8 +187,11 @@ def test_finished_run_is_a_no_op_and_can_be_extended(reference, tmp_path):
     extended = metrics(out)
     # the row at the old T=8 (not a multiple of eval_every) stays; the rest is the T=12 run
     assert list(extended["round"]) == [0, 3, 6, 8, 9, 12]
-    pd.testing.assert_frame_equal(extended[extended["round"] != 8].reset_index(drop=True),
-                                  metrics(reference), check_exact=True)
+    pd.testing.assert_frame_equal(
+        extended[extended["round"] != 8].reset_index(drop=True),
+        metrics(reference),
+        check_exact=True,
+    )
 
 
 def test_config_comparison_ignores_only_run_control_keys():
@@ -206,6 +222,7 @@ def test_algorithms_leave_global_random_generators_alone(name):
 
 # ---- divergence and parallel sweeps --------------------------------------------------
 
+
 def test_divergence_stops_with_status_and_one_line(tmp_path):
     out = tmp_path / "run"
     p = fedrun(*TINY, "T=9", DIVERGING, f"hydra.run.dir={out}", cwd=tmp_path)
@@ -222,8 +239,16 @@ def test_divergence_stops_with_status_and_one_line(tmp_path):
 def parallel_sweep(tmp_path_factory):
     """Four jobs, two at a time in joblib worker processes; the last one diverges."""
     tmp = tmp_path_factory.mktemp("sweep")
-    p = fedrun("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", *TINY, "T=6",
-               "algorithm.beta=0.01,0.02,0.03,1e3", f"hydra.sweep.dir={tmp / 'sweep'}", cwd=tmp)
+    p = fedrun(
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        *TINY,
+        "T=6",
+        "algorithm.beta=0.01,0.02,0.03,1e3",
+        f"hydra.sweep.dir={tmp / 'sweep'}",
+        cwd=tmp,
+    )
     return p, tmp / "sweep"
 
 
@@ -241,7 +266,12 @@ def test_parallel_sweep_writes_four_complete_run_folders(parallel_sweep):
         assert not (d / "checkpoint.pt").exists()
         assert (d / "metrics.png").is_file()
         assert not list(d.glob(".*tmp*")), "a temporary file was left behind"
-    assert [OmegaConf.load(d / "config.yaml").algorithm.beta for d in jobs] == [0.01, 0.02, 0.03, 1e3]
+    assert [OmegaConf.load(d / "config.yaml").algorithm.beta for d in jobs] == [
+        0.01,
+        0.02,
+        0.03,
+        1e3,
+    ]
     assert [len(metrics(d)) for d in jobs] == [3, 3, 3, 2]  # rounds 0, 3, 6; diverged at 3
 
 
@@ -263,6 +293,7 @@ def test_run_folders_differ_by_process_id():
 
 # ---- memory plan --------------------------------------------------------------------
 
+
 def test_activation_size_counts_every_layer_output():
     mlp = models.build("mlp", (1, 8, 8), 10, hidden=20)
     # flatten 64, then 20, relu 20, 20, relu 20, 10 logits
@@ -274,10 +305,10 @@ def test_auto_chunk_is_the_largest_that_fits_the_budget():
     gb = 2**30
     # one client with 10 samples: 2000 bytes
     assert memory.plan(fp, 50, 10, "auto", 64, 7000 / gb) == (3, 64)
-    assert memory.plan(fp, 50, 10, "auto", 64, 1 / gb) == (1, 64)   # at least one client
-    assert memory.plan(fp, 50, 10, "auto", 64, 1.0) == (50, 64)      # at most n
+    assert memory.plan(fp, 50, 10, "auto", 64, 1 / gb) == (1, 64)  # at least one client
+    assert memory.plan(fp, 50, 10, "auto", 64, 1.0) == (50, 64)  # at most n
     assert memory.plan(fp, 50, 10, None, "auto", 6000 / gb) == (50, 50)
-    assert memory.plan(fp, 50, 10, 7, 64, 1 / gb) == (7, 64)         # a number is kept
+    assert memory.plan(fp, 50, 10, 7, 64, 1 / gb) == (7, 64)  # a number is kept
 
 
 def test_chunked_vmap_gives_the_same_gradients():
@@ -290,22 +321,27 @@ def test_chunked_vmap_gives_the_same_gradients():
     chunk, _ = memory.plan(fp, n, 5, "auto", 64, 2.5 * fp.call_bytes(1, 5) / 2**30)
     assert chunk == 2
     X = mlp.flat().expand(n, -1) + 0.01 * torch.randn(n, mlp.d)
-    G = [Oracle(mlp, ClientData.build(x, y, clients, "cpu"), 5, 0, "vmap", c).grad(X, 0, 0)[0]
-         for c in (chunk, n)]
+    G = [
+        Oracle(mlp, ClientData.build(x, y, clients, "cpu"), 5, 0, "vmap", c).grad(X, 0, 0)[0]
+        for c in (chunk, n)
+    ]
     torch.testing.assert_close(G[0], G[1])
 
 
 # ---- bad input ------------------------------------------------------------------------
+
 
 def _truncated_fmnist(tmp: Path) -> Path:
     """A data.root with Fashion-MNIST's four IDX files in torchvision's layout, the training
     images cut short of what their header says."""
     raw = tmp / "fmnist" / "FashionMNIST" / "raw"
     raw.mkdir(parents=True)
-    for name, shape, body in (("train-images-idx3-ubyte", (20, 28, 28), 100),
-                              ("train-labels-idx1-ubyte", (20,), 20),
-                              ("t10k-images-idx3-ubyte", (10, 28, 28), 7840),
-                              ("t10k-labels-idx1-ubyte", (10,), 10)):
+    for name, shape, body in (
+        ("train-images-idx3-ubyte", (20, 28, 28), 100),
+        ("train-labels-idx1-ubyte", (20,), 20),
+        ("t10k-images-idx3-ubyte", (10, 28, 28), 7840),
+        ("t10k-labels-idx1-ubyte", (10,), 10),
+    ):
         header = bytes([0, 0, 8, len(shape)]) + b"".join(n.to_bytes(4, "big") for n in shape)
         (raw / name).write_bytes(header + bytes(body))
     return tmp / "fmnist"
@@ -319,7 +355,10 @@ BAD_INPUTS = {
     "unsupported dtype": (["dtype=float16"], "dtype must be one of"),
     "unknown device": (["device=tpu"], "device must be auto, cpu or cuda"),
     "negative checkpoint_every": (["checkpoint_every=-1"], "checkpoint_every must be"),
-    "keep_checkpoint not a boolean": (["keep_checkpoint=maybe"], "keep_checkpoint must be true or false"),
+    "keep_checkpoint not a boolean": (
+        ["keep_checkpoint=maybe"],
+        "keep_checkpoint must be true or false",
+    ),
     "oracle.chunk=0": (["oracle.chunk=0"], "oracle.chunk must be"),
     "metrics.train_samples=0": (["metrics.train_samples=0"], "metrics.train_samples must be"),
     "negative step size": (["algorithm.alpha=-0.1"], "must be > 0"),
@@ -330,8 +369,10 @@ BAD_INPUTS = {
     "malformed override": (["K=[1"], "fedrun: error:"),
     "truncated IDX file": (["dataset=fmnist", "data.root={truncated}"], "is truncated"),
     "unwritable output folder": (["hydra.run.dir={file}/run"], "Not a directory"),
-    "checkpoint of another config": (["algorithm.beta=0.03", "hydra.run.dir={prior}"],
-                                     "holds a run of a different config (algorithm.beta: 0.02 -> 0.03)"),
+    "checkpoint of another config": (
+        ["algorithm.beta=0.03", "hydra.run.dir={prior}"],
+        "holds a run of a different config (algorithm.beta: 0.02 -> 0.03)",
+    ),
     "T below the rounds done": (["T=2", "hydra.run.dir={prior}"], "T may only be extended"),
     "corrupt checkpoint": (["hydra.run.dir={corrupt_ckpt}"], "cannot read checkpoint"),
 }

@@ -32,16 +32,26 @@ json.dump({"code": code, "loaded": sorted(sys.modules), "at_import": sorted(plot
 
 def probe_run(tmp_path, name, *args) -> dict:
     """The modules a fedrun process loaded (at the end, and after importing the CLI)."""
-    p = subprocess.run([sys.executable, "-c", PROBE, *args, f"hydra.run.dir={tmp_path / name}"],
-                       cwd=tmp_path, env=child_env(XDG_CACHE_HOME=str(tmp_path / "xdg"), FEDPROX_CACHE=str(tmp_path / "decoded"),
-                                     OMP_NUM_THREADS="1"),
-                       capture_output=True, text=True, timeout=300)
-    return json.loads(p.stderr[p.stderr.index('{"code"'):])
+    p = subprocess.run(
+        [sys.executable, "-c", PROBE, *args, f"hydra.run.dir={tmp_path / name}"],
+        cwd=tmp_path,
+        env=child_env(
+            XDG_CACHE_HOME=str(tmp_path / "xdg"),
+            FEDPROX_CACHE=str(tmp_path / "decoded"),
+            OMP_NUM_THREADS="1",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return json.loads(p.stderr[p.stderr.index('{"code"') :])
 
 
 def test_a_tiny_run_imports_only_what_it_uses(tmp_path):
     tiny = ("dataset=digits", "model=linear", "T=1", "K=2", "n=4")
-    first = probe_run(tmp_path, "first", *tiny)   # decodes digits (scikit-learn), measures the engines
+    first = probe_run(
+        tmp_path, "first", *tiny
+    )  # decodes digits (scikit-learn), measures the engines
     assert first["code"] == 0 and "sklearn" in first["loaded"]
     again = probe_run(tmp_path, "again", *tiny)
     assert again["code"] == 0
@@ -49,15 +59,26 @@ def test_a_tiny_run_imports_only_what_it_uses(tmp_path):
     for unused in ("sklearn", "torchvision", "pandas", "scipy", "torch._dynamo"):
         assert unused not in loaded, f"a tiny run imported {unused}"
     assert "matplotlib" in loaded  # the plot is drawn ...
-    assert not {m for m in again["at_import"] if m.split(".")[0] in ("matplotlib", "pandas", "torchvision", "sklearn")}
+    assert not {
+        m
+        for m in again["at_import"]
+        if m.split(".")[0] in ("matplotlib", "pandas", "torchvision", "sklearn")
+    }
 
 
 def test_loading_a_dataset_does_not_import_torchvision(tmp_path):
     mnist_files(tmp_path)
-    code = (f"import sys; from fedprox_cli import data; data.load('mnist', {str(tmp_path)!r}); "
-            f"print('torchvision' in sys.modules, 'sklearn' in sys.modules)")
-    p = subprocess.run([sys.executable, "-c", code], env=child_env(FEDPROX_CACHE=str(tmp_path / "c")),
-                       capture_output=True, text=True, timeout=120)
+    code = (
+        f"import sys; from fedprox_cli import data; data.load('mnist', {str(tmp_path)!r}); "
+        f"print('torchvision' in sys.modules, 'sklearn' in sys.modules)"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        env=child_env(FEDPROX_CACHE=str(tmp_path / "c")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.stdout.split() == ["False", "False"], p.stderr
 
 
@@ -75,12 +96,18 @@ def test_a_dataset_is_decoded_once_and_read_back_identically(tmp_path, cache_dir
     mnist_files(tmp_path)
     first = data.load("mnist", tmp_path)
     (entry,) = entries(cache_dir)
-    assert entry.startswith("mnist-") and {p.name for p in (cache_dir / entry).iterdir()} == \
-        {"train_x.npy", "train_y.npy", "test_x.npy", "test_y.npy"}
+    assert entry.startswith("mnist-") and {p.name for p in (cache_dir / entry).iterdir()} == {
+        "train_x.npy",
+        "train_y.npy",
+        "test_x.npy",
+        "test_y.npy",
+    }
     assert np.load(cache_dir / entry / "train_x.npy").dtype == np.uint8
     again = data.load("mnist", tmp_path)
-    for a, b in zip((first.train_x, first.train_y, first.test_x, first.test_y),
-                    (again.train_x, again.train_y, again.test_x, again.test_y)):
+    for a, b in zip(
+        (first.train_x, first.train_y, first.test_x, first.test_y),
+        (again.train_x, again.train_y, again.test_x, again.test_y),
+    ):
         assert a.dtype == b.dtype and torch.equal(a, b)
     assert entries(cache_dir) == [entry]
 
@@ -119,14 +146,20 @@ def test_an_unwritable_cache_only_costs_the_decoding(tmp_path, cache_dir):
 
 def test_lookup_is_the_normalization_bit_for_bit():
     u8 = np.random.default_rng(0).integers(0, 256, (7, 3, 5, 4)).astype(np.uint8)
-    mean, std = torch.tensor([0.49, 0.48, 0.45]).view(1, 3, 1, 1), torch.tensor([0.25, 0.24, 0.26]).view(1, 3, 1, 1)
+    mean, std = (
+        torch.tensor([0.49, 0.48, 0.45]).view(1, 3, 1, 1),
+        torch.tensor([0.25, 0.24, 0.26]).view(1, 3, 1, 1),
+    )
 
     def normalize(t):
         return (t / 255.0 - mean) / std
+
     assert torch.equal(cache.lookup(u8, normalize, channel_dim=1), normalize(torch.from_numpy(u8)))
     grey = u8[:, 0]
-    assert torch.equal(cache.lookup(grey, lambda t: (t.double() / 255.0).float() * 3 - 1),
-                       (torch.from_numpy(grey).double() / 255.0).float() * 3 - 1)
+    assert torch.equal(
+        cache.lookup(grey, lambda t: (t.double() / 255.0).float() * 3 - 1),
+        (torch.from_numpy(grey).double() / 255.0).float() * 3 - 1,
+    )
 
 
 def test_the_vmap_engine_does_not_import_dynamo_or_decompositions(tmp_path):
@@ -144,8 +177,13 @@ def test_the_loss_is_torchs_cross_entropy_bit_for_bit():
     import torch.nn.functional as F
 
     from fedprox_cli.engine.base import cross_entropy
+
     gen = torch.Generator().manual_seed(1)
-    z, y, w = torch.randn(33, 10, generator=gen), torch.randint(0, 10, (33,), generator=gen), torch.rand(33, generator=gen)
+    z, y, w = (
+        torch.randn(33, 10, generator=gen),
+        torch.randint(0, 10, (33,), generator=gen),
+        torch.rand(33, generator=gen),
+    )
     mine, theirs = z.clone().requires_grad_(), z.clone().requires_grad_()
     a, b = cross_entropy(mine, y, w), (w * F.cross_entropy(theirs, y, reduction="none")).sum()
     a.backward(), b.backward()
@@ -158,6 +196,7 @@ def test_batched_grad_is_torch_funcs_with_and_without_dynamo():
     from torch.func import grad_and_value, vmap
 
     from fedprox_cli.engine import batched
+
     gen = torch.Generator().manual_seed(0)
     W, x = torch.randn(5, 12, generator=gen), torch.randn(5, 7, 3, generator=gen)
 
@@ -171,4 +210,6 @@ def test_batched_grad_is_torch_funcs_with_and_without_dynamo():
     want = vmap(grad_and_value(loss))(W, x)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
     assert all(torch.equal(a, b) for a, b in zip(batched.batched_grad(loss)(W, x), want))
-    assert batched.autograd_grad([x.sum()], [W])[0].equal(torch.zeros_like(W))  # not a function of W
+    assert batched.autograd_grad([x.sum()], [W])[0].equal(
+        torch.zeros_like(W)
+    )  # not a function of W

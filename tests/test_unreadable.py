@@ -10,10 +10,10 @@ import errno
 import os
 from pathlib import Path
 
+import in_process
 import pytest
 from conftest import child_env, fedrun
 
-import in_process
 from fedprox_cli.cli import commands
 from fedprox_cli.common.errors import UserError
 
@@ -38,6 +38,7 @@ def refuse_reading(monkeypatch, name: str, err: int) -> None:
         if Path(path).name == name and not flags & (os.O_WRONLY | os.O_RDWR):
             raise OSError(err, os.strerror(err), str(path))
         return real(path, flags, *args, **kwargs)
+
     monkeypatch.setattr(os, "open", fake)
 
 
@@ -49,17 +50,28 @@ def test_an_unreadable_summary_is_unreadable_everywhere(finished, monkeypatch, e
     for extra in ([], ["dry_run=true"]):
         p = fedrun(*TINY, f"hydra.run.dir={finished / 'r'}", *extra, cwd=finished, env=ENV)
         assert p.returncode == 2, p.stderr
-        assert f"fedrun: error: {finished / 'r' / 'summary.json'} is unreadable: {why}; nothing in the folder " \
-               f"was changed: re-run once it can be read" in p.stderr.splitlines(), p.stderr
+        assert (
+            f"fedrun: error: {finished / 'r' / 'summary.json'} is unreadable: {why}; nothing in the folder "
+            f"was changed: re-run once it can be read" in p.stderr.splitlines()
+        ), p.stderr
     p = in_process.run(lambda _: commands.report(), "fedrun-report", [str(finished)], finished, ENV)
-    assert f"{finished / 'r' / 'summary.json'} is unreadable: {why}" in p.stderr and "not started" not in p.stdout
+    assert (
+        f"{finished / 'r' / 'summary.json'} is unreadable: {why}" in p.stderr
+        and "not started" not in p.stdout
+    )
     assert "1 runs: 1 unreadable" in p.stdout
     for cmd in ("table", "plot"):
-        p = in_process.run(lambda _, c=cmd: getattr(commands, c)(), f"fedrun-{cmd}", [str(finished)], finished, ENV)
+        p = in_process.run(
+            lambda _, c=cmd: getattr(commands, c)(), f"fedrun-{cmd}", [str(finished)], finished, ENV
+        )
         assert f"skipped {finished / 'r'}: summary.json is unreadable: {why}" in p.stderr, p.stderr
         assert "no summary" not in p.stdout + p.stderr
     import fedprox_cli
-    with pytest.warns(UserWarning, match=f"summary.json is unreadable: {why}"), pytest.raises(UserError):
+
+    with (
+        pytest.warns(UserWarning, match=f"summary.json is unreadable: {why}"),
+        pytest.raises(UserError),
+    ):
         fedprox_cli.load_runs(finished)  # the one run skipped as unreadable: none left
     monkeypatch.undo()
     assert (finished / "r" / "summary.json").read_bytes() == before
@@ -67,12 +79,21 @@ def test_an_unreadable_summary_is_unreadable_everywhere(finished, monkeypatch, e
 
 def test_a_checkpoint_that_cannot_be_read_now_is_kept(tmp_path, monkeypatch):
     out = tmp_path / "r"
-    assert fedrun(*TINY, "T=2", "keep_checkpoint=true", f"hydra.run.dir={out}", cwd=tmp_path, env=ENV).returncode == 0
+    assert (
+        fedrun(
+            *TINY, "T=2", "keep_checkpoint=true", f"hydra.run.dir={out}", cwd=tmp_path, env=ENV
+        ).returncode
+        == 0
+    )
     refuse_reading(monkeypatch, "checkpoint.pt", errno.EIO)
-    p = fedrun(*TINY, "T=3", f"hydra.run.dir={out}", cwd=tmp_path, env=ENV)  # extend: reads the checkpoint
+    p = fedrun(
+        *TINY, "T=3", f"hydra.run.dir={out}", cwd=tmp_path, env=ENV
+    )  # extend: reads the checkpoint
     assert p.returncode == 2
-    assert f"fedrun: error: cannot read checkpoint {out / 'checkpoint.pt'} (Input/output error); it is kept as " \
-           f"it is: re-run the same command once the file can be read again" in p.stderr.splitlines(), p.stderr
+    assert (
+        f"fedrun: error: cannot read checkpoint {out / 'checkpoint.pt'} (Input/output error); it is kept as "
+        f"it is: re-run the same command once the file can be read again" in p.stderr.splitlines()
+    ), p.stderr
     assert "delete" not in p.stderr
     monkeypatch.undo()
     assert fedrun(*TINY, "T=3", f"hydra.run.dir={out}", cwd=tmp_path, env=ENV).returncode == 0

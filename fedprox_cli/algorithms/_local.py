@@ -19,12 +19,20 @@ def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0
         return env.sgd_steps(X.clone(), t, beta, shift)
     X, G = X.clone(), torch.empty_like(X)
     for k in range(env.K):
-        X.sub_(env.grad(X, t, k, out=G).add_(shift(X)), alpha=beta)  # in place: no (n, d) temporaries
+        X.sub_(
+            env.grad(X, t, k, out=G).add_(shift(X)), alpha=beta
+        )  # in place: no (n, d) temporaries
     return X
 
 
-def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
-                   shift: torch.Tensor | float = 0.0, elapsed: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+def local_dual_sgd(
+    env: Env,
+    W: torch.Tensor,
+    t: int,
+    step: float,
+    shift: torch.Tensor | float = 0.0,
+    elapsed: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """K steps of local dual averaging (FedDA, FedCEF, ZA1): for k = 0..K-1
 
         U = prox_{(elapsed + k step) h}(W);   W <- W - step (G(U) + shift)
@@ -39,11 +47,12 @@ def local_dual_sgd(env: Env, W: torch.Tensor, t: int, step: float,
     return W, gsum
 
 
-def rows_into(out: torch.Tensor, fn: Callable[..., torch.Tensor], *rows: torch.Tensor,
-              block: int = 64) -> torch.Tensor:
+def rows_into(
+    out: torch.Tensor, fn: Callable[..., torch.Tensor], *rows: torch.Tensor, block: int = 64
+) -> torch.Tensor:
     """``out = fn(*rows)`` computed ``block`` rows at a time, written into ``out`` (which may be
     one of ``rows``, e.g. a buffer the caller no longer needs): an (n, d) result with only
     (block, d) temporaries, the same numbers as ``fn`` on whole tensors."""
     for a in range(0, len(out), block):
-        out[a:a + block] = fn(*(r[a:a + block] for r in rows))
+        out[a : a + block] = fn(*(r[a : a + block] for r in rows))
     return out

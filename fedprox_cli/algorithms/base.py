@@ -43,11 +43,11 @@ from typing import ClassVar, TypeAlias
 
 import torch
 
-from ..operators.compressors import DENSE_BYTES, Compressor
 from ..common import ranges
-from ..engine.oracle import Oracle
 from ..common.draws import generator, stream_seed, to_device
 from ..common.plugins import Registry, calling, class_contract, returned
+from ..engine.oracle import Oracle
+from ..operators.compressors import DENSE_BYTES, Compressor
 from ..operators.regularizers import Regularizer
 
 State: TypeAlias = dict[str, torch.Tensor | float]
@@ -60,15 +60,20 @@ class Algorithm:
     """Base class: subclasses are kw-only dataclasses whose fields are the paper's parameters
     (each in its declared range, :mod:`fedprox_cli.common.ranges`); docs/extending.md lists the
     whole interface."""
+
     name: ClassVar[str]
-    display_name: ClassVar[str]   # the method's name as the papers print it (FedCanon, ZA1); default: name
+    display_name: ClassVar[
+        str
+    ]  # the method's name as the papers print it (FedCanon, ZA1); default: name
     partial_participation: ClassVar[bool] = False  # defines rounds over a client subset
-    takes_compressor: ClassVar[bool] = False       # defines a compressed uplink
-    smooth_only: ClassVar[bool] = False            # defined for h = 0 only
+    takes_compressor: ClassVar[bool] = False  # defines a compressed uplink
+    smooth_only: ClassVar[bool] = False  # defined for h = 0 only
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "display_name" not in cls.__dict__:   # a class that declares none is named by its config name
+        if (
+            "display_name" not in cls.__dict__
+        ):  # a class that declares none is named by its config name
             cls.display_name = str(cls.__dict__.get("name", getattr(cls, "name", cls.__name__)))
 
     def init(self, z0: torch.Tensor, n: int) -> State:
@@ -91,18 +96,38 @@ class Algorithm:
         raise NotImplementedError
 
 
-_REGISTRY = Registry("algorithm", "algorithms",
-                     class_contract(Algorithm, ("init", "round", "stationarity_step"),
-                                    ("partial_participation", "takes_compressor", "smooth_only")),
-                     lambda alg: ranges.check(alg, "algorithm"))
-register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
+_REGISTRY = Registry(
+    "algorithm",
+    "algorithms",
+    class_contract(
+        Algorithm,
+        ("init", "round", "stationarity_step"),
+        ("partial_participation", "takes_compressor", "smooth_only"),
+    ),
+    lambda alg: ranges.check(alg, "algorithm"),
+)
+register, names, lookup, build = (
+    _REGISTRY.register,
+    _REGISTRY.names,
+    _REGISTRY.lookup,
+    _REGISTRY.build,
+)
 
 
 class Env:
     """Oracle, counted prox and counted links for one run (see module docstring)."""
 
-    def __init__(self, oracle: Oracle, h: Regularizer, compressor: Compressor, n: int, K: int,
-                 T: int, participation: float = 1.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        oracle: Oracle,
+        h: Regularizer,
+        compressor: Compressor,
+        n: int,
+        K: int,
+        T: int,
+        participation: float = 1.0,
+        seed: int = 0,
+    ) -> None:
         self.oracle, self.h, self.compressor = oracle, h, compressor
         self.n, self.K, self.T = n, K, T
         self.participation, self.seed = participation, seed
@@ -116,14 +141,18 @@ class Env:
         """Draw round t's participating clients (all of them at participation 1)."""
         self.t = t
         if self.m < self.n:
-            drawn = torch.randperm(self.n, generator=generator(self.seed, t, -1))[:self.m]
+            drawn = torch.randperm(self.n, generator=generator(self.seed, t, -1))[: self.m]
             self.clients = to_device(drawn.sort().values, self.device)
 
-    def grad(self, X: torch.Tensor, t: int, k: int, out: torch.Tensor | None = None) -> torch.Tensor:
+    def grad(
+        self, X: torch.Tensor, t: int, k: int, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """G(X); written into ``out`` if given (see :meth:`Oracle.grad`)."""
         return self.oracle.grad(X, t, k, self.clients, out)[0]
 
-    def sgd_steps(self, X: torch.Tensor, t: int, beta: float, shift: torch.Tensor | float = 0.0) -> torch.Tensor:
+    def sgd_steps(
+        self, X: torch.Tensor, t: int, beta: float, shift: torch.Tensor | float = 0.0
+    ) -> torch.Tensor:
         """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see :meth:`Oracle.sgd_steps`)."""
         return self.oracle.sgd_steps(X, t, self.K, beta, shift, self.clients)
 
@@ -138,14 +167,26 @@ class Env:
         bytes counted)."""
         with calling(self.compressor, "compressor", "__call__(V, seed)"):
             sent = self.compressor(V, stream_seed(self.seed, self.t, -2))
-        ok = isinstance(sent, tuple) and len(sent) == 2 and torch.is_tensor(sent[0]) and sent[0].shape == V.shape
-        out, nbytes = returned(self.compressor, "compressor", "__call__(V, seed)", sent,
-                               ok and isinstance(sent[1], Integral) and sent[1] >= 0,
-                               f"(a tensor of V's shape {tuple(V.shape)}, bytes as an int >= 0)")
+        ok = (
+            isinstance(sent, tuple)
+            and len(sent) == 2
+            and torch.is_tensor(sent[0])
+            and sent[0].shape == V.shape
+        )
+        out, nbytes = returned(
+            self.compressor,
+            "compressor",
+            "__call__(V, seed)",
+            sent,
+            ok and isinstance(sent[1], Integral) and sent[1] >= 0,
+            f"(a tensor of V's shape {tuple(V.shape)}, bytes as an int >= 0)",
+        )
         self.bytes_up += nbytes
         return out
 
     def down(self, *vectors: torch.Tensor, scalars: int = 0) -> None:
         """Count the broadcast of ``vectors`` and of ``scalars`` host numbers (sent as they are:
         making a device tensor of one would synchronize the host with the device)."""
-        self.bytes_down += DENSE_BYTES * len(self.clients) * (sum(v.numel() for v in vectors) + scalars)
+        self.bytes_down += (
+            DENSE_BYTES * len(self.clients) * (sum(v.numel() for v in vectors) + scalars)
+        )

@@ -22,8 +22,10 @@ from .base import Algorithm, Env, State
 def _is_state(value: object) -> bool:
     """A dict of str -> tensor or plain number (FedDA keeps its elapsed step as a float)."""
     return isinstance(value, dict) and all(
-        isinstance(k, str) and (torch.is_tensor(v) or isinstance(v, (int, float)) and not isinstance(v, bool))
-        for k, v in value.items())
+        isinstance(k, str)
+        and (torch.is_tensor(v) or isinstance(v, (int, float)) and not isinstance(v, bool))
+        for k, v in value.items()
+    )
 
 
 def _layout(v) -> str:
@@ -34,20 +36,32 @@ def _layout(v) -> str:
 
 
 def _broken(alg: Algorithm, method: str, what: str, fix: str) -> PluginError:
-    return PluginError(f"algorithm plugin {alg.name!r} ({origin(alg)}) breaks the state contract: {what}; {fix} "
-                       f"({method} at {source_line(alg, method)})")
+    return PluginError(
+        f"algorithm plugin {alg.name!r} ({origin(alg)}) breaks the state contract: {what}; {fix} "
+        f"({method} at {source_line(alg, method)})"
+    )
 
 
 def init(alg: Algorithm, z0: torch.Tensor, n: int) -> State:
     with calling(alg, "algorithm", "init(z0, n)"):
         state = alg.init(z0, n)
-    returned(alg, "algorithm", "init(z0, n)", state, _is_state(state) and bool(state),
-             "the state: a non-empty dict of str -> tensor (or number)")
+    returned(
+        alg,
+        "algorithm",
+        "init(z0, n)",
+        state,
+        _is_state(state) and bool(state),
+        "the state: a non-empty dict of str -> tensor (or number)",
+    )
     for k, v in state.items():
         if torch.is_tensor(v) and (v.dtype != z0.dtype or v.device != z0.device):
-            raise _broken(alg, "init", f"state[{k!r}] is a {_layout(v)}, z0 a {_layout(z0)}",
-                          "make every state tensor of z0's dtype and on its device (z0.new_zeros(...), "
-                          "torch.zeros_like(z0), z0.clone()); keep a count as a plain number")
+            raise _broken(
+                alg,
+                "init",
+                f"state[{k!r}] is a {_layout(v)}, z0 a {_layout(z0)}",
+                "make every state tensor of z0's dtype and on its device (z0.new_zeros(...), "
+                "torch.zeros_like(z0), z0.clone()); keep a count as a plain number",
+            )
     return state
 
 
@@ -56,44 +70,88 @@ def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
     each entry of the shape, dtype and device it had (init's, by induction)."""
     with calling(alg, "algorithm", f"round(state, env, t={t})"):
         new = alg.round(state, env, t)
-    returned(alg, "algorithm", "round(state, env, t)", new, _is_state(new) and new.keys() == state.keys(),
-             f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})")
+    returned(
+        alg,
+        "algorithm",
+        "round(state, env, t)",
+        new,
+        _is_state(new) and new.keys() == state.keys(),
+        f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})",
+    )
     for k, v in new.items():
         old = state[k]
         same = (torch.is_tensor(v) == torch.is_tensor(old)) and (
-            not torch.is_tensor(v) or (v.shape == old.shape and v.dtype == old.dtype and v.device == old.device))
+            not torch.is_tensor(v)
+            or (v.shape == old.shape and v.dtype == old.dtype and v.device == old.device)
+        )
         if not same:
-            per_client = (torch.is_tensor(v) and torch.is_tensor(old) and v.dim() == old.dim() >= 1
-                          and old.shape[0] == env.n and v.shape[0] == len(env.clients) != env.n)
-            fix = ("it keeps a row per client: update the participating clients' rows in place "
-                   "(state[k][env.clients] = ...) and return the whole tensor" if per_client else
-                   "return every entry as init made it (same shape, dtype and device; update in place or "
-                   "build it with z0's dtype and device)")
-            raise _broken(alg, "round", f"round {t + 1} returned state[{k!r}] as a {_layout(v)}, "
-                                        f"init made a {_layout(old)}", fix)
+            per_client = (
+                torch.is_tensor(v)
+                and torch.is_tensor(old)
+                and v.dim() == old.dim() >= 1
+                and old.shape[0] == env.n
+                and v.shape[0] == len(env.clients) != env.n
+            )
+            fix = (
+                "it keeps a row per client: update the participating clients' rows in place "
+                "(state[k][env.clients] = ...) and return the whole tensor"
+                if per_client
+                else "return every entry as init made it (same shape, dtype and device; update in place or "
+                "build it with z0's dtype and device)"
+            )
+            raise _broken(
+                alg,
+                "round",
+                f"round {t + 1} returned state[{k!r}] as a {_layout(v)}, "
+                f"init made a {_layout(old)}",
+                fix,
+            )
     return new
 
 
 def output(alg: Algorithm, state: State, d: int) -> torch.Tensor:
     with calling(alg, "algorithm", "output(state)"):
         x = alg.output(state)
-    return returned(alg, "algorithm", "output(state)", x, torch.is_tensor(x) and tuple(x.shape) == (d,),
-                    f"the model x evaluated: a tensor of shape ({d},)")
+    return returned(
+        alg,
+        "algorithm",
+        "output(state)",
+        x,
+        torch.is_tensor(x) and tuple(x.shape) == (d,),
+        f"the model x evaluated: a tensor of shape ({d},)",
+    )
 
 
 def _step(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
 
 
 def prox_steps(alg: Algorithm, K: int, T: int) -> dict[str, float]:
     with calling(alg, "algorithm", "prox_steps(K, T)"):
         steps = alg.prox_steps(K, T)
-    return returned(alg, "algorithm", "prox_steps(K, T)", steps,
-                    isinstance(steps, dict) and all(isinstance(k, str) and _step(v) for k, v in steps.items()),
-                    "a dict of str -> number > 0 (each prox parameter by name)")
+    return returned(
+        alg,
+        "algorithm",
+        "prox_steps(K, T)",
+        steps,
+        isinstance(steps, dict) and all(isinstance(k, str) and _step(v) for k, v in steps.items()),
+        "a dict of str -> number > 0 (each prox parameter by name)",
+    )
 
 
 def stationarity_step(alg: Algorithm, K: int) -> float:
     with calling(alg, "algorithm", "stationarity_step(K)"):
         step = alg.stationarity_step(K)
-    return returned(alg, "algorithm", "stationarity_step(K)", step, _step(step), "a number > 0 (the step s of G_s)")
+    return returned(
+        alg,
+        "algorithm",
+        "stationarity_step(K)",
+        step,
+        _step(step),
+        "a number > 0 (the step s of G_s)",
+    )

@@ -25,16 +25,21 @@ class FedADMM(Algorithm):
     With y_i := z - eta lam_i this is FedDR with alpha_dr = 1, step for step (tested).
     [I] No reference code was found: update order, init and the stale rows under partial
     participation are chosen to make that equivalence exact. Output z. Up d, down d; prox 1."""
+
     name: ClassVar[str] = "fedadmm"
     display_name: ClassVar[str] = "FedADMM"
     partial_participation: ClassVar[bool] = True
-    eta: float = 1.0     # prox / penalty parameter eta (penalty 1/eta)
-    beta: float = 0.02   # local step size
+    eta: float = 1.0  # prox / penalty parameter eta (penalty 1/eta)
+    beta: float = 0.02  # local step size
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         rows = z0.expand(n, -1)
-        return {"z": z0.clone(), "X": rows.clone(), "Lam": z0.new_zeros(n, z0.numel()),
-                "Xhat": rows.clone()}
+        return {
+            "z": z0.clone(),
+            "X": rows.clone(),
+            "Lam": z0.new_zeros(n, z0.numel()),
+            "Xhat": rows.clone(),
+        }
 
     def round(self, state: State, env: Env, t: int) -> State:
         z, S = state["z"], env.clients

@@ -17,12 +17,13 @@ class FedAvg(Algorithm):
     """X <- z; K steps X <- X - beta G(X); z <- z + alpha mean_i (x_i - z).
 
     alpha = 1 is the original FedAvg (the server takes the clients' average)."""
+
     name: ClassVar[str] = "fedavg"
     display_name: ClassVar[str] = "FedAvg"
     partial_participation: ClassVar[bool] = True
     smooth_only: ClassVar[bool] = True
-    alpha: float = 1.0   # server step size
-    beta: float = 0.02   # local step size
+    alpha: float = 1.0  # server step size
+    beta: float = 0.02  # local step size
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}

@@ -22,10 +22,11 @@ class FedCanon(Algorithm):
         C <- C + Dbar - Delta   (row-wise; sum_i c_i stays 0)               (7f)
 
     Output z. Per client per round: up d (Delta_i), down 2d (Dbar, z); 1 prox."""
+
     name: ClassVar[str] = "fedcanon"
     display_name: ClassVar[str] = "FedCanon"
-    alpha: float = 0.1   # global step size alpha (eq. 7e)
-    beta: float = 0.02   # local step size beta (eq. 7b)
+    alpha: float = 0.1  # global step size alpha (eq. 7e)
+    beta: float = 0.02  # local step size beta (eq. 7b)
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "C": z0.new_zeros(n, z0.numel())}

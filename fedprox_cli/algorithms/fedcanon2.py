@@ -23,10 +23,11 @@ class FedCanon2(Algorithm):
 
     The rows of X0 stay identical (all start at z0 and receive the same Dbar), so the z
     trajectory is FedCanon's. Output: row 0 of X0 [I]. Up d, down d; n prox per round."""
+
     name: ClassVar[str] = "fedcanon2"
     display_name: ClassVar[str] = "FedCanon II"
-    alpha: float = 0.1   # global step size alpha (prox parameter, as in FedCanon)
-    beta: float = 0.02   # local step size beta
+    alpha: float = 0.1  # global step size alpha (prox parameter, as in FedCanon)
+    beta: float = 0.02  # local step size beta
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"X0": z0.expand(n, -1).clone(), "C": z0.new_zeros(n, z0.numel())}
@@ -37,8 +38,10 @@ class FedCanon2(Algorithm):
         Delta = env.up(torch.sub(X0, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)
         Dbar = Delta.mean(0)
         env.down(Dbar)
-        return {"X0": env.prox(X0 - self.alpha * Dbar, self.alpha),
-                "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta)}  # over Delta
+        return {
+            "X0": env.prox(X0 - self.alpha * Dbar, self.alpha),
+            "C": rows_into(Delta, lambda C, Delta: C + Dbar - Delta, C, Delta),
+        }  # over Delta
 
     def output(self, state: State) -> torch.Tensor:
         return state["X0"][0]

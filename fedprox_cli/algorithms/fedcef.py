@@ -29,13 +29,15 @@ class FedCEF(Algorithm):
     server, which needs z for its next ztilde [I; ALGORITHMS.md's table says n K + n].
     [I] c is kept once: the clients' reconstruction (z - ztilde)/beta equals the server's c
     in exact arithmetic. The paper does not give eta; the default is from a sweep (config)."""
+
     name: ClassVar[str] = "fedcef"
     display_name: ClassVar[str] = "FedCEF"
     takes_compressor: ClassVar[bool] = True
-    alpha: float = 0.1   # local step size alpha (Sec. V: 0.1 on MNIST, 0.06 on CIFAR-10)
-    eta_g: float = 1.0   # server learning rate eta_g (Sec. V: 1.0)
-    eta: float = param(0.3, gt=0, le=1)  # momentum eta in (0, 1] (line 11); not given by the paper (sweep)
-
+    alpha: float = 0.1  # local step size alpha (Sec. V: 0.1 on MNIST, 0.06 on CIFAR-10)
+    eta_g: float = 1.0  # server learning rate eta_g (Sec. V: 1.0)
+    eta: float = param(
+        0.3, gt=0, le=1
+    )  # momentum eta in (0, 1] (line 11); not given by the paper (sweep)
 
     def beta(self, K: int) -> float:
         """The effective global step beta = alpha eta_g K."""

@@ -24,11 +24,12 @@ class FedDA(Algorithm):
 
     Output the primal prox_{s h}(z), computed by the server after its update (1 prox).
     Prox per round n K + 1 (n = participating clients; at round 0, k = 0 is prox_0 = identity)."""
+
     name: ClassVar[str] = "fedda"
     display_name: ClassVar[str] = "FedDA"
     partial_participation: ClassVar[bool] = True
-    alpha: float = 1.0   # server learning rate (server_lr)
-    beta: float = 0.02   # client learning rate (client_lr)
+    alpha: float = 1.0  # server learning rate (server_lr)
+    beta: float = 0.02  # client learning rate (client_lr)
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "x": z0.clone(), "s": 0.0}
@@ -47,8 +48,11 @@ class FedDA(Algorithm):
     def prox_steps(self, K: int, T: int) -> dict[str, float]:
         # clients use s_{T-1} + (K-1) beta, the output s_T = T alpha K beta
         s_last = (T - 1) * self.alpha * K * self.beta
-        return {"s+k*beta (largest over T rounds)":
-                max(s_last + (K - 1) * self.beta, T * self.alpha * K * self.beta)}
+        return {
+            "s+k*beta (largest over T rounds)": max(
+                s_last + (K - 1) * self.beta, T * self.alpha * K * self.beta
+            )
+        }
 
     def stationarity_step(self, K: int) -> float:
         return self.alpha * K * self.beta

@@ -26,13 +26,13 @@ class FedDR(Algorithm):
 
     [I] Init: y_i = x_i = xhat_i = z = z0 (the reference code sets z = prox_{eta h}(z0); the two
     agree whenever prox(z0) = z0, e.g. a zero init). Output z. Up d, down d; prox 1 per round."""
+
     name: ClassVar[str] = "feddr"
     display_name: ClassVar[str] = "FedDR"
     partial_participation: ClassVar[bool] = True
-    eta: float = 1.0        # prox parameter eta of the splitting (soft threshold eta * lam for l1)
+    eta: float = 1.0  # prox parameter eta of the splitting (soft threshold eta * lam for l1)
     alpha_dr: float = param(1.95, gt=0, lt=2)  # relaxation alpha in (0, 2) (reference default 1.95)
-    beta: float = 0.02      # local step size of the K-step subproblem solver
-
+    beta: float = 0.02  # local step size of the K-step subproblem solver
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         rows = z0.expand(n, -1)

@@ -19,11 +19,12 @@ class FedMiD(Algorithm):
         server:         z <- prox_{alpha K beta h}(z + alpha mean_S (x_i - z))
 
     Output z. Up d, down d; prox n K + 1 per round (n = participating clients)."""
+
     name: ClassVar[str] = "fedmid"
     display_name: ClassVar[str] = "FedMiD"
     partial_participation: ClassVar[bool] = True
-    alpha: float = 1.0   # server learning rate (the reference code's server_lr)
-    beta: float = 0.02   # client learning rate (client_lr)
+    alpha: float = 1.0  # server learning rate (the reference code's server_lr)
+    beta: float = 0.02  # client learning rate (client_lr)
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}

@@ -22,11 +22,12 @@ class FedNMap(Algorithm):
     Output x = prox_{gamma h}(z), computed by the server after its update (the initial row
     evaluates z0 itself [I]). Up d (y_i), down 2d (z, ybar). Prox per round: n K local + n
     (x_t at every client) + 1 (the server's output model)."""
+
     name: ClassVar[str] = "fednmap"
     display_name: ClassVar[str] = "FedNMap"
-    eta_a: float = 0.1   # local step size eta_a (eq. 5; the paper's figures: 1/Q)
-    eta_s: float = 1.0   # server step size eta_s (eq. 6)
-    gamma: float = 4.0   # prox parameter gamma of the normal map (eq. 4; Figs. 2-5)
+    eta_a: float = 0.1  # local step size eta_a (eq. 5; the paper's figures: 1/Q)
+    eta_s: float = 1.0  # server step size eta_s (eq. 6)
+    gamma: float = 4.0  # prox parameter gamma of the normal map (eq. 4; Figs. 2-5)
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}

@@ -7,8 +7,8 @@ from typing import ClassVar
 
 import torch
 
-from ..common.ranges import param
 from ..common.draws import generator
+from ..common.ranges import param
 from .base import Algorithm, Env, State, register
 
 
@@ -29,11 +29,13 @@ class Scaffnew(Algorithm):
     holds 0, 1 or more communications and its metrics row evaluates z of the last one (z is
     unchanged by a round without communication). Output z. Per communication: up d, down d,
     prox 1."""
+
     name: ClassVar[str] = "scaffnew"
     display_name: ClassVar[str] = "SCAFFNEW"
-    beta: float = 0.02        # local step size gamma of ProxSkip (eq. 15)
-    p: float | None = param(None, gt=0, le=1, none=True)  # communication probability; None = every K-th step (p = 1/K)
-
+    beta: float = 0.02  # local step size gamma of ProxSkip (eq. 15)
+    p: float | None = param(
+        None, gt=0, le=1, none=True
+    )  # communication probability; None = every K-th step (p = 1/K)
 
     def prob(self, K: int) -> float:
         return 1.0 / K if self.p is None else self.p
@@ -41,7 +43,9 @@ class Scaffnew(Algorithm):
     def communicates(self, env: Env, t: int, k: int) -> bool:
         if self.p is None:
             return k == env.K - 1
-        return torch.rand((), generator=generator(env.seed, t, k, -3)).item() < self.p  # CPU: no sync
+        return (
+            torch.rand((), generator=generator(env.seed, t, k, -3)).item() < self.p
+        )  # CPU: no sync
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "X": z0.expand(n, -1).clone(), "H": z0.new_zeros(n, z0.numel())}

@@ -20,12 +20,13 @@ class Scaffold(Algorithm):
 
     Output z. Up 2d, down 2d (z, c), prox 0. Partial participation: only the rows of the
     sampled clients S change. The composite "scaffold with server prox" variant is not built."""
+
     name: ClassVar[str] = "scaffold"
     display_name: ClassVar[str] = "SCAFFOLD"
     partial_participation: ClassVar[bool] = True
     smooth_only: ClassVar[bool] = True
-    alpha: float = 1.0   # server step size (eq. 14; 1 = the clients' average)
-    beta: float = 0.02   # local step size
+    alpha: float = 1.0  # server step size (eq. 14; 1 = the clients' average)
+    beta: float = 0.02  # local step size
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": z0.new_zeros(n, z0.numel())}
@@ -46,8 +47,16 @@ class Scaffold(Algorithm):
         env.down(z, c)
         return {"z": z, "c": c, "C": C}
 
-    def control_delta(self, env: Env, t: int, z: torch.Tensor, X: torch.Tensor, c: torch.Tensor,
-                      Ci: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def control_delta(
+        self,
+        env: Env,
+        t: int,
+        z: torch.Tensor,
+        X: torch.Tensor,
+        c: torch.Tensor,
+        Ci: torch.Tensor,
+        out: torch.Tensor,
+    ) -> torch.Tensor:
         """dc_i = c_i+ - c_i with option II's c_i+ = c_i - c + (z - x_i)/(K beta), written into ``out``."""
         return torch.sub(z, X, out=out).div_(env.K * self.beta).sub_(c)
 

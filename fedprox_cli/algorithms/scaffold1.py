@@ -22,10 +22,19 @@ class Scaffold1(Scaffold):
     instead of option II's c_i - c + (z - x_i)/(K beta), which is formed from the round's own
     path and so feeds the previous round's correction back into the next. One extra gradient
     per client per round; messages and bytes as option II."""
+
     name: ClassVar[str] = "scaffold1"
     display_name: ClassVar[str] = "SCAFFOLD (option I)"
 
-    def control_delta(self, env: Env, t: int, z: torch.Tensor, X: torch.Tensor, c: torch.Tensor,
-                      Ci: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def control_delta(
+        self,
+        env: Env,
+        t: int,
+        z: torch.Tensor,
+        X: torch.Tensor,
+        c: torch.Tensor,
+        Ci: torch.Tensor,
+        out: torch.Tensor,
+    ) -> torch.Tensor:
         """dc_i = g_i(z) - c_i, written into ``out``."""
         return torch.sub(env.grad(z.expand_as(X).contiguous(), t, env.K), Ci, out=out)

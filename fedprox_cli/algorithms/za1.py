@@ -30,10 +30,11 @@ class ZA1(Algorithm):
     whenever prox(z0) = z0 (e.g. a zero init) and otherwise differ by one prox of the initial
     model (issue 16's review measured a 3.5e-4 relative difference with a non-zero init); from
     round 1 on x = prox_{etahat h}(z) holds as above. The committed runs under results/reproduction/ were made with x^0 = z0."""
+
     name: ClassVar[str] = "za1"
     display_name: ClassVar[str] = "ZA1"
-    eta_a: float = 0.1   # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
-    eta_s: float = 1.0   # server step size eta_s (eq. 31)
+    eta_a: float = 0.1  # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
+    eta_s: float = 1.0  # server step size eta_s (eq. 31)
 
     def etahat(self, K: int) -> float:
         return self.eta_a * self.eta_s * K

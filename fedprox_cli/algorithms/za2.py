@@ -18,10 +18,11 @@ class ZA2(Algorithm):
     Zhang, Hu, Johansson (Automatica 2026), whose own algorithm is not at hand: clients run
     FedCEF's corrected local dual averaging, send v_i - c_i uncompressed, c_i <- v_i.
     Up d, down d; prox per round as FedCEF (n K + n + 1)."""
+
     name: ClassVar[str] = "za2"
     display_name: ClassVar[str] = "ZA2"
-    alpha: float = 0.1   # local step size (FedCEF's alpha)
-    eta_g: float = 1.0   # server learning rate (FedCEF's eta_g); beta = alpha eta_g K
+    alpha: float = 0.1  # local step size (FedCEF's alpha)
+    eta_g: float = 1.0  # server learning rate (FedCEF's eta_g); beta = alpha eta_g K
 
     @property
     def cef(self) -> FedCEF:

@@ -25,7 +25,7 @@ from .run import CHOICE, Run, is_replicate
 
 @dataclass
 class Group:
-    key: tuple              # the config without replicate / run-control keys, sorted (key, value)
+    key: tuple  # the config without replicate / run-control keys, sorted (key, value)
     runs: list[Run]
     label: str = ""
     label_values: dict = field(default_factory=dict)
@@ -46,8 +46,11 @@ def is_run_control(key: str, final: str | None = None) -> bool:
 def settings(run: Run, final: str | None = None, ignore=()) -> dict:
     """The config keys of ``run`` that decide its numbers (no replicate, run-control or
     ``ignore`` keys)."""
-    return {k: v for k, v in run.config.items()
-            if not is_replicate(k) and not is_run_control(k, final) and k not in ignore}
+    return {
+        k: v
+        for k, v in run.config.items()
+        if not is_replicate(k) and not is_run_control(k, final) and k not in ignore
+    }
 
 
 def identity(run: Run) -> tuple:
@@ -72,8 +75,10 @@ def once(runs: list[Run], warn: Callable[[str], None] = lambda _: None) -> list[
         best = min(same, key=_preference)
         for r in same:
             if r is not best:
-                warn(f"note: {r.path} and {best.path} have the same settings and seeds; "
-                     f"counted once, from {best.path}")
+                warn(
+                    f"note: {r.path} and {best.path} have the same settings and seeds; "
+                    f"counted once, from {best.path}"
+                )
     return [r for r in runs if id(r) in kept]
 
 
@@ -90,8 +95,10 @@ def split(runs: list[Run], keys: list[str]) -> dict[str, list[Run]]:
     out: dict[tuple, list[Run]] = {}
     for r in runs:
         out.setdefault(tuple(r.config.get(k, "-") for k in keys), []).append(r)
-    return {", ".join(f"{short(k)}={fmt(v)}" for k, v in zip(keys, values)): out[values]
-            for values in sorted(out, key=order)}
+    return {
+        ", ".join(f"{short(k)}={fmt(v)}" for k, v in zip(keys, values)): out[values]
+        for values in sorted(out, key=order)
+    }
 
 
 def order(values) -> tuple:
@@ -151,7 +158,9 @@ def _classes(configs: list[dict], keys) -> int:
 def shared(runs: list[Run]) -> dict:
     """The :func:`settings` all ``runs`` share (a figure's caption)."""
     first = settings(runs[0])
-    return {k: v for k, v in first.items() if all(repr(settings(r).get(k)) == repr(v) for r in runs)}
+    return {
+        k: v for k, v in first.items() if all(repr(settings(r).get(k)) == repr(v) for r in runs)
+    }
 
 
 def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]:
@@ -207,6 +216,8 @@ def relabel(label: str, names: dict[str, str]) -> str:
     parts = []
     for part in label.split(", "):
         k, eq, v = part.partition("=")
-        parts.append(names.get(part) or (names[v] if eq and v in names else
-                     f"{names[k]}={v}" if eq and k in names else part))
+        parts.append(
+            names.get(part)
+            or (names[v] if eq and v in names else f"{names[k]}={v}" if eq and k in names else part)
+        )
     return ", ".join(parts)

@@ -26,8 +26,8 @@ LAUNCH = "FEDRUN_SWEEP_LAUNCH"  # the launch's id, set by the launching process 
 class JobRecord:
     num: int
     overrides: list[str]
-    folder: str                 # absolute
-    code: int | None = None     # None: planned, not ended (yet)
+    folder: str  # absolute
+    code: int | None = None  # None: planned, not ended (yet)
     status: str = "not started"
     reason: str = ""
     written: float = field(default_factory=time.time)
@@ -59,9 +59,16 @@ def read(path: Path) -> JobRecord | None:
     """One record, or None when it is not one (any content is tolerated)."""
     try:
         d = guarded.read_json(path)
-        rec = JobRecord(int(d["num"]), [str(o) for o in d["overrides"]], str(d["folder"]),
-                        None if d["code"] is None else int(d["code"]), str(d["status"]),
-                        str(d["reason"]), float(d["written"]), str(d.get("launch", "")))
+        rec = JobRecord(
+            int(d["num"]),
+            [str(o) for o in d["overrides"]],
+            str(d["folder"]),
+            None if d["code"] is None else int(d["code"]),
+            str(d["status"]),
+            str(d["reason"]),
+            float(d["written"]),
+            str(d.get("launch", "")),
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     return rec
@@ -71,10 +78,15 @@ def records(sweep: Path, since: float = 0.0, launch: str | None = None) -> list[
     """The job records in ``sweep`` written at ``since`` or later, of ``launch`` if given; one
     per folder, the latest."""
     paths = sorted((Path(sweep) / RECORDS).glob("*.json"))
-    found = [*map(read, paths), *(r for p, r in _unsaved.items() if p.parent == Path(sweep) / RECORDS)]
+    found = [
+        *map(read, paths),
+        *(r for p, r in _unsaved.items() if p.parent == Path(sweep) / RECORDS),
+    ]
     latest = {}
-    for r in sorted((r for r in found if r is not None and r.written >= since
-                     and launch in (None, r.launch)), key=lambda r: r.written):
+    for r in sorted(
+        (r for r in found if r is not None and r.written >= since and launch in (None, r.launch)),
+        key=lambda r: r.written,
+    ):
         latest[r.folder] = r
     return list(latest.values())
 

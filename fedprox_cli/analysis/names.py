@@ -10,8 +10,10 @@ def algorithm_title(name) -> str:
     """An algorithm's printed name: its class's ``display_name``, or ``name`` if it cannot be
     found here (a plugin not installed where the figure is drawn)."""
     from ..common.errors import UserError
+
     try:
         from .. import algorithms
+
         return str(algorithms.base.lookup(str(name)).display_name)
     except (UserError, ImportError, AttributeError):
         return str(name)

@@ -9,11 +9,12 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-matplotlib.rcParams.update({"pdf.fonttype": 42, "ps.fonttype": 42})  # TrueType in PDFs: venues reject Type 3
+matplotlib.rcParams.update(
+    {"pdf.fonttype": 42, "ps.fonttype": 42}
+)  # TrueType in PDFs: venues reject Type 3
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import (FuncFormatter, LogLocator, MaxNLocator,  # noqa: E402
-                               NullFormatter)
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from .. import PACKAGE  # noqa: E402
 from ..common import guarded  # noqa: E402
@@ -21,9 +22,12 @@ from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 from ..runs.outputs import metric_columns  # noqa: E402
 
-
-METADATA_KEY = {"png": "Description", "svg": "Description", "pdf": "Subject"}  # where a caption goes
-STYLES = PACKAGE / "styles"   # style sheets shipped: <name>.mplstyle
+METADATA_KEY = {
+    "png": "Description",
+    "svg": "Description",
+    "pdf": "Subject",
+}  # where a caption goes
+STYLES = PACKAGE / "styles"  # style sheets shipped: <name>.mplstyle
 
 
 def caption_file(path: Path) -> Path:
@@ -31,8 +35,14 @@ def caption_file(path: Path) -> Path:
     return Path(path).with_suffix(".caption.txt")
 
 
-def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop: bool | None = None,
-                close: bool = True) -> None:
+def save_figure(
+    fig,
+    path: Path,
+    laid_out: bool = False,
+    caption: str = "",
+    crop: bool | None = None,
+    close: bool = True,
+) -> None:
     """Lay out ``fig`` (unless ``laid_out``: its layout is fixed and all inside the figure),
     write it to ``path`` atomically in the format its extension names (``.png``, ``.pdf``,
     ``.svg``, ...; PNG without one) with ``caption`` in the file's metadata (PNG and SVG
@@ -45,7 +55,9 @@ def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop
         fig.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
     crop = not laid_out if crop is None else crop
-    tight = {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}  # "tight" draws the figure twice
+    tight = (
+        {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}
+    )  # "tight" draws the figure twice
     dpi = plt.rcParams["savefig.dpi"]
     meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
     if fmt == "pdf":
@@ -54,8 +66,12 @@ def save_figure(fig, path: Path, laid_out: bool = False, caption: str = "", crop
         meta["Date"] = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=110 if dpi == "figure" else dpi,
-                                                 metadata=meta or None, **tight))
+        atomic_write(
+            path,
+            lambda f: fig.savefig(
+                f, format=fmt, dpi=110 if dpi == "figure" else dpi, metadata=meta or None, **tight
+            ),
+        )
     finally:
         if close:
             plt.close(fig)
@@ -65,15 +81,19 @@ def style_sheet(name: str) -> str:
     """A matplotlib style: a shipped sheet by name (``paper``: :data:`STYLES`), a ``.mplstyle``
     file, or one of matplotlib's own (``ggplot``, ``seaborn-v0_8-paper``, ...)."""
     from ..common.errors import require
+
     shipped = STYLES / f"{name}.mplstyle"
     if shipped.exists():
         return str(shipped)
     if name.endswith(".mplstyle") or "/" in name:
         require(Path(name).is_file(), f"no such style sheet: {name}")
         return name
-    require(name in plt.style.available, f"unknown style {name!r} (shipped: "
-            f"{', '.join(sorted(p.stem for p in STYLES.glob('*.mplstyle')))}; a .mplstyle file; or one "
-            f"of matplotlib's: {', '.join(sorted(plt.style.available)[:6])}, ...)")
+    require(
+        name in plt.style.available,
+        f"unknown style {name!r} (shipped: "
+        f"{', '.join(sorted(p.stem for p in STYLES.glob('*.mplstyle')))}; a .mplstyle file; or one "
+        f"of matplotlib's: {', '.join(sorted(plt.style.available)[:6])}, ...)",
+    )
     return name
 
 
@@ -97,6 +117,7 @@ def run_title(cfg) -> str:
     only the settings several runs share gives the caption of a figure of them."""
     if not isinstance(cfg, dict):
         from omegaconf import OmegaConf
+
         try:
             cfg = OmegaConf.to_container(cfg, resolve=True)
         except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: show it unresolved
@@ -104,23 +125,40 @@ def run_title(cfg) -> str:
     flat = flatten(cfg)
 
     def section(name: str, prefix: str = "") -> str | None:
-        params = [f"{k[len(name) + 1:]}={_fmt(v)}" for k, v in flat.items()
-                  if k.startswith(f"{name}.") and k not in (f"{name}.name", f"{name}.seed")]
+        params = [
+            f"{k[len(name) + 1 :]}={_fmt(v)}"
+            for k, v in flat.items()
+            if k.startswith(f"{name}.") and k not in (f"{name}.name", f"{name}.seed")
+        ]
         head = flat.get(f"{name}.name")
         if head is None and not params:
             return None
-        if head is None:   # several methods, one setting: what they share
-            return ("all methods" if name == "algorithm" else f"every {name}") + ": " + ", ".join(params)
+        if head is None:  # several methods, one setting: what they share
+            return (
+                ("all methods" if name == "algorithm" else f"every {name}")
+                + ": "
+                + ", ".join(params)
+            )
         return prefix + str(head) + (f" ({', '.join(params)})" if params else "")
 
-    compressor = section("compressor", "compressor ") if flat.get("compressor.name") != "identity" else None
+    compressor = (
+        section("compressor", "compressor ") if flat.get("compressor.name") != "identity" else None
+    )
     first = [section("algorithm"), section("regularizer", "reg. "), compressor]
-    second = [section("dataset"), section("model"),
-              ", ".join(f"{k}={_fmt(flat[k])}" + (" clients" if k == "n" else "")
-                        for k in ("n", "K", "B", "T") if k in flat) or None,
-              section("partition", "partition ")]
-    return "\n".join(" · ".join(p for p in line if p) for line in (first, second)
-                     if any(line)).strip()
+    second = [
+        section("dataset"),
+        section("model"),
+        ", ".join(
+            f"{k}={_fmt(flat[k])}" + (" clients" if k == "n" else "")
+            for k in ("n", "K", "B", "T")
+            if k in flat
+        )
+        or None,
+        section("partition", "partition "),
+    ]
+    return "\n".join(
+        " · ".join(p for p in line if p) for line in (first, second) if any(line)
+    ).strip()
 
 
 def integer_ticks(axis) -> None:
@@ -163,14 +201,32 @@ def mark_end(ax, xs, ys, color, marker: str = "x") -> bool:
     if not ok.any():
         return False
     i = np.flatnonzero(ok)[-1]
-    size = plt.rcParams["lines.markersize"]   # to the style: 10 pt by default, 6.6 in paper style
-    ax.plot([xs[i]], [ys[i]], marker=marker, markersize=1.2 * size + 2.8, markeredgewidth=0.2 * size + 1,
-            color=color, linestyle="none", zorder=5)
+    size = plt.rcParams["lines.markersize"]  # to the style: 10 pt by default, 6.6 in paper style
+    ax.plot(
+        [xs[i]],
+        [ys[i]],
+        marker=marker,
+        markersize=1.2 * size + 2.8,
+        markeredgewidth=0.2 * size + 1,
+        color=color,
+        linestyle="none",
+        zorder=5,
+    )
     return True
 
 
-SYMBOLS = {"alpha": "α", "beta": "β", "eta": "η", "mu": "μ", "gamma": "γ", "lam": "λ", "theta": "θ",
-           "rho": "ρ", "tau": "τ", "sigma": "σ"}
+SYMBOLS = {
+    "alpha": "α",
+    "beta": "β",
+    "eta": "η",
+    "mu": "μ",
+    "gamma": "γ",
+    "lam": "λ",
+    "theta": "θ",
+    "rho": "ρ",
+    "tau": "τ",
+    "sigma": "σ",
+}
 
 
 def symbol(key: str) -> str:
@@ -218,6 +274,7 @@ def clip_bands(ax, bands: list[tuple], alpha: float = 0.15) -> bool:
 
 def _px(size) -> float:
     from matplotlib.font_manager import FontProperties
+
     return FontProperties(size=size).get_size_in_points()
 
 
@@ -227,6 +284,7 @@ def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> N
     shares, what a line and a band are) wrapped to the width below it: the figure says what it
     shows without a side file. The figure is laid out here (``tight_layout``)."""
     import textwrap
+
     fig.tight_layout()
     r = fig.canvas.get_renderer()
     to_fig = fig.transFigure.inverted()
@@ -236,23 +294,45 @@ def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> N
     size = _px(plt.rcParams["legend.fontsize"]) * fig.dpi / 72
     if handles:
         for ncol in range(min(len(labels), 4), 0, -1):
-            leg = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, y), ncol=ncol,
-                             frameon=False, columnspacing=1.0, handlelength=1.8)
+            leg = fig.legend(
+                handles,
+                labels,
+                loc="upper center",
+                bbox_to_anchor=(0.5, y),
+                ncol=ncol,
+                frameon=False,
+                columnspacing=1.0,
+                handlelength=1.8,
+            )
             w = leg.get_window_extent(r).width
             if w <= width or ncol == 1:
                 break
             leg.remove()
-        if w > width:      # one column too wide: wrap the labels to the width
+        if w > width:  # one column too wide: wrap the labels to the width
             leg.remove()
             chars = max(12, int(max(map(len, labels)) * (width - 3 * size) / w))
-            leg = fig.legend(handles, [textwrap.fill(t, chars) for t in labels], loc="upper center",
-                             bbox_to_anchor=(0.5, y), ncol=1, frameon=False, handlelength=1.8)
+            leg = fig.legend(
+                handles,
+                [textwrap.fill(t, chars) for t in labels],
+                loc="upper center",
+                bbox_to_anchor=(0.5, y),
+                ncol=1,
+                frameon=False,
+                handlelength=1.8,
+            )
         y = to_fig.transform(leg.get_window_extent(r))[0][1] - 0.005
     if caption:
         small = 0.9 * size
         chars = max(20, int(width / (0.5 * small)))
-        fig.text(0.5, y, textwrap.fill(caption, chars), ha="center", va="top",
-                 fontsize=0.9 * _px(plt.rcParams["legend.fontsize"]), color="0.25")
+        fig.text(
+            0.5,
+            y,
+            textwrap.fill(caption, chars),
+            ha="center",
+            va="top",
+            fontsize=0.9 * _px(plt.rcParams["legend.fontsize"]),
+            color="0.25",
+        )
 
 
 RUN_PANELS = (  # (columns, y label, log y, scale)
@@ -272,7 +352,9 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
         df = metric_columns(f)
     rounds = df["round"]
     losses = [df[c] for c in ("train_loss", "objective") if c in df]
-    bad = ~np.isfinite(np.column_stack(losses)).all(axis=1) if losses else np.zeros(len(rounds), bool)
+    bad = (
+        ~np.isfinite(np.column_stack(losses)).all(axis=1) if losses else np.zeros(len(rounds), bool)
+    )
     diverged_at = rounds[bad][0] if bad.any() else None
     fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
     handles: dict = {}
@@ -284,15 +366,19 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
             ys = scale * df[c]
             ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
             color = "C2" if c == "test_acc" else f"C{i}"
-            line, = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
-            if len(cols) > 1:   # the other panels' y labels name their one curve
+            (line,) = ax.plot(
+                rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--"
+            )
+            if len(cols) > 1:  # the other panels' y labels name their one curve
                 handles.setdefault(SERIES[c], line)
             if diverged_at is not None:
                 mark_end(ax, rounds, ys, color)
             drawn = drawn or bool(np.isfinite(ys).any())
         if diverged_at is not None:
-            handles.setdefault(f"diverged (round {diverged_at:g}; x: last finite value)",
-                               ax.axvline(diverged_at, color="red", linestyle=":"))
+            handles.setdefault(
+                f"diverged (round {diverged_at:g}; x: last finite value)",
+                ax.axvline(diverged_at, color="red", linestyle=":"),
+            )
         if log and drawn:
             ax.set_yscale("log")
             readable_log_ticks(ax)
@@ -305,9 +391,17 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
     # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="lower center", fontsize=8, frameon=False,
-                   ncol=1 if max(map(len, handles)) > 45 else min(3, len(handles)))
-    fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.82, bottom=0.24 if handles else 0.14)
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="lower center",
+            fontsize=8,
+            frameon=False,
+            ncol=1 if max(map(len, handles)) > 45 else min(3, len(handles)),
+        )
+    fig.subplots_adjust(
+        left=0.055, right=0.99, wspace=0.3, top=0.82, bottom=0.24 if handles else 0.14
+    )
     fig.suptitle(title, fontsize=9)
     save_figure(fig, png_path, laid_out=True)
 
@@ -316,12 +410,17 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
     """Counts (n, C): samples of class c held by client i, from a run folder's
     ``partition.npz`` and the labels of the dataset named in its ``config.yaml``."""
     from .. import data
+
     run_dir = Path(run_dir)
     cfg = guarded.read_config(run_dir / "config.yaml")  # the record, not a typed run config
     ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
     y = ds.train_y.numpy()
-    return np.stack([np.bincount(y[c], minlength=ds.num_classes)
-                     for c in data.load_partition(run_dir / "partition.npz")])
+    return np.stack(
+        [
+            np.bincount(y[c], minlength=ds.num_classes)
+            for c in data.load_partition(run_dir / "partition.npz")
+        ]
+    )
 
 
 def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
@@ -345,8 +444,11 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     return out
 
 
-CLIENT_PANELS = (("train_acc", "client train accuracy"), ("test_acc_rw", "client test accuracy\n(reweighted)"),
-                 ("train_loss", "client train loss"))
+CLIENT_PANELS = (
+    ("train_acc", "client train accuracy"),
+    ("test_acc_rw", "client test accuracy\n(reweighted)"),
+    ("train_loss", "client train loss"),
+)
 
 
 def plot_clients(summary_csv: Path, png_path: Path) -> None:
@@ -356,15 +458,20 @@ def plot_clients(summary_csv: Path, png_path: Path) -> None:
     fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
     for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
         r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]
-        mean_line, = ax.plot(r, mean, color="C0", marker=".")
+        (mean_line,) = ax.plot(r, mean, color="C0", marker=".")
         band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
-        worst_line, = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
+        (worst_line,) = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
         ax.set_xlabel("round")
         ax.set_ylabel(ylabel)
         at_data(ax, r)
         ax.grid(alpha=0.3)
-    fig.legend([mean_line, band, worst_line], ["mean over clients", "± std over clients",
-                                               "worst 10% of clients (mean)"],
-               loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.legend(
+        [mean_line, band, worst_line],
+        ["mean over clients", "± std over clients", "worst 10% of clients (mean)"],
+        loc="lower center",
+        ncol=3,
+        fontsize=8,
+        frameon=False,
+    )
     fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.95, bottom=0.25)
     save_figure(fig, png_path, laid_out=True)

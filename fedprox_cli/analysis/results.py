@@ -49,8 +49,11 @@ def _choices(run_dir: Path) -> dict:
         raise BrokenRun(f".hydra/hydra.yaml is unreadable: {e.why}") from None
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
         raise BrokenRun(f".hydra/hydra.yaml is unreadable ({first_line(e)})") from None
-    return {f"{CHOICE}{g}": c for g, c in choices.items()  # no option chosen = a group not offered
-            if c is not None and not g.startswith("hydra/") and not is_run_control(g)}
+    return {
+        f"{CHOICE}{g}": c
+        for g, c in choices.items()  # no option chosen = a group not offered
+        if c is not None and not g.startswith("hydra/") and not is_run_control(g)
+    }
 
 
 def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
@@ -63,8 +66,10 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
         if (p / "metrics.csv").exists() or (p / "summary.json").exists():
             dirs = [p]
         else:
-            dirs = sorted({m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)},
-                          key=launch_order(p))
+            dirs = sorted(
+                {m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)},
+                key=launch_order(p),
+            )
         for d in dirs:
             if (d / "metrics.csv").exists():
                 found.append(d)
@@ -81,19 +86,24 @@ def _moved(sweep: Path, recorded: str) -> Path:
     copied or cloned results folder keeps its launch order."""
     parts = Path(recorded).parts
     at = [k for k, p in enumerate(parts) if p == sweep.name]
-    return Path(os.path.abspath(sweep.joinpath(*parts[at[-1] + 1:]))) if at else Path(recorded)
+    return Path(os.path.abspath(sweep.joinpath(*parts[at[-1] + 1 :]))) if at else Path(recorded)
 
 
 def launch_order(folder: Path) -> Callable[[Path], tuple]:
     """A sort key for the run folders under ``folder``: a sweep's jobs named by config in the
     order its last command launched them (its job records, :mod:`.jobrecords`; a ``seed_<s>``
     run by its job's), the others after them by path."""
-    num = {_moved(m.parent, r.folder): r.num for m in Path(folder).rglob(".fedrun") for r in records(m.parent)}
+    num = {
+        _moved(m.parent, r.folder): r.num
+        for m in Path(folder).rglob(".fedrun")
+        for r in records(m.parent)
+    }
 
     def key(run_dir: Path) -> tuple:
         here = Path(os.path.abspath(run_dir))
         n = next((num[a] for a in (here, *here.parents) if a in num), math.inf)
         return (n, run_dir)
+
     return key
 
 
@@ -134,7 +144,7 @@ def read_metrics(path: Path) -> pd.DataFrame:
         raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
     try:
         header, *rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as e:   # a cell over the csv module's field limit (128 KB), a stray quote
+    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
         raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
     for i, row in enumerate(rows, 2):
         if len(row) != len(header):
@@ -146,7 +156,9 @@ def read_metrics(path: Path) -> pd.DataFrame:
     try:
         return model_metrics_only(pd.DataFrame(rows, columns=header).apply(_numbers))
     except ValueError as e:
-        raise BrokenRun(f"metrics.csv holds a value that is not a number ({first_line(e)})") from None
+        raise BrokenRun(
+            f"metrics.csv holds a value that is not a number ({first_line(e)})"
+        ) from None
 
 
 def load_run(run_dir: Path) -> Run:
@@ -161,11 +173,17 @@ def load_run(run_dir: Path) -> Run:
         raise BrokenRun("config.yaml is empty or not a mapping")
     metrics = read_metrics(run_dir / "metrics.csv")
     status, error, code = _status(run_dir)
-    return Run(run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code)
+    return Run(
+        run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code
+    )
 
 
-def load(paths, where: list[str] = (), warn: Callable[[str], None] = lambda _: None,
-         count_once: bool = True) -> list[Run]:
+def load(
+    paths,
+    where: list[str] = (),
+    warn: Callable[[str], None] = lambda _: None,
+    count_once: bool = True,
+) -> list[Run]:
     """All readable runs under ``paths`` whose config matches every ``KEY=VALUE`` in ``where``;
     each unreadable one is skipped with one ``warn`` line naming it. ``count_once``: folders
     holding the same run count once (:func:`.groups.once`; for figures and tables), else every
@@ -195,9 +213,11 @@ def having(runs: list[Run], columns, warn: Callable[[str], None] = lambda _: Non
     ``bytes`` or a metric); the others are skipped with a ``warn`` line each. None having one
     is a user error."""
     for c in columns:
-        require(any(r.has(c) for r in runs),
-                f"metrics.csv has no column {c!r} in any run (columns: "
-                f"{', '.join(runs[0].metrics.columns)})")
+        require(
+            any(r.has(c) for r in runs),
+            f"metrics.csv has no column {c!r} in any run (columns: "
+            f"{', '.join(runs[0].metrics.columns)})",
+        )
     kept = []
     for r in runs:
         missing = [c for c in columns if not r.has(c)]
@@ -208,7 +228,9 @@ def having(runs: list[Run], columns, warn: Callable[[str], None] = lambda _: Non
     return kept
 
 
-def left_out(runs: list[Run], metric: str | None = None, how: str = "last") -> list[tuple[Run, str]]:
+def left_out(
+    runs: list[Run], metric: str | None = None, how: str = "last"
+) -> list[tuple[Run, str]]:
     """(run, reason) for each run that does not enter a mean of ``metric``; the reason carries
     the summary's error message when there is one."""
     out = []
@@ -219,8 +241,9 @@ def left_out(runs: list[Run], metric: str | None = None, how: str = "last") -> l
     return out
 
 
-def note_runs(runs: list[Run], metric: str | None, final: str | None,
-              warn: Callable[[str], None]) -> None:
+def note_runs(
+    runs: list[Run], metric: str | None, final: str | None, warn: Callable[[str], None]
+) -> None:
     """One ``warn`` line per run left out of the means of ``metric``."""
     for r, why in left_out(runs, metric, final or "last"):
         warn(f"left out of the mean: {r.path} ({why})")

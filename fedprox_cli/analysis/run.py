@@ -19,21 +19,25 @@ import pandas as pd
 
 from ..runs.outputs import LOWER_IS_BETTER
 
-CHOICE = "choice:"           # prefix of config-group choice keys (choice:algorithm)
-X_AXES = {"round": "round", "time": "wall time (s, training only)",
-          "bytes": "communication (bytes, up + down)"}
+CHOICE = "choice:"  # prefix of config-group choice keys (choice:algorithm)
+X_AXES = {
+    "round": "round",
+    "time": "wall time (s, training only)",
+    "bytes": "communication (bytes, up + down)",
+}
 X_COLUMNS = {"round": ("round",), "time": ("time_s",), "bytes": ("bytes_up", "bytes_down")}
-LOG_Y = {"stationarity"}     # metrics the papers draw on a log scale
-FINALS = ("last", "tail")    # final value: the last evaluation, or the mean of the last 10%
+LOG_Y = {"stationarity"}  # metrics the papers draw on a log scale
+FINALS = ("last", "tail")  # final value: the last evaluation, or the mean of the last 10%
 
 
 class Direction(NamedTuple):
     """How a metric improves: the sign that makes better values smaller, and its words."""
+
     sign: int
-    best: str       # "lowest"
-    improves: str   # "falls"
-    beyond: str     # "below": a better value lies below the other
-    ends: str       # "lower"
+    best: str  # "lowest"
+    improves: str  # "falls"
+    beyond: str  # "below": a better value lies below the other
+    ends: str  # "lower"
 
 
 def direction(metric: str) -> Direction:
@@ -55,10 +59,10 @@ def is_replicate(key: str) -> bool:
 @dataclass(eq=False)
 class Run:
     path: Path
-    config: dict            # flat: dotted keys -> scalars, plus choice:<group> keys
+    config: dict  # flat: dotted keys -> scalars, plus choice:<group> keys
     metrics: pd.DataFrame
-    status: str             # summary.json's status; "missing" without a readable summary
-    error: str = ""         # summary.json's error message, if any
+    status: str  # summary.json's status; "missing" without a readable summary
+    error: str = ""  # summary.json's error message, if any
     code: dict = field(default_factory=dict)  # summary.json's code record (runs.code_record)
 
     def column(self, name: str) -> np.ndarray:

@@ -22,6 +22,7 @@ from .run import Run
 class Cell:
     """The runs of one group summarised for one metric: the values of the runs that count, and
     how many were left out and why."""
+
     values: list[float]
     left_out: dict[str, int]
 
@@ -58,7 +59,7 @@ class Cell:
         left = ", ".join(f"{why} {c}" for why, c in sorted(self.left_out.items()))
         if not self.values:
             if len(self.left_out) == 1:
-                (why, c), = self.left_out.items()
+                ((why, c),) = self.left_out.items()
                 return f"{why} ({c} of {self.total})"
             return f"{left} (of {self.total})"
         value = f"{self.mean:{spec}}" + (f" ± {self.std:{spec}}" if self.n > 1 else "")
@@ -75,11 +76,13 @@ def band(runs: list[Run], x: str, y: str) -> pd.DataFrame:
 
     Runs are aligned on the round column; rounds not reached by every run use the runs that
     reached them (count says how many)."""
-    frames = [pd.DataFrame({"round": r.column("round"), "x": r.column(x), "y": r.column(y)})
-              for r in runs]
+    frames = [
+        pd.DataFrame({"round": r.column("round"), "x": r.column(x), "y": r.column(y)}) for r in runs
+    ]
     stacked = pd.concat(frames, keys=range(len(frames)))
-    agg = stacked.groupby("round").agg(x=("x", "mean"), mean=("y", "mean"), std=("y", "std"),
-                                       count=("y", "size"))
+    agg = stacked.groupby("round").agg(
+        x=("x", "mean"), mean=("y", "mean"), std=("y", "std"), count=("y", "size")
+    )
     return agg.fillna({"std": 0.0}).reset_index()
 
 
@@ -92,14 +95,21 @@ def fit_line(xs, ys) -> tuple[float, float, float]:
     return float(b), float(a), r2
 
 
-def slope(runs: list[Run], key: str, metric: str = "stationarity", final: str = "last",
-          warn: Callable[[str], None] = lambda _: None) -> list[dict]:
+def slope(
+    runs: list[Run],
+    key: str,
+    metric: str = "stationarity",
+    final: str = "last",
+    warn: Callable[[str], None] = lambda _: None,
+) -> list[dict]:
     """Least-squares slope of log(final metric) against log(key) (FedNMap Figs. 3b, 4b), one fit
     per group of the other keys, on the means over seeds; with R^2, and with several seeds
     a fit per seed (``seed_slopes``: the slopes of the seeds present at two or more values of
     ``key``). Runs that do not count (diverged, unfinished, non-finite) leave their point's
     mean; a point with none left is dropped with a ``warn`` line."""
-    require(all(key in r.config for r in runs), f"--slope {key}: some runs have no config key {key!r}")
+    require(
+        all(key in r.config for r in runs), f"--slope {key}: some runs have no config key {key!r}"
+    )
     fits = []
     for curve in group(runs, ignore=(key, *determined_by(runs, key)), final=final):
         pts, per_seed = [], {}
@@ -108,21 +118,37 @@ def slope(runs: list[Run], key: str, metric: str = "stationarity", final: str = 
             if cell.n == 0:
                 warn(f"--slope {key}: no point at {key}={fmt(v)} ({cell.text()})")
                 continue
-            require(is_number(v) and v > 0 and cell.mean > 0, f"--slope {key}: {key} and the final {metric} must "
-                    f"be positive for a log-log fit ({key}={fmt(v)}, mean {cell.mean:g})")
+            require(
+                is_number(v) and v > 0 and cell.mean > 0,
+                f"--slope {key}: {key} and the final {metric} must "
+                f"be positive for a log-log fit ({key}={fmt(v)}, mean {cell.mean:g})",
+            )
             pts.append((v, cell.mean, cell.std, cell.n, cell.text(".4g")))
             for r in rs:
                 if r.problem(metric, final) is None:
                     per_seed.setdefault(r.seed, []).append((v, r.final(metric, final)))
         where = f" ({curve.label})" if curve.label != "all runs" else ""
-        require(len(pts) >= 2, f"--slope {key}{where}: need final {metric} at two or more values "
-                f"of {key}, got {len(pts)}")
+        require(
+            len(pts) >= 2,
+            f"--slope {key}{where}: need final {metric} at two or more values "
+            f"of {key}, got {len(pts)}",
+        )
         b, a, r2 = fit_line(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]))
-        seed_slopes = [fit_line(np.log([p[0] for p in ps]), np.log([p[1] for p in ps]))[0]
-                       for ps in per_seed.values() if len({p[0] for p in ps}) >= 2 and
-                       all(p[1] > 0 for p in ps)]
-        fits.append({"label": curve.label, "slope": b, "intercept": a, "r2": r2, "points": pts,
-                     "seed_slopes": seed_slopes if len(seed_slopes) > 1 else []})
+        seed_slopes = [
+            fit_line(np.log([p[0] for p in ps]), np.log([p[1] for p in ps]))[0]
+            for ps in per_seed.values()
+            if len({p[0] for p in ps}) >= 2 and all(p[1] > 0 for p in ps)
+        ]
+        fits.append(
+            {
+                "label": curve.label,
+                "slope": b,
+                "intercept": a,
+                "r2": r2,
+                "points": pts,
+                "seed_slopes": seed_slopes if len(seed_slopes) > 1 else [],
+            }
+        )
     return fits
 
 
@@ -131,8 +157,10 @@ def seed_interval(fit: dict) -> str:
     s = np.array(fit["seed_slopes"])
     if len(s) < 2:
         return ""
-    return (f"{s.mean():.3f} ± {s.std(ddof=1):.3f} (min {s.min():.3f}, max {s.max():.3f}; "
-            f"{len(s)} seeds)")
+    return (
+        f"{s.mean():.3f} ± {s.std(ddof=1):.3f} (min {s.min():.3f}, max {s.max():.3f}; "
+        f"{len(s)} seeds)"
+    )
 
 
 def determined_by(runs: list[Run], key: str) -> list[str]:
@@ -140,9 +168,12 @@ def determined_by(runs: list[Run], key: str) -> list[str]:
     FedNMap's eta_a = 1/K when K is swept): they move with ``key``, not beside it."""
     keys = {k for r in runs for k in r.config} - {key}
     by_key = _by(runs, key).values()
-    return sorted(k for k in keys
-                  if len({repr(r.config.get(k)) for r in runs}) > 1
-                  and all(len({repr(r.config.get(k)) for r in rs}) == 1 for rs in by_key))
+    return sorted(
+        k
+        for k in keys
+        if len({repr(r.config.get(k)) for r in runs}) > 1
+        and all(len({repr(r.config.get(k)) for r in rs}) == 1 for rs in by_key)
+    )
 
 
 def _by(runs: list[Run], key: str) -> dict:

@@ -33,9 +33,8 @@ from ..common.errors import UserError
 from ..common.files import atomic_write_text
 from .declare import Claim
 
-
 FILE = ".remembered.json"
-ROOT = "<results root>"   # where a remembered text named the results folder it was computed on
+ROOT = "<results root>"  # where a remembered text named the results folder it was computed on
 
 
 def _content(path: str) -> str:
@@ -65,7 +64,13 @@ def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, str]]
         for name in files:
             path = os.path.join(dirpath, name)
             try:
-                out.append((os.path.relpath(path, folder), os.stat(path, follow_symlinks=False).st_size, _content(path)))
+                out.append(
+                    (
+                        os.path.relpath(path, folder),
+                        os.stat(path, follow_symlinks=False).st_size,
+                        _content(path),
+                    )
+                )
             except OSError:
                 continue
     return sorted(out)
@@ -94,17 +99,30 @@ class Cache:
     def key(self, claim: Claim) -> str:
         """The digest of everything ``claim``'s text may depend on (module docstring)."""
         folders = sorted({f for rs in claim.ran for f in (*rs.folders, rs.into) if f})
-        return _digest(self.command, repr(claim), self.code, self.top,
-                       [(f, _stats(self.root / f)) for f in folders])
+        return _digest(
+            self.command,
+            repr(claim),
+            self.code,
+            self.top,
+            [(f, _stats(self.root / f)) for f in folders],
+        )
 
-    def text(self, claim: Claim, make: Callable[[Callable[[str], None]], str], warn: Callable[[str], None]) -> str:
+    def text(
+        self,
+        claim: Claim,
+        make: Callable[[Callable[[str], None]], str],
+        warn: Callable[[str], None],
+    ) -> str:
         """``claim``'s text: remembered, or ``make(warn)``'s (its warnings remembered too)."""
         key, here = self.key(claim), str(self.root)
         entry = self.entries.get(key)
         if not (isinstance(entry, dict) and isinstance(entry.get("text"), str)):
             said: list[str] = []
             text = make(lambda m: (said.append(m), warn(m)))
-            entry = {"text": text.replace(here, ROOT), "warnings": [m.replace(here, ROOT) for m in said]}
+            entry = {
+                "text": text.replace(here, ROOT),
+                "warnings": [m.replace(here, ROOT) for m in said],
+            }
         else:
             for m in entry.get("warnings", []):
                 warn(str(m).replace(ROOT, here))
@@ -114,7 +132,11 @@ class Cache:
     def save(self) -> None:
         """Keep this command's entries with the other commands' (stale ones dropped: an entry
         of another command is kept, one of this command not used now is gone)."""
-        kept = {k: v for k, v in self.entries.items() if isinstance(v, dict) and v.get("command") != self.command}
+        kept = {
+            k: v
+            for k, v in self.entries.items()
+            if isinstance(v, dict) and v.get("command") != self.command
+        }
         for v in self.used.values():
             v["command"] = self.command
         new = {**kept, **self.used}

@@ -26,7 +26,7 @@ def blocks(report: str) -> dict[str, list[str]]:
         row = ROW.search(line) if line.startswith("| [") else None
         out.setdefault(row.group(1) if row else current, []).append(line)
     for lines_ in out.values():
-        while lines_ and not lines_[-1].strip():   # the blank line between sections
+        while lines_ and not lines_[-1].strip():  # the blank line between sections
             lines_.pop()
     return out
 
@@ -44,10 +44,17 @@ def _pair(claim: str, header: list[str] | None, old: str, new: str) -> list[str]
     """The differences of one line: cell by cell for table rows of the same width."""
     if old.startswith("|") and new.startswith("|") and len(cells(old)) == len(cells(new)):
         a, b = cells(old), cells(new)
-        names = header if header and len(header) == len(a) else [f"column {i + 1}" for i in range(len(a))]
+        names = (
+            header
+            if header and len(header) == len(a)
+            else [f"column {i + 1}" for i in range(len(a))]
+        )
         row, first = _row_name(names, a)
-        diffs = [f"{claim}: {row}, {names[i]}: committed {a[i]!r}, recomputed {b[i]!r}"
-                 for i in range(first, len(a)) if a[i] != b[i]]
+        diffs = [
+            f"{claim}: {row}, {names[i]}: committed {a[i]!r}, recomputed {b[i]!r}"
+            for i in range(first, len(a))
+            if a[i] != b[i]
+        ]
         if diffs or a[:first] == b[:first]:
             return diffs
     return [f"{claim}: text: committed {old!r}, recomputed {new!r}"]
@@ -65,7 +72,9 @@ def _headers(text: list[str]) -> list[list[str] | None]:
     return out
 
 
-def lines(claim: str, committed: list[str], recomputed: list[str], header: list[str] | None = None) -> list[str]:
+def lines(
+    claim: str, committed: list[str], recomputed: list[str], header: list[str] | None = None
+) -> list[str]:
     """The differences between two lists of lines of one claim (``header``: of a table whose
     header is not among the lines)."""
     out = []
@@ -88,7 +97,9 @@ def lines(claim: str, committed: list[str], recomputed: list[str], header: list[
 def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list[str]:
     """Differences of the report, for the claims ``ids`` (and its shared text when ``whole``)."""
     old, new = blocks(committed), blocks(recomputed)
-    header = next((cells(line) for line in recomputed.splitlines() if line.startswith("| claim |")), None)
+    header = next(
+        (cells(line) for line in recomputed.splitlines() if line.startswith("| claim |")), None
+    )
     out = lines("(report)", old.get("", []), new.get("", [])) if whole else []
     if whole:
         out += [f"{i}: in the committed report, not declared" for i in old if i and i not in ids]
@@ -98,7 +109,9 @@ def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list
             out.append(f"{i}: not in the committed report")
             continue
         is_row = lambda line: line.startswith("| [")  # noqa: E731 -- the summary row
-        out += lines(i, [l for l in got if is_row(l)], [l for l in new[i] if is_row(l)], header=header)
+        out += lines(
+            i, [l for l in got if is_row(l)], [l for l in new[i] if is_row(l)], header=header
+        )
         out += lines(i, [l for l in got if not is_row(l)], [l for l in new[i] if not is_row(l)])
     return out
 

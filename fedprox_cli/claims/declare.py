@@ -34,6 +34,7 @@ class Test:
     slope/drop/ratio/level (``min``, ``max``). ``at: bytes`` reads an ordering at equal transmitted
     bytes: each run's last evaluation within the smallest total (up + down) any compared run
     reached (a plot against communication cost)."""
+
     kind: str
     metric: str
     says: str
@@ -44,14 +45,14 @@ class Test:
     panels: tuple = ()
     at: str = "last"
     from_round: int = 0
-    to_round: int | None = None   # with at: every, the last round read (None: to the end)
+    to_round: int | None = None  # with at: every, the last round read (None: to the end)
     where: dict = field(default_factory=dict)
     holds: dict = field(default_factory=dict)
     paper: str = ""
-    source: str = "runs"     # runs, or bench (a benchmark table under the results root)
-    file: str = ""           # with source bench
-    role: str = "primary"    # primary (the quoted words or a number the paper states: decides
-                             # the word) or supporting (shown, never deciding)
+    source: str = "runs"  # runs, or bench (a benchmark table under the results root)
+    file: str = ""  # with source bench
+    role: str = "primary"  # primary (the quoted words or a number the paper states: decides
+    # the word) or supporting (shown, never deciding)
 
 
 @dataclass(frozen=True)
@@ -60,12 +61,13 @@ class RunSet:
     (relative to the results root) that hold them, the settings every run there must have
     (``fixed``), those that select this claim's runs (``where``), and the declared runs: the
     product of ``grid`` (or the listed ``points`` times the rest of the grid) and ``seeds``."""
+
     data: str
     preset: str
     overrides: tuple = ()
-    stands_for: str = ""     # the paper's dataset this one stands in for ("": the paper's own)
+    stands_for: str = ""  # the paper's dataset this one stands in for ("": the paper's own)
     folders: tuple = ()
-    into: str = ""           # the folder new runs go to
+    into: str = ""  # the folder new runs go to
     fixed: dict = field(default_factory=dict)
     where: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
@@ -73,15 +75,19 @@ class RunSet:
     seeds: tuple = ()
     T: int | None = None
     device: str = "cpu"
-    choices: tuple = ()      # grid keys the paper leaves open: a sensitivity run set, read per
-                             # combination of their values, never deciding (.sensitivity)
+    choices: tuple = ()  # grid keys the paper leaves open: a sensitivity run set, read per
+    # combination of their values, never deciding (.sensitivity)
 
     def declared(self) -> list[tuple[tuple, int]]:
         """Every declared run as ((key, value) pairs, seed)."""
         rest = [[(k, v) for v in vs] for k, vs in self.grid.items()]
         points = [tuple(p.items()) for p in self.points] or [()]
-        return [(tuple(point) + tuple(combo), s) for point in points
-                for combo in itertools.product(*rest) for s in self.seeds]
+        return [
+            (tuple(point) + tuple(combo), s)
+            for point in points
+            for combo in itertools.product(*rest)
+            for s in self.seeds
+        ]
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class Figure:
     ``Q = {}``), ``notation`` (config key -> the paper's symbol), ``caption`` (what the paper's
     figure shows), ``marks`` (the paper's numbers: ``hline`` y, ``below`` points, ``slope`` value;
     each with its ``text``), ``grid`` (rows, columns)."""
+
     panels: tuple
     curves: str
     caption: str
@@ -116,21 +123,21 @@ class Claim:
     where: str
     short: str
     quote: str
-    numbers: str             # the paper's numbers, as it states them
-    setting: str             # the paper's setting, in words
-    chosen: str              # what the declaration chose where the paper is silent
+    numbers: str  # the paper's numbers, as it states them
+    setting: str  # the paper's setting, in words
+    chosen: str  # what the declaration chose where the paper is silent
     paper_T: int | None
     paper_seeds: int | None
     paper_runs: RunSet | None
-    ran: tuple               # RunSet, the first with runs decides the word
-    tests: tuple             # Test
+    ran: tuple  # RunSet, the first with runs decides the word
+    tests: tuple  # Test
     figure: str = ""
-    figure_spec: Figure | None = None    # the figure drawn from the runs (figure: as a mapping)
-    table_spec: dict | None = None       # the paper's table (table: ; claims.tables)
-    trained_metric: str = ""     # a unit whose finished runs end below trained_min on it is
-    trained_min: float = 0.0     # no evidence (nothing trained): inconclusive
-    per_round: bool = False      # the tested numbers do not depend on T
-    no_seeds: bool = False       # counts or a benchmark: one unit is the evidence
+    figure_spec: Figure | None = None  # the figure drawn from the runs (figure: as a mapping)
+    table_spec: dict | None = None  # the paper's table (table: ; claims.tables)
+    trained_metric: str = ""  # a unit whose finished runs end below trained_min on it is
+    trained_min: float = 0.0  # no evidence (nothing trained): inconclusive
+    per_round: bool = False  # the tested numbers do not depend on T
+    no_seeds: bool = False  # counts or a benchmark: one unit is the evidence
     note: str = ""
 
     @property
@@ -141,24 +148,46 @@ class Claim:
 def _test(d: dict) -> Test:
     require(d.get("kind") in KINDS, f"test kind must be one of {KINDS}, got {d.get('kind')!r}")
     require(d.get("at", "last") in AT, f"test 'at' must be one of {AT}, got {d.get('at')!r}")
-    require(d.get("role", "primary") in ROLES, f"test role must be one of {ROLES}, got {d.get('role')!r}")
+    require(
+        d.get("role", "primary") in ROLES,
+        f"test role must be one of {ROLES}, got {d.get('role')!r}",
+    )
     return Test(**{**d, "values": tuple(d.get("values", ())), "panels": tuple(d.get("panels", ()))})
 
 
 def _runset(d: dict) -> RunSet:
-    require(all(k in d.get("grid", {}) for k in d.get("choices", ())), "a run set's choices must be keys of its grid")
-    return RunSet(**{**d, "overrides": tuple(d.get("overrides", ())), "folders": tuple(d.get("folders", ())),
-                     "choices": tuple(d.get("choices", ())),
-                     "points": tuple(d.get("points", ())), "seeds": tuple(d.get("seeds", ())),
-                     "grid": {k: list(v) for k, v in d.get("grid", {}).items()}})
+    require(
+        all(k in d.get("grid", {}) for k in d.get("choices", ())),
+        "a run set's choices must be keys of its grid",
+    )
+    return RunSet(
+        **{
+            **d,
+            "overrides": tuple(d.get("overrides", ())),
+            "folders": tuple(d.get("folders", ())),
+            "choices": tuple(d.get("choices", ())),
+            "points": tuple(d.get("points", ())),
+            "seeds": tuple(d.get("seeds", ())),
+            "grid": {k: list(v) for k, v in d.get("grid", {}).items()},
+        }
+    )
 
 
 def _figure(claim_id: str, d: dict) -> Figure:
-    require(isinstance(d.get("panels"), list) and d["panels"], f"claim {claim_id}: figure needs panels")
+    require(
+        isinstance(d.get("panels"), list) and d["panels"], f"claim {claim_id}: figure needs panels"
+    )
     try:
-        return Figure(**{**d, "panels": tuple(d["panels"]), "marks": tuple(d.get("marks", ())),
-                         "order": tuple(d.get("order", ())), "grid": tuple(d.get("grid", ())),
-                         "names": {str(k): v for k, v in d.get("names", {}).items()}})
+        return Figure(
+            **{
+                **d,
+                "panels": tuple(d["panels"]),
+                "marks": tuple(d.get("marks", ())),
+                "order": tuple(d.get("order", ())),
+                "grid": tuple(d.get("grid", ())),
+                "names": {str(k): v for k, v in d.get("names", {}).items()},
+            }
+        )
     except TypeError as e:
         raise UserError(f"claim {claim_id}: figure: {e}") from None
 
@@ -178,13 +207,23 @@ def _drawn(d: dict) -> dict:
 
 def _claim(paper: str, d: dict) -> Claim:
     d = _drawn(d)
-    require(bool(d.get("tests")) or not d.get("ran"), f"claim {d.get('id')!r} declares runs but no test")
-    require(not d.get("tests") or any(t.get("role", "primary") == "primary" for t in d["tests"]),
-            f"claim {d.get('id')!r} has no primary test (one decides its word)")
+    require(
+        bool(d.get("tests")) or not d.get("ran"), f"claim {d.get('id')!r} declares runs but no test"
+    )
+    require(
+        not d.get("tests") or any(t.get("role", "primary") == "primary" for t in d["tests"]),
+        f"claim {d.get('id')!r} has no primary test (one decides its word)",
+    )
     try:
-        return Claim(paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
-                     **{**d, "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,
-                        "ran": tuple(map(_runset, d.get("ran", ()))), "tests": tuple(map(_test, d.get("tests", ())))})
+        return Claim(
+            paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
+            **{
+                **d,
+                "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,
+                "ran": tuple(map(_runset, d.get("ran", ()))),
+                "tests": tuple(map(_test, d.get("tests", ()))),
+            },
+        )
     except TypeError as e:
         raise UserError(f"claim {d.get('id')!r}: {e}") from None
 

@@ -34,17 +34,17 @@ from ..runs.outputs import read_summary
 from . import sensitivity, validate
 from .declare import Claim, RunSet, Test
 
-PRESENT = ("finished", "diverged")   # a run that counts as made; others are resumed by `run`
+PRESENT = ("finished", "diverged")  # a run that counts as made; others are resumed by `run`
 
 
 @dataclass
 class Unit:
     label: str
-    value: float                 # the unit's number: the first value's final metric, a slope, drop or ratio
-    holds: bool | None           # None: no evidence (nothing trained)
-    onset: int | None = None     # with at: every
-    note: str = ""               # shown instead of the value ("diverged after round 15")
-    raw: bool | None = None      # the test's result where the unit is no evidence (holds None)
+    value: float  # the unit's number: the first value's final metric, a slope, drop or ratio
+    holds: bool | None  # None: no evidence (nothing trained)
+    onset: int | None = None  # with at: every
+    note: str = ""  # shown instead of the value ("diverged after round 15")
+    raw: bool | None = None  # the test's result where the unit is no evidence (holds None)
 
 
 @dataclass
@@ -66,17 +66,23 @@ class Evidence:
     runset: RunSet
     present: int
     declared: int
-    missing: list = field(default_factory=list)   # (point, seed) of the declared runs not made
-    extra: list = field(default_factory=list)     # seeds of the claim's runs that it does not declare
+    missing: list = field(default_factory=list)  # (point, seed) of the declared runs not made
+    extra: list = field(default_factory=list)  # seeds of the claim's runs that it does not declare
     seeds: tuple = ()
     T: int | None = None
     devices: tuple = ()
-    minutes: float = 0.0                           # job-minutes of the runs present
+    minutes: float = 0.0  # job-minutes of the runs present
     outcomes: list = field(default_factory=list)
-    findings: list = field(default_factory=list)   # one line per run that is not evidence (.validate)
-    diverged: dict = field(default_factory=dict)   # grid point (shown) -> (runs diverged, runs made)
-    trained: dict = field(default_factory=dict)    # grid point (shown) -> its runs' final trained_metric
-    choices: list = field(default_factory=list)    # with open choices: (values, outcomes, present, declared, diverged)
+    findings: list = field(
+        default_factory=list
+    )  # one line per run that is not evidence (.validate)
+    diverged: dict = field(default_factory=dict)  # grid point (shown) -> (runs diverged, runs made)
+    trained: dict = field(
+        default_factory=dict
+    )  # grid point (shown) -> its runs' final trained_metric
+    choices: list = field(
+        default_factory=list
+    )  # with open choices: (values, outcomes, present, declared, diverged)
 
 
 def key_of(runs: list[Run], key: str) -> str:
@@ -107,14 +113,18 @@ def _declared_key(point: tuple) -> tuple:
 
 
 def canon(v) -> str:
-    return groups.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    return (
+        groups.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    )
 
 
 def _minutes(run: Run) -> float:
     """A run's job-minutes from its summary (started to ended), else its training time."""
     try:
         s = read_summary(run.path)
-        return (datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])).total_seconds() / 60
+        return (
+            datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])
+        ).total_seconds() / 60
     except (OSError, ValueError, KeyError, TypeError):
         return float(run.metrics["time_s"].iloc[-1]) / 60 if "time_s" in run.metrics else 0.0
 
@@ -126,35 +136,44 @@ def _device(run: Run) -> str:
         return "cpu"
 
 
-def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
-              strict: bool = True) -> tuple[list[Run], list[str]]:
+def load_runs(
+    claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True
+) -> tuple[list[Run], list[str]]:
     """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made) that
     match ``where`` and the grid, at any seed, validated (:func:`.validate.check`): the runs that
     are evidence and the findings (one line each: a folder that cannot be read, a run of another
     setting, rows that do not fit, a duplicate). ``strict``: a missing folder is a user error
     (else it holds no runs)."""
     folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
-    for f in folders[:len(rs.folders)]:   # a sensitivity grid's new folder may not be made yet
-        require(f.is_dir() or not strict or (rs.choices and f.name == rs.into), f"claim {claim.id}: no results folder {f}")
+    for f in folders[: len(rs.folders)]:  # a sensitivity grid's new folder may not be made yet
+        require(
+            f.is_dir() or not strict or (rs.choices and f.name == rs.into),
+            f"claim {claim.id}: no results folder {f}",
+        )
     folders = [f for f in folders if f.is_dir()]
     if not folders:
         return [], []
     try:
         runs, skipped = _read(tuple(folders))
-    except UserError as e:   # folders without a readable run
+    except UserError as e:  # folders without a readable run
         if not strict:
             return [], []
         raise UserError(f"claim {claim.id}: {e}") from None
     findings = [f"claim {claim.id}: {line}" for line in skipped]
-    runs, found = validate.fixed(claim, rs, runs, _is)   # every run in its folders
+    runs, found = validate.fixed(claim, rs, runs, _is)  # every run in its folders
     for k, want in rs.where.items():
         runs = [r for r in runs if _is(r.config.get(key_of(runs, k)), want)]
     point = {id(r): _point(r, runs, rs) for r in runs}
     # a run outside the declaration is another figure's, unless its config.yaml was edited out
     # of it: its record (.hydra/config.yaml) names it
-    found += [f"claim {claim.id}: {r.path}: {why}" for r in runs
-              if point[id(r)] is None and (why := validate.recorded(r))]
-    kept, more = validate.check(claim, [r for r in runs if point[id(r)] is not None], lambda r: point[id(r)])
+    found += [
+        f"claim {claim.id}: {r.path}: {why}"
+        for r in runs
+        if point[id(r)] is None and (why := validate.recorded(r))
+    ]
+    kept, more = validate.check(
+        claim, [r for r in runs if point[id(r)] is not None], lambda r: point[id(r)]
+    )
     return kept, findings + found + more
 
 
@@ -162,9 +181,14 @@ def load_runs(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None],
 def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
     skipped: list[str] = []
 
-    def note(m: str) -> None:   # a folder that cannot be read; not a run that stopped before its rows
-        if m.startswith("skipped ") and not re.search(r"no metrics.csv \(status: (?!finished|diverged)", m):
-            skipped.append(m[len("skipped "):])
+    def note(
+        m: str,
+    ) -> None:  # a folder that cannot be read; not a run that stopped before its rows
+        if m.startswith("skipped ") and not re.search(
+            r"no metrics.csv \(status: (?!finished|diverged)", m
+        ):
+            skipped.append(m[len("skipped ") :])
+
     return results.load(folders, warn=note, count_once=False), skipped
 
 
@@ -175,10 +199,12 @@ def _read(folders: tuple) -> tuple[list[Run], list[str]]:
     return list(runs), list(skipped)
 
 
-def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True) -> Evidence:
+def gather(
+    claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True
+) -> Evidence:
     """The evidence of one run set: runs present against declared, and every test's units
     (none while runs are missing). ``strict``: a folder without the claim's runs is a user error."""
-    if not rs.folders:   # a benchmark file
+    if not rs.folders:  # a benchmark file
         files = [root / t.file for t in claim.tests]
         if not strict and not all(f.is_file() for f in files):
             return Evidence(rs, 0, 1, devices=(rs.device,))
@@ -191,26 +217,53 @@ def gather(claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], st
     made = [r for r in runs if r.status in PRESENT]
     have = {(_declared_key(_point(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
-    require(made or not strict or rs.choices, f"claim {claim.id}: no finished or diverged run of the claim under "
-            f"{', '.join(str(root / f) for f in rs.folders)}")
-    ev = Evidence(rs, len(declared & have), len(declared), missing, extra,
-                  tuple(sorted({r.config.get("seed") for r in made})),
-                  made[0].config.get("T") if made else rs.T, tuple(sorted({_device(r) for r in made})),
-                  sum(_minutes(r) for r in made), findings=findings)
+    require(
+        made or not strict or rs.choices,
+        f"claim {claim.id}: no finished or diverged run of the claim under "
+        f"{', '.join(str(root / f) for f in rs.folders)}",
+    )
+    ev = Evidence(
+        rs,
+        len(declared & have),
+        len(declared),
+        missing,
+        extra,
+        tuple(sorted({r.config.get("seed") for r in made})),
+        made[0].config.get("T") if made else rs.T,
+        tuple(sorted({_device(r) for r in made})),
+        sum(_minutes(r) for r in made),
+        findings=findings,
+    )
     for r in made:
-        name = ", ".join(shown(v) if k == "algorithm" else f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}"
-                         for k, v in _point(r, runs, rs)) or "all"
+        name = (
+            ", ".join(
+                shown(v) if k == "algorithm" else f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}"
+                for k, v in _point(r, runs, rs)
+            )
+            or "all"
+        )
         d, n = ev.diverged.get(name, (0, 0))
         ev.diverged[name] = (d + (r.status == "diverged"), n + 1)
         if claim.trained_metric and r.has(claim.trained_metric):
             ev.trained.setdefault(name, []).append(r.final(claim.trained_metric))
-    if rs.choices:   # read per combination of the open choices (.sensitivity), never as a whole
+    if rs.choices:  # read per combination of the open choices (.sensitivity), never as a whole
         for values in sensitivity.combos(rs):
             at = [r for r in made if all(_is(r.config.get(key_of(runs, k)), v) for k, v in values)]
             want = [d for d in declared if all((k, canon(v)) in d[0] for k, v in values)]
-            outcomes = [Outcome(t, units(t, at, claim)) for t in claim.tests] if len(at) >= len(want) else []
-            ev.choices.append((values, [o for o in outcomes if o.units], len(at), len(want),
-                               sum(r.status == "diverged" for r in at)))
+            outcomes = (
+                [Outcome(t, units(t, at, claim)) for t in claim.tests]
+                if len(at) >= len(want)
+                else []
+            )
+            ev.choices.append(
+                (
+                    values,
+                    [o for o in outcomes if o.units],
+                    len(at),
+                    len(want),
+                    sum(r.status == "diverged" for r in at),
+                )
+            )
     elif not missing:
         ev.outcomes = [Outcome(t, units(t, made, claim)) for t in claim.tests]
     return ev
@@ -235,11 +288,17 @@ def _worst(v: float) -> float:
 def shown(v) -> str:
     """A config value as tables show it: a preset's algorithm choice by its method's name."""
     text = groups.fmt(v)
-    return text.rsplit("/", 1)[-1] if isinstance(v, str) and ("_fig" in text or "_table" in text) else text
+    return (
+        text.rsplit("/", 1)[-1]
+        if isinstance(v, str) and ("_fig" in text or "_table" in text)
+        else text
+    )
 
 
 def _label(panel: tuple, seed) -> str:
-    return ", ".join([*(f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}" for k, v in panel), f"seed {seed}"])
+    return ", ".join(
+        [*(f"{groups.short(k).rsplit('.', 1)[-1]}={shown(v)}" for k, v in panel), f"seed {seed}"]
+    )
 
 
 def _where(t: Test, runs: list[Run]) -> list[Run]:
@@ -305,10 +364,14 @@ def _order_unit(t: Test, got: dict) -> tuple[float, bool, int | None]:
         rounds = r.metrics["round"].to_numpy()
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
     ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
-    rounds = sorted(set.union(*(set(c) for c in curves)))   # a round one run lacks and did not
-    rounds = [x for x in rounds if t.from_round <= x <= (math.inf if t.to_round is None else t.to_round)
-              # diverge before is not compared
-              and all(x in c or x > e for c, e in zip(curves, ends))]
+    rounds = sorted(set.union(*(set(c) for c in curves)))  # a round one run lacks and did not
+    rounds = [
+        x
+        for x in rounds
+        if t.from_round <= x <= (math.inf if t.to_round is None else t.to_round)
+        # diverge before is not compared
+        and all(x in c or x > e for c, e in zip(curves, ends))
+    ]
     ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
     onset = None
     for x, good in zip(reversed(rounds), reversed(ok)):
@@ -335,7 +398,13 @@ def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
     if t.kind == "slope":
         return slope_units(t, runs, claim)
     for (panel, seed), got in _cells(t, runs).items():
-        need = range(len(t.values)) if t.kind in ("order", "drop") else [] if t.kind == "level" else [-1]
+        need = (
+            range(len(t.values))
+            if t.kind in ("order", "drop")
+            else []
+            if t.kind == "level"
+            else [-1]
+        )
         others = list(_rest(t, runs, panel, seed)) if t.kind == "drop" else [None]
         if not all(i in got for i in need) or not others:
             continue
@@ -344,21 +413,31 @@ def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
         if t.kind == "order":
             value, holds, onset = _order_unit(t, got)
             r = diverged_after(got[0], t.metric)
-            out.append(Unit(label, value, holds if trained else None, onset if trained else None,
-                            f"diverged after round {r}" if r is not None else "", None if trained else holds))
-        elif t.kind == "drop":   # points (x100) by which values[0] trails the best of the others
+            out.append(
+                Unit(
+                    label,
+                    value,
+                    holds if trained else None,
+                    onset if trained else None,
+                    f"diverged after round {r}" if r is not None else "",
+                    None if trained else holds,
+                )
+            )
+        elif t.kind == "drop":  # points (x100) by which values[0] trails the best of the others
             sign = direction(t.metric).sign
-            value = 100 * (_worst(sign * got[0].final(t.metric, t.at))
-                           - min(_worst(sign * r.final(t.metric, t.at)) for r in others))
+            value = 100 * (
+                _worst(sign * got[0].final(t.metric, t.at))
+                - min(_worst(sign * r.final(t.metric, t.at)) for r in others)
+            )
             out.append(_measured(label, value, t, trained))
-        elif t.kind == "level":   # each value's final metric, one unit each
+        elif t.kind == "level":  # each value's final metric, one unit each
             for i, v in enumerate(t.values):
                 if i in got:
                     r = diverged_after(got[i], t.metric)
                     u = _measured(f"{shown(v)}, {label}", final_of(t, got[i]), t, trained)
                     u.note = f"diverged after round {r}" if r is not None else ""
                     out.append(u)
-        else:   # ratio
+        else:  # ratio
             base = got[-1].final(t.metric, t.at)
             for i, v in enumerate(t.values):
                 if i in got:
@@ -372,8 +451,11 @@ def _rest(t: Test, runs, panel, seed):
     runs = _where(t, runs)
     key = key_of(runs, t.key)
     for r in runs:
-        if r.config.get("seed") == seed and all(r.config.get(p) == v for p, v in panel) \
-                and not any(_is(r.config.get(key), w) for w in t.values):
+        if (
+            r.config.get("seed") == seed
+            and all(r.config.get(p) == v for p, v in panel)
+            and not any(_is(r.config.get(key), w) for w in t.values)
+        ):
             yield r
 
 
@@ -384,7 +466,9 @@ def _measured(label: str, value: float, t: Test, trained: bool) -> Unit:
 
 
 def _within(value: float, holds: dict) -> bool:
-    return math.isfinite(value) and holds.get("min", -math.inf) <= value <= holds.get("max", math.inf)
+    return math.isfinite(value) and holds.get("min", -math.inf) <= value <= holds.get(
+        "max", math.inf
+    )
 
 
 def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
@@ -394,7 +478,9 @@ def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
     panels = [key_of(runs, p) for p in t.panels]
     cells: dict = {}
     for r in runs:
-        cells.setdefault((tuple((p, r.config.get(p)) for p in panels), r.config.get("seed")), []).append(r)
+        cells.setdefault(
+            (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed")), []
+        ).append(r)
     out = []
     for (panel, seed), rs in sorted(cells.items(), key=_cell_order):
         pts = [(float(r.config[key]), r.final(t.metric, t.at)) for r in rs]
@@ -425,8 +511,10 @@ def bench_units(t: Test, root: Path, claim: Claim) -> list[Unit]:
             rows.setdefault(m.group(1), dict(zip(header, ratios)))
     out = []
     for model in t.values:
-        require(model in rows and t.metric in rows[model],
-                f"claim {claim.id}: {path} has no {t.metric} ratio for {model}")
+        require(
+            model in rows and t.metric in rows[model],
+            f"claim {claim.id}: {path} has no {t.metric} ratio for {model}",
+        )
         value = rows[model][t.metric]
         out.append(Unit(str(model), value, _within(value, t.holds)))
     return out

@@ -19,16 +19,30 @@ from matplotlib.ticker import MaxNLocator
 from ..analysis import groups as grouping
 from ..analysis.curves import Y_LABELS, style
 from ..analysis.names import method_names
-from ..analysis.plotting import (at_data, byte_unit, clip_bands, figure_legend, plt,
-                                 readable_log_ticks, save_figure, styled, symbol)
+from ..analysis.plotting import (
+    at_data,
+    byte_unit,
+    clip_bands,
+    figure_legend,
+    plt,
+    readable_log_ticks,
+    save_figure,
+    styled,
+    symbol,
+)
 from ..analysis.run import X_AXES, Run
 from ..analysis.stats import band, fit_line, seeds
 from .declare import Claim, Figure, RunSet
 
 FORMATS = ("png", "pdf")
-PNG_DPI = 150            # the report's PNGs: sharp on screen, small in the repository
-Y_PAPER = {"stationarity": "stationarity {G}", "train_loss": "training loss",
-           "test_acc": "test accuracy", "hoyer": "sparsity (Hoyer)", "objective": "objective f(x) + h(x)"}
+PNG_DPI = 150  # the report's PNGs: sharp on screen, small in the repository
+Y_PAPER = {
+    "stationarity": "stationarity {G}",
+    "train_loss": "training loss",
+    "test_acc": "test accuracy",
+    "hoyer": "sparsity (Hoyer)",
+    "objective": "objective f(x) + h(x)",
+}
 
 
 def paths(claim: Claim, root: Path) -> list[Path]:
@@ -41,8 +55,10 @@ def _value(run: Run, key: str):
 
 
 def _matches(run: Run, where: dict) -> bool:
-    return all(grouping.matches(_value(run, k), grouping.fmt(v) if isinstance(v, float) else str(v))
-               for k, v in where.items())
+    return all(
+        grouping.matches(_value(run, k), grouping.fmt(v) if isinstance(v, float) else str(v))
+        for k, v in where.items()
+    )
 
 
 def _collapsed(claim: Claim, run: Run) -> bool:
@@ -60,8 +76,15 @@ def curve_names(fig: Figure, runs: list[Run], key: str) -> dict[str, str]:
     out = {}
     for r in runs:
         v = grouping.fmt(_value(r, key))
-        out[v] = (fig.names.get(v) or printed.get(v)
-                  or (fig.label.format(v) if fig.label and key == fig.curves else f"{_notation(fig, key)} = {v}"))
+        out[v] = (
+            fig.names.get(v)
+            or printed.get(v)
+            or (
+                fig.label.format(v)
+                if fig.label and key == fig.curves
+                else f"{_notation(fig, key)} = {v}"
+            )
+        )
     return out
 
 
@@ -71,8 +94,13 @@ def _notation(fig: Figure, key: str) -> str:
 
 def _order(fig: Figure, values: list[str]) -> list[str]:
     listed = [grouping.fmt(v) if isinstance(v, float) else str(v) for v in fig.order]
-    return sorted(values, key=lambda v: (listed.index(v) if v in listed else len(listed),
-                                         grouping.order([float(v)]) if _num(v) else (1, 0, v)))
+    return sorted(
+        values,
+        key=lambda v: (
+            listed.index(v) if v in listed else len(listed),
+            grouping.order([float(v)]) if _num(v) else (1, 0, v),
+        ),
+    )
 
 
 def _num(v: str) -> bool:
@@ -83,8 +111,9 @@ def _num(v: str) -> bool:
         return False
 
 
-def _curves_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict,
-                  state: dict) -> None:
+def _curves_panel(
+    ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict, state: dict
+) -> None:
     x, y, key = panel.get("x", fig.x), panel.get("y", fig.y), panel.get("curves", fig.curves)
     names = curve_names(fig, runs, key)
     styles = {v: style(i) for i, v in enumerate(_order(fig, list(names)))}
@@ -94,7 +123,11 @@ def _curves_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], h
     by: dict[str, list[Run]] = {}
     for r in runs:
         by.setdefault(grouping.fmt(_value(r, key)), []).append(r)
-    scale, unit = byte_unit(max(float(np.nanmax(r.column("bytes"), initial=0)) for r in runs)) if x == "bytes" else (1, "")
+    scale, unit = (
+        byte_unit(max(float(np.nanmax(r.column("bytes"), initial=0)) for r in runs))
+        if x == "bytes"
+        else (1, "")
+    )
     bands, finals = [], {}
     for v in _order(fig, list(by)):
         st, name = styles[v], names[v]
@@ -102,27 +135,52 @@ def _curves_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], h
         if ok:
             b = band(ok, x, y)
             xs, mean, std = b["x"].to_numpy() / scale, b["mean"].to_numpy(), b["std"].to_numpy()
-            line, = ax.plot(xs, np.where(mean > 0, mean, np.nan) if log else mean, **st,
-                            markevery=max(1, len(b) // 8), markersize=3)
+            (line,) = ax.plot(
+                xs,
+                np.where(mean > 0, mean, np.nan) if log else mean,
+                **st,
+                markevery=max(1, len(b) // 8),
+                markersize=3,
+            )
             handles.setdefault(name, line)
             if len(ok) > 1:
                 bands.append((xs, mean - std, mean + std, st["color"]))
             finals[v] = (xs, mean)
-        else:   # no run in the mean: the curve is still named, by its style
+        else:  # no run in the mean: the curve is still named, by its style
             handles.setdefault(name, plt.Line2D([], [], **{**st, "markersize": 3}))
         for r in by[v]:
-            why = (f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
-                   if _collapsed(claim, r) else r.problem())
+            why = (
+                f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
+                if _collapsed(claim, r)
+                else r.problem()
+            )
             if why is None:
                 continue
             xs, ys = r.column(x) / scale, r.column(y)
-            ax.plot(xs, np.where(np.isfinite(ys), ys, np.nan), color=st["color"], linestyle=":", linewidth=0.8)
+            ax.plot(
+                xs,
+                np.where(np.isfinite(ys), ys, np.nan),
+                color=st["color"],
+                linestyle=":",
+                linewidth=0.8,
+            )
             mark = "x" if r.status == "diverged" else "o" if why.startswith("collapsed") else ">"
             end = np.flatnonzero(np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log else True))
             if len(end):
-                ax.plot([xs[end[-1]]], [ys[end[-1]]], marker=mark, markersize=5, markeredgewidth=1.3,
-                        color=st["color"], markerfacecolor="none", linestyle="none", zorder=5)
-            state["alone"].setdefault((mark, why), set()).add(id(r))   # a run in two panels counts once
+                ax.plot(
+                    [xs[end[-1]]],
+                    [ys[end[-1]]],
+                    marker=mark,
+                    markersize=5,
+                    markeredgewidth=1.3,
+                    color=st["color"],
+                    markerfacecolor="none",
+                    linestyle="none",
+                    zorder=5,
+                )
+            state["alone"].setdefault((mark, why), set()).add(
+                id(r)
+            )  # a run in two panels counts once
     state["clipped"] = clip_bands(ax, bands) or state["clipped"]
     state["banded"] = state["banded"] or bool(bands)
     for mark in fig.marks:
@@ -132,9 +190,18 @@ def _curves_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], h
         readable_log_ticks(ax)
     at_data(ax, np.concatenate([r.column(x) / scale for r in runs]), integer=x == "round")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=x == "round"))
-    ax.set_xlabel(f"transmitted bytes ({unit})" if x == "bytes" else
-                  "training time (s)" if x == "time" else "communication round" if x == "round" else X_AXES[x])
-    ax.set_ylabel(panel.get("ylabel") or Y_PAPER.get(y, Y_LABELS.get(y, y)).format(G=fig.stationarity))
+    ax.set_xlabel(
+        f"transmitted bytes ({unit})"
+        if x == "bytes"
+        else "training time (s)"
+        if x == "time"
+        else "communication round"
+        if x == "round"
+        else X_AXES[x]
+    )
+    ax.set_ylabel(
+        panel.get("ylabel") or Y_PAPER.get(y, Y_LABELS.get(y, y)).format(G=fig.stationarity)
+    )
 
 
 def _mark(ax, mark: dict, finals: dict, names: dict, handles: dict) -> None:
@@ -150,13 +217,17 @@ def _mark(ax, mark: dict, finals: dict, names: dict, handles: dict) -> None:
         level = max(others) - mark["points"] / 100
         xs = next(iter(finals.values()))[0]
         start = xs[int(0.6 * (len(xs) - 1))]
-        line, = ax.plot([start, xs[-1]], [level, level], color="0.2", linestyle=(0, (4, 2)), linewidth=1.0)
+        (line,) = ax.plot(
+            [start, xs[-1]], [level, level], color="0.2", linestyle=(0, (4, 2)), linewidth=1.0
+        )
     else:
         raise ValueError(f"unknown mark kind {kind!r}")
     handles.setdefault(text, line)
 
 
-def _slope_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict, state: dict) -> None:
+def _slope_panel(
+    ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict, state: dict
+) -> None:
     """Final (tail) ``y`` against ``key`` on log-log axes: mean ± std per value, the least-squares
     line, and the paper's slope as a reference line through the same centre."""
     key, y, final = panel["key"], panel.get("y", fig.y), panel.get("final", "tail")
@@ -169,13 +240,18 @@ def _slope_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], ha
     s = np.array([np.std(by[k], ddof=1) if len(by[k]) > 1 else 0.0 for k in sorted(by)])
     ax.errorbar(v, m, yerr=np.minimum(s, 0.95 * m), fmt="o", color="C0", capsize=2, markersize=3)
     b, a, r2 = fit_line(np.log(v), np.log(m))
-    fit, = ax.plot(v, np.exp(a) * v ** b, color="C0", linewidth=1.0)
+    (fit,) = ax.plot(v, np.exp(a) * v**b, color="C0", linewidth=1.0)
     handles.setdefault(f"ours: slope {b:.3f} (R² {r2:.2f})".replace("-", "−"), fit)
     cx, cy = np.log(v).mean(), np.log(m).mean()
     for mark in fig.marks:
         if mark.get("panel") == panel["label"] and mark["kind"] == "slope":
-            ref, = ax.plot(v, np.exp(cy + mark["value"] * (np.log(v) - cx)), color="0.3",
-                           linestyle=(0, (4, 2)), linewidth=0.9)
+            (ref,) = ax.plot(
+                v,
+                np.exp(cy + mark["value"] * (np.log(v) - cx)),
+                color="0.3",
+                linestyle=(0, (4, 2)),
+                linewidth=0.9,
+            )
             handles.setdefault(mark["text"], ref)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -188,11 +264,19 @@ def _slope_panel(ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], ha
 
 def facts(claim: Claim, rs: RunSet, runs: list[Run], fig: Figure) -> str:
     """The caption's facts: the data (and what it stands in for), n, K (or Q), T, the seeds run."""
+
     def one(key: str) -> str:
-        vals = sorted({_value(r, key) for r in runs if _value(r, key) is not None}, key=lambda v: grouping.order([v]))
+        vals = sorted(
+            {_value(r, key) for r in runs if _value(r, key) is not None},
+            key=lambda v: grouping.order([v]),
+        )
         name = _notation(fig, key) if key != "n" else "n"
-        return f"{name} = {grouping.fmt(vals[0])}" if len(vals) == 1 else \
-            f"{name} ∈ {{{', '.join(map(grouping.fmt, vals))}}}"
+        return (
+            f"{name} = {grouping.fmt(vals[0])}"
+            if len(vals) == 1
+            else f"{name} ∈ {{{', '.join(map(grouping.fmt, vals))}}}"
+        )
+
     data = f"{rs.data} (standing in for the paper's {rs.stands_for})" if rs.stands_for else rs.data
     seed_text = seeds(len({r.config.get("seed") for r in runs}))
     return f"Ours: {data}; {one('n')} clients, {one('K')}, T = {rs.T}; {seed_text}"
@@ -205,8 +289,9 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
     runs = [r for r in runs if r.config.get("seed") in rs.seeds]
     rows, cols = fig_decl.grid or (1, len(fig_decl.panels))
     with styled("paper"):
-        fig, axes = plt.subplots(rows, cols, figsize=(fig_decl.width or 3.4 * min(cols, 2), 2.3 * rows),
-                                 squeeze=False)
+        fig, axes = plt.subplots(
+            rows, cols, figsize=(fig_decl.width or 3.4 * min(cols, 2), 2.3 * rows), squeeze=False
+        )
         handles: dict = {}
         state = {"alone": {}, "clipped": False, "banded": False}
         for ax, panel in zip(axes.flat, fig_decl.panels):
@@ -216,13 +301,20 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
             else:
                 _curves_panel(ax, claim, fig_decl, panel, mine, handles, state)
             ax.set_title(f"{panel['label']} {panel.get('title', '')}".strip(), fontsize="medium")
-        for ax in axes.flat[len(fig_decl.panels):]:
+        for ax in axes.flat[len(fig_decl.panels) :]:
             ax.set_visible(False)
         for (mark, why), ids in state["alone"].items():
             k = len(ids)
             end = "its last finite value" if mark == "x" else "its end"
             handles[f"{why} ({k} run{'s' * (k > 1)}, not in the mean; {mark}: {end})"] = plt.Line2D(
-                [], [], color="0.3", marker=mark, linestyle=":", markersize=5, markerfacecolor="none")
+                [],
+                [],
+                color="0.3",
+                marker=mark,
+                linestyle=":",
+                markersize=5,
+                markerfacecolor="none",
+            )
         text = caption(claim, rs, runs, state, fig_decl)
         figure_legend(fig, list(handles.values()), list(handles), text)
         out = paths(claim, root)
@@ -238,17 +330,24 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
 def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure) -> str:
     """The figure's caption: the paper's figure and what it shows, then ours (:func:`facts`),
     what a line and a band are, and what the marks mean."""
-    lines = "lines: mean over the seeds" + ("; bands: ± 1 std over the seeds" if state["banded"] else "") + \
-        (" (clipped at the axis's bottom)" if state["clipped"] else "")
+    lines = (
+        "lines: mean over the seeds"
+        + ("; bands: ± 1 std over the seeds" if state["banded"] else "")
+        + (" (clipped at the axis's bottom)" if state["clipped"] else "")
+    )
     if any(p.get("kind") == "slope" for p in fig.panels):
         lines += "; points: mean ± 1 std of the tail (last 10% of evaluations) per value, solid: least-squares fit"
     paper = f"{claim.paper} {claim.where.split(', ')[-1]}: {fig.caption}"
     marks = "; dashed grey: the paper's number" if fig.marks else ""
-    if fig.stationarity == Figure.stationarity and any(p.get("y", fig.y) == "stationarity" for p in fig.panels):
+    if fig.stationarity == Figure.stationarity and any(
+        p.get("y", fig.y) == "stationarity" for p in fig.panels
+    ):
         marks += "; ||G||² = ||G_s(x)||², the proximal gradient mapping at the algorithm's step s"
     if state["alone"]:
-        marks += ("; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
-                  "drawn alone and left out of the mean")
+        marks += (
+            "; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
+            "drawn alone and left out of the mean"
+        )
     return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{marks}."
 
 
@@ -256,6 +355,7 @@ def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
     """Draw ``claim``'s figure (if it declares one) from the first run set that ran (its
     ``evidence``, :func:`.evidence.gather`'s) into ``root``/figures; the files written."""
     from .evidence import load_runs
+
     if claim.figure_spec is None:
         return []
     for ev in evidence:
@@ -268,10 +368,12 @@ def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
     """One line per figure file of ``claim`` under ``root`` that differs from the one its runs
     draw now (or is missing): ``check`` redraws every figure into a scratch folder."""
     import tempfile
+
     if claim.figure_spec is None:
         return []
     with tempfile.TemporaryDirectory() as scratch:
         from .evidence import load_runs
+
         for ev in evidence:
             if ev.present and ev.runset.folders:
                 draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn)[0], Path(scratch))

@@ -15,11 +15,11 @@ LAUNCHER = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 
 @dataclass
 class Sweep:
-    what: str            # "missing", "to the paper's seeds", "the paper's setting"
-    args: list           # fedrun -m arguments
+    what: str  # "missing", "to the paper's seeds", "the paper's setting"
+    args: list  # fedrun -m arguments
     runs: int
     minutes: float | None
-    basis: str           # where the cost comes from
+    basis: str  # where the cost comes from
 
     def command(self) -> str:
         return "fedrun -m " + " ".join(self.args)
@@ -40,8 +40,12 @@ def _sweeps_of(rs: RunSet, missing: list, root: str, device: str) -> list[tuple[
     for seed, points in by_seed.items():
         groups.setdefault(tuple(sorted(points)), []).append(seed)
     keys = {k for p in rs.points for k in p} | set(rs.grid) | {"seed", "seeds"}
-    base = [*LAUNCHER, f"experiment={rs.preset}", *_own(rs.overrides, keys),
-            *([f"device={device}"] if device == "cuda" else [])]
+    base = [
+        *LAUNCHER,
+        f"experiment={rs.preset}",
+        *_own(rs.overrides, keys),
+        *([f"device={device}"] if device == "cuda" else []),
+    ]
     whole = len(rs.declared()) // max(1, len(rs.seeds))
     out = []
     for points, seeds in groups.items():
@@ -69,15 +73,27 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
         if not rs.folders:
             continue
         minutes = per_run(ev)
-        basis = (f"estimated from the {ev.present} runs here, timed on {', '.join(ev.devices) or 'cpu'}" if minutes
-                 else "no run here to estimate the time from")
+        basis = (
+            f"estimated from the {ev.present} runs here, timed on {', '.join(ev.devices) or 'cpu'}"
+            if minutes
+            else "no run here to estimate the time from"
+        )
         for args, n in _sweeps_of(rs, ev.missing, root, device):
             out.append(Sweep(f"missing runs on {rs.data}", args, n, minutes and minutes * n, basis))
         if claim.paper_seeds and len(rs.seeds) < claim.paper_seeds:
-            extra = RunSet(**{**rs.__dict__, "seeds": tuple(range(len(rs.seeds), claim.paper_seeds))})
+            extra = RunSet(
+                **{**rs.__dict__, "seeds": tuple(range(len(rs.seeds), claim.paper_seeds))}
+            )
             for args, n in _sweeps_of(extra, extra.declared(), root, device):
-                out.append(Sweep(f"to the paper's {claim.paper_seeds} seeds on {rs.data}", args, n,
-                                 minutes and minutes * n, basis))
+                out.append(
+                    Sweep(
+                        f"to the paper's {claim.paper_seeds} seeds on {rs.data}",
+                        args,
+                        n,
+                        minutes and minutes * n,
+                        basis,
+                    )
+                )
     pr = claim.paper_runs
     if pr is not None and not covered(claim, evidence):
         first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
@@ -88,11 +104,16 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
             T = pr.T or claim.paper_T or first.T
             scale = T / first.T
             minutes = per_run(first) * n * scale
-            basis = (f"estimated from the {first.runset.data} runs here, timed on "
-                     f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
-                     + ("; the paper's data may be larger" if first.runset.stands_for else "")
-                     + ("; no run here was timed on a GPU" if device == "cuda" and "cuda" not in first.devices
-                        else ""))
+            basis = (
+                f"estimated from the {first.runset.data} runs here, timed on "
+                f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
+                + ("; the paper's data may be larger" if first.runset.stands_for else "")
+                + (
+                    "; no run here was timed on a GPU"
+                    if device == "cuda" and "cuda" not in first.devices
+                    else ""
+                )
+            )
         seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
         args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
         out.append(Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis))
@@ -101,9 +122,14 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
 
 def covered(claim: Claim, evidence: list) -> bool:
     """Whether the runs here are the paper's setting (its data, T and seeds) and complete."""
-    return any(not ev.runset.stands_for and ev.runset.folders and ev.present == ev.declared
-               and (not claim.paper_T or (ev.T or 0) >= claim.paper_T)
-               and (not claim.paper_seeds or len(ev.seeds) >= claim.paper_seeds) for ev in evidence)
+    return any(
+        not ev.runset.stands_for
+        and ev.runset.folders
+        and ev.present == ev.declared
+        and (not claim.paper_T or (ev.T or 0) >= claim.paper_T)
+        and (not claim.paper_seeds or len(ev.seeds) >= claim.paper_seeds)
+        for ev in evidence
+    )
 
 
 def duration(minutes: float) -> str:
@@ -130,15 +156,23 @@ def contradicts(claim: Claim, override: str, paper: bool = False) -> str | None:
     (``data.root=DIR``) is open."""
     key, _, value = override.partition("=")
     key = key.lstrip("+~")
-    for rs in ([claim.paper_runs] if paper else list(claim.ran)):
+    for rs in [claim.paper_runs] if paper else list(claim.ran):
         if rs is None:
             continue
         if key in rs.grid or key in ("seed", "seeds"):
             return f"its declared {key} (the sweep sets {key} for each of its runs)"
-        declared = {"experiment": rs.preset, "T": rs.T, **rs.fixed,
-                    **dict(o.split("=", 1) for o in rs.overrides if "=" in o)}
+        declared = {
+            "experiment": rs.preset,
+            "T": rs.T,
+            **rs.fixed,
+            **dict(o.split("=", 1) for o in rs.overrides if "=" in o),
+        }
         want = declared.get(key)
-        if want is not None and not (isinstance(want, str) and want.isupper()) and not _same(value, want):
+        if (
+            want is not None
+            and not (isinstance(want, str) and want.isupper())
+            and not _same(value, want)
+        ):
             return f"its declared setting {key}={want} (its runs on {rs.data})"
     return None
 
@@ -149,12 +183,21 @@ def text(claim: Claim, found: list[Sweep], verdict=None) -> str:
     lines = [f"{claim.id} ({claim.title}):"]
     if not found:
         word, why = getattr(verdict, "word", ""), getattr(verdict, "why", "")
-        because = why or ("its tests decide it on the declared runs, all here (`fedrun-reproduce report` "
-                          "writes each test's numbers to REPRODUCTION.md)")
-        lines.append("  nothing to run: every declared run is here"
-                     + (f"; its word stays {word!r} because {because}" if word and not word.startswith("reproduced")
-                        else ""))
+        because = why or (
+            "its tests decide it on the declared runs, all here (`fedrun-reproduce report` "
+            "writes each test's numbers to REPRODUCTION.md)"
+        )
+        lines.append(
+            "  nothing to run: every declared run is here"
+            + (
+                f"; its word stays {word!r} because {because}"
+                if word and not word.startswith("reproduced")
+                else ""
+            )
+        )
     for s in found:
-        cost = f"about {duration(s.minutes)} of computing in all ({s.basis})" if s.minutes else s.basis
+        cost = (
+            f"about {duration(s.minutes)} of computing in all ({s.basis})" if s.minutes else s.basis
+        )
         lines += [f"  {s.what}: {s.runs} runs, {cost}", f"    {s.command()}"]
     return "\n".join(lines)

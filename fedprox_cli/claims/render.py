@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence, Outcome, shown
-from . import sensitivity
 from .verdict import Verdict, primary, state
 from .verdict import choices as verdict_choices
 
@@ -39,11 +39,12 @@ every comparison. Runs here: a 2-core CPU, one thread per job (device column);
 @dataclass
 class Rendered:
     """A claim's evidence (the run set that decides its word first) and its word."""
+
     claim: Claim
-    evidence: list          # Evidence per run set that ran
+    evidence: list  # Evidence per run set that ran
     verdict: Verdict
-    table: str = ""         # the claim's table in the paper's layout, Markdown (claims.tables)
-    digest: str = ""        # of the figure or table the report links (sha256, 12 digits; "missing")
+    table: str = ""  # the claim's table in the paper's layout, Markdown (claims.tables)
+    digest: str = ""  # of the figure or table the report links (sha256, 12 digits; "missing")
 
     @property
     def deciding(self) -> Evidence | None:
@@ -81,8 +82,14 @@ def basis(r: Rendered) -> str:
     rs = ev.runset
     if not rs.folders:
         return f"{rs.data} / — / — / {', '.join(ev.devices)}"
-    paper = f" of {r.claim.paper_seeds}" if r.claim.paper_seeds and len(ev.seeds) < r.claim.paper_seeds else ""
-    t = f"{ev.T}" + (f" of {r.claim.paper_T}" if r.claim.paper_T and ev.T != r.claim.paper_T else "")
+    paper = (
+        f" of {r.claim.paper_seeds}"
+        if r.claim.paper_seeds and len(ev.seeds) < r.claim.paper_seeds
+        else ""
+    )
+    t = f"{ev.T}" + (
+        f" of {r.claim.paper_T}" if r.claim.paper_T and ev.T != r.claim.paper_T else ""
+    )
     return f"{data_of(rs)} / {t} / {len(ev.seeds)}{paper} / {', '.join(ev.devices)}"
 
 
@@ -95,10 +102,13 @@ def headline(o: Outcome) -> str:
     finite = vals[np.isfinite(vals)]
     if not len(finite):
         return f"diverged; {count}"
-    if o.test.kind == "level":   # values of different settings: their range, and how many diverged
+    if o.test.kind == "level":  # values of different settings: their range, and how many diverged
         bad = len(vals) - len(finite)
-        return (f"{num(float(finite.min()))}-{num(float(finite.max()))}"
-                + (f", {bad} diverged" if bad else "") + f"; {count}")
+        return (
+            f"{num(float(finite.min()))}-{num(float(finite.max()))}"
+            + (f", {bad} diverged" if bad else "")
+            + f"; {count}"
+        )
     spread = f" ± {num(float(np.std(finite, ddof=1)))}" if len(finite) > 1 else ""
     return f"{num(float(np.mean(finite)))}{spread}; {count}"
 
@@ -107,23 +117,29 @@ def row(r: Rendered) -> str:
     c, ev = r.claim, r.deciding
     ours = "—"
     deciding = primary(ev.outcomes) if ev is not None else []
-    if deciding:   # the primary test of the paper's number, else the first; the others' counts
+    if deciding:  # the primary test of the paper's number, else the first; the others' counts
         first = next((o for o in deciding if o.test.paper), deciding[0])
-        ours = headline(first) + "".join(f"; test {ev.outcomes.index(o) + 1}: {state(o)[1]}"
-                                         for o in deciding if o is not first)
+        ours = headline(first) + "".join(
+            f"; test {ev.outcomes.index(o) + 1}: {state(o)[1]}" for o in deciding if o is not first
+        )
     if ev is not None and any(d for d, _ in ev.diverged.values()):
         ours += f"; {diverged(ev)}"
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
-    return (f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
-            f"{basis(r)} | **{r.verdict.word}** | {fig} |")
+    return (
+        f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
+        f"{basis(r)} | **{r.verdict.word}** | {fig} |"
+    )
 
 
 def diverged(ev: Evidence) -> str:
     """How many of the run set's settings diverged, in how many of their runs."""
     bad = {k: v for k, v in ev.diverged.items() if v[0]}
-    return (f"{len(bad)} of {len(ev.diverged)} settings diverged ("
-            + "; ".join(f"{k} in {d} of {n} runs" for k, (d, n) in bad.items()) + ")")
+    return (
+        f"{len(bad)} of {len(ev.diverged)} settings diverged ("
+        + "; ".join(f"{k} in {d} of {n} runs" for k, (d, n) in bad.items())
+        + ")"
+    )
 
 
 def trained(c: Claim, ev: Evidence) -> str:
@@ -132,11 +148,16 @@ def trained(c: Claim, ev: Evidence) -> str:
     means = {k: float(np.mean(v)) for k, v in ev.trained.items()}
     low = [k for k, v in ev.trained.items() if max(v) < c.trained_min]
     some = [k for k, v in ev.trained.items() if min(v) < c.trained_min and k not in low]
-    text = (f"Final {c.trained_metric} (mean over seeds): "
-            + "; ".join(f"{k}: {num(v)}" for k, v in means.items()) + ".")
+    text = (
+        f"Final {c.trained_metric} (mean over seeds): "
+        + "; ".join(f"{k}: {num(v)}" for k, v in means.items())
+        + "."
+    )
     if low:
-        text += (f" Below {c.trained_min:g} (untrained) in every run: {'; '.join(low)} -- a result of "
-                 f"this setting, which makes the seeds comparing it no evidence for the ordering.")
+        text += (
+            f" Below {c.trained_min:g} (untrained) in every run: {'; '.join(low)} -- a result of "
+            f"this setting, which makes the seeds comparing it no evidence for the ordering."
+        )
     if some:
         text += f" Below {c.trained_min:g} in some runs: {'; '.join(some)}."
     return text
@@ -148,13 +169,16 @@ def _rows(o: Outcome, name: str) -> list[str]:
     for u in o.units:
         panel, _, seed = u.label.rpartition("seed ") if "seed " in u.label else ("", "", u.label)
         mark = ("✓" if u.holds else "✗") if u.holds is not None else f"–({'✓' if u.raw else '✗'})"
-        if o.test.at == "every":   # the onset says more than the last value
+        if o.test.at == "every":  # the onset says more than the last value
             text = mark + (f" from {u.onset}" if u.onset is not None and not u.holds else "")
         else:
             text = f"{u.note or num(u.value)} {mark}"
         rows.setdefault(panel.rstrip(", ") or "all", []).append(text)
     held = {panel: sum("✓" in c and "–(" not in c for c in cells) for panel, cells in rows.items()}
-    return [f"| {name} | {panel} | {_seeds(cells)} | {held[panel]} of {len(cells)} |" for panel, cells in rows.items()]
+    return [
+        f"| {name} | {panel} | {_seeds(cells)} | {held[panel]} of {len(cells)} |"
+        for panel, cells in rows.items()
+    ]
 
 
 def _seeds(cells: list[str]) -> str:
@@ -198,9 +222,16 @@ def owners(claims: list[Claim]) -> dict[str, Claim]:
 def section(r: Rendered, owner: dict[str, Claim]) -> str:
     """One claim's section (``owner``: :func:`owners` of every claim)."""
     c = r.claim
-    out = [f'<a id="{c.id}"></a>', f"## {c.title}: {c.short}", "",
-           f"> {c.quote} ({c.where})", "", f"Paper: {c.setting}.",
-           f"Chosen: {c.chosen}." if c.chosen else "", ""]
+    out = [
+        f'<a id="{c.id}"></a>',
+        f"## {c.title}: {c.short}",
+        "",
+        f"> {c.quote} ({c.where})",
+        "",
+        f"Paper: {c.setting}.",
+        f"Chosen: {c.chosen}." if c.chosen else "",
+        "",
+    ]
     table, last_shown = [], ""
     for ev in r.evidence:
         rs = ev.runset
@@ -208,14 +239,19 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
         if rs.folders and first.id != c.id:
             out.append(f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).")
         elif rs.folders:
-            out.append(f"Ran on {data_of(rs)}: `experiment={rs.preset}"
-                       + "".join(f" {o}" for o in rs.overrides) + "` in "
-                       + ", ".join(f"`{f}`" for f in rs.folders)
-                       + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
-                       + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
-                       + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else "."))
+            out.append(
+                f"Ran on {data_of(rs)}: `experiment={rs.preset}"
+                + "".join(f" {o}" for o in rs.overrides)
+                + "` in "
+                + ", ".join(f"`{f}`" for f in rs.folders)
+                + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
+                + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
+                + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
+            )
         else:
-            out.append(f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}.")
+            out.append(
+                f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}."
+            )
         if ev.trained and not rs.choices:
             out.append(trained(c, ev))
         if rs.choices:
@@ -224,28 +260,47 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
             name = f"{i}" + (f" ({rs.data})" if len(r.evidence) > 1 else "")
             paper = f" (paper: {o.test.paper})" if o.test.paper else ""
             shown_ = _value_word(o)
-            said = shown_ and shown_ != last_shown   # the same as the test above: said once
+            said = shown_ and shown_ != last_shown  # the same as the test above: said once
             role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
-            out.append(f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else "."))
+            out.append(
+                f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else ".")
+            )
             last_shown = shown_
             table += _rows(o, name)
-        for values, outcomes, *_ in ev.choices:   # a sensitivity grid: its tests' cells per combination
+        for (
+            values,
+            outcomes,
+            *_,
+        ) in ev.choices:  # a sensitivity grid: its tests' cells per combination
             for o in outcomes:
-                table += _rows(o, f"{c.tests.index(o.test) + 1} ({rs.data}; {sensitivity.label(values)})")
+                table += _rows(
+                    o, f"{c.tests.index(o.test) + 1} ({rs.data}; {sensitivity.label(values)})"
+                )
         out.append("")
     if table:
-        out += ["| test | panel | per seed (in order) | holds in |", "|---|---|---|---|",
-                *table, ""]
+        out += [
+            "| test | panel | per seed (in order) | holds in |",
+            "|---|---|---|---|",
+            *table,
+            "",
+        ]
     if c.note:
         out += [c.note, ""]
     out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
     if c.figure and r.evidence:
-        out += ["", f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 {r.digest})"]
-        if c.figure_spec is not None:   # the same figure for a paper: PDF, TrueType fonts
+        out += [
+            "",
+            f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 {r.digest})",
+        ]
+        if c.figure_spec is not None:  # the same figure for a paper: PDF, TrueType fonts
             out[-1] += f" ([PDF]({c.figure.removesuffix('.png')}.pdf))"
-    if r.table:   # the paper's table, its numbers beside ours (LaTeX beside it)
-        out += ["", r.table.rstrip("\n"), "", f"[Markdown](reproduction/tables/{c.id}.md), "
-                f"[LaTeX](reproduction/tables/{c.id}.tex)"]
+    if r.table:  # the paper's table, its numbers beside ours (LaTeX beside it)
+        out += [
+            "",
+            r.table.rstrip("\n"),
+            "",
+            f"[Markdown](reproduction/tables/{c.id}.md), [LaTeX](reproduction/tables/{c.id}.tex)",
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -255,25 +310,44 @@ def exemptions(claims: list[Claim]) -> str:
     rounds = [c.title for c in claims if c.per_round]
     out = []
     if seeds:
-        out.append(f"one seed suffices where the tested numbers are counts or a benchmark, the same "
-                   f"at every seed ({', '.join(seeds)})")
+        out.append(
+            f"one seed suffices where the tested numbers are counts or a benchmark, the same "
+            f"at every seed ({', '.join(seeds)})"
+        )
     if rounds:
-        out.append(f"fewer rounds than the paper's T do not make a claim inconclusive where its tested "
-                   f"numbers are per round ({', '.join(rounds)})")
+        out.append(
+            f"fewer rounds than the paper's T do not make a claim inconclusive where its tested "
+            f"numbers are per round ({', '.join(rounds)})"
+        )
     return ("Exemptions from the rule: " + "; ".join(out) + ".") if out else ""
 
 
 def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
-    head = ["# Reproduction report", "", RULES, "", exemptions([r.claim for r in rendered]), "",
-            "| claim | paper's number | ours (its test: mean ± std; holds in) | "
-            "data / T / seeds / device | word | figure |", "|---|---|---|---|---|---|"]
-    return "\n".join([*head, *map(row, rendered), ""]) + "\n" + "\n".join(section(r, owner) for r in rendered)
+    head = [
+        "# Reproduction report",
+        "",
+        RULES,
+        "",
+        exemptions([r.claim for r in rendered]),
+        "",
+        "| claim | paper's number | ours (its test: mean ± std; holds in) | "
+        "data / T / seeds / device | word | figure |",
+        "|---|---|---|---|---|---|",
+    ]
+    return (
+        "\n".join([*head, *map(row, rendered), ""])
+        + "\n"
+        + "\n".join(section(r, owner) for r in rendered)
+    )
 
 
 def readme(rendered: list[Rendered]) -> str:
     """The README's reproduction paragraph: one line per claim, its word and basis."""
     lines = [BEGIN, "| claim | word | data / T / seeds / device |", "|---|---|---|"]
-    lines += [f"| {r.claim.title}: {r.claim.short} | **{r.verdict.word}** | {basis(r)} |" for r in rendered]
+    lines += [
+        f"| {r.claim.title}: {r.claim.short} | **{r.verdict.word}** | {basis(r)} |"
+        for r in rendered
+    ]
     return "\n".join([*lines, END])
 
 
@@ -282,10 +356,23 @@ def docs(rendered: list[Rendered]) -> str:
     lines = [BEGIN, "| claim | at the paper's setting | ran here | word |", "|---|---|---|---|"]
     for r in rendered:
         c = r.claim
-        paper = (f"`experiment={c.paper_runs.preset}" + "".join(f" {o}" for o in c.paper_runs.overrides)
-                 + f"` ({c.paper_runs.data})") if c.paper_runs else "—"
-        here = "; ".join(f"{data_of(ev.runset)}: " + (", ".join(f"`{f}`" for f in ev.runset.folders)
-                                                       or ev.runset.data) for ev in r.evidence) or "—"
+        paper = (
+            (
+                f"`experiment={c.paper_runs.preset}"
+                + "".join(f" {o}" for o in c.paper_runs.overrides)
+                + f"` ({c.paper_runs.data})"
+            )
+            if c.paper_runs
+            else "—"
+        )
+        here = (
+            "; ".join(
+                f"{data_of(ev.runset)}: "
+                + (", ".join(f"`{f}`" for f in ev.runset.folders) or ev.runset.data)
+                for ev in r.evidence
+            )
+            or "—"
+        )
         lines.append(f"| {c.title} (`{c.id}`) | {paper} | {here} | **{r.verdict.word}** |")
     return "\n".join([*lines, END])
 
@@ -294,7 +381,7 @@ def between(text: str) -> str | None:
     """The generated block of ``text`` (markers included), or None without markers."""
     if BEGIN not in text or END not in text:
         return None
-    return text[text.index(BEGIN): text.index(END) + len(END)]
+    return text[text.index(BEGIN) : text.index(END) + len(END)]
 
 
 def replace_between(text: str, block: str) -> str:

@@ -16,15 +16,17 @@ from .declare import Claim, RunSet
 
 @dataclass
 class Choice:
-    values: tuple            # ((key, value), ...) of the open choices
-    word: str                # the rule's word on the runs at these values ("not run": none made)
+    values: tuple  # ((key, value), ...) of the open choices
+    word: str  # the rule's word on the runs at these values ("not run": none made)
     present: int
     declared: int
-    diverged: int = 0        # of the runs present
+    diverged: int = 0  # of the runs present
 
 
 def combos(rs: RunSet) -> list[tuple]:
-    return [tuple(zip(rs.choices, vs)) for vs in itertools.product(*(rs.grid[k] for k in rs.choices))]
+    return [
+        tuple(zip(rs.choices, vs)) for vs in itertools.product(*(rs.grid[k] for k in rs.choices))
+    ]
 
 
 def label(values: tuple) -> str:
@@ -39,22 +41,35 @@ def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
     names = " and ".join(k.rsplit(".", 1)[-1] for k in rs.choices)
     words = {c.word for c in full}
     if not missing and len(words) == 1:
-        text = f"robust: **{words.pop()}** at each of the {len(full)} combinations ({_diverged(full)})"
+        text = (
+            f"robust: **{words.pop()}** at each of the {len(full)} combinations ({_diverged(full)})"
+        )
     elif not missing and (key := _deciding_key(rs, full)) is not None:
         per: dict = {}
         for c in full:
             per.setdefault(c.word, []).append(groups.fmt(dict(c.values)[key]))
-        text = f"depends on {key.rsplit('.', 1)[-1]}: " + ", ".join(
-            f"{w} at {', '.join(dict.fromkeys(vs))}" for w, vs in per.items()) + f" ({_diverged(full)})"
+        text = (
+            f"depends on {key.rsplit('.', 1)[-1]}: "
+            + ", ".join(f"{w} at {', '.join(dict.fromkeys(vs))}" for w, vs in per.items())
+            + f" ({_diverged(full)})"
+        )
     else:
-        text = "; ".join(f"{c.word} at {label(c.values)} ({c.diverged} of {c.present} runs diverged)"
-                         for c in full) or "no combination fully run"
+        text = (
+            "; ".join(
+                f"{c.word} at {label(c.values)} ({c.diverged} of {c.present} runs diverged)"
+                for c in full
+            )
+            or "no combination fully run"
+        )
         if missing:
             text = f"not settled ({len(full)} of {len(found)} combinations fully run): {text}"
     if missing:
-        text += ("; not (fully) run here: "
-                 + "; ".join(f"{label(c.values)} ({c.present} of {c.declared} runs"
-                             + (f", {c.diverged} of them diverged" if c.present else "") + ")" for c in missing))
+        text += "; not (fully) run here: " + "; ".join(
+            f"{label(c.values)} ({c.present} of {c.declared} runs"
+            + (f", {c.diverged} of them diverged" if c.present else "")
+            + ")"
+            for c in missing
+        )
     return f"Open choices ({names}): {text}."
 
 
@@ -64,8 +79,11 @@ def _diverged(full: list[Choice]) -> str:
     if not hit:
         return "no run diverged"
     rest = len(full) - len(hit)
-    return ("runs diverged: " + "; ".join(f"{c.diverged} of {c.present} at {label(c.values)}" for c in hit)
-            + (f"; none at the other {rest} combination{'s' * (rest > 1)}" if rest else ""))
+    return (
+        "runs diverged: "
+        + "; ".join(f"{c.diverged} of {c.present} at {label(c.values)}" for c in hit)
+        + (f"; none at the other {rest} combination{'s' * (rest > 1)}" if rest else "")
+    )
 
 
 def _deciding_key(rs: RunSet, full: list[Choice]) -> str | None:

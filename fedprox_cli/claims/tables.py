@@ -44,16 +44,24 @@ def _bench(spec: dict, root: Path) -> list[list[str]]:
             continue
         if started and line.strip() and not line.startswith("#"):
             parts = line.split()
-            cells = [parts[2]] + [f"{parts[i]} {parts[i + 1].replace('x)', '×)')}" for i in range(3, len(parts) - 1, 2)]
+            cells = [parts[2]] + [
+                f"{parts[i]} {parts[i + 1].replace('x)', '×)')}"
+                for i in range(3, len(parts) - 1, 2)
+            ]
             rows.append(cells)
     return rows
 
 
 def _runs(claim: Claim, evidence: list, root: Path, warn) -> list:
     from .evidence import load_runs
+
     for ev in evidence:
         if ev.present and ev.runset.folders:
-            return [r for r in load_runs(claim, ev.runset, root, warn)[0] if r.config.get("seed") in ev.runset.seeds]
+            return [
+                r
+                for r in load_runs(claim, ev.runset, root, warn)[0]
+                if r.config.get("seed") in ev.runset.seeds
+            ]
     return []
 
 
@@ -74,7 +82,10 @@ def _counts(spec: dict, runs) -> dict[str, list[str]]:
         d = (guarded.read_json(r.path / "summary.json") or {}).get("dimension")
         prox = r.final("prox_calls") / T
         floats = (r.final("bytes_up") + r.final("bytes_down")) / (4 * n * T * d) if d else math.nan
-        out[names.get(value, value)] = [f"{prox:g}", f"{floats:.3g}d" if math.isfinite(floats) else "–"]
+        out[names.get(value, value)] = [
+            f"{prox:g}",
+            f"{floats:.3g}d" if math.isfinite(floats) else "–",
+        ]
     return out
 
 
@@ -84,10 +95,14 @@ def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
     with ``ratio``, the mean and its ratios to the first column and to the previous row."""
     rows, bold, before = [], [], {}
     at, prec = spec.get("at", "last"), spec.get("precision", 4)
-    listed = list(spec.get("key_names", {}))   # the paper's row order, else by value
-    for k, rs in sorted(_by(runs, spec["key"]).items(),
-                        key=lambda kv: (listed.index(kv[0]) if kv[0] in listed else len(listed),
-                                        grouping.order([_num(kv[0])]))):
+    listed = list(spec.get("key_names", {}))  # the paper's row order, else by value
+    for k, rs in sorted(
+        _by(runs, spec["key"]).items(),
+        key=lambda kv: (
+            listed.index(kv[0]) if kv[0] in listed else len(listed),
+            grouping.order([_num(kv[0])]),
+        ),
+    ):
         cells = {v: Cell.of(g, spec["metric"], at) for v, g in _by(rs, spec["column"]).items()}
         row, means = [], []
         for i, v in enumerate(spec["values"]):
@@ -108,7 +123,10 @@ def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
         before = {v: c.mean for v, c in cells.items() if c.n}
         lead = [*spec.get("extra", []), spec.get("key_names", {}).get(k, k)]
         rows.append([*lead, *row])
-        bold.append([False] * len(lead) + ([False] * len(row) if spec.get("ratio") else _best(means, spec["metric"])))
+        bold.append(
+            [False] * len(lead)
+            + ([False] * len(row) if spec.get("ratio") else _best(means, spec["metric"]))
+        )
     return rows, bold
 
 
@@ -122,6 +140,7 @@ def _num(v: str):
 def _best(means: list[tuple], metric: str) -> list[bool]:
     """Bold the best mean where it beats the runner-up by more than the larger of their stds."""
     from ..runs.outputs import LOWER_IS_BETTER
+
     sign = -1 if metric in LOWER_IS_BETTER else 1
     ok = [i for i, (m, _) in enumerate(means) if math.isfinite(m)]
     out = [False] * len(means)
@@ -133,24 +152,37 @@ def _best(means: list[tuple], metric: str) -> list[bool]:
     return out
 
 
-def build(claim: Claim, evidence: list, root: Path, warn) -> tuple[list[str], list[list[str]], list[list[bool]], str]:
+def build(
+    claim: Claim, evidence: list, root: Path, warn
+) -> tuple[list[str], list[list[str]], list[list[bool]], str]:
     """The header, rows, bold marks and note of ``claim``'s table."""
     spec = claim.table_spec
     kind, paper = spec["kind"], [[str(c) for c in row] for row in spec["paper"]]
     if kind == "bench":
         ours = _bench(spec, root)
-        header = [spec["columns"][0], *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours"))]
+        header = [
+            spec["columns"][0],
+            *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours")),
+        ]
         rows = [[p[0], *(x for pair in zip(p[1:], o) for x in pair)] for p, o in zip(paper, ours)]
         return header, rows, [[False] * len(header) for _ in rows], spec["note"]
     runs = _runs(claim, evidence, root, warn)
     if kind == "counts":
         ours = _counts(spec, runs)
-        header = [*spec["columns"][:1], *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours"))]
+        header = [
+            *spec["columns"][:1],
+            *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours")),
+        ]
         rows = []
         for p in paper:
             found = [ours[m] for m in p[0].split(" / ") if m in ours]
-            o = found[0] if found and all(f == found[0] for f in found) else \
-                [" / ".join(f[i] for f in found) for i in range(2)] if found else ["–", "–"]
+            o = (
+                found[0]
+                if found and all(f == found[0] for f in found)
+                else [" / ".join(f[i] for f in found) for i in range(2)]
+                if found
+                else ["–", "–"]
+            )
             rows.append([p[0], *(x for pair in zip(p[1:], o) for x in pair)])
         return header, rows, [[False] * len(header) for _ in rows], spec["note"]
     header = ["", *spec["columns"]]
@@ -160,38 +192,78 @@ def build(claim: Claim, evidence: list, root: Path, warn) -> tuple[list[str], li
     mine, mine_bold = _ours_rows(spec, runs)
     rows += [["ours", *r] for r in mine]
     bold += [[False, *b] for b in mine_bold]
-    note = spec["note"] + ("; ours bold where the best mean beats the runner-up by more than the larger "
-                           "of their stds" if not spec.get("ratio") else "")
+    note = spec["note"] + (
+        "; ours bold where the best mean beats the runner-up by more than the larger of their stds"
+        if not spec.get("ratio")
+        else ""
+    )
     return header, rows, bold, note
 
 
 def markdown(header, rows, bold, note: str, caption: str) -> str:
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = [f"*{caption}*", "", "| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(f"**{esc(c)}**" if b and c else esc(c) for c, b in zip(r, bs)) + " |"
-              for r, bs in zip(rows, bold)]
+    lines = [
+        f"*{caption}*",
+        "",
+        "| " + " | ".join(map(esc, header)) + " |",
+        "|" + "---|" * len(header),
+    ]
+    lines += [
+        "| " + " | ".join(f"**{esc(c)}**" if b and c else esc(c) for c, b in zip(r, bs)) + " |"
+        for r, bs in zip(rows, bold)
+    ]
     return "\n".join([*lines, "", note]) + "\n"
 
 
 def latex(header, rows, bold, note: str, caption: str) -> str:
     def tex(s: str) -> str:
         s = s.replace("\\", r"\textbackslash{}")
-        for a, b in (("&", r"\&"), ("%", r"\%"), ("_", r"\_"), ("#", r"\#"), ("±", r"$\pm$"),
-                     ("×", r"$\times$"), ("ℓ", r"$\ell$"), ("|", r"$|$")):
+        for a, b in (
+            ("&", r"\&"),
+            ("%", r"\%"),
+            ("_", r"\_"),
+            ("#", r"\#"),
+            ("±", r"$\pm$"),
+            ("×", r"$\times$"),
+            ("ℓ", r"$\ell$"),
+            ("|", r"$|$"),
+        ):
             s = s.replace(a, b)
         return s
-    body = [" & ".join(rf"\textbf{{{tex(c)}}}" if b and c else tex(c) for c, b in zip(r, bs)) + r" \\"
-            for r, bs in zip(rows, bold)]
-    return "\n".join([r"\begin{table}", r"\centering", rf"\caption{{{tex(caption)}}}",
-                      rf"\begin{{tabular}}{{{'l' * len(header)}}}", r"\toprule",
-                      " & ".join(map(tex, header)) + r" \\", r"\midrule", *body, r"\bottomrule",
-                      r"\end{tabular}", "", rf"\smallskip{{\footnotesize {tex(note)}}}", r"\end{table}"]) + "\n"
+
+    body = [
+        " & ".join(rf"\textbf{{{tex(c)}}}" if b and c else tex(c) for c, b in zip(r, bs)) + r" \\"
+        for r, bs in zip(rows, bold)
+    ]
+    return (
+        "\n".join(
+            [
+                r"\begin{table}",
+                r"\centering",
+                rf"\caption{{{tex(caption)}}}",
+                rf"\begin{{tabular}}{{{'l' * len(header)}}}",
+                r"\toprule",
+                " & ".join(map(tex, header)) + r" \\",
+                r"\midrule",
+                *body,
+                r"\bottomrule",
+                r"\end{tabular}",
+                "",
+                rf"\smallskip{{\footnotesize {tex(note)}}}",
+                r"\end{table}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def texts(claim: Claim, evidence: list, root: Path, warn) -> dict[str, str]:
     header, rows, bold, note = build(claim, evidence, root, warn)
     caption = f"{claim.paper} {claim.where.split(', ')[-1]}: {claim.table_spec['caption']}"
-    return {"md": markdown(header, rows, bold, note, caption), "tex": latex(header, rows, bold, note, caption)}
+    return {
+        "md": markdown(header, rows, bold, note, caption),
+        "tex": latex(header, rows, bold, note, caption),
+    }
 
 
 def write_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
@@ -224,4 +296,3 @@ def markdown_of(claim: Claim, root: Path) -> str:
     """The Markdown table as written (for the report's section), or ``""``."""
     path = paths(claim, root)[0]
     return path.read_text() if claim.table_spec and path.is_file() else ""
-

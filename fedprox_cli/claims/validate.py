@@ -54,19 +54,26 @@ def rows(run: Run) -> str | None:
         return "config.yaml: T or eval_every is not a number"
     got = run.metrics["round"].tolist()
     want = schedule(T, every)
-    values = run.metrics.drop(columns=[c for c in ("round", "time_s") if c in run.metrics]).to_numpy(float)
+    values = run.metrics.drop(
+        columns=[c for c in ("round", "time_s") if c in run.metrics]
+    ).to_numpy(float)
     bad = ~np.isfinite(values).all(axis=1)
     if run.status == "finished":
         if got != want:
             miss = sorted(set(want) - set(got))
-            what = (f"no evaluation at round{'s' * (len(miss) > 1)} {_few(miss)}" if miss
-                    else f"rounds {_few(sorted(set(got) - set(want)))} outside its schedule")
+            what = (
+                f"no evaluation at round{'s' * (len(miss) > 1)} {_few(miss)}"
+                if miss
+                else f"rounds {_few(sorted(set(got) - set(want)))} outside its schedule"
+            )
             return f"metrics.csv: status finished at T = {T}, but {what}"
         if bad.any():
-            return (f"metrics.csv: status finished, but a non-finite value at round "
-                    f"{got[int(np.argmax(bad))]} (only a diverged run has one)")
+            return (
+                f"metrics.csv: status finished, but a non-finite value at round "
+                f"{got[int(np.argmax(bad))]} (only a diverged run has one)"
+            )
         return None
-    if got[:-1] != want[:len(got) - 1] or not bad[-1] or bad[:-1].any():
+    if got[:-1] != want[: len(got) - 1] or not bad[-1] or bad[:-1].any():
         return "metrics.csv: status diverged, but its rows are not a finite prefix of its schedule ending non-finite"
     return None
 
@@ -85,10 +92,17 @@ def recorded(run: Run) -> str | None:
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one finding
         return f".hydra/config.yaml is unreadable ({squeeze(str(e), 120)})"
     for k, v in hydra.items():
-        if k in run.config and not (isinstance(v, str) and "${" in v) and not groups.is_run_control(k) and not is_replicate(k) \
-                and groups.fmt(v) != groups.fmt(run.config[k]):
-            return (f"config.yaml has {k}={_shown(run.config[k])}, its .hydra/config.yaml "
-                    f"{k}={_shown(v)}")
+        if (
+            k in run.config
+            and not (isinstance(v, str) and "${" in v)
+            and not groups.is_run_control(k)
+            and not is_replicate(k)
+            and groups.fmt(v) != groups.fmt(run.config[k])
+        ):
+            return (
+                f"config.yaml has {k}={_shown(run.config[k])}, its .hydra/config.yaml "
+                f"{k}={_shown(v)}"
+            )
     return None
 
 
@@ -114,11 +128,17 @@ def fixed(claim: Claim, rs: RunSet, runs: list[Run], held) -> tuple[list[Run], l
     for each other run in its folders."""
     kept, found = [], []
     for r in runs:
-        bad = [(k, want) for k, want in rs.fixed.items() if not held(r.config.get(groups.config_key(runs, k)), want)]
+        bad = [
+            (k, want)
+            for k, want in rs.fixed.items()
+            if not held(r.config.get(groups.config_key(runs, k)), want)
+        ]
         if bad:
             k, want = bad[0]
-            found.append(f"claim {claim.id}: {r.path}: {k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
-                         f"the claim fixes {k}={want}")
+            found.append(
+                f"claim {claim.id}: {r.path}: {k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
+                f"the claim fixes {k}={want}"
+            )
         else:
             kept.append(r)
     return kept, found
@@ -154,6 +174,8 @@ def check(claim: Claim, runs: list[Run], point) -> tuple[list[Run], list[str]]:
         if len(same) > 1:
             for r in same:
                 others = ", ".join(str(x.path) for x in same if x is not r)
-                findings[id(r)] = (f"claim {claim.id}: {r.path}: the same run (settings and seed) as "
-                                   f"{others}: neither is used")
+                findings[id(r)] = (
+                    f"claim {claim.id}: {r.path}: the same run (settings and seed) as "
+                    f"{others}: neither is used"
+                )
     return [r for r in runs if id(r) not in findings], list(dict.fromkeys(findings.values()))

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from .evidence import Evidence, Outcome
 from .sensitivity import Choice
 
-WORDS = ("reproduced", "reproduced on a stand-in", "partly", "not reproduced", "inconclusive", "not run")
+WORDS = (
+    "reproduced",
+    "reproduced on a stand-in",
+    "partly",
+    "not reproduced",
+    "inconclusive",
+    "not run",
+)
 
 
 @dataclass(frozen=True)
@@ -41,25 +48,41 @@ def state(o: Outcome) -> tuple[str, str]:
     """A test's state (all, late, some, none, undecided) and its count in words."""
     c = o.conclusive
     n, held = len(c), o.held
-    count = f"{held} of {n} {units_noun(o)}" + (f" ({len(o.units) - n} no evidence)" if len(o.units) > n else "")
+    count = f"{held} of {n} {units_noun(o)}" + (
+        f" ({len(o.units) - n} no evidence)" if len(o.units) > n else ""
+    )
     if not c:
         return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
     if held == n:
         return "all", count
-    if o.test.at == "every" and all(u.onset is not None for u in c):   # the count that holds first
-        return "late", (f"{n} of {n} {units_noun(o)} from round {max(u.onset for u in c)} on "
-                        f"({held} of {n} from round {o.test.from_round})")
+    if o.test.at == "every" and all(u.onset is not None for u in c):  # the count that holds first
+        return "late", (
+            f"{n} of {n} {units_noun(o)} from round {max(u.onset for u in c)} on "
+            f"({held} of {n} from round {o.test.from_round})"
+        )
     return ("none" if held == 0 else "some"), count
 
 
-def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | None, seeds: int,
-         present: int, declared: int, per_round: bool = False, no_seeds: bool = False) -> Verdict:
+def word(
+    outcomes: list[Outcome],
+    stand_in: str,
+    T: int | None,
+    paper_T: int | None,
+    seeds: int,
+    present: int,
+    declared: int,
+    per_round: bool = False,
+    no_seeds: bool = False,
+) -> Verdict:
     """The word from the per-unit test results, the data (``stand_in``: "" for the paper's own),
     T and seeds against the paper's, and the runs present against those declared."""
     if not declared or not present:
         return Verdict("not run", "nothing of it ran here")
     if present < declared:
-        return Verdict(f"partly run ({present} of {declared} runs)", "the missing runs are in `fedrun-reproduce plan`")
+        return Verdict(
+            f"partly run ({present} of {declared} runs)",
+            "the missing runs are in `fedrun-reproduce plan`",
+        )
     if not no_seeds and seeds < 2:
         return Verdict("inconclusive", "one seed cannot order the runs")
     if not per_round and paper_T and T is not None and T < paper_T:
@@ -68,7 +91,9 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     kinds = {s for s, _ in states}
     blind = sum(len(o.units) - len(o.conclusive) for o in outcomes)
     if kinds == {"undecided"}:
-        return Verdict("inconclusive", "no unit is evidence: in every seed a compared run ends untrained")
+        return Verdict(
+            "inconclusive", "no unit is evidence: in every seed a compared run ends untrained"
+        )
     if kinds == {"all"} and not blind:
         return Verdict("reproduced on a stand-in" if stand_in else "reproduced", "")
     if kinds == {"none"}:
@@ -76,8 +101,10 @@ def word(outcomes: list[Outcome], stand_in: str, T: int | None, paper_T: int | N
     late = [u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive]
     if kinds <= {"all", "late"} and late:
         return Verdict("partly", f"holds from round {max(late)} on only")
-    only_blind = kinds <= {"all", "undecided"}   # it holds wherever there is evidence
-    return Verdict("partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if only_blind else "")
+    only_blind = kinds <= {"all", "undecided"}  # it holds wherever there is evidence
+    return Verdict(
+        "partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if only_blind else ""
+    )
 
 
 def choices(claim, ev: Evidence) -> list[Choice]:
@@ -85,11 +112,30 @@ def choices(claim, ev: Evidence) -> list[Choice]:
     on the primary tests that have units there."""
     out = []
     for values, outcomes, present, declared, diverged in ev.choices:
-        w = word(primary(outcomes), ev.runset.stands_for, ev.T, claim.paper_T,
-                 len({u.label.rsplit("seed ", 1)[-1] for o in outcomes for u in o.units}),
-                 present, declared, claim.per_round, claim.no_seeds).word if present else "not run"
-        out.append(Choice(values, "no test applies" if present == declared and not outcomes else w,
-                          present, declared, diverged))
+        w = (
+            word(
+                primary(outcomes),
+                ev.runset.stands_for,
+                ev.T,
+                claim.paper_T,
+                len({u.label.rsplit("seed ", 1)[-1] for o in outcomes for u in o.units}),
+                present,
+                declared,
+                claim.per_round,
+                claim.no_seeds,
+            ).word
+            if present
+            else "not run"
+        )
+        out.append(
+            Choice(
+                values,
+                "no test applies" if present == declared and not outcomes else w,
+                present,
+                declared,
+                diverged,
+            )
+        )
     return out
 
 
@@ -102,5 +148,14 @@ def of(claim, ev: Evidence | None) -> Verdict:
     """The word of ``claim`` on the evidence of one of its run sets (None: nothing ran)."""
     if ev is None:
         return word([], "", None, claim.paper_T, 0, 0, 0)
-    return word(primary(ev.outcomes), ev.runset.stands_for, ev.T, claim.paper_T, len(ev.seeds), ev.present,
-                ev.declared, claim.per_round, claim.no_seeds)
+    return word(
+        primary(ev.outcomes),
+        ev.runset.stands_for,
+        ev.T,
+        claim.paper_T,
+        len(ev.seeds),
+        ev.present,
+        ev.declared,
+        claim.per_round,
+        claim.no_seeds,
+    )

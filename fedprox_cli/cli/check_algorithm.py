@@ -42,8 +42,18 @@ from pathlib import Path
 from ..common import guarded, streams
 from ..common.errors import EXIT, UserError
 
-BASE = ["dataset=digits", "model=linear", "T=4", "K=2", "n=4", "B=8", "eval_every=1", "participation=1",
-        "compressor=identity", "checkpoint_every=0"]
+BASE = [
+    "dataset=digits",
+    "model=linear",
+    "T=4",
+    "K=2",
+    "n=4",
+    "B=8",
+    "eval_every=1",
+    "participation=1",
+    "compressor=identity",
+    "checkpoint_every=0",
+]
 
 
 FAILED = 1  # a contract does not hold (0: all hold; 2, EXIT["error"]: the algorithm is refused before any runs)
@@ -60,6 +70,7 @@ def _resolve(spec: str) -> tuple[str, list[str]]:
     from .. import algorithms
     from ..common.plugins import dotted, located
     from ..config import plugin_defaults
+
     target = dotted(spec)
     if target is None:
         algorithms.base.lookup(spec)  # a UserError naming the choices if unknown
@@ -72,6 +83,7 @@ class Checker:
 
     def __init__(self, name: str, choose: list[str], folder: Path):
         from .. import algorithms
+
         self.name, self.folder = name, folder
         self.cls = algorithms.base.lookup(name)
         reg = "regularizer=none" if self.cls.smooth_only else "regularizer=l1"
@@ -81,14 +93,17 @@ class Checker:
     def run(self, *overrides: str, folder: Path | None = None):
         """The metrics of a run (without time_s); a run that does not finish fails the contract."""
         import fedprox_cli
+
         self.runs += 1
         out = folder or self.folder / f"run{self.runs}"
         quiet = io.StringIO()
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
             r = fedprox_cli.run([*self.base, *overrides], folder=out)
         if r.status != "finished":
-            raise Failed(f"the run with {' '.join(overrides) or 'the defaults'} ended {r.status}: "
-                         f"{r.summary.get('error', '')}".rstrip(": "))
+            raise Failed(
+                f"the run with {' '.join(overrides) or 'the defaults'} ended {r.status}: "
+                f"{r.summary.get('error', '')}".rstrip(": ")
+            )
         return r.metrics.drop(columns="time_s")
 
     @staticmethod
@@ -96,25 +111,35 @@ class Checker:
         """Fail with ``what`` and the first value that differs (its column and round) unless
         the metrics ``a`` and ``b`` are equal (within ``rtol``)."""
         import numpy as np
+
         if list(a.columns) != list(b.columns) or len(a) != len(b):
             raise Failed(f"{what} (its metrics have {len(a)} rows, the other run's {len(b)})")
         for col in a.columns:
             x, y = a[col].to_numpy(dtype=float), b[col].to_numpy(dtype=float)
-            close = np.isclose(x, y, rtol=rtol, atol=0, equal_nan=True) if rtol else (x == y) | (np.isnan(x) & np.isnan(y))
+            close = (
+                np.isclose(x, y, rtol=rtol, atol=0, equal_nan=True)
+                if rtol
+                else (x == y) | (np.isnan(x) & np.isnan(y))
+            )
             if not close.all():
                 i = int(np.argmin(close))
-                raise Failed(f"{what} (first in {col} at round {int(a['round'].iloc[i])}: {x[i]:.6g} against {y[i]:.6g})")
+                raise Failed(
+                    f"{what} (first in {col} at round {int(a['round'].iloc[i])}: {x[i]:.6g} against {y[i]:.6g})"
+                )
 
     def interface(self) -> str:
         from dataclasses import fields
 
         from .. import algorithms
         from ..common import ranges
+
         declared = ranges.declared(self.cls, "algorithm")
         untyped = [f.name for f in fields(self.cls) if f.init and f.name not in declared]
         if untyped:
-            raise Failed(f"parameter {', '.join(untyped)} has no range: declare one with "
-                         f"fedprox_cli.common.ranges.param(default, ge=..., ...)")
+            raise Failed(
+                f"parameter {', '.join(untyped)} has no range: declare one with "
+                f"fedprox_cli.common.ranges.param(default, ge=..., ...)"
+            )
         algorithms.build(self.name)
         return f"a dataclass with name {self.name!r}; {ranges.signature(self.cls, 'algorithm') or 'no parameters'}"
 
@@ -126,12 +151,17 @@ class Checker:
     def state(self) -> str:
         out = self.folder / "resumed"
         self.run("engine=vmap", "T=2", "checkpoint_every=1", "keep_checkpoint=true", folder=out)
-        self.same(self.run("engine=vmap", "checkpoint_every=1", folder=out), self.reference,
-                  "extended from round 2's checkpoint, the run differs from the uninterrupted one: keep everything "
-                  "a round needs in the state dict init returns (a checkpoint saves that dict only, not attributes "
-                  "set on self)")
+        self.same(
+            self.run("engine=vmap", "checkpoint_every=1", folder=out),
+            self.reference,
+            "extended from round 2's checkpoint, the run differs from the uninterrupted one: keep everything "
+            "a round needs in the state dict init returns (a checkpoint saves that dict only, not attributes "
+            "set on self)",
+        )
         if "resuming" not in (out / "fedrun.log").read_text():
-            raise Failed("the run asked to extend to T = 4 did not resume from round 2's checkpoint")
+            raise Failed(
+                "the run asked to extend to T = 4 did not resume from round 2's checkpoint"
+            )
         return "a run extended from round 2's checkpoint equals the uninterrupted run"
 
     def global_randomness(self) -> str:
@@ -139,6 +169,7 @@ class Checker:
         import torch
 
         from ..algorithms import contract
+
         plain = contract.round
 
         def reseeded(alg, state, env, t):
@@ -146,11 +177,15 @@ class Checker:
             np.random.seed(1000 + t)
             random.seed(1000 + t)
             return plain(alg, state, env, t)
+
         contract.round = reseeded
         try:
-            self.same(self.run("engine=vmap"), self.reference,
-                      "with the global random generators reseeded before each round the run differs "
-                      "(the algorithm draws from them: draw from a torch.Generator keyed by (seed, t))")
+            self.same(
+                self.run("engine=vmap"),
+                self.reference,
+                "with the global random generators reseeded before each round the run differs "
+                "(the algorithm draws from them: draw from a torch.Generator keyed by (seed, t))",
+            )
         finally:
             contract.round = plain
         return "the run is unchanged with torch's, numpy's and Python's global generators reseeded"
@@ -165,18 +200,26 @@ class Checker:
         return "seeds=2 in one process equals the two runs made alone"
 
     def engines(self) -> str:
-        self.same(self.run("engine=loop"), self.reference, "the loop engine's run differs from the vmap engine's",
-                  rtol=1e-4)
+        self.same(
+            self.run("engine=loop"),
+            self.reference,
+            "the loop engine's run differs from the vmap engine's",
+            rtol=1e-4,
+        )
         return "the loop and vmap engines agree (rtol 1e-4)"
 
     def messages(self) -> str:
         per_round = self.reference[["bytes_up", "bytes_down", "grad_evals"]].diff().dropna()
         for col in per_round:
             if not (per_round[col] > 0).all():
-                raise Failed(f"{col} does not grow in every round ({per_round[col].tolist()}): send every "
-                             f"message through env.up / env.down, every gradient through env.grad / env.sgd_steps")
+                raise Failed(
+                    f"{col} does not grow in every round ({per_round[col].tolist()}): send every "
+                    f"message through env.up / env.down, every gradient through env.grad / env.sgd_steps"
+                )
             if per_round[col].nunique() != 1:
-                raise Failed(f"{col} per round changes at full participation ({per_round[col].tolist()})")
+                raise Failed(
+                    f"{col} per round changes at full participation ({per_round[col].tolist()})"
+                )
         up, down, grads = (int(per_round[c].iloc[0]) for c in per_round)
         return f"per round: {up} bytes up, {down} bytes down, {grads} gradient rows (n = 4, d = 650, K = 2)"
 
@@ -189,10 +232,13 @@ class Checker:
             raise Failed("declares smooth_only but a run with regularizer=l1 was not refused")
         prox = self.reference["prox_calls"].iloc[-1]
         if prox == 0:
-            raise Failed("with regularizer=l1 it never calls env.prox: it ignores h; apply the prox or "
-                         "declare smooth_only: ClassVar[bool] = True (h = 0 only)")
-        return f"not declared; with regularizer=l1 it calls env.prox ({int(prox)} calls in 4 rounds)"
-
+            raise Failed(
+                "with regularizer=l1 it never calls env.prox: it ignores h; apply the prox or "
+                "declare smooth_only: ClassVar[bool] = True (h = 0 only)"
+            )
+        return (
+            f"not declared; with regularizer=l1 it calls env.prox ({int(prox)} calls in 4 rounds)"
+        )
 
     def _declared(self, flag: str, override: str, what: str) -> str:
         """A run with ``override`` finishes if the class declares ``flag``, else is refused."""
@@ -206,7 +252,9 @@ class Checker:
         raise Failed(f"does not declare {flag} but a run with {override} was not refused")
 
     def participation(self) -> str:
-        return self._declared("partial_participation", "participation=0.5", "2 of 4 clients a round")
+        return self._declared(
+            "partial_participation", "participation=0.5", "2 of 4 clients a round"
+        )
 
     def compressor(self) -> str:
         return self._declared("takes_compressor", "compressor=topk", "top-10% uplink")
@@ -216,23 +264,38 @@ class Checker:
         return "a run with dtype=float64 finishes, state kept"
 
 
-CONTRACTS = (("interface", "interface"), ("state", "state"), ("no global randomness", "global_randomness"),
-             ("seeds=R", "seeds"), ("engines", "engines"), ("messages", "messages"), ("h = 0 only", "smooth_only"),
-             ("partial participation", "participation"), ("compressor", "compressor"), ("float64", "float64"))
+CONTRACTS = (
+    ("interface", "interface"),
+    ("state", "state"),
+    ("no global randomness", "global_randomness"),
+    ("seeds=R", "seeds"),
+    ("engines", "engines"),
+    ("messages", "messages"),
+    ("h = 0 only", "smooth_only"),
+    ("partial participation", "participation"),
+    ("compressor", "compressor"),
+    ("float64", "float64"),
+)
 
 
 def _located(text: str, cls) -> str:
     """A failure line that names the plugin's own file (its ``round`` and line added if not)."""
     from ..common.plugins import builtin, source_line
+
     at = source_line(cls, "round")
     file = at.rsplit(":", 1)[0]
-    return text if file in text or builtin(cls) and "fedprox_cli" in text else f"{text} (round at {at})"
+    return (
+        text
+        if file in text or builtin(cls) and "fedprox_cli" in text
+        else f"{text} (round at {at})"
+    )
 
 
 def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
     """Run every contract on ``spec`` (those titled in ``only``, if given); print one line each
     (to ``out``, default stdout, through the one console); the exit code: 0 all hold, 1 one
     fails (:data:`FAILED`)."""
+
     def say(text: str) -> None:
         streams.line(out, text) if out is not None else streams.out(text)
 
@@ -253,9 +316,14 @@ def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fedrun-check-algorithm", description=__doc__.split("\n\n")[0])
-    parser.add_argument("algorithm", help="a registered or installed name (fedavg, fedprox) or a class by "
-                                          "dotted path (my_pkg.my_module.MyAlgorithm)")
+    parser = argparse.ArgumentParser(
+        prog="fedrun-check-algorithm", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "algorithm",
+        help="a registered or installed name (fedavg, fedprox) or a class by "
+        "dotted path (my_pkg.my_module.MyAlgorithm)",
+    )
     if argv is None:
         streams.guard()
     args = parser.parse_args(argv)

@@ -15,9 +15,16 @@ def reference_config(choices: dict) -> DictConfig | None:
     """The config of the same group choices without any other override: what a key's default
     and the set of valid keys are (:func:`config.validate.check_keys`)."""
     from hydra import compose
+
     try:
-        return compose("config", overrides=[f"{g}={c}" for g, c in choices.items()
-                                             if c is not None and not g.startswith("hydra")])
+        return compose(
+            "config",
+            overrides=[
+                f"{g}={c}"
+                for g, c in choices.items()
+                if c is not None and not g.startswith("hydra")
+            ],
+        )
     except (HydraException, OmegaConfBaseException):
         return None
 
@@ -29,7 +36,11 @@ def reference_for(cfg: DictConfig, choices: dict, overrides: list[str]) -> DictC
     a key inside a config group (``algorithm.beta=...``), the reference is ``cfg`` itself."""
     for o in overrides:
         key = o.split("=", 1)[0]
-        if key.startswith(("+", "~")) or "@" in key or ("." in key and key.split(".")[0] in choices):
+        if (
+            key.startswith(("+", "~"))
+            or "@" in key
+            or ("." in key and key.split(".")[0] in choices)
+        ):
             return reference_config(choices)
     return cfg
 
@@ -38,12 +49,23 @@ def command(hc) -> str:
     """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
     is a launcher's own under submitit), with where its configs came from (``--config-dir``,
     ``hydra.searchpath``), so that it re-runs as recorded."""
-    config_dir = [f"{s.schema}://{s.path}" if s.schema != "file" else s.path
-                  for s in hc.runtime.config_sources if s.provider == "command-line"]
-    searchpath = [o for o in OmegaConf.to_container(hc.overrides.hydra, resolve=False)
-                  if o.lstrip("+").startswith("hydra.searchpath=")]
-    return " ".join(["fedrun", *(f"--config-dir {shlex.quote(d)}" for d in config_dir),
-                     *map(shlex.quote, [*searchpath, *overrides(hc)])])
+    config_dir = [
+        f"{s.schema}://{s.path}" if s.schema != "file" else s.path
+        for s in hc.runtime.config_sources
+        if s.provider == "command-line"
+    ]
+    searchpath = [
+        o
+        for o in OmegaConf.to_container(hc.overrides.hydra, resolve=False)
+        if o.lstrip("+").startswith("hydra.searchpath=")
+    ]
+    return " ".join(
+        [
+            "fedrun",
+            *(f"--config-dir {shlex.quote(d)}" for d in config_dir),
+            *map(shlex.quote, [*searchpath, *overrides(hc)]),
+        ]
+    )
 
 
 def overrides(hc) -> list[str]:
@@ -55,9 +77,11 @@ def overrides(hc) -> list[str]:
 def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
     """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
     run has started, so a refused re-run leaves the folder's record alone)."""
-    return {"config.yaml": OmegaConf.to_yaml(cfg),
-            "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
-            "overrides.yaml": OmegaConf.to_yaml(overrides(hc))}
+    return {
+        "config.yaml": OmegaConf.to_yaml(cfg),
+        "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
+        "overrides.yaml": OmegaConf.to_yaml(overrides(hc)),
+    }
 
 
 def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
@@ -67,6 +91,7 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
         return None
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
     as_typed = OmegaConf.to_container(config.hydra, resolve=False)  # an interpolation stays one
     params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
     overrides = OverridesParser.create().parse_overrides(params + as_typed["overrides"]["task"])
@@ -81,6 +106,10 @@ def one_of_a_sweep(hc) -> str | None:
     if not params:
         return None
     jobs = sweep_jobs(OmegaConf.create({"hydra": hc}))
-    what = f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
-    return (f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
-            f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}")
+    what = (
+        f"{len(jobs)} jobs" if jobs else f"the sweep of hydra.sweeper.params ({', '.join(params)})"
+    )
+    return (
+        f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
+        f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}"
+    )

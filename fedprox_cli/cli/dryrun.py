@@ -26,10 +26,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from .. import CONF_DIR
+from ..common import streams
+from ..common.errors import EXIT, UserError
 from ..config import extras
 from ..config.slurm import check_time_limit
-from ..common.errors import EXIT, UserError
-from ..common import streams
 from .compose import one_of_a_sweep
 from .jobtable import align, differing
 
@@ -50,7 +50,9 @@ class Job:
     folder: Path
     cfg: DictConfig  # the job's config, without the hydra node
     choices: dict
-    note: str | None = None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
+    note: str | None = (
+        None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
+    )
     where: str = ""  # the device it would run on, and why (:func:`where`)
 
 
@@ -59,13 +61,16 @@ def where(cfg: DictConfig, launcher: DictConfig, num: int | None) -> str:
     it under ``hydra/launcher=ray`` (Ray places it when it starts), else the device by fedrun's
     rule (:func:`fedprox_cli.engine.device.placement`) on this machine's visible GPUs."""
     from ..engine.device import placement
+
     device = str(cfg.get("device", "auto"))
     if str(launcher.get("_target_", "")).endswith(".RayLauncher"):
         remote = launcher.ray.get("remote") or {}
         gpus = 0 if device == "cpu" else remote.get("num_gpus", "auto")
-        return (f"Ray: {gpus} GPU, {remote.get('num_cpus', 1)} CPU"
-                + (f" ({'cuda:0' if device in ('auto', 'cuda') else device} of what Ray gives it)"
-                   if gpus not in (0, None) else ""))
+        return f"Ray: {gpus} GPU, {remote.get('num_cpus', 1)} CPU" + (
+            f" ({'cuda:0' if device in ('auto', 'cuda') else device} of what Ray gives it)"
+            if gpus not in (0, None)
+            else ""
+        )
     return placement(device, num)
 
 
@@ -79,18 +84,23 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> l
     from hydra.types import RunMode
 
     from .compose import sweep_jobs
+
     gh = GlobalHydra.instance().hydra
     if not multirun:
         return compose_jobs(gh, config_name, None, [overrides])
     master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
     task = sweep_jobs(master)
     if task is None:
-        raise UserError("a dry run lists the jobs of Hydra's basic sweeper only; "
-                        f"this sweep uses {master.hydra.sweeper._target_}")
+        raise UserError(
+            "a dry run lists the jobs of Hydra's basic sweeper only; "
+            f"this sweep uses {master.hydra.sweeper._target_}"
+        )
     return compose_jobs(gh, config_name, master, task)
 
 
-def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[list[str]]) -> list[Job]:
+def compose_jobs(
+    gh, config_name: str, master: DictConfig | None, task: list[list[str]]
+) -> list[Job]:
     """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them:
     the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run.
     A sweep's launcher/sweeper must be installed (:func:`extras.check`), a SLURM time limit
@@ -100,12 +110,17 @@ def compose_jobs(gh, config_name: str, master: DictConfig | None, task: list[lis
     from hydra.types import RunMode
 
     from ..runs.seeds import check_sweep
-    pre = [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)  # unresolved
+
+    pre = (
+        [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)
+    )  # unresolved
     if master is not None:
         extras.check(master.hydra.runtime.choices)
         check_time_limit(master.hydra.launcher)
         check_sweep(master, task)
-        str(master.hydra.sweep.dir)  # resolved once, as the sweeper does: ${now:} cached for all jobs
+        str(
+            master.hydra.sweep.dir
+        )  # resolved once, as the sweeper does: ${now:} cached for all jobs
     out = []
     for num, job in enumerate(task):
         cfg = _compose(gh, config_name, pre + list(job), RunMode.RUN)  # as Hydra's launchers do
@@ -133,7 +148,7 @@ def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:
     of ``seeds=R`` when ``start`` counts them by start round ({round: runs})."""
     T, e, per_round = cfg.T, cfg.eval_every, cfg.K * cfg.n * cfg.participation
     steps = evals = 0
-    for s, runs in (start.items() if isinstance(start, dict) else [(start, 1)]):
+    for s, runs in start.items() if isinstance(start, dict) else [(start, 1)]:
         if s < T:
             steps += (T - s) * per_round * runs
             evals += (T // e - s // e + (T % e != 0) + (s == 0)) * runs
@@ -148,6 +163,7 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int
     reused across a sweep's jobs."""
     from ..runs import experiment, seeds
     from .compose import reference_config
+
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
@@ -165,18 +181,25 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
     folder exists are checked one by one, the others are new runs (no folder: nothing to check),
     so the cost grows with the runs on disk, not with R."""
     from ..runs import seeds
+
     cfg, first, R = job.cfg, job.cfg.seed, job.cfg.seeds
     on_disk = []
     if job.folder.is_dir():
         for p in job.folder.iterdir():
             number = p.name.removeprefix(seeds.SEED_PREFIX)
-            if p.name.startswith(seeds.SEED_PREFIX) and number.isdigit() and first <= int(number) < first + R:
+            if (
+                p.name.startswith(seeds.SEED_PREFIX)
+                and number.isdigit()
+                and first <= int(number) < first + R
+            ):
                 on_disk.append(int(number))
     said, starts, last = [], {}, first
     for s in sorted(on_disk):
         if s > last:
             said.append(_new(last, s - 1))
-        state, start = _state(lambda s=s: seeds.with_seed(cfg, s), job.folder / f"{seeds.SEED_PREFIX}{s}", cfg.T)
+        state, start = _state(
+            lambda s=s: seeds.with_seed(cfg, s), job.folder / f"{seeds.SEED_PREFIX}{s}", cfg.T
+        )
         said.append(f"seed {s} {state}")
         starts[start] = starts.get(start, 0) + 1
         last = s + 1
@@ -200,6 +223,7 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     from ..config.validate import typed
     from ..runs import code_record, run_folder
     from ..runs.lock import holder
+
     run_folder.check_owned(folder)
     if not folder.exists():
         return "new", 0
@@ -210,12 +234,17 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     start = run_folder.resume_point(cfg, folder)
     if start is True:
         why = code_record.stale(folder, typed(cfg))
-        return (f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it" if why
-                else "finished already"), T
+        return (
+            f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
+            if why
+            else "finished already"
+        ), T
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 
-def check_jobs(listed: list[Job], multirun: bool) -> tuple[list[tuple[Job, str, int | list[int]]], list[str]]:
+def check_jobs(
+    listed: list[Job], multirun: bool
+) -> tuple[list[tuple[Job, str, int | list[int]]], list[str]]:
     """:func:`check` of every job: (job, state, start) of the good ones, and one
     ``fedrun: error: job N (...): why`` line per bad one -- a job that fails a check, or that
     has the folder of an earlier job (the same config twice)."""
@@ -223,17 +252,22 @@ def check_jobs(listed: list[Job], multirun: bool) -> tuple[list[tuple[Job, str, 
     from omegaconf.errors import OmegaConfBaseException
 
     from .faults import one_line
+
     good, bad, first, references = [], [], {}, {}
     for job in listed:
         try:
             state, start = check(job, references)
             earlier = first.setdefault(job.folder, job)
             if earlier is not job:
-                raise UserError(f"the same config as {job_name(earlier, multirun)} "
-                                f"(both would run in {job.folder})")
+                raise UserError(
+                    f"the same config as {job_name(earlier, multirun)} "
+                    f"(both would run in {job.folder})"
+                )
             good.append((job, state, start))
         except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
-            bad.append(f"fedrun: error: {job_name(job, multirun) + ': ' if multirun else ''}{one_line(e)}")
+            bad.append(
+                f"fedrun: error: {job_name(job, multirun) + ': ' if multirun else ''}{one_line(e)}"
+            )
     return good, bad
 
 
@@ -249,6 +283,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
     from omegaconf.errors import OmegaConfBaseException
 
     from .faults import one_line
+
     try:
         with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
             listed = jobs(overrides, multirun)
@@ -266,7 +301,9 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             for job, state, start in checked:
                 steps, evals = work(job.cfg, start)
                 total_steps, total_evals = total_steps + steps, total_evals + evals
-                rows.append([str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), job.where, state])
+                rows.append(
+                    [str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), job.where, state]
+                )
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
         streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
@@ -278,9 +315,20 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
     if listed[0].note:
         streams.out(f"note: {listed[0].note}")
     streams.out(f"overrides of every job: {' '.join(common) or 'none'}")
-    streams.out("\n".join(align([row + [" ".join(v) if i else "overrides"]
-                                 for i, (row, v) in enumerate(zip(rows, [[]] + varied))], indent=2)))
-    streams.out(f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
-                f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
-                f"job from round 0), counted from the round each job would start from")
+    streams.out(
+        "\n".join(
+            align(
+                [
+                    row + [" ".join(v) if i else "overrides"]
+                    for i, (row, v) in enumerate(zip(rows, [[]] + varied))
+                ],
+                indent=2,
+            )
+        )
+    )
+    streams.out(
+        f"work: {total_steps:,.0f} client steps (T*K*n*participation, each a local step of one "
+        f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
+        f"job from round 0), counted from the round each job would start from"
+    )
     return EXIT["finished"]

@@ -10,16 +10,24 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from ..config import extras, plugin_defaults
-from .help import plugin_options
-from ..common.files import atomic_write_text
 from ..common.console import say
 from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
+from ..common.files import atomic_write_text
+from ..config import extras, plugin_defaults
+from .help import plugin_options
 
 CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
 
-_DROP = ("full_key:", "object_type", "reference_type", "Config search path", "provider=", "path=",
-         "To append to your config", "Set the environment variable")
+_DROP = (
+    "full_key:",
+    "object_type",
+    "reference_type",
+    "Config search path",
+    "provider=",
+    "path=",
+    "To append to your config",
+    "Set the environment variable",
+)
 
 
 def one_line(exc: BaseException) -> str:
@@ -27,6 +35,7 @@ def one_line(exc: BaseException) -> str:
     config: the extra to install, :func:`extras.explain`)."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
+
     missing = extras.explain(exc) or unknown_option(exc) or unknown_parameter(exc)
     if missing:
         return missing
@@ -59,6 +68,7 @@ def unknown_option(exc: BaseException) -> str | None:
     installed plugins that ship no YAML included, and, for a name close to none, how a method
     of one's own becomes an option; None for other errors."""
     from hydra.errors import MissingConfigException
+
     e = next((c for c in _chain(exc) if isinstance(c, MissingConfigException)), None)
     if e is None or not e.missing_cfg_file or "/" not in e.missing_cfg_file or e.options is None:
         return None
@@ -68,9 +78,11 @@ def unknown_option(exc: BaseException) -> str | None:
     line = f"unknown {group} {name!r}" + (f" (did you mean {' or '.join(close)}?)" if close else "")
     line += f"; the options: {', '.join(options)}"
     if not close and group in plugin_defaults.GROUPS:
-        line += (f"; to add one of your own: install its plugin package (pip install -e PATH, docs/extending.md), "
-                 f"name its class by dotted path ({group}=my_module.MyClass), or add {group}/{name}.yaml to "
-                 f"a config dir (--config-dir DIR)")
+        line += (
+            f"; to add one of your own: install its plugin package (pip install -e PATH, docs/extending.md), "
+            f"name its class by dotted path ({group}=my_module.MyClass), or add {group}/{name}.yaml to "
+            f"a config dir (--config-dir DIR)"
+        )
     elif not close:
         line += f"; or add {group}/{name}.yaml to a config dir (--config-dir DIR)"
     return squeeze(line, 1000)
@@ -80,13 +92,15 @@ def unknown_parameter(exc: BaseException) -> str | None:
     """OmegaConf's "Key 'alpha' is not in struct" for ``GROUP.alpha=...`` as the validation's
     line (:func:`validate.no_parameter`: the keys the option takes and the ``--help`` command);
     None for other errors."""
-    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
-
     from omegaconf import DictConfig
+    from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
     from ..config.schema import GROUPS  # (torch: only for this error's line)
     from ..config.validate import no_parameter
-    e = next((c for c in _chain(exc) if isinstance(c, (ConfigKeyError, ConfigAttributeError))), None)
+
+    e = next(
+        (c for c in _chain(exc) if isinstance(c, (ConfigKeyError, ConfigAttributeError))), None
+    )
     node, key, full = (getattr(e, a, None) for a in ("parent_node", "key", "full_key"))
     if not isinstance(node, DictConfig) or not isinstance(full, str) or full.count(".") != 1:
         return None
@@ -100,11 +114,12 @@ def did_you_mean(exc: BaseException) -> str:
     """`` (did you mean regularizer.lam?)`` for a key that is not in the config but close to one
     of its siblings (OmegaConf's error carries the node it was looked up in), else ``""``."""
     from omegaconf import DictConfig
+
     node, key, full = (getattr(exc, a, None) for a in ("parent_node", "key", "full_key"))
     if not isinstance(node, DictConfig) or not isinstance(key, str) or not isinstance(full, str):
         return ""
     close = closest(key, node.keys())
-    return f" (did you mean {full[:len(full) - len(key)]}{close}?)" if close else ""
+    return f" (did you mean {full[: len(full) - len(key)]}{close}?)" if close else ""
 
 
 def crash(e: BaseException) -> int:

@@ -47,7 +47,9 @@ EXAMPLES = """\
   fedrun-plot results/sweeps/fedcanon_fig2_quick --y test_acc --panels partition   # its figure
   fedrun-table results/sweeps/fedcanon_fig2_quick --out table.tex                    # its table (LaTeX)"""
 
-_KEY = re.compile(r"^(?P<indent>\s*)(?P<key>[A-Za-z_]\w*):\s*(?P<value>[^#]*?)\s*(?:#\s?(?P<doc>.*))?$")
+_KEY = re.compile(
+    r"^(?P<indent>\s*)(?P<key>[A-Za-z_]\w*):\s*(?P<value>[^#]*?)\s*(?:#\s?(?P<doc>.*))?$"
+)
 _MAX_COLUMN = 26  # a wider first column puts its description on the next line
 _SENTENCE_END = re.compile(r"\.\s+(?=[A-Z])")
 _COMMENT = re.compile(r"^\s+#\s?(?P<doc>.*)$")
@@ -105,11 +107,13 @@ def describe(path: Path) -> str:
             break
         text += c if text.endswith("-") else " " + c
     end = _SENTENCE_END.search(text, 60)  # a long paragraph: up to its first sentence
-    return text[:end.start() + 1] if end else text
+    return text[: end.start() + 1] if end else text
 
 
 def preset_time(path: Path) -> str:
-    return next((c[len("time:"):].strip() for c in _comments(path) if c.startswith("time:")), "not given")
+    return next(
+        (c[len("time:") :].strip() for c in _comments(path) if c.startswith("time:")), "not given"
+    )
 
 
 def group_options(group: str) -> list[tuple[str, str]]:
@@ -123,22 +127,26 @@ def group_options(group: str) -> list[tuple[str, str]]:
         if not files:
             continue
         name = f"{sub.name}/{{{','.join(f.stem for f in files)}}}"
-        what = (f"the methods and step sizes of preset {sub.name}" if sub.name in presets
-                else f"e.g. {sub.name}/{files[0].stem}: {describe(files[0])}")
+        what = (
+            f"the methods and step sizes of preset {sub.name}"
+            if sub.name in presets
+            else f"e.g. {sub.name}/{files[0].stem}: {describe(files[0])}"
+        )
         out.append((name, what))
     return out
-
-
 
 
 def plugin_options(group: str) -> list[tuple[str, str]]:
     """``(name, description)`` of each installed plugin of a config group (an entry point of
     ``fedprox_cli.<plural>``, :mod:`common.plugins`); listed without importing it."""
     from importlib.metadata import entry_points
+
     if group not in PLUGIN_GROUPS:
         return []
     eps = entry_points(group=f"fedprox_cli.{PLUGIN_GROUPS[group]}")
-    return [(ep.name, f"installed plugin ({ep.value})") for ep in sorted(eps, key=lambda ep: ep.name)]
+    return [
+        (ep.name, f"installed plugin ({ep.value})") for ep in sorted(eps, key=lambda ep: ep.name)
+    ]
 
 
 def _defaults() -> dict[str, str]:
@@ -167,8 +175,7 @@ def _rows(rows: list[tuple[str, ...]], indent: int = 2, width: int | None = None
 
 def text() -> str:
     defaults = _defaults()
-    out = [ABOUT, "", "Usage:", USAGE, "",
-           "Top-level keys (conf/config.yaml; KEY=VALUE):"]
+    out = [ABOUT, "", "Usage:", USAGE, "", "Top-level keys (conf/config.yaml; KEY=VALUE):"]
     out += _rows([(k, v, d) for k, v, d in config_keys()])
     out += ["", "Config groups (GROUP=OPTION; * = default):"]
     for g in (g for g in defaults if g != "experiment"):  # config.yaml's defaults list
@@ -176,24 +183,37 @@ def text() -> str:
         options = group_options(g)
         options += [(o, d) for o, d in plugin_options(g) if o not in {name for name, _ in options}]
         out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in options], 4)
-    out += ["", "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
-                "cores; docs/reproducing.md):"]
-    out += _rows([(p.stem, f"{describe(p)} Time: {preset_time(p)}.")
-                  for p in sorted((CONF_DIR / "experiment").glob("*.yaml"))])
+    out += [
+        "",
+        "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
+        "cores; docs/reproducing.md):",
+    ]
+    out += _rows(
+        [
+            (p.stem, f"{describe(p)} Time: {preset_time(p)}.")
+            for p in sorted((CONF_DIR / "experiment").glob("*.yaml"))
+        ]
+    )
     out += ["", "Exit codes (a sweep exits with its worst job's):"]
     out += _rows([(str(code), EXIT_MEANING.get(name, name)) for name, code in EXIT.items()])
     out += ["", "Examples:", EXAMPLES, ""]
-    out += textwrap.wrap("Progress: a bar on a terminal, otherwise a line every evaluation or every "
-                         "progress_every_s seconds, whichever is rarer (stderr and the run's "
-                         "fedrun.log); every run ends with a summary line (status, test accuracy, "
-                         "objective, stationarity, training time, folder), a sweep with its report "
-                         "and a table of its jobs.", 100, break_on_hyphens=False)
+    out += textwrap.wrap(
+        "Progress: a bar on a terminal, otherwise a line every evaluation or every "
+        "progress_every_s seconds, whichever is rarer (stderr and the run's "
+        "fedrun.log); every run ends with a summary line (status, test accuracy, "
+        "objective, stationarity, training time, folder), a sweep with its report "
+        "and a table of its jobs.",
+        100,
+        break_on_hyphens=False,
+    )
     return "\n".join(out) + "\n"
 
 
-DECLARATIONS = {"partial_participation": "runs on a subset of clients (participation < 1)",
-                "takes_compressor": "takes a compressed uplink (compressor=...)",
-                "smooth_only": "is defined for h = 0 only (regularizer=none)"}
+DECLARATIONS = {
+    "partial_participation": "runs on a subset of clients (participation < 1)",
+    "takes_compressor": "takes a compressed uplink (compressor=...)",
+    "smooth_only": "is defined for h = 0 only (regularizer=none)",
+}
 
 
 def option_page(group: str, name: str) -> str:
@@ -202,19 +222,36 @@ def option_page(group: str, name: str) -> str:
     from dataclasses import MISSING, fields
 
     from ..common import ranges
-    from ..common.plugins import origin
-    from ..common.plugins import dotted, located
+    from ..common.plugins import dotted, located, origin
     from ..config.plugin_defaults import lookup
+
     target = dotted(name)
     cls = lookup(group)(located(target).name, target) if target else lookup(group)(name)
-    doc = (cls.__doc__ or "").split("\n\n")[0] if not (cls.__doc__ or "").startswith(cls.__name__ + "(") else ""
-    out = [f"{group} {name} ({origin(cls)})", *textwrap.wrap(" ".join(doc.split()), 100, initial_indent="  ",
-                                                            subsequent_indent="  "), "", "Parameters (KEY=VALUE):"]
+    doc = (
+        (cls.__doc__ or "").split("\n\n")[0]
+        if not (cls.__doc__ or "").startswith(cls.__name__ + "(")
+        else ""
+    )
+    out = [
+        f"{group} {name} ({origin(cls)})",
+        *textwrap.wrap(" ".join(doc.split()), 100, initial_indent="  ", subsequent_indent="  "),
+        "",
+        "Parameters (KEY=VALUE):",
+    ]
     declared = ranges.declared(cls, group)
-    rows = [(f"{group}.{f.name}", str(declared.get(f.name, "any value")),
-             "" if f.default is MISSING else f"default {f.default!r}") for f in fields(cls) if f.init]
+    rows = [
+        (
+            f"{group}.{f.name}",
+            str(declared.get(f.name, "any value")),
+            "" if f.default is MISSING else f"default {f.default!r}",
+        )
+        for f in fields(cls)
+        if f.init
+    ]
     out += _rows(rows) if rows else ["  none"]
     if group == "algorithm":
         out += ["", "Declares (class attributes):"]
-        out += _rows([(k, "yes" if getattr(cls, k) else "no", what) for k, what in DECLARATIONS.items()])
+        out += _rows(
+            [(k, "yes" if getattr(cls, k) else "no", what) for k, what in DECLARATIONS.items()]
+        )
     return "\n".join(out) + "\n"

@@ -31,9 +31,15 @@ def seed_runs(folder: Path) -> list[Path]:
     folder that is a run itself."""
     if (folder / "summary.json").exists() or not folder.is_dir():
         return []
-    runs = [p for p in folder.iterdir() if p.name.startswith(SEED_PREFIX) and p.name[len(SEED_PREFIX):].isdigit()
-            and p.is_dir() and not p.is_symlink()]
-    return sorted(runs, key=lambda p: int(p.name[len(SEED_PREFIX):]))
+    runs = [
+        p
+        for p in folder.iterdir()
+        if p.name.startswith(SEED_PREFIX)
+        and p.name[len(SEED_PREFIX) :].isdigit()
+        and p.is_dir()
+        and not p.is_symlink()
+    ]
+    return sorted(runs, key=lambda p: int(p.name[len(SEED_PREFIX) :]))
 
 
 def _records(folder: Path, status: str | None, overrides: list[str] | None) -> list[RunRecord]:
@@ -49,7 +55,7 @@ def _records(folder: Path, status: str | None, overrides: list[str] | None) -> l
         r = record(run)
         known = list(overrides) if overrides is not None else r.overrides
         r.overrides = [o for o in known if not o.split("=", 1)[0].lstrip("+~") in ("seed", "seeds")]
-        r.overrides.append(f"seed={run.name[len(SEED_PREFIX):]}")
+        r.overrides.append(f"seed={run.name[len(SEED_PREFIX) :]}")
         out.append(r)
     return out
 
@@ -74,29 +80,60 @@ def gpu(folder: Path) -> str:
     return f"{number} ({str(hw['gpu'].get('name') or '?').removeprefix('NVIDIA ')})"
 
 
-def table(folders: list[Path], root: Path | None = None, statuses: list[str] | None = None,
-          overrides: list[list[str]] | None = None) -> list[str]:
+def table(
+    folders: list[Path],
+    root: Path | None = None,
+    statuses: list[str] | None = None,
+    overrides: list[list[str]] | None = None,
+) -> list[str]:
     """The compact table of the runs in ``folders`` (names relative to ``root``), as lines;
     ``statuses`` and ``overrides``: what the caller knows of each (a sweep's job records: a job
     that failed before its folder recorded anything keeps its overrides). A seed-batched job
     (``seeds=R``) is listed run by run."""
     n = len(folders)
-    records = [r for f, s, o in zip(folders, statuses or [None] * n, overrides or [None] * n)
-               for r in _records(f, s, o)]
-    head = ["job", "status", "rounds", "test_acc", "objective", "stationarity", "time", "gpu", "overrides"]
+    records = [
+        r
+        for f, s, o in zip(folders, statuses or [None] * n, overrides or [None] * n)
+        for r in _records(f, s, o)
+    ]
+    head = [
+        "job",
+        "status",
+        "rounds",
+        "test_acc",
+        "objective",
+        "stationarity",
+        "time",
+        "gpu",
+        "overrides",
+    ]
     rows = [head]
     for r, diff in zip(records, differing([r.overrides for r in records])):
         f = r.final
-        name = str(r.folder.relative_to(root)) if root and r.folder.is_relative_to(root) else str(r.folder)
-        rows.append([name, r.status, rounds(r) if r.status != "not started" else "-",
-                     number(f.get("test_acc"), ".4f"), number(f.get("objective"), ".4g"),
-                     number(f.get("stationarity"), ".4g"),
-                     duration(f["time_s"]) if "time_s" in f else "-",
-                     gpu(r.folder) if r.status != "not started" else "-", " ".join(diff)])
+        name = (
+            str(r.folder.relative_to(root))
+            if root and r.folder.is_relative_to(root)
+            else str(r.folder)
+        )
+        rows.append(
+            [
+                name,
+                r.status,
+                rounds(r) if r.status != "not started" else "-",
+                number(f.get("test_acc"), ".4f"),
+                number(f.get("objective"), ".4g"),
+                number(f.get("stationarity"), ".4g"),
+                duration(f["time_s"]) if "time_s" in f else "-",
+                gpu(r.folder) if r.status != "not started" else "-",
+                " ".join(diff),
+            ]
+        )
     return align(rows)
 
 
 def align(rows: list[list[str]], indent: int = 0) -> list[str]:
     """Rows of cells as lines of left-aligned columns."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [" " * indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return [
+        " " * indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows
+    ]

@@ -48,7 +48,6 @@ from . import sweep
 from .compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from .faults import crash, one_line
 
-
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
 # another (a joblib worker, a SLURM job) resolves each job's folder (${fedrun.job_dir:}) before
 # calling the job, and the only fedrun code it runs first is this import (unpickling _job).
@@ -60,9 +59,12 @@ class _Call:
     """What one call of :func:`main` learns while Hydra runs it: the exit code of its run (not
     a multirun: :func:`_job`) and its multirun (:class:`SweepReport`: the sweep folder, its
     jobs' planned records or None, the start time; see :func:`sweep.report`)."""
+
     codes: list[int] = field(default_factory=list)
     sweep: tuple[Path, list | None, float] | None = None
-    made: dict[Path, bool] = field(default_factory=dict)  # the run folder's parents: whether each was there
+    made: dict[Path, bool] = field(
+        default_factory=dict
+    )  # the run folder's parents: whether each was there
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -79,6 +81,7 @@ def draw(composed: DictConfig, out: Path) -> None:
     run, drawn as it ends (:func:`runs.ending.conclude`; matplotlib loads only here)."""
     from ..analysis.plotting import plot_clients, plot_run, run_title
     from ..engine import clients
+
     plot_run(out / "metrics.csv", out / "metrics.png", title=run_title(composed))
     if (out / clients.SUMMARY).exists():
         plot_clients(out / clients.SUMMARY, out / clients.FIGURE)
@@ -87,7 +90,9 @@ def draw(composed: DictConfig, out: Path) -> None:
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _job(composed: DictConfig) -> float:
     stops_interrupt()  # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
-    if signals.received:  # this process was told to stop (a joblib worker, between jobs): no new job
+    if (
+        signals.received
+    ):  # this process was told to stop (a joblib worker, between jobs): no new job
         raise KeyboardInterrupt
     from ..runs import runner  # here, so that config errors are reported before torch loads
 
@@ -102,14 +107,23 @@ def _job(composed: DictConfig) -> float:
     started, reason = time.time(), ""
     noted = len(signals.received)
     try:
-        code = runner.run(composed, out, progress=sys.stderr.isatty() and in_process, command=command(hc),
-                          hydra_record=hydra_files(composed, hc), reference=reference, plot=draw)
+        code = runner.run(
+            composed,
+            out,
+            progress=sys.stderr.isatty() and in_process,
+            command=command(hc),
+            hydra_record=hydra_files(composed, hc),
+            reference=reference,
+            plot=draw,
+        )
     except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
         code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
     if not multirun and out.is_dir() and not any(out.iterdir()):
         _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
-        sweep.ended(hc, out, code, started, reason or (console.errors[-1] if console.errors else ""))
+        sweep.ended(
+            hc, out, code, started, reason or (console.errors[-1] if console.errors else "")
+        )
         if code == EXIT["interrupted"] or len(signals.received) > noted:
             # stop the whole sweep, not just this job -- also after a signal that came too late
             # to stop the job itself (during its last round's evaluation or checkpoint)
@@ -117,24 +131,34 @@ def _job(composed: DictConfig) -> float:
     else:
         _ran(code)
         if code == 0 and composed.seeds > 1:
-            streams.out(f"runs:    {out / 'seed_<s>'} for s = {composed.seed}..{composed.seed + composed.seeds - 1}")
+            streams.out(
+                f"runs:    {out / 'seed_<s>'} for s = {composed.seed}..{composed.seed + composed.seeds - 1}"
+            )
         elif code == 0 and (out / "metrics.csv").exists():
             streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
-    return sweep_value(composed, out, code, OmegaConf.select(hc, "sweeper.direction"))  # for sweepers
+    return sweep_value(
+        composed, out, code, OmegaConf.select(hc, "sweeper.direction")
+    )  # for sweepers
 
 
 def _parents(argv: list[str]) -> dict[Path, bool]:
     """The run folder's parents known before Hydra makes the folder (the literal part of
     ``hydra.run.dir``: the command line's, else config.yaml's ``results/runs/``), each with
     whether it exists now."""
-    given = [a.split("=", 1)[1].strip("'\"") for a in argv if re.match(r"^\+{0,2}hydra\.run\.dir=", a)]
+    given = [
+        a.split("=", 1)[1].strip("'\"") for a in argv if re.match(r"^\+{0,2}hydra\.run\.dir=", a)
+    ]
     pattern = given[-1] if given else "results/runs/${now:}"
-    literal = Path(pattern.split("${", 1)[0] + "x").parent  # the folders before the first interpolation
+    literal = Path(
+        pattern.split("${", 1)[0] + "x"
+    ).parent  # the folders before the first interpolation
     out = {}
     try:
         for p in [literal.resolve(), *literal.resolve().parents]:
             out[p] = p.exists()
-    except OSError:  # a name the file system refuses (too long, ...): the run says so; keep every folder
+    except (
+        OSError
+    ):  # a name the file system refuses (too long, ...): the run says so; keep every folder
         return {}
     return out
 
@@ -160,6 +184,7 @@ def _one_of_a_sweep(hc, composed: DictConfig, reference: DictConfig | None) -> N
     saying that it runs one config (the preset's own values), and what ``-m`` would run; not
     for a config the run will refuse (a fault stays one line)."""
     from ..runs import experiment
+
     note = one_of_a_sweep(hc)
     if not note:
         return
@@ -179,7 +204,9 @@ class SweepReport(Callback):
 
 
 _EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
-_PATH_KEY = re.compile(r"^(\+{0,2}(?:hydra\.(?:run|sweep)\.dir|hydra\.sweep\.subdir|data\.root))=(.+)$")
+_PATH_KEY = re.compile(
+    r"^(\+{0,2}(?:hydra\.(?:run|sweep)\.dir|hydra\.sweep\.subdir|data\.root))=(.+)$"
+)
 
 
 def quote_paths(args: list[str]) -> list[str]:
@@ -206,14 +233,22 @@ def _preflight(argv: list[str]) -> int | None:
     defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
         from .help import option_page, text
-        chosen = [a.split("=", 1) for a in argv if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+$", a)]
+
+        chosen = [
+            a.split("=", 1)
+            for a in argv
+            if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+$", a)
+        ]
         try:
-            streams.out(("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n"))
+            streams.out(
+                ("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n")
+            )
         except UserError as e:
             streams.err(f"fedrun: error: {e}")
             return EXIT["error"]
         return EXIT["finished"]
     from hydra._internal.utils import get_args_parser
+
     parser = get_args_parser()
     parser.error = _not_parsed  # silent here: Hydra's own parsing says what is wrong
     try:
@@ -225,9 +260,16 @@ def _preflight(argv: list[str]) -> int | None:
     except UserError as e:
         streams.err(f"fedrun: error: {e}")
         return EXIT["error"]
-    if args.config_name or args.config_path or args.config_dir or args.info or args.shell_completion:
+    if (
+        args.config_name
+        or args.config_path
+        or args.config_dir
+        or args.info
+        or args.shell_completion
+    ):
         return None
     from .dryrun import dry_run, requested
+
     if args.cfg == "job" and args.multirun:
         return dry_run(args.overrides, multirun=True, show_cfg=True)
     if args.cfg == "job" and not args.resolve:
@@ -250,12 +292,16 @@ def _deleted_cwd(args: list[str]) -> str | None:
         where = os.readlink("/proc/self/cwd").removesuffix(" (deleted)")
     except OSError:
         where = os.environ.get("PWD", "(unknown)")
-    folders = [a.split("=", 1)[1] for a in args if _PATH_KEY.match(a) and "hydra." in a.split("=", 1)[0]]
+    folders = [
+        a.split("=", 1)[1] for a in args if _PATH_KEY.match(a) and "hydra." in a.split("=", 1)[0]
+    ]
     if folders and all(os.path.isabs(f.strip("'\"")) for f in folders):
         os.chdir("/")
         return None
-    return (f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give an "
-            f"absolute hydra.run.dir (hydra.sweep.dir with -m)")
+    return (
+        f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give an "
+        f"absolute hydra.run.dir (hydra.sweep.dir with -m)"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -298,8 +344,11 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
     if not left:
         return
     names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
-    say(f"{len(left)} thread{'s' if len(left) > 1 else ''} started by a plugin still running ({names}); "
-        + ("fedrun exits without waiting for them" if exit_now else "left running"), "note")
+    say(
+        f"{len(left)} thread{'s' if len(left) > 1 else ''} started by a plugin still running ({names}); "
+        + ("fedrun exits without waiting for them" if exit_now else "left running"),
+        "note",
+    )
     if exit_now:
         _exit(code)  # os._exit; every line fedrun wrote is flushed already (streams.line)
 
@@ -317,8 +366,10 @@ def _fedrun(call: _Call) -> int:
         return early
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
-        streams.err(f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
-                    f"(an empty one would write the run into the current folder)")
+        streams.err(
+            f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
+            f"(an empty one would write the run into the current folder)"
+        )
         return EXIT["error"]
     sys.argv[1:] = quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"

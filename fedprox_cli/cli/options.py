@@ -9,29 +9,46 @@ from pathlib import Path
 
 from ..analysis.results import first_line
 from ..analysis.run import FINALS
-from ..common import guarded
-from ..common import streams
+from ..common import guarded, streams
 from ..common.errors import UserError, describe, require
 
 
 def add_arguments(p) -> None:
     """The arguments ``fedrun-plot`` and ``fedrun-table`` share (argparse parser ``p``)."""
-    p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
-                   help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
-                        "such as algorithm=fedcanon_fig2/fedavg), or one of KEY=V1,V2,...; repeatable")
-    p.add_argument("--final", choices=FINALS, default="last",
-                   help="a run's final value: its last evaluation (last, the default) or the mean "
-                        "of its last 10%% of evaluations, at least one (tail)")
+    p.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
+        "such as algorithm=fedcanon_fig2/fedavg), or one of KEY=V1,V2,...; repeatable",
+    )
+    p.add_argument(
+        "--final",
+        choices=FINALS,
+        default="last",
+        help="a run's final value: its last evaluation (last, the default) or the mean "
+        "of its last 10%% of evaluations, at least one (tail)",
+    )
 
 
 def add_label_arguments(p, what: str) -> None:
     """``--label KEY=TEXT`` and ``--labels FILE``: renames of ``what`` (see
     :func:`..analysis.groups.relabel`)."""
-    p.add_argument("--label", action="append", default=[], metavar="KEY=TEXT",
-                   help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
-                        "(algorithm.beta=β) or a whole legend label; repeatable")
-    p.add_argument("--labels", type=Path, metavar="FILE",
-                   help="a YAML mapping of such renames (keys may hold '=': 'partition=dir/0.1': Dir(0.1))")
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=TEXT",
+        help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
+        "(algorithm.beta=β) or a whole legend label; repeatable",
+    )
+    p.add_argument(
+        "--labels",
+        type=Path,
+        metavar="FILE",
+        help="a YAML mapping of such renames (keys may hold '=': 'partition=dir/0.1': Dir(0.1))",
+    )
 
 
 def names(args) -> dict[str, str]:
@@ -42,7 +59,9 @@ def names(args) -> dict[str, str]:
             loaded = guarded.read_yaml(args.labels)
         except guarded.Unreadable as e:
             raise UserError(f"--labels {args.labels} is not YAML ({e.why})") from None
-        require(isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text")
+        require(
+            isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text"
+        )
         out.update({str(k): str(v) for k, v in loaded.items()})
     for item in args.label:
         require("=" in item, f"--label takes KEY=TEXT, got {item!r}")
@@ -55,8 +74,10 @@ def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
     """Run ``body(warn)``, ``warn`` printing one ``prog: ...`` line on stderr; a user error or
     an unreadable / unwritable file is one line and exit code 2, anything else one line and
     exit code 1: never a traceback."""
+
     def warn(message: str) -> None:
         streams.err(f"{prog}: {message}")
+
     try:
         return body(warn)
     except (UserError, OSError) as e:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from ..analysis import results, stats
 from ..analysis.curves import plot_groups, plot_slope
-from ..common.errors import UserError, require
-from ..common import streams
 from ..analysis.plotting import plt, styled
 from ..analysis.run import X_AXES
+from ..common import streams
+from ..common.errors import UserError, require
 from . import options
 
 PROG = "fedrun-plot"
@@ -41,29 +41,63 @@ METRICS = ("test_acc", "train_loss", "objective", "test_loss", "stationarity", "
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
     p.add_argument("--x", choices=sorted(X_AXES), default="round")
-    p.add_argument("--y", help=f"a metrics.csv column ({', '.join(METRICS)}, ...); default test_acc, "
-                   "with --slope stationarity")
+    p.add_argument(
+        "--y",
+        help=f"a metrics.csv column ({', '.join(METRICS)}, ...); default test_acc, "
+        "with --slope stationarity",
+    )
     options.add_arguments(p)
-    p.add_argument("--panels", action="append", default=[], metavar="KEY",
-                   help="one subplot per value of KEY (a dotted key or a config group); repeatable")
-    p.add_argument("--logy", action=argparse.BooleanOptionalAction, default=None,
-                   help="log-scale y (default: for stationarity only, as the papers)")
-    p.add_argument("--slope", metavar="KEY", help="plot final --y (default stationarity) against "
-                   "KEY on log-log axes and print the fitted slope (FedNMap Figs. 3b/4b: n or K)")
-    p.add_argument("--partition", metavar="RUN", type=Path,
-                   help="plot the client partition of one run folder instead")
-    p.add_argument("--out", type=Path, help="output file, .png, .pdf or .svg (default: "
-                   "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created")
+    p.add_argument(
+        "--panels",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="one subplot per value of KEY (a dotted key or a config group); repeatable",
+    )
+    p.add_argument(
+        "--logy",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log-scale y (default: for stationarity only, as the papers)",
+    )
+    p.add_argument(
+        "--slope",
+        metavar="KEY",
+        help="plot final --y (default stationarity) against "
+        "KEY on log-log axes and print the fitted slope (FedNMap Figs. 3b/4b: n or K)",
+    )
+    p.add_argument(
+        "--partition",
+        metavar="RUN",
+        type=Path,
+        help="plot the client partition of one run folder instead",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="output file, .png, .pdf or .svg (default: "
+        "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created",
+    )
     p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
     options.add_label_arguments(p, "legend entries and panel titles")
-    p.add_argument("--style", help="a matplotlib style sheet: paper (shipped: serif, 3.4x2.5 in per "
-                   "panel, 300 dpi), a .mplstyle file or a matplotlib style name")
-    p.add_argument("--size", metavar="W,H", help="size of one panel in inches (default 5.6,4.2, "
-                   "or the style's figure.figsize)")
+    p.add_argument(
+        "--style",
+        help="a matplotlib style sheet: paper (shipped: serif, 3.4x2.5 in per "
+        "panel, 300 dpi), a .mplstyle file or a matplotlib style name",
+    )
+    p.add_argument(
+        "--size",
+        metavar="W,H",
+        help="size of one panel in inches (default 5.6,4.2, or the style's figure.figsize)",
+    )
     p.add_argument("--font-size", type=float, metavar="PT", help="base font size in points")
     args = p.parse_args(argv)
     if not args.results and args.partition is None:
@@ -86,8 +120,10 @@ def plot_partition(run: Path, out: Path) -> None:
     try:
         from ..analysis.plotting import plot_partition as draw
     except ImportError:
-        raise UserError("--partition needs fedprox_cli.analysis.plotting.plot_partition, which this "
-                        "installation does not have") from None
+        raise UserError(
+            "--partition needs fedprox_cli.analysis.plotting.plot_partition, which this "
+            "installation does not have"
+        ) from None
     draw(run, out)
 
 
@@ -109,19 +145,40 @@ def draw(args, warn) -> int:
         runs = results.having(runs, [metric], warn)
         results.note_runs(runs, metric, args.final, warn)
         out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
-        fits, text = plot_slope(runs, args.slope, out, metric, args.final, warn, args.title,
-                                options.names(args), panel_size(args))
+        fits, text = plot_slope(
+            runs,
+            args.slope,
+            out,
+            metric,
+            args.final,
+            warn,
+            args.title,
+            options.names(args),
+            panel_size(args),
+        )
         for f in fits:
             seeds = stats.seed_interval(f)
-            streams.out(f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
-                        f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")"))
+            streams.out(
+                f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
+                f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")")
+            )
     else:
         y = args.y or "test_acc"
         runs = results.having(runs, [args.x, y], warn)
         results.note_runs(runs, None, None, warn)
         out = args.out or base / f"plot_{y}_vs_{args.x}.png"
-        labels, text = plot_groups(runs, out, args.x, y, args.logy, args.title, args.panels, warn,
-                                   options.names(args), panel_size(args))
+        labels, text = plot_groups(
+            runs,
+            out,
+            args.x,
+            y,
+            args.logy,
+            args.title,
+            args.panels,
+            warn,
+            options.names(args),
+            panel_size(args),
+        )
         for label in labels:
             streams.out(label)
     streams.out(f"caption: {text}")

@@ -29,7 +29,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..claims import declare  # the others (pandas, torch) where a claim is computed: list/plan remember texts
+from ..claims import (
+    declare,  # the others (pandas, torch) where a claim is computed: list/plan remember texts
+)
 from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
@@ -42,43 +44,77 @@ README, DOCS = Path("README.md"), Path("docs/reproducing.md")
 
 def parse(argv):
     doc = __doc__.split("\n\n", 1)
-    p = argparse.ArgumentParser(prog=PROG, description=doc[0].split(": ", 1)[1], epilog=doc[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=doc[0].split(": ", 1)[1],
+        epilog=doc[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--results", type=Path, default=Path("results"),
-                        help="the folder holding REPRODUCTION.md and reproduction/ (default: results)")
-    common.add_argument("--root", type=Path, default=Path("."),
-                        help="the checkout whose README.md and docs/reproducing.md are compared or written")
+    common.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="the folder holding REPRODUCTION.md and reproduction/ (default: results)",
+    )
+    common.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="the checkout whose README.md and docs/reproducing.md are compared or written",
+    )
     sub.add_parser("list", parents=[common], help="every claim with its word, one line each")
-    pl = sub.add_parser("plan", parents=[common], help="the missing runs per claim, commands and cost")
+    pl = sub.add_parser(
+        "plan", parents=[common], help="the missing runs per claim, commands and cost"
+    )
     pl.add_argument("claims", nargs="*", metavar="CLAIM")
     pl.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    rn = sub.add_parser("run", parents=[common], help="launch the missing runs of claims (fedrun -m)")
+    rn = sub.add_parser(
+        "run", parents=[common], help="launch the missing runs of claims (fedrun -m)"
+    )
     rn.add_argument("claims", nargs="+", metavar="CLAIM")
     rn.add_argument("--paper", action="store_true", help="run the paper's own setting instead")
     rn.add_argument("--dry-run", action="store_true", help="print the commands only")
     ch = sub.add_parser("check", parents=[common], help="recompute every word and number; compare")
     ch.add_argument("claims", nargs="*", metavar="CLAIM")
-    sub.add_parser("report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks")
+    sub.add_parser(
+        "report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks"
+    )
     argv = list(sys.argv[1:] if argv is None else argv)
-    overrides = [a for a in argv if "=" in a and not a.startswith("-")] if argv[:1] == ["run"] else []
+    overrides = (
+        [a for a in argv if "=" in a and not a.startswith("-")] if argv[:1] == ["run"] else []
+    )
     args = p.parse_args([a for a in argv if a not in overrides])
     args.overrides = overrides
     return args
 
 
-def build(claims: list[declare.Claim], root: Path, strict: bool, warn=None) -> list[render.Rendered]:
+def build(
+    claims: list[declare.Claim], root: Path, strict: bool, warn=None
+) -> list[render.Rendered]:
     """Each claim's evidence (one per run set that ran) and its word (``warn``: where what the
     reading notes goes, default stderr)."""
     from ..claims import evidence, render, tables, verdict
+
     warn = warn or globals()["warn"]
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
-        deciding = next((ev for ev in found if ev.present and not ev.runset.choices), found[0] if found else None)
-        table = tables.texts(c, found, root, warn)["md"] if c.table_spec and any(ev.present for ev in found) else ""
-        out.append(render.Rendered(c, found, verdict.of(c, deciding), table=table, digest=digest(root.parent, c.figure)))
+        deciding = next(
+            (ev for ev in found if ev.present and not ev.runset.choices),
+            found[0] if found else None,
+        )
+        table = (
+            tables.texts(c, found, root, warn)["md"]
+            if c.table_spec and any(ev.present for ev in found)
+            else ""
+        )
+        out.append(
+            render.Rendered(
+                c, found, verdict.of(c, deciding), table=table, digest=digest(root.parent, c.figure)
+            )
+        )
     return out
 
 
@@ -106,6 +142,7 @@ def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> 
     """Print each claim's text, ``make(rendered claim)``, recomputed only where its declaration,
     its run folders or the package's code changed since it was last printed (:mod:`claims.cache`)."""
     from ..claims.cache import Cache
+
     memo = Cache(root, command)
     relay = _Relay()  # one warn for every claim: the evidence's reads of shared folders are reused
 
@@ -115,6 +152,7 @@ def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> 
         for f in findings([r]):  # the validation's findings, remembered with the text
             said(f)
         return make(r)
+
     for c in claims:
         streams.out(memo.text(c, lambda said, c=c: computed(c, said), warn))
     memo.save()
@@ -122,6 +160,7 @@ def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> 
 
 class _Relay:
     """A warn function whose target changes (the claim being computed's own)."""
+
     to = staticmethod(warn)
 
     def __call__(self, message: str) -> None:
@@ -133,23 +172,38 @@ LIST_HEADER = ("claim", "figure or table", "word", "data / T / seeds / device")
 
 def _list(args) -> int:
     from ..claims import render
+
     streams.out(f"{LIST_HEADER[0]:16} {LIST_HEADER[1]:22} {LIST_HEADER[2]:28} {LIST_HEADER[3]}")
-    _remembered(declare.load(), args.results / "reproduction", "list", lambda r: (
-        f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}\n{'':16} {r.claim.short}"))
+    _remembered(
+        declare.load(),
+        args.results / "reproduction",
+        "list",
+        lambda r: (
+            f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}\n{'':16} {r.claim.short}"
+        ),
+    )
     return 0
 
 
 def _plan(args) -> int:
     from ..claims import plan
+
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
-    _remembered(claims, root, f"plan --device {args.device}", lambda r: plan.text(
-        r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device), r.verdict))
+    _remembered(
+        claims,
+        root,
+        f"plan --device {args.device}",
+        lambda r: plan.text(
+            r.claim, plan.sweeps(r.claim, r.evidence, str(root), args.device), r.verdict
+        ),
+    )
     return 0
 
 
 def _run(args) -> int:
     from ..claims import plan
+
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
     todo = []
@@ -160,21 +214,31 @@ def _run(args) -> int:
         for o in args.overrides:
             clash = plan.contradicts(r.claim, o, args.paper)
             require(clash is None, f"claim {r.claim.id}: the override {o} contradicts {clash}")
-        found = [s for s in plan.sweeps(r.claim, r.evidence, str(root), "cpu")
-                 if s.what.startswith("the paper's setting") == args.paper]
-        require(found or r.claim.ran or args.paper, f"claim {r.claim.id}: nothing of it runs on the data "
-                f"here; --paper runs its paper setting (plan --device cuda shows it)")
+        found = [
+            s
+            for s in plan.sweeps(r.claim, r.evidence, str(root), "cpu")
+            if s.what.startswith("the paper's setting") == args.paper
+        ]
+        require(
+            found or r.claim.ran or args.paper,
+            f"claim {r.claim.id}: nothing of it runs on the data "
+            f"here; --paper runs its paper setting (plan --device cuda shows it)",
+        )
         todo += found
     for s in todo:
         mine = {o.split("=", 1)[0] for o in args.overrides}
-        fedrun = [a for a in s.args if a.split("=", 1)[0] not in mine
-                  and not ("hydra/launcher" in mine and a in plan.LAUNCHER)]
+        fedrun = [
+            a
+            for a in s.args
+            if a.split("=", 1)[0] not in mine
+            and not ("hydra/launcher" in mine and a in plan.LAUNCHER)
+        ]
         cmd = [sys.executable, "-m", "fedprox_cli", "-m", *fedrun, *args.overrides]
         streams.out(f"{PROG}: {s.what}: fedrun -m {' '.join([*fedrun, *args.overrides])}")
         if args.dry_run:
             continue
         code = subprocess.run(cmd, check=False).returncode
-        if code > EXIT["diverged"]:   # a diverged job is a result; anything else stops here
+        if code > EXIT["diverged"]:  # a diverged job is a result; anything else stops here
             return code
     if not todo:
         streams.out(f"{PROG}: nothing missing")
@@ -192,18 +256,32 @@ def _read(path: Path) -> str:
 
 def _check(args) -> int:
     from ..claims import compare, figures, render, tables
+
     claims = declare.select(declare.load(), args.claims)
     rendered = build(claims, args.results / "reproduction", strict=True)
     whole = not args.claims
-    diffs = compare.report(_read(args.results / REPORT), render.report(rendered, render.owners(declare.load())),
-                           [c.id for c in claims], whole)
+    diffs = compare.report(
+        _read(args.results / REPORT),
+        render.report(rendered, render.owners(declare.load())),
+        [c.id for c in claims],
+        whole,
+    )
     for name, make in ((README, render.readme), (DOCS, render.docs)):
-        diffs += compare.block(str(name), render.between(_read(args.root / name)), make(rendered),
-                               {c.id: (f"{c.title}:" if name == README else f"{c.title} (`{c.id}`)") for c in claims})
+        diffs += compare.block(
+            str(name),
+            render.between(_read(args.root / name)),
+            make(rendered),
+            {c.id: (f"{c.title}:" if name == README else f"{c.title} (`{c.id}`)") for c in claims},
+        )
     diffs += findings(rendered)
-    diffs += [f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
-              f"(add them to its seeds in fedprox_cli/claims/)" for r in rendered for ev in r.evidence if ev.extra]
-    for r in rendered:   # the figures and tables linked from the report, redrawn from the runs
+    diffs += [
+        f"{r.claim.id}: runs of seeds {', '.join(map(str, ev.extra))} in its folders are not declared "
+        f"(add them to its seeds in fedprox_cli/claims/)"
+        for r in rendered
+        for ev in r.evidence
+        if ev.extra
+    ]
+    for r in rendered:  # the figures and tables linked from the report, redrawn from the runs
         diffs += figures.stale(r.claim, r.evidence, args.results / "reproduction", warn)
         diffs += tables.stale(r.claim, r.evidence, args.results / "reproduction", warn)
     for d in diffs:
@@ -215,16 +293,25 @@ def _check(args) -> int:
 
 def _report(args) -> int:
     from ..claims import figures, render, tables
+
     claims = declare.load()
     rendered = build(claims, args.results / "reproduction", strict=True)
-    for r in rendered:   # the figures and tables the report links, before the report that digests them
+    for (
+        r
+    ) in rendered:  # the figures and tables the report links, before the report that digests them
         figures.draw_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         tables.write_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         r.digest = digest(args.results, r.claim.figure)  # of the file as drawn now
     texts = {args.results / REPORT: render.report(rendered, render.owners(claims))}
-    for name, make in ((README, render.readme), (DOCS, render.docs)):   # all checked before any is written
+    for name, make in (
+        (README, render.readme),
+        (DOCS, render.docs),
+    ):  # all checked before any is written
         new = render.replace_between(_read(args.root / name), make(rendered))
-        require(new is not None, f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})")
+        require(
+            new is not None,
+            f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})",
+        )
         texts[args.root / name] = new
     for f in findings(rendered):
         warn(f"{f} (left out; `check` fails until it is mended)")

@@ -34,7 +34,11 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
     """The run's config, flattened; {} when it has none yet, or (noted in ``problems``) one that
     cannot be read: the row shows what the summary has."""
     try:
-        return complete(flatten(OmegaConf.to_container(guarded.read_config(run_dir / "config.yaml"), resolve=False)))
+        return complete(
+            flatten(
+                OmegaConf.to_container(guarded.read_config(run_dir / "config.yaml"), resolve=False)
+            )
+        )
     except guarded.Unreadable as e:
         problems.append(str(e))
     except Exception:  # noqa: BLE001 -- missing, or not a config of this version
@@ -50,27 +54,36 @@ def find(paths) -> list[Path]:
         marks = [m.parent for pat in ("summary.json", "config.yaml") for m in p.rglob(pat)]
         found += [d for d in marks if ".hydra" not in d.parts and ".submitit" not in d.parts]
         found += [job for m in p.rglob("multirun.yaml") for job in _planned(m)]
-    require(found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}")
-    return sorted(set(found), key=lambda d: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in d.parts])
+    require(
+        found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}"
+    )
+    return sorted(
+        set(found), key=lambda d: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in d.parts]
+    )
 
 
 def _planned(multirun_yaml: Path) -> list[Path]:
     """The job folders a sweep will have (started or not): from its job records
     (:mod:`..analysis.jobrecords`), or for a sweep of numbered folders (before those records) from its
     multirun.yaml."""
-    from .compose import sweep_jobs
     from ..analysis.jobrecords import records
+    from .compose import sweep_jobs
 
     sweep = multirun_yaml.parent
     recorded = [Path(r.folder) for r in records(sweep)]
     if recorded:  # named as the sweep folder was given, when they are in it
-        return [sweep / f.relative_to(sweep.absolute()) if f.is_relative_to(sweep.absolute()) else f
-                for f in recorded]
+        return [
+            sweep / f.relative_to(sweep.absolute()) if f.is_relative_to(sweep.absolute()) else f
+            for f in recorded
+        ]
 
     try:
         config = guarded.read_config(multirun_yaml)
         jobs = sweep_jobs(config)
-        numbered = OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"] == "${hydra.job.num}"
+        numbered = (
+            OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
+            == "${hydra.job.num}"
+        )
     except Exception:  # not a sweep record this version can read: list what is on disk
         return []
     return [multirun_yaml.parent / str(i) for i in range(len(jobs))] if jobs and numbered else []
@@ -90,7 +103,11 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
         r, cfg = record(d), configs[d]
         if r.T is None:
             r.T = cfg.get("T")
-        row = {"run": str(d), "status": r.status, "rounds": rounds(r) if r.status != "not started" else "-"}
+        row = {
+            "run": str(d),
+            "status": r.status,
+            "rounds": rounds(r) if r.status != "not started" else "-",
+        }
         row.update({m: r.final.get(m, "") for m in METRICS})
         row.update({groups.short(k): cfg.get(k, "") for k in keys})
         if r.error:
@@ -112,7 +129,9 @@ def _cell(v) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="fedrun-report", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    p = argparse.ArgumentParser(
+        prog="fedrun-report", description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+    )
     p.add_argument("paths", nargs="+", type=Path, metavar="RUNS_OR_SWEEPS")
     p.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     args = p.parse_args(argv)

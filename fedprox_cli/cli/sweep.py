@@ -45,8 +45,13 @@ from ..common.errors import EXIT, UserError
 
 
 HELD = "held"  # the status of a job refused because another process holds its folder
-STATUS = {EXIT["finished"]: "finished", EXIT["diverged"]: "diverged", EXIT["error"]: "error",
-          EXIT["internal"]: "error", EXIT["interrupted"]: "interrupted"}
+STATUS = {
+    EXIT["finished"]: "finished",
+    EXIT["diverged"]: "diverged",
+    EXIT["error"]: "error",
+    EXIT["internal"]: "error",
+    EXIT["interrupted"]: "interrupted",
+}
 
 
 def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
@@ -56,9 +61,12 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
     the folder's earlier run and its summary as they were)."""
     from ..runs import lock
     from ..runs.outputs import read_summary, runs_in
+
     reason, status = "", STATUS.get(code, "error")
     here = Path(os.path.abspath(folder))
-    if code == EXIT["error"] and any(here in (p, *p.parents) for p in map(Path, map(os.path.abspath, lock.refused))):
+    if code == EXIT["error"] and any(
+        here in (p, *p.parents) for p in map(Path, map(os.path.abspath, lock.refused))
+    ):
         status = HELD
     lock.refused.clear()
     if code != EXIT["finished"]:
@@ -72,8 +80,14 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
                 reason = str(s["error"])
                 break
         reason = reason or said
-    rec = JobRecord(int(hc.job.num), OmegaConf.to_container(hc.overrides.task), os.path.abspath(folder),
-                    code, status, reason)
+    rec = JobRecord(
+        int(hc.job.num),
+        OmegaConf.to_container(hc.overrides.task),
+        os.path.abspath(folder),
+        code,
+        status,
+        reason,
+    )
     write(Path(str(hc.sweep.dir)), rec)
 
 
@@ -84,7 +98,9 @@ class SweepRefused(UserError):
     """Some jobs of a sweep are invalid; their lines are printed already."""
 
 
-def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[JobRecord] | None, float]:
+def start(
+    master: DictConfig, config_name: str = "config"
+) -> tuple[Path, list[JobRecord] | None, float]:
     """What the launching process does before the first job: :func:`check_all`, then the
     planned records written; returns (sweep folder, planned records, start time) for
     :func:`report`. Hydra turns a callback's exceptions into warnings, so a refusal (exit 2)
@@ -93,8 +109,11 @@ def start(master: DictConfig, config_name: str = "config") -> tuple[Path, list[J
     from omegaconf.errors import OmegaConfBaseException
 
     from .faults import crash, one_line
+
     started = time.time()
-    os.environ[LAUNCH] = hashlib.sha256(f"{os.getpid()} {socket.gethostname()} {started}".encode()).hexdigest()[:8]
+    os.environ[LAUNCH] = hashlib.sha256(
+        f"{os.getpid()} {socket.gethostname()} {started}".encode()
+    ).hexdigest()[:8]
     try:
         planned = check_all(master, config_name)
         folder = Path(str(master.hydra.sweep.dir))
@@ -117,6 +136,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
 
     from . import dryrun
     from .compose import sweep_jobs
+
     task = sweep_jobs(master)
     if task is None:
         return None
@@ -128,7 +148,9 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
         HydraConfig.instance().cfg = saved
     if bad:
         streams.err("\n".join(bad))
-        raise SweepRefused(f"{len(bad)} of {len(task)} jobs of the sweep are invalid (above); nothing ran")
+        raise SweepRefused(
+            f"{len(bad)} of {len(task)} jobs of the sweep are invalid (above); nothing ran"
+        )
     return [JobRecord(j.num, j.overrides, os.path.abspath(j.folder)) for j in listed]
 
 
@@ -138,6 +160,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
 def _recorded_error(folder: Path) -> str:
     """The error a job's run recorded in its summary (its first run's, for ``seeds=R``)."""
     from ..runs.outputs import read_summary, runs_in
+
     for run in runs_in(folder):
         try:
             return str(read_summary(run).get("error", ""))
@@ -156,13 +179,13 @@ def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bo
     worst exit code. ``planned``: the jobs launched (a basic sweep), each reported from its
     record, or from its folder when it has none (it never ended: not started, or its process
     died); None: the jobs recorded since ``since``."""
-    from .jobtable import table as job_table
     from ..runs.outputs import effective_status
+    from .jobtable import table as job_table
 
     sweep = Path(sweep)
     done = {r.folder: r for r in records(sweep, since, os.environ.get(LAUNCH, ""))}
     jobs = []
-    for p in (planned if planned is not None else sorted(done.values(), key=lambda r: r.num)):
+    for p in planned if planned is not None else sorted(done.values(), key=lambda r: r.num):
         r = done.get(p.folder, p)
         if r.code is None:  # no record of its end: its folder tells
             st = effective_status(Path(r.folder))
@@ -174,9 +197,18 @@ def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bo
     root = sweep.absolute()
     streams.out(f"sweep: {len(jobs) - len(failed)} of {len(jobs)} jobs finished in {sweep}")
     for r in failed:
-        streams.err(f"  {_shown(Path(r.folder), root)}: {r.status}" + (f" ({r.reason})" if r.reason else ""))
+        streams.err(
+            f"  {_shown(Path(r.folder), root)}: {r.status}" + (f" ({r.reason})" if r.reason else "")
+        )
     if table and jobs:
-        streams.out("\n".join(job_table([Path(r.folder) for r in jobs], root,
-                                        statuses=[r.status for r in jobs],
-                                        overrides=[r.overrides for r in jobs])))
+        streams.out(
+            "\n".join(
+                job_table(
+                    [Path(r.folder) for r in jobs],
+                    root,
+                    statuses=[r.status for r in jobs],
+                    overrides=[r.overrides for r in jobs],
+                )
+            )
+        )
     return max((r.code for r in jobs), default=EXIT["finished"])

@@ -28,36 +28,64 @@ import argparse
 from pathlib import Path
 
 from ..analysis import groups, results, stats, table
-from ..common.files import atomic_write_text
 from ..common import streams
+from ..common.files import atomic_write_text
 from . import options
 
 PROG = "fedrun-table"
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                epilog=__doc__.split("\n\n", 1)[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        epilog=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--preset", choices=sorted(table.PRESETS),
-                      help="a paper's layout: table6 (final test accuracy per row and algorithm; "
-                           "FedCanon Table VI), table5 (training time per K and algorithm with the "
-                           "ratios to FedCanon and to the previous K; Table V); other options override it")
+    mode.add_argument(
+        "--preset",
+        choices=sorted(table.PRESETS),
+        help="a paper's layout: table6 (final test accuracy per row and algorithm; "
+        "FedCanon Table VI), table5 (training time per K and algorithm with the "
+        "ratios to FedCanon and to the previous K; Table V); other options override it",
+    )
     mode.add_argument("--slope", metavar="KEY", help="slope of log final stationarity vs log KEY")
-    p.add_argument("--metric", action="append", metavar="M",
-                   help="a metrics.csv column (default test_acc; with --slope stationarity); repeatable")
-    p.add_argument("--column", help="config key whose values are the columns (default "
-                   "algorithm.name; 'none': one column per metric)")
-    p.add_argument("--rows", nargs="+", metavar="KEY", help="config keys naming the rows (default: "
-                   "the keys that tell the groups apart)")
-    p.add_argument("--precision", type=int, metavar="P",
-                   help="decimals of mean and std (default 4; 3 significant digits for stationarity)")
-    p.add_argument("--bold", choices=table.BOLD, help="where the best mean is bold (default auto: "
-                   "across the column values of each row with a column key, else down each column)")
-    p.add_argument("--format", choices=sorted(set(table.FORMATS.values())),
-                   help="md, latex or csv (default: by --out's suffix, else md)")
+    p.add_argument(
+        "--metric",
+        action="append",
+        metavar="M",
+        help="a metrics.csv column (default test_acc; with --slope stationarity); repeatable",
+    )
+    p.add_argument(
+        "--column",
+        help="config key whose values are the columns (default "
+        "algorithm.name; 'none': one column per metric)",
+    )
+    p.add_argument(
+        "--rows",
+        nargs="+",
+        metavar="KEY",
+        help="config keys naming the rows (default: the keys that tell the groups apart)",
+    )
+    p.add_argument(
+        "--precision",
+        type=int,
+        metavar="P",
+        help="decimals of mean and std (default 4; 3 significant digits for stationarity)",
+    )
+    p.add_argument(
+        "--bold",
+        choices=table.BOLD,
+        help="where the best mean is bold (default auto: "
+        "across the column values of each row with a column key, else down each column)",
+    )
+    p.add_argument(
+        "--format",
+        choices=sorted(set(table.FORMATS.values())),
+        help="md, latex or csv (default: by --out's suffix, else md)",
+    )
     p.add_argument("--out", type=Path, help="write the table here (default: print it)")
     options.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
     options.add_arguments(p)
@@ -68,16 +96,38 @@ def parse(argv):
 
 
 def slope_table(fits: list[dict], key: str, metric: str) -> str:
-    body = [[f["label"], f"{f['slope']:.3f}", f"{f['r2']:.3f}", stats.seed_interval(f) or "-",
-             "; ".join(f"{groups.fmt(p[0])}: {p[4]}" for p in f["points"])] for f in fits]
-    return table.markdown(["group", f"slope of log final {metric} vs log {key}", "R²",
-                            "per-seed slopes", f"final {metric} per {key}"], body)
+    body = [
+        [
+            f["label"],
+            f"{f['slope']:.3f}",
+            f"{f['r2']:.3f}",
+            stats.seed_interval(f) or "-",
+            "; ".join(f"{groups.fmt(p[0])}: {p[4]}" for p in f["points"]),
+        ]
+        for f in fits
+    ]
+    return table.markdown(
+        [
+            "group",
+            f"slope of log final {metric} vs log {key}",
+            "R²",
+            "per-seed slopes",
+            f"final {metric} per {key}",
+        ],
+        body,
+    )
 
 
 def spec(args) -> table.Spec:
-    s = table.preset(args.preset or "table6", metrics=args.metric, rows=args.rows,
-                     precision=args.precision, bold=args.bold, final=args.final,
-                     names=options.names(args))
+    s = table.preset(
+        args.preset or "table6",
+        metrics=args.metric,
+        rows=args.rows,
+        precision=args.precision,
+        bold=args.bold,
+        final=args.final,
+        names=options.names(args),
+    )
     if args.column:
         s.column = None if args.column == "none" else args.column
     return s
@@ -89,7 +139,10 @@ def run(args, warn) -> int:
         metric = (args.metric or ["stationarity"])[0]
         runs = results.having(runs, [metric], warn)
         results.note_runs(runs, metric, args.final, warn)
-        text = slope_table(stats.slope(runs, args.slope, metric, args.final, warn), args.slope, metric) + "\n"
+        text = (
+            slope_table(stats.slope(runs, args.slope, metric, args.final, warn), args.slope, metric)
+            + "\n"
+        )
     else:
         s = spec(args)
         runs = results.having(runs, s.metrics, warn)

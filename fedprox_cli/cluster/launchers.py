@@ -40,15 +40,24 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import OmegaConf, open_dict
 
 from ..analysis import jobrecords
-from ..common import signals
+from ..common import signals, streams
 from ..common.errors import UserError
-from ..common import streams
 
 log = logging.getLogger(__name__)
 
 # SLURM job states after which a job will not run again (squeue --states=all).
-ENDED = {"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL",
-         "OUT_OF_MEMORY", "TIMEOUT", "SPECIAL_EXIT", "REVOKED"}
+ENDED = {
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "TIMEOUT",
+    "SPECIAL_EXIT",
+    "REVOKED",
+}
 POLL_S = 2.0
 
 
@@ -78,8 +87,10 @@ class _JobSide:
                 # submitit: checkpoint() (below) -> requeue -> exit, or an error result when the
                 # job ran out of requeues (max_num_timeout)
                 submitit_handlers[usr2](usr2, None)
-            streams.err(f"fedrun: job {job_num} stopped by {signal.Signals(first).name}; SLURM decides "
-                        "what follows (a requeued job resumes from its checkpoint)")
+            streams.err(
+                f"fedrun: job {job_num} stopped by {signal.Signals(first).name}; SLURM decides "
+                "what follows (a requeued job resumes from its checkpoint)"
+            )
             raise SystemExit(128 + first)  # no result file: the launcher goes by SLURM's state
         return ret
 
@@ -87,7 +98,9 @@ class _JobSide:
 class _LaunchSide:
     """What runs in the launching process: submit, wait, collect without raising."""
 
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
         import submitit
         from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf
 
@@ -97,32 +110,44 @@ class _LaunchSide:
             init[f"{self._EXECUTOR}_max_num_timeout"] = params.pop("max_num_timeout")
         executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
         base = set(OmegaConf.structured(BaseQueueConf).keys())
-        executor.update_parameters(**{k if k in base else f"{self._EXECUTOR}_{k}": v
-                                      for k, v in params.items()})
+        executor.update_parameters(
+            **{k if k in base else f"{self._EXECUTOR}_{k}": v for k, v in params.items()}
+        )
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         log.info(f"Submitit '{self._EXECUTOR}' sweep output dir : {sweep_dir}")
         args = []
         for idx, overrides in enumerate(job_overrides, start=initial_job_idx):
             log.info(f"\t#{idx} : {' '.join(filter_overrides(overrides))}")
-            args.append((list(overrides), "hydra.sweep.dir", idx, f"job_id_for_{idx}",
-                         Singleton.get_state()))
+            args.append(
+                (
+                    list(overrides),
+                    "hydra.sweep.dir",
+                    idx,
+                    f"job_id_for_{idx}",
+                    Singleton.get_state(),
+                )
+            )
         submitted = time.time()
         try:
             jobs = executor.map_array(self, *zip(*args))
         except (submitit.core.utils.FailedJobError, OSError, subprocess.SubprocessError) as e:
             lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-            raise UserError(f"{self._EXECUTOR} did not take the sweep's jobs: "
-                            f"{lines[-1] if lines else type(e).__name__} (hydra.launcher.* sets what "
-                            f"they ask for; conf/hydra/launcher/{self._EXECUTOR}.yaml)") from None
+            raise UserError(
+                f"{self._EXECUTOR} did not take the sweep's jobs: "
+                f"{lines[-1] if lines else type(e).__name__} (hydra.launcher.* sets what "
+                f"they ask for; conf/hydra/launcher/{self._EXECUTOR}.yaml)"
+            ) from None
         log.info("submitted %s", ", ".join(j.job_id for j in jobs))
         try:
             self._wait(jobs)
         except KeyboardInterrupt:
             if self._EXECUTOR == "slurm":
-                streams.err(f"fedrun: stopped waiting; jobs still queued or running keep going "
-                            f"(scancel {' '.join(sorted({j.job_id.split('_')[0] for j in jobs}))}); "
-                            f"`fedrun-report {sweep_dir}` shows where they are")
+                streams.err(
+                    f"fedrun: stopped waiting; jobs still queued or running keep going "
+                    f"(scancel {' '.join(sorted({j.job_id.split('_')[0] for j in jobs}))}); "
+                    f"`fedrun-report {sweep_dir}` shows where they are"
+                )
             raise
         return [self._outcome(j, a[0], a[2], sweep_dir, submitted) for j, a in zip(jobs, args)]
 
@@ -130,8 +155,14 @@ class _LaunchSide:
         pending = list(jobs)
         while pending:
             states = self._states(pending)
-            pending = [j for j in pending if not (j.paths.result_pickle.exists()
-                                                   or (states is not None and self._ended(j, states)))]
+            pending = [
+                j
+                for j in pending
+                if not (
+                    j.paths.result_pickle.exists()
+                    or (states is not None and self._ended(j, states))
+                )
+            ]
             if pending:
                 time.sleep(POLL_S)
 
@@ -142,7 +173,9 @@ class _LaunchSide:
     def _ended(self, job, states: dict[str, str]) -> bool:
         return job.done()
 
-    def _outcome(self, job, overrides: list[str], num: int, sweep_dir: Path, submitted: float) -> JobReturn:
+    def _outcome(
+        self, job, overrides: list[str], num: int, sweep_dir: Path, submitted: float
+    ) -> JobReturn:
         why = ""
         if job.paths.result_pickle.exists():
             try:
@@ -155,10 +188,19 @@ class _LaunchSide:
                 why = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         else:
             log_file = Path(job.paths.stderr)
-            shown = log_file.relative_to(sweep_dir) if log_file.is_relative_to(sweep_dir) else log_file
+            shown = (
+                log_file.relative_to(sweep_dir) if log_file.is_relative_to(sweep_dir) else log_file
+            )
             why = f"ended without a result ({self._state_now(job)}its log: {shown})"
-        return lost_job(self._folder(overrides, num), overrides, num, sweep_dir, why, submitted,
-                        f"job {job.job_id}")
+        return lost_job(
+            self._folder(overrides, num),
+            overrides,
+            num,
+            sweep_dir,
+            why,
+            submitted,
+            f"job {job.job_id}",
+        )
 
     def _folder(self, overrides: list[str], num: int) -> Path | None:
         """The job's folder, composed as the job composes it (Hydra's submitit launcher:
@@ -182,6 +224,7 @@ def job_folder(cfg: Any) -> Path | None:
     ``hydra.sweep.subdir``, resolved as the job resolves them), absolute; None where that fails
     (the job's own error then says why)."""
     from hydra.core.hydra_config import HydraConfig
+
     saved = HydraConfig.instance().cfg
     try:
         HydraConfig.instance().set_config(cfg)
@@ -192,15 +235,26 @@ def job_folder(cfg: Any) -> Path | None:
         HydraConfig.instance().cfg = saved
 
 
-def lost_job(folder: Path | None, overrides: list[str], num: int, sweep_dir: Path, why: str, submitted: float,
-             name: str) -> JobReturn:
+def lost_job(
+    folder: Path | None,
+    overrides: list[str],
+    num: int,
+    sweep_dir: Path,
+    why: str,
+    submitted: float,
+    name: str,
+) -> JobReturn:
     """What a launcher hands the sweeper for job ``num`` (``name`` in the log line), which
     ended without a result for reason ``why``: a NaN (a sweeper's "no value"; Optuna: a failed
     trial), and, where the job left no record of its end, :func:`jobrecords.lost` with ``why``,
     so the sweep's report lists it."""
     log.warning(f"{name} ({' '.join(filter_overrides(overrides))}): {why}")
     if folder is not None:
-        jobrecords.lost(sweep_dir, jobrecords.JobRecord(num, list(overrides), str(folder), reason=why), submitted)
+        jobrecords.lost(
+            sweep_dir,
+            jobrecords.JobRecord(num, list(overrides), str(folder), reason=why),
+            submitted,
+        )
     ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED)
     ret.return_value = math.nan
     return ret
@@ -212,8 +266,12 @@ def _squeue(jobs) -> dict[str, str] | None:
     did not answer (the controller restarting, say)."""
     ids = sorted({j.job_id.split("_")[0] for j in jobs})
     try:
-        p = subprocess.run(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T", "-j", ",".join(ids)],
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            ["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T", "-j", ",".join(ids)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if p.returncode != 0 and "Invalid job id" not in p.stderr:  # all of them forgotten: an answer
@@ -246,8 +304,11 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
     (interrupted, error)."""
     from ..runs.outputs import LOWER_IS_BETTER, read_summary, runs_in
+
     metric = str(cfg.get("sweep_metric") or "objective")
-    if isinstance(direction, Sequence) and not isinstance(direction, str):  # multi-objective: the first
+    if isinstance(direction, Sequence) and not isinstance(
+        direction, str
+    ):  # multi-objective: the first
         direction = direction[0] if len(direction) else None
     direction = getattr(direction, "name", direction)  # Optuna's enum Direction.minimize
     if direction is None:

@@ -50,9 +50,13 @@ from .launchers import job_folder, lost_job
 log = logging.getLogger(__name__)
 
 WATCH_S = 1.0  # how often a running job looks for the sweep's stop file
-OBJECT_STORE_BYTES = 78_643_200  # a Ray started here: the plugin's 75 MB (jobs pass configs, not tensors)
+OBJECT_STORE_BYTES = (
+    78_643_200  # a Ray started here: the plugin's 75 MB (jobs pass configs, not tensors)
+)
 LOCAL_ONLY = ("num_cpus", "num_gpus", "resources", "object_store_memory", "include_dashboard")
-_started: dict | None = None  # the ray.init arguments of the Ray this process started, while it runs
+_started: dict | None = (
+    None  # the ray.init arguments of the Ray this process started, while it runs
+)
 
 
 class Placed:
@@ -93,7 +97,11 @@ def marks(sweep_dir: Path, launch: str, num: int) -> tuple[Path, Path]:
 
 
 def _plain(node: Any) -> dict:
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
+    return (
+        OmegaConf.to_container(node, resolve=True)
+        if isinstance(node, DictConfig)
+        else dict(node or {})
+    )
 
 
 def init_args(init: Any) -> dict:
@@ -102,19 +110,29 @@ def init_args(init: Any) -> dict:
     only for a Ray started here (a running cluster's are its own)."""
     args = {k: v for k, v in _plain(init).items() if v is not None}
     if args.get("address"):
-        given = [k for k in ("num_cpus", "num_gpus", "resources", "object_store_memory") if k in args]
+        given = [
+            k for k in ("num_cpus", "num_gpus", "resources", "object_store_memory") if k in args
+        ]
         if given:
-            raise UserError(f"hydra.launcher.ray.init.{given[0]} declares a resource of a Ray started "
-                            f"here; a running cluster (address={args['address']}) has its own: leave it null")
+            raise UserError(
+                f"hydra.launcher.ray.init.{given[0]} declares a resource of a Ray started "
+                f"here; a running cluster (address={args['address']}) has its own: leave it null"
+            )
         return {k: v for k, v in args.items() if k not in LOCAL_ONLY}
     # "local": a Ray of its own even where `ray start` left one running here (ray.init() would join it)
-    return {"object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False, **args, "address": "local"}
+    return {
+        "object_store_memory": OBJECT_STORE_BYTES,
+        "include_dashboard": False,
+        **args,
+        "address": "local",
+    }
 
 
 def start(args: dict) -> float:
     """Start Ray with ``args`` (or connect to the cluster they name), unless this process
     already started the same; the seconds it took."""
     import ray
+
     global _started
     if ray.is_initialized() and _started == args:
         return 0.0
@@ -126,7 +144,9 @@ def start(args: dict) -> float:
     except (ConnectionError, ValueError, RuntimeError, TypeError) as e:
         _started = None
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UserError(f"Ray did not start with {args} (hydra.launcher.ray.init): {first}") from None
+        raise UserError(
+            f"Ray did not start with {args} (hydra.launcher.ray.init): {first}"
+        ) from None
     _started = dict(args)
     return time.perf_counter() - began
 
@@ -153,7 +173,9 @@ def _why(error: BaseException) -> str:
 class RaySide:
     """Mixed into hydra-ray-launcher's ``RayLauncher`` (hydra_plugins/fedprox_cli_launchers)."""
 
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
         import ray
         from hydra_plugins.hydra_ray_launcher._launcher_util import launch_job_on_ray
 
@@ -164,9 +186,12 @@ class RaySide:
         args = init_args(self.ray_cfg.init)
         took = start(args)
         if took:
-            log.info(f"Ray {'started' if args['address'] == 'local' else 'connected to ' + str(args['address'])} "
-                     f"in {took:.1f} s")
+            log.info(
+                f"Ray {'started' if args['address'] == 'local' else 'connected to ' + str(args['address'])} "
+                f"in {took:.1f} s"
+            )
         from ..engine.device import PLACED_BY  # torch: not when Hydra scans the launcher plugins
+
         gpus_here = float(ray.cluster_resources().get("GPU", 0))
         env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
         launch = env[LAUNCH] or str(time.time_ns())
@@ -180,8 +205,13 @@ class RaySide:
             opts = remote_options(self.ray_cfg.remote, cfg, gpus_here)
             log.info(f"\t#{num} : {' '.join(filter_overrides(overrides))} ({opts})")
             stop, started = marks(sweep_dir, launch, num)
-            ref = launch_job_on_ray(self.hydra_context, OmegaConf.create(opts), cfg,
-                                    Placed(self.task_function, env, str(stop), str(started)), Singleton.get_state())
+            ref = launch_job_on_ray(
+                self.hydra_context,
+                OmegaConf.create(opts),
+                cfg,
+                Placed(self.task_function, env, str(stop), str(started)),
+                Singleton.get_state(),
+            )
             jobs.append((ref, list(overrides), num, job_folder(cfg), started))
         try:
             return self._collect(jobs, sweep_dir, submitted, marks(sweep_dir, launch, 0)[0])
@@ -189,10 +219,13 @@ class RaySide:
             for *_, started in jobs:
                 started.unlink(missing_ok=True)
 
-    def _collect(self, jobs: list, sweep_dir: Path, submitted: float, stop: Path) -> list[JobReturn]:
+    def _collect(
+        self, jobs: list, sweep_dir: Path, submitted: float, stop: Path
+    ) -> list[JobReturn]:
         """Wait for every job (``(ref, overrides, num, folder, started)``); a stop (Ctrl-C
         here, an interrupted job) stops the others (:meth:`_stop`)."""
         import ray
+
         results: dict[Any, JobReturn] = {}
         pending = {ref: job for ref, *job in jobs}
         stopped = False
@@ -208,12 +241,23 @@ class RaySide:
                 overrides, num, folder, _ = pending.pop(ref)
                 try:
                     results[ref] = ray.get(ref)
-                except ray.exceptions.TaskCancelledError:  # the job was stopped, or stopped the sweep
-                    results[ref] = lost_job(None, overrides, num, sweep_dir, "stopped", submitted, f"job {num}")
+                except (
+                    ray.exceptions.TaskCancelledError
+                ):  # the job was stopped, or stopped the sweep
+                    results[ref] = lost_job(
+                        None, overrides, num, sweep_dir, "stopped", submitted, f"job {num}"
+                    )
                     stopped = stopped or self._stop(pending, f"job {num} was interrupted", stop)
                 except ray.exceptions.RayError as e:  # its worker or node died: Ray's word for it
-                    results[ref] = lost_job(folder, overrides, num, sweep_dir,
-                                            f"ended without a result (Ray: {_why(e)})", submitted, f"job {num}")
+                    results[ref] = lost_job(
+                        folder,
+                        overrides,
+                        num,
+                        sweep_dir,
+                        f"ended without a result (Ray: {_why(e)})",
+                        submitted,
+                        f"job {num}",
+                    )
         if stopped:
             raise KeyboardInterrupt
         return [results[ref] for ref, *_ in jobs]
@@ -224,10 +268,13 @@ class RaySide:
         running jobs watch and the others read as they start, then a cancel for each job not
         started yet (so that Ray drops it from its queue)."""
         import ray
+
         if pending:
-            streams.err(f"fedrun: {why}: stopping the sweep's {len(pending)} unfinished job"
-                        f"{'s' if len(pending) != 1 else ''} (running ones save a checkpoint; "
-                        f"re-running the sweep resumes them)")
+            streams.err(
+                f"fedrun: {why}: stopping the sweep's {len(pending)} unfinished job"
+                f"{'s' if len(pending) != 1 else ''} (running ones save a checkpoint; "
+                f"re-running the sweep resumes them)"
+            )
         try:
             stop.touch()
         except OSError:  # the cancels still drop the queued jobs

@@ -9,9 +9,9 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import streams
 from .clock import now
 from .files import open_file
-from . import streams
 
 LOG = "fedrun.log"
 _logs: list[Path] = []
@@ -22,7 +22,9 @@ def say(message: str, kind: str = "", stream=None) -> None:
     """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log; an
     error said while an exception is handled gets its traceback first with ``FEDRUN_DEBUG=1``."""
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
-    if kind == "error" and sys.exc_info()[1] is not None:  # said while handling it: FEDRUN_DEBUG's traceback
+    if (
+        kind == "error" and sys.exc_info()[1] is not None
+    ):  # said while handling it: FEDRUN_DEBUG's traceback
         streams.trace(sys.exc_info()[1])
     streams.line(stream, line) if stream is not None else streams.err(line)
     _append(line)

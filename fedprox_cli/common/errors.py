@@ -41,19 +41,25 @@ def closest(name: str, among) -> str | None:
 def is_overflow(e: BaseException) -> bool:
     """Arithmetic that overflowed the run's number type: a finite step too large (torch: "value
     cannot be converted to type float without overflow", or Python's :class:`OverflowError`)."""
-    return isinstance(e, OverflowError) or isinstance(e, RuntimeError) and "without overflow" in str(e)
+    return (
+        isinstance(e, OverflowError) or isinstance(e, RuntimeError) and "without overflow" in str(e)
+    )
 
 
 def squeeze(text: str, limit: int = 400) -> str:
     """``text`` on one line (whitespace runs become one space), cut at ``limit`` characters."""
     line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[:limit - 3] + "..."
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def shorten(value: str, limit: int = 300) -> str:
     """A long value (a path, a name) cut in the middle to ``limit`` characters, keeping its
     start and its end (a file's name): a line never repeats a 100 KB folder name whole."""
-    return value if len(value) <= limit else f"{value[:limit // 2 - 2]}...{value[-(limit // 2 - 1):]}"
+    return (
+        value
+        if len(value) <= limit
+        else f"{value[: limit // 2 - 2]}...{value[-(limit // 2 - 1) :]}"
+    )
 
 
 def describe(exc: Exception) -> str:
@@ -69,8 +75,14 @@ def describe(exc: Exception) -> str:
 
 
 # Messages of an allocation that failed, as libraries word them (glibc's loader, torch, C++).
-_NO_MEMORY = ("cannot allocate memory", "can't allocate memory", "failed to map segment", "out of memory",
-              "std::bad_alloc", "failed to allocate")
+_NO_MEMORY = (
+    "cannot allocate memory",
+    "can't allocate memory",
+    "failed to map segment",
+    "out of memory",
+    "std::bad_alloc",
+    "failed to allocate",
+)
 
 
 def exhausted(e: BaseException) -> bool:
@@ -82,7 +94,9 @@ def exhausted(e: BaseException) -> bool:
         return True
     if isinstance(e, OSError) and e.errno == errno.ENOMEM:
         return True
-    return isinstance(e, (RuntimeError, ImportError, OSError)) and any(m in str(e).lower() for m in _NO_MEMORY)
+    return isinstance(e, (RuntimeError, ImportError, OSError)) and any(
+        m in str(e).lower() for m in _NO_MEMORY
+    )
 
 
 def exhausted_line(e: BaseException) -> str:
@@ -92,6 +106,9 @@ def exhausted_line(e: BaseException) -> str:
     what = "the GPU's memory" if gpu else "the machine's memory (or the process's limit: ulimit -v)"
     where = " while loading a library" if isinstance(e, ImportError) else ""
     cause = type(e).__name__ + (f": {squeeze(str(e), 160)}" if str(e) else "")
-    fix = ("raise the limit or run where more memory is free" if where else
-           "reduce n, B, oracle.memory_gb or the model, or run where more memory is free")
+    fix = (
+        "raise the limit or run where more memory is free"
+        if where
+        else "reduce n, B, oracle.memory_gb or the model, or run where more memory is free"
+    )
     return f"out of memory: {what} ran out{where} ({cause}); {fix}"

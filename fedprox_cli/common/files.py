@@ -41,8 +41,13 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object], *,
-                 fsync: bool = True, suffix: str = "") -> None:
+def atomic_write(
+    path: str | os.PathLike,
+    write: Callable[[BinaryIO], object],
+    *,
+    fsync: bool = True,
+    suffix: str = "",
+) -> None:
     """Call ``write(f)`` on a binary temp file beside ``path``, then rename it to ``path``.
 
     ``suffix`` ends the temp file's name, for writers that infer a format from it (a figure's
@@ -117,7 +122,11 @@ def _unlink_quietly(path) -> None:
         pass
 
 
-NO_FOLDER_SYNC = (errno.EINVAL, errno.ENOTSUP, errno.EBADF)  # file systems that cannot fsync a folder
+NO_FOLDER_SYNC = (
+    errno.EINVAL,
+    errno.ENOTSUP,
+    errno.EBADF,
+)  # file systems that cannot fsync a folder
 
 
 def sync_folder(folder: str | os.PathLike) -> None:
@@ -189,14 +198,21 @@ class NotRegular(UserError, OSError):
     cannot be read or written (an ``OSError``) also catches."""
 
     def __init__(self, path: str | os.PathLike, what: str):
-        super().__init__(f"{path} is {what}; fedrun reads, replaces and deletes only regular "
-                         f"files and follows no link when writing: remove it or choose another folder")
+        super().__init__(
+            f"{path} is {what}; fedrun reads, replaces and deletes only regular "
+            f"files and follows no link when writing: remove it or choose another folder"
+        )
 
 
 def _what(mode: int) -> str:
-    for test, what in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a folder"),
-                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device node"),
-                       (stat.S_ISBLK, "a device node"), (stat.S_ISSOCK, "a socket")):
+    for test, what in (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device node"),
+        (stat.S_ISBLK, "a device node"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return what
     return "not a regular file"
@@ -248,7 +264,9 @@ def open_file(path: str | os.PathLike, mode: str = "rb", follow: bool = True, **
     """:func:`open_regular` as a Python file object (``mode`` r / rb / a); reading follows links
     (a data set may be one), appending does not."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode.startswith("a") else os.O_RDONLY
-    return open(open_regular(path, flags, follow=follow and not mode.startswith("a")), mode, **kwargs)
+    return open(
+        open_regular(path, flags, follow=follow and not mode.startswith("a")), mode, **kwargs
+    )
 
 
 def read_text(path: str | os.PathLike) -> str:

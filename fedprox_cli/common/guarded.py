@@ -29,10 +29,10 @@ from .files import NotRegular, open_file
 if TYPE_CHECKING:
     import pandas as pd
 
-TEXT_BYTES = 16 * 2**20   # summary.json, config.yaml, job records: a few KB when fedrun writes them
-TABLE_BYTES = 2**30       # metrics.csv: ~150 bytes a row, so millions of evaluations
-DEPTH = 100               # fedrun's files nest 4 deep at most
-NODES = 1_000_000         # YAML nodes once aliases are expanded (a run's config: a few hundred)
+TEXT_BYTES = 16 * 2**20  # summary.json, config.yaml, job records: a few KB when fedrun writes them
+TABLE_BYTES = 2**30  # metrics.csv: ~150 bytes a row, so millions of evaluations
+DEPTH = 100  # fedrun's files nest 4 deep at most
+NODES = 1_000_000  # YAML nodes once aliases are expanded (a run's config: a few hundred)
 
 
 class Unreadable(UserError, ValueError):
@@ -41,7 +41,9 @@ class Unreadable(UserError, ValueError):
     def __init__(self, path: str | os.PathLike, why: str, os_error: OSError | None = None):
         super().__init__(f"{path} is unreadable: {squeeze(why, 200)}")
         self.path, self.why = path, squeeze(why, 200)
-        self.os_error = os_error  # the file system's refusal (EIO, EACCES): the file itself may be fine
+        self.os_error = (
+            os_error  # the file system's refusal (EIO, EACCES): the file itself may be fine
+        )
 
 
 @contextmanager
@@ -52,7 +54,9 @@ def opened(path: str | os.PathLike, limit: int | None = None):
         with open_file(path) as f:
             size = os.fstat(f.fileno()).st_size
             if limit is not None and size > limit:
-                raise Unreadable(path, f"{size:,} bytes, more than the {limit:,} such a file may have")
+                raise Unreadable(
+                    path, f"{size:,} bytes, more than the {limit:,} such a file may have"
+                )
             yield f
     except (FileNotFoundError, NotADirectoryError, NotRegular):
         raise  # absent (or a FIFO, a folder: NotRegular's own line)
@@ -123,7 +127,9 @@ def _check_graph(path, root) -> None:
             below = [size[id(k)] for k in kids]
             nodes, depth = 1 + sum(n for n, _ in below), 1 + max((d for _, d in below), default=0)
             if nodes > NODES:
-                raise Unreadable(path, f"more than {NODES:,} values once its YAML aliases are expanded")
+                raise Unreadable(
+                    path, f"more than {NODES:,} values once its YAML aliases are expanded"
+                )
             if depth > DEPTH:
                 raise Unreadable(path, f"nested more than {DEPTH} levels deep")
             size[id(node)] = nodes, depth
@@ -162,6 +168,7 @@ def read_config(path: str | os.PathLike):
 def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
     """The CSV table in ``path`` (at most :data:`TABLE_BYTES`) as a pandas DataFrame."""
     import pandas as pd  # only where a table is read: a run itself never needs pandas
+
     with opened(path, TABLE_BYTES) as f:
         data = f.read(TABLE_BYTES + 1)
     try:

@@ -40,7 +40,6 @@ from typing import Callable
 from .. import PACKAGE
 from .errors import UserError, is_overflow, require, squeeze
 
-
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
 
 
@@ -54,8 +53,10 @@ def dotted(spec: str) -> str | None:
         return spec
     if re.match(r"^[A-Za-z_]\w*$", spec):
         return None
-    raise UserError(f"{spec!r} is neither a plugin's name nor a dotted path to its class: write "
-                    f"package.module.Class (importable from the current folder or PYTHONPATH)")
+    raise UserError(
+        f"{spec!r} is neither a plugin's name nor a dotted path to its class: write "
+        f"package.module.Class (importable from the current folder or PYTHONPATH)"
+    )
 
 
 def located(target: str):
@@ -67,9 +68,11 @@ def located(target: str):
             sys.path.append(os.getcwd())
         return getattr(import_module(module), attr)
     except Exception as e:  # the user module's own fault: one line naming it
-        raise UserError(f"{target} cannot be imported ({type(e).__name__}: "
-                        f"{squeeze(str(e), 200)}); a plugin's class by dotted path is "
-                        f"package.module.Class, importable from the current folder or PYTHONPATH") from None
+        raise UserError(
+            f"{target} cannot be imported ({type(e).__name__}: "
+            f"{squeeze(str(e), 200)}); a plugin's class by dotted path is "
+            f"package.module.Class, importable from the current folder or PYTHONPATH"
+        ) from None
 
 
 def builtin(obj) -> bool:
@@ -89,6 +92,7 @@ def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = (
     non-empty string), defining each method of ``must`` itself (not inheriting ``base``'s),
     and each ClassVar of ``flags`` a bool. Returns a test: the broken contract in words, or
     None."""
+
     def broken(cls) -> str | None:
         if not (isinstance(cls, type) and issubclass(cls, base)):
             return f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} (got {cls!r})"
@@ -103,12 +107,15 @@ def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = (
             if not isinstance(getattr(cls, f), bool):
                 return f"{f} must be a bool (a ClassVar[bool]), got {getattr(cls, f)!r}"
         return None
+
     return broken
 
 
 def callable_contract(what: str) -> Callable:
     """The contract of a plugin function (a model builder, a dataset loader): callable."""
-    return lambda obj: None if callable(obj) and not isinstance(obj, ModuleType) else f"it must be {what}"
+    return lambda obj: (
+        None if callable(obj) and not isinstance(obj, ModuleType) else f"it must be {what}"
+    )
 
 
 class PluginError(UserError):
@@ -139,9 +146,11 @@ def own_frame(obj, tb) -> str | None:
     the installed libraries, else the deepest outside fedprox_cli; None if none."""
     frames = traceback.extract_tb(tb)
     own = _tree(obj)
-    for test in (lambda f: f.filename.startswith(own) if own else False,
-                 lambda f: not _library(f.filename),
-                 lambda f: not f.filename.startswith(str(PACKAGE))):
+    for test in (
+        lambda f: f.filename.startswith(own) if own else False,
+        lambda f: not _library(f.filename),
+        lambda f: not f.filename.startswith(str(PACKAGE)),
+    ):
         hits = [f for f in frames if test(f)]
         if hits:
             return f"{hits[-1].filename}:{hits[-1].lineno}"
@@ -166,7 +175,8 @@ def shown(value) -> str:
     a dict by its entries so described, anything else by a short repr."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"a {type(value).__name__} of shape {tuple(value.shape)} ({value.dtype}" + (
-            f" on {value.device})" if hasattr(value, "device") else ")")
+            f" on {value.device})" if hasattr(value, "device") else ")"
+        )
     if isinstance(value, dict):
         return squeeze("{" + ", ".join(f"{k!r}: {shown(v)}" for k, v in value.items()) + "}", 200)
     if isinstance(value, (tuple, list)) and any(hasattr(v, "shape") for v in value):
@@ -174,8 +184,10 @@ def shown(value) -> str:
     return squeeze(repr(value), 80)
 
 
-_PASS = ("OutOfMemoryError",  # torch's: the machine's, not the plugin's
-         "GreenletExit")      # a seed batch's suspended run being ended (engine/lockstep.py): fedrun's own
+_PASS = (
+    "OutOfMemoryError",  # torch's: the machine's, not the plugin's
+    "GreenletExit",
+)  # a seed batch's suspended run being ended (engine/lockstep.py): fedrun's own
 
 
 @contextmanager
@@ -197,8 +209,10 @@ def calling(obj, kind: str, what: str, name: str | None = None):
         if builtin(obj) or type(e).__name__ in _PASS or is_overflow(e):
             raise
         at = own_frame(obj, e.__traceback__)
-        error = PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
-                            f"{what}: {type(e).__name__}: {squeeze(str(e), 200)}" + (f" (at {at})" if at else ""))
+        error = PluginError(
+            f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) failed in "
+            f"{what}: {type(e).__name__}: {squeeze(str(e), 200)}" + (f" (at {at})" if at else "")
+        )
         error.cause = e
         raise error from None
 
@@ -209,9 +223,16 @@ def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: st
     (``name``: as in :func:`calling`); the line names where the method is defined."""
     if not ok:
         method = what.split("(")[0]
-        at = source_line(obj, method) if hasattr(obj if isinstance(obj, type) else type(obj), method) else None
-        raise PluginError(f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
-                          f"{what} must return {expected}, got {shown(value)}" + (f" ({method} at {at})" if at else ""))
+        at = (
+            source_line(obj, method)
+            if hasattr(obj if isinstance(obj, type) else type(obj), method)
+            else None
+        )
+        raise PluginError(
+            f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
+            f"{what} must return {expected}, got {shown(value)}"
+            + (f" ({method} at {at})" if at else "")
+        )
     return value
 
 
@@ -228,18 +249,30 @@ class Registry(dict):
         register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
     """
 
-    def __init__(self, kind: str, plural: str, contract: Callable[[object], str | None] = lambda obj: None,
-                 check: Callable[[object], None] = lambda obj: None):
+    def __init__(
+        self,
+        kind: str,
+        plural: str,
+        contract: Callable[[object], str | None] = lambda obj: None,
+        check: Callable[[object], None] = lambda obj: None,
+    ):
         super().__init__()
-        self.kind, self.group, self.contract, self.check = kind, f"fedprox_cli.{plural}", contract, check
+        self.kind, self.group, self.contract, self.check = (
+            kind,
+            f"fedprox_cli.{plural}",
+            contract,
+            check,
+        )
 
     def admit(self, name: str, obj, where: str):
         """``obj`` if it keeps the registry's contract, else one :class:`PluginError` naming
         the plugin (``where``: how it came) and the contract it breaks."""
         why = self.contract(obj)
         if why is not None:
-            raise PluginError(f"{self.kind} plugin '{name}' ({where}) breaks the {self.kind} contract: {why} "
-                              f"(docs/extending.md)")
+            raise PluginError(
+                f"{self.kind} plugin '{name}' ({where}) breaks the {self.kind} contract: {why} "
+                f"(docs/extending.md)"
+            )
         return obj
 
     def _load(self, name: str | None = None) -> None:
@@ -250,11 +283,15 @@ class Registry(dict):
             try:
                 obj = ep.load()
             except Exception as e:  # the plugin's own fault: one line naming it
-                raise UserError(f"{self.kind} plugin '{ep.name}' ({ep.value}, entry point group "
-                                f"{self.group}) cannot be loaded: {type(e).__name__}: "
-                                f"{squeeze(str(e), 200)}") from None
+                raise UserError(
+                    f"{self.kind} plugin '{ep.name}' ({ep.value}, entry point group "
+                    f"{self.group}) cannot be loaded: {type(e).__name__}: "
+                    f"{squeeze(str(e), 200)}"
+                ) from None
             if not isinstance(obj, ModuleType):
-                self.setdefault(ep.name, self.admit(ep.name, obj, f"{ep.value}, entry point group {self.group}"))
+                self.setdefault(
+                    ep.name, self.admit(ep.name, obj, f"{ep.value}, entry point group {self.group}")
+                )
 
     def register(self, entry):
         """Decorator: a class under its ``name`` (``@register``), or a function under the name
@@ -274,8 +311,11 @@ class Registry(dict):
         cls = self.lookup(name, _target_)
         allowed = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(allowed))
-        require(not unknown, f"{self.kind} {name} has no parameter {', '.join(unknown)} "
-                             f"(it takes: {', '.join(allowed) or 'none'})")
+        require(
+            not unknown,
+            f"{self.kind} {name} has no parameter {', '.join(unknown)} "
+            f"(it takes: {', '.join(allowed) or 'none'})",
+        )
         obj = cls(**params)
         self.check(obj)
         return obj
@@ -290,11 +330,15 @@ class Registry(dict):
         ``_target_`` dotted path, registered under ``name``); a :class:`UserError` if none."""
         if target is not None:
             obj = self.admit(name, located(target), f"_target_ {target}")
-            require(self.setdefault(name, obj) is obj,
-                    f"{self.kind} '{name}' is already defined ({self[name].__module__}); "
-                    f"give _target_ {target} another name")
+            require(
+                self.setdefault(name, obj) is obj,
+                f"{self.kind} '{name}' is already defined ({self[name].__module__}); "
+                f"give _target_ {target} another name",
+            )
         if name not in self:
             self._load(name)
         if name not in self:  # (the listing imports every plugin: only for the message)
-            raise UserError(f"unknown {self.kind} '{name}' (choose from: {', '.join(self.names())})")
+            raise UserError(
+                f"unknown {self.kind} '{name}' (choose from: {', '.join(self.names())})"
+            )
         return self[name]

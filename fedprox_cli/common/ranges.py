@@ -28,6 +28,7 @@ from .errors import require
 class Range:
     """Bounds of a number (``gt``/``ge`` below, ``lt``/``le`` above; None = unbounded),
     whether it must be an integer, whether null is accepted; ``boolean``: true or false."""
+
     gt: float | None = None
     ge: float | None = None
     lt: float | None = None
@@ -45,14 +46,30 @@ class Range:
             return False
         if self.integer and not isinstance(v, int):
             return False
-        return ((self.gt is None or v > self.gt) and (self.ge is None or v >= self.ge)
-                and (self.lt is None or v < self.lt) and (self.le is None or v <= self.le))
+        return (
+            (self.gt is None or v > self.gt)
+            and (self.ge is None or v >= self.ge)
+            and (self.lt is None or v < self.lt)
+            and (self.le is None or v <= self.le)
+        )
 
     def __str__(self) -> str:
         if self.boolean:
             return "true or false"
-        low = (f"({self.gt:g}" if self.gt is not None else f"[{self.ge:g}" if self.ge is not None else None)
-        high = (f"{self.lt:g})" if self.lt is not None else f"{self.le:g}]" if self.le is not None else None)
+        low = (
+            f"({self.gt:g}"
+            if self.gt is not None
+            else f"[{self.ge:g}"
+            if self.ge is not None
+            else None
+        )
+        high = (
+            f"{self.lt:g})"
+            if self.lt is not None
+            else f"{self.le:g}]"
+            if self.le is not None
+            else None
+        )
         if low and high:
             text = f"in {low}, {high}"
         elif low:
@@ -79,7 +96,9 @@ DEFAULTS = {
 }
 
 
-def param(default, *, gt=None, ge=None, lt=None, le=None, integer: bool = False, none: bool = False) -> Field:
+def param(
+    default, *, gt=None, ge=None, lt=None, le=None, integer: bool = False, none: bool = False
+) -> Field:
     """A dataclass field with its default and its declared range (module docstring)."""
     return field(default=default, metadata={"range": Range(gt, ge, lt, le, integer, none)})
 
@@ -111,7 +130,9 @@ def declared(cls, kind: str) -> dict[str, Range]:
             continue
         r = DEFAULTS[kind].get(_base_type(f.type))
         if r is not None:
-            out[f.name] = Range(**{**vars(r), "none": _optional(f.type)}) if _optional(f.type) else r
+            out[f.name] = (
+                Range(**{**vars(r), "none": _optional(f.type)}) if _optional(f.type) else r
+            )
     return out
 
 
@@ -126,5 +147,8 @@ def check(obj, kind: str) -> None:
 def signature(cls, kind: str) -> str:
     """``alpha > 0 (1), mu >= 0 (0.01)``: the parameters with their ranges and defaults."""
     ranges = declared(cls, kind)
-    return ", ".join((f"{f.name} {ranges[f.name]}" if f.name in ranges else f.name)
-                     + ("" if f.default is MISSING else f" ({f.default!r})") for f in fields(cls))
+    return ", ".join(
+        (f"{f.name} {ranges[f.name]}" if f.name in ranges else f.name)
+        + ("" if f.default is MISSING else f" ({f.default!r})")
+        for f in fields(cls)
+    )

@@ -18,7 +18,6 @@ import signal
 import threading
 from contextlib import contextmanager
 
-
 ALWAYS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, n))
 
 
@@ -26,8 +25,21 @@ def _stop_signals() -> tuple[int, ...]:
     """The catchable signals whose default action ends the process, less the faults a process
     raises on itself (SIGSEGV, SIGFPE, ...) and those Python already turns into errors (SIGPIPE,
     SIGXFSZ)."""
-    names = ("SIGINT", "SIGTERM", "SIGUSR2", "SIGHUP", "SIGUSR1", "SIGQUIT", "SIGALRM", "SIGVTALRM",
-             "SIGPROF", "SIGXCPU", "SIGIO", "SIGPWR", "SIGSTKFLT")
+    names = (
+        "SIGINT",
+        "SIGTERM",
+        "SIGUSR2",
+        "SIGHUP",
+        "SIGUSR1",
+        "SIGQUIT",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGXCPU",
+        "SIGIO",
+        "SIGPWR",
+        "SIGSTKFLT",
+    )
     named = [getattr(signal, n) for n in names if hasattr(signal, n)]
     realtime = range(signal.SIGRTMIN, signal.SIGRTMAX + 1) if hasattr(signal, "SIGRTMIN") else ()
     return tuple(dict.fromkeys([*named, *realtime]))
@@ -42,7 +54,11 @@ def name(signum: int) -> str:
     try:
         return signal.Signals(signum).name
     except ValueError:
-        return f"SIGRTMIN+{signum - signal.SIGRTMIN}" if hasattr(signal, "SIGRTMIN") else f"signal {signum}"
+        return (
+            f"SIGRTMIN+{signum - signal.SIGRTMIN}"
+            if hasattr(signal, "SIGRTMIN")
+            else f"signal {signum}"
+        )
 
 
 def note_and_interrupt(signum, frame):
@@ -54,8 +70,11 @@ def note_and_interrupt(signum, frame):
 def _free(handler) -> bool:
     """Whether a signal with ``handler`` is fedrun's to catch: its default action, Python's
     Ctrl-C handler, or fedrun's own."""
-    return handler in (signal.SIG_DFL, signal.default_int_handler, note_and_interrupt) or \
-        isinstance(getattr(handler, "__self__", None), StopAfterRound)
+    return handler in (
+        signal.SIG_DFL,
+        signal.default_int_handler,
+        note_and_interrupt,
+    ) or isinstance(getattr(handler, "__self__", None), StopAfterRound)
 
 
 def _install(handler, signals=None) -> dict:

@@ -148,6 +148,7 @@ def trace(e: BaseException) -> None:
     if not os.environ.get("FEDRUN_DEBUG"):
         return
     import traceback
+
     cause = getattr(e, "cause", None)
     shown = cause if isinstance(cause, BaseException) else e
     err("".join(traceback.format_exception(type(shown), shown, shown.__traceback__)).rstrip("\n"))

@@ -47,8 +47,10 @@ def message(option: str) -> str | None:
     if not missing:
         return None
     group, _, name = option.rpartition("/")
-    return (f"{group}={name} needs `pip install fedprox_cli[{extra}]` "
-            f"(from a checkout: pip install -e '.[{extra}]'); {missing[0]} is not installed")
+    return (
+        f"{group}={name} needs `pip install fedprox_cli[{extra}]` "
+        f"(from a checkout: pip install -e '.[{extra}]'); {missing[0]} is not installed"
+    )
 
 
 def check(choices: dict) -> None:

@@ -14,8 +14,8 @@ from omegaconf import Container, DictConfig, OmegaConf
 from ..common.flatten import flatten
 from .keys import is_run_control
 
-LAYOUT = {"seeds"}   # run control that changes what a job's folder holds (seed_<s>/ runs)
-NAME_CHARS = 120     # the readable part of a job folder's name, at most
+LAYOUT = {"seeds"}  # run control that changes what a job's folder holds (seed_<s>/ runs)
+NAME_CHARS = 120  # the readable part of a job folder's name, at most
 
 
 def _kept(key: str) -> bool:
@@ -32,15 +32,20 @@ def identity(root: DictConfig) -> str:
             v = root[k]
             resolved[k] = OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
     kept = {k: v for k, v in sorted(flatten(resolved).items()) if _kept(k)}
-    choices = {g: c for g, c in sorted(OmegaConf.to_container(root.hydra.runtime.choices).items())
-               if c is not None and not g.startswith("hydra/") and _kept(g)}
+    choices = {
+        g: c
+        for g, c in sorted(OmegaConf.to_container(root.hydra.runtime.choices).items())
+        if c is not None and not g.startswith("hydra/") and _kept(g)
+    }
     return hashlib.sha256(json.dumps([kept, choices], default=str).encode()).hexdigest()
 
 
 def folder_name(overrides: list[str], digest: str) -> str:
     """``key=value,...`` of the ``overrides`` that decide numbers, sorted, safe as a folder name,
     then ``_`` and 8 hex digits of ``digest``."""
-    items = sorted((o for o in overrides if _kept(o.split("=", 1)[0])), key=lambda o: o.split("=", 1)[0])
+    items = sorted(
+        (o for o in overrides if _kept(o.split("=", 1)[0])), key=lambda o: o.split("=", 1)[0]
+    )
     text = re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(items).replace("/", "-"))[:NAME_CHARS]
     return f"{text}_{digest[:8]}" if text else digest[:8]
 

@@ -4,9 +4,22 @@ the reports never split groups of runs by them."""
 
 from __future__ import annotations
 
-RUN_CONTROL = frozenset({"checkpoint_every", "keep_checkpoint", "resume", "data.root", "oracle.chunk",
-                         "oracle.eval_batch", "oracle.memory_gb", "progress_every_s", "dry_run",
-                         "sweep_metric", "seeds", "metrics.per_client"})
+RUN_CONTROL = frozenset(
+    {
+        "checkpoint_every",
+        "keep_checkpoint",
+        "resume",
+        "data.root",
+        "oracle.chunk",
+        "oracle.eval_batch",
+        "oracle.memory_gb",
+        "progress_every_s",
+        "dry_run",
+        "sweep_metric",
+        "seeds",
+        "metrics.per_client",
+    }
+)
 RUN_CONTROL_GROUPS = frozenset({"hydra", "logger"})  # every key under these
 
 
@@ -19,8 +32,13 @@ def is_run_control(key: str) -> bool:
 # Keys added to conf/config.yaml after runs were recorded, each with the value that computes
 # what those runs computed: a recorded config.yaml without one is read as having it, so reports
 # pool such runs with newer ones and a resume check accepts them.
-ADDED = {"matmul_precision": "highest", "seeds": 1, "metrics.train_samples": None, "compile": False,
-         "metrics.per_client": False}
+ADDED = {
+    "matmul_precision": "highest",
+    "seeds": 1,
+    "metrics.train_samples": None,
+    "compile": False,
+    "metrics.per_client": False,
+}
 
 
 def complete(flat: dict) -> dict:

@@ -22,9 +22,18 @@ from .. import CONF_DIR
 from ..common.errors import UserError
 from ..common.plugins import dotted, located
 
-GROUPS = {"algorithm": "algorithms", "regularizer": "regularizers", "compressor": "compressors",
-          "model": "models", "dataset": "datasets"}  # config group -> entry-point group's plural
-CLASSES = ("algorithm", "regularizer", "compressor")  # groups whose plugin may be named by dotted path
+GROUPS = {
+    "algorithm": "algorithms",
+    "regularizer": "regularizers",
+    "compressor": "compressors",
+    "model": "models",
+    "dataset": "datasets",
+}  # config group -> entry-point group's plural
+CLASSES = (
+    "algorithm",
+    "regularizer",
+    "compressor",
+)  # groups whose plugin may be named by dotted path
 _CHOICE = re.compile(r"^(?P<group>\w+)=(?P<values>.+)$")
 _SEARCHPATH = re.compile(r"^\+*hydra\.searchpath=\[(?P<paths>.*)\]$")
 
@@ -33,9 +42,14 @@ def lookup(group: str):
     """The registry lookup ``(name, target=None) -> object`` of a config group (imported here:
     torch loads only when one is needed)."""
     from importlib import import_module
-    module = {"algorithm": "fedprox_cli.algorithms.base", "regularizer": "fedprox_cli.operators.regularizers",
-              "compressor": "fedprox_cli.operators.compressors", "model": "fedprox_cli.engine.models",
-              "dataset": "fedprox_cli.data.datasets"}[group]
+
+    module = {
+        "algorithm": "fedprox_cli.algorithms.base",
+        "regularizer": "fedprox_cli.operators.regularizers",
+        "compressor": "fedprox_cli.operators.compressors",
+        "model": "fedprox_cli.engine.models",
+        "dataset": "fedprox_cli.data.datasets",
+    }[group]
     return import_module(module).lookup
 
 
@@ -47,14 +61,19 @@ def defaults(group: str, name: str, obj) -> dict:
         params = {f.name: f.default for f in fields(obj) if f.init}
     else:
         sig = list(inspect.signature(obj).parameters.values())[2:]  # after input_shape, num_classes
-        params = {p.name: MISSING if p.default is inspect.Parameter.empty else p.default for p in sig
-                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        params = {
+            p.name: MISSING if p.default is inspect.Parameter.empty else p.default
+            for p in sig
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
     missing = [k for k, v in params.items() if v is MISSING]
     if missing:
-        raise UserError(f"{group} plugin '{name}' has no config {group}/{name}.yaml and its parameter "
-                        f"{', '.join(missing)} has no default: give {'it' if len(missing) == 1 else 'them'} "
-                        f"a default, or add {group}/{name}.yaml (name: {name} and every parameter) to a "
-                        f"config dir (--config-dir DIR)")
+        raise UserError(
+            f"{group} plugin '{name}' has no config {group}/{name}.yaml and its parameter "
+            f"{', '.join(missing)} has no default: give {'it' if len(missing) == 1 else 'them'} "
+            f"a default, or add {group}/{name}.yaml (name: {name} and every parameter) to a "
+            f"config dir (--config-dir DIR)"
+        )
     return {"name": name, **({"init": "default"} if group == "model" else {}), **params}
 
 
@@ -92,19 +111,32 @@ def store(overrides: list[str], config_dir: str | None = None) -> None:
         m = _CHOICE.match(o.lstrip("+"))
         if m and m["group"] in GROUPS:
             names = [n.strip() for n in re.sub(r"^\w+\((.*)\)$", r"\1", m["values"]).split(",")]
-            names = [n for n in names if not (CONF_DIR / m["group"] / f"{n}.yaml").exists()]  # fedrun's own
+            names = [
+                n for n in names if not (CONF_DIR / m["group"] / f"{n}.yaml").exists()
+            ]  # fedrun's own
             if m["group"] in CLASSES:
-                paths = [n for n in names if ("." in n or ":" in n) and not set("/$ ") & set(n) and dotted(n)]
+                paths = [
+                    n
+                    for n in names
+                    if ("." in n or ":" in n) and not set("/$ ") & set(n) and dotted(n)
+                ]
                 wanted += [(m["group"], n) for n in paths]
                 names = [n for n in names if n not in paths]
             if names:
-                installed = {ep.name for ep in entry_points(group=f"fedprox_cli.{GROUPS[m['group']]}")}
+                installed = {
+                    ep.name for ep in entry_points(group=f"fedprox_cli.{GROUPS[m['group']]}")
+                }
                 wanted += [(m["group"], n) for n in names if n in installed]
     if not wanted:
         return
     from hydra.core.config_store import ConfigStore
+
     repo = _repository(overrides, config_dir)
     for group, name in wanted:
         if not repo.config_exists(f"{group}/{name}"):
-            node = by_path(group, name) if dotted(name) else defaults(group, name, lookup(group)(name))
-            ConfigStore.instance().store(group=group, name=name, node=node, provider="fedprox_cli plugin defaults")
+            node = (
+                by_path(group, name) if dotted(name) else defaults(group, name, lookup(group)(name))
+            )
+            ConfigStore.instance().store(
+                group=group, name=name, node=node, provider="fedprox_cli plugin defaults"
+            )

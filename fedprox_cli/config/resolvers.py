@@ -19,13 +19,15 @@ import os
 
 from omegaconf import OmegaConf
 
-MAX_BASE = 2 ** 64      # |a| of a ** b
-MAX_EXPONENT = 1024     # |b| of a ** b
+MAX_BASE = 2**64  # |a| of a ** b
+MAX_EXPONENT = 1024  # |b| of a ** b
 
 
 def _pow(a, b):
     if abs(a) > MAX_BASE or abs(b) > MAX_EXPONENT:
-        raise ValueError(f"calc: {a!r} ** {b!r} is outside |base| <= 2**64, |exponent| <= {MAX_EXPONENT}")
+        raise ValueError(
+            f"calc: {a!r} ** {b!r} is outside |base| <= 2**64, |exponent| <= {MAX_EXPONENT}"
+        )
     return operator.pow(a, b)
 
 
@@ -38,19 +40,31 @@ def _apply(op, *args):
         raise ValueError("calc: the result is too large") from None
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.Pow: _pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: _pow,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
 
 
 def _eval(node: ast.AST) -> float:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-            and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         return _apply(_OPS[type(node.op)], _eval(node.left), _eval(node.right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
         return _apply(_OPS[type(node.op)], _eval(node.operand))
-    raise ValueError(f"calc: only numbers and + - * / ** ( ) are allowed, got {ast.unparse(node)!r}")
+    raise ValueError(
+        f"calc: only numbers and + - * / ** ( ) are allowed, got {ast.unparse(node)!r}"
+    )
 
 
 def calc(expr: str | int | float) -> float:
@@ -64,7 +78,7 @@ def calc(expr: str | int | float) -> float:
     value = _eval(tree.body)
     if isinstance(value, complex):  # (-8) ** 0.5
         raise ValueError(f"calc: {expr!r} is not a real number")
-    if isinstance(value, int) and abs(value) >= 2 ** 63:  # beyond int64: a float, if one holds it
+    if isinstance(value, int) and abs(value) >= 2**63:  # beyond int64: a float, if one holds it
         value = _apply(float, value)
     return value
 
@@ -80,4 +94,5 @@ def register() -> None:
         OmegaConf.register_new_resolver("fedrun.under", lambda name: f"{name}/" if name else "")
     if not OmegaConf.has_resolver("fedrun.job_dir"):
         from .jobdir import job_dir
+
         OmegaConf.register_new_resolver("fedrun.job_dir", job_dir)

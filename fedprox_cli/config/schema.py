@@ -82,14 +82,17 @@ def check(cls, values: dict, at: str = "") -> None:
         if is_dataclass(tp):
             check(tp, v if isinstance(v, dict) else vars(v), name + ".")
         elif "must" in f.metadata:
-            require(_fits(tp, v) and f.metadata["ok"](v), f"{name} must be {f.metadata['must']}, got {v!r}")
+            require(
+                _fits(tp, v) and f.metadata["ok"](v),
+                f"{name} must be {f.metadata['must']}, got {v!r}",
+            )
 
 
 class Checked:
     """A schema section that checks itself when built (``RunConfig(...)`` from Python); an
     integer given for a float field becomes a float."""
 
-    at: ClassVar[str] = ""   # the section's place in the config ("oracle.")
+    at: ClassVar[str] = ""  # the section's place in the config ("oracle.")
 
     def __post_init__(self):
         check(type(self), {f.name: getattr(self, f.name) for f in fields(self)}, self.at)
@@ -103,14 +106,18 @@ class Checked:
 @dataclass
 class Data(Checked):
     at: ClassVar[str] = "data."
-    root: Optional[str] = key("a folder or null ($FEDPROX_DATA or ~/.cache/fedprox_cli/data)",
-                              lambda v: v is None or v.strip() != "")
+    root: Optional[str] = key(
+        "a folder or null ($FEDPROX_DATA or ~/.cache/fedprox_cli/data)",
+        lambda v: v is None or v.strip() != "",
+    )
 
 
 @dataclass
 class Oracle(Checked):
     at: ClassVar[str] = "oracle."
-    chunk: Any = key("a positive integer, auto or null", lambda v: v is None or v == "auto" or positive_int(v))
+    chunk: Any = key(
+        "a positive integer, auto or null", lambda v: v is None or v == "auto" or positive_int(v)
+    )
     eval_batch: Any = key("a positive integer or auto", lambda v: v == "auto" or positive_int(v))
     memory_gb: float = key("a positive number", lambda v: v > 0)
 
@@ -118,9 +125,12 @@ class Oracle(Checked):
 @dataclass
 class Metrics(Checked):
     at: ClassVar[str] = "metrics."
-    stationarity_step: Optional[float] = key("a number > 0 or null (the algorithm's natural step)",
-                                             lambda v: v is None or v > 0)
-    train_samples: Optional[int] = key("a positive integer or null (all)", lambda v: v is None or v > 0)
+    stationarity_step: Optional[float] = key(
+        "a number > 0 or null (the algorithm's natural step)", lambda v: v is None or v > 0
+    )
+    train_samples: Optional[int] = key(
+        "a positive integer or null (all)", lambda v: v is None or v > 0
+    )
     per_client: bool = key("true or false")
 
 
@@ -128,6 +138,7 @@ class Metrics(Checked):
 class Choice:
     """A config group's chosen option: its ``name`` and its parameters (the YAML's other keys,
     ``_target_`` included: a plugin's class, see :mod:`fedprox_cli.common.plugins`)."""
+
     name: str
     params: Dict[str, Any]
 
@@ -139,15 +150,20 @@ class Choice:
 @dataclass
 class RunConfig(Checked):
     """The run config, typed: ``conf/config.yaml``'s keys (their meaning is commented there)."""
+
     T: int = key("a positive integer", lambda v: v > 0)
     K: int = key("a positive integer", lambda v: v > 0)
     n: int = key("a positive integer", lambda v: v > 0)
     B: Any = key("a positive integer or 'full'", lambda v: v == "full" or positive_int(v))
     seed: int = key("an integer >= 0", lambda v: v >= 0)
     seeds: int = key("a positive integer (runs seed, seed+1, ... in one process)", lambda v: v > 0)
-    device: str = key("auto, cpu or cuda", lambda v: v in ("auto", "cpu", "cuda") or v.startswith("cuda:"))
+    device: str = key(
+        "auto, cpu or cuda", lambda v: v in ("auto", "cpu", "cuda") or v.startswith("cuda:")
+    )
     dtype: str = key(f"one of {', '.join(DTYPES)}", lambda v: v in DTYPES)
-    matmul_precision: str = key(f"one of {', '.join(MATMUL_PRECISIONS)}", lambda v: v in MATMUL_PRECISIONS)
+    matmul_precision: str = key(
+        f"one of {', '.join(MATMUL_PRECISIONS)}", lambda v: v in MATMUL_PRECISIONS
+    )
     eval_every: int = key("a positive integer", lambda v: v > 0)
     engine: str = key(f"one of {', '.join(ENGINES)}", lambda v: v in ENGINES)
     compile: Any = key("true, false or auto", lambda v: v is True or v is False or v == "auto")
@@ -161,27 +177,35 @@ class RunConfig(Checked):
     data: Data = MISSING
     oracle: Oracle = MISSING
     metrics: Metrics = MISSING
-    dataset: Any = MISSING      # a Choice once typed (validate.typed); a dict in the ConfigStore
+    dataset: Any = MISSING  # a Choice once typed (validate.typed); a dict in the ConfigStore
     partition: Any = MISSING
     model: Any = MISSING
     regularizer: Any = MISSING
     compressor: Any = MISSING
     algorithm: Any = MISSING
-    logger: Any = MISSING       # the tracker's settings (runs.trackers reads them)
+    logger: Any = MISSING  # the tracker's settings (runs.trackers reads them)
 
     def __post_init__(self):
         super().__post_init__()
-        require(not (self.compile is True and self.engine == "loop"),
-                "compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false")
-        require(not (self.keep_checkpoint is True and self.checkpoint_every == 0),
-                "keep_checkpoint=true keeps nothing with checkpoint_every=0 (checkpoints off); "
-                "set checkpoint_every > 0")
-        require(self.seeds == 1 or self.compile is not True,
-                f"seeds={self.seeds} joins the runs' gradient calls, which are not compiled; use "
-                f"compile=false or auto, or seeds=1 with compile=true")
-        require(self.seeds == 1 or self.engine != "loop",
-                f"seeds={self.seeds} computes the runs' gradients in one vmap call; use engine=vmap "
-                f"or auto, or seeds=1 with engine=loop")
+        require(
+            not (self.compile is True and self.engine == "loop"),
+            "compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false",
+        )
+        require(
+            not (self.keep_checkpoint is True and self.checkpoint_every == 0),
+            "keep_checkpoint=true keeps nothing with checkpoint_every=0 (checkpoints off); "
+            "set checkpoint_every > 0",
+        )
+        require(
+            self.seeds == 1 or self.compile is not True,
+            f"seeds={self.seeds} joins the runs' gradient calls, which are not compiled; use "
+            f"compile=false or auto, or seeds=1 with compile=true",
+        )
+        require(
+            self.seeds == 1 or self.engine != "loop",
+            f"seeds={self.seeds} computes the runs' gradients in one vmap call; use engine=vmap "
+            f"or auto, or seeds=1 with engine=loop",
+        )
 
     @property
     def batch(self) -> int | None:
@@ -203,17 +227,25 @@ def sweep_job() -> int | None:
     """The number of the sweep job being run (Hydra's ``hydra.job.num``), None outside a sweep."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
+
     if not HydraConfig.initialized():
         return None
     hc = HydraConfig.get()
-    return int(hc.job.num) if hc.mode == RunMode.MULTIRUN and hc.job.get("num") is not None else None
+    return (
+        int(hc.job.num) if hc.mode == RunMode.MULTIRUN and hc.job.get("num") is not None else None
+    )
 
 
 def finite(key: str, v) -> None:
     """Refuse NaN, infinities and integers beyond int64 (every integer of a config is one)."""
-    require(not (isinstance(v, float) and not math.isfinite(v)), f"{key} must be a finite number, got {v!r}")
-    if is_int(v) and abs(v) >= 2 ** 63:
-        raise UserError(f"{key} must lie within +-2**63 (an int64), got a number of {len(str(abs(v)))} digits")
+    require(
+        not (isinstance(v, float) and not math.isfinite(v)),
+        f"{key} must be a finite number, got {v!r}",
+    )
+    if is_int(v) and abs(v) >= 2**63:
+        raise UserError(
+            f"{key} must lie within +-2**63 (an int64), got a number of {len(str(abs(v)))} digits"
+        )
 
 
 ConfigStore.instance().store(name="fedrun_schema", node=RunConfig)

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..common.errors import UserError
 
-EARLY_S = 60     # how much earlier than signal_delay_s SLURM may signal
-STARTUP_S = 30   # a job's start before its handlers exist (Python, torch, the data), at most
+EARLY_S = 60  # how much earlier than signal_delay_s SLURM may signal
+STARTUP_S = 30  # a job's start before its handlers exist (Python, torch, the data), at most
 
 
 def check_time_limit(launcher: Any) -> None:
@@ -27,8 +27,10 @@ def check_time_limit(launcher: Any) -> None:
         return
     need, room = delay + EARLY_S + STARTUP_S, timeout * 60 - EARLY_S - STARTUP_S
     if timeout * 60 < need:
-        raise UserError(f"hydra.launcher.timeout_min={timeout} with signal_delay_s={delay}: SLURM may "
-                        f"send its warning up to {EARLY_S} s before signal_delay_s, while a job is "
-                        f"still starting, which kills the job without a requeue; ask for "
-                        f"timeout_min >= {math.ceil(need / 60)}"
-                        + (f" or signal_delay_s <= {room}" if room > 0 else ""))
+        raise UserError(
+            f"hydra.launcher.timeout_min={timeout} with signal_delay_s={delay}: SLURM may "
+            f"send its warning up to {EARLY_S} s before signal_delay_s, while a job is "
+            f"still starting, which kills the job without a requeue; ask for "
+            f"timeout_min >= {math.ceil(need / 60)}"
+            + (f" or signal_delay_s <= {room}" if room > 0 else "")
+        )

@@ -13,15 +13,25 @@
 
 from __future__ import annotations
 
-
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from .. import CONF_DIR
 from ..common.errors import UserError, closest, require
 from ..common.flatten import flatten
-from .schema import GROUPS, Choice, Data, Metrics, Oracle, RunConfig, check, finite, is_int, is_number
-from .schema import positive_int
+from .schema import (
+    GROUPS,
+    Choice,
+    Data,
+    Metrics,
+    Oracle,
+    RunConfig,
+    check,
+    finite,
+    is_int,
+    is_number,
+    positive_int,
+)
 
 
 def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
@@ -33,9 +43,11 @@ def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
 def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
     """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
     e.g. ``experiment.build(compose(["dataset=digits", "K=5"]))``."""
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
 
     from . import plugin_defaults, resolvers
+
     resolvers.register()
     plugin_defaults.store(list(overrides))
     with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
@@ -69,8 +81,13 @@ def _top_level(cfg: DictConfig) -> dict:
     """The schema's top-level keys and sections, resolved (not the groups)."""
     names = [k for k in RunConfig.__dataclass_fields__ if k not in GROUPS and k != "logger"]
     try:
-        return {k: OmegaConf.to_container(cfg[k], resolve=True) if isinstance(cfg[k], Container) else cfg[k]
-                for k in names if k in cfg}
+        return {
+            k: OmegaConf.to_container(cfg[k], resolve=True)
+            if isinstance(cfg[k], Container)
+            else cfg[k]
+            for k in names
+            if k in cfg
+        }
     except OmegaConfBaseException:
         resolved(cfg)  # raises the UserError naming the key that does not resolve
         raise
@@ -85,27 +102,40 @@ def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     top = _top_level(cfg)
     check(RunConfig, top)
     values = resolved(cfg)
-    for key, v in sorted(flatten(values).items(), key=lambda kv: "." in kv[0]):  # top-level keys first
+    for key, v in sorted(
+        flatten(values).items(), key=lambda kv: "." in kv[0]
+    ):  # top-level keys first
         finite(key, v)
     _check_groups(values, reference)
     sections = {k: cls(**top[k]) for k, cls in SECTIONS.items()}
-    choices = {g: Choice(values[g]["name"], {k: v for k, v in values[g].items() if k != "name"}) for g in GROUPS}
-    return RunConfig(**{k: v for k, v in top.items() if k not in SECTIONS}, **sections, **choices,
-                     logger=values.get("logger"))
+    choices = {
+        g: Choice(values[g]["name"], {k: v for k, v in values[g].items() if k != "name"})
+        for g in GROUPS
+    }
+    return RunConfig(
+        **{k: v for k, v in top.items() if k not in SECTIONS},
+        **sections,
+        **choices,
+        logger=values.get("logger"),
+    )
 
 
 def _check_groups(values: dict, reference: DictConfig | None) -> None:
     """Each group's values of its defaults' types (a number where a number stands, a boolean
     where a boolean stands) and in :data:`GROUP_RANGES`."""
     flat = flatten({g: values[g] for g in GROUPS})
-    defaults = flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
+    defaults = (
+        flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
+    )
     for key, v in sorted(flat.items()):
         d = defaults.get(key)
         if isinstance(d, bool):
             require(isinstance(v, bool), f"{key} must be true or false, got {v!r}")
         elif is_number(d):
             kind = "an integer" if is_int(d) else "a number"
-            require(is_number(v) and (not is_int(d) or is_int(v)), f"{key} must be {kind}, got {v!r}")
+            require(
+                is_number(v) and (not is_int(d) or is_int(v)), f"{key} must be {kind}, got {v!r}"
+            )
     for key, (ok, what) in GROUP_RANGES.items():
         if key in flat:
             require(ok(flat[key]), f"{key} must be {what}, got {flat[key]!r}")
@@ -117,7 +147,11 @@ def _did_you_mean(key: str, among, prefix: str = "") -> str:
     return f"; did you mean {prefix}{close}?" if close else ""
 
 
-HELP_PAGES = ("algorithm", "regularizer", "compressor")  # groups with a page: fedrun GROUP=NAME --help
+HELP_PAGES = (
+    "algorithm",
+    "regularizer",
+    "compressor",
+)  # groups with a page: fedrun GROUP=NAME --help
 
 
 def no_parameter(group: str, name: str, param: str, takes, target: str | None = None) -> str:
@@ -125,10 +159,15 @@ def no_parameter(group: str, name: str, param: str, takes, target: str | None = 
     ``_target_`` it names) that has no such key: the keys it takes, the closest one, and the
     command that describes them (the same words whether Hydra or the validation finds it)."""
     takes = sorted(k for k in takes if k not in ("name", "_target_"))
-    page = (f"`fedrun {group}={target or name} --help` describes them" if group in HELP_PAGES
-            else "`fedrun --help` lists the settings")
-    return (f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
-            f"{_did_you_mean(param, takes, group + '.')}")
+    page = (
+        f"`fedrun {group}={target or name} --help` describes them"
+        if group in HELP_PAGES
+        else "`fedrun --help` lists the settings"
+    )
+    return (
+        f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
+        f"{_did_you_mean(param, takes, group + '.')}"
+    )
 
 
 def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
@@ -141,14 +180,29 @@ def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
         group = key.split(".")[0]
         if group in GROUPS and "." in key:
             takes = [k.split(".", 1)[1] for k in want if k.startswith(group + ".")]
-            raise UserError(no_parameter(group, cfg[group].get("name"), key.split(".", 1)[1], takes,
-                                         cfg[group].get("_target_")))
-        raise UserError(f"unknown key {key!r}: fedrun has no such setting (see fedrun --help)"
-                        f"{_did_you_mean(key, want)}")
+            raise UserError(
+                no_parameter(
+                    group,
+                    cfg[group].get("name"),
+                    key.split(".", 1)[1],
+                    takes,
+                    cfg[group].get("_target_"),
+                )
+            )
+        raise UserError(
+            f"unknown key {key!r}: fedrun has no such setting (see fedrun --help)"
+            f"{_did_you_mean(key, want)}"
+        )
     missing = set(want) - set(have)
-    whole = {g for g in GROUPS if any(k.startswith(g + ".") for k in want)  # ~group: named once
-             and all(k in missing for k in want if k.startswith(g + "."))}
+    whole = {
+        g
+        for g in GROUPS
+        if any(k.startswith(g + ".") for k in want)  # ~group: named once
+        and all(k in missing for k in want if k.startswith(g + "."))
+    }
     gone = sorted({k.split(".")[0] if k.split(".")[0] in whole else k for k in missing})
     if gone:
-        raise UserError(f"{', '.join(gone)} cannot be deleted (~): fedrun needs "
-                        f"{'it' if len(gone) == 1 else 'them'}; override the value instead")
+        raise UserError(
+            f"{', '.join(gone)} cannot be deleted (~): fedrun needs "
+            f"{'it' if len(gone) == 1 else 'them'}; override the value instead"
+        )

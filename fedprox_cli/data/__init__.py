@@ -11,4 +11,12 @@ from . import idx, images, leaf, tabular  # noqa: F401  (loaders register on imp
 from .datasets import Dataset, load, load_config, names
 from .partition import load_partition, partition, save_partition
 
-__all__ = ["Dataset", "load", "load_config", "names", "partition", "load_partition", "save_partition"]
+__all__ = [
+    "Dataset",
+    "load",
+    "load_config",
+    "names",
+    "partition",
+    "load_partition",
+    "save_partition",
+]

@@ -38,7 +38,11 @@ def folder() -> Path:
     explicit = os.environ.get("FEDPROX_CACHE")
     if explicit:
         return Path(explicit).expanduser()
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "fedprox_cli" / "decoded"
+    return (
+        Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+        / "fedprox_cli"
+        / "decoded"
+    )
 
 
 def key(name: str, sources: list[Path], packages: tuple[str, ...] = ()) -> str:
@@ -52,18 +56,28 @@ def key(name: str, sources: list[Path], packages: tuple[str, ...] = ()) -> str:
     return h.hexdigest()[:20]
 
 
-def decoded(name: str, sources: list[Path], decode: Callable[[], dict[str, np.ndarray]],
-            packages: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+def decoded(
+    name: str,
+    sources: list[Path],
+    decode: Callable[[], dict[str, np.ndarray]],
+    packages: tuple[str, ...] = (),
+) -> dict[str, np.ndarray]:
     """``decode()``'s arrays for the dataset ``name`` read from ``sources``: from the cache
     (memory-mapped, read-only) when an entry for their current :func:`key` exists, else decoded
     and stored."""
     entry = folder() / f"{name}-{key(name, sources, packages)}"
     if entry.is_dir():
         try:
-            return {f.stem: np.load(f, mmap_mode="r", allow_pickle=False) for f in sorted(entry.glob("*.npy"))}
+            return {
+                f.stem: np.load(f, mmap_mode="r", allow_pickle=False)
+                for f in sorted(entry.glob("*.npy"))
+            }
         except (OSError, ValueError) as e:
-            say(f"the cached {name} in {entry} cannot be read ({type(e).__name__}); decoding it "
-                f"again from its source files", "note")
+            say(
+                f"the cached {name} in {entry} cannot be read ({type(e).__name__}); decoding it "
+                f"again from its source files",
+                "note",
+            )
             shutil.rmtree(entry, ignore_errors=True)
     arrays = decode()
     try:
@@ -90,8 +104,11 @@ def _store(entry: Path, arrays: dict[str, np.ndarray]) -> None:
 CHUNK = 1 << 18  # levels gathered per call: their int64 indices stay in cache
 
 
-def lookup(u8: np.ndarray, normalize: Callable[[torch.Tensor], torch.Tensor],
-           channel_dim: int | None = None) -> torch.Tensor:
+def lookup(
+    u8: np.ndarray,
+    normalize: Callable[[torch.Tensor], torch.Tensor],
+    channel_dim: int | None = None,
+) -> torch.Tensor:
     """``normalize(torch.from_numpy(u8))`` as float32 (bit-identical), computed on the 256
     levels only: ``normalize`` maps uint8 samples (first dimension) to floats elementwise, per
     channel along ``channel_dim`` where given; it is applied to one sample per level, which
@@ -120,5 +137,5 @@ def gather(table: torch.Tensor, u8: np.ndarray) -> torch.Tensor:
         src = torch.from_numpy(np.ascontiguousarray(u8)).reshape(-1)
     out = torch.empty(src.shape, dtype=table.dtype)
     for a in range(0, len(src), CHUNK):
-        torch.index_select(table, 0, src[a:a + CHUNK].long(), out=out[a:a + CHUNK])
+        torch.index_select(table, 0, src[a : a + CHUNK].long(), out=out[a : a + CHUNK])
     return out.view(u8.shape)

@@ -14,23 +14,26 @@ candidate folder of the loader) is refused, never used silently in its place.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
 
-from ..common.files import atomic_write, check_readable, open_file
 from ..common.console import say
 from ..common.errors import UserError, require, squeeze
+from ..common.files import atomic_write, check_readable, open_file
 from ..common.plugins import Registry, callable_contract, calling, returned
 
 REDOWNLOAD = "delete it and download it again"
 
-_REGISTRY = Registry("dataset", "datasets", callable_contract(
-    "a dataset loader (root: Path) -> fedprox_cli.data.Dataset"))  # name -> loader(root: Path) -> Dataset
+_REGISTRY = Registry(
+    "dataset",
+    "datasets",
+    callable_contract("a dataset loader (root: Path) -> fedprox_cli.data.Dataset"),
+)  # name -> loader(root: Path) -> Dataset
 register, names, lookup = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup
 
 
@@ -42,7 +45,9 @@ class Dataset:
     test_x: torch.Tensor
     test_y: torch.Tensor
     num_classes: int
-    groups: torch.Tensor | None = None  # (N,) int64 natural group of each training sample (FEMNIST writer)
+    groups: torch.Tensor | None = (
+        None  # (N,) int64 natural group of each training sample (FEMNIST writer)
+    )
     source: str = ""  # the folder (or package) the data were read from
 
     @property
@@ -68,19 +73,37 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
     except UserError:
         raise
     except Exception as e:  # a file no loader wrapped in reading()
-        raise UserError(f"dataset {name} under {base} cannot be read ({type(e).__name__}: "
-                        f"{squeeze(str(e), 200)}); its files may be corrupt: delete them and "
-                        f"download them again") from None
-    returned(loader, "dataset", "the loader", ds, isinstance(ds, Dataset), "a fedprox_cli.data.Dataset", name)
+        raise UserError(
+            f"dataset {name} under {base} cannot be read ({type(e).__name__}: "
+            f"{squeeze(str(e), 200)}); its files may be corrupt: delete them and "
+            f"download them again"
+        ) from None
+    returned(
+        loader,
+        "dataset",
+        "the loader",
+        ds,
+        isinstance(ds, Dataset),
+        "a fedprox_cli.data.Dataset",
+        name,
+    )
     ds.source = ds.source or str(base)
     check_whole(ds)
     for split, y in (("training", ds.train_y), ("test", ds.test_y)):
-        require(len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),
-                f"dataset {name} in {ds.source}: {split} labels must lie in 0..{ds.num_classes - 1}, "
-                f"found {int(y.min())}..{int(y.max())}; the files are corrupt: {REDOWNLOAD.replace('it', 'them')}")
-    require(not (root and Path(ds.source).exists() and not Path(ds.source).resolve().is_relative_to(base.resolve())),
-            f"dataset {name} is not under data.root={base} (a copy is in {ds.source}); put it there, "
-            f"give data.root={ds.source}, or leave data.root unset to use that copy")
+        require(
+            len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),
+            f"dataset {name} in {ds.source}: {split} labels must lie in 0..{ds.num_classes - 1}, "
+            f"found {int(y.min())}..{int(y.max())}; the files are corrupt: {REDOWNLOAD.replace('it', 'them')}",
+        )
+    require(
+        not (
+            root
+            and Path(ds.source).exists()
+            and not Path(ds.source).resolve().is_relative_to(base.resolve())
+        ),
+        f"dataset {name} is not under data.root={base} (a copy is in {ds.source}); put it there, "
+        f"give data.root={ds.source}, or leave data.root unset to use that copy",
+    )
     return ds
 
 
@@ -90,17 +113,29 @@ def check_whole(ds: Dataset) -> None:
     the training samples' shape, which the model is built for. One :class:`UserError`."""
     where = f"dataset {ds.name} in {ds.source}"
     for split, x, y in (("training", ds.train_x, ds.train_y), ("test", ds.test_x, ds.test_y)):
-        require(isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.dim() >= 2 and y.dim() == 1,
-                f"{where}: the {split} samples must be a tensor (N, ...) and the labels a tensor (N,), got "
-                f"{_shape(x)} and {_shape(y)}; {REDOWNLOAD.replace('it', 'them')}")
-        require(len(x) == len(y), f"{where}: {len(x)} {split} samples but {len(y)} labels; "
-                                  f"{REDOWNLOAD.replace('it', 'them')}")
-        require(not (x.is_floating_point() is False or y.is_floating_point()),
-                f"{where}: the {split} samples must be floats and the labels integers, got {x.dtype} and "
-                f"{y.dtype}; {REDOWNLOAD.replace('it', 'them')}")
-    require(ds.train_x.shape[1:] == ds.test_x.shape[1:],
-            f"{where}: training samples of shape {tuple(ds.train_x.shape[1:])} but test samples of shape "
-            f"{tuple(ds.test_x.shape[1:])}; a model takes one shape: {REDOWNLOAD.replace('it', 'them')}")
+        require(
+            isinstance(x, torch.Tensor)
+            and isinstance(y, torch.Tensor)
+            and x.dim() >= 2
+            and y.dim() == 1,
+            f"{where}: the {split} samples must be a tensor (N, ...) and the labels a tensor (N,), got "
+            f"{_shape(x)} and {_shape(y)}; {REDOWNLOAD.replace('it', 'them')}",
+        )
+        require(
+            len(x) == len(y),
+            f"{where}: {len(x)} {split} samples but {len(y)} labels; "
+            f"{REDOWNLOAD.replace('it', 'them')}",
+        )
+        require(
+            not (x.is_floating_point() is False or y.is_floating_point()),
+            f"{where}: the {split} samples must be floats and the labels integers, got {x.dtype} and "
+            f"{y.dtype}; {REDOWNLOAD.replace('it', 'them')}",
+        )
+    require(
+        ds.train_x.shape[1:] == ds.test_x.shape[1:],
+        f"{where}: training samples of shape {tuple(ds.train_x.shape[1:])} but test samples of shape "
+        f"{tuple(ds.test_x.shape[1:])}; a model takes one shape: {REDOWNLOAD.replace('it', 'them')}",
+    )
 
 
 def _shape(t) -> str:
@@ -124,14 +159,16 @@ def reading(path: Path, remedy: str = REDOWNLOAD):
     except UserError:
         raise
     except Exception as e:
-        raise UserError(f"{path} cannot be read ({type(e).__name__}: {squeeze(str(e), 200)}); "
-                        f"{remedy}") from None
+        raise UserError(
+            f"{path} cannot be read ({type(e).__name__}: {squeeze(str(e), 200)}); {remedy}"
+        ) from None
 
 
 def not_found(name: str, looked: list[Path], how_to_get: str) -> UserError:
     """The one error for a missing dataset: where it looked and how to obtain it."""
-    return UserError(f"dataset {name} not found (looked in: {', '.join(map(str, looked))}); "
-                     f"{how_to_get}")
+    return UserError(
+        f"dataset {name} not found (looked in: {', '.join(map(str, looked))}); {how_to_get}"
+    )
 
 
 def labels(y: np.ndarray) -> torch.Tensor:
@@ -142,7 +179,10 @@ def standardize(train: torch.Tensor, test: torch.Tensor, mean, std, channel_dim:
     """(x - mean) / std for float tensors; ``mean``/``std`` scalars or per-channel sequences
     (broadcast along ``channel_dim``)."""
     shape = [1] * train.dim()
-    mean, std = torch.as_tensor(mean, dtype=torch.float32), torch.as_tensor(std, dtype=torch.float32)
+    mean, std = (
+        torch.as_tensor(mean, dtype=torch.float32),
+        torch.as_tensor(std, dtype=torch.float32),
+    )
     if mean.dim():
         shape[channel_dim] = -1
         mean, std = mean.view(shape), std.view(shape)
@@ -152,6 +192,7 @@ def standardize(train: torch.Tensor, test: torch.Tensor, mean, std, channel_dim:
 def split(x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int = 0):
     """Deterministic stratified train/test split (independent of the run's seed)."""
     from sklearn.model_selection import train_test_split
+
     return train_test_split(x, y, test_size=test_fraction, random_state=seed, stratify=y)
 
 
@@ -164,8 +205,11 @@ def cached(path: Path, build: Callable[[], dict]) -> dict:
             with open_file(path) as f:
                 return torch.load(f, weights_only=True)
         except Exception as e:
-            say(f"the cache {path} cannot be read ({type(e).__name__}); rebuilding it from "
-                f"the source files", "note")
+            say(
+                f"the cache {path} cannot be read ({type(e).__name__}); rebuilding it from "
+                f"the source files",
+                "note",
+            )
     out = build()
     try:
         atomic_write(path, lambda f: torch.save(out, f))

@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 
 from ..common import guarded
-from ..common.files import atomic_write
 from ..common.errors import require
+from ..common.files import atomic_write
 
 _SCHEMES: dict[str, Callable[..., list[np.ndarray]]] = {}
 _GROUPED: set[str] = set()  # schemes that split by Dataset.groups (e.g. FEMNIST writers)
@@ -28,6 +28,7 @@ def register(name: str, grouped: bool = False):
         if grouped:
             _GROUPED.add(name)
         return fn
+
     return deco
 
 
@@ -35,21 +36,34 @@ def names() -> list[str]:
     return sorted(_SCHEMES)
 
 
-def partition(scheme: str, labels: np.ndarray, n: int, seed: int, min_size: int = 1,
-              groups: np.ndarray | None = None, **params) -> list[np.ndarray]:
+def partition(
+    scheme: str,
+    labels: np.ndarray,
+    n: int,
+    seed: int,
+    min_size: int = 1,
+    groups: np.ndarray | None = None,
+    **params,
+) -> list[np.ndarray]:
     """Per-client sorted int64 index arrays into the training set. ``groups`` (one id per
     sample, e.g. FEMNIST's writers) is required by the grouped schemes."""
     require(scheme in _SCHEMES, f"unknown partition '{scheme}' (choose from: {', '.join(names())})")
     if scheme in _GROUPED:
-        require(groups is not None, f"partition {scheme} needs a dataset with natural groups "
-                                    f"(writer ids), e.g. dataset=femnist")
+        require(
+            groups is not None,
+            f"partition {scheme} needs a dataset with natural groups "
+            f"(writer ids), e.g. dataset=femnist",
+        )
         params["groups"] = np.asarray(groups)
     labels = np.asarray(labels)
     N = len(labels)
     require(n >= 1, f"n must be a positive number of clients, got {n}")
     require(min_size >= 1, f"partition.min_size must be >= 1, got {min_size}")
-    require(n * min_size <= N, f"n = {n} clients with at least partition.min_size = {min_size} "
-                               f"samples each needs {n * min_size} samples; the training set has {N}")
+    require(
+        n * min_size <= N,
+        f"n = {n} clients with at least partition.min_size = {min_size} "
+        f"samples each needs {n * min_size} samples; the training set has {N}",
+    )
     rng = np.random.default_rng(seed)
     clients = _SCHEMES[scheme](labels, n, rng, **params)
     clients = _top_up(clients, min_size, rng)
@@ -77,7 +91,9 @@ def iid(labels: np.ndarray, n: int, rng: np.random.Generator) -> list[np.ndarray
 
 
 @register("dirichlet")
-def dirichlet(labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float) -> list[np.ndarray]:
+def dirichlet(
+    labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float
+) -> list[np.ndarray]:
     """Label skew: for each class c, proportions q_c ~ Dir(alpha 1_n) split the samples of c
     over the clients (Hsu et al. 2019; FedCanon Sec. IV-A3). Smaller alpha = more skew.
     Proportions that underflow to 0 (tiny alpha) send the whole class to one random client."""
@@ -100,8 +116,9 @@ def _dirichlet_split(items: np.ndarray, n: int, alpha: float, rng: np.random.Gen
 
 
 @register("dirichlet_writers", grouped=True)
-def dirichlet_writers(labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float,
-                      groups: np.ndarray) -> list[np.ndarray]:
+def dirichlet_writers(
+    labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float, groups: np.ndarray
+) -> list[np.ndarray]:
     """User skew (FedCanon Sec. IV-A3, FEMNIST): proportions q ~ Dir(alpha 1_n) split the
     (shuffled) writers over the clients, and each writer's samples go whole to one client, so
     clients differ in writers (handwriting) and, through them, in labels. Only the
@@ -131,8 +148,10 @@ def sorted_shards(labels: np.ndarray, n: int, rng: np.random.Generator) -> list[
 
 def save_partition(path: str | os.PathLike, clients: list[np.ndarray]) -> None:
     """Write ``partition.npz``: arrays ``client_000``, ``client_001``, ... (atomically)."""
-    atomic_write(path, lambda f: np.savez_compressed(f, **{f"client_{i:03d}": c
-                                                          for i, c in enumerate(clients)}))
+    atomic_write(
+        path,
+        lambda f: np.savez_compressed(f, **{f"client_{i:03d}": c for i, c in enumerate(clients)}),
+    )
 
 
 def load_partition(path: str | os.PathLike) -> list[np.ndarray]:

@@ -25,14 +25,16 @@ class Engine(ABC):
     name: ClassVar[str]
 
     @abstractmethod
-    def grad(self, X: torch.Tensor, ids: torch.Tensor, w: torch.Tensor,
-             out: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def grad(
+        self, X: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Gradients G (m, d) at the rows of X and the batch losses (m,); G written into ``out``
         (an (m, d) tensor) if given."""
 
     @abstractmethod
-    def sgd_steps(self, X: torch.Tensor, batches: list[Batch], beta: float,
-                  shift: torch.Tensor | float) -> None:
+    def sgd_steps(
+        self, X: torch.Tensor, batches: list[Batch], beta: float, shift: torch.Tensor | float
+    ) -> None:
         """One corrected SGD step x_i <- x_i - beta (g_i(x_i) + s_i) per batch, in place, with
         ``shift`` s a scalar, one row (d,) or rows (m, d)."""
 

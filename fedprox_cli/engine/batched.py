@@ -26,24 +26,40 @@ DYNAMO = "torch._dynamo"
 _TORCH_AUTOGRAD_GRAD = eager_transforms._autograd_grad
 
 
-def autograd_grad(outputs: Sequence[torch.Tensor], inputs: Sequence[torch.Tensor],
-                  grad_outputs: Sequence[torch.Tensor] | None = None, retain_graph: bool = False,
-                  create_graph: bool = True) -> tuple[torch.Tensor, ...]:
+def autograd_grad(
+    outputs: Sequence[torch.Tensor],
+    inputs: Sequence[torch.Tensor],
+    grad_outputs: Sequence[torch.Tensor] | None = None,
+    retain_graph: bool = False,
+    create_graph: bool = True,
+) -> tuple[torch.Tensor, ...]:
     """``torch.func``'s ``_autograd_grad``: the gradients of the ``outputs`` that require grad
     with respect to ``inputs`` (zeros for an input they do not depend on)."""
     if DYNAMO in sys.modules:
         return _TORCH_AUTOGRAD_GRAD(outputs, inputs, grad_outputs, retain_graph, create_graph)
-    pairs = [(o, g) for o, g in zip(outputs, grad_outputs if grad_outputs is not None else [None] * len(outputs))
-             if o.requires_grad]
+    pairs = [
+        (o, g)
+        for o, g in zip(
+            outputs, grad_outputs if grad_outputs is not None else [None] * len(outputs)
+        )
+        if o.requires_grad
+    ]
     if not pairs:
         return tuple(torch.zeros_like(x) for x in inputs)
-    grads = torch.autograd.grad([o for o, _ in pairs], inputs,
-                                None if grad_outputs is None else [g for _, g in pairs],
-                                retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+    grads = torch.autograd.grad(
+        [o for o, _ in pairs],
+        inputs,
+        None if grad_outputs is None else [g for _, g in pairs],
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+        allow_unused=True,
+    )
     return tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs))
 
 
-def batched_grad(loss: Callable[..., torch.Tensor]) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+def batched_grad(
+    loss: Callable[..., torch.Tensor],
+) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
     """``vmap(grad_and_value(loss))``: the gradients (m, d) and values (m,) of ``loss`` at m
     rows at once, with :func:`autograd_grad` in the transform."""
     eager_transforms._autograd_grad = autograd_grad

@@ -33,30 +33,45 @@ from ..common.files import atomic_write_text
 from .base import Engine
 from .device import device_name
 
-MAX_CLIENTS = 32   # clients per timed step (the engines' per-client costs are flat beyond this)
-REPEATS = 3        # timed steps per engine (best kept)
-BUDGET_S = 2.0     # stop timing after this long (at least one timed step per engine)
+MAX_CLIENTS = 32  # clients per timed step (the engines' per-client costs are flat beyond this)
+REPEATS = 3  # timed steps per engine (best kept)
+BUDGET_S = 2.0  # stop timing after this long (at least one timed step per engine)
 TIMED = ("loop", "vmap")
 
 
 def cache_file() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "fedprox_cli" / "engine.json"
+    return (
+        Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+        / "fedprox_cli"
+        / "engine.json"
+    )
 
 
 def cache_key(oracle, clients: int) -> str:
     data = oracle.data
-    key = {"model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
-           "d": oracle.model.d, "input": list(data.x.shape[1:]), "B": oracle.B, "clients": clients,
-           "dtype": str(data.x.dtype), "device": oracle.device.type,
-           "device_name": device_name(oracle.device), "threads": torch.get_num_threads(),
-           "torch": torch.__version__}
+    key = {
+        "model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
+        "d": oracle.model.d,
+        "input": list(data.x.shape[1:]),
+        "B": oracle.B,
+        "clients": clients,
+        "dtype": str(data.x.dtype),
+        "device": oracle.device.type,
+        "device_name": device_name(oracle.device),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
     return json.dumps(key, sort_keys=True)
 
 
 def _clock(device: torch.device):
     """CPU time of this process for one-thread CPU runs (robust to other processes on a shared
     machine), else wall time."""
-    return time.process_time if device.type == "cpu" and torch.get_num_threads() == 1 else time.perf_counter
+    return (
+        time.process_time
+        if device.type == "cpu" and torch.get_num_threads() == 1
+        else time.perf_counter
+    )
 
 
 def time_engines(oracle, clients: int) -> dict[str, float]:
@@ -65,8 +80,9 @@ def time_engines(oracle, clients: int) -> dict[str, float]:
     return time_steps(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
 
 
-def time_steps(oracle, clients: int, variants: dict[str, Engine],
-               repeats: int = REPEATS) -> tuple[dict[str, float], dict[str, float]]:
+def time_steps(
+    oracle, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
+) -> tuple[dict[str, float], dict[str, float]]:
     """Time a gradient step as ``Oracle.grad`` takes it (the mini-batches drawn, then the
     engine's call) on the first ``clients`` clients at the initial model with each variant (an
     engine: eager, or vmap with a compiled call), interleaved: the best seconds per client-step
@@ -76,7 +92,10 @@ def time_steps(oracle, clients: int, variants: dict[str, Engine],
     ids = torch.arange(clients, device=oracle.device)
     X = oracle.model.flat().expand(clients, -1).contiguous()
     G = torch.empty_like(X)
-    clock, sync = _clock(oracle.device), (torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None)
+    clock, sync = (
+        _clock(oracle.device),
+        (torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None),
+    )
 
     def step(variant: str, k: int, clock=clock) -> float:
         sync()
@@ -85,7 +104,9 @@ def time_steps(oracle, clients: int, variants: dict[str, Engine],
         sync()
         return clock() - start
 
-    first = {v: step(v, 0, time.perf_counter) for v in variants}  # wall: a compiler runs as child processes
+    first = {
+        v: step(v, 0, time.perf_counter) for v in variants
+    }  # wall: a compiler runs as child processes
     best, start = {v: float("inf") for v in variants}, time.perf_counter()
     for r in range(repeats):
         if r and time.perf_counter() - start > BUDGET_S:
@@ -113,8 +134,12 @@ def choose(oracle, engine: str) -> dict:
     if _valid(hit):
         return {**hit, "source": "cache", "cache": str(path)}
     timings = time_engines(oracle, clients)
-    record = {"engine": min(TIMED, key=timings.__getitem__), "s_per_client_step": timings,
-              "clients_timed": clients, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    record = {
+        "engine": min(TIMED, key=timings.__getitem__),
+        "s_per_client_step": timings,
+        "clients_timed": clients,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
     return {**_store(path, key, record), "cache": str(path)}
 
 
@@ -137,11 +162,20 @@ def line(record: dict) -> str | None:
     """The run's line about ``auto``'s choice and both timings (None for a forced engine)."""
     if record.get("source") not in ("measured", "cache"):
         return None
-    times = ", ".join(f"{e} {1e3 * s:.3g} ms" for e, s in sorted(record["s_per_client_step"].items()))
-    how = "measured" if record["source"] == "measured" else f"from the cache (measured {record.get('measured_at', '?')})"
+    times = ", ".join(
+        f"{e} {1e3 * s:.3g} ms" for e, s in sorted(record["s_per_client_step"].items())
+    )
+    how = (
+        "measured"
+        if record["source"] == "measured"
+        else f"from the cache (measured {record.get('measured_at', '?')})"
+    )
     return f"{record['engine']} (engine=auto, {how}: {times} per client-step)"
 
 
 def _valid(record) -> bool:
-    return isinstance(record, dict) and record.get("engine") in TIMED and \
-        isinstance(record.get("s_per_client_step"), dict)
+    return (
+        isinstance(record, dict)
+        and record.get("engine") in TIMED
+        and isinstance(record.get("s_per_client_step"), dict)
+    )

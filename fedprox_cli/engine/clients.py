@@ -48,8 +48,8 @@ def _per_sample(oracle: Oracle, x: torch.Tensor, inputs: torch.Tensor, targets: 
     oracle.work.load(x)
     loss, correct = [], []
     for s in range(0, len(targets), oracle.eval_batch):
-        logits = oracle.work.module(inputs[s:s + oracle.eval_batch])
-        yb = targets[s:s + oracle.eval_batch]
+        logits = oracle.work.module(inputs[s : s + oracle.eval_batch])
+        yb = targets[s : s + oracle.eval_batch]
         loss.append(F.cross_entropy(logits, yb, reduction="none"))
         correct.append((logits.argmax(1) == yb).to(logits.dtype))
     return torch.cat(loss), torch.cat(correct)
@@ -61,14 +61,16 @@ def label_distributions(oracle: Oracle, num_classes: int) -> torch.Tensor:
     mask = torch.arange(d.index.shape[1], device=d.index.device) < d.sizes[:, None]
     client = torch.arange(d.n, device=d.index.device)[:, None].expand_as(d.index)[mask]
     counts = torch.zeros(d.n, num_classes, dtype=d.x.dtype, device=d.x.device)
-    counts.index_put_((client, d.y[d.index[mask]]), torch.ones_like(client, dtype=d.x.dtype),
-                      accumulate=True)
+    counts.index_put_(
+        (client, d.y[d.index[mask]]), torch.ones_like(client, dtype=d.x.dtype), accumulate=True
+    )
     return counts / counts.sum(1, keepdim=True)
 
 
 @torch.no_grad()
-def evaluate(oracle: Oracle, x: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor,
-             num_classes: int) -> dict[str, np.ndarray]:
+def evaluate(
+    oracle: Oracle, x: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor, num_classes: int
+) -> dict[str, np.ndarray]:
     """Per client i (arrays of length n): ``train_loss`` f_i(x) and ``train_acc`` over client i's
     training samples, ``test_loss_rw`` and ``test_acc_rw`` (see the module docstring)."""
     d = oracle.data
@@ -77,16 +79,20 @@ def evaluate(oracle: Oracle, x: torch.Tensor, test_x: torch.Tensor, test_y: torc
     client = torch.arange(d.n, device=d.index.device)[:, None].expand_as(d.index)[mask]
     loss, correct = _per_sample(oracle, x, d.x[ids], d.y[ids])
     sizes = d.sizes.to(loss.dtype)
-    train_loss = torch.zeros(d.n, dtype=loss.dtype, device=loss.device).index_add_(0, client, loss) / sizes
+    train_loss = (
+        torch.zeros(d.n, dtype=loss.dtype, device=loss.device).index_add_(0, client, loss) / sizes
+    )
     train_acc = torch.zeros_like(train_loss).index_add_(0, client, correct) / sizes
     t_loss, t_correct = _per_sample(oracle, x, test_x, test_y)
     per_class = torch.zeros(3, num_classes, dtype=t_loss.dtype, device=t_loss.device)
     for row, v in enumerate((t_loss, t_correct, torch.ones_like(t_loss))):
         per_class[row].index_add_(0, test_y, v)
     present = per_class[2] > 0
-    mean_c = torch.where(present, per_class[:2] / per_class[2].clamp_min(1), torch.zeros_like(per_class[:2]))
+    mean_c = torch.where(
+        present, per_class[:2] / per_class[2].clamp_min(1), torch.zeros_like(per_class[:2])
+    )
     p = label_distributions(oracle, num_classes) * present
-    rw = (p @ mean_c.T) / p.sum(1, keepdim=True)   # (n, 2): loss, accuracy
+    rw = (p @ mean_c.T) / p.sum(1, keepdim=True)  # (n, 2): loss, accuracy
     out = torch.stack([train_loss, train_acc, rw[:, 0], rw[:, 1]]).double().cpu().numpy()
     return dict(zip(METRICS, out))
 
@@ -94,7 +100,9 @@ def evaluate(oracle: Oracle, x: torch.Tensor, test_x: torch.Tensor, test_y: torc
 def rows(t: int, values: dict[str, np.ndarray]) -> list[dict]:
     """The ``clients.csv`` rows of round t."""
     n = len(values[METRICS[0]])
-    return [{"round": t, "client": i, **{m: float(values[m][i]) for m in METRICS}} for i in range(n)]
+    return [
+        {"round": t, "client": i, **{m: float(values[m][i]) for m in METRICS}} for i in range(n)
+    ]
 
 
 def worst(v: pd.Series, higher_is_worse: bool) -> float:
@@ -108,6 +116,7 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Per round: ``<metric>_mean``, ``<metric>_std`` (sample std over clients) and
     ``<metric>_worst10`` of every per-client metric."""
     import pandas as pd
+
     out = {}
     for t, g in table.groupby("round", sort=True):
         row = {}
@@ -129,6 +138,7 @@ class Log:
 
     def __init__(self, out, resumed_at: int | None):
         import pandas as pd
+
         self.out = Path(out)
         self.table = pd.DataFrame(columns=COLUMNS)
         path = self.out / FILE
@@ -138,6 +148,7 @@ class Log:
 
     def add(self, t: int, values: dict[str, np.ndarray]) -> None:
         import pandas as pd
+
         new = pd.DataFrame(rows(t, values), columns=COLUMNS)
         self.table = new if self.table.empty else pd.concat([self.table, new], ignore_index=True)
         self.write()

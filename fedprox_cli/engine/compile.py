@@ -35,10 +35,10 @@ from typing import Callable
 
 import torch
 
+from ..common.errors import UserError
+from ..common.files import atomic_write_text
 from . import choice as engine_choice
 from .vmap import VmapEngine
-from ..common.files import atomic_write_text
-from ..common.errors import UserError
 
 
 def mode(device: torch.device) -> str:
@@ -54,12 +54,14 @@ def compiled(fn: Callable, device: torch.device) -> Callable:
     def call(*args):
         """Contiguous arguments: one program for rows given as an expanded vector too."""
         return fast(*(a.contiguous() for a in args))
+
     if m != "reduce-overhead":
         return call
 
     def graphed(*args):
         torch.compiler.cudagraph_mark_step_begin()
         return tuple(o.clone() for o in call(*args))
+
     return graphed
 
 
@@ -75,7 +77,9 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
         return {"compiled": False, "source": "forced"}
     if oracle.engine_choice["source"] == "forced" and oracle.engine.name == "loop":
         if setting is True:
-            raise UserError("compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false")
+            raise UserError(
+                "compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false"
+            )
         return {"compiled": False, "source": "engine=loop (only the vmap engine compiles)"}
     fast = oracle.engines["vmap"].wrapped(lambda call: compiled(call, oracle.device))
     clients = max(1, min(oracle.data.n, oracle.chunk))
@@ -84,14 +88,28 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
         if setting is True:
             record["compile_s"] = _warm_up(oracle, fast, clients)
             return _use(oracle, fast, {**record, "compiled": True, "source": "forced"})
-        key = json.dumps({"engine": json.loads(engine_choice.cache_key(oracle, clients)), **record,
-                          "timed": _engines(oracle)}, sort_keys=True)
+        key = json.dumps(
+            {
+                "engine": json.loads(engine_choice.cache_key(oracle, clients)),
+                **record,
+                "timed": _engines(oracle),
+            },
+            sort_keys=True,
+        )
         cached = engine_choice.read_cache(cache_file()).get(key)
         if _valid(cached):
             record.update(cached, source="cache", cache=str(cache_file()))
         else:
-            record.update(_measure(oracle, fast, clients), source="measured", cache=str(cache_file()))
-            _store(key, {k: record[k] for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")})
+            record.update(
+                _measure(oracle, fast, clients), source="measured", cache=str(cache_file())
+            )
+            _store(
+                key,
+                {
+                    k: record[k]
+                    for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")
+                },
+            )
         times = record["s_per_client_step"]
         per_step = record["compile_s"] / client_steps if client_steps else 0.0
         if times["compiled"] + per_step < times[oracle.engine.name]:
@@ -102,8 +120,10 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
         raise
     except Exception as e:  # noqa: BLE001 (inductor's many failure types: no compiler, unsupported op)
         if setting is True:
-            raise UserError(f"compile=true: torch.compile failed here ({type(e).__name__}: "
-                            f"{str(e).splitlines()[0] if str(e) else ''}); use compile=false") from None
+            raise UserError(
+                f"compile=true: torch.compile failed here ({type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else ''}); use compile=false"
+            ) from None
         return {"compiled": False, "source": f"unavailable ({type(e).__name__})"}
     return {**record, "compiled": False}
 
@@ -117,8 +137,11 @@ def _engines(oracle) -> list[str]:
 def _use(oracle, fast: VmapEngine, record: dict) -> dict:
     """The compiled call runs: the engine is vmap (recorded where ``engine=auto`` chose loop)."""
     if oracle.engine.name != "vmap":
-        oracle.engine_choice = {**oracle.engine_choice, "engine": "vmap",
-                                "note": f"compile: the compiled vmap call runs instead of {oracle.engine.name}"}
+        oracle.engine_choice = {
+            **oracle.engine_choice,
+            "engine": "vmap",
+            "note": f"compile: the compiled vmap call runs instead of {oracle.engine.name}",
+        }
     oracle.engine = fast
     return record
 
@@ -132,8 +155,12 @@ def _measure(oracle, fast: VmapEngine, clients: int) -> dict:
     variants = {e: oracle.engines[e] for e in _engines(oracle)}
     variants["compiled"] = fast
     best, first = engine_choice.time_steps(oracle, clients, variants)
-    return {"s_per_client_step": best, "compile_s": first["compiled"], "clients_timed": clients,
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    return {
+        "s_per_client_step": best,
+        "compile_s": first["compiled"],
+        "clients_timed": clients,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
 
 
 def _store(key: str, record: dict) -> None:
@@ -149,5 +176,9 @@ def _store(key: str, record: dict) -> None:
 
 
 def _valid(record) -> bool:
-    return isinstance(record, dict) and isinstance(record.get("s_per_client_step"), dict) and \
-        "compiled" in record["s_per_client_step"] and isinstance(record.get("compile_s"), (int, float))
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("s_per_client_step"), dict)
+        and "compiled" in record["s_per_client_step"]
+        and isinstance(record.get("compile_s"), (int, float))
+    )

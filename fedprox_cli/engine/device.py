@@ -16,7 +16,6 @@ import torch
 
 from ..common.errors import require
 
-
 PLACED_BY = "FEDRUN_PLACED_BY"  # set to the launcher's name in a job a scheduler placed (Ray)
 
 
@@ -32,21 +31,29 @@ def resolve_device(name: str, job: int | None = None) -> torch.device:
     job Ray placed sees only the GPU Ray gave it, so G = 1 and it takes that one. ``auto``
     without CUDA is the CPU; ``cuda:K`` (the K-th visible GPU) and ``cpu`` are taken as given;
     CUDA or a GPU index that is not here is refused."""
-    require(name in ("auto", "cpu", "cuda") or str(name).startswith("cuda:"),
-            f"device must be auto, cpu or cuda, got {name!r}")
+    require(
+        name in ("auto", "cpu", "cuda") or str(name).startswith("cuda:"),
+        f"device must be auto, cpu or cuda, got {name!r}",
+    )
     if name == "cpu":
         return torch.device("cpu")
     count = visible_gpus()
     if name == "auto" and count == 0:
         return torch.device("cpu")
-    require(count > 0, f"device={name} requested but CUDA is not available here (use device=cpu or auto)")
+    require(
+        count > 0,
+        f"device={name} requested but CUDA is not available here (use device=cpu or auto)",
+    )
     if name in ("auto", "cuda"):
         return torch.device("cuda", (job or 0) % count)
-    index = str(name)[len("cuda:"):]
+    index = str(name)[len("cuda:") :]
     require(index.isdigit(), f"device must be auto, cpu, cuda or cuda:K (K a number), got {name!r}")
-    require(int(index) < count, f"device={name} requested but this process sees {count} GPU"
-            f"{'s' if count != 1 else ''} (cuda:0..cuda:{count - 1}; CUDA_VISIBLE_DEVICES="
-            f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})")
+    require(
+        int(index) < count,
+        f"device={name} requested but this process sees {count} GPU"
+        f"{'s' if count != 1 else ''} (cuda:0..cuda:{count - 1}; CUDA_VISIBLE_DEVICES="
+        f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})",
+    )
     return torch.device("cuda", int(index))
 
 
@@ -74,11 +81,20 @@ def device_name(device: torch.device) -> str:
             info.setdefault(k.strip(), v.strip())
     except OSError:
         import platform
+
         return platform.processor() or platform.machine()
     flags = info.get("flags", "").split()
     vec = "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else ""
-    return " ".join(x for x in (info.get("model name", ""), f"family {info.get('cpu family', '?')}",
-                                f"model {info.get('model', '?')}", vec) if x)
+    return " ".join(
+        x
+        for x in (
+            info.get("model name", ""),
+            f"family {info.get('cpu family', '?')}",
+            f"model {info.get('model', '?')}",
+            vec,
+        )
+        if x
+    )
 
 
 def hardware(device: torch.device) -> dict:
@@ -88,12 +104,25 @@ def hardware(device: torch.device) -> dict:
     it was placed (:func:`gpu_record`)."""
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        return {"name": props.name, "memory_gib": round(props.total_memory / 2**30, 1),
-                "torch": torch.__version__, "cuda": torch.version.cuda, "driver": _nvidia_driver(),
-                **gpu_record(device, props.name)}
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
-    return {"name": device_name(device), "memory_gib": round(memory / 2**30, 1) or None,
-            "torch": torch.__version__, "cuda": None, "driver": None, **gpu_record(device)}
+        return {
+            "name": props.name,
+            "memory_gib": round(props.total_memory / 2**30, 1),
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "driver": _nvidia_driver(),
+            **gpu_record(device, props.name),
+        }
+    memory = (
+        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 0
+    )
+    return {
+        "name": device_name(device),
+        "memory_gib": round(memory / 2**30, 1) or None,
+        "torch": torch.__version__,
+        "cuda": None,
+        "driver": None,
+        **gpu_record(device),
+    }
 
 
 def gpu_record(device: torch.device, name: str | None = None) -> dict:
@@ -104,20 +133,29 @@ def gpu_record(device: torch.device, name: str | None = None) -> dict:
     A run given GPUs that ran on the CPU says so in ``note`` (Ray told of GPUs that are not
     there, or ``device=cpu``)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    out = {"gpu": {"index": device.index or 0, "name": name} if device.type == "cuda" else "cpu",
-           "cuda_visible_devices": visible, "placed_by": os.environ.get(PLACED_BY) or None}
+    out = {
+        "gpu": {"index": device.index or 0, "name": name} if device.type == "cuda" else "cpu",
+        "cuda_visible_devices": visible,
+        "placed_by": os.environ.get(PLACED_BY) or None,
+    }
     if device.type != "cuda" and visible:
         why = "device=cpu" if visible_gpus() else "CUDA is not available here"
-        out["note"] = (f"given GPU {visible} (CUDA_VISIBLE_DEVICES{' by ' + out['placed_by'] if out['placed_by'] else ''})"
-                       f" but ran on the CPU: {why}")
+        out["note"] = (
+            f"given GPU {visible} (CUDA_VISIBLE_DEVICES{' by ' + out['placed_by'] if out['placed_by'] else ''})"
+            f" but ran on the CPU: {why}"
+        )
     return out
 
 
 def _nvidia_driver() -> str | None:
     """The NVIDIA driver's version (nvidia-smi), or None where it cannot be asked."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     driver = out.stdout.split("\n")[0].strip() if out.returncode == 0 else ""

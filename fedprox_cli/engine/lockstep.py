@@ -27,8 +27,8 @@ class _Failed:
 
 class Lockstep:
     def __init__(self, max_rows: int):
-        self.max_rows = max_rows      # rows per joined call (the memory plan of all R runs)
-        self.joined = 0               # calls computed
+        self.max_rows = max_rows  # rows per joined call (the memory plan of all R runs)
+        self.joined = 0  # calls computed
         self._runs: set[greenlet] = set()
 
     def rounds(self, rounds: dict[int, Callable[[], None]]) -> dict[int, BaseException]:
@@ -42,7 +42,9 @@ class Lockstep:
             while resume:
                 for r, value in resume.items():
                     try:
-                        request = runs[r].switch(value) if runs[r] else runs[r].switch()  # to its next call or end
+                        request = (
+                            runs[r].switch(value) if runs[r] else runs[r].switch()
+                        )  # to its next call or end
                     except KeyboardInterrupt:
                         raise
                     except BaseException as e:  # noqa: BLE001 (the run's own failure)

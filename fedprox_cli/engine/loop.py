@@ -32,8 +32,9 @@ class FlatModule:
         with torch.no_grad():
             self.w.copy_(x)
 
-    def loss_grad(self, inputs: torch.Tensor, targets: torch.Tensor,
-                  weights: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    def loss_grad(
+        self, inputs: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         """The weighted loss and its parameter gradients at the loaded model."""
         loss = cross_entropy(self.module(inputs), targets, weights)
         return loss.detach(), torch.autograd.grad(loss, self.params)
@@ -65,7 +66,11 @@ class LoopEngine(Engine):
         rows = per_row(shift)
         for i in range(len(X)):
             si = shift[i] if rows else shift
-            s_views = self.model.params(si).values() if torch.is_tensor(si) else [si] * len(self.work.params)
+            s_views = (
+                self.model.params(si).values()
+                if torch.is_tensor(si)
+                else [si] * len(self.work.params)
+            )
             self.work.load(X[i])
             for ids, w in batches:
                 inputs, targets = self.samples(ids[i])

@@ -36,8 +36,9 @@ ACT_COPIES = 3
 CHUNK_BYTES = 256 * 2**20
 
 
-def activation_size(module: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtype,
-                    device: torch.device) -> int:
+def activation_size(
+    module: nn.Module, input_shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+) -> int:
     """Numbers output by all leaf modules for one sample of ``input_shape``."""
     sizes: list[int] = []
     leaves = [m for m in module.modules() if not any(True for _ in m.children())]
@@ -54,6 +55,7 @@ def activation_size(module: nn.Module, input_shape: tuple[int, ...], dtype: torc
 @dataclass(frozen=True)
 class Footprint:
     """Bytes of one engine call: ``per_client`` for each client, ``per_sample`` for each sample."""
+
     per_client: int
     per_sample: int
     device_type: str = "cpu"  # CHUNK_BYTES applies on the CPU (measured there only)
@@ -63,16 +65,25 @@ class Footprint:
         return clients * (self.per_client + samples * self.per_sample)
 
 
-def footprint(module: nn.Module, d: int, input_shape: tuple[int, ...], dtype: torch.dtype,
-              device: torch.device) -> Footprint:
+def footprint(
+    module: nn.Module,
+    d: int,
+    input_shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Footprint:
     item = torch.tensor([], dtype=dtype).element_size()
     act = activation_size(module, input_shape, dtype, device)
-    return Footprint(per_client=item * d,
-                     per_sample=item * (ACT_COPIES * act + math.prod(input_shape)),
-                     device_type=torch.device(device).type)
+    return Footprint(
+        per_client=item * d,
+        per_sample=item * (ACT_COPIES * act + math.prod(input_shape)),
+        device_type=torch.device(device).type,
+    )
 
 
-def plan(fp: Footprint, n: int, samples: int, chunk, eval_batch, memory_gb: float) -> tuple[int, int]:
+def plan(
+    fp: Footprint, n: int, samples: int, chunk, eval_batch, memory_gb: float
+) -> tuple[int, int]:
     """(clients per vmap call, samples per evaluation call) for ``oracle.chunk`` and
     ``oracle.eval_batch``: ``auto`` = the largest that fits ``memory_gb`` (at least 1; chunk at
     most n and, on the CPU, within CHUNK_BYTES), a number is kept, ``chunk=None`` = all n clients at once."""
@@ -96,8 +107,9 @@ def least_parameters(name: str, params: dict) -> int:
     """A lower bound on the parameters of model ``name`` that needs no data: the model built on
     the ``meta`` device (nothing allocated) for a one-feature input, or 0 for a model that needs
     the data's image shape (its size is then fixed by the data set, checked once loaded)."""
-    from . import models
     from ..common.errors import UserError
+    from . import models
+
     try:
         with torch.device("meta"):
             return sum(p.numel() for p in models.build(name, (1,), 2, **params).parameters())
@@ -111,14 +123,18 @@ def check_sizes(s, model: str, model_params: dict, runs: int = 1) -> None:
     numbers, :func:`least_parameters`), and each local step draws n x B mini-batch positions
     (a float32 draw and two int64 index tables)."""
     from ..common.errors import require
+
     item = torch.tensor([], dtype=s.torch_dtype).element_size()
     d = least_parameters(model, model_params)
     need = runs * s.n * (item * d + 20 * (s.batch or 0))
     have = available_bytes(s.torch_device)
-    require(need <= have, f"the run needs at least {need / 2**30:,.0f} GiB (n={s.n} clients x "
-                          f"(d >= {d:,} parameters of model {model} + B={s.B} mini-batch draws)"
-                          f"{f' x {runs} runs' if runs > 1 else ''}), more than the "
-                          f"{have / 2**30:,.0f} GiB of {s.torch_device}; reduce n, B or the model")
+    require(
+        need <= have,
+        f"the run needs at least {need / 2**30:,.0f} GiB (n={s.n} clients x "
+        f"(d >= {d:,} parameters of model {model} + B={s.B} mini-batch draws)"
+        f"{f' x {runs} runs' if runs > 1 else ''}), more than the "
+        f"{have / 2**30:,.0f} GiB of {s.torch_device}; reduce n, B or the model",
+    )
 
 
 @functools.cache
@@ -135,4 +151,3 @@ def keep_freed_memory() -> None:
     M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
     libc.mallopt(M_MMAP_MAX, 0)
     libc.mallopt(M_TRIM_THRESHOLD, -1)
-

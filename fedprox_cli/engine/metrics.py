@@ -13,14 +13,29 @@ import math
 
 import torch
 
-from .oracle import Oracle
 from ..operators.regularizers import Regularizer
+from .oracle import Oracle
 
-COLUMNS = ["round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down", "train_loss",
-           "objective", "test_loss", "test_acc", "stationarity", "hoyer", "nnz_frac"]
+COLUMNS = [
+    "round",
+    "time_s",
+    "grad_evals",
+    "prox_calls",
+    "bytes_up",
+    "bytes_down",
+    "train_loss",
+    "objective",
+    "test_loss",
+    "test_acc",
+    "stationarity",
+    "hoyer",
+    "nnz_frac",
+]
 
 
-def prox_grad_mapping(x: torch.Tensor, grad: torch.Tensor, h: Regularizer, s: float) -> torch.Tensor:
+def prox_grad_mapping(
+    x: torch.Tensor, grad: torch.Tensor, h: Regularizer, s: float
+) -> torch.Tensor:
     """G_s(x) = (x - prox_{s h}(x - s grad)) / s."""
     return (x - h.prox(x - s * grad, s)) / s
 
@@ -39,15 +54,47 @@ def _model_stats(x, h):
     return {"hoyer": hoyer(x), "nnz_frac": (x != 0).float().mean(), "h": h.value(x)}
 
 
-def evaluate(x: torch.Tensor, oracle: Oracle, h: Regularizer, s: float,
-             test_x: torch.Tensor, test_y: torch.Tensor) -> dict[str, float]:
+def evaluate(
+    x: torch.Tensor,
+    oracle: Oracle,
+    h: Regularizer,
+    s: float,
+    test_x: torch.Tensor,
+    test_y: torch.Tensor,
+) -> dict[str, float]:
     """All model metrics of x, computed on the device and moved to the host once."""
     f, g = oracle.full(x, with_grad=True)
     test_loss, test_acc = oracle.test(x, test_x, test_y)
     stats = _model_stats(x, h)
     with torch.no_grad():
         G = prox_grad_mapping(x, g, h, s)
-    vals = torch.stack([f, f + stats["h"], test_loss, test_acc, G.square().sum(), stats["hoyer"],
-                        stats["nnz_frac"]]).double().cpu().tolist()
-    return dict(zip(["train_loss", "objective", "test_loss", "test_acc", "stationarity", "hoyer",
-                     "nnz_frac"], vals))
+    vals = (
+        torch.stack(
+            [
+                f,
+                f + stats["h"],
+                test_loss,
+                test_acc,
+                G.square().sum(),
+                stats["hoyer"],
+                stats["nnz_frac"],
+            ]
+        )
+        .double()
+        .cpu()
+        .tolist()
+    )
+    return dict(
+        zip(
+            [
+                "train_loss",
+                "objective",
+                "test_loss",
+                "test_acc",
+                "stationarity",
+                "hoyer",
+                "nnz_frac",
+            ],
+            vals,
+        )
+    )

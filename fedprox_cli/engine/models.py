@@ -16,13 +16,22 @@ from torch import nn
 from ..common.errors import UserError, require
 from ..common.plugins import Registry, callable_contract, calling, returned
 
-_REGISTRY = Registry("model", "models", callable_contract(
-    "a model builder (input_shape, num_classes, **params) -> torch.nn.Module"))  # name -> builder
+_REGISTRY = Registry(
+    "model",
+    "models",
+    callable_contract("a model builder (input_shape, num_classes, **params) -> torch.nn.Module"),
+)  # name -> builder
 register, names, lookup = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup
 
 
-def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str = "default",
-          _target_: str | None = None, **params) -> nn.Module:
+def build(
+    name: str,
+    input_shape: tuple[int, ...],
+    num_classes: int,
+    init: str = "default",
+    _target_: str | None = None,
+    **params,
+) -> nn.Module:
     """Model ``name`` for inputs of ``input_shape`` (without batch dim) and ``num_classes``.
     ``init="zeros"`` sets every parameter to 0 (deterministic convex checks); ``_target_``: a
     plugin's builder by dotted path (:mod:`fedprox_cli.common.plugins`)."""
@@ -30,7 +39,15 @@ def build(name: str, input_shape: tuple[int, ...], num_classes: int, init: str =
     require(init in ("default", "zeros"), f"model.init must be 'default' or 'zeros', got '{init}'")
     with calling(builder, "model", "its builder", name):
         model = builder(tuple(input_shape), int(num_classes), **params)
-    returned(builder, "model", "the builder", model, isinstance(model, nn.Module), "a torch.nn.Module", name)
+    returned(
+        builder,
+        "model",
+        "the builder",
+        model,
+        isinstance(model, nn.Module),
+        "a torch.nn.Module",
+        name,
+    )
     if init == "zeros":
         with torch.no_grad():
             for p in model.parameters():
@@ -48,36 +65,51 @@ def linear(input_shape, num_classes):
 def mlp(input_shape, num_classes, hidden: int = 200):
     """FedCanon's MLP (Sec. IV-A4): three linear layers with ReLU between them. The paper gives
     no width; we use 200 hidden units (McMahan et al.'s 2NN) and no ReLU on the logits."""
-    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), hidden), nn.ReLU(),
-                         nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+    return nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(math.prod(input_shape), hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, num_classes),
+    )
 
 
 @register("sigmoid_mlp")
 def sigmoid_mlp(input_shape, num_classes, hidden: int = 200):
     """FedNMap's shallow network (Sec. 5.1): one hidden layer with sigmoid activations. The paper
     gives no width; we use 200 hidden units like :func:`mlp`."""
-    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), hidden), nn.Sigmoid(),
-                         nn.Linear(hidden, num_classes))
+    return nn.Sequential(
+        nn.Flatten(),
+        nn.Linear(math.prod(input_shape), hidden),
+        nn.Sigmoid(),
+        nn.Linear(hidden, num_classes),
+    )
 
 
 def _image_shape(input_shape, model: str, min_side: int) -> tuple[int, int, int]:
     """(C, H, W) of image inputs, or a :class:`UserError` for tabular data / too small images."""
     if len(input_shape) != 3 or min(input_shape[1:]) < min_side:
-        raise UserError(f"model {model} needs images (C, H, W) of side >= {min_side}; the dataset "
-                        f"gives inputs of shape {tuple(input_shape)} (use model=linear or mlp)")
+        raise UserError(
+            f"model {model} needs images (C, H, W) of side >= {min_side}; the dataset "
+            f"gives inputs of shape {tuple(input_shape)} (use model=linear or mlp)"
+        )
     return input_shape
 
 
-def conv_net(input_shape, num_classes, model: str, convs: list[tuple[int, int, bool]],
-             hidden: list[int]) -> nn.Sequential:
+def conv_net(
+    input_shape, num_classes, model: str, convs: list[tuple[int, int, bool]], hidden: list[int]
+) -> nn.Sequential:
     """Conv layers ``(channels, kernel, max-pool after)`` with "same" padding and ReLU, each
     max-pool halving the side, then fully connected layers of widths ``hidden`` (ReLU) and a
     linear head."""
     pools = sum(p for _, _, p in convs)
-    c, h, w = _image_shape(input_shape, model, 2 ** pools)
+    c, h, w = _image_shape(input_shape, model, 2**pools)
     layers: list[nn.Module] = []
     for out, k, pool in convs:
-        layers += [nn.Conv2d(c, out, k, padding=k // 2), nn.ReLU()] + ([nn.MaxPool2d(2)] if pool else [])
+        layers += [nn.Conv2d(c, out, k, padding=k // 2), nn.ReLU()] + (
+            [nn.MaxPool2d(2)] if pool else []
+        )
         c = out
     width = c * (h >> pools) * (w >> pools)
     layers.append(nn.Flatten())
@@ -100,8 +132,13 @@ def cnn4(input_shape, num_classes):
     """FedCEF's CIFAR-10 CNN (Sec. V-A: four conv + two fc layers, about 4.4M parameters):
     3x3 convs of 32, 64 (max-pool), 128, 128 (max-pool) channels, fc 512, head;
     4,440,778 parameters on 32x32x3 with 10 classes."""
-    return conv_net(input_shape, num_classes, "cnn4",
-                    [(32, 3, False), (64, 3, True), (128, 3, False), (128, 3, True)], [512])
+    return conv_net(
+        input_shape,
+        num_classes,
+        "cnn4",
+        [(32, 3, False), (64, 3, True), (128, 3, False), (128, 3, True)],
+        [512],
+    )
 
 
 @register("mnist_cnn")
@@ -122,6 +159,7 @@ def resnet18(input_shape, num_classes, gn_groups: int = 2):
     conv for C input channels, no stem max-pool for sides <= 32 (CIFAR-style; kept for larger,
     e.g. 64x64 Tiny ImageNet), GroupNorm(gn_groups) instead of BatchNorm."""
     from torchvision.models import resnet18 as tv_resnet18
+
     c, h, w = _image_shape(input_shape, "resnet18", 8)
     m = tv_resnet18(num_classes=num_classes, norm_layer=_group_norm(gn_groups))
     m.conv1 = nn.Conv2d(c, 64, 3, stride=1, padding=1, bias=False)
@@ -136,10 +174,15 @@ def mobilenetv3_small(input_shape, num_classes, gn_groups: int = 2):
     BatchNorm, a stem conv for C input channels and no dropout (the oracle's gradients are
     deterministic given the mini-batch); 1,528,106 parameters for 10 classes."""
     from torchvision.models import mobilenet_v3_small
+
     c, _, _ = _image_shape(input_shape, "mobilenetv3_small", 8)
     m = mobilenet_v3_small(num_classes=num_classes, norm_layer=_group_norm(gn_groups))
-    m.features[0][0] = nn.Conv2d(c, m.features[0][0].out_channels, 3, stride=2, padding=1, bias=False)
-    m.classifier = nn.Sequential(*(nn.Identity() if isinstance(l, nn.Dropout) else l for l in m.classifier))
+    m.features[0][0] = nn.Conv2d(
+        c, m.features[0][0].out_channels, 3, stride=2, padding=1, bias=False
+    )
+    m.classifier = nn.Sequential(
+        *(nn.Identity() if isinstance(l, nn.Dropout) else l for l in m.classifier)
+    )
     return m
 
 
@@ -161,8 +204,10 @@ class FlatModel:
     def params(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """Views of ``x`` (..., d) shaped like the module's parameters (with x's leading dims)."""
         lead = x.shape[:-1]
-        return {k: v.view(*lead, *s) for k, v, s in zip(self.names, torch.split(x, self.sizes, -1),
-                                                        self.shapes)}
+        return {
+            k: v.view(*lead, *s)
+            for k, v, s in zip(self.names, torch.split(x, self.sizes, -1), self.shapes)
+        }
 
     def __call__(self, x: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         """Logits of the model with parameters ``x`` on ``inputs``."""

@@ -33,13 +33,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import compile as compile_choice, choice as engine_choice, memory
-from .base import Batch, Engine, cross_entropy
 from ..common.draws import generator, to_device
+from ..common.errors import require
+from . import choice as engine_choice
+from . import compile as compile_choice
+from . import memory
+from .base import Batch, Engine, cross_entropy
 from .loop import FlatModule, LoopEngine
 from .models import FlatModel
 from .vmap import VmapEngine
-from ..common.errors import require
 
 ENGINES = ("loop", "vmap", "auto")
 
@@ -47,10 +49,11 @@ ENGINES = ("loop", "vmap", "auto")
 @dataclass
 class ClientData:
     """The training set on the compute device, and the clients' index table."""
-    x: torch.Tensor        # (N, *input_shape)
-    y: torch.Tensor        # (N,)
-    index: torch.Tensor    # (n, m_max) int64, row i = client i's sample ids, padded with its first
-    sizes: torch.Tensor    # (n,) int64
+
+    x: torch.Tensor  # (N, *input_shape)
+    y: torch.Tensor  # (N,)
+    index: torch.Tensor  # (n, m_max) int64, row i = client i's sample ids, padded with its first
+    sizes: torch.Tensor  # (n,) int64
 
     @classmethod
     def build(cls, x, y, clients: list[np.ndarray], device) -> "ClientData":
@@ -64,7 +67,9 @@ class ClientData:
     def n(self) -> int:
         return len(self.sizes)
 
-    def sample_weights(self, samples: int | None = None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample_weights(
+        self, samples: int | None = None, seed: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(ids, w) with f = sum_s w_s l_s: every assigned sample id with weight 1/(n |D_i|); or,
         with ``samples`` < N, a fixed subset drawn without replacement and stratified by client
         (m_i = max(1, round(samples |D_i| / N)) ids of client i, weight 1/(n m_i)), on which
@@ -94,10 +99,19 @@ class ClientData:
 class Oracle:
     """Gradients and losses of the clients' objectives (see module docstring)."""
 
-    def __init__(self, model: FlatModel, data: ClientData, B: int | None, seed: int,
-                 engine: str = "vmap", chunk: int | None = None, eval_batch: int = 4096,
-                 train_samples: int | None = None, compile: bool | str = False,
-                 client_steps: int | None = None):
+    def __init__(
+        self,
+        model: FlatModel,
+        data: ClientData,
+        B: int | None,
+        seed: int,
+        engine: str = "vmap",
+        chunk: int | None = None,
+        eval_batch: int = 4096,
+        train_samples: int | None = None,
+        compile: bool | str = False,
+        client_steps: int | None = None,
+    ):
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
         self.device = data.x.device
@@ -107,18 +121,27 @@ class Oracle:
         self.chunk = chunk or data.n
         self.eval_batch = eval_batch
         self.grad_evals = 0  # stochastic (mini-batch) gradients computed so far
-        self.work = FlatModule(model)  # the evaluation passes' (and the loop engine's) working module
-        self.engines: dict[str, Engine] = {"loop": LoopEngine(model, data.samples, self.work),
-                                           "vmap": VmapEngine(model, data.samples, self.chunk)}
+        self.work = FlatModule(
+            model
+        )  # the evaluation passes' (and the loop engine's) working module
+        self.engines: dict[str, Engine] = {
+            "loop": LoopEngine(model, data.samples, self.work),
+            "vmap": VmapEngine(model, data.samples, self.chunk),
+        }
         self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
         self.engine = self.engines[self.engine_choice["engine"]]
-        self.compile_choice = compile_choice.choose(self, compile, client_steps)  # may compile vmap's call
+        self.compile_choice = compile_choice.choose(
+            self, compile, client_steps
+        )  # may compile vmap's call
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
 
     def join(self, lockstep) -> None:
         """Make this oracle's vmap calls through a :class:`lockstep.Lockstep` (the engine must
         be vmap): inside its rounds they are computed together with the other runs' calls."""
-        require(self.engine.name == "vmap", "seed-batched runs compute their gradients with the vmap engine")
+        require(
+            self.engine.name == "vmap",
+            "seed-batched runs compute their gradients with the vmap engine",
+        )
         self.engine = self.engine.wrapped(lockstep.member)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
@@ -134,7 +157,9 @@ class Oracle:
         client's full data."""
         if self.B is not None:
             ids = self.batch_ids(t, k, clients)
-            return ids, torch.full(ids.shape, 1.0 / self.B, dtype=self.data.x.dtype, device=self.device)
+            return ids, torch.full(
+                ids.shape, 1.0 / self.B, dtype=self.data.x.dtype, device=self.device
+            )
         ids = self.data.index[clients]
         sizes = self.data.sizes[clients]
         valid = torch.arange(ids.shape[1], device=self.device) < sizes[:, None]
@@ -143,8 +168,14 @@ class Oracle:
     def _listed(self, clients: torch.Tensor | None) -> torch.Tensor:
         return torch.arange(self.data.n, device=self.device) if clients is None else clients
 
-    def grad(self, X: torch.Tensor, t: int, k: int, clients: torch.Tensor | None = None,
-             out: torch.Tensor | None = None):
+    def grad(
+        self,
+        X: torch.Tensor,
+        t: int,
+        k: int,
+        clients: torch.Tensor | None = None,
+        out: torch.Tensor | None = None,
+    ):
         """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,). With
         ``out`` (an (m, d) tensor), G is written there: a local loop that passes the same
         buffer every step allocates no (m, d) tensor per step (a fresh one page-faults its
@@ -154,8 +185,15 @@ class Oracle:
         self.grad_evals += len(clients)
         return self.engine.grad(X, ids, w, out)
 
-    def sgd_steps(self, X: torch.Tensor, t: int, K: int, beta: float,
-                  shift: torch.Tensor | float = 0.0, clients: torch.Tensor | None = None) -> torch.Tensor:
+    def sgd_steps(
+        self,
+        X: torch.Tensor,
+        t: int,
+        K: int,
+        beta: float,
+        shift: torch.Tensor | float = 0.0,
+        clients: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """K corrected SGD steps on the rows of X, in place: x_i <- x_i - beta (g_i(x_i) + s_i)
         at steps k = 0..K-1 of round t, with ``shift`` s a scalar, one row (d,) or rows (m, d).
         The same mini-batches and arithmetic as K calls of :meth:`grad` with the update after
@@ -174,8 +212,8 @@ class Oracle:
         loss = x.new_zeros(())
         g = torch.zeros_like(x) if with_grad else None
         for s in range(0, len(self._eval_ids), self.eval_batch):
-            inputs, targets = self.data.samples(self._eval_ids[s:s + self.eval_batch])
-            w = self._eval_w[s:s + self.eval_batch]
+            inputs, targets = self.data.samples(self._eval_ids[s : s + self.eval_batch])
+            w = self._eval_w[s : s + self.eval_batch]
             if with_grad:
                 lc, grads = self.work.loss_grad(inputs, targets, w)
                 for acc, gc in zip(self.model.params(g).values(), grads):
@@ -192,8 +230,8 @@ class Oracle:
         self.work.load(x)
         loss, correct = x.new_zeros(()), x.new_zeros(())
         for s in range(0, len(test_y), self.eval_batch):
-            logits = self.work.module(test_x[s:s + self.eval_batch])
-            yb = test_y[s:s + self.eval_batch]
+            logits = self.work.module(test_x[s : s + self.eval_batch])
+            yb = test_y[s : s + self.eval_batch]
             loss += F.cross_entropy(logits, yb, reduction="sum")
             correct += (logits.argmax(1) == yb).sum()
         return loss / len(test_y), correct / len(test_y)

@@ -25,7 +25,9 @@ class VmapEngine(Engine):
 
     def __init__(self, model: FlatModel, samples: Samples, chunk: int):
         self.model, self.samples, self.chunk = model, samples, chunk
-        self.call = batched_grad(self._flat_loss)  # (X, inputs, targets, w) -> G (m, d), losses (m,)
+        self.call = batched_grad(
+            self._flat_loss
+        )  # (X, inputs, targets, w) -> G (m, d), losses (m,)
         self.by_parameter = True  # local steps take the gradient parameter by parameter
         self._param_grads = batched_grad(self._param_loss)
 

@@ -14,8 +14,8 @@ from typing import ClassVar
 
 import torch
 
-from ..common.draws import to_device
 from ..common import ranges
+from ..common.draws import to_device
 from ..common.plugins import Registry, class_contract
 from ..common.ranges import param
 
@@ -40,15 +40,25 @@ class Compressor:
         raise NotImplementedError
 
 
-_REGISTRY = Registry("compressor", "compressors", class_contract(Compressor, ("__call__",)),
-                     lambda comp: comp.validate())
-register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
+_REGISTRY = Registry(
+    "compressor",
+    "compressors",
+    class_contract(Compressor, ("__call__",)),
+    lambda comp: comp.validate(),
+)
+register, names, lookup, build = (
+    _REGISTRY.register,
+    _REGISTRY.names,
+    _REGISTRY.lookup,
+    _REGISTRY.build,
+)
 
 
 @register
 @dataclass(frozen=True)
 class Identity(Compressor):
     """No compression: every entry sent as a dense float."""
+
     name: ClassVar[str] = "identity"
 
     @property
@@ -66,7 +76,7 @@ def _kept(d: int, ratio: float) -> int:
 
 @dataclass(frozen=True)
 class _Sparsifier(Compressor):
-    ratio: float = param(0.1, gt=0, le=1)   # share r of coordinates kept per row
+    ratio: float = param(0.1, gt=0, le=1)  # share r of coordinates kept per row
 
 
 @register
@@ -74,12 +84,15 @@ class _Sparsifier(Compressor):
 class TopK(_Sparsifier):
     """Top-k: keep the k = ceil(r d) largest-magnitude entries of each row (a q^2 = 1 - k/d
     contractive compressor, FedCEF Definition 1). Each kept entry costs 8 bytes."""
+
     name: ClassVar[str] = "topk"
 
     def __call__(self, V, seed=0):
         k = _kept(V.shape[-1], self.ratio)
         idx = V.abs().topk(k, dim=-1).indices
-        return torch.zeros_like(V).scatter_(-1, idx, V.gather(-1, idx)), SPARSE_BYTES * k * V.shape[0]
+        return torch.zeros_like(V).scatter_(-1, idx, V.gather(-1, idx)), SPARSE_BYTES * k * V.shape[
+            0
+        ]
 
 
 @register
@@ -91,6 +104,7 @@ class RandK(_Sparsifier):
     ``scaled = true`` multiplies by d/k: unbiased, E||C(v) - v||^2 = (d/k - 1)||v||^2, not
     contractive. 8 bytes per kept entry (the indices are counted, though a shared seed could
     replace them)."""
+
     name: ClassVar[str] = "randk"
     scaled: bool = False
 
@@ -98,7 +112,10 @@ class RandK(_Sparsifier):
         d = V.shape[-1]
         k = _kept(d, self.ratio)
         gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
-        idx = to_device(torch.rand(V.shape, generator=gen, dtype=torch.float32).topk(k, dim=-1).indices, V.device)
+        idx = to_device(
+            torch.rand(V.shape, generator=gen, dtype=torch.float32).topk(k, dim=-1).indices,
+            V.device,
+        )
         vals = V.gather(-1, idx) * (d / k if self.scaled else 1.0)
         return torch.zeros_like(V).scatter_(-1, idx, vals), SPARSE_BYTES * k * V.shape[0]
 
@@ -111,6 +128,7 @@ class QSGD(Compressor):
     s |v_j| / ||v||_2; the server gets ||v|| sign(v_j) l_j / s (unbiased, not contractive).
     Bytes per row: 4 for the norm + ceil(d (1 + ceil(log2(s + 1))) / 8) for signs and levels,
     bit-packed (no entropy coding)."""
+
     name: ClassVar[str] = "qsgd"
     levels: int = 16
 

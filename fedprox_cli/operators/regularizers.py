@@ -21,8 +21,8 @@ from typing import ClassVar
 
 import torch
 
-from ..common.errors import UserError, require
 from ..common import ranges
+from ..common.errors import UserError, require
 from ..common.plugins import Registry, calling, class_contract, returned
 from ..common.ranges import param
 
@@ -52,14 +52,22 @@ class Regularizer:
     def check_step(self, step: float, what: str = "prox step") -> None:
         """Refuse a prox parameter at or above 1/rho (the prox is then not single-valued)."""
         if not step < self.max_step():
-            raise UserError(f"{what} = {step:g} must be < 1/rho = {self.max_step():g} for "
-                            f"regularizer {self.name} (weakly convex with rho = {self.rho:g})")
+            raise UserError(
+                f"{what} = {step:g} must be < 1/rho = {self.max_step():g} for "
+                f"regularizer {self.name} (weakly convex with rho = {self.rho:g})"
+            )
 
     def value(self, x: torch.Tensor) -> torch.Tensor:
         with calling(self, "regularizer", "value(x)"):
             v = self._value(x)
-        return returned(self, "regularizer", "value(x)", v, torch.is_tensor(v) and v.shape == x.shape[:-1],
-                        f"a tensor of shape {tuple(x.shape[:-1])} (one value per row)")
+        return returned(
+            self,
+            "regularizer",
+            "value(x)",
+            v,
+            torch.is_tensor(v) and v.shape == x.shape[:-1],
+            f"a tensor of shape {tuple(x.shape[:-1])} (one value per row)",
+        )
 
     def prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         if not step > 0:
@@ -67,8 +75,14 @@ class Regularizer:
         self.check_step(step)
         with calling(self, "regularizer", "prox(x, step)"):
             u = self._prox(x, step)
-        return returned(self, "regularizer", "prox(x, step)", u, torch.is_tensor(u) and u.shape == x.shape,
-                        f"a tensor of x's shape {tuple(x.shape)}")
+        return returned(
+            self,
+            "regularizer",
+            "prox(x, step)",
+            u,
+            torch.is_tensor(u) and u.shape == x.shape,
+            f"a tensor of x's shape {tuple(x.shape)}",
+        )
 
     def _value(self, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -77,9 +91,18 @@ class Regularizer:
         raise NotImplementedError
 
 
-_REGISTRY = Registry("regularizer", "regularizers", class_contract(Regularizer, ("_value", "_prox")),
-                     lambda reg: reg.validate())
-register, names, lookup, build = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup, _REGISTRY.build
+_REGISTRY = Registry(
+    "regularizer",
+    "regularizers",
+    class_contract(Regularizer, ("_value", "_prox")),
+    lambda reg: reg.validate(),
+)
+register, names, lookup, build = (
+    _REGISTRY.register,
+    _REGISTRY.names,
+    _REGISTRY.lookup,
+    _REGISTRY.build,
+)
 
 
 def soft_threshold(x: torch.Tensor, tau: float) -> torch.Tensor:
@@ -92,6 +115,7 @@ def soft_threshold(x: torch.Tensor, tau: float) -> torch.Tensor:
 @dataclass(frozen=True)
 class NoReg(Regularizer):
     """h = 0: the prox is the identity."""
+
     name: ClassVar[str] = "none"
 
     @property
@@ -109,6 +133,7 @@ class NoReg(Regularizer):
 @dataclass(frozen=True)
 class L1(Regularizer):
     """h(x) = lam ||x||_1 (FedCEF Sec. V-A: lam = 1e-5); prox is the soft threshold at step * lam."""
+
     name: ClassVar[str] = "l1"
     lam: float = 1e-5
 
@@ -124,6 +149,7 @@ class L1(Regularizer):
 class ElasticNet(Regularizer):
     """h(x) = l1 ||x||_1 + l2 ||x||_2^2 (FedNMap Sec. 5.1, nu_1 = 0.001, nu_2 = 0.01);
     prox is the soft threshold at step * l1 shrunk by 1 / (1 + 2 step l2)."""
+
     name: ClassVar[str] = "elastic_net"
     l1: float = 1e-3
     l2: float = 1e-2
@@ -142,6 +168,7 @@ class MCP(Regularizer):
     lam |x| - x^2 / (2 theta) for |x| <= theta lam, theta lam^2 / 2 beyond; (1/theta)-weakly
     convex. For step < theta the prox is the "firm threshold": 0 for |x| <= step lam,
     soft(x, step lam) / (1 - step/theta) up to |x| = theta lam, x beyond."""
+
     name: ClassVar[str] = "mcp"
     lam: float = 1e-5
     theta: float = param(3.0, gt=0)
@@ -153,8 +180,9 @@ class MCP(Regularizer):
     def _value(self, x):
         a = x.abs()
         inner = self.lam * a - a.square() / (2 * self.theta)
-        return torch.where(a <= self.theta * self.lam, inner,
-                           torch.full_like(a, self.theta * self.lam ** 2 / 2)).sum(-1)
+        return torch.where(
+            a <= self.theta * self.lam, inner, torch.full_like(a, self.theta * self.lam**2 / 2)
+        ).sum(-1)
 
     def _prox(self, x, step):
         firm = soft_threshold(x, step * self.lam) * (self.theta / (self.theta - step))
@@ -170,6 +198,7 @@ class SCAD(Regularizer):
     soft(x, step lam) for |x| <= (1 + step) lam, ((a-1) x - sign(x) step a lam) / (a - 1 - step)
     up to |x| = a lam, x beyond (Fan and Li's thresholding rule, there with step = 1). The middle
     piece is (a-1)/(a-1-step) soft(x, step a lam / (a-1)), as |x| > step a lam / (a-1) there."""
+
     name: ClassVar[str] = "scad"
     lam: float = 1e-5
     a: float = param(3.7, gt=2)
@@ -181,16 +210,19 @@ class SCAD(Regularizer):
     def _value(self, x):
         a, lam = self.a, self.lam
         t = x.abs()
-        middle = (2 * a * lam * t - t.square() - lam ** 2) / (2 * (a - 1))
-        outer = torch.full_like(t, lam ** 2 * (a + 1) / 2)
+        middle = (2 * a * lam * t - t.square() - lam**2) / (2 * (a - 1))
+        outer = torch.full_like(t, lam**2 * (a + 1) / 2)
         return torch.where(t <= lam, lam * t, torch.where(t <= a * lam, middle, outer)).sum(-1)
 
     def _prox(self, x, step):
         a, lam = self.a, self.lam
         t = x.abs()
         middle = soft_threshold(x, step * a * lam / (a - 1)) * ((a - 1) / (a - 1 - step))
-        return torch.where(t <= (1 + step) * lam, soft_threshold(x, step * lam),
-                           torch.where(t <= a * lam, middle, x))
+        return torch.where(
+            t <= (1 + step) * lam,
+            soft_threshold(x, step * lam),
+            torch.where(t <= a * lam, middle, x),
+        )
 
 
 def _indicator(inside: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -209,6 +241,7 @@ def _slack(x: torch.Tensor) -> float:
 class L2Ball(Regularizer):
     """Indicator of {x : ||x||_2 <= radius} (per row); prox is the projection
     x min(1, radius / ||x||_2)."""
+
     name: ClassVar[str] = "l2_ball"
     radius: float = param(10.0, gt=0)
 
@@ -225,6 +258,7 @@ class L2Ball(Regularizer):
 @dataclass(frozen=True)
 class Box(Regularizer):
     """Indicator of the box {x : lo <= x_j <= hi for all j}; prox is the clamp to [lo, hi]."""
+
     name: ClassVar[str] = "box"
     lo: float = param(-1.0)
     hi: float = param(1.0)

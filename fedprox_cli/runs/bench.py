@@ -31,15 +31,19 @@ from ..engine.models import FlatModel
 from ..engine.oracle import ClientData, Oracle
 from ..operators import compressors, regularizers
 
-SHAPES = {"fmnist": ((1, 28, 28), 10, 60000, 10000), "mnist": ((1, 28, 28), 10, 60000, 10000),
-          "cifar10": ((3, 32, 32), 10, 50000, 10000), "digits": ((1, 8, 8), 10, 1437, 360),
-          "breast_cancer": ((30,), 2, 455, 114)}
+SHAPES = {
+    "fmnist": ((1, 28, 28), 10, 60000, 10000),
+    "mnist": ((1, 28, 28), 10, 60000, 10000),
+    "cifar10": ((3, 32, 32), 10, 50000, 10000),
+    "digits": ((1, 8, 8), 10, 1437, 360),
+    "breast_cancer": ((30,), 2, 455, 114),
+}
 
 
 @dataclass
 class Workload:
     name: str
-    dataset: str           # a key of SHAPES: the shapes of the random data
+    dataset: str  # a key of SHAPES: the shapes of the random data
     model: str
     n: int
     K: int
@@ -47,16 +51,28 @@ class Workload:
     algorithms: list[str]
     cuda_only: bool = False
     model_params: dict = field(default_factory=dict)
-    regularizer: str = "l1"  # a conf/regularizer option (its defaults); h = 0 for smooth-only methods
-    overrides: list[str] = field(default_factory=list)  # further config overrides, e.g. regularizer.a=1000
+    regularizer: str = (
+        "l1"  # a conf/regularizer option (its defaults); h = 0 for smooth-only methods
+    )
+    overrides: list[str] = field(
+        default_factory=list
+    )  # further config overrides, e.g. regularizer.a=1000
 
 
 WORKLOADS = {
     1: Workload("FedCanon fig2", "fmnist", "mlp", 10, 20, 64, ["fedcanon"]),
     2: Workload("FedCanon table5", "fmnist", "cnn", 10, 40, 64, ["fedcanon", "fedmid"]),
     3: Workload("FedNMap fig2", "mnist", "sigmoid_mlp", 100, 10, 64, ["fednmap"]),
-    4: Workload("MobileNetV3 CIFAR-10", "cifar10", "mobilenetv3_small", 20, 10, 64, ["fedcanon"],
-                cuda_only=True),
+    4: Workload(
+        "MobileNetV3 CIFAR-10",
+        "cifar10",
+        "mobilenetv3_small",
+        20,
+        10,
+        64,
+        ["fedcanon"],
+        cuda_only=True,
+    ),
 }
 
 
@@ -109,8 +125,10 @@ class Roofline:
         with _RecordProducts() as rec:
             step_fn()
         make = lambda a: torch.randn(a[0], dtype=a[1], device=a[2]) if _is_spec(a) else a  # noqa: E731
-        self.calls = [(f, tree_map(make, a, is_leaf=_is_spec), tree_map(make, k, is_leaf=_is_spec))
-                      for f, a, k in rec.calls]
+        self.calls = [
+            (f, tree_map(make, a, is_leaf=_is_spec), tree_map(make, k, is_leaf=_is_spec))
+            for f, a, k in rec.calls
+        ]
         counter = FlopCounterMode(display=False)
         with counter:
             self.replay()
@@ -138,8 +156,11 @@ def _algorithm(name: str, regularizer: str, overrides: list[str]):
     smooth-only methods)."""
     cfg = compose([f"algorithm={name}", f"regularizer={regularizer}", *overrides])
     alg = algorithms.build(name, **params(cfg.algorithm))
-    h = regularizers.build("none") if alg.smooth_only else \
-        regularizers.build(regularizer, **params(cfg.regularizer))
+    h = (
+        regularizers.build("none")
+        if alg.smooth_only
+        else regularizers.build(regularizer, **params(cfg.regularizer))
+    )
     return alg, h
 
 
@@ -174,7 +195,9 @@ class Setup:
         name, plus, extra = engine.partition("+")
         if plus and extra != "compile":
             raise UserError(f"engine {engine!r}: the only suffix is +compile (e.g. vmap+compile)")
-        return Oracle(self.flat, self.data, self.w.B, seed=0, engine=name, chunk=chunk, compile=bool(plus))
+        return Oracle(
+            self.flat, self.data, self.w.B, seed=0, engine=name, chunk=chunk, compile=bool(plus)
+        )
 
     def client_step(self) -> None:
         """One client's forward + backward on B samples (the unit the FLOPs are counted in)."""
@@ -202,8 +225,12 @@ class RoundTimer:
 
 # Dense FP32 and TF32 peaks in FLOP/s by GPU name (NVIDIA data sheets; TF32 without sparsity),
 # first match wins: the fraction of peak is reported where the device is one of these.
-PEAKS = (("H100 PCIe", {"fp32": 51e12, "tf32": 378e12}), ("H100", {"fp32": 67e12, "tf32": 494.5e12}),
-         ("H200", {"fp32": 67e12, "tf32": 494.5e12}), ("A100", {"fp32": 19.5e12, "tf32": 156e12}))
+PEAKS = (
+    ("H100 PCIe", {"fp32": 51e12, "tf32": 378e12}),
+    ("H100", {"fp32": 67e12, "tf32": 494.5e12}),
+    ("H200", {"fp32": 67e12, "tf32": 494.5e12}),
+    ("A100", {"fp32": 19.5e12, "tf32": 156e12}),
+)
 
 
 def peak_flops(device: torch.device, given: float | None = None) -> float | None:
@@ -219,8 +246,15 @@ def peak_flops(device: torch.device, given: float | None = None) -> float | None
     return next((p[kind] for key, p in PEAKS if key in name), None)
 
 
-def bench_workload(w: Workload, device: torch.device, engines: list[str], repeats: int,
-                   rounds: int, report, peak: float | None = None) -> list[dict]:
+def bench_workload(
+    w: Workload,
+    device: torch.device,
+    engines: list[str],
+    repeats: int,
+    rounds: int,
+    report,
+    peak: float | None = None,
+) -> list[dict]:
     """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s, the
     fraction of the roofline and of the device's peak (:func:`peak_flops`), and the compile
     seconds of a compiled engine."""
@@ -241,12 +275,20 @@ def bench_workload(w: Workload, device: torch.device, engines: list[str], repeat
         for e in engines:
             steps = w.n * w.K / best[e]
             compile_s = timers[e].env.oracle.compile_choice.get("compile_s")
-            rows.append({"workload": w.name, "algorithm": alg_name, "engine": e + (f" ({chosen})" if e == "auto" else ""),
-                         "rounds/s": 1 / best[e], "steps/s": steps,
-                         "GFLOP/s": steps * step_flops / 1e9, "roofline GFLOP/s": roof_rate / 1e9,
-                         "of roofline": steps * step_flops / roof_rate,
-                         "of peak": steps * step_flops / peak if peak else "-",
-                         "compile s": compile_s if compile_s is not None else "-"})
+            rows.append(
+                {
+                    "workload": w.name,
+                    "algorithm": alg_name,
+                    "engine": e + (f" ({chosen})" if e == "auto" else ""),
+                    "rounds/s": 1 / best[e],
+                    "steps/s": steps,
+                    "GFLOP/s": steps * step_flops / 1e9,
+                    "roofline GFLOP/s": roof_rate / 1e9,
+                    "of roofline": steps * step_flops / roof_rate,
+                    "of peak": steps * step_flops / peak if peak else "-",
+                    "compile s": compile_s if compile_s is not None else "-",
+                }
+            )
             report(rows[-1])
     return rows
 
@@ -267,33 +309,66 @@ def bench_eval(w: Workload, device: torch.device, repeats: int, report) -> dict:
         t_eval = min(t_eval, best_time(run_eval))
         t_round = min(t_round, best_time(timer))
     train_rate = w.n * w.K * count_flops(setup.client_step) / t_round
-    row = {"workload": w.name, "eval s": t_eval, "eval GFLOP/s": flops / t_eval / 1e9,
-           "train GFLOP/s": train_rate / 1e9, "round s": t_round,
-           "eval share @1": t_eval / (t_eval + t_round), "eval share @10": t_eval / (t_eval + 10 * t_round)}
+    row = {
+        "workload": w.name,
+        "eval s": t_eval,
+        "eval GFLOP/s": flops / t_eval / 1e9,
+        "train GFLOP/s": train_rate / 1e9,
+        "round s": t_round,
+        "eval share @1": t_eval / (t_eval + t_round),
+        "eval share @10": t_eval / (t_eval + 10 * t_round),
+    }
     report(row)
     return row
 
 
-def fig2_estimate(t_round: float, t_eval: float, eval_every: int, runs: int = 12, T: int = 200,
-                  parallel: int = 1) -> float:
+def fig2_estimate(
+    t_round: float, t_eval: float, eval_every: int, runs: int = 12, T: int = 200, parallel: int = 1
+) -> float:
     """Minutes for FedCanon fig2's sweep (runs x T rounds, an evaluation every eval_every rounds
     and at round 0), ``parallel`` jobs at a time."""
     evals = T // eval_every + 1 + (T % eval_every != 0)
     return runs * (T * t_round + evals * t_eval) / parallel / 60
 
 
-def custom_workload(model: str, algorithms_: list[str], dataset: str, n: int, K: int, B: int,
-                    model_params: dict | None = None, regularizer: str = "l1",
-                    overrides: list[str] | None = None) -> Workload:
+def custom_workload(
+    model: str,
+    algorithms_: list[str],
+    dataset: str,
+    n: int,
+    K: int,
+    B: int,
+    model_params: dict | None = None,
+    regularizer: str = "l1",
+    overrides: list[str] | None = None,
+) -> Workload:
     if dataset not in SHAPES:
         raise UserError(f"--shape must be one of {', '.join(SHAPES)}, got '{dataset}'")
-    return Workload(f"{model}/{dataset} n={n} K={K} B={B}", dataset, model, n, K, B, algorithms_,
-                    model_params=model_params or {}, regularizer=regularizer,
-                    overrides=overrides or [])
+    return Workload(
+        f"{model}/{dataset} n={n} K={K} B={B}",
+        dataset,
+        model,
+        n,
+        K,
+        B,
+        algorithms_,
+        model_params=model_params or {},
+        regularizer=regularizer,
+        overrides=overrides or [],
+    )
 
 
-def run(workloads: list[Workload], engines: list[str], device: torch.device, repeats: int,
-        rounds: int, with_eval: bool, report=print, note=print, peak: float | None = None) -> tuple[list[dict], list[dict]]:
+def run(
+    workloads: list[Workload],
+    engines: list[str],
+    device: torch.device,
+    repeats: int,
+    rounds: int,
+    with_eval: bool,
+    report=print,
+    note=print,
+    peak: float | None = None,
+) -> tuple[list[dict], list[dict]]:
     rows, evals = [], []
     for w in workloads:
         why = _available(w, device)

@@ -31,13 +31,15 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ..common import guarded
+from ..common.errors import UserError, require
 from ..common.files import atomic_write
 from ..common.flatten import flatten
 from ..config.keys import complete, is_run_control
-from ..common.errors import UserError, require
 
 FILE = "checkpoint.pt"
 FORMAT = 2  # 2: with the config digest
+
+
 def may_differ(key: str) -> bool:
     """A key a resumed run may change: run control (:mod:`keys`) and ``T`` (extended)."""
     return key == "T" or is_run_control(key)
@@ -54,8 +56,12 @@ def variants(flat: dict) -> list[dict]:
     seeds = flat.get("seeds", 1)
     if not (isinstance(seeds, int) and seeds > 1):
         return [flat]
-    return [flat] + [{**flat, "engine": e, "compile": c} for e in BATCHED["engine"]
-                     for c in BATCHED["compile"] if (e, c) != (flat.get("engine"), flat.get("compile"))]
+    return [flat] + [
+        {**flat, "engine": e, "compile": c}
+        for e in BATCHED["engine"]
+        for c in BATCHED["compile"]
+        if (e, c) != (flat.get("engine"), flat.get("compile"))
+    ]
 
 
 COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
@@ -63,20 +69,24 @@ COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
 
 @dataclass
 class Checkpoint:
-    round: int                 # rounds done
-    state: dict                # the algorithm's state after that round
-    counters: dict[str, int]   # COUNTERS after that round
+    round: int  # rounds done
+    state: dict  # the algorithm's state after that round
+    counters: dict[str, int]  # COUNTERS after that round
     train_time: float
-    rows: list[dict]           # metrics rows logged so far
-    digest: str                # of the config that determines the numbers (:func:`digest`)
-    data: dict | None = None   # the fingerprint of the data it trained on (:mod:`provenance`)
+    rows: list[dict]  # metrics rows logged so far
+    digest: str  # of the config that determines the numbers (:func:`digest`)
+    data: dict | None = None  # the fingerprint of the data it trained on (:mod:`provenance`)
     numerics: dict | None = None  # what its numbers depend on beyond the config (:mod:`numerics`)
 
 
 def counters(env) -> dict[str, int]:
     """The cumulative counters of an :class:`~fedprox_cli.algorithms.Env` and its oracle."""
-    return {"grad_evals": env.oracle.grad_evals, "bytes_up": env.bytes_up,
-            "bytes_down": env.bytes_down, "prox_calls": env.prox_calls}
+    return {
+        "grad_evals": env.oracle.grad_evals,
+        "bytes_up": env.bytes_up,
+        "bytes_down": env.bytes_down,
+        "prox_calls": env.prox_calls,
+    }
 
 
 def restore_counters(env, c: dict[str, int]) -> None:
@@ -102,7 +112,9 @@ def digests(composed: DictConfig | dict) -> set[str]:
 
 
 def _resolved(composed: DictConfig | dict) -> dict:
-    return composed if isinstance(composed, dict) else OmegaConf.to_container(composed, resolve=True)
+    return (
+        composed if isinstance(composed, dict) else OmegaConf.to_container(composed, resolve=True)
+    )
 
 
 def _digest(flat: dict) -> str:
@@ -119,20 +131,32 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
     except (OSError, guarded.Unreadable) as e:
         cause = e if isinstance(e, OSError) else e.os_error
         if cause is not None:  # the file system's fault (EIO, EACCES, ...): the file may be fine
-            raise UserError(f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is kept "
-                            f"as it is: re-run the same command once the file can be read again") from None
-        raise UserError(f"cannot read checkpoint {path} ({e.why}); delete it or set resume=false to start "
-                        f"over") from None
+            raise UserError(
+                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is kept "
+                f"as it is: re-run the same command once the file can be read again"
+            ) from None
+        raise UserError(
+            f"cannot read checkpoint {path} ({e.why}); delete it or set resume=false to start over"
+        ) from None
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
-        raise UserError(f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
-                        f"resume=false to start over") from None
-    require(isinstance(d, dict) and d.get("format") == FORMAT,
-            f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false")
-    ckpt = Checkpoint(**{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
-                      data=d.get("data"), numerics=d.get("numerics"))
-    require(expected is None or ckpt.digest in expected,
-            f"{path} is a checkpoint of another run (its config differs from this folder's "
-            f"config.yaml); delete it or set resume=false to start over")
+        raise UserError(
+            f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
+            f"resume=false to start over"
+        ) from None
+    require(
+        isinstance(d, dict) and d.get("format") == FORMAT,
+        f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false",
+    )
+    ckpt = Checkpoint(
+        **{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
+        data=d.get("data"),
+        numerics=d.get("numerics"),
+    )
+    require(
+        expected is None or ckpt.digest in expected,
+        f"{path} is a checkpoint of another run (its config differs from this folder's "
+        f"config.yaml); delete it or set resume=false to start over",
+    )
     return ckpt
 
 
@@ -140,17 +164,34 @@ def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
     """Refuse (:class:`UserError`) a checkpoint that cannot continue this run although its
     digest matches (a file edited or forged): its round outside 0..T, its state's keys, shapes
     or dtypes unlike ``template`` (the algorithm's initial state), counters or rows missing."""
+
     def shape(state):
-        return {k: (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__
-                for k, v in state.items()} if isinstance(state, dict) else None
-    ok = (isinstance(ckpt.round, int) and not isinstance(ckpt.round, bool) and 0 <= ckpt.round <= T
-          and shape(ckpt.state) == shape(template)
-          and isinstance(ckpt.counters, dict) and set(ckpt.counters) == set(COUNTERS)
-          and all(isinstance(v, int) for v in ckpt.counters.values())
-          and isinstance(ckpt.rows, list) and len(ckpt.rows) > 0
-          and all(isinstance(r, dict) and r.get("round", T + 1) <= ckpt.round for r in ckpt.rows))
-    require(ok, f"{path} does not fit this run (its round, state, counters or rows are not those "
-                f"of a checkpoint of this config); delete it or set resume=false to start over")
+        return (
+            {
+                k: (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__
+                for k, v in state.items()
+            }
+            if isinstance(state, dict)
+            else None
+        )
+
+    ok = (
+        isinstance(ckpt.round, int)
+        and not isinstance(ckpt.round, bool)
+        and 0 <= ckpt.round <= T
+        and shape(ckpt.state) == shape(template)
+        and isinstance(ckpt.counters, dict)
+        and set(ckpt.counters) == set(COUNTERS)
+        and all(isinstance(v, int) for v in ckpt.counters.values())
+        and isinstance(ckpt.rows, list)
+        and len(ckpt.rows) > 0
+        and all(isinstance(r, dict) and r.get("round", T + 1) <= ckpt.round for r in ckpt.rows)
+    )
+    require(
+        ok,
+        f"{path} does not fit this run (its round, state, counters or rows are not those "
+        f"of a checkpoint of this config); delete it or set resume=false to start over",
+    )
 
 
 def differences(old: dict, new: dict) -> list[str]:
@@ -160,8 +201,11 @@ def differences(old: dict, new: dict) -> list[str]:
     keys = sorted(k for k in set(a) | set(b) if not may_differ(k))
     if any(all(a.get(k, "(unset)") == v.get(k, "(unset)") for k in keys) for v in variants(b)):
         return []
-    return [f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}" for k in keys
-            if a.get(k, "(unset)") != b.get(k, "(unset)")]
+    return [
+        f"{k}: {a.get(k, '(unset)')} -> {b.get(k, '(unset)')}"
+        for k in keys
+        if a.get(k, "(unset)") != b.get(k, "(unset)")
+    ]
 
 
 def check_same_run(out: Path, composed: DictConfig) -> dict:
@@ -171,11 +215,21 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
         old = OmegaConf.to_container(guarded.read_config(out / "config.yaml"))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
-        now = isinstance(e, guarded.Unreadable) and e.os_error is not None  # EIO, EACCES: the file may be fine
-        raise UserError(f"run folder {out} holds a run whose config.yaml cannot be read ({why}); "
-                        + ("nothing in the folder was changed: re-run once it can be read" if now
-                           else "choose another run folder")) from None
+        now = (
+            isinstance(e, guarded.Unreadable) and e.os_error is not None
+        )  # EIO, EACCES: the file may be fine
+        raise UserError(
+            f"run folder {out} holds a run whose config.yaml cannot be read ({why}); "
+            + (
+                "nothing in the folder was changed: re-run once it can be read"
+                if now
+                else "choose another run folder"
+            )
+        ) from None
     diff = differences(old, OmegaConf.to_container(composed, resolve=True))
-    require(not diff, f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
-                      f"choose another run folder, or set resume=false to start it over")
+    require(
+        not diff,
+        f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
+        f"choose another run folder, or set resume=false to start it over",
+    )
     return old

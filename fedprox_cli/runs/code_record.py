@@ -16,7 +16,6 @@ import hashlib
 import inspect
 from importlib.metadata import packages_distributions, version
 
-
 from ..config import plugin_defaults
 
 GROUPS = tuple(plugin_defaults.GROUPS)  # algorithm, regularizer, compressor, model, dataset
@@ -33,29 +32,41 @@ def of_object(obj) -> dict:
     """``{"object", "package", "version", "digest"}`` of a class or function."""
     module = inspect.getmodule(obj)
     top = (module.__name__ if module else obj.__module__).split(".")[0]
-    dist = top if top == __name__.split(".")[0] else (_distributions().get(top) or [top])[0]  # built-ins: no scan
+    dist = (
+        top if top == __name__.split(".")[0] else (_distributions().get(top) or [top])[0]
+    )  # built-ins: no scan
     try:
         v = version(dist)
     except Exception:  # noqa: BLE001 -- a module on PYTHONPATH, not installed: no version
         v = None
     try:
         source = inspect.getsourcefile(obj)
-        digest = hashlib.sha256(open(source, "rb").read()).hexdigest()[:DIGEST_CHARS] if source else None
+        digest = (
+            hashlib.sha256(open(source, "rb").read()).hexdigest()[:DIGEST_CHARS] if source else None
+        )
     except (OSError, TypeError):
         digest = None
-    return {"object": f"{obj.__module__}.{getattr(obj, '__qualname__', obj.__class__.__name__)}",
-            "package": dist, "version": v, "digest": digest}
+    return {
+        "object": f"{obj.__module__}.{getattr(obj, '__qualname__', obj.__class__.__name__)}",
+        "package": dist,
+        "version": v,
+        "digest": digest,
+    }
 
 
 def record(choices: dict) -> dict:
     """The code record of a run: ``choices`` maps each group to ``(name, target or None)``."""
-    return {g: {"name": name, **of_object(plugin_defaults.lookup(g)(name, target))}
-            for g, (name, target) in choices.items()}
+    return {
+        g: {"name": name, **of_object(plugin_defaults.lookup(g)(name, target))}
+        for g, (name, target) in choices.items()
+    }
 
 
 def of_config(cfg) -> dict:
     """The code record of a typed run config (:class:`config.schema.RunConfig`)."""
-    return record({g: (getattr(cfg, g).name, getattr(cfg, g).params.get("_target_")) for g in GROUPS})
+    return record(
+        {g: (getattr(cfg, g).name, getattr(cfg, g).params.get("_target_")) for g in GROUPS}
+    )
 
 
 def changed(recorded: dict | None, current: dict | None) -> list[str]:
@@ -81,14 +92,18 @@ def mixed(records: list[dict]) -> list[str]:
             e = (r or {}).get(g) or {}
             if e.get("digest"):
                 seen.setdefault((g, e.get("name")), set()).add(e["digest"])
-    return [f"{g} {name}: {len(d)} versions of its code ({', '.join(sorted(d))})"
-            for (g, name), d in sorted(seen.items()) if len(d) > 1]
+    return [
+        f"{g} {name}: {len(d)} versions of its code ({', '.join(sorted(d))})"
+        for (g, name), d in sorted(seen.items())
+        if len(d) > 1
+    ]
 
 
 def stale(out, cfg) -> list[str]:
     """:func:`changed` between the code recorded in ``out``'s summary.json and the code the
     typed config ``cfg`` would run now: a finished run made by other code is stale."""
     from .outputs import read_summary
+
     try:
         recorded = read_summary(out).get("code")
     except (OSError, ValueError):
@@ -98,5 +113,7 @@ def stale(out, cfg) -> list[str]:
 
 def stale_line(out, why: list[str]) -> str:
     """What fedrun says of a finished run made by other code instead of "already finished"."""
-    return (f"the run in {out} is stale: it was made by other code ({'; '.join(why)}); it is kept "
-            f"as it is: to re-run it, add resume=false")
+    return (
+        f"the run in {out} is stale: it was made by other code ({'; '.join(why)}); it is kept "
+        f"as it is: to re-run it, add resume=false"
+    )

@@ -23,7 +23,9 @@ from .experiment import Experiment
 from .outputs import Summary, read_summary
 from .training import Diverged, Interrupted
 
-Plot = Callable[[DictConfig, Path], None]  # draws a run's figures from its composed config and folder
+Plot = Callable[
+    [DictConfig, Path], None
+]  # draws a run's figures from its composed config and folder
 
 
 def end(summary: Summary, status: str, code: int | None = None, **fields) -> bool:
@@ -43,11 +45,16 @@ def end(summary: Summary, status: str, code: int | None = None, **fields) -> boo
         except Exception:  # noqa: BLE001 -- unreadable: the line says so
             says, left = None, "it cannot be read"
         if says == status:  # written, but not made durable (the folder's fsync failed)
-            say(f"the run's end ({status}) is recorded in {summary.path} but may not survive a crash of "
-                f"the machine ({describe(e)})", "note")
+            say(
+                f"the run's end ({status}) is recorded in {summary.path} but may not survive a crash of "
+                f"the machine ({describe(e)})",
+                "note",
+            )
             return True
-        say(f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); {left}",
-            "error")
+        say(
+            f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); {left}",
+            "error",
+        )
         return False
 
 
@@ -85,8 +92,15 @@ def out_of_memory(e: BaseException, summary: Summary | None) -> int:
     return EXIT["error"]
 
 
-def conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary, error: BaseException | None,
-             rows: list[dict] | None = None, plot: Plot | None = None) -> int:
+def conclude(
+    exp: Experiment,
+    composed: DictConfig,
+    out: Path,
+    summary: Summary,
+    error: BaseException | None,
+    rows: list[dict] | None = None,
+    plot: Plot | None = None,
+) -> int:
     """Record how the run in ``out`` ended -- ``error`` None: finished with these metrics
     ``rows`` (and ``plot`` draws its figures); otherwise what stopped it -- say so in one line
     and return the exit code. An attempt on a finished run that did not finish puts the
@@ -96,10 +110,16 @@ def conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary,
     code = _conclude(exp, composed, out, summary, error, rows, plot or _no_plot)
     try:
         if keep.settle(out, code == EXIT["finished"]):
-            say(f"the finished run in {out} is kept as it was (metrics, plot, summary, config)", "note")
+            say(
+                f"the finished run in {out} is kept as it was (metrics, plot, summary, config)",
+                "note",
+            )
     except OSError as e:
-        say(f"the finished run's files kept in {out / keep.KEPT} could not be put back or dropped "
-            f"({describe(e)}); the next fedrun in {out} does it", "note")
+        say(
+            f"the finished run's files kept in {out / keep.KEPT} could not be put back or dropped "
+            f"({describe(e)}); the next fedrun in {out} does it",
+            "note",
+        )
     return code
 
 
@@ -107,8 +127,15 @@ def _no_plot(composed: DictConfig, out: Path) -> None:
     """A run without figures (no ``plot`` given)."""
 
 
-def _conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary, error: BaseException | None,
-              rows: list[dict] | None, plot: Plot) -> int:
+def _conclude(
+    exp: Experiment,
+    composed: DictConfig,
+    out: Path,
+    summary: Summary,
+    error: BaseException | None,
+    rows: list[dict] | None,
+    plot: Plot,
+) -> int:
     try:
         if error is not None:
             raise error
@@ -121,25 +148,54 @@ def _conclude(exp: Experiment, composed: DictConfig, out: Path, summary: Summary
             if kept:
                 plot(composed, out)
         except Exception as p:  # the record of the divergence matters more than its figure
-            say(f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})", "note")
-        return _ended(out, summary, "diverged", f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})"
-                                                          if kept else ""), "diverged", error=str(e), round=e.round)
+            say(
+                f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",
+                "note",
+            )
+        return _ended(
+            out,
+            summary,
+            "diverged",
+            f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})" if kept else ""),
+            "diverged",
+            error=str(e),
+            round=e.round,
+        )
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
         signum = e.signum if isinstance(e, Interrupted) else (signals.received or [None])[-1]
         by = signals.name(signum) if signum else None
-        line = (f"interrupted{f' after round {e.round}' if after else ''}; "
-                + ("re-run the same command to resume" if (out / checkpoint.FILE).exists()
-                   else f"partial results in {out}") + (f" (stopped by {by})" if by else ""))
-        return _ended(out, summary, "interrupted", line, "", **after, **({"error": f"stopped by {by}"} if by else {}))
+        line = (
+            f"interrupted{f' after round {e.round}' if after else ''}; "
+            + (
+                "re-run the same command to resume"
+                if (out / checkpoint.FILE).exists()
+                else f"partial results in {out}"
+            )
+            + (f" (stopped by {by})" if by else "")
+        )
+        return _ended(
+            out,
+            summary,
+            "interrupted",
+            line,
+            "",
+            **after,
+            **({"error": f"stopped by {by}"} if by else {}),
+        )
     except Exception as e:  # a bug, or memory that ran out
         return internal_error(out, e, summary)
     code = _ended(out, summary, "finished", None, "", final=rows[-1], round=exp.cfg.T)
     if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
         try:
             remove(out / checkpoint.FILE)
-        except OSError as e:  # the run is finished (its record says so); the file is only in the way
-            say(f"{out / checkpoint.FILE} could not be deleted ({describe(e)}); it is no longer needed", "note")
+        except (
+            OSError
+        ) as e:  # the run is finished (its record says so); the file is only in the way
+            say(
+                f"{out / checkpoint.FILE} could not be deleted ({describe(e)}); it is no longer needed",
+                "note",
+            )
     return code
 
 

@@ -47,6 +47,7 @@ class Experiment:
 @dataclass
 class Validated:
     """The parts of a run that need neither data nor a model, checked."""
+
     cfg: RunConfig
     alg: algorithms.Algorithm
     h: regularizers.Regularizer
@@ -66,21 +67,29 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
     alg = algorithms.build(cfg.algorithm.name, **cfg.algorithm.params)
     h = regularizers.build(cfg.regularizer.name, **cfg.regularizer.params)
     comp = compressors.build(cfg.compressor.name, **cfg.compressor.params)
-    require(not (alg.smooth_only and not h.is_zero),
-            f"algorithm {alg.name} is defined for h = 0 only; use regularizer=none")
-    require(comp.is_identity or alg.takes_compressor,
-            f"algorithm {alg.name} has no compressed uplink; use compressor=identity")
+    require(
+        not (alg.smooth_only and not h.is_zero),
+        f"algorithm {alg.name} is defined for h = 0 only; use regularizer=none",
+    )
+    require(
+        comp.is_identity or alg.takes_compressor,
+        f"algorithm {alg.name} has no compressed uplink; use compressor=identity",
+    )
     subdir = (cfg.logger or {}).get("subdir")
     if subdir is not None:  # a tracker writes inside the run folder only
         inside("the run folder (logger.subdir)", str(subdir))
-    require(cfg.participation == 1 or alg.partial_participation,
-            f"algorithm {alg.name} is defined for full participation only; use participation=1")
+    require(
+        cfg.participation == 1 or alg.partial_participation,
+        f"algorithm {alg.name} is defined for full participation only; use participation=1",
+    )
     for name, step in contract.prox_steps(alg, cfg.K, cfg.T).items():
         h.check_step(step, f"algorithm.{name} (prox parameter of {alg.name})")
     stat_step = cfg.metrics.stationarity_step
     stat_step = contract.stationarity_step(alg, cfg.K) if stat_step is None else stat_step
     require(stat_step > 0, f"metrics.stationarity_step must be > 0, got {stat_step}")
-    check_stationarity_step(stat_step, cfg.torch_dtype, natural=cfg.metrics.stationarity_step is None)
+    check_stationarity_step(
+        stat_step, cfg.torch_dtype, natural=cfg.metrics.stationarity_step is None
+    )
     h.check_step(stat_step, "metrics.stationarity_step")
     return Validated(cfg, alg, h, comp, stat_step)
 
@@ -94,14 +103,22 @@ def check_stationarity_step(step: float, dtype: torch.dtype, natural: bool = Fal
     eps = torch.finfo(dtype).eps
     if step < eps or (step > 1 / eps and not natural):
         given = f"the algorithm's natural step {step:.3g}" if natural else f"{step:.3g}"
-        raise UserError(f"metrics.stationarity_step ({given}) must lie in [{eps:.3g}, {1 / eps:.3g}] for "
-                        f"{str(dtype).removeprefix('torch.')} numbers, where the proximal gradient mapping "
-                        f"measures the gradient and not rounding; set metrics.stationarity_step in that range")
+        raise UserError(
+            f"metrics.stationarity_step ({given}) must lie in [{eps:.3g}, {1 / eps:.3g}] for "
+            f"{str(dtype).removeprefix('torch.')} numbers, where the proximal gradient mapping "
+            f"measures the gradient and not rounding; set metrics.stationarity_step in that range"
+        )
 
 
-def build(composed: DictConfig, reference: DictConfig | None = None, dataset: data.Dataset | None = None,
-          runs: int = 1, validated: Validated | None = None, data_fingerprint: dict | None = None,
-          engine: str | None = None) -> Experiment:
+def build(
+    composed: DictConfig,
+    reference: DictConfig | None = None,
+    dataset: data.Dataset | None = None,
+    runs: int = 1,
+    validated: Validated | None = None,
+    data_fingerprint: dict | None = None,
+    engine: str | None = None,
+) -> Experiment:
     """Validate ``composed`` (unless ``validated`` is its :func:`validate`) and build the run's
     pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
     it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
@@ -118,29 +135,63 @@ def build(composed: DictConfig, reference: DictConfig | None = None, dataset: da
     fingerprint = data_fingerprint or provenance.of_data(ds)
     clients = split(cfg, ds)
     torch.manual_seed(cfg.seed)
-    module = models.build(cfg.model.name, ds.input_shape, ds.num_classes, **cfg.model.params).to(device, dtype)
+    module = models.build(cfg.model.name, ds.input_shape, ds.num_classes, **cfg.model.params).to(
+        device, dtype
+    )
     flat = FlatModel(module)
     cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
-    chunk, eval_batch = memory.plan(fp, cfg.n * runs, cfg.batch or cd.index.shape[1], cfg.oracle.chunk,
-                                    cfg.oracle.eval_batch, cfg.oracle.memory_gb)
+    chunk, eval_batch = memory.plan(
+        fp,
+        cfg.n * runs,
+        cfg.batch or cd.index.shape[1],
+        cfg.oracle.chunk,
+        cfg.oracle.eval_batch,
+        cfg.oracle.memory_gb,
+    )
     batched = cfg.seeds > 1  # joined to the other seeds' calls, however many are left to run
-    oracle = Oracle(flat, cd, cfg.batch, cfg.seed, engine="vmap" if batched else engine or cfg.engine,
-                    chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk, eval_batch=eval_batch,
-                    train_samples=cfg.metrics.train_samples, compile=False if batched else cfg.compile,
-                    client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)))
+    oracle = Oracle(
+        flat,
+        cd,
+        cfg.batch,
+        cfg.seed,
+        engine="vmap" if batched else engine or cfg.engine,
+        chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk,
+        eval_batch=eval_batch,
+        train_samples=cfg.metrics.train_samples,
+        compile=False if batched else cfg.compile,
+        client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
+    )
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
-    return Experiment(cfg, ds, clients, flat, h, alg, env, v.stationarity_step, checkpoint.digest(composed),
-                      {**fingerprint, **provenance.of_partition(clients)},
-                      numerics.of_run(oracle.engine_choice["engine"], cfg))
+    return Experiment(
+        cfg,
+        ds,
+        clients,
+        flat,
+        h,
+        alg,
+        env,
+        v.stationarity_step,
+        checkpoint.digest(composed),
+        {**fingerprint, **provenance.of_partition(clients)},
+        numerics.of_run(oracle.engine_choice["engine"], cfg),
+    )
 
 
 def split(cfg: RunConfig, ds: data.Dataset) -> list[np.ndarray]:
     """The clients' sample ids: ``ds``'s training set partitioned as ``cfg`` says."""
-    require(cfg.n <= len(ds.train_y), f"n = {cfg.n} clients exceeds the {len(ds.train_y)} training "
-                                      f"samples of {ds.name}")
+    require(
+        cfg.n <= len(ds.train_y),
+        f"n = {cfg.n} clients exceeds the {len(ds.train_y)} training samples of {ds.name}",
+    )
     p = cfg.partition
-    return data.partition(p.name, ds.train_y.numpy(), cfg.n, p.params["seed"], min_size=p.params["min_size"],
-                          groups=None if ds.groups is None else ds.groups.numpy(),
-                          **p.without("seed", "min_size"))
+    return data.partition(
+        p.name,
+        ds.train_y.numpy(),
+        cfg.n,
+        p.params["seed"],
+        min_size=p.params["min_size"],
+        groups=None if ds.groups is None else ds.groups.numpy(),
+        **p.without("seed", "min_size"),
+    )

@@ -20,12 +20,22 @@ import os
 import shutil
 from pathlib import Path
 
-from ..engine import clients
 from ..common.files import folder, remove
+from ..engine import clients
 
 KEPT = ".kept"
-FILES = ("metrics.csv", "metrics.png", "summary.json", "config.yaml", "partition.npz", "checkpoint.pt",
-         "tracker.json", clients.FILE, clients.SUMMARY, clients.FIGURE)
+FILES = (
+    "metrics.csv",
+    "metrics.png",
+    "summary.json",
+    "config.yaml",
+    "partition.npz",
+    "checkpoint.pt",
+    "tracker.json",
+    clients.FILE,
+    clients.SUMMARY,
+    clients.FIGURE,
+)
 RESUMES = "checkpoint.pt"  # the attempt's own, if it wrote one, is kept over the finished one's
 _protected: set[Path] = set()
 
@@ -33,9 +43,14 @@ _protected: set[Path] = set()
 def _pairs(out: Path) -> list[tuple[Path, Path]]:
     """(file of the run, its kept name) of every file :func:`protect` keeps."""
     record = out / ".hydra"
-    hydra = sorted(p.name for p in record.iterdir()) if record.is_dir() and not record.is_symlink() else []
-    return [(out / n, out / KEPT / f"{n}.kept") for n in FILES] + \
-           [(record / n, out / KEPT / f"hydra.{n}.kept") for n in hydra]
+    hydra = (
+        sorted(p.name for p in record.iterdir())
+        if record.is_dir() and not record.is_symlink()
+        else []
+    )
+    return [(out / n, out / KEPT / f"{n}.kept") for n in FILES] + [
+        (record / n, out / KEPT / f"hydra.{n}.kept") for n in hydra
+    ]
 
 
 def protect(out: Path, finished: bool) -> None:
@@ -80,9 +95,13 @@ def _restore(out: Path) -> bool:
         return False
     left = False
     for p in sorted(kept.glob("*.kept")):
-        name = p.name[:-len(".kept")]
+        name = p.name[: -len(".kept")]
         try:
-            dst = folder(out, ".hydra") / name[len("hydra."):] if name.startswith("hydra.") else out / name
+            dst = (
+                folder(out, ".hydra") / name[len("hydra.") :]
+                if name.startswith("hydra.")
+                else out / name
+            )
             if name == RESUMES and dst.exists():
                 continue
             remove(dst)  # a link the attempt's user put there goes, never what it points to

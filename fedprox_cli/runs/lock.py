@@ -15,8 +15,8 @@ import os
 import socket
 from pathlib import Path
 
-from ..common.files import open_regular
 from ..common.errors import UserError
+from ..common.files import open_regular
 
 FILE = ".fedrun.lock"
 refused: list[Path] = []  # the folders this process was refused because another held them
@@ -37,8 +37,10 @@ class RunLock:
             holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
             os.close(fd)
             refused.append(self.path.parent)
-            raise UserError(f"run folder {self.path.parent} is in use by {holder}; wait for it "
-                            f"to end or choose another run folder") from None
+            raise UserError(
+                f"run folder {self.path.parent} is in use by {holder}; wait for it "
+                f"to end or choose another run folder"
+            ) from None
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"pid {os.getpid()} on host {socket.gethostname()}\n".encode())

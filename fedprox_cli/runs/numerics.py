@@ -22,8 +22,13 @@ from ..engine.device import device_name
 
 def of_run(engine: str, cfg: RunConfig) -> dict:
     """The record of a run computing with ``engine`` under ``cfg``, in this process."""
-    return {"engine": engine, "threads": torch.get_num_threads(), "device": device_name(cfg.torch_device),
-            "dtype": str(cfg.torch_dtype).removeprefix("torch."), "torch": str(torch.__version__)}
+    return {
+        "engine": engine,
+        "threads": torch.get_num_threads(),
+        "device": device_name(cfg.torch_device),
+        "dtype": str(cfg.torch_dtype).removeprefix("torch."),
+        "torch": str(torch.__version__),
+    }
 
 
 def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
@@ -35,15 +40,21 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
         return None
     threads = recorded.get("threads")
     if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
-        say(f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started (this process "
-            f"has {torch.get_num_threads()}), so that its numbers are those of a run never stopped", "note")
+        say(
+            f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started (this process "
+            f"has {torch.get_num_threads()}), so that its numbers are those of a run never stopped",
+            "note",
+        )
         torch.set_num_threads(threads)
     now = of_run(recorded.get("engine", ""), cfg)
     for key, what in (("device", "device"), ("torch", "torch version")):
         was = recorded.get(key)
         if isinstance(was, str) and was != now[key]:
-            say(f"the run in {out} started on {what} {was!r}; this resume runs on {now[key]!r}, so its later "
+            say(
+                f"the run in {out} started on {what} {was!r}; this resume runs on {now[key]!r}, so its later "
                 f"rows may differ from a run never stopped in the last digits; it goes on here (resume=false "
-                f"starts it over here)", "note")
+                f"starts it over here)",
+                "note",
+            )
     engine = recorded.get("engine")
     return engine if cfg.engine == "auto" and engine in ("loop", "vmap") else None

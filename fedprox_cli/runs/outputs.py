@@ -45,14 +45,18 @@ import numpy as np
 
 from .. import PACKAGE, __version__
 from ..common import guarded
-from ..common.files import atomic_write_text, write_text_in_place
 from ..common.clock import now
+from ..common.files import atomic_write_text, write_text_in_place
 from .lock import is_held
 
 SUMMARY = "summary.json"
-HEARTBEAT_S = 60.0        # the heartbeat is at most this old while a run is alive
-SLURM_VARS = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID",
-              "array_task_id": "SLURM_ARRAY_TASK_ID", "restart_count": "SLURM_RESTART_COUNT"}
+HEARTBEAT_S = 60.0  # the heartbeat is at most this old while a run is alive
+SLURM_VARS = {
+    "job_id": "SLURM_JOB_ID",
+    "array_job_id": "SLURM_ARRAY_JOB_ID",
+    "array_task_id": "SLURM_ARRAY_TASK_ID",
+    "restart_count": "SLURM_RESTART_COUNT",
+}
 
 
 def write_metrics(path: Path, rows: list[dict]) -> None:
@@ -65,7 +69,13 @@ def write_metrics(path: Path, rows: list[dict]) -> None:
 
 
 COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
-LOWER_IS_BETTER = {"train_loss", "objective", "test_loss", "stationarity", "time_s"}  # the rest: higher
+LOWER_IS_BETTER = {
+    "train_loss",
+    "objective",
+    "test_loss",
+    "stationarity",
+    "time_s",
+}  # the rest: higher
 
 
 def unfit_rows(table) -> tuple[np.ndarray, list[str]]:
@@ -94,8 +104,10 @@ def metric_columns(f) -> dict[str, np.ndarray]:
     """A metrics CSV (a binary file object) as float columns (a cell that is not a number:
     NaN), model metrics blanked as in :func:`model_metrics_only` -- without pandas."""
     header, *rows = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
-    columns = {h: np.array([_number(r[i]) if i < len(r) else np.nan for r in rows], float)
-               for i, h in enumerate(header)}
+    columns = {
+        h: np.array([_number(r[i]) if i < len(r) else np.nan for r in rows], float)
+        for i, h in enumerate(header)
+    }
     bad, models = unfit_rows(columns)
     for c in models:
         columns[c][bad] = np.nan
@@ -116,8 +128,12 @@ def git_commit() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -126,10 +142,18 @@ def git_commit() -> str | None:
 def provenance(command: str) -> dict:
     """Where and what runs: pid, host, SLURM ids, git commit, versions, the command."""
     slurm = {k: os.environ[v] for k, v in SLURM_VARS.items() if v in os.environ}
-    return {"pid": os.getpid(), "host": socket.gethostname(), **({"slurm": slurm} if slurm else {}),
-            "git_commit": git_commit(), "command": command,
-            "versions": {"fedprox_cli": __version__, "torch": version("torch"),
-                         "python": platform.python_version()}}
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        **({"slurm": slurm} if slurm else {}),
+        "git_commit": git_commit(),
+        "command": command,
+        "versions": {
+            "fedprox_cli": __version__,
+            "torch": version("torch"),
+            "python": platform.python_version(),
+        },
+    }
 
 
 class Summary:
@@ -168,12 +192,28 @@ def runs_in(folder: Path) -> list[Path]:
     folder = Path(folder)
     if (folder / SUMMARY).exists():
         return [folder]
-    return sorted((p.parent for p in folder.glob(f"{SEED_PREFIX}*/{SUMMARY}")),
-                  key=lambda p: int(p.name[len(SEED_PREFIX):]) if p.name[len(SEED_PREFIX):].isdigit() else -1)
+    return sorted(
+        (p.parent for p in folder.glob(f"{SEED_PREFIX}*/{SUMMARY}")),
+        key=lambda p: (
+            int(p.name[len(SEED_PREFIX) :]) if p.name[len(SEED_PREFIX) :].isdigit() else -1
+        ),
+    )
 
 
-SCHEMA = {"status": str, "error": str, "exit_code": int, "round": int, "T": int, "final": dict,
-          "versions": dict, "heartbeat": str, "started": str, "ended": str, "command": str, "code": dict}
+SCHEMA = {
+    "status": str,
+    "error": str,
+    "exit_code": int,
+    "round": int,
+    "T": int,
+    "final": dict,
+    "versions": dict,
+    "heartbeat": str,
+    "started": str,
+    "ended": str,
+    "command": str,
+    "code": dict,
+}
 
 
 def read_summary(run_dir: Path) -> dict:
@@ -185,8 +225,12 @@ def read_summary(run_dir: Path) -> dict:
     d = guarded.read_json(path)
     if not isinstance(d, dict):
         raise guarded.Unreadable(path, f"not a JSON object (a {type(d).__name__})")
-    return {k: v for k, v in d.items()
-            if k not in SCHEMA or (isinstance(v, SCHEMA[k]) and not (SCHEMA[k] is int and isinstance(v, bool)))}
+    return {
+        k: v
+        for k, v in d.items()
+        if k not in SCHEMA
+        or (isinstance(v, SCHEMA[k]) and not (SCHEMA[k] is int and isinstance(v, bool)))
+    }
 
 
 def is_fedrun_summary(s: dict) -> bool:

@@ -42,6 +42,7 @@ def job_label() -> str:
     """``job 3: `` inside a job of a Hydra multirun (parallel jobs' lines interleave), else ``""``."""
     try:
         from hydra.core.hydra_config import HydraConfig
+
         if HydraConfig.initialized() and HydraConfig.get().mode.name == "MULTIRUN":
             return f"job {HydraConfig.get().job.num}: "
     except Exception:  # no Hydra config of a job (the Python API)
@@ -49,17 +50,23 @@ def job_label() -> str:
     return ""
 
 
-def progress_line(done: int, T: int, elapsed: float, left: float | None, row: dict, label: str = "") -> str:
+def progress_line(
+    done: int, T: int, elapsed: float, left: float | None, row: dict, label: str = ""
+) -> str:
     """The text of a progress line after ``done`` of ``T`` rounds (``label``: e.g. ``seed 3: ``)."""
     eta = f", ~{duration(left)} left" if left is not None else ""
-    return (f"{job_label()}{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss {row['train_loss']:.4g}, "
-            f"objective {row['objective']:.4g}, acc {row['test_acc']:.4f}")
+    return (
+        f"{job_label()}{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss {row['train_loss']:.4g}, "
+        f"objective {row['objective']:.4g}, acc {row['test_acc']:.4f}"
+    )
 
 
 class Progress:
     """Progress of rounds ``start``..``T``: a bar (``bar=True``) or lines every ``every_s``."""
 
-    def __init__(self, T: int, start: int, bar: bool, every_s: float, desc: str = "", label: str = ""):
+    def __init__(
+        self, T: int, start: int, bar: bool, every_s: float, desc: str = "", label: str = ""
+    ):
         self.T, self.start, self.every_s, self.label = T, start, every_s, label
         self.t0 = self.last = time.monotonic()
         self.bar = tqdm(total=T, initial=start, desc=desc, dynamic_ncols=True) if bar else None
@@ -76,7 +83,9 @@ class Progress:
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{row['train_loss']:.4f}", acc=f"{row['test_acc']:.3f}")
         if now - self.last >= self.every_s:
-            (say if self.bar is None else log_only)(progress_line(done, self.T, elapsed, left, row, self.label))
+            (say if self.bar is None else log_only)(
+                progress_line(done, self.T, elapsed, left, row, self.label)
+            )
             self.last = now
 
     def close(self) -> None:

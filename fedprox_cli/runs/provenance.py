@@ -21,16 +21,25 @@ import torch
 from ..common.errors import require
 
 # what each part of the fingerprint is called in the line that names a change
-PARTS = {"train_x": "training images", "train_y": "training labels", "groups": "training writers",
-         "test_x": "test images", "test_y": "test labels", "partition": "partition"}
+PARTS = {
+    "train_x": "training images",
+    "train_y": "training labels",
+    "groups": "training writers",
+    "test_x": "test images",
+    "test_y": "test labels",
+    "partition": "partition",
+}
 
 
 def digest(a: torch.Tensor | np.ndarray) -> dict:
     """The shape, dtype and a SHA-256 of the bytes of an array (on the CPU), hashed once."""
     a = a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
     a = np.ascontiguousarray(a)
-    return {"shape": list(a.shape), "dtype": str(a.dtype),
-            "sha256": hashlib.sha256(memoryview(a).cast("B")).hexdigest()[:16]}
+    return {
+        "shape": list(a.shape),
+        "dtype": str(a.dtype),
+        "sha256": hashlib.sha256(memoryview(a).cast("B")).hexdigest()[:16],
+    }
 
 
 def of_data(ds) -> dict:
@@ -76,5 +85,8 @@ def check(recorded: dict | None, now: dict, out: Path) -> None:
     """Refuse (:class:`UserError`) data that differ from those the run in ``out`` trained on
     (``recorded``: its fingerprint; None for a run recorded without one)."""
     diff = changes(recorded, now) if isinstance(recorded, dict) else []
-    require(not diff, f"the data differ from those the run in {out} trained on ({'; '.join(diff)}); "
-                      f"point data.root at the data it used, or set resume=false to start it over")
+    require(
+        not diff,
+        f"the data differ from those the run in {out} trained on ({'; '.join(diff)}); "
+        f"point data.root at the data it used, or set resume=false to start it over",
+    )

@@ -18,18 +18,23 @@ from .progress import duration
 @dataclass
 class RunRecord:
     folder: Path
-    status: str                 # outputs.effective_status, "not started" without a summary
-    round: int | None = None    # rounds done
+    status: str  # outputs.effective_status, "not started" without a summary
+    round: int | None = None  # rounds done
     T: int | None = None
-    final: dict = field(default_factory=dict)   # the last metrics row
+    final: dict = field(default_factory=dict)  # the last metrics row
     overrides: list[str] = field(default_factory=list)
-    error: str = ""             # the summary's one-line reason, unless finished
+    error: str = ""  # the summary's one-line reason, unless finished
 
 
 def _last_row(folder: Path) -> dict:
     try:
-        rows = list(csv.DictReader(io.StringIO(guarded.read_text(folder / "metrics.csv", guarded.TABLE_BYTES),
-                                               newline="")))
+        rows = list(
+            csv.DictReader(
+                io.StringIO(
+                    guarded.read_text(folder / "metrics.csv", guarded.TABLE_BYTES), newline=""
+                )
+            )
+        )
     except (OSError, csv.Error, ValueError):
         return {}
     out = {}
@@ -66,8 +71,9 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     except (OSError, ValueError):
         s = {}
     final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
-    return RunRecord(folder, st, s.get("round"), s.get("T"), final, _overrides(folder),
-                     str(s.get("error", "")))
+    return RunRecord(
+        folder, st, s.get("round"), s.get("T"), final, _overrides(folder), str(s.get("error", ""))
+    )
 
 
 def _unreadable(folder: Path) -> str:
@@ -96,7 +102,9 @@ def closing_line(folder: Path, status: str | None = None) -> str:
     that the progress line's wall-clock "elapsed" includes."""
     r = record(folder, status)
     f = r.final
-    return (f"{r.status}, {rounds(r)} rounds: test acc {number(f.get('test_acc'), '.4f')}, "
-            f"objective {number(f.get('objective'), '.4g')}, "
-            f"stationarity {number(f.get('stationarity'), '.4g')}, "
-            f"training {duration(f['time_s']) + ' (rounds only)' if 'time_s' in f else '-'}; {r.folder}")
+    return (
+        f"{r.status}, {rounds(r)} rounds: test acc {number(f.get('test_acc'), '.4f')}, "
+        f"objective {number(f.get('objective'), '.4g')}, "
+        f"stationarity {number(f.get('stationarity'), '.4g')}, "
+        f"training {duration(f['time_s']) + ' (rounds only)' if 'time_s' in f else '-'}; {r.folder}"
+    )

@@ -37,7 +37,9 @@ def status_of(out: Path) -> str:
 def has_prior_run(out: Path) -> bool:
     """Whether ``out`` holds a run to resume or keep: a checkpoint, or a summary whose status
     is not ``error`` of a start that was not cut short (:func:`cut_short`)."""
-    return (out / checkpoint.FILE).exists() or (status_of(out) not in ("missing", "error") and not cut_short(out))
+    return (out / checkpoint.FILE).exists() or (
+        status_of(out) not in ("missing", "error") and not cut_short(out)
+    )
 
 
 def cut_short(out: Path) -> bool:
@@ -45,11 +47,19 @@ def cut_short(out: Path) -> bool:
     (killed, stopped): a summary ``running`` or ``interrupted``, no ``config.yaml``, no
     checkpoint. Nothing of it trained, so a run into ``out`` starts it over. (A start refused
     or failed, a full disk's included, says ``error``: no prior run either.)"""
-    return (status_of(out) in ("running", "interrupted") and not (out / "config.yaml").exists()
-            and not (out / checkpoint.FILE).exists())
+    return (
+        status_of(out) in ("running", "interrupted")
+        and not (out / "config.yaml").exists()
+        and not (out / checkpoint.FILE).exists()
+    )
 
 
-SCAFFOLD = {".hydra", lock.FILE, "fedrun.log", "error.log"}  # what fedrun leaves before a run starts
+SCAFFOLD = {
+    ".hydra",
+    lock.FILE,
+    "fedrun.log",
+    "error.log",
+}  # what fedrun leaves before a run starts
 OWN = {*keep.FILES, "error.log"}  # the files fedrun writes atomically in a run folder
 
 
@@ -59,7 +69,11 @@ def is_scaffold(p: Path) -> bool:
     file of a write of one of :data:`OWN` that a killed fedrun left."""
     if temp_of(p) in OWN:
         return True
-    return p.name in SCAFFOLD and not p.is_symlink() and (p.is_dir() if p.name == ".hydra" else p.is_file())
+    return (
+        p.name in SCAFFOLD
+        and not p.is_symlink()
+        and (p.is_dir() if p.name == ".hydra" else p.is_file())
+    )
 
 
 def check_owned(out: Path) -> None:
@@ -70,21 +84,33 @@ def check_owned(out: Path) -> None:
         return
     try:
         ours = is_fedrun_summary(read_summary(out))
-    except Unreadable as e:  # EIO, EACCES: the run may be fine; cut short, hand-edited, hostile: nothing to keep
-        raise UserError(f"{e}; " + ("nothing in the folder was changed: re-run once it can be read" if e.os_error
-                                    else "choose another run folder")) from None
+    except (
+        Unreadable
+    ) as e:  # EIO, EACCES: the run may be fine; cut short, hand-edited, hostile: nothing to keep
+        raise UserError(
+            f"{e}; "
+            + (
+                "nothing in the folder was changed: re-run once it can be read"
+                if e.os_error
+                else "choose another run folder"
+            )
+        ) from None
     except (OSError, ValueError):
         ours = False
     if ours:
         return
     foreign = sorted(p.name for p in out.iterdir() if not is_scaffold(p))
-    require(not foreign, f"run folder {out} holds files that are not a fedrun run "
-                         f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); "
-                         f"choose another folder")
+    require(
+        not foreign,
+        f"run folder {out} holds files that are not a fedrun run "
+        f"({', '.join(foreign[:4])}{', ...' if len(foreign) > 4 else ''}); "
+        f"choose another folder",
+    )
 
 
-def resume_point(composed: DictConfig, out: Path,
-                 cfg: RunConfig | None = None) -> checkpoint.Checkpoint | None | bool:
+def resume_point(
+    composed: DictConfig, out: Path, cfg: RunConfig | None = None
+) -> checkpoint.Checkpoint | None | bool:
     """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
     ``None`` to start from round 0, or ``True`` when the folder's run has already finished
     these T rounds. Refusals are :class:`UserError`; nothing is written. ``cfg``: ``composed``
@@ -97,10 +123,17 @@ def resume_point(composed: DictConfig, out: Path,
     if finished and prior.get("T") == cfg.T:  # a checkpoint beside it is an extension's, stopped
         return True
     path = out / checkpoint.FILE
-    ckpt = checkpoint.load(path, cfg.torch_device, checkpoint.digests(composed)) if path.exists() else None
+    ckpt = (
+        checkpoint.load(path, cfg.torch_device, checkpoint.digests(composed))
+        if path.exists()
+        else None
+    )
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
-    require(done <= cfg.T, f"T={cfg.T} is below the {done} rounds the run in {out} has done; "
-                           f"T may only be extended (or set resume=false to start over)")
+    require(
+        done <= cfg.T,
+        f"T={cfg.T} is below the {done} rounds the run in {out} has done; "
+        f"T may only be extended (or set resume=false to start over)",
+    )
     if ckpt is None:
         say(f"no checkpoint in {out}; starting it over from round 0", "note")
     return ckpt
@@ -113,9 +146,12 @@ def recover(out: Path) -> None:
         say(f"a killed attempt on the finished run in {out} was undone", "note")
     gone = clear_temps(out)
     if gone:
-        say(f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed fedrun "
+        say(
+            f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed fedrun "
             f"left in {out} ({', '.join(str(p.relative_to(out)) for p in gone[:3])}"
-            f"{', ...' if len(gone) > 3 else ''})", "note")
+            f"{', ...' if len(gone) > 3 else ''})",
+            "note",
+        )
     if cut_short(out):
         say(f"the run in {out} ended before it recorded its config; starting it over", "note")
 
@@ -128,19 +164,30 @@ def fits(exp: Experiment, out: Path, ckpt: checkpoint.Checkpoint | None) -> None
         recorded = ckpt.data if ckpt is not None and ckpt.data else _recorded_data(out)
         provenance.check(recorded, exp.fingerprint, out)
     if ckpt is not None:
-        checkpoint.check_fits(out / checkpoint.FILE, ckpt, contract.init(exp.alg, exp.flat.flat(), exp.cfg.n),
-                              exp.cfg.T)
+        checkpoint.check_fits(
+            out / checkpoint.FILE,
+            ckpt,
+            contract.init(exp.alg, exp.flat.flat(), exp.cfg.n),
+            exp.cfg.T,
+        )
 
 
-def same_data(cfg: RunConfig, out: Path, dataset: data.Dataset | None = None,
-              data_fingerprint: dict | None = None) -> None:
+def same_data(
+    cfg: RunConfig,
+    out: Path,
+    dataset: data.Dataset | None = None,
+    data_fingerprint: dict | None = None,
+) -> None:
     """Refuse a run that has finished already in ``out`` when the data of ``cfg`` (``dataset``,
     default: loaded now) differ from those it trained on (:func:`provenance.check`)."""
     recorded = _recorded_data(out)
     if recorded is None:
         return
     ds = dataset or data.load_config(cfg)
-    now = {**(data_fingerprint or provenance.of_data(ds)), **provenance.of_partition(split(cfg, ds))}
+    now = {
+        **(data_fingerprint or provenance.of_data(ds)),
+        **provenance.of_partition(split(cfg, ds)),
+    }
     provenance.check(recorded, now, out)
 
 
@@ -153,26 +200,46 @@ def _recorded_data(out: Path) -> dict | None:
     return recorded if isinstance(recorded, dict) else None
 
 
-def begin(exp: Experiment, composed: DictConfig, out: Path, ckpt: checkpoint.Checkpoint | None, summary: Summary,
-          hydra_record: dict[str, str] | None) -> None:
+def begin(
+    exp: Experiment,
+    composed: DictConfig,
+    out: Path,
+    ckpt: checkpoint.Checkpoint | None,
+    summary: Summary,
+    hydra_record: dict[str, str] | None,
+) -> None:
     """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
     partition; a previous run's leftovers go when starting over."""
     keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
-    summary.fields.update(device=str(exp.cfg.torch_device), hardware=hardware(exp.cfg.torch_device),
-                          dimension=exp.flat.d, engine=exp.oracle.engine_choice,
-                          compile=exp.oracle.compile_choice, data_source=exp.dataset.source, data=exp.fingerprint,
-                          numerics=exp.numerics)
+    summary.fields.update(
+        device=str(exp.cfg.torch_device),
+        hardware=hardware(exp.cfg.torch_device),
+        dimension=exp.flat.d,
+        engine=exp.oracle.engine_choice,
+        compile=exp.oracle.compile_choice,
+        data_source=exp.dataset.source,
+        data=exp.fingerprint,
+        numerics=exp.numerics,
+    )
     if ckpt is None:
-        for name in (checkpoint.FILE, "metrics.png", "error.log", clients.FILE, clients.SUMMARY,
-                     clients.FIGURE):  # a previous run's
+        for name in (
+            checkpoint.FILE,
+            "metrics.png",
+            "error.log",
+            clients.FILE,
+            clients.SUMMARY,
+            clients.FIGURE,
+        ):  # a previous run's
             remove(out / name)
     summary.start(round=ckpt.round if ckpt else 0)
     chosen = choice.line(exp.oracle.engine_choice)
     if chosen:
         say(chosen, "engine", stream=sys.stdout)
     if ckpt is not None:
-        say(f"resuming {out} from round {ckpt.round} of {exp.cfg.T} (checkpoint of "
-            f"{checkpoint_time(out / checkpoint.FILE)})")
+        say(
+            f"resuming {out} from round {ckpt.round} of {exp.cfg.T} (checkpoint of "
+            f"{checkpoint_time(out / checkpoint.FILE)})"
+        )
     _write_hydra_record(out, hydra_record)
     atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(composed, resolve=True))
     data.save_partition(out / "partition.npz", exp.clients)

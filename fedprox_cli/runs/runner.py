@@ -18,9 +18,15 @@ from .lock import RunLock
 from .outputs import Summary, provenance
 
 
-def run(composed: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
-        hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None,
-        plot: ending.Plot | None = None) -> int:
+def run(
+    composed: DictConfig,
+    out: Path,
+    progress: bool = True,
+    command: str = "fedrun",
+    hydra_record: dict[str, str] | None = None,
+    reference: DictConfig | None = None,
+    plot: ending.Plot | None = None,
+) -> int:
     """Run ``composed`` into folder ``out`` -- continuing the run already there when it is the
     same (see :mod:`checkpoint`) -- and return the exit code (:data:`errors.EXIT`). Everything is
     validated and built before the folder changes: a refused or failed start leaves a prior
@@ -64,7 +70,10 @@ def _dry_run(composed: DictConfig, out: Path, reference: DictConfig | None) -> i
     except (UserError, OSError) as e:
         say(describe(e), "error")
         return EXIT["error"]
-    say(f"dry run: the config is valid; it would run into {out} (nothing written)", stream=sys.stdout)
+    say(
+        f"dry run: the config is valid; it would run into {out} (nothing written)",
+        stream=sys.stdout,
+    )
     return EXIT["finished"]
 
 
@@ -78,8 +87,12 @@ def _run_locked(composed, out, progress, command, hydra_record, reference, plot)
         if ckpt is True:
             run_folder.same_data(v.cfg, out)
             why = code_record.stale(out, v.cfg)
-            say(code_record.stale_line(out, why) if why else
-                f"the run in {out} has already finished its {v.cfg.T} rounds; nothing to do", stream=sys.stdout)
+            say(
+                code_record.stale_line(out, why)
+                if why
+                else f"the run in {out} has already finished its {v.cfg.T} rounds; nothing to do",
+                stream=sys.stdout,
+            )
             ending.say_closing(out, "finished")
             return EXIT["finished"]
         engine = numerics.resume_with(ckpt.numerics if ckpt is not None else None, v.cfg, out)

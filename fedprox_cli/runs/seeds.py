@@ -41,16 +41,21 @@ def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
     """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
     seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
     each job's overrides (None: a sweeper that chooses them itself)."""
+
     def value(job: list[str], key: str, default):
-        return next((o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
-                    default)
+        return next(
+            (o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
+            default,
+        )
 
     swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
     batched = {str(value(job, "seeds", composed.seeds)) for job in jobs or []} - {"1"}
     if len(swept) > 1 and batched:
-        raise UserError(f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
-                        f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
-                        f"0..R-1 in each job) or sweep seed without seeds")
+        raise UserError(
+            f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
+            f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
+            f"0..R-1 in each job) or sweep seed without seeds"
+        )
 
 
 def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
@@ -70,16 +75,28 @@ def check_container(out: Path) -> None:
     """``out`` holds the runs' folders only (and fedrun's own files)."""
     require(not out.exists() or out.is_dir(), f"run folder {out} is a file, not a folder")
     if out.is_dir():
-        other = sorted(p.name for p in out.iterdir()
-                       if not run_folder.is_scaffold(p)
-                       and not (p.is_dir() and not p.is_symlink() and p.name.startswith(SEED_PREFIX)))
-        require(not other, f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
-                           f"seeds=R writes its runs into {out}/{SEED_PREFIX}<seed>/; choose another folder")
+        other = sorted(
+            p.name
+            for p in out.iterdir()
+            if not run_folder.is_scaffold(p)
+            and not (p.is_dir() and not p.is_symlink() and p.name.startswith(SEED_PREFIX))
+        )
+        require(
+            not other,
+            f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
+            f"seeds=R writes its runs into {out}/{SEED_PREFIX}<seed>/; choose another folder",
+        )
 
 
-def run(composed: DictConfig, out: Path, progress: bool = True, command: str = "fedrun",
-        hydra_record: dict[str, str] | None = None, reference: DictConfig | None = None,
-        plot: ending.Plot | None = None) -> int:
+def run(
+    composed: DictConfig,
+    out: Path,
+    progress: bool = True,
+    command: str = "fedrun",
+    hydra_record: dict[str, str] | None = None,
+    reference: DictConfig | None = None,
+    plot: ending.Plot | None = None,
+) -> int:
     """Run the ``seeds`` runs of ``composed`` into ``out/seed_<s>`` (see the module docstring)
     and return the worst exit code. Nothing is written before every run is validated and built.
     ``plot``: as :func:`runner.run`'s."""
@@ -113,16 +130,24 @@ def _run_locked(composed, cfg, runs, progress, command, hydra_record, plot) -> i
                 finished.append((one, folder))
                 continue
             todo.append(folder), composeds.append(one), ckpts.append(ckpt)
-        numerics.resume_with(next((c.numerics for c in ckpts if c), None), cfg, runs[0][1].parent)  # threads
+        numerics.resume_with(
+            next((c.numerics for c in ckpts if c), None), cfg, runs[0][1].parent
+        )  # threads
         dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
         fingerprint = of_data(dataset)
         for one, folder in finished:
             run_folder.same_data(typed(one), folder, dataset, fingerprint)
             why = code_record.stale(folder, cfg)
-            say(code_record.stale_line(folder, why) if why else
-                f"the run in {folder} has already finished its {composed.T} rounds; nothing to do", stream=sys.stdout)
+            say(
+                code_record.stale_line(folder, why)
+                if why
+                else f"the run in {folder} has already finished its {composed.T} rounds; nothing to do",
+                stream=sys.stdout,
+            )
         for one, folder, ckpt in zip(composeds, todo, ckpts):
-            exps.append(experiment.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint))
+            exps.append(
+                experiment.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint)
+            )
             run_folder.fits(exps[-1], folder, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")
@@ -137,34 +162,57 @@ def _run_locked(composed, cfg, runs, progress, command, hydra_record, plot) -> i
     lockstep = Lockstep(max_rows=max(e.oracle.chunk for e in exps) * len(exps))
     for exp in exps:
         exp.oracle.join(lockstep)
-        exp.oracle.engine_choice = {"engine": "vmap", "source": f"seeds={cfg.seeds}: the clients of "
-                                    f"{len(exps)} run{'s' if len(exps) > 1 else ''} in one vmap call"}
-        exp.oracle.compile_choice = {"compiled": False, "source": f"seeds={cfg.seeds}: the joined call is not compiled"}
+        exp.oracle.engine_choice = {
+            "engine": "vmap",
+            "source": f"seeds={cfg.seeds}: the clients of "
+            f"{len(exps)} run{'s' if len(exps) > 1 else ''} in one vmap call",
+        }
+        exp.oracle.compile_choice = {
+            "compiled": False,
+            "source": f"seeds={cfg.seeds}: the joined call is not compiled",
+        }
     return _train(composeds, exps, todo, ckpts, lockstep, progress, command, hydra_record, plot)
 
 
 def _train(composeds, exps, outs, ckpts, lockstep, progress, command, hydra_record, plot) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
     codes, live = [], {}
-    summaries = [Summary(f, **provenance(command), T=e.cfg.T, code=code_record.of_config(e.cfg))
-                 for f, e in zip(outs, exps)]
+    summaries = [
+        Summary(f, **provenance(command), T=e.cfg.T, code=code_record.of_config(e.cfg))
+        for f, e in zip(outs, exps)
+    ]
 
     def end(r: int, error: BaseException | None) -> None:
         run = live.pop(r, None)
         if run is not None:
             run.close()
-        codes.append(ending.conclude(exps[r], composeds[r], outs[r], summaries[r], error,
-                                     run.rows if run is not None else None, plot))
+        codes.append(
+            ending.conclude(
+                exps[r],
+                composeds[r],
+                outs[r],
+                summaries[r],
+                error,
+                run.rows if run is not None else None,
+                plot,
+            )
+        )
 
     for r, exp in enumerate(exps):
         try:
             run_folder.begin(exp, composeds[r], outs[r], ckpts[r], summaries[r], hydra_record)
-            live[r] = training.Training(exp, outs[r], progress=False, ckpt=ckpts[r], summary=summaries[r],
-                                        label=f"seed {composeds[r].seed}: ")
+            live[r] = training.Training(
+                exp,
+                outs[r],
+                progress=False,
+                ckpt=ckpts[r],
+                summary=summaries[r],
+                label=f"seed {composeds[r].seed}: ",
+            )
             if live[r].done:
                 end(r, None)
         except KeyboardInterrupt as e:  # a signal before training: every run stops (those not
-            end(r, e)                   # begun are left as they were)
+            end(r, e)  # begun are left as they were)
             for q in list(live):
                 end(q, e)
             return max(codes + [EXIT["interrupted"]])

@@ -25,8 +25,8 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..common import guarded
-from ..common.files import atomic_write_text, folder, remove
 from ..common.errors import UserError
+from ..common.files import atomic_write_text, folder, remove
 
 STATE = "tracker.json"
 
@@ -84,13 +84,24 @@ class TensorBoard:
 class MLflow:
     """``logger=mlflow``: an MLflow run; by default in a file store RUN/mlruns (offline)."""
 
-    def __init__(self, run_dir, run_id=None, run_config=None, tracking_uri: str | None = None,
-                 experiment: str = "fedrun", run_name: str | None = None):
+    def __init__(
+        self,
+        run_dir,
+        run_id=None,
+        run_config=None,
+        tracking_uri: str | None = None,
+        experiment: str = "fedrun",
+        run_name: str | None = None,
+    ):
         import os
 
-        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 deprecates, still has, it
+        os.environ.setdefault(
+            "MLFLOW_ALLOW_FILE_STORE", "true"
+        )  # MLflow 3 deprecates, still has, it
         mlflow = _need("logger/mlflow", "mlflow")
-        self.client = mlflow.tracking.MlflowClient(tracking_uri or (Path(run_dir).resolve() / "mlruns").as_uri())
+        self.client = mlflow.tracking.MlflowClient(
+            tracking_uri or (Path(run_dir).resolve() / "mlruns").as_uri()
+        )
         if run_id is None:
             exp = self.client.get_experiment_by_name(experiment)
             exp_id = exp.experiment_id if exp else self.client.create_experiment(experiment)
@@ -111,15 +122,31 @@ class MLflow:
 class WandB:
     """``logger=wandb``: a W&B run, offline by default (RUN/wandb; upload with `wandb sync`)."""
 
-    def __init__(self, run_dir, run_id=None, run_config=None, project: str = "fedrun",
-                 entity: str | None = None, mode: str = "offline", name: str | None = None):
+    def __init__(
+        self,
+        run_dir,
+        run_id=None,
+        run_config=None,
+        project: str = "fedrun",
+        entity: str | None = None,
+        mode: str = "offline",
+        name: str | None = None,
+    ):
         import os
 
         os.environ.setdefault("WANDB_SILENT", "true")  # its banner would drown fedrun's lines
         wandb = _need("logger/wandb", "wandb")
-        self.run = wandb.init(project=project, entity=entity, mode=mode, dir=str(run_dir),
-                              id=run_id, resume="allow" if run_id else None, config=run_config,
-                              name=name or Path(run_dir).name, reinit=True)
+        self.run = wandb.init(
+            project=project,
+            entity=entity,
+            mode=mode,
+            dir=str(run_dir),
+            id=run_id,
+            resume="allow" if run_id else None,
+            config=run_config,
+            name=name or Path(run_dir).name,
+            reinit=True,
+        )
         self.run_id = self.run.id
 
     def log(self, metrics: dict, step: int) -> None:
@@ -152,17 +179,27 @@ class Series:
         from hydra.utils import instantiate
 
         try:
-            self.tracker = instantiate(spec, run_dir=str(self.out), run_id=state.get("run_id"),
-                                       run_config=OmegaConf.to_container(recorded, resolve=True), _convert_="all",
-                                       _recursive_=False)
+            self.tracker = instantiate(
+                spec,
+                run_dir=str(self.out),
+                run_id=state.get("run_id"),
+                run_config=OmegaConf.to_container(recorded, resolve=True),
+                _convert_="all",
+                _recursive_=False,
+            )
         except UserError:
             raise
         except Exception as e:  # a tracker that cannot start is a setting to fix, before training
             cause = e.__cause__ or e
-            raise UserError(f"logger {spec._target_} could not start: {type(cause).__name__}: "
-                            f"{str(cause).splitlines()[0] if str(cause) else ''}") from None
-        self.state = {"target": spec._target_, "run_id": self.tracker.run_id,
-                      "last_round": state.get("last_round", -1)}
+            raise UserError(
+                f"logger {spec._target_} could not start: {type(cause).__name__}: "
+                f"{str(cause).splitlines()[0] if str(cause) else ''}"
+            ) from None
+        self.state = {
+            "target": spec._target_,
+            "run_id": self.tracker.run_id,
+            "last_round": state.get("last_round", -1),
+        }
         for row in rows:
             self.log(row)
 
@@ -175,8 +212,11 @@ class Series:
     def log(self, row: dict) -> None:
         if self.tracker is None or row["round"] <= self.state["last_round"]:
             return
-        metrics = {k: float(v) for k, v in row.items() if k != "round" and isinstance(v, (int, float))
-                   and math.isfinite(v)}
+        metrics = {
+            k: float(v)
+            for k, v in row.items()
+            if k != "round" and isinstance(v, (int, float)) and math.isfinite(v)
+        }
         self.tracker.log(metrics, int(row["round"]))
         self.state["last_round"] = row["round"]
         atomic_write_text(self.out / STATE, json.dumps(self.state) + "\n")

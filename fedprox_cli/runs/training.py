@@ -52,7 +52,9 @@ def overflow_is_divergence(exp: Experiment, where: str, round: int):
         if not is_overflow(e):
             raise
         dtype = str(exp.cfg.torch_dtype).removeprefix("torch.")
-        raise Diverged(f"a step overflowed {dtype} in {where} ({squeeze(str(e), 120)})", round) from None
+        raise Diverged(
+            f"a step overflowed {dtype} in {where} ({squeeze(str(e), 120)})", round
+        ) from None
 
 
 def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
@@ -60,10 +62,19 @@ def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
     counters (gradient evaluations, prox calls, bytes)."""
     x = contract.output(exp.alg, state, exp.flat.d)
     with overflow_is_divergence(exp, f"the evaluation of round {t}", t):
-        m = evaluate(x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y)
+        m = evaluate(
+            x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y
+        )
     env = exp.env
-    return {"round": t, "time_s": train_time, "grad_evals": exp.oracle.grad_evals,
-            "prox_calls": env.prox_calls, "bytes_up": env.bytes_up, "bytes_down": env.bytes_down, **m}
+    return {
+        "round": t,
+        "time_s": train_time,
+        "grad_evals": exp.oracle.grad_evals,
+        "prox_calls": env.prox_calls,
+        "bytes_up": env.bytes_up,
+        "bytes_down": env.bytes_down,
+        **m,
+    }
 
 
 def sync(device: torch.device) -> None:
@@ -78,8 +89,16 @@ def _start(exp: Experiment, ckpt: checkpoint.Checkpoint | None) -> checkpoint.Ch
         checkpoint.restore_counters(exp.env, ckpt.counters)
         return ckpt
     state = contract.init(exp.alg, exp.flat.flat(), exp.cfg.n)
-    return checkpoint.Checkpoint(0, state, checkpoint.counters(exp.env), 0.0, [_row(exp, state, 0, 0.0)],
-                                 exp.digest, exp.fingerprint, exp.numerics)
+    return checkpoint.Checkpoint(
+        0,
+        state,
+        checkpoint.counters(exp.env),
+        0.0,
+        [_row(exp, state, 0, 0.0)],
+        exp.digest,
+        exp.fingerprint,
+        exp.numerics,
+    )
 
 
 class Training:
@@ -90,8 +109,15 @@ class Training:
     progress bar or lines (:mod:`progress`) and the ``summary``'s heartbeat (refreshed at each of
     these and at least every minute). :func:`train` runs one; :mod:`seeds` interleaves several."""
 
-    def __init__(self, exp: Experiment, out: Path, progress: bool = True, ckpt: checkpoint.Checkpoint | None = None,
-                 summary: Summary | None = None, label: str = ""):
+    def __init__(
+        self,
+        exp: Experiment,
+        out: Path,
+        progress: bool = True,
+        ckpt: checkpoint.Checkpoint | None = None,
+        summary: Summary | None = None,
+        label: str = "",
+    ):
         self.exp, self.out = exp, out
         self.beat = summary.beat if summary is not None else (lambda force=False, **f: None)
         c = _start(exp, ckpt)
@@ -103,8 +129,18 @@ class Training:
             if ckpt is None:
                 self._evaluate_clients(0)
         self._open = ExitStack()
-        self.bar = self._open.enter_context(closing(Progress(
-            exp.cfg.T, c.round, bar=progress, every_s=exp.cfg.progress_every_s, desc=exp.alg.name, label=label)))
+        self.bar = self._open.enter_context(
+            closing(
+                Progress(
+                    exp.cfg.T,
+                    c.round,
+                    bar=progress,
+                    every_s=exp.cfg.progress_every_s,
+                    desc=exp.alg.name,
+                    label=label,
+                )
+            )
+        )
         self.tracker = self._open.enter_context(trackers.open(out, c.round, self.rows))
 
     @property
@@ -131,17 +167,32 @@ class Training:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
             self.bar.evaluated(done, self.rows[-1])
-            if not (math.isfinite(self.rows[-1]["train_loss"]) and math.isfinite(self.rows[-1]["objective"])):
-                raise Diverged(f"objective is {self.rows[-1]['objective']} after round {done}", done)
+            if not (
+                math.isfinite(self.rows[-1]["train_loss"])
+                and math.isfinite(self.rows[-1]["objective"])
+            ):
+                raise Diverged(
+                    f"objective is {self.rows[-1]['objective']} after round {done}", done
+                )
             self.beat(force=True, round=done)
         else:
             self.beat(round=done)
         self.bar.round_done()
         ce, last = cfg.checkpoint_every, done == cfg.T
         if ce and (stop or (done % ce == 0 and not last) or (last and cfg.keep_checkpoint)):
-            checkpoint.save(self.out / checkpoint.FILE, checkpoint.Checkpoint(
-                done, self.state, checkpoint.counters(exp.env), self.train_time, self.rows, exp.digest,
-                exp.fingerprint, exp.numerics))
+            checkpoint.save(
+                self.out / checkpoint.FILE,
+                checkpoint.Checkpoint(
+                    done,
+                    self.state,
+                    checkpoint.counters(exp.env),
+                    self.train_time,
+                    self.rows,
+                    exp.digest,
+                    exp.fingerprint,
+                    exp.numerics,
+                ),
+            )
             self.beat(force=True, round=done)
         if stop:
             raise Interrupted(done, stop)
@@ -149,8 +200,12 @@ class Training:
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
         x = contract.output(exp.alg, self.state, exp.flat.d)
-        self.clients.add(t, clients.evaluate(exp.oracle, x, exp.dataset.test_x, exp.dataset.test_y,
-                                             exp.dataset.num_classes))
+        self.clients.add(
+            t,
+            clients.evaluate(
+                exp.oracle, x, exp.dataset.test_x, exp.dataset.test_y, exp.dataset.num_classes
+            ),
+        )
 
     def evaluates(self) -> bool:
         """Whether round t is followed by an evaluation."""
@@ -161,8 +216,13 @@ class Training:
         self._open.close()
 
 
-def train(exp: Experiment, out: Path, progress: bool = True, ckpt: checkpoint.Checkpoint | None = None,
-          summary: Summary | None = None) -> list[dict]:
+def train(
+    exp: Experiment,
+    out: Path,
+    progress: bool = True,
+    ckpt: checkpoint.Checkpoint | None = None,
+    summary: Summary | None = None,
+) -> list[dict]:
     """Run rounds up to T (from ``ckpt`` if given; see :class:`Training`) and return the
     metrics rows. Raises :class:`Diverged` or :class:`Interrupted`."""
     run = Training(exp, out, progress, ckpt, summary)

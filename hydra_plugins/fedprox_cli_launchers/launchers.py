@@ -19,6 +19,7 @@ if installed("hydra_plugins.hydra_submitit_launcher"):
     class LocalLauncher(LocalSide, plugin.LocalLauncher):
         pass
 
+
 if installed("hydra_plugins.hydra_ray_launcher"):
     from hydra.core.config_store import ConfigStore
     from hydra_plugins.hydra_ray_launcher import _config, ray_launcher  # noqa: F401 -- _config stores its configs

@@ -28,7 +28,7 @@ FMNIST = Path(os.environ.get("FMNIST_DIR", "/usr/share/datasets/fashion-mnist"))
 def _idx(name: str) -> np.ndarray:
     path = next(p for p in (FMNIST / name, FMNIST / f"{name}.gz") if p.exists())
     data = (gzip.open if path.suffix == ".gz" else open)(path, "rb").read()
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(data[3]))
+    shape = tuple(int.from_bytes(data[4 + 4 * i : 8 + 4 * i], "big") for i in range(data[3]))
     return np.frombuffer(data, np.uint8, offset=4 + 4 * data[3]).reshape(shape)
 
 
@@ -56,7 +56,9 @@ def client_data(n: int, i: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def mlp() -> nn.Sequential:
-    return nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10))
+    return nn.Sequential(
+        nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 200), nn.ReLU(), nn.Linear(200, 10)
+    )
 
 
 @functools.lru_cache(maxsize=None)

@@ -21,11 +21,18 @@ def train(msg: Message, context: Context) -> Message:
     with timed_call():
         config = msg.content["config"]
         K, B = int(config["local-steps"]), int(config["batch-size"])
-        x, y = client_data(int(context.node_config["num-partitions"]), int(context.node_config["partition-id"]))
+        x, y = client_data(
+            int(context.node_config["num-partitions"]), int(context.node_config["partition-id"])
+        )
         data = TensorDataset(x, y)
         # each batch one gather of B indices (a batch sampler, no per-sample collation)
-        loader = DataLoader(data, batch_size=None, sampler=BatchSampler(
-            RandomSampler(data, replacement=True, num_samples=K * B), B, drop_last=False))
+        loader = DataLoader(
+            data,
+            batch_size=None,
+            sampler=BatchSampler(
+                RandomSampler(data, replacement=True, num_samples=K * B), B, drop_last=False
+            ),
+        )
         model = worker_mlp()
         model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
         opt = torch.optim.SGD(model.parameters(), lr=config["lr"])
@@ -37,5 +44,7 @@ def train(msg: Message, context: Context) -> Message:
             opt.step()
             total += loss.item()
         metrics = MetricRecord({"train_loss": total / K, "num-examples": len(x)})
-        return Message(content=RecordDict({"arrays": ArrayRecord(model.state_dict()), "metrics": metrics}),
-                       reply_to=msg)
+        return Message(
+            content=RecordDict({"arrays": ArrayRecord(model.state_dict()), "metrics": metrics}),
+            reply_to=msg,
+        )

@@ -29,17 +29,39 @@ server = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     torch.manual_seed(0)
     m = max(1, round(PARTICIPATION * N))
-    strategy = FedAvg(fraction_train=PARTICIPATION, fraction_evaluate=0.0, min_train_nodes=m,
-                      min_available_nodes=N)
+    strategy = FedAvg(
+        fraction_train=PARTICIPATION,
+        fraction_evaluate=0.0,
+        min_train_nodes=m,
+        min_available_nodes=N,
+    )
     start = time.perf_counter()
-    result = strategy.start(grid=grid, initial_arrays=ArrayRecord(mlp().state_dict()), num_rounds=T,
-                            train_config=ConfigRecord({"lr": LR, "local-steps": K, "batch-size": B}))
+    result = strategy.start(
+        grid=grid,
+        initial_arrays=ArrayRecord(mlp().state_dict()),
+        num_rounds=T,
+        train_config=ConfigRecord({"lr": LR, "local-steps": K, "batch-size": B}),
+    )
     train_s = time.perf_counter() - start
     model = mlp()
     model.load_state_dict(result.arrays.to_torch_state_dict())
-    print(json.dumps({"train_s": train_s, "client_steps": T * m * K, "train_loss": train_loss(model, *fmnist())}))
+    print(
+        json.dumps(
+            {
+                "train_s": train_s,
+                "client_steps": T * m * K,
+                "train_loss": train_loss(model, *fmnist()),
+            }
+        )
+    )
 
 
-run_simulation(server_app=server, client_app=client, num_supernodes=N,
-               backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-                               "init_args": {"num_cpus": 1, "num_gpus": 0}})
+run_simulation(
+    server_app=server,
+    client_app=client,
+    num_supernodes=N,
+    backend_config={
+        "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+        "init_args": {"num_cpus": 1, "num_gpus": 0},
+    },
+)

@@ -44,6 +44,7 @@ class MLP(torch.nn.Module):
     @torch.no_grad()
     def metrics(self, x, y, eval=True):
         from pfl.metrics import Weighted
+
         loss = torch.nn.functional.cross_entropy(self(x), y.long(), reduction="sum")
         return {"loss": Weighted(loss.item(), len(y))}
 
@@ -60,17 +61,31 @@ x, y = fmnist()
 parts = {i: [x[p], y[p]] for i, p in enumerate(iid(N))}
 data = FederatedDataset.from_slices(parts, get_user_sampler("minimize_reuse", list(parts)))
 module = MLP()
-model = PyTorchModel(module, local_optimizer_create=torch.optim.SGD,
-                     central_optimizer=torch.optim.SGD(module.parameters(), lr=1.0))
+model = PyTorchModel(
+    module,
+    local_optimizer_create=torch.optim.SGD,
+    central_optimizer=torch.optim.SGD(module.parameters(), lr=1.0),
+)
 m = max(1, round(PARTICIPATION * N))
 stopwatch = StopwatchCallback()
 TimedFederatedAveraging().run(
-    algorithm_params=NNAlgorithmParams(central_num_iterations=T, evaluation_frequency=T + 1,
-                                       train_cohort_size=m, val_cohort_size=0),
+    algorithm_params=NNAlgorithmParams(
+        central_num_iterations=T, evaluation_frequency=T + 1, train_cohort_size=m, val_cohort_size=0
+    ),
     backend=SimulatedBackend(training_data=data, val_data=None),
     model=model,
-    model_train_params=NNTrainHyperParams(local_num_epochs=None, local_learning_rate=LR,
-                                          local_batch_size=B, local_num_steps=K),
+    model_train_params=NNTrainHyperParams(
+        local_num_epochs=None, local_learning_rate=LR, local_batch_size=B, local_num_steps=K
+    ),
     model_eval_params=NNEvalHyperParams(local_batch_size=4096),
-    callbacks=[stopwatch])
-print(json.dumps({"train_s": sum(stopwatch._laps), "client_steps": T * m * K, "train_loss": train_loss(module, x, y)}))
+    callbacks=[stopwatch],
+)
+print(
+    json.dumps(
+        {
+            "train_s": sum(stopwatch._laps),
+            "client_steps": T * m * K,
+            "train_loss": train_loss(module, x, y),
+        }
+    )
+)

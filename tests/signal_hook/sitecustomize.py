@@ -1,4 +1,5 @@
 """Test hook: SIGTERM to this process at the n-th entry into a phase of a job (FEDRUN_SIGNAL_AT=phase:n)."""
+
 import os
 import signal
 import sys
@@ -15,30 +16,38 @@ if _at:
 
     class _Finder:
         """import: the runner module's import (the first job's)."""
+
         def find_spec(self, name, path=None, target=None):
             if name == "fedprox_cli.runs.runner" and phase == "import":
                 _hit()
             return None
 
     sys.meta_path.insert(0, _Finder())
-    where = {"data": ("fedprox_cli.data", "load_config"), "build": ("fedprox_cli.engine.models", "build"),
-             "training": ("fedprox_cli.runs.training", "Training.round"),
-             "evaluation": ("fedprox_cli.runs.training", "evaluate"),
-             "plotting": ("fedprox_cli.analysis.plotting", "plot_run"),
-             "between": ("fedprox_cli.cli.main", "sweep_value")}.get(phase)
+    where = {
+        "data": ("fedprox_cli.data", "load_config"),
+        "build": ("fedprox_cli.engine.models", "build"),
+        "training": ("fedprox_cli.runs.training", "Training.round"),
+        "evaluation": ("fedprox_cli.runs.training", "evaluate"),
+        "plotting": ("fedprox_cli.analysis.plotting", "plot_run"),
+        "between": ("fedprox_cli.cli.main", "sweep_value"),
+    }.get(phase)
     if where:
         import importlib
         import importlib.abc
 
         def _patch():
             mod = importlib.import_module(where[0])
-            owner, attr = (getattr(mod, where[1].split(".")[0]), where[1].split(".")[1]) if "." in where[1] \
+            owner, attr = (
+                (getattr(mod, where[1].split(".")[0]), where[1].split(".")[1])
+                if "." in where[1]
                 else (mod, where[1])
+            )
             orig = getattr(owner, attr)
 
             def hooked(*a, **k):
                 _hit()
                 return orig(*a, **k)
+
             setattr(owner, attr, hooked)
 
         class _After(importlib.abc.MetaPathFinder):
@@ -53,8 +62,11 @@ if _at:
                         orig_exec(module)
                         sys.modules[name] = module
                         _patch()
+
                     loader.exec_module = exec_module
                     return spec
                 return None
+
         import importlib.util
+
         sys.meta_path.insert(0, _After())

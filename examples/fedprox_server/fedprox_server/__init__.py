@@ -35,12 +35,13 @@ from fedprox_cli.algorithms import Algorithm, Env, State
 @dataclass(kw_only=True)
 class FedProxServer(Algorithm):
     """FedProx local steps, prox-regularized server step (see the module docstring)."""
+
     name: ClassVar[str] = "fedprox_server"
     display_name: ClassVar[str] = "FedProx-S"
     partial_participation: ClassVar[bool] = True
-    alpha: float = 1.0   # server step size
-    beta: float = 0.02   # local step size
-    mu: float = 0.01     # proximal coefficient of the local objective (> 0)
+    alpha: float = 1.0  # server step size
+    beta: float = 0.02  # local step size
+    mu: float = 0.01  # proximal coefficient of the local objective (> 0)
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}

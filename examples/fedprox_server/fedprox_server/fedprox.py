@@ -30,24 +30,25 @@ from fedprox_cli.common.ranges import param
 @dataclass(kw_only=True)
 class FedProx(Algorithm):
     """K proximal local SGD steps, server average (see the module docstring)."""
+
     name: ClassVar[str] = "fedprox"
     display_name: ClassVar[str] = "FedProx"
     partial_participation: ClassVar[bool] = True  # a round may run on a subset of clients
-    smooth_only: ClassVar[bool] = True            # defined for h = 0 only
-    beta: float = 0.02                            # local step size (a float: > 0 by default)
-    mu: float = param(0.01, ge=0)                 # proximal coefficient, mu >= 0 (0 = FedAvg)
+    smooth_only: ClassVar[bool] = True  # defined for h = 0 only
+    beta: float = 0.02  # local step size (a float: > 0 by default)
+    mu: float = param(0.01, ge=0)  # proximal coefficient, mu >= 0 (0 = FedAvg)
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone()}
 
     def round(self, state: State, env: Env, t: int) -> State:
         z = state["z"]
-        X = z.expand(len(env.clients), -1).clone()   # one row per participating client
+        X = z.expand(len(env.clients), -1).clone()  # one row per participating client
         G = torch.empty_like(X)
         for k in range(env.K):
-            env.grad(X, t, k, out=G)                  # g_i(x_i) at step k of round t
+            env.grad(X, t, k, out=G)  # g_i(x_i) at step k of round t
             X.sub_(G.add_(X - z, alpha=self.mu), alpha=self.beta)  # x - beta (g + mu (x - z))
-        z = z + env.up(X.sub_(z)).mean(0)             # the server averages the clients' x_i
+        z = z + env.up(X.sub_(z)).mean(0)  # the server averages the clients' x_i
         env.down(z)
         return {"z": z}
 
