@@ -106,10 +106,12 @@ def held_by_fedrun():
 
 
 def stops_interrupt() -> None:
-    """Make every stop signal (:data:`SIGNALS`) but SIGINT, which does already, raise
-    ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""
+    """Make every stop signal (:data:`SIGNALS`) raise ``KeyboardInterrupt`` like Ctrl-C and be
+    noted in :data:`received` (main thread only). SIGINT too: Python catches it only where the
+    process did not start with it ignored (a background job of a non-interactive shell ignores
+    SIGINT and SIGQUIT), and :data:`ALWAYS` is caught everywhere, not only during training."""
     if threading.current_thread() is threading.main_thread():
-        _install(note_and_interrupt, [s for s in SIGNALS if s != signal.SIGINT])
+        _install(note_and_interrupt)
 
 
 class StopAfterRound:
