@@ -122,10 +122,12 @@ def _job(composed: DictConfig) -> float:
         _ran(code)
         if code == 0 and composed.seeds > 1:
             streams.out(
-                f"runs:    {out / 'seed_<s>'} for s = {composed.seed}..{composed.seed + composed.seeds - 1}"
+                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = {composed.seed}..{composed.seed + composed.seeds - 1}"
             )
         elif code == 0 and (out / run_files.METRICS).exists():
-            streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
+            streams.out(
+                f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
+            )
     return sweep_value(
         composed, out, code, OmegaConf.select(hc, "sweeper.direction")
     )  # for sweepers

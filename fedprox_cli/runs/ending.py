@@ -156,7 +156,7 @@ def _conclude(
             out,
             summary,
             "diverged",
-            f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})" if kept else ""),
+            f"{e}" + (f" (rows so far kept in {out / run_files.METRICS})" if kept else ""),
             "diverged",
             error=str(e),
             round=e.round,
