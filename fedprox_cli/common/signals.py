@@ -5,7 +5,8 @@ SIGQUIT, SIGALRM, SIGXCPU, the real-time signals, ...).
 
 During training the first signal is noted and the run stops after the current round, saves a
 checkpoint and ends with status ``interrupted``, naming the signal; a second signal stops at
-once. Outside training they raise ``KeyboardInterrupt`` like Ctrl-C. SIGINT, SIGTERM and SIGUSR2
+once. Outside training they raise ``KeyboardInterrupt`` like Ctrl-C, from every command's
+first instant (:mod:`cli.commands`). SIGINT, SIGTERM and SIGUSR2
 (:data:`ALWAYS`) are always caught; the others only where nothing else in the process handles
 them: one ignored (``nohup`` ignores SIGHUP) stays ignored, and one with a handler of its own
 (a test runner's SIGALRM) keeps it. Every signal noted is appended to :data:`received`, so a
