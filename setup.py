@@ -12,4 +12,4 @@ CONF = ["fedprox_cli.conf", *sorted("fedprox_cli.conf." + ".".join(d.relative_to
 setup(packages=[*find_namespace_packages(include=["fedprox_cli*", "hydra_plugins*"],
                                          exclude=["*__pycache__*"]), *CONF],
       package_dir={"fedprox_cli.conf": "conf"},
-      package_data={"fedprox_cli": ["styles/*.mplstyle", "claims/*.yaml"], **{p: ["*.yaml"] for p in CONF}})
+      package_data={"fedprox_cli": ["styles/*.mplstyle", "claims/*.yaml", "engine/*.json"], **{p: ["*.yaml"] for p in CONF}})
