@@ -71,7 +71,7 @@ def main() -> None:
                 owner = getattr(owner, part)
             setattr(owner, attr, timer(phase, getattr(owner, attr)))
     try:
-        cli.main(sys.argv[1:])
+        cli.main()  # as the fedrun command (its drawing process too), overrides in sys.argv
     except SystemExit as e:
         code = e.code
     total = time.perf_counter() - START

@@ -44,7 +44,7 @@ from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.signals import stops_interrupt
 from ..config import plugin_defaults, resolvers
-from . import sweep
+from . import drawer, sweep
 from .compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from .faults import crash, one_line
 
@@ -65,6 +65,7 @@ class _Call:
     made: dict[Path, bool] = field(
         default_factory=dict
     )  # the run folder's parents: whether each was there
+    command: bool = False  # the fedrun command (its own process), not a call from Python
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -78,13 +79,13 @@ def _ran(code: int) -> None:
 
 def draw(composed: DictConfig, out: Path) -> None:
     """``metrics.png`` (and ``clients.png`` with per-client metrics) of a finished or diverged
-    run, drawn as it ends (:func:`runs.ending.conclude`; matplotlib loads only here)."""
-    from ..analysis.plotting import plot_clients, plot_run, run_title
-    from ..engine import clients
-
-    plot_run(out / "metrics.csv", out / "metrics.png", title=run_title(composed))
-    if (out / clients.SUMMARY).exists():
-        plot_clients(out / clients.SUMMARY, out / clients.FIGURE)
+    run, drawn as it ends (:func:`runs.ending.conclude`): by the ``fedrun`` command's drawing
+    process, which imported matplotlib while the run trained (:mod:`drawer`)."""
+    try:
+        config = OmegaConf.to_container(composed, resolve=True)
+    except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: shown unresolved
+        config = OmegaConf.to_container(composed, resolve=False)
+    drawer.figures(config, out)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
@@ -310,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
     :class:`_Call`), so a process (a test, a notebook) may call it again."""
     if argv is not None:
         sys.argv[1:] = list(argv)
-    call = _Call()
+    call = _Call(command=argv is None)
     token = _CALL.set(call)
     before = set(threading.enumerate())
     try:
@@ -324,6 +325,7 @@ def main(argv: list[str] | None = None) -> None:
                 code = crash(e)
     finally:
         _CALL.reset(token)
+        drawer.stop()
     _leave_threads(before, code, exit_now=argv is None)
     sys.exit(code)
 
@@ -364,6 +366,8 @@ def _fedrun(call: _Call) -> int:
     early = _preflight(sys.argv[1:])
     if early is not None:
         return early
+    if call.command:
+        drawer.start()  # its imports made while this process composes, loads and trains
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
         streams.err(
