@@ -48,15 +48,11 @@ def test_the_drawing_process_draws_and_its_faults_come_back(finished, tmp_path, 
     (run / "metrics.png").mkdir()  # its figure cannot be written there
     with pytest.raises(UserError, match="metrics.png is a folder"):
         drawer.figures(config(finished), run)
-    (run / "file").write_text("")
-    png = run / "file" / "metrics.png"  # in a "folder" that is a file
-    reply = drawer._ask(
-        {"config": {}, "run": [str(run / "metrics.csv"), str(png)], "clients": None}
-    )
-    assert reply["errno"] in (errno.ENOTDIR, errno.EEXIST) and process.poll() is None
+    fault = {"errno": errno.ENOSPC, "strerror": "No space left on device", "filename": "x.png"}
     with pytest.raises(OSError) as e:
-        drawer.raise_fault(reply)
-    assert e.value.errno == reply["errno"] and e.value.filename == reply["filename"]
+        drawer.raise_fault(fault)  # as the process replies an OSError
+    assert (e.value.errno, e.value.strerror, e.value.filename) == tuple(fault.values())
+    drawer.raise_fault({})
 
 
 def test_without_an_answer_the_figures_are_drawn_here(finished, tmp_path, process):

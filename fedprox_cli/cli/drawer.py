@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..analysis import run_figures
 from ..common.errors import UserError
 
 _PROCESS: list[subprocess.Popen] = []  # the drawing process of this fedrun command, if any
@@ -51,24 +52,27 @@ def stop() -> None:
             p.wait()
 
 
-def figures(config: dict, out: Path) -> None:
-    """``metrics.png`` (and ``clients.png`` with per-client metrics) of the run in ``out``,
-    titled from its resolved ``config``: by the drawing process where one answers, else here.
-    Raises what drawing them raised."""
-    from ..engine import clients
-
-    request = {
-        "config": config,
-        "run": [str(out / "metrics.csv"), str(out / "metrics.png")],
-        "clients": [str(out / clients.SUMMARY), str(out / clients.FIGURE)]
-        if (out / clients.SUMMARY).exists()
-        else None,
-    }
-    reply = _ask(request) if _PROCESS else None
+def figures(composed, out: Path) -> None:
+    """The figures of the run in ``out`` (:func:`analysis.run_figures.draw`), titled from its
+    config ``composed``: by the drawing process where one answers, else here. Raises what
+    drawing them raised."""
+    reply = _ask({"config": _plain(composed), "out": str(out)}) if _PROCESS else None
     if reply is None:
-        draw(request)
+        run_figures.draw(composed, out)
     else:
         raise_fault(reply)
+
+
+def _plain(composed) -> dict:
+    """``composed`` as plain containers, resolved where it can be without Hydra."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(composed, DictConfig):
+        return composed
+    try:
+        return OmegaConf.to_container(composed, resolve=True)
+    except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: shown unresolved
+        return OmegaConf.to_container(composed, resolve=False)
 
 
 def raise_fault(reply: dict) -> None:
@@ -95,19 +99,9 @@ def _ask(request: dict) -> dict | None:
         return None
 
 
-def draw(request: dict) -> None:
-    """Draw the figures of a :func:`figures` request in this process (matplotlib loads here;
-    torch is not needed)."""
-    from ..analysis.plotting import plot_clients, plot_run, run_title
-
-    plot_run(*map(Path, request["run"]), title=run_title(request["config"]))
-    if request["clients"]:
-        plot_clients(*map(Path, request["clients"]))
-
-
 def serve() -> None:
     """The drawing process: import the plotting code, then draw each request read from stdin
-    (one JSON line: the config and the figures' files) and reply on stdout (one JSON line:
+    (one JSON line: the config and the run folder) and reply on stdout (one JSON line:
     ``{}``, or the fault), until stdin closes."""
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout = sys.stderr  # nothing a library prints reaches the replies
@@ -116,7 +110,7 @@ def serve() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            draw(request)
+            run_figures.draw(request["config"], Path(request["out"]))
             reply: dict = {}
         except UserError as e:  # first: some are OSErrors too (files.NotRegular)
             reply = {"user_error": str(e)}

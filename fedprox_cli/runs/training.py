@@ -13,12 +13,13 @@ from pathlib import Path
 import torch
 
 from ..algorithms import contract
+from ..common import run_files
 from ..common.errors import is_overflow, squeeze
 from ..common.signals import StopAfterRound
 from ..config import schedule
 from ..engine import clients
 from ..engine.metrics import evaluate
-from . import checkpoint, trackers
+from . import checkpoint, client_log, trackers
 from .experiment import Experiment
 from .outputs import Summary, write_metrics
 from .progress import Progress
@@ -125,10 +126,10 @@ class Training:
         c = _start(exp, ckpt)
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
         if self.rows:
-            write_metrics(out / "metrics.csv", self.rows)
+            write_metrics(out / run_files.METRICS, self.rows)
         self.clients = None
         if exp.cfg.metrics.per_client:
-            self.clients = clients.Log(out, c.round if ckpt is not None else None)
+            self.clients = client_log.Log(out, c.round if ckpt is not None else None)
             if ckpt is None and self.rows:
                 self._evaluate_clients(0)
         self._open = ExitStack()
@@ -165,7 +166,7 @@ class Training:
         self.train_time += seconds
         if evaluated:
             self.rows.append(_row(exp, self.state, done, self.train_time))
-            write_metrics(self.out / "metrics.csv", self.rows)
+            write_metrics(self.out / run_files.METRICS, self.rows)
             if self.clients is not None:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
@@ -184,7 +185,7 @@ class Training:
         ce, last = cfg.checkpoint_every, done == cfg.T
         if ce and (stop or (done % ce == 0 and not last) or (last and cfg.keep_checkpoint)):
             checkpoint.save(
-                self.out / checkpoint.FILE,
+                self.out / run_files.CHECKPOINT,
                 checkpoint.Checkpoint(
                     done,
                     self.state,
