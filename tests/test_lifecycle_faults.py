@@ -408,12 +408,14 @@ def files_of(out: Path) -> dict[str, bytes]:
 
 
 def with_data(monkeypatch, change) -> None:
-    """Runs load the data as ``change(dataset)`` makes them (the data changed on disk)."""
+    """Runs load the data as ``change(dataset)`` makes them (the data changed on disk: other
+    files, so no cache entry's ``origin`` to key a known fingerprint on)."""
     load = data.load_config
 
     def changed(s):
         ds = load(s)
         change(ds)
+        ds.origin = ""
         return ds
 
     monkeypatch.setattr(data, "load_config", changed)
