@@ -194,15 +194,16 @@ def _auto(oracle, clients: int, client_steps: int | None, record: dict) -> dict:
 
 
 def _eager_s(oracle, clients: int) -> float:
-    """Seconds per client-step of the run's eager engine: ``engine=auto``'s timing, or timed
-    now (a forced engine)."""
-    timed = oracle.engine_choice.get("s_per_client_step", {})
-    if oracle.engine.name in timed:
-        return timed[oracle.engine.name]
-    one = {oracle.engine.name: oracle.engine}
-    return engine_choice.time_steps(oracle, min(clients, engine_choice.MAX_CLIENTS), one)[0][
-        oracle.engine.name
-    ]
+    """Seconds per client-step of the run's eager engine: ``engine=auto``'s timing (this run's,
+    or cached by an earlier run of the same key for a forced engine), else one step timed now."""
+    name, timed = oracle.engine.name, oracle.engine_choice.get("s_per_client_step", {})
+    if name not in timed:
+        c = max(1, min(clients, engine_choice.MAX_CLIENTS))
+        cached = engine_choice.read_cache(engine_choice.cache_file())
+        timed = (cached.get(engine_choice.cache_key(oracle, c)) or {}).get("s_per_client_step")
+        if not (isinstance(timed, dict) and isinstance(timed.get(name), (int, float))):
+            timed = engine_choice.time_steps(oracle, c, {name: oracle.engine}, repeats=1)[0]
+    return timed[name]
 
 
 def line(record: dict) -> str | None:
