@@ -247,8 +247,10 @@ def machine() -> str:
 
 def table(results: dict, systems: list[str]) -> list[str]:
     lines = [
-        "| workload | system | wall s | training s | overhead s | client-steps/s | train loss "
-        "| stationarity | test loss | test acc | fedrun faster, wall | fedrun faster, steps/s |",
+        (
+            "| workload | system | wall s | training s | overhead s | client-steps/s | train loss "
+            "| stationarity | test loss | test acc | fedrun faster, wall | fedrun faster, steps/s |"
+        ),
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for wl, by_system in results.items():

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write_text
 from ..data import cache
@@ -54,7 +55,7 @@ def of_data(ds) -> dict:
         return _of_arrays(ds)
     path = cache_file()
     try:
-        known = json.loads(path.read_text())
+        known = guarded.read_json(path)
     except (OSError, ValueError):
         known = {}  # none yet, or unreadable: computed and written again
     key = hashlib.sha256(ds.origin.encode()).hexdigest()
