@@ -22,7 +22,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
 
 from ..analysis import groups
 from ..analysis.run import Run, is_replicate
@@ -83,7 +82,7 @@ def recorded(run: Run) -> str | None:
     if not path.is_file():
         return None
     try:
-        hydra = flatten(OmegaConf.to_container(guarded.read_config(path), resolve=False))
+        hydra = flatten(guarded.read_mapping(path))
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one finding
         return f".hydra/config.yaml is unreadable ({squeeze(str(e), 120)})"
     for k, v in hydra.items():
