@@ -354,7 +354,7 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
 def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
     """Draw ``claim``'s figure (if it declares one) from the first run set that ran (its
     ``evidence``, :func:`.evidence.gather`'s) into ``root``/figures; the files written."""
-    from .evidence import load_runs
+    from .loading import load_runs
 
     if claim.figure_spec is None:
         return []
@@ -372,7 +372,7 @@ def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
     if claim.figure_spec is None:
         return []
     with tempfile.TemporaryDirectory() as scratch:
-        from .evidence import load_runs
+        from .loading import load_runs
 
         for ev in evidence:
             if ev.present and ev.runset.folders:

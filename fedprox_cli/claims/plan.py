@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .declare import Claim, RunSet
-from .evidence import Evidence, canon
+from .evidence import Evidence
+from .text import canon
 
 LAUNCHER = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 

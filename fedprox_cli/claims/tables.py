@@ -53,7 +53,7 @@ def _bench(spec: dict, root: Path) -> list[list[str]]:
 
 
 def _runs(claim: Claim, evidence: list, root: Path, warn) -> list:
-    from .evidence import load_runs
+    from .loading import load_runs
 
     for ev in evidence:
         if ev.present and ev.runset.folders:
