@@ -34,6 +34,7 @@ class Evidence:
     diverged: dict = field(default_factory=dict)  # grid point (shown) -> (diverged, made)
     trained: dict = field(default_factory=dict)  # grid point (shown) -> final trained_metric
     choices: list = field(default_factory=list)  # (values, outcomes, present, declared, diverged)
+    reused: tuple = (0, 0)  # with choices: the runs compared at every combination, and diverged
 
 
 def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
@@ -107,6 +108,7 @@ def _choices(claim: Claim, ev: Evidence, made: list[Run], runs: list[Run], fixed
     """Each combination of the open choices: (values, outcomes, present, declared, diverged)."""
     rs = ev.runset
     declared = {(declared_key(p), s) for p, s in rs.declared()}
+    ev.reused = (len(fixed), sum(r.status == "diverged" for r in fixed))
     for values in sensitivity.combos(rs):
         at = [r for r in made if all(is_(r.config.get(key_of(runs, k)), v) for k, v in values)]
         want = [d for d in declared if all((k, canon(v)) in d[0] for k, v in values)]

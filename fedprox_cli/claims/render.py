@@ -280,10 +280,20 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
             out.append(trained(c, ev))
         if ev.runset.choices:
             out.append(sensitivity.summary(c, ev.runset, verdict_choices(c, ev)))
+            out += [reused(ev)] if ev.reused[0] else []
         lines, rows, last_shown = _test_lines(ev, where if len(r.evidence) > 1 else "", last_shown)
         out += lines + [""]
         table += rows + _choice_rows(c, ev)
     return out, table
+
+
+def reused(ev: Evidence) -> str:
+    """What a sensitivity grid's runs are compared with at every combination."""
+    n, bad = ev.reused
+    return (
+        f"At every combination they are compared with the {n} runs the open choices do not vary, "
+        f"at the claim's declared setting ({bad} of them diverged)."
+    )
 
 
 def _links(r: Rendered) -> list[str]:
