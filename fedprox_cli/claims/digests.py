@@ -18,12 +18,13 @@ import hashlib
 import os
 from pathlib import Path
 
+from ..common import run_files
 from ..common.errors import require
 from ..common.files import atomic_write_text
 from .declare import Claim
 
 FILE = "EVIDENCE.sha256"
-RUN_FILES = ("metrics.csv", "summary.json")  # a folder holding one is a run
+RUN_FILES = (run_files.METRICS, run_files.SUMMARY)  # a folder holding one is a run
 
 
 def digest(path: Path) -> str:

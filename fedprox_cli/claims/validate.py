@@ -34,7 +34,7 @@ from omegaconf import OmegaConf
 
 from ..analysis import groups, jobrecords, results
 from ..analysis.run import CHOICE, Run, is_replicate
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.errors import squeeze
 from ..common.flatten import flatten
 from ..runs.outputs import read_summary
@@ -93,7 +93,7 @@ def _few(xs: list) -> str:
 
 def recorded(run: Run) -> str | None:
     """A key on which config.yaml and Hydra's record of the run (.hydra/config.yaml) disagree."""
-    path = Path(run.path) / ".hydra" / "config.yaml"
+    path = Path(run.path) / run_files.HYDRA / run_files.HYDRA_CONFIG
     if not path.is_file():
         return None
     try:
@@ -137,7 +137,7 @@ def overridden(run: Run) -> str | None:
     """An override of the run's Hydra record (``.hydra/overrides.yaml``) or of its sweep's job
     record that its config.yaml contradicts (a seed batch's records: all but the seed, which is
     the batch's first)."""
-    path = Path(run.path) / ".hydra" / "overrides.yaml"
+    path = Path(run.path) / run_files.HYDRA / run_files.OVERRIDES
     sources = []
     if path.is_file():
         try:
@@ -192,7 +192,9 @@ def summarized(run: Run) -> str | None:
 
 def unverified(runs: list[Run]) -> list[Run]:
     """The runs with no Hydra record to check their config.yaml against."""
-    return [r for r in runs if not (Path(r.path) / ".hydra" / "config.yaml").is_file()]
+    return [
+        r for r in runs if not (Path(r.path) / run_files.HYDRA / run_files.HYDRA_CONFIG).is_file()
+    ]
 
 
 def _odd(point_runs: list[Run]) -> dict:
