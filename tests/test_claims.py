@@ -203,8 +203,10 @@ def test_check_passes_on_the_committed_runs_and_names_a_tampered_claim(copy, cap
     capsys.readouterr()
     assert reproduce.main(check(copy, "fednmap-fig5c", "fednmap-fig5b")) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out and all("fednmap-fig5c" in line for line in out)
+    changed = f"evidence fednmap_fig5/{runs[0].path.name}: metrics.csv edited"
+    assert out and all("fednmap-fig5c" in line or changed in line for line in out)
     assert any("committed" in line and "recomputed" in line for line in out)
+    assert any(changed in line for line in out)
 
 
 def test_bad_input_is_one_line_and_exit_2(copy, tmp_path, capsys):
@@ -333,8 +335,11 @@ def test_check_names_runs_the_declaration_leaves_out(copy, capsys):
     runs = results.load([folder], where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
     added = folder / "added"
     shutil.copytree(runs[0].path, added)
-    config = added / "config.yaml"
-    config.write_text(config.read_text().replace("\nseed: 0\n", "\nseed: 3\n"))
+    for name in ("config.yaml", ".hydra/config.yaml"):  # a run at seed 3, its records agreeing
+        config = added / name
+        config.write_text(config.read_text().replace("\nseed: 0\n", "\nseed: 3\n"))
+    overrides = added / ".hydra" / "overrides.yaml"
+    overrides.write_text(overrides.read_text().replace("- seed=0", "- seed=3"))
     assert reproduce.main(check(copy, "fednmap-fig5c")) == 1
     out = capsys.readouterr().out
     assert "fednmap-fig5c: runs of seeds 3 in its folders are not declared" in out

@@ -7,8 +7,8 @@ relative to the results root. ``fedrun-reproduce run`` records the folders it ra
 sweeps end, and ``fedrun-reproduce record`` the evidence of the claims it names (for evidence made
 otherwise: an explicit act); ``report`` never records. ``check`` (:func:`changes`) names each
 file whose content differs from its record, by run and cause: edited, added, a copy of another
-recorded file, moved from another path (two files swapped: each holds the other's recorded
-content), deleted. A timestamp or line-end change is none. A forgery that re-records its own
+recorded file, moved from another path, holding another changed file's recorded content (two
+files swapped), deleted. A timestamp or line-end change is none. A forgery that re-records its own
 digests is out of its reach (docs/reproducing.md, "What check protects").
 """
 
@@ -109,13 +109,20 @@ def _causes(was: dict[str, str], now: dict[str, str]) -> list[tuple[str, str, li
         if was.get(p) == d:
             continue
         src = [q for q in by_digest.get(d, []) if q != p]
-        if p in was:  # changed in place: another file's recorded content, or an edit
-            out.append((p, "holds the recorded content of", src) if src else (p, "edited", []))
+        if p in was:  # changed in place: another changed file's recorded content, or an edit
+            swapped = [q for q in src if now.get(q) != was[q]]
+            out.append(
+                (p, "holds the recorded content of {} (swapped)", swapped)
+                if swapped
+                else (p, "edited (now the same as the file of {})", src)
+                if src
+                else (p, "edited", [])
+            )
         elif moved := sorted(set(src) & gone):
             moved_from.update(moved)
-            out.append((p, "moved from", moved))
+            out.append((p, "moved from {}", moved))
         elif src:
-            out.append((p, "added, a copy of", src))
+            out.append((p, "added, a copy of {}", src))
         else:
             out.append((p, "added", []))
     out += [(p, "deleted", []) for p in sorted(gone - moved_from)]
@@ -140,5 +147,5 @@ def changes(root: Path, claims: list[Claim]) -> list[str]:
         source = max(set(runs), key=runs.count) if runs else ""  # the run most files came from
         names = ", ".join(p[len(run) + 1 :] or p for p, _ in files)
         tail = " (not recorded: fedrun-reproduce record, if it is evidence)" * (cause == "added")
-        out.append(f"evidence {run}: {names} {cause}{' ' + source if source else ''}{tail}")
+        out.append(f"evidence {run}: {names} {cause.format(source)}{tail}")
     return out

@@ -164,7 +164,7 @@ def overridden(run: Run) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _jobs(sweep: str) -> dict:
     """Job folder (where it is now) -> its job record, of the sweep ``sweep``."""
-    return {results._moved(Path(sweep), r.folder): r for r in jobrecords.records(Path(sweep))}
+    return {results.moved_job(Path(sweep), r.folder): r for r in jobrecords.records(Path(sweep))}
 
 
 def forget() -> None:
@@ -251,8 +251,8 @@ def check(claim: Claim, runs: list[Run], point) -> tuple[list[Run], list[str]]:
         for why in (
             recorded(r),
             overridden(r),
-            summarized(r) if not absent else None,
             rows(r) if not absent else None,
+            summarized(r) if not absent else None,
         ):
             if why:
                 find(r, why)

@@ -276,7 +276,8 @@ def _read(path: Path) -> str:
 
 
 def unverified(claims: list[declare.Claim], root: Path) -> str:
-    """The run folders holding runs without a Hydra record, with their counts ("" : none)."""
+    """The run folders holding runs without Hydra's record of their config, with their counts
+    ("": none)."""
     from ..claims import loading, validate
 
     runs = {
@@ -294,8 +295,9 @@ def unverified(claims: list[declare.Claim], root: Path) -> str:
         top = Path(os.path.relpath(r.path, root)).parts[0]
         folders[top] = folders.get(top, 0) + 1
     return (
-        f"{len(bare)} runs have no Hydra record; their config.yaml is verified by its recorded "
-        f"digest only: " + ", ".join(f"{f} ({n})" for f, n in folders.items())
+        f"{len(bare)} runs are unverified, without Hydra's record of their config "
+        f"(.hydra/config.yaml): only the keys their overrides name are checked against a record, "
+        f"the rest by its recorded digest: " + ", ".join(f"{f} ({n})" for f, n in folders.items())
     )
 
 
