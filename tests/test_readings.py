@@ -138,7 +138,7 @@ def test_a_test_that_cannot_decide_leaves_the_word_to_the_others():
     fails = units.Outcome(slower, [units.Unit("b", 0.99, False)])
     holds = units.Outcome(slower, [units.Unit("b", 3.0, True)])
     gated = units.Outcome(seeds, [units.Unit("seed 0", 1.0, True)])
-    one_seed = dict(stand_in="", T=10, paper_T=None, seeds=1, present=4, declared=4)
+    one_seed = {"stand_in": "", "T": 10, "paper_T": None, "seeds": 1, "present": 4, "declared": 4}
     v = verdict.word([gated, fails], **one_seed)
     assert v.word == "not reproduced" and "one seed cannot order the runs" in v.why
     assert verdict.word([gated, holds], **one_seed).word == "inconclusive"
