@@ -1,9 +1,12 @@
 """scripts/bench_peers.py's pure logic: the peers' client calls read back from their log, the
-per-call table, and the goals of issue 50 against a made-up run."""
+per-call table, and the goals against a made-up run; the peers' final outputs are fedrun's."""
 
 import importlib.util
 import math
+from pathlib import Path
 
+import pytest
+import torch
 from conftest import ROOT
 
 
@@ -35,7 +38,8 @@ def test_each_client_call_is_one_line_of_the_log_and_first_and_median_are_read_b
 
 
 def _run(wall, train, steps, **calls):
-    return {"wall_s": wall, "train_s": train, "client_steps": steps, "train_loss": 0.5, **calls}
+    outputs = {"train_loss": 0.5, "stationarity": 0.25, "test_loss": 0.55, "test_acc": 0.8}
+    return {"wall_s": wall, "train_s": train, "client_steps": steps, **outputs, **calls}
 
 
 def test_goals_and_the_call_table():
@@ -56,3 +60,44 @@ def test_goals_and_the_call_table():
         "| n10 | pfl | 200 | 0.1000 | 0.0250 | 800 steps/s |",
         "| n10 | flower | 200 | 2.0000 | 0.0200 | 1,000 steps/s |",
     ]
+
+    rows = bench_peers.table(results, ["fedrun", "pfl"])
+    assert rows[3] == (
+        "| n10 | pfl | 14.0 | 8.00 | 6.0 | 500 | 0.5000 | 0.25 | 0.5500 | 0.8000 | 1.40x | 1.60x |"
+    )
+
+
+def test_every_system_computes_the_same_outputs_at_round_T_only():
+    """fedrun evaluates round T alone, as the peers' scripts do (common.final_metrics), and the
+    benchmark says so."""
+    args = bench_peers.fedrun_args(10, 20, 100, 1.0, Path("out"))
+    assert "eval_every=0" in args and "T=100" in args
+    assert "computed at round T only and by every system" in bench_peers.SAME_JOB
+    assert max(w[2] for w in bench_peers.WORKLOADS.values()) >= 100  # one of a paper's length
+    common = (Path(bench_peers.PEER_SCRIPTS) / "common.py").read_text()
+    assert all(f'"{k}"' in common for k in bench_peers.OUTPUTS)
+
+
+@pytest.mark.skipif(not common.FMNIST.is_dir(), reason="Fashion-MNIST (Debian's files) not here")
+def test_the_peers_final_outputs_are_fedruns_round_T_row():
+    """On one model, ``common.final_metrics`` (what each peer computes at round T) equals the
+    metrics row fedrun computes (engine/metrics.py) to float32 rounding."""
+    from fedprox_cli.config.compose import compose
+    from fedprox_cli.engine.metrics import evaluate
+    from fedprox_cli.runs import experiment
+
+    data = f"data.root={common.FMNIST}"
+    exp = experiment.build(
+        compose(["algorithm=fedavg", "regularizer=none", "partition=iid", "T=1", data])
+    )
+    x = exp.flat.flat()
+    row = evaluate(
+        x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y
+    )
+    net = common.mlp()
+    with torch.no_grad():
+        for p, q in zip(net.parameters(), exp.flat.module.parameters(), strict=True):
+            p.copy_(q)
+    got = common.final_metrics(net)
+    for k in bench_peers.OUTPUTS:
+        assert got[k] == pytest.approx(row[k], rel=1e-5), k
