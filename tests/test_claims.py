@@ -322,6 +322,9 @@ def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, 
         reproduce.main(["run", "tiny-fig1", "hydra/launcher=basic", *results]) == 0
     )  # in one process
     assert len(list((tmp_path / "results" / "reproduction" / "tiny").rglob("metrics.csv"))) == 4
+    recorded = digests.read(tmp_path / "results" / "reproduction")  # run records what it made
+    assert sum(p.startswith("tiny/") and p.endswith("/metrics.csv") for p in recorded) == 4
+    assert digests.changes(tmp_path / "results" / "reproduction", [c]) == []
     capsys.readouterr()
     assert reproduce.main(["list", *results]) == 0
     assert "reproduced on a stand-in" in capsys.readouterr().out

@@ -22,18 +22,26 @@ BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-
 
 RULES = """\
 Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
-in `results/reproduction/`; `fedrun-reproduce check` recomputes it. Tests count units (a seed in
-a panel; a pair for ratios; a model for the prox benchmark). Each test is *primary* (it tests the
-quoted words or a number the paper states) or *supporting* (shown, marked so, never deciding).
-The word, from the primary tests alone, by one rule:
+in `results/reproduction/`; `fedrun-reproduce check` recomputes it and names every change of the
+evidence since its digests were recorded (`reproduction/EVIDENCE.sha256`). Tests count units (a
+seed in a panel; a pair for ratios; a run for levels; a model for the prox benchmark). Each test
+is *primary* (it tests the quoted words or a number the paper states) or *supporting* (shown,
+marked so, never deciding). The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
 unit, **not reproduced** when in none, **partly** in between or when an ordering holds from some
-round on only; **inconclusive** with one seed, fewer rounds than the paper's T (where numbers
-depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
-declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
-evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
-(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
-every comparison. Runs here: a 2-core CPU, one thread per job (device column);
+round on only; **partly run (k of m runs)** with declared runs missing; **not run** when nothing
+ran here. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
+rounds than the paper's T where they depend on T; the claim's other primary tests then decide
+(**not reproduced** if they hold in no unit, **inconclusive** if in every unit), and with none
+left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
+of evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
+(result in brackets); a value within 1% of its bound shows the digits that decide it and the
+bound. A diverged run (first non-finite evaluation at round r: "diverged after round r") is the
+worst in every comparison beyond its last finite evaluation and never shortens the window the
+others are read over (an equal-bytes budget comes from the runs that reached T). A run that did
+not train (chance accuracy) is left out of each compared pair it is in. A level a stand-in
+cannot reach by construction decides nothing on it. A claim measured on several devices gets a
+word per device. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
 
@@ -362,11 +370,25 @@ def exemptions(claims: list[Claim]) -> str:
     return ("Exemptions from the rule: " + "; ".join(out) + ".") if out else ""
 
 
+def elsewhere(rendered: list[Rendered]) -> str:
+    """Which claims also rest on measurements made on another device, and where they are."""
+    per: dict[str, list[str]] = {}
+    for r in rendered:
+        for ev in r.evidence:
+            if ev.present and ev.runset.device != "cpu" and ev.runset.bench:
+                per.setdefault(ev.runset.device, []).append(r.claim.title)
+    return " ".join(
+        f"Measured on an {d} (files under `reproduction/`, each with its provenance): "
+        f"{', '.join(dict.fromkeys(titles))}."
+        for d, titles in per.items()
+    )
+
+
 def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
     head = [
         "# Reproduction report",
         "",
-        RULES,
+        RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
         exemptions([r.claim for r in rendered]),
         "",
