@@ -42,6 +42,7 @@ from ..runs.outputs import read_summary
 from .declare import Claim, RunSet
 
 PRESENT = ("finished", "diverged")
+AUTO = "auto"  # a value the run resolves when it starts (config.yaml records the choice made)
 
 
 def _shown(v) -> str:
@@ -101,7 +102,7 @@ def recorded(run: Run) -> str | None:
             and not (isinstance(v, str) and "${" in v)
             and not groups.is_run_control(k)
             and not is_replicate(k)
-            and groups.fmt(v) != groups.fmt(run.config[k])
+            and groups.fmt(v) not in (groups.fmt(run.config[k]), AUTO)
         ):
             return (
                 f"config.yaml has {k}={_shown(run.config[k])}, its .hydra/config.yaml "
@@ -123,7 +124,7 @@ def _agrees(run: Run, override: str, seeds: bool) -> str | None:
         want = yaml.safe_load(value)
     except yaml.YAMLError:
         want = value
-    if groups.fmt(want) == groups.fmt(run.config[k]):
+    if groups.fmt(want) in (groups.fmt(run.config[k]), AUTO):
         return None
     return f"config.yaml has {key}={_shown(run.config[k])}"
 
