@@ -230,7 +230,9 @@ def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["claim", "figure", "or"]
     assert {line.split()[0] for line in rows if not line.startswith(" ")} == IDS
-    assert len(rows) == 2 * len(IDS)  # each claim and its one-line text
+    # each claim, its one-line text and the reasons for its word
+    assert len([line for line in rows if not line.startswith(" ")]) == len(IDS)
+    assert out.split("fedcef-fig1")[1].splitlines()[2].strip() == "why: nothing of it ran here"
     assert "not run" in out.split("fedcef-fig1")[1].splitlines()[0]
     assert (
         reproduce.main(

@@ -384,6 +384,17 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
+def reasons(r: Rendered) -> list[str]:
+    """Why the claim has its word (the rule's reason), and each sensitivity grid's reading:
+    the lines `fedrun-reproduce list` prints under a claim."""
+    out = [f"why: {r.verdict.why}"] if r.verdict.why else []
+    for ev in r.evidence:
+        if ev.runset.choices and ev.present:
+            said = sensitivity.summary(r.claim, ev.runset, verdict_choices(r.claim, ev))
+            out.append(f"on {data_of(ev.runset)}: {said}")
+    return out
+
+
 def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
     head = [
         "# Reproduction report",

@@ -187,8 +187,11 @@ def _list(args) -> int:
         declare.load(),
         args.results / "reproduction",
         "list",
-        lambda r: (
-            f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}\n{'':16} {r.claim.short}"
+        lambda r: "\n".join(
+            [
+                f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}",
+                *(f"{'':16} {line}" for line in [r.claim.short, *render.reasons(r)]),
+            ]
         ),
     )
     return 0
