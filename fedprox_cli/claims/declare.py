@@ -87,8 +87,8 @@ class RunSet:
     # combination of their values, never deciding (.sensitivity)
     bench: str = ""  # a benchmark run set's file under the results root (else each test's file)
     provenance: str = ""  # where a file measured elsewhere came from (commit, device, command)
-    unreachable: dict = field(default_factory=dict)  # metric -> why no run on this data can
-    # reach a level test's bound on it by construction: such a level decides nothing here
+    unreachable: dict = field(default_factory=dict)  # metric -> why a level's bound is out of
+    # reach on this stand-in, said where no run here reaches it (then it decides nothing here)
 
     def declared(self) -> list[tuple[tuple, int]]:
         """Every declared run as ((key, value) pairs, seed)."""
