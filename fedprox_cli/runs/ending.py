@@ -94,7 +94,6 @@ def out_of_memory(e: BaseException, summary: Summary | None) -> int:
 
 def conclude(
     exp: Experiment,
-    composed: DictConfig,
     out: Path,
     summary: Summary,
     error: BaseException | None,
@@ -107,7 +106,7 @@ def conclude(
     finished run's files back (:mod:`keep`). Whatever fails on the way (any ``OSError`` of
     any write), the status written last is the truth, or a line says that it could not be
     written and the exit code is not 0."""
-    code = _conclude(exp, composed, out, summary, error, rows, plot or _no_plot)
+    code = _conclude(exp, out, summary, error, rows, plot or _no_plot)
     try:
         if keep.settle(out, code == EXIT["finished"]):
             say(
@@ -129,7 +128,6 @@ def _no_plot(composed: DictConfig, out: Path) -> None:
 
 def _conclude(
     exp: Experiment,
-    composed: DictConfig,
     out: Path,
     summary: Summary,
     error: BaseException | None,
@@ -139,14 +137,14 @@ def _conclude(
     try:
         if error is not None:
             raise error
-        plot(composed, out)
+        plot(exp.composed, out)
     except (UserError, OSError) as e:
         return _ended(out, summary, "error", describe(e), "error", error=describe(e))
     except Diverged as e:
         kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
         try:
             if kept:
-                plot(composed, out)
+                plot(exp.composed, out)
         except Exception as p:  # the record of the divergence matters more than its figure
             say(
                 f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",

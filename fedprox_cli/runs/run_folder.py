@@ -203,7 +203,6 @@ def _recorded_data(out: Path) -> dict | None:
 
 def begin(
     exp: Experiment,
-    composed: DictConfig,
     out: Path,
     ckpt: checkpoint.Checkpoint | None,
     summary: Summary,
@@ -242,7 +241,7 @@ def begin(
             f"{checkpoint_time(out / run_files.CHECKPOINT)})"
         )
     _write_hydra_record(out, hydra_record)
-    atomic_write_text(out / run_files.CONFIG, OmegaConf.to_yaml(composed, resolve=True))
+    atomic_write_text(out / run_files.CONFIG, OmegaConf.to_yaml(exp.composed, resolve=True))
     data.save_partition(out / run_files.PARTITION, exp.clients)
 
 

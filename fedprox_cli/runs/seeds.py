@@ -10,32 +10,27 @@ one coroutine per run, and every local gradient step of all R x n clients is one
 steps and the server's updates stay per run. ``time_s`` of a run is the wall time of the
 joined rounds, which all R runs share.
 
-A folder of the R runs is resumed, extended or re-run like one run; runs that already
-finished are left alone; a run that diverges or fails ends with its own status while the
-others go on. The exit code is the worst of the runs'.
+A folder of the R runs is resumed, extended or re-run like one run (their life is one run's,
+:mod:`runner`); runs that already finished are left alone; a run that diverges or fails ends
+with its own status while the others go on. The exit code is the worst of the runs'. Here: the
+batch's folders (:func:`folders`, :func:`check_container`), a seed's config (:func:`with_seed`)
+and the rounds of the runs in lockstep (:func:`train`).
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from contextlib import ExitStack
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from .. import data
 from ..common import run_files
-from ..common.console import logging_to, say
-from ..common.errors import EXIT, UserError, describe, require
+from ..common.errors import EXIT, require
 from ..common.signals import StopAfterRound
 from ..config.schema import RunConfig
-from ..config.validate import typed
 from ..engine.lockstep import Lockstep
-from . import code_record, ending, experiment, numerics, run_folder, training
-from .lock import RunLock
+from . import code_record, ending, run_folder, training
 from .outputs import Summary, provenance
-from .provenance import of_data
 
 
 def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
@@ -68,93 +63,28 @@ def check_container(out: Path) -> None:
         )
 
 
-def run(
-    composed: DictConfig,
-    out: Path,
-    progress: bool = True,
-    command: str = "fedrun",
-    hydra_record: dict[str, str] | None = None,
-    reference: DictConfig | None = None,
-    plot: ending.Plot | None = None,
-) -> int:
-    """Run the ``seeds`` runs of ``composed`` into ``out/seed_<s>`` (see the module docstring)
-    and return the worst exit code. Nothing is written before every run is validated and built.
-    ``plot``: as :func:`runner.run`'s."""
-    out = Path(out)
-    with ExitStack() as held:
-        try:
-            cfg = experiment.validate(composed, reference).cfg
-            runs = folders(cfg, out)
-            check_container(out)
-            for _, folder in runs:
-                run_folder.check_owned(folder)
-            out.mkdir(parents=True, exist_ok=True)
-            for _, folder in runs:
-                folder.mkdir(exist_ok=True)
-                held.enter_context(RunLock(folder))
-        except (UserError, OSError) as e:
-            say(describe(e), "error")
-            return EXIT["error"]
-        with logging_to(out):
-            return _run_locked(composed, cfg, runs, progress, command, hydra_record, plot)
-
-
-def _run_locked(composed, cfg, runs, progress, command, hydra_record, plot) -> int:
-    todo, exps, ckpts, composeds, finished = [], [], [], [], []
-    try:
-        for seed, folder in runs:
-            run_folder.recover(folder)
-            one = with_seed(composed, seed)
-            ckpt = run_folder.resume_point(one, folder)
-            if ckpt is True:
-                finished.append((one, folder))
-                continue
-            todo.append(folder), composeds.append(one), ckpts.append(ckpt)
-        numerics.resume_with(
-            next((c.numerics for c in ckpts if c), None), cfg, runs[0][1].parent
-        )  # threads
-        dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
-        fingerprint = of_data(dataset)
-        for one, folder in finished:
-            run_folder.same_data(typed(one), folder, dataset, fingerprint)
-            why = code_record.stale(folder, cfg)
-            say(
-                code_record.stale_line(folder, why)
-                if why
-                else f"the run in {folder} has already finished its {composed.T} rounds; nothing to do",
-                stream=sys.stdout,
-            )
-        for one, folder, ckpt in zip(composeds, todo, ckpts):
-            exps.append(
-                experiment.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint)
-            )
-            run_folder.fits(exps[-1], folder, ckpt)
-    except (UserError, OSError) as e:
-        say(describe(e), "error")
-        return EXIT["error"]
-    except KeyboardInterrupt:
-        say("interrupted before the runs started")
-        return EXIT["interrupted"]
-    except Exception as e:  # a bug
-        return ending.internal_error(runs[0][1], e, None)
-    if not todo:
-        return EXIT["finished"]
+def train(starts: list, R: int, command: str, hydra_record: dict[str, str] | None, plot) -> int:
+    """The rounds of the batch's runs ``starts`` (:class:`runner.Start`: built, with their
+    checkpoints) in lockstep, every local step of all their clients one vmap call; each run's
+    folder records its own end; the worst exit code."""
+    exps = [st.exp for st in starts]
     lockstep = Lockstep(max_rows=max(e.oracle.chunk for e in exps) * len(exps))
     for exp in exps:
         exp.oracle.join(lockstep)
         exp.oracle.engine_choice = {
             "engine": "vmap",
-            "source": f"seeds={cfg.seeds}: the clients of "
+            "source": f"seeds={R}: the clients of "
             f"{len(exps)} run{'s' if len(exps) > 1 else ''} in one vmap call",
         }
         exp.oracle.compile_choice = {
             "compiled": False,
-            "source": f"seeds={cfg.seeds}: the joined call is not compiled",
+            "source": f"seeds={R}: the joined call is not compiled",
         }
-    return _train(composeds, exps, todo, ckpts, lockstep, progress, command, hydra_record, plot)
+    outs, ckpts = [st.folder for st in starts], [st.ckpt for st in starts]
+    return _rounds(exps, outs, ckpts, lockstep, command, hydra_record, plot)
 
 
-def _train(composeds, exps, outs, ckpts, lockstep, progress, command, hydra_record, plot) -> int:
+def _rounds(exps, outs, ckpts, lockstep, command, hydra_record, plot) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
     codes, live = [], {}
     summaries = [
@@ -169,7 +99,6 @@ def _train(composeds, exps, outs, ckpts, lockstep, progress, command, hydra_reco
         codes.append(
             ending.conclude(
                 exps[r],
-                composeds[r],
                 outs[r],
                 summaries[r],
                 error,
@@ -180,14 +109,14 @@ def _train(composeds, exps, outs, ckpts, lockstep, progress, command, hydra_reco
 
     for r, exp in enumerate(exps):
         try:
-            run_folder.begin(exp, composeds[r], outs[r], ckpts[r], summaries[r], hydra_record)
+            run_folder.begin(exp, outs[r], ckpts[r], summaries[r], hydra_record)
             live[r] = training.Training(
                 exp,
                 outs[r],
                 progress=False,
                 ckpt=ckpts[r],
                 summary=summaries[r],
-                label=f"seed {composeds[r].seed}: ",
+                label=f"seed {exp.cfg.seed}: ",
             )
             if live[r].done:
                 end(r, None)
