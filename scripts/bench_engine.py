@@ -19,7 +19,7 @@ engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher 
 (load the server model into one module, K SGD steps with autograd and the correction c_i, send
 Delta_i; the server averages, takes the prox, updates the c_i), timed in turn in the same run.
 ``--scaling``: FedCanon rounds (K = 2, B = 64) at n = 10, 100, 1000 for the linear model and the
-MLP with each engine; client-steps/s and their ratio to n = 10 (issue 20's goal: >= 0.8)."""
+MLP with each engine; client-steps/s and their ratio to n = 10 (the goal: >= 0.8)."""
 
 import argparse
 import copy

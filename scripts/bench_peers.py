@@ -57,7 +57,7 @@ B, LR = 64, 0.02
 GOALS = {
     "pfl": (1.3, 1.5),
     "flower": (5.0, None),
-}  # fedrun's wall-time and steps/s ratios (issue 50)
+}  # fedrun's wall-time and steps/s ratios
 
 
 def side_env(name: str, requirement: str) -> Path:

@@ -1,5 +1,5 @@
 """scripts/bench_peers.py's pure logic: the peers' client calls read back from their log, the
-per-call table, and the goals of issue 50 against a made-up run."""
+per-call table, and the goals against a made-up run."""
 
 import importlib.util
 import math

@@ -756,7 +756,7 @@ def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
     ]
 
 
-# ------------------------------------------------------------------ issue 25: files, survival, signals
+# ------------------------------------------------------------------ files, survival, signals
 
 LINEAR = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "eval_every=1"]
 FINISHED_FILES = (

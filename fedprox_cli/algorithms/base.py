@@ -28,7 +28,7 @@ An algorithm never touches modules, data loaders or devices. ``round(state, env,
 - ``env.clients``: the participating clients' ids this round; ``env.n``, ``env.K``, ``env.T``.
 
 The counters make the per-round communication and prox accounting a fact of the code as
-written, which tests compare with the table in ALGORITHMS.md: ``grad_evals`` counts one per
+written, which tests compare with the table in docs/algorithms.md: ``grad_evals`` counts one per
 row of every ``grad`` call (``sgd_steps``: K per row); ``bytes_up`` what the compressor says a
 row ``up`` costs (4 per dense float); ``bytes_down`` 4 per float of ``down`` per participating
 client; ``prox_calls`` rows times ``copies`` of every ``prox`` call. A message the algorithm

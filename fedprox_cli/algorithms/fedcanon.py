@@ -1,4 +1,4 @@
-"""FedCanon (fedcanon.txt, Algorithm 1, eqs. 7a-7f)."""
+"""FedCanon (the FedCanon paper, Algorithm 1, eqs. 7a-7f)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FedCanon II (fedcanon.txt, Algorithm 2)."""
+"""FedCanon II (the FedCanon paper, Algorithm 2)."""
 
 from __future__ import annotations
 

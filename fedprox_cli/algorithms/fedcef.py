@@ -1,4 +1,4 @@
-"""FedCEF (fedcef.txt, Algorithm 1): compressed error feedback with momentum."""
+"""FedCEF (the FedCEF paper, Algorithm 1): compressed error feedback with momentum."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class FedCEF(Algorithm):
     beta = alpha eta_g K. Output z. Up: the compressed Delta_i; down d (ztilde).
     Prox per round: n K local (the k = 0 one is prox_0 = identity; the paper's x^{t,K} is
     never used and not computed) + n + 1 for z = prox_{beta h}(ztilde): every client and the
-    server, which needs z for its next ztilde [I; ALGORITHMS.md's table says n K + n].
+    server, which needs z for its next ztilde [I; docs/algorithms.md's table says n K + n].
     [I] c is kept once: the clients' reconstruction (z - ztilde)/beta equals the server's c
     in exact arithmetic. The paper does not give eta; the default is from a sweep (config)."""
 

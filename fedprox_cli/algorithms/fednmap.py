@@ -1,4 +1,4 @@
-"""FedNMap (fednmap.txt, Algorithm 1, eqs. 4-7): normal-map local updates."""
+"""FedNMap (the FedNMap paper, Algorithm 1, eqs. 4-7): normal-map local updates."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SCAFFNEW / ProxSkip (fedcanon.txt Appendix A-2, eq. 15)."""
+"""SCAFFNEW / ProxSkip (the FedCanon paper, Appendix A-2, eq. 15)."""
 
 from __future__ import annotations
 

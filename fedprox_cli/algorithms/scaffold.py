@@ -1,4 +1,4 @@
-"""SCAFFOLD, option II (fedcanon.txt Appendix A-1, eq. 14); defined for h = 0 only."""
+"""SCAFFOLD, option II (the FedCanon paper, Appendix A-1, eq. 14); defined for h = 0 only."""
 
 from __future__ import annotations
 

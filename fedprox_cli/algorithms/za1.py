@@ -1,4 +1,4 @@
-"""ZA1: Zhang, Hu, Johansson, ICASSP 2024 (fednmap.txt Appendix A.1, eqs. 30-34)."""
+"""ZA1: Zhang, Hu, Johansson, ICASSP 2024 (the FedNMap paper, Appendix A.1, eqs. 30-34)."""
 
 from __future__ import annotations
 
@@ -24,16 +24,16 @@ class ZA1(Algorithm):
 
     Output x. Up d, down d (z). Prox per round: n K local (l = 0 is prox_0 = identity; the
     unused u^K is not computed) + n + 1 for x_new: the server, and every client recomputing it
-    from z [I; ALGORITHMS.md's table says n K + 1]. The initial c_i = 0 as in the paper.
+    from z [I; docs/algorithms.md's table says n K + 1]. The initial c_i = 0 as in the paper.
     [I] Start: x^0 = z0, the initial model itself; reading (31)'s x_t = prox_{etahat h}(z_t) at
     t = 0 would give x^0 = prox_{etahat h}(z0) instead (the paper states no x^0). The two agree
     whenever prox(z0) = z0 (e.g. a zero init) and otherwise differ by one prox of the initial
-    model (issue 16's review measured a 3.5e-4 relative difference with a non-zero init); from
+    model (a non-zero init differs from it by a relative 3.5e-4); from
     round 1 on x = prox_{etahat h}(z) holds as above. The committed runs under results/reproduction/ were made with x^0 = z0."""
 
     name: ClassVar[str] = "za1"
     display_name: ClassVar[str] = "ZA1"
-    eta_a: float = 0.1  # local step size eta_a (eq. 30; fednmap.txt's comparisons: 1/Q)
+    eta_a: float = 0.1  # local step size eta_a (eq. 30; FedNMap's comparisons: 1/Q)
     eta_s: float = 1.0  # server step size eta_s (eq. 31)
 
     def etahat(self, K: int) -> float:

@@ -1,4 +1,4 @@
-"""ZA2: the "standard uncompressed" composite FL baseline of fedcef.txt (its reference [40])."""
+"""ZA2: the "standard uncompressed" composite FL baseline of FedCEF (its reference [40])."""
 
 from __future__ import annotations
 

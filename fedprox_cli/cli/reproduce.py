@@ -245,10 +245,6 @@ def _run(args) -> int:
     return 0
 
 
-def _titles(claims) -> dict[str, str]:
-    return {c.id: c.title for c in claims}
-
-
 def _read(path: Path) -> str:
     require(path.is_file(), f"no {path}")
     return path.read_text()

@@ -1,4 +1,4 @@
-"""Per-round metrics of the output model x (DESIGN.md, Metrics).
+"""Per-round metrics of the output model x (docs/algorithms.md; the columns: docs/usage.md).
 
 - train_loss = f(x) = (1/n) sum_i f_i(x), exact over all training data; objective = f(x) + h(x)
 - stationarity = ||G_s(x)||^2, G_s(x) = (x - prox_{s h}(x - s grad f(x))) / s, the proximal

@@ -1,6 +1,6 @@
 """Engine benchmark: rounds/s, local steps/s and achieved FLOP/s of the training steps and of
 evaluation, against the practical roofline -- the matrix products (and convolutions) of the
-same shapes, replayed alone in the same run (DESIGN.md, Performance).
+same shapes, replayed alone in the same run (docs/performance.md).
 
 Every timing is the best of ``repeats`` measurements taken in turn (engines and the roofline
 interleaved, the roofline replayed as often as a round runs its products), so that a machine

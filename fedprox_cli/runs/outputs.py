@@ -1,4 +1,4 @@
-"""A run folder's files, each written atomically (:mod:`atomic`): a reader never sees a
+"""A run folder's files, each written atomically (:func:`common.files.atomic_write`): a reader never sees a
 half-written file, and concurrent jobs never share one.
 
 - ``metrics.csv``: one row per evaluated round (columns in :data:`metrics.COLUMNS`)
@@ -21,7 +21,7 @@ heartbeat is refreshed at every evaluation and checkpoint and at least every
 ``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
 rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
 chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
-call is compiled, and how that was decided: :mod:`compile_choice`), ``data_source``, ``data`` (the
+call is compiled, and how that was decided: :mod:`engine.compile`), ``data_source``, ``data`` (the
 fingerprint of the data and partition it trained on: :mod:`provenance`), ``numerics`` (what its
 numbers depend on beyond the config, used again on resume: :mod:`numerics`). A run whose process
 died says ``running`` in its file; :func:`effective_status` tells the truth.

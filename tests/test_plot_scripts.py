@@ -121,7 +121,7 @@ def table_rows(stdout: str) -> list[list[str]]:
 
 
 def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_path):
-    """The bug of issue 13: algorithm.beta=0.01,0.05,0.1 printed one pooled cell."""
+    """algorithm.beta=0.01,0.05,0.1 is three cells, not one pooled cell."""
     for beta, acc in ((0.01, 0.6), (0.05, 0.7), (0.1, 0.8)):
         acc_run(tmp_path, f"b{beta}", acc, **{"algorithm.beta": beta})
     p = cli("tables.py", tmp_path)
