@@ -21,7 +21,7 @@ from .common import run_files
 from .common.errors import EXIT
 from .common.package import CONF_DIR
 from .common.streams import escaped
-from .runs.outputs import read_summary, runs_in
+from .runs.outputs import runs_in
 
 _STATUS = {code: status for status, code in EXIT.items()}
 _PLAIN = re.compile(r"^[\w.:/+-]+$")  # a string Hydra's override grammar takes unquoted
@@ -61,19 +61,14 @@ def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _metrics(folder: Path) -> pd.DataFrame:
-    from .analysis.results import BrokenRun, read_metrics
-
-    try:
-        return read_metrics(folder / run_files.METRICS)
-    except BrokenRun:
-        return pd.DataFrame()
+    return pd.DataFrame(run_files.read_metrics(folder, strict=False))
 
 
 def _result(folder: Path, code: int) -> Run:
     """The :class:`Run` of a finished call of :func:`runner.run` into ``folder``."""
     folders = [f for f in runs_in(folder) if f != folder]
     if not folders:  # one run (or none written)
-        summary = read_summary(folder) if (folder / run_files.SUMMARY).exists() else {}
+        summary = run_files.read_summary(folder) if (folder / run_files.SUMMARY).exists() else {}
         return Run(folder, _STATUS.get(code, "error"), code, summary, _metrics(folder))
     seeds = [int(f.name.split("_")[-1]) for f in folders]
     metrics = pd.concat(
@@ -84,7 +79,7 @@ def _result(folder: Path, code: int) -> Run:
         folder,
         _STATUS.get(code, "error"),
         code,
-        {s: read_summary(f) for s, f in zip(seeds, folders)},
+        {s: run_files.read_summary(f) for s, f in zip(seeds, folders)},
         metrics,
     )
 

@@ -192,10 +192,10 @@ def seed_batching(
     from pathlib import Path
 
     from fedprox_cli.analysis.run_figures import draw
+    from fedprox_cli.common.run_files import read_summary
     from fedprox_cli.config.compose import compose
     from fedprox_cli.data import datasets
     from fedprox_cli.runs import runner
-    from fedprox_cli.runs.outputs import read_summary
 
     rows = []
     for name, overrides in SEED_WORKLOADS.items():

@@ -29,8 +29,9 @@ import torch
 from conftest import child_env, job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
 
+from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.runs import checkpoint
-from fedprox_cli.runs.outputs import effective_status, read_summary
+from fedprox_cli.runs.outputs import effective_status
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env(OMP_NUM_THREADS="1")

@@ -13,7 +13,7 @@ from conftest import ROOT, fedrun, job_folders
 from omegaconf import OmegaConf
 
 from fedprox_cli.common.errors import EXIT
-from fedprox_cli.runs.outputs import read_summary
+from fedprox_cli.common.run_files import read_summary
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import tables as tables_script  # noqa: E402

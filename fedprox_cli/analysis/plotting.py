@@ -22,7 +22,6 @@ from ..common import (
 )
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
-from ..runs.outputs import metric_columns  # noqa: E402
 
 METADATA_KEY = {
     "png": "Description",
@@ -345,13 +344,12 @@ RUN_PANELS = (  # (columns, y label, log y, scale)
 SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
 
 
-def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
+def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     """Loss (train loss, and the objective when h != 0; log y), test accuracy and stationarity
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    with guarded.opened(csv_path, guarded.TABLE_BYTES) as f:  # a FIFO never hangs
-        df = metric_columns(f)
+    df = {c: np.asarray(v, float) for c, v in run_files.read_metrics(run_dir).items()}
     rounds = df["round"]
     losses = [df[c] for c in ("train_loss", "objective") if c in df]
     bad = (

@@ -9,49 +9,30 @@ through the ``warn`` callback of :func:`load`; folders holding the same run coun
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import OmegaConf
 
-from ..common import guarded, run_files
+from ..common import run_files
 from ..common.errors import require
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.code_record import mixed
-from ..runs.outputs import effective_status, model_metrics_only, read_summary
+from ..runs.outputs import effective_status
 from .groups import config_key, is_run_control, matches, once
 from .jobrecords import records
 from .run import CHOICE, Run, status_text
 
 
-class BrokenRun(Exception):
-    """A run folder that cannot be read; its message says why in a few words."""
-
-
-def first_line(e: Exception) -> str:
-    """The first line of ``e``'s message, or its type's name."""
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
-
-
 def _choices(run_dir: Path) -> dict:
-    hydra_yaml = run_dir / run_files.HYDRA / run_files.HYDRA_RECORD
-    if not hydra_yaml.exists():
-        return {}
-    try:
-        choices = OmegaConf.to_container(guarded.read_config(hydra_yaml).hydra.runtime.choices)
-    except guarded.Unreadable as e:
-        raise BrokenRun(f".hydra/hydra.yaml is unreadable: {e.why}") from None
-    except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
-        raise BrokenRun(f".hydra/hydra.yaml is unreadable ({first_line(e)})") from None
+    """The config groups chosen, as ``choice:<group>`` keys (a group with no option chosen, a
+    Hydra group and a run-control group left out)."""
     return {
         f"{CHOICE}{g}": c
-        for g, c in choices.items()  # no option chosen = a group not offered
+        for g, c in run_files.read_choices(run_dir).items()
         if c is not None and not g.startswith("hydra/") and not is_run_control(g)
     }
 
@@ -114,68 +95,21 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
 def _status(run_dir: Path) -> tuple[str, str, dict]:
     """The run's effective status (``dead`` for a recorded ``running`` whose process
     is gone: :func:`outputs.effective_status`), its error message and its code record;
-    :class:`BrokenRun` for a summary.json that cannot be read."""
+    :class:`run_files.RunFileError` for a summary.json that cannot be read."""
     try:
-        summary = read_summary(run_dir)
-    except guarded.Unreadable as e:
-        raise BrokenRun(f"summary.json is unreadable: {e.why}") from None
+        summary = run_files.read_summary(run_dir)
+    except run_files.RunFileError as e:
+        raise run_files.RunFileError(f"{run_files.SUMMARY} is unreadable: {e.why}") from None
     except (OSError, ValueError):
         summary = {}
     return effective_status(run_dir), str(summary.get("error", "")), summary.get("code", {})
 
 
-def _numbers(column: pd.Series) -> pd.Series:
-    """A column of number strings as numbers; ``nan`` and ``inf`` (a diverged run's last row, as
-    ``repr`` writes them), which ``pd.to_numeric`` refuses, through ``float``."""
-    try:
-        return pd.to_numeric(column)
-    except ValueError:
-        return column.map(float)
-
-
-def read_metrics(path: Path) -> pd.DataFrame:
-    """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
-    fields than the header, or no end of line after the last row), or not numbers."""
-    try:
-        text = guarded.read_text(path, guarded.TABLE_BYTES)
-    except guarded.Unreadable as e:
-        raise BrokenRun(f"metrics.csv is unreadable: {e.why}") from None
-    except OSError as e:
-        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
-    if not text.strip():
-        raise BrokenRun("metrics.csv is empty")
-    if not text.endswith("\n"):
-        raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
-    try:
-        header, *rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
-        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
-    for i, row in enumerate(rows, 2):
-        if len(row) != len(header):
-            raise BrokenRun(f"metrics.csv is cut (line {i} has {len(row)} of {len(header)} fields)")
-    if not rows:
-        raise BrokenRun("metrics.csv has a header and no rows")
-    if "round" not in header:
-        raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
-    try:
-        return model_metrics_only(pd.DataFrame(rows, columns=header).apply(_numbers))
-    except ValueError as e:
-        raise BrokenRun(
-            f"metrics.csv holds a value that is not a number ({first_line(e)})"
-        ) from None
-
-
 def load_run(run_dir: Path) -> Run:
-    """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
-    try:
-        cfg = OmegaConf.to_container(guarded.read_config(run_dir / run_files.CONFIG), resolve=False)
-    except guarded.Unreadable as e:
-        raise BrokenRun(f"config.yaml is unreadable: {e.why}") from None
-    except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
-        raise BrokenRun(f"config.yaml is unreadable ({first_line(e)})") from None
-    if not isinstance(cfg, dict) or not cfg:
-        raise BrokenRun("config.yaml is empty or not a mapping")
-    metrics = read_metrics(run_dir / run_files.METRICS)
+    """One run folder, a view of its files (:mod:`common.run_files`);
+    :class:`run_files.RunFileError` when its config or metrics cannot be read."""
+    cfg = run_files.read_config(run_dir)
+    metrics = pd.DataFrame(run_files.read_metrics(run_dir))
     status, error, code = _status(run_dir)
     return Run(
         run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code
@@ -196,7 +130,7 @@ def load(
     for p in find_runs(paths, warn):
         try:
             runs.append(load_run(p))
-        except BrokenRun as e:
+        except run_files.RunFileError as e:
             warn(f"skipped {p}: {e}")
     require(runs, f"no readable run under {', '.join(map(str, paths))}")
     if count_once:

@@ -30,7 +30,7 @@ import numpy as np
 from ..analysis import groups, results, stats
 from ..analysis.run import Run, direction
 from ..common.errors import UserError, require
-from ..runs.outputs import read_summary
+from ..common.run_files import read_summary
 from . import sensitivity, validate
 from .declare import Claim, RunSet, Test
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..common import run_files
-from ..runs.outputs import read_summary
+from ..common.run_files import read_summary
 from ..runs.progress import duration
 from ..runs.recap import RunRecord, number, record, rounds
 

@@ -112,3 +112,8 @@ def exhausted_line(e: BaseException) -> str:
         else "reduce n, B, oracle.memory_gb or the model, or run where more memory is free"
     )
     return f"out of memory: {what} ran out{where} ({cause}); {fix}"
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of ``e``'s message, or its type's name."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -102,7 +102,7 @@ def mixed(records: list[dict]) -> list[str]:
 def stale(out, cfg) -> list[str]:
     """:func:`changed` between the code recorded in ``out``'s summary.json and the code the
     typed config ``cfg`` would run now: a finished run made by other code is stale."""
-    from .outputs import read_summary
+    from ..common.run_files import read_summary
 
     try:
         recorded = read_summary(out).get("code")

@@ -18,9 +18,10 @@ from ..common import run_files, signals
 from ..common.console import say
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
+from ..common.run_files import read_summary
 from . import keep, recap
 from .experiment import Experiment
-from .outputs import Summary, read_summary
+from .outputs import Summary
 from .training import Diverged, Interrupted
 
 Plot = Callable[

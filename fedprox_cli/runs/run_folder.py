@@ -18,13 +18,14 @@ from ..common.console import say
 from ..common.errors import UserError, require
 from ..common.files import atomic_write_text, clear_temps, folder, remove, temp_of
 from ..common.guarded import Unreadable
+from ..common.run_files import read_summary
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine import choice
 from ..engine.device import hardware
 from . import checkpoint, keep, provenance
 from .experiment import Experiment, split
-from .outputs import Summary, is_fedrun_summary, read_summary
+from .outputs import Summary, is_fedrun_summary
 
 
 def status_of(out: Path) -> str:

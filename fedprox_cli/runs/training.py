@@ -20,7 +20,7 @@ from ..engine import clients
 from ..engine.metrics import evaluate
 from . import checkpoint, client_log, trackers
 from .experiment import Experiment
-from .outputs import Summary, write_metrics
+from .outputs import Summary
 from .progress import Progress
 
 
@@ -123,7 +123,7 @@ class Training:
         self.beat = summary.beat if summary is not None else (lambda force=False, **f: None)
         c = _start(exp, ckpt)
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
-        write_metrics(out / run_files.METRICS, self.rows)
+        run_files.write_metrics(out, self.rows)
         self.clients = None
         if exp.cfg.metrics.per_client:
             self.clients = client_log.Log(out, c.round if ckpt is not None else None)
@@ -163,7 +163,7 @@ class Training:
         self.train_time += seconds
         if evaluated:
             self.rows.append(_row(exp, self.state, done, self.train_time))
-            write_metrics(self.out / run_files.METRICS, self.rows)
+            run_files.write_metrics(self.out, self.rows)
             if self.clients is not None:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
