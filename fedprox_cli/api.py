@@ -85,7 +85,8 @@ def _result(folder: Path, code: int) -> Run:
 
 
 def _default_folder(composed: DictConfig) -> Path:
-    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for ``composed``."""
+    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for
+    ``composed``."""
     pattern = OmegaConf.load(CONF_DIR / "config.yaml").hydra.run
     node = OmegaConf.merge(
         {"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, composed

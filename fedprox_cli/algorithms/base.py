@@ -3,7 +3,8 @@ plugin algorithm (:mod:`fedprox_cli.common.registry`, examples/fedprox_server) i
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
 besides ``name``; their ranges declared on the fields, :mod:`fedprox_cli.common.ranges`:
-a float that declares none is a step size, > 0), with class attributes ``name``, ``display_name`` (as the papers print it; default ``name``),
+a float that declares none is a step size, > 0), with class attributes ``name``, ``display_name``
+(as the papers print it; default ``name``),
 ``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
 anything else is refused before training), and
 
@@ -150,7 +151,8 @@ class Env:
     def sgd_steps(
         self, X: torch.Tensor, t: int, beta: float, shift: torch.Tensor | float = 0.0
     ) -> torch.Tensor:
-        """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see :meth:`Oracle.sgd_steps`)."""
+        """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see
+        :meth:`Oracle.sgd_steps`)."""
         return self.oracle.sgd_steps(X, t, self.K, beta, shift, self.clients)
 
     def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:

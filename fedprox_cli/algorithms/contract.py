@@ -76,7 +76,8 @@ def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
         "round(state, env, t)",
         new,
         _is_state(new) and new.keys() == state.keys(),
-        f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})",
+        "the next state: a dict of str -> tensor (or number) with the keys of init's "
+        f"({', '.join(state)})",
     )
     for k, v in new.items():
         old = state[k]
@@ -96,7 +97,8 @@ def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
                 "it keeps a row per client: update the participating clients' rows in place "
                 "(state[k][env.clients] = ...) and return the whole tensor"
                 if per_client
-                else "return every entry as init made it (same shape, dtype and device; update in place or "
+                else "return every entry as init made it (same shape, dtype and device; update in "
+                "place or "
                 "build it with z0's dtype and device)"
             )
             raise _broken(

@@ -57,7 +57,8 @@ class Scaffold(Algorithm):
         Ci: torch.Tensor,
         out: torch.Tensor,
     ) -> torch.Tensor:
-        """dc_i = c_i+ - c_i with option II's c_i+ = c_i - c + (z - x_i)/(K beta), written into ``out``."""
+        """dc_i = c_i+ - c_i with option II's c_i+ = c_i - c + (z - x_i)/(K beta), written into
+        ``out``."""
         return torch.sub(z, X, out=out).div_(env.K * self.beta).sub_(c)
 
     def stationarity_step(self, K: int) -> float:

@@ -29,7 +29,8 @@ class ZA1(Algorithm):
     t = 0 would give x^0 = prox_{etahat h}(z0) instead (the paper states no x^0). The two agree
     whenever prox(z0) = z0 (e.g. a zero init) and otherwise differ by one prox of the initial
     model (a non-zero init differs from it by a relative 3.5e-4); from
-    round 1 on x = prox_{etahat h}(z) holds as above. The committed runs under results/reproduction/ were made with x^0 = z0."""
+    round 1 on x = prox_{etahat h}(z) holds as above. The committed runs under
+    results/reproduction/ were made with x^0 = z0."""
 
     name: ClassVar[str] = "za1"
     display_name: ClassVar[str] = "ZA1"

@@ -1,5 +1,6 @@
 """Figures of one run (``metrics.png``, the partition's clients x classes counts) and the pieces
-every figure shares: atomic saving, titles from configs, readable ticks, one legend below the axes."""
+every figure shares: atomic saving, titles from configs, readable ticks, one legend below the
+axes."""
 
 from __future__ import annotations
 
@@ -16,10 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from ..common import (
-    guarded,  # noqa: E402
-    run_files,
-)
+from ..common import guarded, run_files  # noqa: E402
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 

@@ -27,7 +27,7 @@ class Cell:
     left_out: dict[str, int]
 
     @classmethod
-    def of(cls, runs: list[Run], metric: str, how: str = "last") -> "Cell":
+    def of(cls, runs: list[Run], metric: str, how: str = "last") -> Cell:
         values, left = [], {}
         for r in runs:
             why = r.problem(metric, how)
@@ -54,7 +54,8 @@ class Cell:
         return float(np.std(self.values, ddof=1)) if self.n > 1 else math.nan
 
     def text(self, spec: str = ".4f") -> str:
-        """``0.8100 ± 0.0100 (3 seeds)``, ``0.8100 (1 seed)``, ``0.8100 (2 seeds; diverged 1 of 3)``,
+        """``0.8100 ± 0.0100 (3 seeds)``, ``0.8100 (1 seed)``, ``0.8100 (2 seeds; diverged 1 of
+        3)``,
         ``diverged (1 of 1)``: ``±`` only with two or more runs, left-out runs always named."""
         left = ", ".join(f"{why} {c}" for why, c in sorted(self.left_out.items()))
         if not self.values:

@@ -6,7 +6,8 @@ bench``, and for ``ratio`` one compared value within that. Definitions used by e
 - *tail*: the mean of a run's last 10% of evaluations, at least one (``Run.final``);
 - a run that diverged (its objective or metric non-finite from some round on) counts as the
   worst in every comparison (from that round on; a round a run lacks without having diverged is
-  not compared, and :mod:`.validate` names such a run), and "diverged after round r" means the first non-finite evaluation
+  not compared, and :mod:`.validate` names such a run), and "diverged after round r" means the
+  first non-finite evaluation
   is at round r;
 - ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on (to
   ``to_round``); the
@@ -393,7 +394,8 @@ def final_of(t: Test, run: Run) -> float:
 
 
 def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
-    """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left out)."""
+    """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left
+    out)."""
     out = []
     if t.kind == "slope":
         return slope_units(t, runs, claim)

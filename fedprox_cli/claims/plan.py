@@ -106,7 +106,8 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
             minutes = per_run(first) * n * scale
             basis = (
                 f"estimated from the {first.runset.data} runs here, timed on "
-                f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
+                f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of "
+                f"{first.T}"
                 + ("; the paper's data may be larger" if first.runset.stands_for else "")
                 + (
                     "; no run here was timed on a GPU"

@@ -31,7 +31,8 @@ round on only; **inconclusive** with one seed, fewer rounds than the paper's T (
 depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
 declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
 evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
-(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
+(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round
+r") is the worst in
 every comparison. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
@@ -127,7 +128,8 @@ def row(r: Rendered) -> str:
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (
-        f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
+        f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} "
+        f"| {ours} | "
         f"{basis(r)} | **{r.verdict.word}** | {fig} |"
     )
 
@@ -290,7 +292,8 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
     if c.figure and r.evidence:
         out += [
             "",
-            f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 {r.digest})",
+            f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 "
+            f"{r.digest})",
         ]
         if c.figure_spec is not None:  # the same figure for a paper: PDF, TrueType fonts
             out[-1] += f" ([PDF]({c.figure.removesuffix('.png')}.pdf))"

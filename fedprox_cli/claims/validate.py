@@ -74,7 +74,10 @@ def rows(run: Run) -> str | None:
             )
         return None
     if got[:-1] != want[: len(got) - 1] or not bad[-1] or bad[:-1].any():
-        return "metrics.csv: status diverged, but its rows are not a finite prefix of its schedule ending non-finite"
+        return (
+            "metrics.csv: status diverged, but its rows are not a finite prefix of its "
+            "schedule ending non-finite"
+        )
     return None
 
 
@@ -136,7 +139,8 @@ def fixed(claim: Claim, rs: RunSet, runs: list[Run], held) -> tuple[list[Run], l
         if bad:
             k, want = bad[0]
             found.append(
-                f"claim {claim.id}: {r.path}: {k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
+                f"claim {claim.id}: {r.path}: "
+                f"{k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
                 f"the claim fixes {k}={want}"
             )
         else:

@@ -28,6 +28,7 @@ import hashlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..claims import (
     declare,  # the others (pandas, torch) where a claim is computed: list/plan remember texts
@@ -36,6 +37,9 @@ from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
 from .faults import crash
+
+if TYPE_CHECKING:  # the claims' rendering loads when a command renders
+    from ..claims import render
 
 PROG = "fedrun-reproduce"
 REPORT = "REPRODUCTION.md"

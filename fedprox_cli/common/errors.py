@@ -3,7 +3,8 @@
 import difflib
 import errno
 
-# Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in summary.json): a sweep exits
+# Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in
+# summary.json): a sweep exits
 # with its worst job's code.
 EXIT = {"finished": 0, "diverged": 1, "error": 2, "internal": 3, "interrupted": 130}
 

@@ -140,7 +140,8 @@ def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: st
             else None
         )
         raise PluginError(
-            f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
+            f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its "
+            f"contract: "
             f"{what} must return {expected}, got {shown(value)}"
             + (f" ({method} at {at})" if at else "")
         )

@@ -10,7 +10,8 @@ A field declares its range with :func:`param`::
 A field that declares nothing takes its kind's default range by its type (:data:`DEFAULTS`:
 an algorithm's float is a step size, > 0; a regularizer's float a coefficient, >= 0; an int
 anywhere a count, >= 1; a bool true or false). The same declarations give validation's error
-lines (``algorithm.mu must be >= 0, got -1 (as declared by algorithm fedprox)``), ``fedrun --help``'s parameter lists
+lines (``algorithm.mu must be >= 0, got -1 (as declared by algorithm fedprox)``), ``fedrun
+--help``'s parameter lists
 and the conformance check (:mod:`fedprox_cli.cli.check_algorithm`).
 """
 

@@ -21,10 +21,10 @@ contract, exit code 2. Calls into a plugin's code go through :mod:`plugin_calls`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Callable
 
 from .dotted import located
 from .errors import UserError, require, squeeze
@@ -39,7 +39,10 @@ def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = (
 
     def broken(cls) -> str | None:
         if not (isinstance(cls, type) and issubclass(cls, base)):
-            return f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} (got {cls!r})"
+            return (
+                f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} "
+                f"(got {cls!r})"
+            )
         if not is_dataclass(cls):
             return f"it must be a dataclass (decorated with @dataclass, as {base.__name__} is)"
         if not isinstance(getattr(cls, "name", None), str) or not cls.name:
@@ -71,7 +74,8 @@ class Registry(dict):
     A plugin kind makes its registry and exposes the same calls in one statement, e.g.::
 
         register, names, lookup, build = (
-            _REGISTRY := Registry("compressor", "compressors", class_contract(Compressor, ("__call__",)))
+            _REGISTRY := Registry("compressor", "compressors", class_contract(Compressor,
+            ("__call__",)))
         ).calls()
     """
 

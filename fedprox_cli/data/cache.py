@@ -21,9 +21,9 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch

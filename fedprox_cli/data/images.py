@@ -190,7 +190,8 @@ def tinyimagenet(root: Path) -> Dataset:
         ]
         require(
             all(len(r) >= 2 and r[1] in classes for r in rows),
-            f"{d}/val/val_annotations.txt: each line must be 'file<TAB>wnid...' with a wnid of wnids.txt",
+            f"{d}/val/val_annotations.txt: each line must be 'file<TAB>wnid...' with a wnid of "
+            f"wnids.txt",
         )
         te_p = [d / "val" / "images" / r[0] for r in rows]
         return {

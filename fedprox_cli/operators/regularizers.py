@@ -129,7 +129,8 @@ class NoReg(Regularizer):
 @register
 @dataclass(frozen=True)
 class L1(Regularizer):
-    """h(x) = lam ||x||_1 (FedCEF Sec. V-A: lam = 1e-5); prox is the soft threshold at step * lam."""
+    """h(x) = lam ||x||_1 (FedCEF Sec. V-A: lam = 1e-5); prox is the soft threshold at step *
+    lam."""
 
     name: ClassVar[str] = "l1"
     lam: float = 1e-5

@@ -131,7 +131,8 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
         cause = e if isinstance(e, OSError) else e.os_error
         if cause is not None:  # the file system's fault (EIO, EACCES, ...): the file may be fine
             raise UserError(
-                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is kept "
+                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is "
+                f"kept "
                 f"as it is: re-run the same command once the file can be read again"
             ) from None
         raise UserError(

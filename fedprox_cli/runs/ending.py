@@ -47,13 +47,15 @@ def end(summary: Summary, status: str, code: int | None = None, **fields) -> boo
             says, left = None, "it cannot be read"
         if says == status:  # written, but not made durable (the folder's fsync failed)
             say(
-                f"the run's end ({status}) is recorded in {summary.path} but may not survive a crash of "
+                f"the run's end ({status}) is recorded in {summary.path} but may not survive a "
+                f"crash of "
                 f"the machine ({describe(e)})",
                 "note",
             )
             return True
         say(
-            f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); {left}",
+            f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); "
+            f"{left}",
             "error",
         )
         return False
@@ -116,7 +118,8 @@ def conclude(
             )
     except OSError as e:
         say(
-            f"the finished run's files kept in {out / run_files.KEPT} could not be put back or dropped "
+            f"the finished run's files kept in {out / run_files.KEPT} could not be put back or "
+            f"dropped "
             f"({describe(e)}); the next fedrun in {out} does it",
             "note",
         )
@@ -192,7 +195,8 @@ def _conclude(
             OSError
         ) as e:  # the run is finished (its record says so); the file is only in the way
             say(
-                f"{out / run_files.CHECKPOINT} could not be deleted ({describe(e)}); it is no longer needed",
+                f"{out / run_files.CHECKPOINT} could not be deleted ({describe(e)}); it is no "
+                f"longer needed",
                 "note",
             )
     return code

@@ -122,7 +122,8 @@ def build(
     engine: str | None = None,
 ) -> Experiment:
     """Build the run's pieces from ``run``: its :func:`validate`, or a composed config, validated
-    here (against ``reference``); every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
+    here (against ``reference``); every problem is a :class:`UserError`. ``dataset``: the loaded
+    data (default: load
     it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
     of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
     also when it is the only one left to run (:data:`checkpoint.BATCHED`).

@@ -41,7 +41,8 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
     threads = recorded.get("threads")
     if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
         say(
-            f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started (this process "
+            f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started "
+            f"(this process "
             f"has {torch.get_num_threads()}), so that its numbers are those of a run never stopped",
             "note",
         )
@@ -51,8 +52,10 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
         was = recorded.get(key)
         if isinstance(was, str) and was != now[key]:
             say(
-                f"the run in {out} started on {what} {was!r}; this resume runs on {now[key]!r}, so its later "
-                f"rows may differ from a run never stopped in the last digits; it goes on here (resume=false "
+                f"the run in {out} started on {what} {was!r}; this resume runs on {now[key]!r}, "
+                f"so its later "
+                "rows may differ from a run never stopped in the last digits; it goes on here "
+                f"(resume=false "
                 f"starts it over here)",
                 "note",
             )

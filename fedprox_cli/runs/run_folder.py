@@ -149,7 +149,8 @@ def recover(out: Path) -> None:
     gone = clear_temps(out)
     if gone:
         say(
-            f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed fedrun "
+            f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed "
+            f"fedrun "
             f"left in {out} ({', '.join(str(p.relative_to(out)) for p in gone[:3])}"
             f"{', ...' if len(gone) > 3 else ''})",
             "note",

@@ -34,7 +34,8 @@ from .outputs import Summary, provenance
 
 
 def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
-    """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` (composed or typed) in ``out``."""
+    """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` (composed or typed) in
+    ``out``."""
     first, out = cfg.seed, Path(out)
     return [(s, out / run_files.seed_folder(s)) for s in range(first, first + cfg.seeds)]
 
@@ -59,7 +60,8 @@ def check_container(out: Path) -> None:
         require(
             not other,
             f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
-            f"seeds=R writes its runs into {out}/{run_files.SEED_PREFIX}<seed>/; choose another folder",
+            f"seeds=R writes its runs into {out}/{run_files.SEED_PREFIX}<seed>/; choose another "
+            f"folder",
         )
 
 
