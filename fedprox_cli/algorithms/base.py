@@ -38,9 +38,10 @@ sends without ``up``/``down`` is not counted: route every one through them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral
-from typing import ClassVar, TypeAlias
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, cast
 
 import torch
 
@@ -54,11 +55,14 @@ from ..operators.regularizers import Regularizer
 
 State: TypeAlias = dict[str, torch.Tensor | float]
 """An algorithm's state: tensors by name (a plain number where one suffices, e.g. FedDA's
-elapsed step), saved whole in checkpoints."""
+elapsed step), saved whole in checkpoints. Each shipped algorithm types its own as a
+``TypedDict`` (``Algorithm[FedCanonState]``), so that a key's typo is a type error."""
+
+S = TypeVar("S", bound=Mapping[str, Any])
 
 
 @dataclass(kw_only=True)
-class Algorithm:
+class Algorithm(Generic[S]):
     """Base class: subclasses are kw-only dataclasses whose fields are the paper's parameters
     (each in its declared range, :mod:`fedprox_cli.common.ranges`); docs/extending.md lists the
     whole interface."""
@@ -71,22 +75,22 @@ class Algorithm:
     takes_compressor: ClassVar[bool] = False  # defines a compressed uplink
     smooth_only: ClassVar[bool] = False  # defined for h = 0 only
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if (
             "display_name" not in cls.__dict__
         ):  # a class that declares none is named by its config name
             cls.display_name = str(cls.__dict__.get("name", getattr(cls, "name", cls.__name__)))
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> S:
         raise NotImplementedError
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: S, env: Env, t: int) -> S:
         raise NotImplementedError
 
-    def output(self, state: State) -> torch.Tensor:
+    def output(self, state: S) -> torch.Tensor:
         """The model evaluated (default: the server state z)."""
-        return state["z"]
+        return cast(torch.Tensor, state["z"])
 
     def prox_steps(self, K: int, T: int) -> dict[str, float]:
         """The largest value each prox parameter takes over T rounds, by name (validated

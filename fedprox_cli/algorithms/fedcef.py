@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ..common.ranges import param
 from ._local import local_dual_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedCEFState(TypedDict):
+    """FedCEF's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    c: torch.Tensor
+    C: torch.Tensor
+    V: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedCEF(Algorithm):
+class FedCEF(Algorithm[FedCEFState]):
     """State: z, c (server; every client holds the same z and c); C, V (clients); all 0 but z.
 
         client:  W <- z;  for k < K:  x = prox_{k alpha h}(W);  W <- W - alpha (g_i(x) + c - c_i)
@@ -43,11 +52,11 @@ class FedCEF(Algorithm):
         """The effective global step beta = alpha eta_g K."""
         return self.alpha * self.eta_g * K
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedCEFState:
         zeros = z0.new_zeros(n, z0.numel())
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": zeros, "V": zeros.clone()}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedCEFState, env: Env, t: int) -> FedCEFState:
         z, c, C, V = state["z"], state["c"], state["C"], state["V"]
         W, _ = local_dual_sgd(env, z.expand_as(C), t, self.alpha, c - C)
         V = (1 - self.eta) * V + self.eta * ((z - W) / (self.alpha * env.K) + C - c)

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ._local import local_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class ScaffoldState(TypedDict):
+    """Scaffold's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    c: torch.Tensor
+    C: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class Scaffold(Algorithm):
+class Scaffold(Algorithm[ScaffoldState]):
     """client i in S:  x <- z;  K times: x <- x - beta (g_i(x) - c_i + c)
                        c_i+ = c_i - c + (z - x)/(K beta);  send dx_i = x - z, dc_i = c_i+ - c_i
     server:            z <- z + alpha mean_S dx_i;   c <- c + (1/n) sum_S dc_i
@@ -28,10 +36,10 @@ class Scaffold(Algorithm):
     alpha: float = 1.0  # server step size (eq. 14; 1 = the clients' average)
     beta: float = 0.02  # local step size
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> ScaffoldState:
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: ScaffoldState, env: Env, t: int) -> ScaffoldState:
         z, c, C = state["z"], state["c"], state["C"].clone()
         S = env.clients
         Ci = C[S]

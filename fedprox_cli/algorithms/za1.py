@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ._local import local_dual_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class ZA1State(TypedDict):
+    """ZA1's state (a typo in a key is a type error)."""
+
+    x: torch.Tensor
+    C: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class ZA1(Algorithm):
+class ZA1(Algorithm[ZA1State]):
     """etahat = eta_a eta_s K; the server keeps z and x = prox_{etahat h}(z); c_i start at 0.
 
         client i:  w <- x;  for l < K:  u = prox_{l eta_a h}(w);  g_l = g_i(u);
@@ -40,10 +47,10 @@ class ZA1(Algorithm):
     def etahat(self, K: int) -> float:
         return self.eta_a * self.eta_s * K
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> ZA1State:
         return {"x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: ZA1State, env: Env, t: int) -> ZA1State:
         x, C = state["x"], state["C"]
         W, gsum = local_dual_sgd(env, x.expand_as(C), t, self.eta_a, C)
         z = x + self.eta_s * (env.up(W).mean(0) - x)
@@ -51,7 +58,7 @@ class ZA1(Algorithm):
         etahat = self.etahat(env.K)
         return {"x": env.prox(z, etahat, copies=env.n + 1), "C": (x - z) / etahat - gsum / env.K}
 
-    def output(self, state: State) -> torch.Tensor:
+    def output(self, state: ZA1State) -> torch.Tensor:
         return state["x"]
 
     def prox_steps(self, K: int, T: int) -> dict[str, float]:

@@ -87,9 +87,15 @@ class RunFileError(guarded.Unreadable):
     """A file of a run folder that is there but cannot be read as what it must be; the
     message names the file and says why in a few words (``metrics.csv is cut (...)``)."""
 
-    def __init__(self, message: str, path: str | os.PathLike[str] | None = None, why: str = ""):
+    def __init__(
+        self,
+        message: str,
+        path: str | os.PathLike[str] | None = None,
+        why: str = "",
+        os_error: OSError | None = None,
+    ):
         Exception.__init__(self, message)
-        self.path, self.why, self.os_error = path, why or message, None
+        self.path, self.why, self.os_error = path, why or message, os_error
 
 
 COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
@@ -109,11 +115,12 @@ def unfit_rows(table: Any) -> tuple[np.ndarray, list[str]]:
 
 def _column(cells: list[str]) -> np.ndarray:
     """Number strings as an int64 column where every cell is an integer, else float64 (``nan``
-    and ``inf``, as ``repr`` writes a diverged run's last row, included); ValueError else."""
+    and ``inf``, as ``repr`` writes a diverged run's last row, included; an empty cell NaN);
+    ValueError else."""
     try:
         return np.array([int(c) for c in cells], np.int64)
     except ValueError:
-        return np.array([float(c) for c in cells], float)
+        return np.array([float(c) if c.strip() else np.nan for c in cells], float)
 
 
 def _metrics(folder: Path) -> dict[str, np.ndarray]:
@@ -199,7 +206,7 @@ def read_summary(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
         except RunFileError:
             raise
         except guarded.Unreadable as e:
-            raise RunFileError(str(e), path, e.why) from None
+            raise RunFileError(str(e), path, e.why, e.os_error) from None
         if not isinstance(d, dict):
             why = f"not a JSON object (a {type(d).__name__})"
             raise RunFileError(f"{path} is unreadable: {why}", path, why)
