@@ -176,6 +176,7 @@ class Env:
             and torch.is_tensor(sent[0])
             and sent[0].shape == V.shape
         )
+        out: torch.Tensor
         out, nbytes = returned(
             self.compressor,
             "compressor",

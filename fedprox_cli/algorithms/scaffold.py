@@ -45,10 +45,10 @@ class Scaffold(Algorithm[ScaffoldState]):
         Ci = C[S]
         X = local_sgd(env, z.expand_as(Ci), t, self.beta, c - Ci)
         msg = X.new_empty(len(X), 2 * z.numel())  # [dx_i, dc_i], formed in place
-        dx, dc = msg.split(z.numel(), dim=1)
+        dx, dc = torch.split(msg, z.numel(), dim=1)
         torch.sub(X, z, out=dx)
         self.control_delta(env, t, z, X, c, Ci, out=dc)
-        dx, dc = env.up(msg).split(z.numel(), dim=1)
+        dx, dc = torch.split(env.up(msg), z.numel(), dim=1)
         C[S] = Ci + dc
         z = z + self.alpha * dx.mean(0)
         c = c + dc.sum(0) / env.n

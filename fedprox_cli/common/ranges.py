@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import types
 import typing
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from .errors import require
 
@@ -99,8 +100,9 @@ DEFAULTS = {
 
 def param(
     default, *, gt=None, ge=None, lt=None, le=None, integer: bool = False, none: bool = False
-) -> Field:
-    """A dataclass field with its default and its declared range (module docstring)."""
+) -> Any:
+    """A dataclass field with its default and its declared range (module docstring); typed
+    ``Any``, as ``dataclasses.field`` is, so that it stands for the field's own type."""
     return field(default=default, metadata={"range": Range(gt, ge, lt, le, integer, none)})
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
+from typing import Any
 
 from .dotted import located
 from .errors import UserError, require, squeeze
@@ -84,7 +85,7 @@ class Registry(dict):
         kind: str,
         plural: str,
         contract: Callable[[object], str | None] = lambda obj: None,
-        check: Callable[[object], None] = lambda obj: None,
+        check: Callable[[Any], None] = lambda obj: None,
     ):
         super().__init__()
         self.kind, self.group, self.contract, self.check = (
