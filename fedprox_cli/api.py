@@ -95,7 +95,7 @@ def _default_folder(composed: DictConfig) -> Path:
 
 
 def run(
-    config: list[str] | dict | DictConfig = (),
+    config: list[str] | tuple[str, ...] | dict | DictConfig = (),
     folder: str | os.PathLike | None = None,
     progress: bool = False,
 ) -> Run:
@@ -115,7 +115,7 @@ def run(
 
     resolvers.register()
     if isinstance(config, DictConfig):
-        composed = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
+        composed = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
         out = Path(folder) if folder is not None else _default_folder(composed)
         experiment.validate(composed)
         return _result(

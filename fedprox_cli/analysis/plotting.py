@@ -58,7 +58,9 @@ def save_figure(
         {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}
     )  # "tight" draws the figure twice
     dpi = plt.rcParams["savefig.dpi"]
-    meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    meta: dict[str, str | None] = (
+        {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    )
     if fmt == "pdf":
         meta["CreationDate"] = None
     elif fmt == "svg":

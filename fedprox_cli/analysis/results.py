@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -118,7 +118,7 @@ def load_run(run_dir: Path) -> Run:
 
 def load(
     paths,
-    where: list[str] = (),
+    where: Sequence[str] = (),
     warn: Callable[[str], None] = lambda _: None,
     count_once: bool = True,
 ) -> list[Run]:

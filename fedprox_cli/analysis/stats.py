@@ -28,7 +28,8 @@ class Cell:
 
     @classmethod
     def of(cls, runs: list[Run], metric: str, how: str = "last") -> Cell:
-        values, left = [], {}
+        values: list[float] = []
+        left: dict[str, int] = {}
         for r in runs:
             why = r.problem(metric, how)
             if why is None:
@@ -113,7 +114,8 @@ def slope(
     )
     fits = []
     for curve in group(runs, ignore=(key, *determined_by(runs, key)), final=final):
-        pts, per_seed = [], {}
+        pts: list = []
+        per_seed: dict = {}
         for v, rs in sorted(_by(curve.runs, key).items(), key=lambda kv: order([kv[0]])):
             cell = Cell.of(rs, metric, final)
             if cell.n == 0:

@@ -27,7 +27,7 @@ def refuse_in_callback(check, *args) -> None:
         raise Refusal(str(e)) from None
 
 
-def require(condition: bool, message: str) -> None:
+def require(condition: object, message: str) -> None:
     """Raise :class:`UserError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise UserError(message)

@@ -111,7 +111,7 @@ def image_folder(folder: Path, classes: list[str]) -> tuple[list[Path], torch.Te
         f"{folder}: unknown class folders {sorted(set(f.classes) - set(classes))[:5]}",
     )
     return [Path(p) for p, _ in f.samples], labels(
-        [classes.index(f.classes[c]) for _, c in f.samples]
+        np.array([classes.index(f.classes[c]) for _, c in f.samples], np.int64)
     )
 
 

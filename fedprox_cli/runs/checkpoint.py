@@ -26,6 +26,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -111,9 +112,9 @@ def digests(composed: DictConfig | dict) -> set[str]:
 
 
 def _resolved(composed: DictConfig | dict) -> dict:
-    return (
-        composed if isinstance(composed, dict) else OmegaConf.to_container(composed, resolve=True)
-    )
+    if isinstance(composed, dict):
+        return composed
+    return cast(dict, OmegaConf.to_container(composed, resolve=True))
 
 
 def _digest(flat: dict) -> str:
@@ -136,7 +137,8 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
                 f"as it is: re-run the same command once the file can be read again"
             ) from None
         raise UserError(
-            f"cannot read checkpoint {path} ({e.why}); delete it or set resume=false to start over"
+            f"cannot read checkpoint {path} ({getattr(e, 'why', e)}); delete it or set "
+            f"resume=false to start over"
         ) from None
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
         raise UserError(
@@ -212,7 +214,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
     in more than :func:`may_differ`."""
     try:
-        old = OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG))
+        old = cast(dict, OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG)))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
         now = (
@@ -226,7 +228,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
                 else "choose another run folder"
             )
         ) from None
-    diff = differences(old, OmegaConf.to_container(composed, resolve=True))
+    diff = differences(old, _resolved(composed))
     require(
         not diff,
         f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "

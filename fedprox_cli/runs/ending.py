@@ -67,9 +67,9 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     fault (:func:`out_of_memory`): status error, exit 2."""
     if exhausted(e):
         return out_of_memory(e, summary)
-    where = out / run_files.ERROR_LOG
+    where: Path | None = out / run_files.ERROR_LOG
     try:
-        atomic_write_text(where, traceback.format_exc())
+        atomic_write_text(out / run_files.ERROR_LOG, traceback.format_exc())
     except OSError:
         where = None
     message = f"internal error: {type(e).__name__}: {squeeze(str(e))}"
@@ -165,10 +165,11 @@ def _conclude(
         )
     except (Interrupted, KeyboardInterrupt) as e:
         after = {"round": e.round} if isinstance(e, Interrupted) else {}
-        signum = e.signum if isinstance(e, Interrupted) else (signals.received or [None])[-1]
+        signum = e.signum if isinstance(e, Interrupted) else (signals.received or [0])[-1]
         by = signals.name(signum) if signum else None
+        at = f" after round {after['round']}" if after else ""
         line = (
-            f"interrupted{f' after round {e.round}' if after else ''}; "
+            f"interrupted{at}; "
             + (
                 "re-run the same command to resume"
                 if (out / run_files.CHECKPOINT).exists()
@@ -187,7 +188,7 @@ def _conclude(
         )
     except Exception as e:  # a bug, or memory that ran out
         return internal_error(out, e, summary)
-    code = _ended(out, summary, "finished", None, "", final=rows[-1], round=exp.cfg.T)
+    code = _ended(out, summary, "finished", None, "", final=(rows or [{}])[-1], round=exp.cfg.T)
     if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
         try:
             remove(out / run_files.CHECKPOINT)

@@ -44,7 +44,8 @@ def job_label() -> str:
     try:
         from hydra.core.hydra_config import HydraConfig
 
-        if HydraConfig.initialized() and HydraConfig.get().mode.name == "MULTIRUN":
+        mode = HydraConfig.get().mode if HydraConfig.initialized() else None
+        if mode is not None and mode.name == "MULTIRUN":
             return f"job {HydraConfig.get().job.num}: "
     except Exception:  # no Hydra config of a job (the Python API)
         pass

@@ -45,7 +45,7 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     if st != own:
         return RunRecord(folder, st, overrides=run_files.read_overrides(folder, strict=False))
     s = run_files.read_summary(folder, strict=False)
-    final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
+    final = s["final"] if isinstance(s.get("final"), dict) else _last_row(folder)
     overrides = run_files.read_overrides(folder, strict=False)
     return RunRecord(
         folder, st, s.get("round"), s.get("T"), final, overrides, str(s.get("error", ""))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -112,7 +113,7 @@ def check_owned(out: Path) -> None:
 
 def resume_point(
     composed: DictConfig, out: Path, cfg: RunConfig | None = None
-) -> checkpoint.Checkpoint | None | bool:
+) -> checkpoint.Checkpoint | None | Literal[True]:
     """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
     ``None`` to start from round 0, or ``True`` when the folder's run has already finished
     these T rounds. Refusals are :class:`UserError`; nothing is written. ``cfg``: ``composed``

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -44,7 +45,7 @@ def with_seed(composed: DictConfig, seed: int) -> DictConfig:
     """``composed`` with ``seed`` (keys that follow ``${seed}``, e.g. partition.seed, follow it)."""
     one = OmegaConf.create(OmegaConf.to_container(composed, resolve=False))
     one.seed = seed
-    return one
+    return cast(DictConfig, one)
 
 
 def check_container(out: Path) -> None:
@@ -88,7 +89,8 @@ def train(starts: list, R: int, command: str, hydra_record: dict[str, str] | Non
 
 def _rounds(exps, outs, ckpts, lockstep, command, hydra_record, plot) -> int:
     """The rounds of all runs in lockstep; each run's folder records its own end."""
-    codes, live = [], {}
+    codes: list[int] = []
+    live: dict[int, training.Training] = {}
     summaries = [
         Summary(f, **provenance(command), T=e.cfg.T, code=code_record.of_config(e.cfg))
         for f, e in zip(outs, exps)

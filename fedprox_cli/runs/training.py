@@ -200,6 +200,7 @@ class Training:
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
+        assert self.clients is not None  # called with metrics.per_client only
         x = contract.output(exp.alg, self.state, exp.flat.d)
         self.clients.add(
             t,
