@@ -145,62 +145,71 @@ def _conclude(
     except (UserError, OSError) as e:
         return _ended(out, summary, "error", describe(e), "error", error=describe(e))
     except Diverged as e:
-        kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
-        try:
-            if kept:
-                plot(exp.composed, out)
-        except Exception as p:  # the record of the divergence matters more than its figure
-            say(
-                f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",
-                "note",
-            )
-        return _ended(
-            out,
-            summary,
-            "diverged",
-            f"{e}" + (f" (rows so far kept in {out / run_files.METRICS})" if kept else ""),
-            "diverged",
-            error=str(e),
-            round=e.round,
-        )
+        return _diverged(exp, out, summary, e, plot)
     except (Interrupted, KeyboardInterrupt) as e:
-        after = {"round": e.round} if isinstance(e, Interrupted) else {}
-        signum = e.signum if isinstance(e, Interrupted) else (signals.received or [0])[-1]
-        by = signals.name(signum) if signum else None
-        at = f" after round {after['round']}" if after else ""
-        line = (
-            f"interrupted{at}; "
-            + (
-                "re-run the same command to resume"
-                if (out / run_files.CHECKPOINT).exists()
-                else f"partial results in {out}"
-            )
-            + (f" (stopped by {by})" if by else "")
-        )
-        return _ended(
-            out,
-            summary,
-            "interrupted",
-            line,
-            "",
-            **after,
-            **({"error": f"stopped by {by}"} if by else {}),
-        )
+        return _interrupted(out, summary, e)
     except Exception as e:  # a bug, or memory that ran out
         return internal_error(out, e, summary)
     code = _ended(out, summary, "finished", None, "", final=(rows or [{}])[-1], round=exp.cfg.T)
     if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
         try:
             remove(out / run_files.CHECKPOINT)
-        except (
-            OSError
-        ) as e:  # the run is finished (its record says so); the file is only in the way
+        except OSError as e:  # the run is finished (its record says so); the file is in the way
             say(
                 f"{out / run_files.CHECKPOINT} could not be deleted ({describe(e)}); it is no "
                 f"longer needed",
                 "note",
             )
     return code
+
+
+def _diverged(exp: Experiment, out: Path, summary: Summary, e: Diverged, plot: Plot) -> int:
+    """A diverged run: its figures of the rows so far (if any), status diverged, exit code 1."""
+    kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
+    try:
+        if kept:
+            plot(exp.composed, out)
+    except Exception as p:  # the record of the divergence matters more than its figure
+        say(
+            f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",
+            "note",
+        )
+    return _ended(
+        out,
+        summary,
+        "diverged",
+        f"{e}" + (f" (rows so far kept in {out / run_files.METRICS})" if kept else ""),
+        "diverged",
+        error=str(e),
+        round=e.round,
+    )
+
+
+def _interrupted(out: Path, summary: Summary, e: Interrupted | KeyboardInterrupt) -> int:
+    """An interrupted run: the round it stopped after and the signal that stopped it, how to go
+    on; status interrupted, exit code 130."""
+    after = {"round": e.round} if isinstance(e, Interrupted) else {}
+    signum = e.signum if isinstance(e, Interrupted) else (signals.received or [0])[-1]
+    by = signals.name(signum) if signum else None
+    at = f" after round {after['round']}" if after else ""
+    line = (
+        f"interrupted{at}; "
+        + (
+            "re-run the same command to resume"
+            if (out / run_files.CHECKPOINT).exists()
+            else f"partial results in {out}"
+        )
+        + (f" (stopped by {by})" if by else "")
+    )
+    return _ended(
+        out,
+        summary,
+        "interrupted",
+        line,
+        "",
+        **after,
+        **({"error": f"stopped by {by}"} if by else {}),
+    )
 
 
 def _ended(out: Path, summary: Summary, status: str, line: str | None, kind: str, **fields) -> int:

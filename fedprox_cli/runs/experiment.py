@@ -123,10 +123,10 @@ def build(
 ) -> Experiment:
     """Build the run's pieces from ``run``: its :func:`validate`, or a composed config, validated
     here (against ``reference``); every problem is a :class:`UserError`. ``dataset``: the loaded
-    data (default: load
-    it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
-    of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
-    also when it is the only one left to run (:data:`checkpoint.BATCHED`).
+    data (default: load it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its
+    memory plan covers all of them. A run of a seed batch (``seeds`` > 1) computes with the
+    vmap engine, uncompiled, also when it is the only one left to run
+    (:data:`checkpoint.BATCHED`).
     ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
     runs of a batch share the data, which a build moves to the device). ``engine``: the engine
     to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`)."""
@@ -142,29 +142,7 @@ def build(
         device, dtype
     )
     flat = FlatModel(module)
-    cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
-    fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
-    chunk, eval_batch = memory.plan(
-        fp,
-        cfg.n * runs,
-        cfg.batch or cd.index.shape[1],
-        cfg.oracle.chunk,
-        cfg.oracle.eval_batch,
-        cfg.oracle.memory_gb,
-    )
-    batched = cfg.seeds > 1  # joined to the other seeds' calls, however many are left to run
-    oracle = Oracle(
-        flat,
-        cd,
-        cfg.batch,
-        cfg.seed,
-        engine="vmap" if batched else engine or cfg.engine,
-        chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk,
-        eval_batch=eval_batch,
-        train_samples=cfg.metrics.train_samples,
-        compile=False if batched else cfg.compile,
-        client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
-    )
+    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine)
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(
@@ -180,6 +158,43 @@ def build(
         checkpoint.digest(v.composed),
         {**fingerprint, **provenance.of_partition(clients)},
         numerics.of_run(oracle.engine_choice["engine"], cfg),
+    )
+
+
+def _oracle(
+    cfg: RunConfig,
+    ds: data.Dataset,
+    clients: list[np.ndarray],
+    module: torch.nn.Module,
+    flat: FlatModel,
+    runs: int,
+    engine: str | None,
+) -> Oracle:
+    """The run's gradient oracle over its clients' data, its calls planned for the memory at
+    hand (:func:`memory.plan`; ``runs`` sharing one vmap call); ``engine``: see :func:`build`."""
+    device, dtype = cfg.torch_device, cfg.torch_dtype
+    cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
+    fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
+    chunk, eval_batch = memory.plan(
+        fp,
+        cfg.n * runs,
+        cfg.batch or cd.index.shape[1],
+        cfg.oracle.chunk,
+        cfg.oracle.eval_batch,
+        cfg.oracle.memory_gb,
+    )
+    batched = cfg.seeds > 1  # joined to the other seeds' calls, however many are left to run
+    return Oracle(
+        flat,
+        cd,
+        cfg.batch,
+        cfg.seed,
+        engine="vmap" if batched else engine or cfg.engine,
+        chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk,
+        eval_batch=eval_batch,
+        train_samples=cfg.metrics.train_samples,
+        compile=False if batched else cfg.compile,
+        client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
     )
 
 

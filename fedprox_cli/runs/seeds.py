@@ -83,74 +83,88 @@ def train(starts: list, R: int, command: str, hydra_record: dict[str, str] | Non
             "compiled": False,
             "source": f"seeds={R}: the joined call is not compiled",
         }
-    outs, ckpts = [st.folder for st in starts], [st.ckpt for st in starts]
-    return _rounds(exps, outs, ckpts, lockstep, command, hydra_record, plot)
+    batch = _Batch(starts, lockstep, command, plot)
+    stopped = batch.begin(hydra_record)
+    if stopped is not None:
+        return stopped
+    batch.rounds()
+    return max(batch.codes)
 
 
-def _rounds(exps, outs, ckpts, lockstep, command, hydra_record, plot) -> int:
-    """The rounds of all runs in lockstep; each run's folder records its own end."""
-    codes: list[int] = []
-    live: dict[int, training.Training] = {}
-    summaries = [
-        Summary(f, **provenance(command), T=e.cfg.T, code=code_record.of_config(e.cfg))
-        for f, e in zip(outs, exps)
-    ]
+class _Batch:
+    """The runs of a batch in training: each run's folder records its own end (:meth:`end`),
+    its exit code in :attr:`codes`."""
 
-    def end(r: int, error: BaseException | None) -> None:
-        run = live.pop(r, None)
+    def __init__(self, starts: list, lockstep: Lockstep, command: str, plot) -> None:
+        self.exps = [st.exp for st in starts]
+        self.outs, self.ckpts = [st.folder for st in starts], [st.ckpt for st in starts]
+        self.lockstep, self.plot = lockstep, plot
+        self.codes: list[int] = []
+        self.live: dict[int, training.Training] = {}
+        self.summaries = [
+            Summary(f, **provenance(command), T=e.cfg.T, code=code_record.of_config(e.cfg))
+            for f, e in zip(self.outs, self.exps)
+        ]
+
+    def end(self, r: int, error: BaseException | None) -> None:
+        """Conclude run ``r`` (``error``: what stopped it; None: finished)."""
+        run = self.live.pop(r, None)
         if run is not None:
             run.close()
-        codes.append(
-            ending.conclude(
-                exps[r],
-                outs[r],
-                summaries[r],
-                error,
-                run.rows if run is not None else None,
-                plot,
-            )
+        rows = run.rows if run is not None else None
+        self.codes.append(
+            ending.conclude(self.exps[r], self.outs[r], self.summaries[r], error, rows, self.plot)
         )
 
-    for r, exp in enumerate(exps):
-        try:
-            run_folder.begin(exp, outs[r], ckpts[r], summaries[r], hydra_record)
-            live[r] = training.Training(
-                exp,
-                outs[r],
-                progress=False,
-                ckpt=ckpts[r],
-                summary=summaries[r],
-                label=f"seed {exp.cfg.seed}: ",
-            )
-            if live[r].done:
-                end(r, None)
-        except KeyboardInterrupt as e:  # a signal before training: every run stops (those not
-            end(r, e)  # begun are left as they were)
-            for q in list(live):
-                end(q, e)
-            return max(codes + [EXIT["interrupted"]])
-        except BaseException as e:  # noqa: BLE001
-            end(r, e)
+    def begin(self, hydra_record: dict[str, str] | None) -> int | None:
+        """Each run's folder records its start; a signal before training stops every run (those
+        not begun are left as they were) and returns the exit code; None: all began."""
+        for r, exp in enumerate(self.exps):
+            try:
+                run_folder.begin(exp, self.outs[r], self.ckpts[r], self.summaries[r], hydra_record)
+                self.live[r] = training.Training(
+                    exp,
+                    self.outs[r],
+                    progress=False,
+                    ckpt=self.ckpts[r],
+                    summary=self.summaries[r],
+                    label=f"seed {exp.cfg.seed}: ",
+                )
+                if self.live[r].done:
+                    self.end(r, None)
+            except KeyboardInterrupt as e:
+                self.end(r, e)
+                for q in list(self.live):
+                    self.end(q, e)
+                return max(self.codes + [EXIT["interrupted"]])
+            except BaseException as e:  # noqa: BLE001
+                self.end(r, e)
+        return None
 
-    with StopAfterRound() as stop:
-        try:
-            while live:
-                start = time.perf_counter()
-                failed = lockstep.rounds({r: run.round for r, run in live.items()})
-                training.sync(exps[0].cfg.torch_device)
-                seconds = time.perf_counter() - start
-                for r in list(live):
-                    try:
-                        if r in failed:
-                            raise failed[r]
-                        live[r].after(seconds, stop.signum)
-                        if live[r].done:
-                            end(r, None)
-                    except KeyboardInterrupt:
-                        raise
-                    except BaseException as e:  # noqa: BLE001
-                        end(r, e)
-        except KeyboardInterrupt as e:  # a second signal: stop every run at once
-            for r in list(live):
-                end(r, e)
-    return max(codes)
+    def rounds(self) -> None:
+        """The rounds of the live runs in lockstep until each has ended; a second signal stops
+        every run at once."""
+        with StopAfterRound() as stop:
+            try:
+                while self.live:
+                    start = time.perf_counter()
+                    failed = self.lockstep.rounds({r: run.round for r, run in self.live.items()})
+                    training.sync(self.exps[0].cfg.torch_device)
+                    self.after(failed, time.perf_counter() - start, stop)
+            except KeyboardInterrupt as e:
+                for r in list(self.live):
+                    self.end(r, e)
+
+    def after(self, failed: dict, seconds: float, stop: StopAfterRound) -> None:
+        """Each live run after a joined round of ``seconds``: failed, finished or going on."""
+        for r in list(self.live):
+            try:
+                if r in failed:
+                    raise failed[r]
+                self.live[r].after(seconds, stop.signum)
+                if self.live[r].done:
+                    self.end(r, None)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as e:  # noqa: BLE001
+                self.end(r, e)
