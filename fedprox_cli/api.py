@@ -109,33 +109,40 @@ def run(
     the current folder); a finished run there with the same config is not run again, a
     stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
     Hydra's error) before anything is written; a run that fails later returns its status."""
-    from .analysis import run_figures
     from .config import resolvers
-    from .runs import experiment, runner
 
     resolvers.register()
     if isinstance(config, DictConfig):
-        composed = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
-        out = Path(folder) if folder is not None else _default_folder(composed)
-        experiment.validate(composed)
-        return _result(
-            out,
-            runner.run(
-                composed,
-                out,
-                progress=progress,
-                command="fedprox_cli.run(config)",
-                plot=run_figures.draw,
-            ),
-        )
+        return _run_composed(config, folder, progress)
+    return _run_overrides(overrides_of(config), folder, progress)
+
+
+def _run_composed(config: DictConfig, folder: str | os.PathLike | None, progress: bool) -> Run:
+    """:func:`run` of a whole composed config, as it is."""
+    from .analysis import run_figures
+    from .runs import experiment, runner
+
+    composed = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+    out = Path(folder) if folder is not None else _default_folder(composed)
+    experiment.validate(composed)
+    code = runner.run(
+        composed, out, progress=progress, command="fedprox_cli.run(config)", plot=run_figures.draw
+    )
+    return _result(out, code)
+
+
+def _run_overrides(given: list[str], folder: str | os.PathLike | None, progress: bool) -> Run:
+    """:func:`run` of ``fedrun``'s overrides, composed and checked as ``fedrun`` does."""
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
+    from .analysis import run_figures
     from .config import plugin_defaults
     from .config.compose import hydra_files, reference_for
     from .config.jobs import jobs
+    from .runs import experiment, runner
 
-    overrides = overrides_of(config)
+    overrides = list(given)
     plugin_defaults.store(overrides)
     if folder is not None:
         overrides.append(f"hydra.run.dir={_value(str(folder))}")
@@ -149,7 +156,7 @@ def run(
             job.folder,
             progress=progress,
             reference=reference,
-            command=f"fedprox_cli.run({overrides_of(config)!r})",
+            command=f"fedprox_cli.run({given!r})",
             hydra_record=hydra_files(job.cfg, hc),
             plot=run_figures.draw,
         )

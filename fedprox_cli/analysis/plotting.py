@@ -358,36 +358,8 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     diverged_at = rounds[bad][0] if bad.any() else None
     fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
     handles: dict = {}
-    for ax, (cols, ylabel, log, scale) in zip(axes, RUN_PANELS):
-        drawn = False
-        for i, c in enumerate(cols):
-            if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
-                continue
-            ys = scale * df[c]
-            ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
-            color = "C2" if c == "test_acc" else f"C{i}"
-            (line,) = ax.plot(
-                rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--"
-            )
-            if len(cols) > 1:  # the other panels' y labels name their one curve
-                handles.setdefault(SERIES[c], line)
-            if diverged_at is not None:
-                mark_end(ax, rounds, ys, color)
-            drawn = drawn or bool(np.isfinite(ys).any())
-        if diverged_at is not None:
-            handles.setdefault(
-                f"diverged (round {diverged_at:g}; x: last finite value)",
-                ax.axvline(diverged_at, color="red", linestyle=":"),
-            )
-        if log and drawn:
-            ax.set_yscale("log")
-            readable_log_ticks(ax)
-        if not drawn:
-            ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlabel("round")
-        ax.set_ylabel(ylabel)
-        at_data(ax, rounds)
-        ax.grid(alpha=0.3)
+    for ax, panel in zip(axes, RUN_PANELS):
+        _run_panel(ax, panel, df, diverged_at, handles)
     # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
     # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
     if handles:
@@ -404,6 +376,40 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     )
     fig.suptitle(title, fontsize=9)
     save_figure(fig, png_path, laid_out=True)
+
+
+def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: dict) -> None:
+    """One panel of :func:`plot_run`: its columns' curves against round (a diverged run's
+    finite part, its end marked), its legend entries added to ``handles``."""
+    cols, ylabel, log, scale = panel
+    rounds = df["round"]
+    drawn = False
+    for i, c in enumerate(cols):
+        if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
+            continue
+        ys = scale * df[c]
+        ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
+        color = "C2" if c == "test_acc" else f"C{i}"
+        (line,) = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
+        if len(cols) > 1:  # the other panels' y labels name their one curve
+            handles.setdefault(SERIES[c], line)
+        if diverged_at is not None:
+            mark_end(ax, rounds, ys, color)
+        drawn = drawn or bool(np.isfinite(ys).any())
+    if diverged_at is not None:
+        handles.setdefault(
+            f"diverged (round {diverged_at:g}; x: last finite value)",
+            ax.axvline(diverged_at, color="red", linestyle=":"),
+        )
+    if log and drawn:
+        ax.set_yscale("log")
+        readable_log_ticks(ax)
+    if not drawn:
+        ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("round")
+    ax.set_ylabel(ylabel)
+    at_data(ax, rounds)
+    ax.grid(alpha=0.3)
 
 
 def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:

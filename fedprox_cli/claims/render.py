@@ -234,26 +234,50 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
         f"Chosen: {c.chosen}." if c.chosen else "",
         "",
     ]
-    table, last_shown = [], ""
+    lines, table = _evidence(r, owner)
+    out += lines
+    if table:
+        out += [
+            "| test | panel | per seed (in order) | holds in |",
+            "|---|---|---|---|",
+            *table,
+            "",
+        ]
+    if c.note:
+        out += [c.note, ""]
+    out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
+    return "\n".join(out + _links(r)) + "\n"
+
+
+def _ran(r: Rendered, ev, owner: dict[str, Claim]) -> str:
+    """Where a run set's runs are (or what was measured)."""
+    c, rs = r.claim, ev.runset
+    first = owner.get(repr(rs), c)
+    if rs.folders and first.id != c.id:
+        return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
+    if rs.folders:
+        return (
+            f"Ran on {data_of(rs)}: `experiment={rs.preset}"
+            + "".join(f" {o}" for o in rs.overrides)
+            + "` in "
+            + ", ".join(f"`{f}`" for f in rs.folders)
+            + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
+            + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
+            + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
+        )
+    return f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}."
+
+
+def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str]]:
+    """The lines of each run set's evidence (where it ran, each test's outcome) and the rows of
+    the section's per-seed table."""
+    c = r.claim
+    out: list[str] = []
+    table: list[str] = []
+    last_shown = ""
     for ev in r.evidence:
         rs = ev.runset
-        first = owner.get(repr(rs), c)
-        if rs.folders and first.id != c.id:
-            out.append(f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).")
-        elif rs.folders:
-            out.append(
-                f"Ran on {data_of(rs)}: `experiment={rs.preset}"
-                + "".join(f" {o}" for o in rs.overrides)
-                + "` in "
-                + ", ".join(f"`{f}`" for f in rs.folders)
-                + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
-                + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
-                + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
-            )
-        else:
-            out.append(
-                f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}."
-            )
+        out.append(_ran(r, ev, owner))
         if ev.trained and not rs.choices:
             out.append(trained(c, ev))
         if rs.choices:
@@ -269,34 +293,26 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
             )
             last_shown = shown_
             table += _rows(o, name)
-        for (
-            values,
-            outcomes,
-            *_,
-        ) in ev.choices:  # a sensitivity grid: its tests' cells per combination
+        for values, outcomes, *_ in ev.choices:  # a sensitivity grid: its cells per combination
             for o in outcomes:
                 table += _rows(
                     o, f"{c.tests.index(o.test) + 1} ({rs.data}; {sensitivity.label(values)})"
                 )
         out.append("")
-    if table:
-        out += [
-            "| test | panel | per seed (in order) | holds in |",
-            "|---|---|---|---|",
-            *table,
-            "",
-        ]
-    if c.note:
-        out += [c.note, ""]
-    out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
+    return out, table
+
+
+def _links(r: Rendered) -> list[str]:
+    """The section's figure (PNG, and PDF where drawn for a paper) and the paper's table."""
+    c, out = r.claim, []
     if c.figure and r.evidence:
-        out += [
-            "",
+        link = (
             f"[{'Figure' if c.figure.endswith('.png') else 'Table'}]({c.figure}) (sha256 "
-            f"{r.digest})",
-        ]
+            f"{r.digest})"
+        )
         if c.figure_spec is not None:  # the same figure for a paper: PDF, TrueType fonts
-            out[-1] += f" ([PDF]({c.figure.removesuffix('.png')}.pdf))"
+            link += f" ([PDF]({c.figure.removesuffix('.png')}.pdf))"
+        out += ["", link]
     if r.table:  # the paper's table, its numbers beside ours (LaTeX beside it)
         out += [
             "",
@@ -304,7 +320,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
             "",
             f"[Markdown](reproduction/tables/{c.id}.md), [LaTeX](reproduction/tables/{c.id}.tex)",
         ]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def exemptions(claims: list[Claim]) -> str:
