@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..analysis.run import FINALS
 from ..common import guarded, streams
+from ..common.dependencies import missing
 from ..common.errors import UserError, describe, first_line, require
 
 
@@ -83,5 +84,8 @@ def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
         warn(f"error: {describe(e)}")
         return 2
     except Exception as e:  # noqa: BLE001 -- a bug: still one line, with its type
+        if missing(e):  # a package that is not installed: the environment's fault
+            warn(f"error: {missing(e)}")
+            return 2
         warn(f"error: unexpected {type(e).__name__}: {first_line(e)}")
         return 1

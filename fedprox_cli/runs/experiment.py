@@ -120,6 +120,7 @@ def build(
     runs: int = 1,
     data_fingerprint: dict | None = None,
     engine: str | None = None,
+    compiled: bool | None = None,
 ) -> Experiment:
     """Build the run's pieces from ``run``: its :func:`validate`, or a composed config, validated
     here (against ``reference``); every problem is a :class:`UserError`. ``dataset``: the loaded
@@ -129,7 +130,8 @@ def build(
     (:data:`checkpoint.BATCHED`).
     ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
     runs of a batch share the data, which a build moves to the device). ``engine``: the engine
-    to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`)."""
+    to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`), and
+    ``compiled`` whether its call is compiled instead of ``cfg.compile``'s choice (likewise)."""
     v = run if isinstance(run, Validated) else validate(run, reference)
     cfg, alg, h, comp = v.cfg, v.alg, v.h, v.comp
     device, dtype = cfg.torch_device, cfg.torch_dtype
@@ -142,7 +144,7 @@ def build(
         device, dtype
     )
     flat = FlatModel(module)
-    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine)
+    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine, compiled)
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(
@@ -157,7 +159,9 @@ def build(
         v.stationarity_step,
         checkpoint.digest(v.composed),
         {**fingerprint, **provenance.of_partition(clients)},
-        numerics.of_run(oracle.engine_choice["engine"], cfg),
+        numerics.of_run(
+            oracle.engine_choice["engine"], cfg, oracle.compile_choice.get("compiled", False)
+        ),
     )
 
 
@@ -169,9 +173,11 @@ def _oracle(
     flat: FlatModel,
     runs: int,
     engine: str | None,
+    compiled: bool | None,
 ) -> Oracle:
     """The run's gradient oracle over its clients' data, its calls planned for the memory at
-    hand (:func:`memory.plan`; ``runs`` sharing one vmap call); ``engine``: see :func:`build`."""
+    hand (:func:`memory.plan`; ``runs`` sharing one vmap call); ``engine``, ``compiled``: see
+    :func:`build`."""
     device, dtype = cfg.torch_device, cfg.torch_dtype
     cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
@@ -193,7 +199,7 @@ def _oracle(
         chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk,
         eval_batch=eval_batch,
         train_samples=cfg.metrics.train_samples,
-        compile=False if batched else cfg.compile,
+        compile=False if batched else cfg.compile if compiled is None else compiled,
         client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
     )
 
