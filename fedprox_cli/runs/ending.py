@@ -69,10 +69,11 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     as the run builds): status error, exit 2."""
     if exhausted(e):
         return out_of_memory(e, summary)
-    if missing(e):
+    absent = missing(e)
+    if absent:
         if summary is not None:
-            end(summary, "error", error=missing(e))
-        say(missing(e), "error")
+            end(summary, "error", error=absent)
+        say(absent, "error")
         return EXIT["error"]
     where: Path | None = out / run_files.ERROR_LOG
     try:
