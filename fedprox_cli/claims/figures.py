@@ -148,39 +148,7 @@ def _curves_panel(
             finals[v] = (xs, mean)
         else:  # no run in the mean: the curve is still named, by its style
             handles.setdefault(name, plt.Line2D([], [], **{**st, "markersize": 3}))
-        for r in by[v]:
-            why = (
-                f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
-                if _collapsed(claim, r)
-                else r.problem()
-            )
-            if why is None:
-                continue
-            xs, ys = r.column(x) / scale, r.column(y)
-            ax.plot(
-                xs,
-                np.where(np.isfinite(ys), ys, np.nan),
-                color=st["color"],
-                linestyle=":",
-                linewidth=0.8,
-            )
-            mark = "x" if r.status == "diverged" else "o" if why.startswith("collapsed") else ">"
-            end = np.flatnonzero(np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log else True))
-            if len(end):
-                ax.plot(
-                    [xs[end[-1]]],
-                    [ys[end[-1]]],
-                    marker=mark,
-                    markersize=5,
-                    markeredgewidth=1.3,
-                    color=st["color"],
-                    markerfacecolor="none",
-                    linestyle="none",
-                    zorder=5,
-                )
-            state["alone"].setdefault((mark, why), set()).add(
-                id(r)
-            )  # a run in two panels counts once
+        _drawn_alone(ax, claim, by[v], x, y, scale, log, st["color"], state)
     state["clipped"] = clip_bands(ax, bands) or state["clipped"]
     state["banded"] = state["banded"] or bool(bands)
     for mark in fig.marks:
@@ -188,6 +156,48 @@ def _curves_panel(
             _mark(ax, mark, finals, names, handles)
     if log:
         readable_log_ticks(ax)
+    _axes(ax, fig, panel, runs, (x, y), scale, unit)
+
+
+def _drawn_alone(
+    ax, claim: Claim, runs: list[Run], x: str, y: str, scale: float, log: bool, color, state: dict
+) -> None:
+    """The runs of one curve left out of its mean (diverged, unfinished, collapsed to chance),
+    each drawn alone, dotted, its end marked; counted in ``state["alone"]`` by why."""
+    for r in runs:
+        why = (
+            f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
+            if _collapsed(claim, r)
+            else r.problem()
+        )
+        if why is None:
+            continue
+        xs, ys = r.column(x) / scale, r.column(y)
+        ax.plot(
+            xs, np.where(np.isfinite(ys), ys, np.nan), color=color, linestyle=":", linewidth=0.8
+        )
+        mark = "x" if r.status == "diverged" else "o" if why.startswith("collapsed") else ">"
+        end = np.flatnonzero(np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log else True))
+        if len(end):
+            ax.plot(
+                [xs[end[-1]]],
+                [ys[end[-1]]],
+                marker=mark,
+                markersize=5,
+                markeredgewidth=1.3,
+                color=color,
+                markerfacecolor="none",
+                linestyle="none",
+                zorder=5,
+            )
+        state["alone"].setdefault((mark, why), set()).add(id(r))  # a run in two panels: once
+
+
+def _axes(
+    ax, fig: Figure, panel: dict, runs: list[Run], xy: tuple, scale: float, unit: str
+) -> None:
+    """A curves panel's x range and ticks, and its axis labels as the paper writes them."""
+    x, y = xy
     at_data(ax, np.concatenate([r.column(x) / scale for r in runs]), integer=x == "round")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=x == "round"))
     ax.set_xlabel(
