@@ -31,8 +31,7 @@ round on only; **inconclusive** with one seed, fewer rounds than the paper's T (
 depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
 declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
 evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
-(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round
-r") is the worst in
+(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
 every comparison. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
