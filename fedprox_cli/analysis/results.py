@@ -65,7 +65,7 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     return found
 
 
-def _moved(sweep: Path, recorded: str) -> Path:
+def moved_job(sweep: Path, recorded: str) -> Path:
     """Where a job folder recorded as ``recorded`` (an absolute path where the sweep ran) is now
     that its sweep is ``sweep``: the part below the sweep's own name, under ``sweep`` -- so a
     copied or cloned results folder keeps its launch order."""
@@ -79,7 +79,7 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
     order its last command launched them (its job records, :mod:`.jobrecords`; a ``seed_<s>``
     run by its job's), the others after them by path."""
     num = {
-        _moved(m.parent, r.folder): r.num
+        moved_job(m.parent, r.folder): r.num
         for m in Path(folder).rglob(".fedrun")
         for r in records(m.parent)
     }
