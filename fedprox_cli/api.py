@@ -61,7 +61,7 @@ def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _metrics(folder: Path) -> pd.DataFrame:
-    return pd.DataFrame(run_files.read_metrics(folder, strict=False))
+    return run_files.read_metrics(folder, strict=False)
 
 
 def _result(folder: Path, code: int) -> Run:

@@ -952,7 +952,7 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
         "round,bytes_up,train_loss,objective,test_acc\n"
         "0,0,2.3,2.3,0.1\n5,10,0.5,0.6,0.8\n10,20,nan,nan,0.1\n"
     )
-    m = pd.DataFrame(run_files.read_metrics(run))
+    m = run_files.read_metrics(run)
     assert m["bytes_up"].tolist() == [0, 10, 20] and m["test_acc"].iloc[1] == 0.8
     assert np.isnan(m["test_acc"].iloc[2])
     plotting.plot_run(run, run / "metrics.png")  # draws the finite part only

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import pandas as pd
 
 from ..common import run_files
 from ..common.errors import require
@@ -25,6 +24,8 @@ from ..runs.outputs import effective_status
 from .groups import config_key, is_run_control, matches, once
 from .jobrecords import records
 from .run import CHOICE, Run, status_text
+
+PROGRESS_RUNS, PROGRESS_S = 100, 5.0  # more runs than this: a line every PROGRESS_S while read
 
 
 def _choices(run_dir: Path) -> dict:
@@ -109,7 +110,7 @@ def load_run(run_dir: Path) -> Run:
     """One run folder, a view of its files (:mod:`common.run_files`);
     :class:`run_files.RunFileError` when its config or metrics cannot be read."""
     cfg = run_files.read_config(run_dir)
-    metrics = pd.DataFrame(run_files.read_metrics(run_dir))
+    metrics = run_files.read_metrics(run_dir)
     status, error, code = _status(run_dir)
     return Run(
         run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code
@@ -126,12 +127,17 @@ def load(
     each unreadable one is skipped with one ``warn`` line naming it. ``count_once``: folders
     holding the same run count once (:func:`.groups.once`; for figures and tables), else every
     folder is listed."""
-    runs = []
-    for p in find_runs(paths, warn):
+    runs, found = [], find_runs(paths, warn)
+    started = last = time.monotonic()
+    for i, p in enumerate(found, 1):
         try:
             runs.append(load_run(p))
         except run_files.RunFileError as e:
             warn(f"skipped {p}: {e}")
+        now = time.monotonic()
+        if len(found) > PROGRESS_RUNS and now - last >= PROGRESS_S:
+            warn(f"read {i} of {len(found)} run folders ({now - started:.0f} s)")
+            last = now
     require(runs, f"no readable run under {', '.join(map(str, paths))}")
     if count_once:
         runs = once(runs, warn)

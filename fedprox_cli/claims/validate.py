@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from omegaconf import OmegaConf
 
 from ..analysis import groups, jobrecords, results
 from ..analysis.run import CHOICE, Run, is_replicate
@@ -96,7 +95,7 @@ def recorded(run: Run) -> str | None:
     if not path.is_file():
         return None
     try:
-        hydra = flatten(OmegaConf.to_container(guarded.read_config(path), resolve=False))
+        hydra = flatten(guarded.read_mapping(path))
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one finding
         return f".hydra/config.yaml is unreadable ({squeeze(str(e), 120)})"
     for k, v in hydra.items():

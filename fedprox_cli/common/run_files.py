@@ -33,15 +33,18 @@ from __future__ import annotations
 import csv
 import io
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from omegaconf import OmegaConf
 
 from . import guarded
 from .errors import first_line
 from .files import atomic_write_text
+
+if TYPE_CHECKING:  # pandas loads with the first table read
+    import pandas as pd
 
 METRICS = "metrics.csv"
 METRICS_FIGURE = "metrics.png"
@@ -113,68 +116,102 @@ def unfit_rows(table: Any) -> tuple[np.ndarray, list[str]]:
     return bad, [c for c in table if c not in COUNTERS and c not in losses]
 
 
-def _column(cells: list[str]) -> np.ndarray:
-    """Number strings as an int64 column where every cell is an integer, else float64 (``nan``
-    and ``inf``, as ``repr`` writes a diverged run's last row, included; an empty cell NaN);
-    ValueError else."""
+def model_metrics_only(df: pd.DataFrame) -> pd.DataFrame:
+    """A metrics table whose model metrics are blanked (NaN) in the rows of :func:`unfit_rows`.
+    The counters and the losses themselves (nan or inf, as recorded) stay."""
+    bad, models = unfit_rows(df)
+    if bad.any():
+        df = df.copy()
+        df.loc[bad, models] = np.nan
+    return df
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    """A column of number strings as numbers; ``nan`` and ``inf`` (a diverged run's last row, as
+    ``repr`` writes them), which ``pd.to_numeric`` refuses, through ``float``; an empty cell NaN."""
+    import pandas as pd
+
     try:
-        return np.array([int(c) for c in cells], np.int64)
+        return pd.to_numeric(column)
     except ValueError:
-        return np.array([float(c) if c.strip() else np.nan for c in cells], float)
+        return column.map(lambda c: float(c) if c.strip() else np.nan)
 
 
-def _metrics(folder: Path) -> dict[str, np.ndarray]:
+def _checked(lines: Iterable[str]) -> list[str]:
+    """The header of a metrics.csv's ``lines`` once every row is checked to have its fields,
+    row by row (no copy of the table is made: a file of a million rows is read in the memory
+    of its numbers); :class:`RunFileError` for a cut row, no rows, a stray quote."""
+    rows = csv.reader(lines)
     try:
-        text = guarded.read_text(folder / METRICS, guarded.TABLE_BYTES)
-    except FileNotFoundError:
+        header = next(rows)
+        n = 0
+        for n, row in enumerate(rows, 1):
+            if len(row) != len(header):
+                raise RunFileError(
+                    f"{METRICS} is cut (line {n + 1} has {len(row)} of {len(header)} fields)"
+                )
+    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
+        raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
+    if not n:
+        raise RunFileError(f"{METRICS} has a header and no rows")
+    return header
+
+
+def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame:
+    """The checked rows of a metrics.csv as numbers: pandas' C reader, every cell as written
+    (no "NA" taken for missing); a column it leaves as text (``nan``, ``inf``, or not numbers)
+    through :func:`_numbers`. A header naming a column twice: cell by cell."""
+    import pandas as pd
+
+    if len(set(header)) != len(header):
+        header, *rows = list(csv.reader(lines))
+        return pd.DataFrame(rows, columns=header).apply(_numbers)
+    df = guarded.parse_csv(data, keep_default_na=False, na_values=[])
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            df[c] = _numbers(df[c].astype(str))
+    return df
+
+
+def _metrics(folder: Path) -> pd.DataFrame:
+    path = folder / METRICS
+    try:
+        data = guarded.read_bytes(path, guarded.TABLE_BYTES)
+        if not data.strip():
+            raise RunFileError(f"{METRICS} is empty")
+        if not data.endswith(b"\n"):
+            raise RunFileError(f"{METRICS} is cut (no end of line after its last row)")
+        header = _checked(guarded.lines(path, data))
+        if "round" not in header:
+            raise RunFileError(f"{METRICS} has no column 'round' (columns: {', '.join(header)})")
+        table = _table(data, header, guarded.lines(path, data))
+    except (RunFileError, FileNotFoundError, NotADirectoryError):
         raise
     except guarded.Unreadable as e:
         raise RunFileError(f"{METRICS} is unreadable: {e.why}") from None
     except OSError as e:
         raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
-    if not text.strip():
-        raise RunFileError(f"{METRICS} is empty")
-    if not text.endswith("\n"):
-        raise RunFileError(f"{METRICS} is cut (no end of line after its last row)")
-    try:
-        header, *rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
-        raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
-    for i, row in enumerate(rows, 2):
-        if len(row) != len(header):
-            raise RunFileError(
-                f"{METRICS} is cut (line {i} has {len(row)} of {len(header)} fields)"
-            )
-    if not rows:
-        raise RunFileError(f"{METRICS} has a header and no rows")
-    if "round" not in header:
-        raise RunFileError(f"{METRICS} has no column 'round' (columns: {', '.join(header)})")
-    try:
-        columns = {h: _column([r[i] for r in rows]) for i, h in enumerate(header)}
     except ValueError as e:
         raise RunFileError(
             f"{METRICS} holds a value that is not a number ({first_line(e)})"
         ) from None
-    bad, models = unfit_rows(columns)
-    for c in models if bad.any() else ():
-        columns[c] = columns[c].astype(float)
-        columns[c][bad] = np.nan
-    return columns
+    return model_metrics_only(table)
 
 
-def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, np.ndarray]:
-    """``metrics.csv`` as number columns (int64 where every value is an integer), in the file's
-    order; a row whose loss is not finite has its model metrics blanked (NaN: :func:`unfit_rows`),
-    its counters and losses kept as recorded. Strict: :class:`RunFileError` if it is empty, cut
-    (a row with fewer fields than the header, or no end of line after the last row) or not
-    numbers; lenient: ``{}`` for those and for a missing file. Without pandas (a run reads it to
-    draw its figure); ``pandas.DataFrame(columns)`` makes the table."""
+def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> pd.DataFrame:
+    """``metrics.csv`` as numbers (model metrics blanked where the loss is not finite:
+    :func:`model_metrics_only`), read in about the memory of its bytes and its numbers. Strict:
+    :class:`RunFileError` if it is empty, cut (a row with fewer fields than the header, or no
+    end of line after the last row) or not numbers; lenient: an empty table for those and for a
+    missing file."""
+    import pandas as pd
+
     try:
         return _metrics(Path(folder))
     except (RunFileError, FileNotFoundError, NotADirectoryError):
         if strict:
             raise
-        return {}
+        return pd.DataFrame()
 
 
 SUMMARY_TYPES = {
@@ -230,7 +267,7 @@ def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str
     for a file that cannot be read, is empty or is no mapping; lenient: ``{}``."""
     try:
         try:
-            cfg = OmegaConf.to_container(guarded.read_config(Path(folder) / CONFIG), resolve=False)
+            cfg = guarded.read_mapping(Path(folder) / CONFIG)
         except guarded.Unreadable as e:
             raise RunFileError(f"{CONFIG} is unreadable: {e.why}") from None
         except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
@@ -252,8 +289,10 @@ def read_choices(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
         return {}
     try:
         try:
-            choices = guarded.read_config(path).hydra.runtime.choices
-            return dict(OmegaConf.to_container(choices))
+            choices = guarded.read_mapping(path)["hydra"]["runtime"]["choices"]
+            if not isinstance(choices, dict):
+                raise ValueError("hydra.runtime.choices is not a mapping")
+            return dict(choices)
         except guarded.Unreadable as e:
             raise RunFileError(f"{HYDRA}/{HYDRA_RECORD} is unreadable: {e.why}") from None
         except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run

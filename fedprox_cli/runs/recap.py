@@ -27,8 +27,8 @@ class RunRecord:
 
 def _last_row(folder: Path) -> dict:
     """The last row of ``metrics.csv`` (``{}`` without a readable one)."""
-    columns = run_files.read_metrics(folder, strict=False)
-    return {k: float(v[-1]) for k, v in columns.items()}
+    table = run_files.read_metrics(folder, strict=False)
+    return {k: float(v) for k, v in table.iloc[-1].items()} if len(table) else {}
 
 
 def record(folder: Path, status: str | None = None) -> RunRecord:
