@@ -12,6 +12,7 @@ more than one process, have their own tests below the table.
 from __future__ import annotations
 
 import gzip
+import errno
 import os
 import re
 import resource
@@ -909,6 +910,45 @@ def test_a_finished_run_survives_a_failed_extension(fault, tmp_path):
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     _unchanged(run, before)
+
+
+@pytest.mark.parametrize("where", ["the folder", "a link"])
+def test_an_extension_that_cannot_write_the_finished_runs_folder_changes_nothing(
+    where, tmp_path, monkeypatch
+):
+    """A run folder made immutable (``chattr +i``: no entry can be made in it) or on a file
+    system that refuses links and copies: the extension is refused before anything is
+    written -- summary.json (writable in place) included -- and the same command as before
+    still finds the run finished. Simulated at the attempt's first write (keep.protect)."""
+    from fedprox_cli.runs import keep
+
+    run, before = _finished(tmp_path, "keep_checkpoint=true", "checkpoint_every=1")
+    before.update({f: (run / f).read_bytes() for f in ("checkpoint.pt", "partition.npz")})
+    denied = OSError(errno.EPERM, "Operation not permitted", str(run / ".kept"))
+    if where == "the folder":
+
+        def folder(*a, **k):
+            raise denied
+
+        monkeypatch.setattr(keep, "folder", folder)
+    else:
+
+        def link(*a, **k):
+            raise denied
+
+        monkeypatch.setattr(keep.os, "link", link)
+        monkeypatch.setattr(keep.shutil, "copy2", link)
+    args = [*LINEAR, "keep_checkpoint=true", "checkpoint_every=1", f"hydra.run.dir={run}"]
+    p = fedrun(*args, "T=4", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.splitlines()[-1] == (
+        f"fedrun: error: the finished run in {run} cannot be continued: its folder cannot be "
+        f"written (Operation not permitted: {run / '.kept'}); nothing in it was changed"
+    )
+    _unchanged(run, before)
+    monkeypatch.undo()
+    p = fedrun(*args, "T=2", cwd=tmp_path)
+    assert p.returncode == 0 and "has already finished its 2 rounds" in p.stdout, p.stdout
 
 
 def _start_sweep(tmp: Path, *args, env=None) -> subprocess.Popen:

@@ -117,6 +117,9 @@ def conclude(
     finished run's files back (:mod:`keep`). Whatever fails on the way (any ``OSError`` of
     any write), the status written last is the truth, or a line says that it could not be
     written and the exit code is not 0."""
+    if isinstance(error, keep.Unprotected):  # nothing of the attempt was written: no record
+        say(str(error), "error")
+        return EXIT["error"]
     code = _conclude(exp, out, summary, error, rows, plot or _no_plot)
     try:
         if keep.settle(out, code == EXIT["finished"]):
