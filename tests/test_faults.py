@@ -31,8 +31,9 @@ import torch
 from conftest import child_env, job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
 
+from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.runs import checkpoint
-from fedprox_cli.runs.outputs import effective_status, read_summary
+from fedprox_cli.runs.outputs import effective_status
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env(OMP_NUM_THREADS="1")
@@ -758,7 +759,7 @@ def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
     ]
 
 
-# ------------------------------------------------------------------ issue 25: files, survival, signals
+# ------------------------------------------------------------------ files, survival, signals
 
 LINEAR = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "eval_every=1"]
 FINISHED_FILES = (

@@ -27,6 +27,7 @@ import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from omegaconf import DictConfig, OmegaConf
@@ -133,9 +134,9 @@ def as_older(flat: dict) -> list[tuple[tuple[str, ...], dict]]:
 
 
 def _resolved(composed: DictConfig | dict) -> dict:
-    return (
-        composed if isinstance(composed, dict) else OmegaConf.to_container(composed, resolve=True)
-    )
+    if isinstance(composed, dict):
+        return composed
+    return cast(dict, OmegaConf.to_container(composed, resolve=True))
 
 
 def _digest(flat: dict) -> str:
@@ -159,11 +160,13 @@ def load(
         cause = e if isinstance(e, OSError) else e.os_error
         if cause is not None:  # the file system's fault (EIO, EACCES, ...): the file may be fine
             raise UserError(
-                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is kept "
+                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is "
+                f"kept "
                 f"as it is: re-run the same command once the file can be read again"
             ) from None
         raise UserError(
-            f"cannot read checkpoint {path} ({e.why}); delete it or set resume=false to start over"
+            f"cannot read checkpoint {path} ({getattr(e, 'why', e)}); delete it or set "
+            f"resume=false to start over"
         ) from None
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
         raise UserError(
@@ -271,7 +274,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
     in more than :func:`may_differ`."""
     try:
-        old = OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG))
+        old = cast(dict, OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG)))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
         now = (
@@ -285,7 +288,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
                 else "choose another run folder"
             )
         ) from None
-    diff = differences(old, OmegaConf.to_container(composed, resolve=True))
+    diff = differences(old, _resolved(composed))
     require(
         not diff,
         f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
