@@ -38,8 +38,8 @@ from ..common.errors import UserError, require
 from ..common.files import atomic_write
 from ..common.flatten import flatten
 from ..common.package import VERSION
+from ..common.run_files import read_summary
 from ..config.keys import ADDED, canonical, complete, is_run_control
-from .outputs import read_summary
 
 FORMAT = 2  # 2: with the config digest
 
