@@ -212,7 +212,7 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     )  # bold compares the means as printed: equal to the precision shown, none bold
     for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
         shown.iloc[:, j] = means.iloc[:, j].map(
-            lambda v, f=_spec(m, spec.precision): float(f"{v:{f}}")
+            lambda v, f=_spec(m, spec.precision): float(f"{v:{f}}")  # noqa: B008 (bound per metric)
         )
     bold = _best(shown, stds, spec)
     k = next(iter(ns)) if uniform else 0
@@ -228,7 +228,8 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     if _how(spec) != "none":
         single = any(c is not None and c.n == 1 for c in cells.to_numpy().ravel())
         note += (
-            f"; bold: the best mean {'of its row' if _how(spec) == 'row' else 'of its column'}, where it "
+            f"; bold: the best mean {'of its row' if _how(spec) == 'row' else 'of its column'}, "
+            f"where it "
             f"beats the runner-up by more than the larger of their stds"
             + (" (one seed: by any margin shown)" if single else "")
         )

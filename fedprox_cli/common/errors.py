@@ -2,10 +2,12 @@
 
 import difflib
 import errno
+from collections.abc import Callable, Iterable
 
-# Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in summary.json): a sweep exits
-# with its worst job's code. 130 also for a stop signal before a run starts, from a command's
-# first instant (cli/commands.py); 2 also for a package that is not installed (dependencies.py).
+# Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in
+# summary.json): a sweep exits with its worst job's code. 130 also for a stop signal before a
+# run starts, from a command's first instant (cli/commands.py); 2 also for a package that is not
+# installed (dependencies.py).
 EXIT = {"finished": 0, "diverged": 1, "error": 2, "internal": 3, "interrupted": 130}
 
 
@@ -19,7 +21,7 @@ class Refusal(BaseException):
     ``cli.main`` prints it as one line, exit code 2."""
 
 
-def refuse_in_callback(check, *args) -> None:
+def refuse_in_callback(check: Callable[..., object], *args: object) -> None:
     """``check(*args)``, its :class:`UserError` raised as a :class:`Refusal`."""
     try:
         check(*args)
@@ -27,13 +29,13 @@ def refuse_in_callback(check, *args) -> None:
         raise Refusal(str(e)) from None
 
 
-def require(condition: bool, message: str) -> None:
+def require(condition: object, message: str) -> None:
     """Raise :class:`UserError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise UserError(message)
 
 
-def closest(name: str, among) -> str | None:
+def closest(name: str, among: Iterable[str]) -> str | None:
     """The string of ``among`` closest to ``name`` (a misspelt key's "did you mean"), or None."""
     close = difflib.get_close_matches(name, [str(a) for a in among], n=1, cutoff=0.6)
     return close[0] if close else None
@@ -113,3 +115,8 @@ def exhausted_line(e: BaseException) -> str:
         else "reduce n, B, oracle.memory_gb or the model, or run where more memory is free"
     )
     return f"out of memory: {what} ran out{where} ({cause}); {fix}"
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of ``e``'s message, or its type's name."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -8,7 +8,8 @@ size of a YAML document once its aliases are expanded (:data:`NODES`: a 549-byte
 laughs" is refused in milliseconds, before anything expands it). Files are opened through
 :mod:`files` (regular files only, never blocking). Every failure -- a missing file aside, which
 stays ``FileNotFoundError`` -- is :class:`Unreadable`, an ``OSError`` other than "no such
-file" (EIO, EACCES) included: one line naming the file and what is wrong, a :class:`UserError` (exit 2) that handlers of a ``ValueError`` also catch.
+file" (EIO, EACCES) included: one line naming the file and what is wrong, a :class:`UserError`
+(exit 2) that handlers of a ``ValueError`` also catch.
 """
 
 from __future__ import annotations
@@ -184,7 +185,19 @@ def read_yaml(path: str | os.PathLike):
     it is made into values; one without is no larger than its text, and only its depth is
     checked, on the values."""
     text = read_text(path)
-    loader = _loader()(text)
+    try:
+        return _parsed(path, text, _loader())
+    except Unreadable:
+        if _loader() is get_yaml_loader():
+            raise
+        # libyaml refuses what PyYAML's own reader takes (a surrogate escape, "\udcff", of a
+        # folder name's undecodable byte in Hydra's record): read as OmegaConf reads it
+        return _parsed(path, text, get_yaml_loader())
+
+
+def _parsed(path: str | os.PathLike, text: str, loader_type: type):
+    """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``."""
+    loader = loader_type(text)
     try:
         root = loader.get_single_node()
         if root is None:

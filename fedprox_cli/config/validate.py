@@ -127,7 +127,8 @@ def _check_groups(values: dict, reference: DictConfig | None) -> None:
 
 
 def _did_you_mean(key: str, among, prefix: str = "") -> str:
-    """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or ``""``."""
+    """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or
+    ``""``."""
     close = closest(key, among)
     return f"; did you mean {prefix}{close}?" if close else ""
 
@@ -150,7 +151,8 @@ def no_parameter(group: str, name: str, param: str, takes, target: str | None = 
         else "`fedrun --help` lists the settings"
     )
     return (
-        f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
+        f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; "
+        f"{page})"
         f"{_did_you_mean(param, takes, group + '.')}"
     )
 

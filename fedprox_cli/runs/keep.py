@@ -4,9 +4,10 @@ with ``resume=false``) that fails or is stopped.
 When an attempt starts in a folder whose run has finished (:func:`protect`, from
 ``run_folder.begin``, before its first write), the finished run's files -- ``metrics.csv``,
 ``metrics.png``, ``summary.json``, ``config.yaml``, ``partition.npz``, ``checkpoint.pt``,
-``tracker.json``, the per-client files (:mod:`clients`) and ``.hydra/`` -- are hard-linked into ``RUN/.kept/``. Every file fedrun
-writes is replaced by a rename (:mod:`atomic`), so the linked copies keep the finished bytes
-whatever the attempt writes. The attempt writes the run folder as usual; when it ends
+``tracker.json``, the per-client files (:mod:`client_log`) and ``.hydra/`` -- are hard-linked
+into ``RUN/.kept/``. Every file fedrun writes is replaced by a rename
+(:func:`common.files.atomic_write`), so the linked copies keep the finished bytes whatever the
+attempt writes. The attempt writes the run folder as usual; when it ends
 (:func:`settle`, from ``ending.conclude``) finished, ``.kept/`` goes; otherwise every kept file
 is renamed back, byte for byte as it was, except a checkpoint the attempt wrote (it resumes the
 extension). A process killed outright leaves ``.kept/``; the next process in the folder puts
