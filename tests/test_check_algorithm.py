@@ -180,6 +180,24 @@ def test_a_plugin_breaking_a_declaration_fails_naming_its_line(
     assert fix in line and "DataFrame" not in line, line
 
 
+def test_a_plugin_in_a_deep_folder_is_named_at_its_own_line(
+    tmp_path, monkeypatch, capsys, registry
+):
+    """However long the plugin's path, its failure line ends on the method at fault (init, where
+    the float32 buffer is made), not on another method's line added for want of the file."""
+    folder = tmp_path.joinpath(*["a_folder_with_a_long_name_for_the_plugin"] * 5)
+    folder.mkdir(parents=True)
+    module = folder / "deep_float64.py"
+    module.write_text(HEAD + BROKEN["float64"])
+    monkeypatch.syspath_prepend(str(folder))
+    from fedprox_cli.cli.check_algorithm import check
+
+    assert check("deep_float64.Broken", only=("float64",)) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    init = next(i for i, s in enumerate(module.read_text().splitlines(), 1) if "def init" in s)
+    assert line.endswith(f"(init at {module}:{init})"), line
+
+
 def test_the_check_and_a_run_name_a_plugin_by_one_rule(tmp_path, monkeypatch, capsys):
     """A spelling that is no dotted path is refused by both with the same words, exit 2."""
     from conftest import fedrun

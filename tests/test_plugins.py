@@ -143,6 +143,7 @@ def plugin(tmp_path, monkeypatch):
     for registry, entries in zip(registries, saved):
         registry.clear()
         registry.update(entries)
+        registry.broken.clear()
 
 
 def test_entry_points_complete_every_registry(plugin):
@@ -163,7 +164,9 @@ def test_entry_points_complete_every_registry(plugin):
 
 
 def test_a_name_loads_only_its_own_entry_point(plugin):
-    """A lookup imports the plugin it needs, not every installed one."""
+    """A lookup imports the plugin it needs, not every installed one; a plugin that cannot be
+    imported is one line when chosen, and hides nothing when all are listed (a suite that
+    lists every model still collects)."""
     write_dist(
         plugin / "site",
         "brokenplugin",
@@ -171,12 +174,17 @@ def test_a_name_loads_only_its_own_entry_point(plugin):
         {"models": "broken = brokenplugin:model"},
     )
     assert models.build("tiny", (1, 8, 8), 10, hidden=4)[1].out_features == 4
+    assert "tiny" in models.names() and "broken" not in models.names()
     with pytest.raises(
         UserError,
         match=r"model plugin 'broken' \(brokenplugin:model, entry point "
         r"group fedprox_cli.models\) cannot be loaded: RuntimeError",
     ):
-        models.names()
+        models.lookup("broken")
+    with pytest.raises(
+        UserError, match=r"choose from: .*tiny.*; installed but not loadable: broken\)"
+    ):
+        models.lookup("tinny")
 
 
 def _per_round(run_dir, column):

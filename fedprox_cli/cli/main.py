@@ -70,6 +70,22 @@ class _Call:
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
 
 
+_FAULTS = (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal)
+
+
+def fault(e: Exception) -> int:
+    """An exception that reached fedrun's command (bad input: Hydra's, OmegaConf's, the
+    config's, a file's) as its one line and exit code; any other is :func:`faults.crash`."""
+    if not isinstance(e, _FAULTS):
+        return crash(e)
+    say(one_line(e), "error")  # (with FEDRUN_DEBUG=1 after its traceback)
+    return EXIT["error"]
+
+
+def _crash_reason(e: Exception) -> str:
+    return f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+
+
 def _ran(code: int) -> None:
     """Note the exit code of the run (not a multirun) of the current :func:`main` call. (Not
     inlined in :func:`_job`: a joblib worker receives the job pickled, and a ContextVar cannot be.)"""
@@ -94,19 +110,19 @@ def _job(composed: DictConfig) -> float:
         signals.received
     ):  # this process was told to stop (a joblib worker, between jobs): no new job
         raise KeyboardInterrupt
-    from ..runs import runner  # here, so that config errors are reported before torch loads
-
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
-    reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
-    if not multirun:
-        _one_of_a_sweep(hc, composed, reference)
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
-    try:
+    try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
+        from ..runs import runner  # here, so that config errors are reported before torch loads
+
+        reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
+        if not multirun:
+            _one_of_a_sweep(hc, composed, reference)
         code = runner.run(
             composed,
             out,
@@ -116,8 +132,10 @@ def _job(composed: DictConfig) -> float:
             reference=reference,
             plot=draw,
         )
-    except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
-        code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    except Exception as e:  # outside the run's own handling: one line, the sweep goes on
+        said = len(console.errors)
+        code = fault(e)
+        reason = console.errors[-1] if len(console.errors) > said else _crash_reason(e)
     if not multirun and out.is_dir() and not any(out.iterdir()):
         _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
@@ -378,16 +396,12 @@ def _fedrun(call: _Call) -> int:
     code = 0
     try:
         _job()
-    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
-        streams.trace(e)
-        streams.err(f"fedrun: error: {one_line(e)}")
-        code = EXIT["error"]
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
         if call.sweep is None and not call.codes:
             streams.err("fedrun: interrupted")
     except Exception as e:
-        code = crash(e)
+        code = fault(e)
     if call.sweep is not None:
         code = max(code, sweep.report(*call.sweep))
     return max([code, *call.codes])

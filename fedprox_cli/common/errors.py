@@ -47,9 +47,13 @@ def is_overflow(e: BaseException) -> bool:
 
 
 def squeeze(text: str, limit: int = 400) -> str:
-    """``text`` on one line (whitespace runs become one space), cut at ``limit`` characters."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    """``text`` on one line (whitespace runs become one space), cut in the middle to ``limit``
+    characters (:func:`shorten`): a line keeps its end, where it names the file and line at
+    fault (``(init at FILE:LINE)``)."""
+    return shorten(" ".join(str(text).split()), limit)
+
+
+USER_LINE = 1000  # the longest line of a UserError (a plugin error's paths included)
 
 
 def shorten(value: str, limit: int = 300) -> str:
@@ -65,8 +69,8 @@ def shorten(value: str, limit: int = 300) -> str:
 def describe(exc: Exception) -> str:
     """The one-line message of a :class:`UserError`, or of an ``OSError`` (a file or folder
     that cannot be read or written: the path and the cause)."""
-    if isinstance(exc, UserError):
-        return squeeze(str(exc))
+    if isinstance(exc, UserError):  # fedrun's words; what it quotes is bounded where quoted
+        return squeeze(str(exc), USER_LINE)
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or type(exc).__name__}: {shorten(str(exc.filename))}"
     if isinstance(exc, OSError):

@@ -263,6 +263,7 @@ class Registry(dict):
             contract,
             check,
         )
+        self.broken: dict[str, str] = {}  # installed plugins that cannot be loaded: their line
 
     def admit(self, name: str, obj, where: str):
         """``obj`` if it keeps the registry's contract, else one :class:`PluginError` naming
@@ -276,22 +277,31 @@ class Registry(dict):
         return obj
 
     def _load(self, name: str | None = None) -> None:
-        """Import the group's entry points not yet registered (only ``name``'s if given)."""
+        """Import the group's entry points not yet registered (only ``name``'s if given). A
+        plugin that cannot be loaded or breaks its contract is one :class:`UserError` naming it
+        when it is the one asked for; when all are listed it is noted in :attr:`broken` and
+        left out, so that one broken package hides no other entry."""
         for ep in entry_points(group=self.group):
             if ep.name in self or name not in (None, ep.name):
                 continue
             try:
-                obj = ep.load()
-            except Exception as e:  # the plugin's own fault: one line naming it
-                raise UserError(
-                    f"{self.kind} plugin '{ep.name}' ({ep.value}, entry point group "
-                    f"{self.group}) cannot be loaded: {type(e).__name__}: "
-                    f"{squeeze(str(e), 200)}"
-                ) from None
-            if not isinstance(obj, ModuleType):
-                self.setdefault(
-                    ep.name, self.admit(ep.name, obj, f"{ep.value}, entry point group {self.group}")
-                )
+                self._admit_entry_point(ep)
+            except UserError as e:
+                if name is not None:
+                    raise
+                self.broken[ep.name] = str(e)
+
+    def _admit_entry_point(self, ep) -> None:
+        where = f"{ep.value}, entry point group {self.group}"
+        try:
+            obj = ep.load()
+        except Exception as e:  # the plugin's own fault: one line naming it
+            raise UserError(
+                f"{self.kind} plugin '{ep.name}' ({where}) cannot be loaded: "
+                f"{type(e).__name__}: {squeeze(str(e), 200)}"
+            ) from None
+        if not isinstance(obj, ModuleType):
+            self.setdefault(ep.name, self.admit(ep.name, obj, where))
 
     def register(self, entry):
         """Decorator: a class under its ``name`` (``@register``), or a function under the name
@@ -321,7 +331,8 @@ class Registry(dict):
         return obj
 
     def names(self) -> list[str]:
-        """Every registered name, the installed plugins' included."""
+        """Every registered name, the installed plugins' included (those that cannot be loaded
+        left out: :attr:`broken`)."""
         self._load()
         return sorted(self)
 
@@ -338,7 +349,11 @@ class Registry(dict):
         if name not in self:
             self._load(name)
         if name not in self:  # (the listing imports every plugin: only for the message)
+            choices = ", ".join(self.names())
+            broken = sorted(set(self.broken) - set(self))
             raise UserError(
-                f"unknown {self.kind} '{name}' (choose from: {', '.join(self.names())})"
+                f"unknown {self.kind} '{name}' (choose from: {choices}"
+                + (f"; installed but not loadable: {', '.join(broken)}" if broken else "")
+                + ")"
             )
         return self[name]
