@@ -393,7 +393,7 @@ BROKEN_CASES = {  # group option -> the one line
     "must define name: ClassVar[str] = \"<its config name>\" (docs/extending.md)",
     "algorithm=list_steps": "algorithm plugin 'list_steps' (broken.ListSteps) breaks its contract: prox_steps(K, T) "
     "must return a dict of str -> number > 0 (each prox parameter by name), got [0.1]",
-    "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round(state, env, t=0): KeyError: 'w' "
+    "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round 1 (round(state, env, t=0)): KeyError: 'w' "
     "(at {site}/broken.py:37)",
     "algorithm=list_state": "algorithm plugin 'list_state' (broken.ListState) breaks its contract: round(state, env, "
     "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got a list of a Tensor of shape (650,)",
