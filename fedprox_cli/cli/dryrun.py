@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from .. import CONF_DIR
 from ..common import streams
@@ -131,7 +131,7 @@ def compose_jobs(
         HydraConfig.instance().set_config(cfg)
         h = cfg.hydra
         multirun = master is not None
-        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
+        folder = planned_folder(cfg, multirun)
         choices = dict(h.runtime.choices)
         shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
         note = None if multirun else one_of_a_sweep(h)
@@ -140,6 +140,27 @@ def compose_jobs(
             del cfg["hydra"]
         out.append(Job(num, shown, folder, cfg, choices, note, placed))
     return out
+
+
+_STARTED = (
+    (re.compile(r"\$\{now:[^}]*\}"), "<time>"),
+    (re.compile(r"\$\{fedrun\.pid:\}"), "<pid>"),
+)
+
+
+def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
+    """The folder a job of ``cfg`` runs in, as the real run names it: the parts of
+    ``hydra.sweep.dir`` (``hydra.run.dir``) that depend on when and in which process the
+    command starts (``${now:...}``, ``${fedrun.pid:}``) read ``<time>`` and ``<pid>`` -- the
+    dry run's own clock and process would name a folder the real command never uses."""
+    node = cfg.hydra.sweep if multirun else cfg.hydra.run
+    pattern = OmegaConf.to_container(node, resolve=False)["dir"]
+    for started, placeholder in _STARTED:
+        pattern = started.sub(placeholder, str(pattern))
+    with read_write(node), open_dict(node):
+        node.dir = pattern
+    folder = Path(str(node.dir))
+    return folder / str(cfg.hydra.sweep.subdir) if multirun else folder
 
 
 def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:

@@ -5,11 +5,11 @@ squeezed (:func:`one_line`), and an internal error's traceback kept in :data:`CR
 from __future__ import annotations
 
 import difflib
-import os
 import tempfile
 import traceback
 from pathlib import Path
 
+from ..common import streams
 from ..common.console import say
 from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text
@@ -128,7 +128,7 @@ def crash(e: BaseException) -> int:
     if exhausted(e):
         say(exhausted_line(e), "error")
         return EXIT["error"]
-    if os.environ.get("FEDRUN_DEBUG"):
+    if streams.debugging():
         raise e
     try:
         atomic_write_text(CRASH_LOG, traceback.format_exc())

@@ -1,4 +1,4 @@
-"""fedrun-table: tables of run folders, final metrics as mean ± std over seeds (Markdown, LaTeX, CSV).
+r"""fedrun-table: tables of run folders, final metrics as mean ± std over seeds (Markdown, LaTeX, CSV).
 
   fedrun-table results/sweeps/fedcanon_fig2 --column algorithm --rows partition
   fedrun-table S --metric test_acc --metric train_loss --column none --precision 3 --out t.tex
