@@ -54,6 +54,7 @@ class Job:
         None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
     )
     where: str = ""  # the device it would run on, and why (:func:`where`)
+    shown: Path | None = None  # the folder as a listing names it (:func:`planned_folder`)
 
 
 def where(cfg: DictConfig, launcher: DictConfig, num: int | None) -> str:
@@ -131,14 +132,15 @@ def compose_jobs(
         HydraConfig.instance().set_config(cfg)
         h = cfg.hydra
         multirun = master is not None
-        folder = planned_folder(cfg, multirun)
+        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
+        shown_folder = planned_folder(cfg, multirun)
         choices = dict(h.runtime.choices)
         shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
         note = None if multirun else one_of_a_sweep(h)
         placed = where(cfg, h.launcher, num if multirun else None)
         with open_dict(cfg):
             del cfg["hydra"]
-        out.append(Job(num, shown, folder, cfg, choices, note, placed))
+        out.append(Job(num, shown, folder, cfg, choices, note, placed, shown_folder))
     return out
 
 
@@ -149,10 +151,11 @@ _STARTED = (
 
 
 def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
-    """The folder a job of ``cfg`` runs in, as the real run names it: the parts of
+    """The folder a job of ``cfg`` runs in as a listing names it: the parts of
     ``hydra.sweep.dir`` (``hydra.run.dir``) that depend on when and in which process the
     command starts (``${now:...}``, ``${fedrun.pid:}``) read ``<time>`` and ``<pid>`` -- the
-    dry run's own clock and process would name a folder the real command never uses."""
+    dry run's own clock and process would name a folder the real command never uses.
+    (Changes ``cfg``'s hydra node: called last on it.)"""
     node = cfg.hydra.sweep if multirun else cfg.hydra.run
     pattern = OmegaConf.to_container(node, resolve=False)["dir"]
     for started, placeholder in _STARTED:
@@ -310,7 +313,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             listed = jobs(overrides, multirun)
             if show_cfg:
                 for job in listed:
-                    streams.out(f"# {job_name(job, multirun)} -> {job.folder}")
+                    streams.out(f"# {job_name(job, multirun)} -> {job.shown}")
                     streams.out(OmegaConf.to_yaml(job.cfg, resolve=True))
                 return EXIT["finished"]
             checked, bad = check_jobs(listed, multirun)
@@ -323,7 +326,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
                 steps, evals = work(job.cfg, start)
                 total_steps, total_evals = total_steps + steps, total_evals + evals
                 rows.append(
-                    [str(job.num), str(job.folder), f"{steps:,.0f}", str(evals), job.where, state]
+                    [str(job.num), str(job.shown), f"{steps:,.0f}", str(evals), job.where, state]
                 )
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
         streams.trace(e)

@@ -73,7 +73,7 @@ _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
 _FAULTS = (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal)
 
 
-def fault(e: Exception) -> int:
+def fault(e: Exception | Refusal) -> int:
     """An exception that reached fedrun's command (bad input: Hydra's, OmegaConf's, the
     config's, a file's) as its one line and exit code; any other is :func:`faults.crash`."""
     if not isinstance(e, _FAULTS):
@@ -400,7 +400,7 @@ def _fedrun(call: _Call) -> int:
         code = EXIT["interrupted"]
         if call.sweep is None and not call.codes:
             streams.err("fedrun: interrupted")
-    except Exception as e:
+    except (Exception, Refusal) as e:  # Refusal: a callback's, a BaseException (errors.Refusal)
         code = fault(e)
     if call.sweep is not None:
         code = max(code, sweep.report(*call.sweep))
