@@ -12,25 +12,10 @@ these load on first use):
   :func:`fedprox_cli.algorithms.build` -- the pieces a run is made of;
 - :func:`fedprox_cli.runs.runner.run` -- one run from a config, into a folder;
 - :class:`fedprox_cli.algorithms.Algorithm` / :class:`fedprox_cli.algorithms.Env` -- the
-  interface a plugin algorithm implements (:mod:`fedprox_cli.common.plugins`).
+  interface a plugin algorithm implements (:mod:`fedprox_cli.common.registry`).
 """
 
-from pathlib import Path
-
-__version__ = "0.1.0"
-
-
-PACKAGE = Path(__file__).resolve().parent  # the installed package's folder
-
-
-def shipped(folder: str) -> Path:
-    """A top-level folder of the checkout (conf): inside the package where a wheel put it
-    (setup.py), else beside the package in the source checkout."""
-    inside = PACKAGE / folder
-    return inside if inside.is_dir() else inside.parent.parent / folder
-
-
-CONF_DIR = shipped("conf")  # the Hydra config groups
+from .common.package import VERSION as __version__  # noqa: F401 (the package's version)
 
 _API = ("run", "load_runs", "Run")
 

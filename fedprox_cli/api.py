@@ -1,7 +1,7 @@
 """The Python API for notebooks: :func:`run` one config, :func:`load_runs` a folder of results.
 
 ``run`` composes the config as ``fedrun`` does (the dry run's compose path,
-:func:`dryrun.jobs`), checks it against the same reference config, and hands it to
+:func:`config.jobs.jobs`), checks it against the same reference config, and hands it to
 :func:`runner.run` -- the same folder, files, resume and exit codes as the command line.
 ``load_runs`` reads every run folder under a folder with :func:`.analysis.results.load`.
 """
@@ -17,8 +17,9 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from . import CONF_DIR
+from .common import run_files
 from .common.errors import EXIT
+from .common.package import CONF_DIR
 from .common.streams import escaped
 from .runs.outputs import read_summary, runs_in
 
@@ -63,7 +64,7 @@ def _metrics(folder: Path) -> pd.DataFrame:
     from .analysis.results import BrokenRun, read_metrics
 
     try:
-        return read_metrics(folder / "metrics.csv")
+        return read_metrics(folder / run_files.METRICS)
     except BrokenRun:
         return pd.DataFrame()
 
@@ -72,7 +73,7 @@ def _result(folder: Path, code: int) -> Run:
     """The :class:`Run` of a finished call of :func:`runner.run` into ``folder``."""
     folders = [f for f in runs_in(folder) if f != folder]
     if not folders:  # one run (or none written)
-        summary = read_summary(folder) if (folder / "summary.json").exists() else {}
+        summary = read_summary(folder) if (folder / run_files.SUMMARY).exists() else {}
         return Run(folder, _STATUS.get(code, "error"), code, summary, _metrics(folder))
     seeds = [int(f.name.split("_")[-1]) for f in folders]
     metrics = pd.concat(
@@ -107,12 +108,12 @@ def run(
 
     ``config``: ``fedrun``'s overrides (a list as typed, or a dict of dotted keys), composed
     and checked as ``fedrun`` composes and checks them; or a whole composed config (a
-    ``DictConfig``, e.g. :func:`fedprox_cli.config.validate.compose` or a run's ``config.yaml``), run
+    ``DictConfig``, e.g. :func:`fedprox_cli.config.compose.compose` or a run's ``config.yaml``), run
     as it is. ``folder``: the run folder (default: fedrun's, ``results/runs/<time>_...`` under
     the current folder); a finished run there with the same config is not run again, a
     stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
     Hydra's error) before anything is written; a run that fails later returns its status."""
-    from .cli.main import draw
+    from .analysis import run_figures
     from .config import resolvers
     from .runs import experiment, runner
 
@@ -124,15 +125,19 @@ def run(
         return _result(
             out,
             runner.run(
-                composed, out, progress=progress, command="fedprox_cli.run(config)", plot=draw
+                composed,
+                out,
+                progress=progress,
+                command="fedprox_cli.run(config)",
+                plot=run_figures.draw,
             ),
         )
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
-    from .cli.compose import hydra_files, reference_for
-    from .cli.dryrun import jobs
     from .config import plugin_defaults
+    from .config.compose import hydra_files, reference_for
+    from .config.jobs import jobs
 
     overrides = overrides_of(config)
     plugin_defaults.store(overrides)
@@ -150,7 +155,7 @@ def run(
             reference=reference,
             command=f"fedprox_cli.run({overrides_of(config)!r})",
             hydra_record=hydra_files(job.cfg, hc),
-            plot=draw,
+            plot=run_figures.draw,
         )
     return _result(job.folder, code)
 

@@ -191,8 +191,8 @@ def seed_batching(
     import time
     from pathlib import Path
 
-    from fedprox_cli.cli.main import draw
-    from fedprox_cli.config.validate import compose
+    from fedprox_cli.analysis.run_figures import draw
+    from fedprox_cli.config.compose import compose
     from fedprox_cli.data import datasets
     from fedprox_cli.runs import runner
     from fedprox_cli.runs.outputs import read_summary

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from fedprox_cli.cli.main import draw  # noqa: E402
-from fedprox_cli.config.validate import compose  # noqa: E402
+from fedprox_cli.analysis.run_figures import draw  # noqa: E402
+from fedprox_cli.config.compose import compose  # noqa: E402
 from fedprox_cli.runs import runner  # noqa: E402
 
 RUN = ["dataset=digits", "model=linear", "n=4", "K=2", "T=200", "eval_every=1", "engine=loop"]

@@ -15,8 +15,8 @@ from conftest import fedrun
 from hydra import compose, initialize_config_dir
 
 from fedprox_cli import algorithms
-from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.operators import regularizers
 from fedprox_cli.operators.regularizers import Regularizer, soft_threshold
 from fedprox_cli.runs import experiment

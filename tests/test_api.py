@@ -10,7 +10,7 @@ from conftest import ROOT
 
 import fedprox_cli
 from fedprox_cli.common.errors import UserError
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.compose import compose
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

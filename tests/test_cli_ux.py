@@ -10,11 +10,11 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, child_env, fedrun, job_folders
+from conftest import child_env, fedrun, job_folders
 
-from fedprox_cli import CONF_DIR
 from fedprox_cli.cli import help, jobtable
 from fedprox_cli.common.errors import EXIT
+from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.runs import recap
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "B=8"]

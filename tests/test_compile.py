@@ -14,7 +14,8 @@ import torch
 
 from fedprox_cli import algorithms
 from fedprox_cli.common.errors import UserError
-from fedprox_cli.config.validate import compose, params
+from fedprox_cli.config.compose import compose
+from fedprox_cli.config.validate import params
 from fedprox_cli.engine import choice as engine_choice
 from fedprox_cli.engine import compile as compile_choice
 from fedprox_cli.operators import compressors, regularizers

@@ -65,7 +65,7 @@ def test_say_survives_a_closed_stderr(monkeypatch, tmp_path):
     with console.logging_to(tmp_path):
         console.say("in \udcff", "note")
         console.say("to a broken stdout", stream=_Broken())
-    log = (tmp_path / console.LOG).read_text()
+    log = (tmp_path / "fedrun.log").read_text()
     assert "fedrun: note: in \\xff" in log and "to a broken stdout" in log
 
 

@@ -17,12 +17,12 @@ from torch.overrides import TorchFunctionMode
 from fedprox_cli import algorithms, data
 from fedprox_cli.common.draws import stream_seed
 from fedprox_cli.common.errors import UserError
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.compose import compose
 from fedprox_cli.engine import models
 from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import ClientData, Oracle
-from fedprox_cli.operators import compressors, regularizers
+from fedprox_cli.operators import compressors
 from fedprox_cli.runs import experiment
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -698,7 +698,7 @@ def test_a_killed_run_reads_dead_and_resumes(tmp_path):
     proc.wait()
     assert read_summary(run)["status"] == "running"  # what the file says ...
     assert effective_status(run) == "dead"  # ... and the truth
-    done = checkpoint.load(run / checkpoint.FILE, torch.device("cpu")).round
+    done = checkpoint.load(run / "checkpoint.pt", torch.device("cpu")).round
     p = fedrun(*LONG, f"T={done + 1}", f"hydra.run.dir={run}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert read_summary(run)["status"] == "finished" and read_summary(run)["round"] == done + 1

@@ -1,6 +1,6 @@
 import torch
 
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.compose import compose
 from fedprox_cli.runs.experiment import build
 
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.compose import compose
 from fedprox_cli.runs.experiment import build
 
 DIGITS_LOGREG = [

@@ -17,7 +17,7 @@ from fedprox_cli.cli import status
 from fedprox_cli.cli import table as table_cli
 from fedprox_cli.common import guarded
 from fedprox_cli.common.guarded import Unreadable
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.compose import compose
 from fedprox_cli.runs import runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -122,9 +122,13 @@ def test_the_cycle_finder_finds_cycles(graph):
     assert _cycles(graph) == [sorted(k for k in graph if graph[k])]
 
 
-# The layers of docs/design.md, top to bottom: a module imports its own layer or lower ones.
+# The layers of docs/design.md, top to bottom: a module imports its own layer or lower ones. The
+# package's own top-level modules stand in them too: ``python -m fedprox_cli`` (``__main__``) is a
+# command like cli's; the Python API (``api``, and ``__init__`` that hands it on) stands under the
+# commands, which may use it, and above everything it uses.
 LAYERS = [
-    {"cli", "cluster"},
+    {"cli", "cluster", "__main__"},
+    {"api", "__init__"},
     {"claims"},
     {"analysis"},
     {"runs"},
@@ -136,24 +140,23 @@ LAYERS = [
 RANK = {package: len(LAYERS) - i for i, layer in enumerate(LAYERS) for package in layer}
 
 
-def _rank(module: str) -> int | None:
-    """The layer of a module of a subpackage; None for the package's top-level modules (the
-    API and ``__init__``), which stand above every layer."""
+def _place(module: str) -> str:
+    """The subpackage or top-level module that ``module`` belongs to (``__init__`` for the
+    package itself)."""
     parts = module.split(".")
-    return RANK[parts[1]] if len(parts) > 2 or (len(parts) == 2 and parts[1] in RANK) else None
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _rank(module: str) -> int:
+    return RANK[_place(module)]
 
 
 def _upward(graph: dict[str, set[str]]) -> list[str]:
-    return sorted(
-        f"{a} -> {b}"
-        for a, bs in graph.items()
-        for b in bs
-        if _rank(a) is not None and _rank(b) is not None and _rank(b) > _rank(a)
-    )
+    return sorted(f"{a} -> {b}" for a, bs in graph.items() for b in bs if _rank(b) > _rank(a))
 
 
-def test_every_subpackage_has_a_layer():
-    assert sorted({m.split(".")[1] for m in MODULES if m.count(".") >= 2} - set(RANK)) == []
+def test_every_module_has_a_layer():
+    assert sorted({_place(m) for m in MODULES} - set(RANK)) == []
 
 
 def test_no_import_points_up_a_layer():
@@ -166,3 +169,18 @@ def test_the_layer_check_finds_an_upward_import():
         "fedprox_cli.cli.main": {"fedprox_cli.common.files"},
     }
     assert _upward(graph) == ["fedprox_cli.common.files -> fedprox_cli.runs.signals"]
+
+
+def test_the_layer_check_ranks_the_package_root():
+    """The package's ``__init__`` and API stand above every subpackage but the commands: a
+    lower module that imports them points up."""
+    graph = {
+        "fedprox_cli.config.validate": {"fedprox_cli"},
+        "fedprox_cli.runs.outputs": {"fedprox_cli.api"},
+        "fedprox_cli.cli.check_algorithm": {"fedprox_cli"},
+        "fedprox_cli": {"fedprox_cli.common.package"},
+    }
+    assert _upward(graph) == [
+        "fedprox_cli.config.validate -> fedprox_cli",
+        "fedprox_cli.runs.outputs -> fedprox_cli.api",
+    ]

@@ -21,9 +21,10 @@ from conftest import child_env, fedrun, fedrun_process, job_folders
 
 from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
-from fedprox_cli.cli.main import draw
+from fedprox_cli.analysis.run_figures import draw
 from fedprox_cli.common import files, signals
-from fedprox_cli.config.validate import compose, typed
+from fedprox_cli.config.compose import compose
+from fedprox_cli.config.validate import typed
 from fedprox_cli.runs import provenance, runner
 from fedprox_cli.runs.lock import RunLock, is_held
 from fedprox_cli.runs.outputs import read_summary

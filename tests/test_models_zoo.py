@@ -4,8 +4,8 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli.cli.main import CONF_DIR
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.engine import models
 from fedprox_cli.runs import experiment
 

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 import fedprox_cli
 from fedprox_cli.common.console import errors
 from fedprox_cli.common.errors import UserError
-from fedprox_cli.config.validate import compose
+from fedprox_cli.config.compose import compose
 from fedprox_cli.runs import experiment, runner
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

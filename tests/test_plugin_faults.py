@@ -1,5 +1,5 @@
 """A run meets a plugin's fault in one line, exit 2, status error (fedprox_cli.algorithms.contract,
-common.plugins.calling): anything its call raises (BaseException included, but
+common.plugin_calls.calling): anything its call raises (BaseException included, but
 KeyboardInterrupt), a state entry of the wrong shape, dtype or device, a result described by
 its shape; the line names the plugin's deepest own frame; FEDRUN_DEBUG=1 adds the traceback."""
 

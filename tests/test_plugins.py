@@ -1,4 +1,4 @@
-"""Plugins from outside the package (fedprox_cli.common.plugins): one entry point per registry, a
+"""Plugins from outside the package (fedprox_cli.common.registry): one entry point per registry, a
 ``_target_`` in a user's YAML, a user's config dir (``--config-dir`` and ``hydra.searchpath``),
 a broken plugin; and the example package examples/fedprox_server (its counts and descent).
 
@@ -431,7 +431,7 @@ def test_a_plugin_that_breaks_its_contract_is_the_users_error(broken, choice):
     """Each broken contract is one UserError naming the plugin and the contract (fedrun:
     exit 2), from the Python API as from the command line."""
     import fedprox_cli
-    from fedprox_cli.common.plugins import PluginError
+    from fedprox_cli.common.plugin_calls import PluginError
 
     group = choice.split("=")[0]
     args = [

@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 
 from fedprox_cli import algorithms
 from fedprox_cli.algorithms.fedcanon import FedCanon
-from fedprox_cli.cli.main import CONF_DIR
+from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.common.signals import StopAfterRound
 from fedprox_cli.config import plugin_defaults
 from fedprox_cli.engine import memory, models
@@ -118,7 +118,7 @@ def reference(tmp_path_factory) -> Path:
 
 
 def check_checkpoint(out: Path, rounds_done: int) -> None:
-    ckpt = checkpoint.load(out / checkpoint.FILE, torch.device("cpu"))
+    ckpt = checkpoint.load(out / "checkpoint.pt", torch.device("cpu"))
     assert ckpt.round == rounds_done
     assert [r["round"] for r in ckpt.rows] == list(range(0, rounds_done + 1, 3))
 
@@ -177,12 +177,12 @@ def test_finished_run_is_a_no_op_and_can_be_extended(reference, tmp_path):
     p = fedrun(*RUN, f"hydra.run.dir={done}", cwd=tmp_path)
     assert p.returncode == 0 and "already finished" in p.stdout, p.stderr
     assert (done / "metrics.csv").read_text() == (reference / "metrics.csv").read_text()
-    assert not (reference / checkpoint.FILE).exists()  # removed at the end by default
+    assert not (reference / "checkpoint.pt").exists()  # removed at the end by default
 
     out = tmp_path / "run"
     short = [a for a in RUN if not a.startswith("T=")]
     assert run_here(out, *short, "T=8", "keep_checkpoint=true") == 0
-    assert checkpoint.load(out / checkpoint.FILE, torch.device("cpu")).round == 8
+    assert checkpoint.load(out / "checkpoint.pt", torch.device("cpu")).round == 8
     assert run_here(out, *short, "T=12") == 0  # T extended: continues from round 8
     extended = metrics(out)
     # the row at the old T=8 (not a multiple of eval_every) stays; the rest is the T=12 run
@@ -394,7 +394,7 @@ def bad_runs(tmp_path_factory) -> dict:
         if "prior" in str(extra) or "corrupt_ckpt" in str(extra):
             shutil.copytree(prior, work / "run")
         if "corrupt_ckpt" in str(extra):
-            ck = work / "run" / checkpoint.FILE
+            ck = work / "run" / "checkpoint.pt"
             ck.write_bytes(ck.read_bytes()[:100])
         args = [a.format(**where) for a in extra]
         if not any(a.startswith("hydra.run.dir=") for a in args):

@@ -8,10 +8,11 @@ import pytest
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from fedprox_cli import CONF_DIR
 from fedprox_cli.common.errors import UserError
+from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.config import schema
-from fedprox_cli.config.validate import compose, typed
+from fedprox_cli.config.compose import compose
+from fedprox_cli.config.validate import typed
 from fedprox_cli.runs.checkpoint import digest
 
 PRESETS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
@@ -127,10 +128,10 @@ def test_a_mistyped_key_names_the_closest_one(override, hint):
 def test_the_reference_config_is_composed_only_where_it_can_differ(
     monkeypatch, overrides, composes
 ):
-    """cli.compose.reference_for: the validation reads the reference's keys and its groups'
+    """config.compose.reference_for: the validation reads the reference's keys and its groups'
     values; a config whose overrides add or delete no key and set no group's value is its own
     reference (one Hydra composition fewer per run), and validates as it would against one."""
-    from fedprox_cli.cli import compose as cc
+    from fedprox_cli.config import compose as cc
 
     monkeypatch.setattr(cc, "reference_config", lambda choices: "composed")
     cfg = compose(["dataset=digits", "model=linear"])

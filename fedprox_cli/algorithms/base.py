@@ -1,5 +1,5 @@
 """The algorithm interface and the environment a round runs in: the stable public API that a
-plugin algorithm (:mod:`fedprox_cli.common.plugins`, examples/fedprox_server) implements.
+plugin algorithm (:mod:`fedprox_cli.common.registry`, examples/fedprox_server) implements.
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
 besides ``name``; their ranges declared on the fields, :mod:`fedprox_cli.common.ranges`:
@@ -45,7 +45,8 @@ import torch
 
 from ..common import ranges
 from ..common.draws import generator, stream_seed, to_device
-from ..common.plugins import Registry, calling, class_contract, returned
+from ..common.plugin_calls import calling, returned
+from ..common.registry import Registry, class_contract
 from ..engine.oracle import Oracle
 from ..operators.compressors import DENSE_BYTES, Compressor
 from ..operators.regularizers import Regularizer
@@ -96,22 +97,18 @@ class Algorithm:
         raise NotImplementedError
 
 
-_REGISTRY = Registry(
-    "algorithm",
-    "algorithms",
-    class_contract(
-        Algorithm,
-        ("init", "round", "stationarity_step"),
-        ("partial_participation", "takes_compressor", "smooth_only"),
-    ),
-    lambda alg: ranges.check(alg, "algorithm"),
-)
 register, names, lookup, build = (
-    _REGISTRY.register,
-    _REGISTRY.names,
-    _REGISTRY.lookup,
-    _REGISTRY.build,
-)
+    _REGISTRY := Registry(
+        "algorithm",
+        "algorithms",
+        class_contract(
+            Algorithm,
+            ("init", "round", "stationarity_step"),
+            ("partial_participation", "takes_compressor", "smooth_only"),
+        ),
+        lambda alg: ranges.check(alg, "algorithm"),
+    )
+).calls()
 
 
 class Env:

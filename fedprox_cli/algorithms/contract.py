@@ -2,7 +2,7 @@
 ``fedrun-check-algorithm`` call ``init``, ``round``, ``output``, ``prox_steps`` and
 ``stationarity_step`` through these, so that a plugin's exception (BaseException included) or a
 result of the wrong kind is one line naming the plugin, its own line and the contract
-(:class:`fedprox_cli.common.plugins.PluginError`, exit code 2), never an internal error.
+(:class:`fedprox_cli.common.plugin_calls.PluginError`, exit code 2), never an internal error.
 
 The state's layout is part of the contract: every tensor ``init`` makes is of z0's dtype and on
 z0's device, and every round returns each entry with the shape, dtype and device ``init`` gave it
@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from ..common.plugins import PluginError, calling, origin, returned, source_line
+from ..common.plugin_calls import PluginError, calling, origin, returned, source_line
 from .base import Algorithm, Env, State
 
 

@@ -43,9 +43,8 @@ class Scaffnew(Algorithm):
     def communicates(self, env: Env, t: int, k: int) -> bool:
         if self.p is None:
             return k == env.K - 1
-        return (
-            torch.rand((), generator=generator(env.seed, t, k, -3)).item() < self.p
-        )  # CPU: no sync
+        coin = torch.rand((), generator=generator(env.seed, t, k, -3))
+        return coin.item() < self.p  # CPU: no sync
 
     def init(self, z0: torch.Tensor, n: int) -> State:
         return {"z": z0.clone(), "X": z0.expand(n, -1).clone(), "H": z0.new_zeros(n, z0.numel())}

@@ -16,8 +16,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from .. import PACKAGE  # noqa: E402
-from ..common import guarded  # noqa: E402
+from ..common import (
+    guarded,  # noqa: E402
+    run_files,
+)
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 from ..runs.outputs import metric_columns  # noqa: E402
@@ -27,7 +29,7 @@ METADATA_KEY = {
     "svg": "Description",
     "pdf": "Subject",
 }  # where a caption goes
-STYLES = PACKAGE / "styles"  # style sheets shipped: <name>.mplstyle
+STYLES = Path(__file__).resolve().parent / "styles"  # style sheets shipped: <name>.mplstyle
 
 
 def caption_file(path: Path) -> Path:
@@ -412,13 +414,13 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
     from .. import data
 
     run_dir = Path(run_dir)
-    cfg = guarded.read_config(run_dir / "config.yaml")  # the record, not a typed run config
+    cfg = guarded.read_config(run_dir / run_files.CONFIG)  # the record, not a typed run config
     ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
     y = ds.train_y.numpy()
     return np.stack(
         [
             np.bincount(y[c], minlength=ds.num_classes)
-            for c in data.load_partition(run_dir / "partition.npz")
+            for c in data.load_partition(run_dir / run_files.PARTITION)
         ]
     )
 
@@ -427,7 +429,7 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
     (default ``RUN/partition.png``). Returns the path written."""
     run_dir = Path(run_dir)
-    out = Path(out) if out else run_dir / "partition.png"
+    out = Path(out) if out else run_dir / run_files.PARTITION_FIGURE
     counts = partition_counts(run_dir)
     n, C = counts.shape
     fig, ax = plt.subplots(figsize=(min(3 + 0.25 * C, 16), min(2 + 0.25 * n, 12)))
@@ -437,7 +439,7 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         integer_ticks(axis)
-    cfg = guarded.read_yaml(run_dir / "config.yaml")
+    cfg = guarded.read_yaml(run_dir / run_files.CONFIG)
     setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
     ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
     save_figure(fig, out, caption=f"{run_dir}: {setting}")

@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import OmegaConf
 
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.errors import require
 from ..common.flatten import flatten
 from ..config.keys import complete
@@ -40,7 +40,7 @@ def first_line(e: Exception) -> str:
 
 
 def _choices(run_dir: Path) -> dict:
-    hydra_yaml = run_dir / ".hydra" / "hydra.yaml"
+    hydra_yaml = run_dir / run_files.HYDRA / run_files.HYDRA_RECORD
     if not hydra_yaml.exists():
         return {}
     try:
@@ -63,15 +63,19 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     found = []
     for p in map(Path, paths):
         require(p.exists(), f"no such results folder: {p}")
-        if (p / "metrics.csv").exists() or (p / "summary.json").exists():
+        if (p / run_files.METRICS).exists() or (p / run_files.SUMMARY).exists():
             dirs = [p]
         else:
             dirs = sorted(
-                {m.parent for name in ("metrics.csv", "summary.json") for m in p.rglob(name)},
+                {
+                    m.parent
+                    for name in (run_files.METRICS, run_files.SUMMARY)
+                    for m in p.rglob(name)
+                },
                 key=launch_order(p),
             )
         for d in dirs:
-            if (d / "metrics.csv").exists():
+            if (d / run_files.METRICS).exists():
                 found.append(d)
             else:
                 warn(f"skipped {d}: no metrics.csv (status: {status_text(_status(d)[0])})")
@@ -164,14 +168,14 @@ def read_metrics(path: Path) -> pd.DataFrame:
 def load_run(run_dir: Path) -> Run:
     """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
     try:
-        cfg = OmegaConf.to_container(guarded.read_config(run_dir / "config.yaml"), resolve=False)
+        cfg = OmegaConf.to_container(guarded.read_config(run_dir / run_files.CONFIG), resolve=False)
     except guarded.Unreadable as e:
         raise BrokenRun(f"config.yaml is unreadable: {e.why}") from None
     except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
         raise BrokenRun(f"config.yaml is unreadable ({first_line(e)})") from None
     if not isinstance(cfg, dict) or not cfg:
         raise BrokenRun("config.yaml is empty or not a mapping")
-    metrics = read_metrics(run_dir / "metrics.csv")
+    metrics = read_metrics(run_dir / run_files.METRICS)
     status, error, code = _status(run_dir)
     return Run(
         run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code

@@ -27,10 +27,10 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from .. import PACKAGE
 from ..common import guarded
 from ..common.errors import UserError
 from ..common.files import atomic_write_text
+from ..common.package import PACKAGE
 from .declare import Claim
 
 FILE = ".remembered.json"

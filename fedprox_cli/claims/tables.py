@@ -22,7 +22,7 @@ from pathlib import Path
 from ..analysis import groups as grouping
 from ..analysis.names import method_names
 from ..analysis.stats import Cell
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.files import atomic_write_text
 from .declare import Claim
 
@@ -79,7 +79,7 @@ def _counts(spec: dict, runs) -> dict[str, list[str]]:
     for value, rs in _by(runs, spec["column"]).items():
         r = rs[0]
         T, n = r.final("round"), r.config["n"]
-        d = (guarded.read_json(r.path / "summary.json") or {}).get("dimension")
+        d = (guarded.read_json(r.path / run_files.SUMMARY) or {}).get("dimension")
         prox = r.final("prox_calls") / T
         floats = (r.final("bytes_up") + r.final("bytes_down")) / (4 * n * T * d) if d else math.nan
         out[names.get(value, value)] = [

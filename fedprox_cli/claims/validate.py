@@ -26,7 +26,7 @@ from omegaconf import OmegaConf
 
 from ..analysis import groups
 from ..analysis.run import Run, is_replicate
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.errors import squeeze
 from ..common.flatten import flatten
 from .declare import Claim, RunSet
@@ -84,7 +84,7 @@ def _few(xs: list) -> str:
 
 def recorded(run: Run) -> str | None:
     """A key on which config.yaml and Hydra's record of the run (.hydra/config.yaml) disagree."""
-    path = Path(run.path) / ".hydra" / "config.yaml"
+    path = Path(run.path) / run_files.HYDRA / run_files.HYDRA_CONFIG
     if not path.is_file():
         return None
     try:

@@ -39,7 +39,7 @@ import tempfile
 from functools import cached_property
 from pathlib import Path
 
-from ..common import guarded, streams
+from ..common import guarded, run_files, streams
 from ..common.errors import EXIT, UserError
 
 BASE = [
@@ -65,10 +65,10 @@ class Failed(Exception):
 
 def _resolve(spec: str) -> tuple[str, list[str]]:
     """The algorithm's config name and the overrides that choose it, by the rule ``fedrun``
-    follows (:func:`common.plugins.dotted`, :func:`config.plugin_defaults.store`): a registered
+    follows (:func:`common.dotted.dotted`, :func:`config.plugin_defaults.store`): a registered
     or installed name, or a dotted path to its class."""
     from .. import algorithms
-    from ..common.plugins import dotted, located
+    from ..common.dotted import dotted, located
     from ..config import plugin_defaults
 
     target = dotted(spec)
@@ -158,7 +158,7 @@ class Checker:
             "a round needs in the state dict init returns (a checkpoint saves that dict only, not attributes "
             "set on self)",
         )
-        if "resuming" not in (out / "fedrun.log").read_text():
+        if "resuming" not in (out / run_files.LOG).read_text():
             raise Failed(
                 "the run asked to extend to T = 4 did not resume from round 2's checkpoint"
             )
@@ -195,7 +195,9 @@ class Checker:
         alone = self.run("engine=vmap", "seed=1")
         batched = self.folder / "batched"
         for s, ref in ((0, self.reference), (1, alone)):
-            got = guarded.read_csv(batched / f"seed_{s}" / "metrics.csv").drop(columns="time_s")
+            got = guarded.read_csv(batched / run_files.seed_folder(s) / run_files.METRICS).drop(
+                columns="time_s"
+            )
             self.same(got, ref, f"seed {s} of seeds=2 differs from the run made alone")
         return "seeds=2 in one process equals the two runs made alone"
 
@@ -280,7 +282,7 @@ CONTRACTS = (
 
 def _located(text: str, cls) -> str:
     """A failure line that names the plugin's own file (its ``round`` and line added if not)."""
-    from ..common.plugins import builtin, source_line
+    from ..common.plugin_calls import builtin, source_line
 
     at = source_line(cls, "round")
     file = at.rsplit(":", 1)[0]

@@ -1,7 +1,7 @@
 """``fedrun ... dry_run=true`` and ``fedrun -m ... --cfg job``: what a run or a sweep would do,
 without doing it. Handled in :func:`cli.main` before Hydra starts (Hydra's multirun creates the
 sweep folder before any job runs), with Hydra's compose API and the basic sweeper's own job
-expansion (:func:`compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
+expansion (:func:`config.compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
 config is composed as the launcher composes it (the sweep's Hydra overrides, then the job's) and
 checked with :func:`experiment.validate` against the job's reference config, like a real run, plus
 the run-folder checks that need no data (a foreign folder, a prior run of another config).
@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf
 
-from .. import CONF_DIR
-from ..common import streams
+from ..common import run_files, streams
 from ..common.errors import EXIT, UserError
+from ..common.package import CONF_DIR
 from ..config import extras
-from ..config.slurm import check_time_limit
-from .compose import one_of_a_sweep
+from ..config.compose import reference_config
+from ..config.jobs import Job, jobs
 from .jobtable import align, differing
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
@@ -41,129 +40,6 @@ def requested(overrides: list[str]) -> bool:
     boolean is then refused by the validation, before anything runs)."""
     values = [m["value"].strip() for m in map(_DRY.match, overrides) if m]
     return bool(values) and values[-1].lower() != "false"
-
-
-@dataclass
-class Job:
-    num: int
-    overrides: list[str]
-    folder: Path
-    cfg: DictConfig  # the job's config, without the hydra node
-    choices: dict
-    note: str | None = (
-        None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
-    )
-    where: str = ""  # the device it would run on, and why (:func:`where`)
-    shown: Path | None = None  # the folder as a listing names it (:func:`planned_folder`)
-
-
-def where(cfg: DictConfig, launcher: DictConfig, num: int | None) -> str:
-    """Where a job (number ``num``; None: a single run) would run: the GPU share Ray would give
-    it under ``hydra/launcher=ray`` (Ray places it when it starts), else the device by fedrun's
-    rule (:func:`fedprox_cli.engine.device.placement`) on this machine's visible GPUs."""
-    from ..engine.device import placement
-
-    device = str(cfg.get("device", "auto"))
-    if str(launcher.get("_target_", "")).endswith(".RayLauncher"):
-        remote = launcher.ray.get("remote") or {}
-        gpus = 0 if device == "cpu" else remote.get("num_gpus", "auto")
-        return f"Ray: {gpus} GPU, {remote.get('num_cpus', 1)} CPU" + (
-            f" ({'cuda:0' if device in ('auto', 'cuda') else device} of what Ray gives it)"
-            if gpus not in (0, None)
-            else ""
-        )
-    return placement(device, num)
-
-
-def _compose(gh, config_name: str, overrides: list[str], mode):
-    return gh.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
-
-
-def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> list[Job]:
-    """Every job the command would run, composed (Hydra must be initialized)."""
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.types import RunMode
-
-    from .compose import sweep_jobs
-
-    gh = GlobalHydra.instance().hydra
-    if not multirun:
-        return compose_jobs(gh, config_name, None, [overrides])
-    master = _compose(gh, config_name, overrides, RunMode.MULTIRUN)
-    task = sweep_jobs(master)
-    if task is None:
-        raise UserError(
-            "a dry run lists the jobs of Hydra's basic sweeper only; "
-            f"this sweep uses {master.hydra.sweeper._target_}"
-        )
-    return compose_jobs(gh, config_name, master, task)
-
-
-def compose_jobs(
-    gh, config_name: str, master: DictConfig | None, task: list[list[str]]
-) -> list[Job]:
-    """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them:
-    the sweep's (``master``'s) Hydra overrides, then the job's; ``master`` None: one run.
-    A sweep's launcher/sweeper must be installed (:func:`extras.check`), a SLURM time limit
-    must leave room before its warning (:func:`slurm.check_time_limit`) and its jobs may not
-    batch overlapping seeds (:func:`seeds.check_sweep`)."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    from ..runs.seeds import check_sweep
-
-    pre = (
-        [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)
-    )  # unresolved
-    if master is not None:
-        extras.check(master.hydra.runtime.choices)
-        check_time_limit(master.hydra.launcher)
-        check_sweep(master, task)
-        str(
-            master.hydra.sweep.dir
-        )  # resolved once, as the sweeper does: ${now:} cached for all jobs
-    out = []
-    for num, job in enumerate(task):
-        cfg = _compose(gh, config_name, pre + list(job), RunMode.RUN)  # as Hydra's launchers do
-        if master is not None:
-            OmegaConf.copy_cache(from_config=master, to_config=cfg)  # the same ${now:} as the sweep
-        with open_dict(cfg):
-            cfg.hydra.job.num, cfg.hydra.job.id = num, f"dry_run_{num}"
-        HydraConfig.instance().set_config(cfg)
-        h = cfg.hydra
-        multirun = master is not None
-        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
-        shown_folder = planned_folder(cfg, multirun)
-        choices = dict(h.runtime.choices)
-        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
-        note = None if multirun else one_of_a_sweep(h)
-        placed = where(cfg, h.launcher, num if multirun else None)
-        with open_dict(cfg):
-            del cfg["hydra"]
-        out.append(Job(num, shown, folder, cfg, choices, note, placed, shown_folder))
-    return out
-
-
-_STARTED = (
-    (re.compile(r"\$\{now:[^}]*\}"), "<time>"),
-    (re.compile(r"\$\{fedrun\.pid:\}"), "<pid>"),
-)
-
-
-def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
-    """The folder a job of ``cfg`` runs in as a listing names it: the parts of
-    ``hydra.sweep.dir`` (``hydra.run.dir``) that depend on when and in which process the
-    command starts (``${now:...}``, ``${fedrun.pid:}``) read ``<time>`` and ``<pid>`` -- the
-    dry run's own clock and process would name a folder the real command never uses.
-    (Changes ``cfg``'s hydra node: called last on it.)"""
-    node = cfg.hydra.sweep if multirun else cfg.hydra.run
-    pattern = OmegaConf.to_container(node, resolve=False)["dir"]
-    for started, placeholder in _STARTED:
-        pattern = started.sub(placeholder, str(pattern))
-    with read_write(node), open_dict(node):
-        node.dir = pattern
-    folder = Path(str(node.dir))
-    return folder / str(cfg.hydra.sweep.subdir) if multirun else folder
 
 
 def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:
@@ -186,7 +62,6 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int
     :class:`UserError` (or Hydra's errors). ``references``: reference configs by group choices,
     reused across a sweep's jobs."""
     from ..runs import experiment, seeds
-    from .compose import reference_config
 
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
@@ -210,9 +85,9 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
     on_disk = []
     if job.folder.is_dir():
         for p in job.folder.iterdir():
-            number = p.name.removeprefix(seeds.SEED_PREFIX)
+            number = p.name.removeprefix(run_files.SEED_PREFIX)
             if (
-                p.name.startswith(seeds.SEED_PREFIX)
+                p.name.startswith(run_files.SEED_PREFIX)
                 and number.isdigit()
                 and first <= int(number) < first + R
             ):
@@ -222,7 +97,7 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
         if s > last:
             said.append(_new(last, s - 1))
         state, start = _state(
-            lambda s=s: seeds.with_seed(cfg, s), job.folder / f"{seeds.SEED_PREFIX}{s}", cfg.T
+            lambda s=s: seeds.with_seed(cfg, s), job.folder / run_files.seed_folder(s), cfg.T
         )
         said.append(f"seed {s} {state}")
         starts[start] = starts.get(start, 0) + 1

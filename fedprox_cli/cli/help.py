@@ -11,8 +11,8 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from .. import CONF_DIR
 from ..common.errors import EXIT
+from ..common.package import CONF_DIR
 from ..config.plugin_defaults import GROUPS as PLUGIN_GROUPS  # config group -> entry-point plural
 
 ABOUT = """\
@@ -161,7 +161,7 @@ def group_options(group: str) -> list[tuple[str, str]]:
 
 def plugin_options(group: str) -> list[tuple[str, str]]:
     """``(name, description)`` of each installed plugin of a config group (an entry point of
-    ``fedprox_cli.<plural>``, :mod:`common.plugins`); listed without importing it."""
+    ``fedprox_cli.<plural>``, :mod:`common.registry`); listed without importing it."""
     from importlib.metadata import entry_points
 
     if group not in PLUGIN_GROUPS:
@@ -245,7 +245,8 @@ def option_page(group: str, name: str) -> str:
     from dataclasses import MISSING, fields
 
     from ..common import ranges
-    from ..common.plugins import dotted, located, origin
+    from ..common.dotted import dotted, located
+    from ..common.plugin_calls import origin
     from ..config.plugin_defaults import lookup
 
     target = dotted(name)

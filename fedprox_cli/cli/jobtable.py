@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..runs.outputs import SEED_PREFIX, read_summary
+from ..common import run_files
+from ..runs.outputs import read_summary
 from ..runs.progress import duration
 from ..runs.recap import RunRecord, number, record, rounds
 
@@ -29,17 +30,17 @@ def differing(overrides: list[list[str]]) -> list[list[str]]:
 def seed_runs(folder: Path) -> list[Path]:
     """The runs of a seed-batched job (``seeds=R``: ``folder/seed_<s>/``), by seed; [] for a
     folder that is a run itself."""
-    if (folder / "summary.json").exists() or not folder.is_dir():
+    if (folder / run_files.SUMMARY).exists() or not folder.is_dir():
         return []
     runs = [
         p
         for p in folder.iterdir()
-        if p.name.startswith(SEED_PREFIX)
-        and p.name[len(SEED_PREFIX) :].isdigit()
+        if p.name.startswith(run_files.SEED_PREFIX)
+        and p.name[len(run_files.SEED_PREFIX) :].isdigit()
         and p.is_dir()
         and not p.is_symlink()
     ]
-    return sorted(runs, key=lambda p: int(p.name[len(SEED_PREFIX) :]))
+    return sorted(runs, key=lambda p: int(p.name[len(run_files.SEED_PREFIX) :]))
 
 
 def _records(folder: Path, status: str | None, overrides: list[str] | None) -> list[RunRecord]:
@@ -55,7 +56,7 @@ def _records(folder: Path, status: str | None, overrides: list[str] | None) -> l
         r = record(run)
         known = list(overrides) if overrides is not None else r.overrides
         r.overrides = [o for o in known if not o.split("=", 1)[0].lstrip("+~") in ("seed", "seeds")]
-        r.overrides.append(f"seed={run.name[len(SEED_PREFIX) :]}")
+        r.overrides.append(f"seed={run.name[len(run_files.SEED_PREFIX) :]}")
         out.append(r)
     return out
 

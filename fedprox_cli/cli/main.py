@@ -37,15 +37,16 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from .. import CONF_DIR
+from ..analysis import run_figures
 from ..cluster.launchers import sweep_value
-from ..common import console, signals, streams
+from ..common import console, run_files, signals, streams
 from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
+from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import plugin_defaults, resolvers
+from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from . import sweep
-from .compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from .faults import crash, one_line
 
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
@@ -92,17 +93,6 @@ def _ran(code: int) -> None:
     _CALL.get().codes.append(code)
 
 
-def draw(composed: DictConfig, out: Path) -> None:
-    """``metrics.png`` (and ``clients.png`` with per-client metrics) of a finished or diverged
-    run, drawn as it ends (:func:`runs.ending.conclude`; matplotlib loads only here)."""
-    from ..analysis.plotting import plot_clients, plot_run, run_title
-    from ..engine import clients
-
-    plot_run(out / "metrics.csv", out / "metrics.png", title=run_title(composed))
-    if (out / clients.SUMMARY).exists():
-        plot_clients(out / clients.SUMMARY, out / clients.FIGURE)
-
-
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _job(composed: DictConfig) -> float:
     stops_interrupt()  # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
@@ -130,7 +120,7 @@ def _job(composed: DictConfig) -> float:
             command=command(hc),
             hydra_record=hydra_files(composed, hc),
             reference=reference,
-            plot=draw,
+            plot=run_figures.draw,
         )
     except Exception as e:  # outside the run's own handling: one line, the sweep goes on
         said = len(console.errors)
@@ -150,10 +140,12 @@ def _job(composed: DictConfig) -> float:
         _ran(code)
         if code == 0 and composed.seeds > 1:
             streams.out(
-                f"runs:    {out / 'seed_<s>'} for s = {composed.seed}..{composed.seed + composed.seeds - 1}"
+                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = {composed.seed}..{composed.seed + composed.seeds - 1}"
             )
-        elif code == 0 and (out / "metrics.csv").exists():
-            streams.out(f"metrics: {out / 'metrics.csv'}\nplot:    {out / 'metrics.png'}")
+        elif code == 0 and (out / run_files.METRICS).exists():
+            streams.out(
+                f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
+            )
     return sweep_value(
         composed, out, code, OmegaConf.select(hc, "sweeper.direction")
     )  # for sweepers

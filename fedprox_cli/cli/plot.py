@@ -31,7 +31,7 @@ from ..analysis import results, stats
 from ..analysis.curves import plot_groups, plot_slope
 from ..analysis.plotting import plt, styled
 from ..analysis.run import X_AXES
-from ..common import streams
+from ..common import run_files, streams
 from ..common.errors import UserError, require
 from . import options
 
@@ -134,7 +134,7 @@ def run(args, warn) -> int:
 
 def draw(args, warn) -> int:
     if args.partition is not None:
-        out = args.out or args.partition / "partition.png"
+        out = args.out or args.partition / run_files.PARTITION_FIGURE
         plot_partition(args.partition, out)
         streams.out(f"wrote {out}")
         return 0

@@ -20,7 +20,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..analysis import groups
-from ..common import guarded, streams
+from ..common import guarded, run_files, streams
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
@@ -36,7 +36,9 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
     try:
         return complete(
             flatten(
-                OmegaConf.to_container(guarded.read_config(run_dir / "config.yaml"), resolve=False)
+                OmegaConf.to_container(
+                    guarded.read_config(run_dir / run_files.CONFIG), resolve=False
+                )
             )
         )
     except guarded.Unreadable as e:
@@ -51,8 +53,8 @@ def find(paths) -> list[Path]:
     found = []
     for p in map(Path, paths):
         require(p.exists(), f"no such run or sweep folder: {p}")
-        marks = [m.parent for pat in ("summary.json", "config.yaml") for m in p.rglob(pat)]
-        found += [d for d in marks if ".hydra" not in d.parts and ".submitit" not in d.parts]
+        marks = [m.parent for pat in (run_files.SUMMARY, run_files.CONFIG) for m in p.rglob(pat)]
+        found += [d for d in marks if run_files.HYDRA not in d.parts and ".submitit" not in d.parts]
         found += [job for m in p.rglob("multirun.yaml") for job in _planned(m)]
     require(
         found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}"
@@ -67,7 +69,7 @@ def _planned(multirun_yaml: Path) -> list[Path]:
     (:mod:`..analysis.jobrecords`), or for a sweep of numbered folders (before those records) from its
     multirun.yaml."""
     from ..analysis.jobrecords import records
-    from .compose import sweep_jobs
+    from ..config.compose import sweep_jobs
 
     sweep = multirun_yaml.parent
     recorded = [Path(r.folder) for r in records(sweep)]

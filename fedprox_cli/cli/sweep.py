@@ -134,15 +134,16 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
 
+    from ..config.compose import sweep_jobs
+    from ..config.jobs import compose_jobs
     from . import dryrun
-    from .compose import sweep_jobs
 
     task = sweep_jobs(master)
     if task is None:
         return None
     saved = HydraConfig.instance().cfg
     try:
-        listed = dryrun.compose_jobs(GlobalHydra.instance().hydra, config_name, master, task)
+        listed = compose_jobs(GlobalHydra.instance().hydra, config_name, master, task)
         _, bad = dryrun.check_jobs(listed, multirun=True)
     finally:
         HydraConfig.instance().cfg = saved

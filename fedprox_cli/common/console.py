@@ -9,11 +9,10 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import streams
+from . import run_files, streams
 from .clock import now
 from .files import open_file
 
-LOG = "fedrun.log"
 _logs: list[Path] = []
 errors: list[str] = []  # the messages said as errors (a sweep's job record takes the last)
 
@@ -49,7 +48,7 @@ def _append(line: str) -> None:
 @contextmanager
 def logging_to(run_dir: Path):
     """Copy :func:`say`'s lines to ``run_dir/fedrun.log`` inside the block."""
-    _logs.append(Path(run_dir) / LOG)
+    _logs.append(Path(run_dir) / run_files.LOG)
     try:
         yield
     finally:

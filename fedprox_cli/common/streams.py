@@ -149,7 +149,7 @@ def debugging() -> bool:
 
 def trace(e: BaseException) -> None:
     """With ``FEDRUN_DEBUG=1``: the traceback of ``e`` on stderr -- of the plugin's own exception
-    when ``e`` reports one (its ``cause``, :func:`common.plugins.calling`) -- printed before the
+    when ``e`` reports one (its ``cause``, :func:`common.plugin_calls.calling`) -- printed before the
     error's one line; never raises."""
     if not debugging():
         return

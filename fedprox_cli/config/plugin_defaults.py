@@ -1,13 +1,13 @@
 """An installed plugin without a YAML: its defaults make its config.
 
 ``fedrun algorithm=NAME`` needs ``algorithm/NAME.yaml`` somewhere on Hydra's search path. For
-an installed plugin (an entry point, :mod:`fedprox_cli.common.plugins`) that ships none,
+an installed plugin (an entry point, :mod:`fedprox_cli.common.registry`) that ships none,
 :func:`store` puts its defaults into Hydra's ConfigStore as that option: a dataclass's field
 defaults (an algorithm, regularizer, compressor), a model builder's keyword defaults (with
 ``init: default``), a dataset loader's name alone. A YAML found on the search path (fedrun's,
 ``--config-dir``, ``hydra.searchpath``, a search-path plugin's) wins: nothing is stored then.
 A plugin whose parameter has no default is one line saying what to add. A class named by its
-dotted path (``algorithm=my_module.MyAlgorithm``, :func:`common.plugins.dotted`: the rule
+dotted path (``algorithm=my_module.MyAlgorithm``, :func:`common.dotted.dotted`: the rule
 ``fedrun-check-algorithm`` follows too) is stored the same way, with ``_target_`` its path.
 """
 
@@ -18,9 +18,9 @@ import re
 from dataclasses import MISSING, fields, is_dataclass
 from importlib.metadata import entry_points
 
-from .. import CONF_DIR
+from ..common.dotted import dotted, located
 from ..common.errors import UserError
-from ..common.plugins import dotted, located
+from ..common.package import CONF_DIR
 
 GROUPS = {
     "algorithm": "algorithms",
@@ -78,7 +78,7 @@ def defaults(group: str, name: str, obj) -> dict:
 
 
 def by_path(group: str, target: str) -> dict:
-    """The option ``GROUP=package.module.Class`` (:func:`common.plugins.dotted`): the class's
+    """The option ``GROUP=package.module.Class`` (:func:`common.dotted.dotted`): the class's
     defaults under its own ``name``, with ``_target_`` its path; the class contract checked at
     the door (a broken one is one line naming it)."""
     cls = located(target)

@@ -137,7 +137,7 @@ class Metrics(Checked):
 @dataclass(frozen=True)
 class Choice:
     """A config group's chosen option: its ``name`` and its parameters (the YAML's other keys,
-    ``_target_`` included: a plugin's class, see :mod:`fedprox_cli.common.plugins`)."""
+    ``_target_`` included: a plugin's class, see :mod:`fedprox_cli.common.registry`)."""
 
     name: str
     params: Dict[str, Any]

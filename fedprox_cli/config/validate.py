@@ -16,7 +16,6 @@ from __future__ import annotations
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from .. import CONF_DIR
 from ..common.errors import UserError, closest, require
 from ..common.flatten import flatten
 from .schema import (
@@ -38,20 +37,6 @@ def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
     """A config group's entries as keyword arguments (without its ``name``)."""
     d = OmegaConf.to_container(group, resolve=True)
     return {k: v for k, v in d.items() if k not in drop}
-
-
-def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
-    """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
-    e.g. ``experiment.build(compose(["dataset=digits", "K=5"]))``."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    from . import plugin_defaults, resolvers
-
-    resolvers.register()
-    plugin_defaults.store(list(overrides))
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return hydra_compose("config", overrides=list(overrides))
 
 
 # Ranges of the group keys that no built object checks (the algorithm, regularizer and
@@ -95,7 +80,7 @@ def _top_level(cfg: DictConfig) -> dict:
 
 def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     """``cfg`` checked (module docstring) and typed. ``reference``: the same group choices
-    composed without overrides (:func:`cli.compose.reference`): it gives the keys a config may
+    composed without overrides (:func:`compose.reference_config`): it gives the keys a config may
     have and the types of the groups' values."""
     if reference is not None:
         check_keys(cfg, reference)

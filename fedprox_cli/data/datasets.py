@@ -25,16 +25,19 @@ import torch
 from ..common.console import say
 from ..common.errors import UserError, require, squeeze
 from ..common.files import atomic_write, check_readable, open_file
-from ..common.plugins import Registry, callable_contract, calling, returned
+from ..common.plugin_calls import calling, returned
+from ..common.registry import Registry, callable_contract
 
 REDOWNLOAD = "delete it and download it again"
 
-_REGISTRY = Registry(
-    "dataset",
-    "datasets",
-    callable_contract("a dataset loader (root: Path) -> fedprox_cli.data.Dataset"),
-)  # name -> loader(root: Path) -> Dataset
-register, names, lookup = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup
+# name -> loader(root: Path) -> Dataset
+register, names, lookup = (
+    _REGISTRY := Registry(
+        "dataset",
+        "datasets",
+        callable_contract("a dataset loader (root: Path) -> fedprox_cli.data.Dataset"),
+    )
+).calls()[:3]
 
 
 @dataclass
@@ -63,7 +66,7 @@ def default_root() -> Path:
 
 def load(name: str, root: str | os.PathLike | None = None, target: str | None = None) -> Dataset:
     """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU
-    (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.common.plugins`)."""
+    (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.common.registry`)."""
     loader = lookup(name, target)
     base = Path(root).expanduser() if root else default_root()
     require(not base.exists() or base.is_dir(), f"data.root {base} is a file, not a folder")

@@ -3,37 +3,33 @@
 Every scheme is a pure function of (labels, groups where it uses them, scheme parameters,
 seed), assigns every sample to exactly one client, terminates for any parameters (no
 resampling loops), and guarantees each client at least ``min_size`` samples -- or refuses with
-a clear error when n * min_size exceeds the data. Schemes register with :func:`register`;
-:func:`partition` dispatches.
+a clear error when n * min_size exceeds the data. Schemes are a registry
+(:mod:`common.registry`: ``@register("name")``, an entry point of ``fedprox_cli.partitions`` or a
+``_target_``); a scheme that takes ``groups`` splits by the dataset's natural groups (e.g.
+FEMNIST's writers). :func:`partition` dispatches.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
-from typing import Callable
 
 import numpy as np
 
 from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write
+from ..common.plugin_calls import calling
+from ..common.registry import Registry, callable_contract
 
-_SCHEMES: dict[str, Callable[..., list[np.ndarray]]] = {}
-_GROUPED: set[str] = set()  # schemes that split by Dataset.groups (e.g. FEMNIST writers)
-
-
-def register(name: str, grouped: bool = False):
-    def deco(fn):
-        _SCHEMES[name] = fn
-        if grouped:
-            _GROUPED.add(name)
-        return fn
-
-    return deco
-
-
-def names() -> list[str]:
-    return sorted(_SCHEMES)
+# name -> scheme(labels, n, rng, **params) -> per-client index arrays
+register, names, lookup = (
+    _REGISTRY := Registry(
+        "partition",
+        "partitions",
+        callable_contract("a partition scheme (labels, n, rng, **params) -> index arrays"),
+    )
+).calls()[:3]
 
 
 def partition(
@@ -43,12 +39,14 @@ def partition(
     seed: int,
     min_size: int = 1,
     groups: np.ndarray | None = None,
+    _target_: str | None = None,
     **params,
 ) -> list[np.ndarray]:
     """Per-client sorted int64 index arrays into the training set. ``groups`` (one id per
-    sample, e.g. FEMNIST's writers) is required by the grouped schemes."""
-    require(scheme in _SCHEMES, f"unknown partition '{scheme}' (choose from: {', '.join(names())})")
-    if scheme in _GROUPED:
+    sample, e.g. FEMNIST's writers) is required by the grouped schemes (those that take it);
+    ``_target_``: a plugin's scheme by dotted path."""
+    split = lookup(scheme, _target_)
+    if "groups" in inspect.signature(split).parameters:
         require(
             groups is not None,
             f"partition {scheme} needs a dataset with natural groups "
@@ -65,7 +63,8 @@ def partition(
         f"samples each needs {n * min_size} samples; the training set has {N}",
     )
     rng = np.random.default_rng(seed)
-    clients = _SCHEMES[scheme](labels, n, rng, **params)
+    with calling(split, "partition", "its scheme", scheme):
+        clients = split(labels, n, rng, **params)
     clients = _top_up(clients, min_size, rng)
     return [np.sort(c).astype(np.int64) for c in clients]
 
@@ -115,7 +114,7 @@ def _dirichlet_split(items: np.ndarray, n: int, alpha: float, rng: np.random.Gen
     return np.split(items, (np.cumsum(q)[:-1] * len(items)).round().astype(int))
 
 
-@register("dirichlet_writers", grouped=True)
+@register("dirichlet_writers")
 def dirichlet_writers(
     labels: np.ndarray, n: int, rng: np.random.Generator, alpha: float, groups: np.ndarray
 ) -> list[np.ndarray]:

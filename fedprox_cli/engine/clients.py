@@ -1,7 +1,8 @@
 """Per-client metrics (``metrics.per_client=true``): at every evaluation, each client's loss and
 accuracy of the output model x on its own training data, and on the test set reweighted by its
-label distribution; written to ``clients.csv`` (one row per round and client) and
-``clients_summary.csv`` (per round: mean, std and worst 10% over the clients).
+label distribution: the rows of ``clients.csv`` (one per round and client) and the table of
+``clients_summary.csv`` (per round: mean, std and worst 10% over the clients), which the run
+writes (``runs.client_log``).
 
 Reweighted test metrics of client i: the weighted mean over the test samples s with weight
 w_s = p_i(y_s) / p_test(y_s), where p_i is the label distribution of client i's training data
@@ -22,15 +23,12 @@ test set (``eval_batch`` samples at a time), then summed per client and per clas
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..common import guarded
-from ..common.files import atomic_write_text
 from .oracle import Oracle
 
 if TYPE_CHECKING:  # pandas loads with the first per-client table, not with every run
@@ -126,33 +124,3 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
             row[f"{m}_worst10"] = worst(g[m], higher_is_worse="loss" in m)
         out[t] = row
     return pd.DataFrame.from_dict(out, orient="index").rename_axis("round").reset_index()
-
-
-FILE, SUMMARY, FIGURE = "clients.csv", "clients_summary.csv", "clients.png"
-
-
-class Log:
-    """A run's per-client rows, ``clients.csv`` and ``clients_summary.csv`` rewritten
-    (atomically) at every evaluation. A resumed run keeps the rows of the rounds up to its
-    checkpoint (those after it are evaluated again), as ``metrics.csv`` does."""
-
-    def __init__(self, out, resumed_at: int | None):
-        import pandas as pd
-
-        self.out = Path(out)
-        self.table = pd.DataFrame(columns=COLUMNS)
-        path = self.out / FILE
-        if resumed_at is not None and path.exists():
-            old = guarded.read_csv(path)
-            self.table = old[old["round"] <= resumed_at]
-
-    def add(self, t: int, values: dict[str, np.ndarray]) -> None:
-        import pandas as pd
-
-        new = pd.DataFrame(rows(t, values), columns=COLUMNS)
-        self.table = new if self.table.empty else pd.concat([self.table, new], ignore_index=True)
-        self.write()
-
-    def write(self) -> None:
-        atomic_write_text(self.out / FILE, self.table.to_csv(index=False))
-        atomic_write_text(self.out / SUMMARY, summary(self.table).to_csv(index=False))

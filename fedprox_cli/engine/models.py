@@ -14,14 +14,19 @@ import torch
 from torch import nn
 
 from ..common.errors import UserError, require
-from ..common.plugins import Registry, callable_contract, calling, returned
+from ..common.plugin_calls import calling, returned
+from ..common.registry import Registry, callable_contract
 
-_REGISTRY = Registry(
-    "model",
-    "models",
-    callable_contract("a model builder (input_shape, num_classes, **params) -> torch.nn.Module"),
-)  # name -> builder
-register, names, lookup = _REGISTRY.register, _REGISTRY.names, _REGISTRY.lookup
+# name -> builder
+register, names, lookup = (
+    _REGISTRY := Registry(
+        "model",
+        "models",
+        callable_contract(
+            "a model builder (input_shape, num_classes, **params) -> torch.nn.Module"
+        ),
+    )
+).calls()[:3]
 
 
 def build(
@@ -34,7 +39,7 @@ def build(
 ) -> nn.Module:
     """Model ``name`` for inputs of ``input_shape`` (without batch dim) and ``num_classes``.
     ``init="zeros"`` sets every parameter to 0 (deterministic convex checks); ``_target_``: a
-    plugin's builder by dotted path (:mod:`fedprox_cli.common.plugins`)."""
+    plugin's builder by dotted path (:mod:`fedprox_cli.common.registry`)."""
     builder = lookup(name, _target_)
     require(init in ("default", "zeros"), f"model.init must be 'default' or 'zeros', got '{init}'")
     with calling(builder, "model", "its builder", name):

@@ -16,8 +16,8 @@ import torch
 
 from ..common import ranges
 from ..common.draws import to_device
-from ..common.plugins import Registry, class_contract
 from ..common.ranges import param
+from ..common.registry import Registry, class_contract
 
 DENSE_BYTES = 4
 SPARSE_BYTES = 8
@@ -40,18 +40,14 @@ class Compressor:
         raise NotImplementedError
 
 
-_REGISTRY = Registry(
-    "compressor",
-    "compressors",
-    class_contract(Compressor, ("__call__",)),
-    lambda comp: comp.validate(),
-)
 register, names, lookup, build = (
-    _REGISTRY.register,
-    _REGISTRY.names,
-    _REGISTRY.lookup,
-    _REGISTRY.build,
-)
+    _REGISTRY := Registry(
+        "compressor",
+        "compressors",
+        class_contract(Compressor, ("__call__",)),
+        lambda comp: comp.validate(),
+    )
+).calls()
 
 
 @register

@@ -23,8 +23,9 @@ import torch
 
 from ..common import ranges
 from ..common.errors import UserError, require
-from ..common.plugins import Registry, calling, class_contract, returned
+from ..common.plugin_calls import calling, returned
 from ..common.ranges import param
+from ..common.registry import Registry, class_contract
 
 
 @dataclass(frozen=True)
@@ -91,18 +92,14 @@ class Regularizer:
         raise NotImplementedError
 
 
-_REGISTRY = Registry(
-    "regularizer",
-    "regularizers",
-    class_contract(Regularizer, ("_value", "_prox")),
-    lambda reg: reg.validate(),
-)
 register, names, lookup, build = (
-    _REGISTRY.register,
-    _REGISTRY.names,
-    _REGISTRY.lookup,
-    _REGISTRY.build,
-)
+    _REGISTRY := Registry(
+        "regularizer",
+        "regularizers",
+        class_contract(Regularizer, ("_value", "_prox")),
+        lambda reg: reg.validate(),
+    )
+).calls()
 
 
 def soft_threshold(x: torch.Tensor, tau: float) -> torch.Tensor:

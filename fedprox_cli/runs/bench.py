@@ -24,7 +24,8 @@ from torch.utils.flop_counter import FlopCounterMode, flop_registry
 
 from .. import algorithms
 from ..common.errors import UserError
-from ..config.validate import compose, params
+from ..config.compose import compose
+from ..config.validate import params
 from ..engine import models
 from ..engine.metrics import evaluate
 from ..engine.models import FlatModel

@@ -30,13 +30,12 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.errors import UserError, require
 from ..common.files import atomic_write
 from ..common.flatten import flatten
 from ..config.keys import complete, is_run_control
 
-FILE = "checkpoint.pt"
 FORMAT = 2  # 2: with the config digest
 
 
@@ -212,7 +211,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
     in more than :func:`may_differ`."""
     try:
-        old = OmegaConf.to_container(guarded.read_config(out / "config.yaml"))
+        old = OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
         now = (

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ..common import signals, streams
+from ..common import run_files, signals, streams
 from ..common.console import say
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
-from . import checkpoint, keep, recap
+from . import keep, recap
 from .experiment import Experiment
 from .outputs import Summary, read_summary
 from .training import Diverged, Interrupted
@@ -63,7 +63,7 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     fault (:func:`out_of_memory`): status error, exit 2."""
     if exhausted(e):
         return out_of_memory(e, summary)
-    where = out / "error.log"
+    where = out / run_files.ERROR_LOG
     try:
         atomic_write_text(where, traceback.format_exc())
     except OSError:
@@ -115,7 +115,7 @@ def conclude(
             )
     except OSError as e:
         say(
-            f"the finished run's files kept in {out / keep.KEPT} could not be put back or dropped "
+            f"the finished run's files kept in {out / run_files.KEPT} could not be put back or dropped "
             f"({describe(e)}); the next fedrun in {out} does it",
             "note",
         )
@@ -142,7 +142,7 @@ def _conclude(
     except (UserError, OSError) as e:
         return _ended(out, summary, "error", describe(e), "error", error=describe(e))
     except Diverged as e:
-        kept = (out / "metrics.csv").exists()  # not when round 0's evaluation overflowed
+        kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
         try:
             if kept:
                 plot(composed, out)
@@ -155,7 +155,7 @@ def _conclude(
             out,
             summary,
             "diverged",
-            f"{e}" + (f" (rows so far kept in {out / 'metrics.csv'})" if kept else ""),
+            f"{e}" + (f" (rows so far kept in {out / run_files.METRICS})" if kept else ""),
             "diverged",
             error=str(e),
             round=e.round,
@@ -168,7 +168,7 @@ def _conclude(
             f"interrupted{f' after round {e.round}' if after else ''}; "
             + (
                 "re-run the same command to resume"
-                if (out / checkpoint.FILE).exists()
+                if (out / run_files.CHECKPOINT).exists()
                 else f"partial results in {out}"
             )
             + (f" (stopped by {by})" if by else "")
@@ -187,12 +187,12 @@ def _conclude(
     code = _ended(out, summary, "finished", None, "", final=rows[-1], round=exp.cfg.T)
     if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
         try:
-            remove(out / checkpoint.FILE)
+            remove(out / run_files.CHECKPOINT)
         except (
             OSError
         ) as e:  # the run is finished (its record says so); the file is only in the way
             say(
-                f"{out / checkpoint.FILE} could not be deleted ({describe(e)}); it is no longer needed",
+                f"{out / run_files.CHECKPOINT} could not be deleted ({describe(e)}); it is no longer needed",
                 "note",
             )
     return code

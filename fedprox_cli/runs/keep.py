@@ -20,36 +20,22 @@ import os
 import shutil
 from pathlib import Path
 
+from ..common import run_files
 from ..common.files import folder, remove
-from ..engine import clients
 
-KEPT = ".kept"
-FILES = (
-    "metrics.csv",
-    "metrics.png",
-    "summary.json",
-    "config.yaml",
-    "partition.npz",
-    "checkpoint.pt",
-    "tracker.json",
-    clients.FILE,
-    clients.SUMMARY,
-    clients.FIGURE,
-)
-RESUMES = "checkpoint.pt"  # the attempt's own, if it wrote one, is kept over the finished one's
 _protected: set[Path] = set()
 
 
 def _pairs(out: Path) -> list[tuple[Path, Path]]:
     """(file of the run, its kept name) of every file :func:`protect` keeps."""
-    record = out / ".hydra"
+    record = out / run_files.HYDRA
     hydra = (
         sorted(p.name for p in record.iterdir())
         if record.is_dir() and not record.is_symlink()
         else []
     )
-    return [(out / n, out / KEPT / f"{n}.kept") for n in FILES] + [
-        (record / n, out / KEPT / f"hydra.{n}.kept") for n in hydra
+    return [(out / n, out / run_files.KEPT / f"{n}.kept") for n in run_files.RECORD] + [
+        (record / n, out / run_files.KEPT / f"hydra.{n}.kept") for n in hydra
     ]
 
 
@@ -58,7 +44,7 @@ def protect(out: Path, finished: bool) -> None:
     out = Path(out)
     if not finished or out in _protected:
         return
-    kept = folder(out, KEPT)
+    kept = folder(out, run_files.KEPT)
     for src, dst in _pairs(out):
         if src.is_file() and not src.is_symlink():
             remove(dst)
@@ -85,11 +71,11 @@ def settle(out: Path, finished: bool) -> bool:
 
 def recover(out: Path) -> bool:
     """Put back what a killed attempt left kept in ``out`` (before anything else runs there)."""
-    return (Path(out) / KEPT).is_dir() and _restore(Path(out))
+    return (Path(out) / run_files.KEPT).is_dir() and _restore(Path(out))
 
 
 def _restore(out: Path) -> bool:
-    kept = out / KEPT
+    kept = out / run_files.KEPT
     if not (kept / "complete").exists():
         _drop(out)
         return False
@@ -98,11 +84,11 @@ def _restore(out: Path) -> bool:
         name = p.name[: -len(".kept")]
         try:
             dst = (
-                folder(out, ".hydra") / name[len("hydra.") :]
+                folder(out, run_files.HYDRA) / name[len("hydra.") :]
                 if name.startswith("hydra.")
                 else out / name
             )
-            if name == RESUMES and dst.exists():
+            if name == run_files.CHECKPOINT and dst.exists():  # the attempt's own is kept
                 continue
             remove(dst)  # a link the attempt's user put there goes, never what it points to
             os.replace(p, dst)
@@ -114,7 +100,7 @@ def _restore(out: Path) -> bool:
 
 
 def _drop(out: Path) -> None:
-    kept = out / KEPT
+    kept = out / run_files.KEPT
     if kept.is_dir() and not kept.is_symlink():
         for p in kept.iterdir():
             remove(p)

@@ -15,10 +15,10 @@ import os
 import socket
 from pathlib import Path
 
+from ..common import run_files
 from ..common.errors import UserError
 from ..common.files import open_regular
 
-FILE = ".fedrun.lock"
 refused: list[Path] = []  # the folders this process was refused because another held them
 
 
@@ -26,7 +26,7 @@ class RunLock:
     """``with RunLock(run_dir):`` -- hold the folder's lock, or raise :class:`UserError`."""
 
     def __init__(self, run_dir: Path):
-        self.path = Path(run_dir) / FILE
+        self.path = Path(run_dir) / run_files.LOCK
         self._fd: int | None = None
 
     def __enter__(self) -> "RunLock":
@@ -58,7 +58,7 @@ class RunLock:
 def holder(run_dir: Path) -> str | None:
     """Who holds ``run_dir``'s lock now (``pid N on host H``), or None when no process does."""
     try:
-        fd = open_regular(Path(run_dir) / FILE)
+        fd = open_regular(Path(run_dir) / run_files.LOCK)
     except OSError:  # missing, or not a lock file fedrun made (atomic.NotRegular)
         return None
     try:

@@ -43,13 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import PACKAGE, __version__
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.clock import now
 from ..common.files import atomic_write_text, write_text_in_place
+from ..common.package import PACKAGE, VERSION
 from .lock import is_held
 
-SUMMARY = "summary.json"
 HEARTBEAT_S = 60.0  # the heartbeat is at most this old while a run is alive
 SLURM_VARS = {
     "job_id": "SLURM_JOB_ID",
@@ -149,7 +148,7 @@ def provenance(command: str) -> dict:
         "git_commit": git_commit(),
         "command": command,
         "versions": {
-            "fedprox_cli": __version__,
+            "fedprox_cli": VERSION,
             "torch": version("torch"),
             "python": platform.python_version(),
         },
@@ -160,7 +159,7 @@ class Summary:
     """The run's ``summary.json``, rewritten atomically on every change."""
 
     def __init__(self, run_dir: Path, **fields):
-        self.path = Path(run_dir) / SUMMARY
+        self.path = Path(run_dir) / run_files.SUMMARY
         self.fields = fields
         self._beat = 0.0
 
@@ -185,19 +184,18 @@ class Summary:
         self.write(status, ended=now(), **fields)
 
 
-SEED_PREFIX = "seed_"  # the run folders of a seed-batched run: RUN/seed_<s>/ (see seeds.py)
-
-
 def runs_in(folder: Path) -> list[Path]:
     """The run folders a job wrote: ``folder`` itself, or its ``seed_<s>/`` folders (``seeds=R``)
     -- those holding a ``summary.json``."""
     folder = Path(folder)
-    if (folder / SUMMARY).exists():
+    if (folder / run_files.SUMMARY).exists():
         return [folder]
     return sorted(
-        (p.parent for p in folder.glob(f"{SEED_PREFIX}*/{SUMMARY}")),
+        (p.parent for p in folder.glob(f"{run_files.SEED_PREFIX}*/{run_files.SUMMARY}")),
         key=lambda p: (
-            int(p.name[len(SEED_PREFIX) :]) if p.name[len(SEED_PREFIX) :].isdigit() else -1
+            int(p.name[len(run_files.SEED_PREFIX) :])
+            if p.name[len(run_files.SEED_PREFIX) :].isdigit()
+            else -1
         ),
     )
 
@@ -223,7 +221,7 @@ def read_summary(run_dir: Path) -> dict:
     types (a field of another type is left out, as if absent: any file, fedrun's or another
     tool's, reads without surprises); :class:`guarded.Unreadable` (a ValueError) for a file
     that cannot be read as a JSON object (cut short, too large, nested too deep)."""
-    path = Path(run_dir) / SUMMARY
+    path = Path(run_dir) / run_files.SUMMARY
     d = guarded.read_json(path)
     if not isinstance(d, dict):
         raise guarded.Unreadable(path, f"not a JSON object (a {type(d).__name__})")

@@ -10,7 +10,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common import guarded
+from ..common import guarded, run_files
 from .outputs import effective_status, read_summary
 from .progress import duration
 
@@ -31,7 +31,7 @@ def _last_row(folder: Path) -> dict:
         rows = list(
             csv.DictReader(
                 io.StringIO(
-                    guarded.read_text(folder / "metrics.csv", guarded.TABLE_BYTES), newline=""
+                    guarded.read_text(folder / run_files.METRICS, guarded.TABLE_BYTES), newline=""
                 )
             )
         )
@@ -48,7 +48,7 @@ def _last_row(folder: Path) -> dict:
 
 def _overrides(folder: Path) -> list[str]:
     try:
-        return [str(o) for o in guarded.read_yaml(folder / ".hydra" / "overrides.yaml")]
+        return [str(o) for o in guarded.read_yaml(folder / run_files.HYDRA / run_files.OVERRIDES)]
     except Exception:  # missing or unreadable: the row shows none
         return []
 

@@ -13,15 +13,16 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import data
 from ..algorithms import contract
+from ..common import run_files
 from ..common.console import say
 from ..common.errors import UserError, require
 from ..common.files import atomic_write_text, clear_temps, folder, remove, temp_of
 from ..common.guarded import Unreadable
 from ..config.schema import RunConfig
 from ..config.validate import typed
-from ..engine import choice, clients
+from ..engine import choice
 from ..engine.device import hardware
-from . import checkpoint, keep, lock, provenance
+from . import checkpoint, keep, provenance
 from .experiment import Experiment, split
 from .outputs import Summary, is_fedrun_summary, read_summary
 
@@ -37,7 +38,7 @@ def status_of(out: Path) -> str:
 def has_prior_run(out: Path) -> bool:
     """Whether ``out`` holds a run to resume or keep: a checkpoint, or a summary whose status
     is not ``error`` of a start that was not cut short (:func:`cut_short`)."""
-    return (out / checkpoint.FILE).exists() or (
+    return (out / run_files.CHECKPOINT).exists() or (
         status_of(out) not in ("missing", "error") and not cut_short(out)
     )
 
@@ -49,18 +50,18 @@ def cut_short(out: Path) -> bool:
     or failed, a full disk's included, says ``error``: no prior run either.)"""
     return (
         status_of(out) in ("running", "interrupted")
-        and not (out / "config.yaml").exists()
-        and not (out / checkpoint.FILE).exists()
+        and not (out / run_files.CONFIG).exists()
+        and not (out / run_files.CHECKPOINT).exists()
     )
 
 
 SCAFFOLD = {
-    ".hydra",
-    lock.FILE,
-    "fedrun.log",
-    "error.log",
+    run_files.HYDRA,
+    run_files.LOCK,
+    run_files.LOG,
+    run_files.ERROR_LOG,
 }  # what fedrun leaves before a run starts
-OWN = {*keep.FILES, "error.log"}  # the files fedrun writes atomically in a run folder
+OWN = {*run_files.RECORD, run_files.ERROR_LOG}  # the files fedrun writes atomically in a run folder
 
 
 def is_scaffold(p: Path) -> bool:
@@ -72,7 +73,7 @@ def is_scaffold(p: Path) -> bool:
     return (
         p.name in SCAFFOLD
         and not p.is_symlink()
-        and (p.is_dir() if p.name == ".hydra" else p.is_file())
+        and (p.is_dir() if p.name == run_files.HYDRA else p.is_file())
     )
 
 
@@ -122,7 +123,7 @@ def resume_point(
     finished = status_of(out) == "finished"
     if finished and prior.get("T") == cfg.T:  # a checkpoint beside it is an extension's, stopped
         return True
-    path = out / checkpoint.FILE
+    path = out / run_files.CHECKPOINT
     ckpt = (
         checkpoint.load(path, cfg.torch_device, checkpoint.digests(composed))
         if path.exists()
@@ -165,7 +166,7 @@ def fits(exp: Experiment, out: Path, ckpt: checkpoint.Checkpoint | None) -> None
         provenance.check(recorded, exp.fingerprint, out)
     if ckpt is not None:
         checkpoint.check_fits(
-            out / checkpoint.FILE,
+            out / run_files.CHECKPOINT,
             ckpt,
             contract.init(exp.alg, exp.flat.flat(), exp.cfg.n),
             exp.cfg.T,
@@ -223,12 +224,12 @@ def begin(
     )
     if ckpt is None:
         for name in (
-            checkpoint.FILE,
-            "metrics.png",
-            "error.log",
-            clients.FILE,
-            clients.SUMMARY,
-            clients.FIGURE,
+            run_files.CHECKPOINT,
+            run_files.METRICS_FIGURE,
+            run_files.ERROR_LOG,
+            run_files.CLIENTS,
+            run_files.CLIENTS_SUMMARY,
+            run_files.CLIENTS_FIGURE,
         ):  # a previous run's
             remove(out / name)
     summary.start(round=ckpt.round if ckpt else 0)
@@ -238,11 +239,11 @@ def begin(
     if ckpt is not None:
         say(
             f"resuming {out} from round {ckpt.round} of {exp.cfg.T} (checkpoint of "
-            f"{checkpoint_time(out / checkpoint.FILE)})"
+            f"{checkpoint_time(out / run_files.CHECKPOINT)})"
         )
     _write_hydra_record(out, hydra_record)
-    atomic_write_text(out / "config.yaml", OmegaConf.to_yaml(composed, resolve=True))
-    data.save_partition(out / "partition.npz", exp.clients)
+    atomic_write_text(out / run_files.CONFIG, OmegaConf.to_yaml(composed, resolve=True))
+    data.save_partition(out / run_files.PARTITION, exp.clients)
 
 
 def checkpoint_time(path: Path) -> str:
@@ -257,6 +258,6 @@ def _write_hydra_record(out: Path, files: dict[str, str] | None) -> None:
     """Hydra's record of the command (``.hydra/``), written only once the run has started."""
     if not files:
         return
-    record = folder(out, ".hydra")
+    record = folder(out, run_files.HYDRA)
     for name, text in files.items():
         atomic_write_text(record / name, text)

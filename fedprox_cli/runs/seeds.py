@@ -25,6 +25,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from .. import data
+from ..common import run_files
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.signals import StopAfterRound
@@ -33,35 +34,14 @@ from ..config.validate import typed
 from ..engine.lockstep import Lockstep
 from . import code_record, ending, experiment, numerics, run_folder, training
 from .lock import RunLock
-from .outputs import SEED_PREFIX, Summary, provenance
+from .outputs import Summary, provenance
 from .provenance import of_data
-
-
-def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
-    """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
-    seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
-    each job's overrides (None: a sweeper that chooses them itself)."""
-
-    def value(job: list[str], key: str, default):
-        return next(
-            (o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
-            default,
-        )
-
-    swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
-    batched = {str(value(job, "seeds", composed.seeds)) for job in jobs or []} - {"1"}
-    if len(swept) > 1 and batched:
-        raise UserError(
-            f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
-            f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
-            f"0..R-1 in each job) or sweep seed without seeds"
-        )
 
 
 def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
     """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` (composed or typed) in ``out``."""
     first, out = cfg.seed, Path(out)
-    return [(s, out / f"{SEED_PREFIX}{s}") for s in range(first, first + cfg.seeds)]
+    return [(s, out / run_files.seed_folder(s)) for s in range(first, first + cfg.seeds)]
 
 
 def with_seed(composed: DictConfig, seed: int) -> DictConfig:
@@ -79,12 +59,12 @@ def check_container(out: Path) -> None:
             p.name
             for p in out.iterdir()
             if not run_folder.is_scaffold(p)
-            and not (p.is_dir() and not p.is_symlink() and p.name.startswith(SEED_PREFIX))
+            and not (p.is_dir() and not p.is_symlink() and p.name.startswith(run_files.SEED_PREFIX))
         )
         require(
             not other,
             f"{out} holds files that are not seed-batched runs ({', '.join(other[:4])}); "
-            f"seeds=R writes its runs into {out}/{SEED_PREFIX}<seed>/; choose another folder",
+            f"seeds=R writes its runs into {out}/{run_files.SEED_PREFIX}<seed>/; choose another folder",
         )
 
 

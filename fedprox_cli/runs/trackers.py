@@ -24,11 +24,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ..common import guarded
+from ..common import guarded, run_files
 from ..common.errors import UserError
 from ..common.files import atomic_write_text, folder, remove
-
-STATE = "tracker.json"
 
 
 class Null:
@@ -168,7 +166,7 @@ class Series:
     def __init__(self, out: Path, start_round: int, rows: list[dict]):
         self.out = Path(out)
         self.tracker = None
-        path = self.out / "config.yaml"
+        path = self.out / run_files.CONFIG
         recorded = guarded.read_config(path) if path.exists() else {}
         spec = recorded.get("logger")
         if spec is None or str(spec.get("_target_", "")).endswith("trackers.Null"):
@@ -205,7 +203,7 @@ class Series:
 
     def _state(self) -> dict:
         try:
-            return guarded.read_json(self.out / STATE)
+            return guarded.read_json(self.out / run_files.TRACKER)
         except (OSError, ValueError):
             return {}
 
@@ -219,7 +217,7 @@ class Series:
         }
         self.tracker.log(metrics, int(row["round"]))
         self.state["last_round"] = row["round"]
-        atomic_write_text(self.out / STATE, json.dumps(self.state) + "\n")
+        atomic_write_text(self.out / run_files.TRACKER, json.dumps(self.state) + "\n")
 
     def __enter__(self) -> "Series":
         return self

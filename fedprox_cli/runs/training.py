@@ -13,11 +13,12 @@ from pathlib import Path
 import torch
 
 from ..algorithms import contract
+from ..common import run_files
 from ..common.errors import is_overflow, squeeze
 from ..common.signals import StopAfterRound
 from ..engine import clients
 from ..engine.metrics import evaluate
-from . import checkpoint, trackers
+from . import checkpoint, client_log, trackers
 from .experiment import Experiment
 from .outputs import Summary, write_metrics
 from .progress import Progress
@@ -122,10 +123,10 @@ class Training:
         self.beat = summary.beat if summary is not None else (lambda force=False, **f: None)
         c = _start(exp, ckpt)
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
-        write_metrics(out / "metrics.csv", self.rows)
+        write_metrics(out / run_files.METRICS, self.rows)
         self.clients = None
         if exp.cfg.metrics.per_client:
-            self.clients = clients.Log(out, c.round if ckpt is not None else None)
+            self.clients = client_log.Log(out, c.round if ckpt is not None else None)
             if ckpt is None:
                 self._evaluate_clients(0)
         self._open = ExitStack()
@@ -162,7 +163,7 @@ class Training:
         self.train_time += seconds
         if evaluated:
             self.rows.append(_row(exp, self.state, done, self.train_time))
-            write_metrics(self.out / "metrics.csv", self.rows)
+            write_metrics(self.out / run_files.METRICS, self.rows)
             if self.clients is not None:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
@@ -181,7 +182,7 @@ class Training:
         ce, last = cfg.checkpoint_every, done == cfg.T
         if ce and (stop or (done % ce == 0 and not last) or (last and cfg.keep_checkpoint)):
             checkpoint.save(
-                self.out / checkpoint.FILE,
+                self.out / run_files.CHECKPOINT,
                 checkpoint.Checkpoint(
                     done,
                     self.state,

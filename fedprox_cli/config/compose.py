@@ -1,6 +1,7 @@
-"""Hydra composition that runs, dry runs, sweeps and the Python API share: a config's
-reference (its group choices alone), a basic sweep's jobs, and what a run records of the
-command (``.hydra/`` files, the command line rebuilt from Hydra's overrides)."""
+"""Hydra composition that runs, dry runs, sweeps and the Python API share: a config from
+overrides, a config's reference (its group choices alone), a basic sweep's jobs (and the check
+that they do not batch overlapping seeds), and what a run records of the command (``.hydra/``
+files, the command line rebuilt from Hydra's overrides)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,24 @@ import shlex
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from ..common import run_files
+from ..common.errors import UserError
+from ..common.package import CONF_DIR
+
+
+def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+    """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
+    e.g. ``experiment.build(compose(["dataset=digits", "K=5"]))``."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from . import plugin_defaults, resolvers
+
+    resolvers.register()
+    plugin_defaults.store(list(overrides))
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return hydra_compose("config", overrides=list(overrides))
 
 
 def reference_config(choices: dict) -> DictConfig | None:
@@ -78,9 +97,9 @@ def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
     """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
     run has started, so a refused re-run leaves the folder's record alone)."""
     return {
-        "config.yaml": OmegaConf.to_yaml(cfg),
-        "hydra.yaml": OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
-        "overrides.yaml": OmegaConf.to_yaml(overrides(hc)),
+        run_files.CONFIG: OmegaConf.to_yaml(cfg),
+        run_files.HYDRA_RECORD: OmegaConf.to_yaml(OmegaConf.create({"hydra": hc})),
+        run_files.OVERRIDES: OmegaConf.to_yaml(overrides(hc)),
     }
 
 
@@ -113,3 +132,24 @@ def one_of_a_sweep(hc) -> str | None:
         f"this preset defines a sweep over {', '.join(params)}; without -m this runs one config "
         f"(the preset's own values); `fedrun -m ...` with the same arguments runs its {what}"
     )
+
+
+def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
+    """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
+    seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
+    each job's overrides (None: a sweeper that chooses them itself)."""
+
+    def value(job: list[str], key: str, default):
+        return next(
+            (o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
+            default,
+        )
+
+    swept = sorted({value(job, "seed", None) for job in jobs or []} - {None}, key=str)
+    batched = {str(value(job, "seeds", composed.seeds)) for job in jobs or []} - {"1"}
+    if len(swept) > 1 and batched:
+        raise UserError(
+            f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
+            f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
+            f"0..R-1 in each job) or sweep seed without seeds"
+        )
