@@ -239,9 +239,7 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
         args = ["--out", tmp_path / "fig.png"] if script == "plot.py" else []
         p = cli(script, tmp_path, *args)
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-        assert (
-            "mean of 2 seeds per curve" if script == "plot.py" else "2 seeds per cell"
-        ) in p.stdout
+        assert ("mean of 2 seeds" if script == "plot.py" else "2 seeds per cell") in p.stdout
         for run, why in (
             (empty, "metrics.csv is empty"),
             (cut, "metrics.csv is cut"),
@@ -387,13 +385,13 @@ def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path,
         fig.texts[0].get_window_extent(r).y1 <= fig.legends[0].get_window_extent(r).y0 + 1
     )  # caption below it
     caption = fig.caption
-    assert fig._suptitle is None and [t.get_text().replace("\n", " ") for t in fig.texts] == [
-        caption
-    ]
+    assert fig._suptitle is None and [
+        t.get_text().replace("\n", " ").replace("\u00a0", " ") for t in fig.texts
+    ] == [caption]
     assert (
-        "fedcanon (alpha=0.2)" in caption
+        "FedCanon (α = 0.2)" in caption
         and "digits" in caption
-        and "n=3 clients, K=2, B=8" in caption
+        and "n = 3 clients, K = 2 local steps, B = 8" in caption
     )
     assert "seed" not in caption.split(". Lines")[0]
     ax = fig.axes[0]
@@ -432,9 +430,10 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
     )
     (fig,) = figures
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    # a --label changes only what it names: FedCanon's entries keep their printed name and symbol
+    # a --label changes only what it names: FedCanon's entries keep their printed name and symbol;
+    # FedAvg's beta is its own class's (not FedCanon's): in the caption, with FedAvg
     assert legend == [
-        "FedAvg (β = 0.02) (2 seeds)",
+        "FedAvg (2 seeds)",
         "FedCanon (β = 0.02) (3 seeds)",
         "FedCanon (β = 0.5) (1 seed)",
     ]
@@ -447,7 +446,8 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
     assert fig._suptitle.get_text() == "Digits"
     out = capsys.readouterr().out
     assert (
-        "caption: " in out and "FedAvg (β = 0.02) (2 seeds)" in out and "n=" not in "".join(legend)
+        "caption: FedAvg (α = 0.2, β = 0.02) and FedCanon (α = 0.2) on digits" in out
+        and "n=" not in "".join(legend)
     )
 
 
@@ -458,7 +458,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
     p = cli("plot.py", tmp_path / "runs", "--style", "paper", "--out", svg)
     assert p.returncode == 0, p.stderr
     text = svg.read_text()
-    assert "<dc:description>" in text and "fedcanon (alpha=0.2" in text  # the caption, as metadata
+    assert "<dc:description>" in text and "FedCanon (α = 0.2" in text  # the caption, as metadata
     width = float(text.split('width="', 1)[1].split("pt", 1)[0])
     assert (
         200 < width <= 3.4 * 72 + 2 * 0.03 * 72 + 1
@@ -470,7 +470,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
     from PIL import Image
 
     img = Image.open(png)
-    assert "fedcanon (alpha=0.2" in img.info["Description"]
+    assert "FedCanon (α = 0.2, β = 0.02)" in img.info["Description"]
     pdf = tmp_path / "f.pdf"
     assert cli("plot.py", tmp_path / "runs", "--style", "ggplot", "--out", pdf).returncode == 0
     assert pdf.read_bytes().startswith(b"%PDF-")
@@ -849,10 +849,10 @@ def test_real_sweep_through_both_scripts(tmp_path):
     assert len(results.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
     for cmd, check in (
-        (["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1)"),
+        (["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1, β = 0.02) and"),
         (
             ["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
-            "FedCanon (α = 0.04)",
+            "FedCanon (α = 0.04",
         ),  # a Hydra choice as panel key; every difference named
         (["scripts/tables.py", str(sweep_dir)], "| FedCanon | FedAvg |"),
         (["scripts/tables.py", str(sweep_dir)], "2 seeds per cell"),
@@ -1120,9 +1120,9 @@ def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
 
 
 def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path, capsys):
-    """FedCanon at beta 0.01 vs FedMiD at beta 0.02: the algorithm alone tells the curves apart,
-    yet beta differs too and is named; the band is named; the caption lies beside the figure;
-    the PDF embeds TrueType (Type 42) fonts, not Type 3."""
+    """FedCanon at beta 0.01 vs FedMiD at beta 0.02: the algorithm alone tells the curves apart;
+    each beta is its own class's parameter, named with its method in the caption; the band is
+    named; the caption lies beside the figure; the PDF embeds TrueType (Type 42) fonts."""
     for seed in range(2):
         acc_run(tmp_path / "runs", f"c{seed}", 0.7, seed=seed, **{"algorithm.beta": 0.01})
         acc_run(
@@ -1135,12 +1135,10 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     pdf = tmp_path / "fig.pdf"
     assert plot_script.main([str(tmp_path / "runs"), "--out", str(pdf)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["FedCanon (β = 0.01)", "FedMiD (β = 0.02)"]
+    assert out[:2] == ["FedCanon", "FedMiD"]
     caption = (tmp_path / "fig.caption.txt").read_text().strip()
-    assert (
-        f"caption: {caption}" in out
-        and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
-    )
+    assert f"caption: {caption}" in out and "Lines: mean of 2 seeds; bands: ± 1 std" in caption
+    assert "β = 0.01" in caption.split(" and FedMiD (")[0] and "β = 0.02" in caption
     data = pdf.read_bytes()
     assert b"CIDFontType2" in data and b"Type3" not in data
 

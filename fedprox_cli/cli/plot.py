@@ -87,6 +87,14 @@ def parse(argv):
         "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created",
     )
     p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
+    p.add_argument(
+        "--caption",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="draw the caption under the legend (default); --no-caption leaves it to the "
+        "paper's own caption: it is still written beside the figure (fig.caption.txt) and "
+        "into the file's metadata",
+    )
     options.add_label_arguments(p, "legend entries and panel titles")
     p.add_argument(
         "--style",
@@ -178,6 +186,7 @@ def draw(args, warn) -> int:
             warn,
             options.names(args),
             panel_size(args),
+            drawn_caption=args.caption,
         )
         for label in labels:
             streams.out(label)
