@@ -24,7 +24,7 @@ setup(
     ],
     package_dir={"fedprox_cli.conf": "conf"},
     package_data={
-        "fedprox_cli": ["analysis/styles/*.mplstyle", "claims/*.yaml"],
+        "fedprox_cli": ["analysis/styles/*.mplstyle", "claims/*.yaml", "engine/*.json"],
         **{p: ["*.yaml"] for p in CONF},
     },
 )

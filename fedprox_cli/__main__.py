@@ -1,5 +1,6 @@
-"""``python -m fedprox_cli`` is ``fedrun``."""
+"""``python -m fedprox_cli`` is ``fedrun`` (through the gate every command starts with:
+:mod:`cli.commands`)."""
 
-from .cli.main import main
+from .cli.commands import fedrun
 
-main()
+fedrun()

@@ -9,7 +9,7 @@ more for the reference config of the validation); ``data`` (loading the dataset)
 fingerprint`` (the digest of the loaded arrays that a re-run compares: runs/provenance.py); ``engine
 choice`` (``engine=auto`` / ``compile=auto``: measured, or read from their caches);
 ``evaluation`` (every metrics row, round 0's included); ``rounds`` (training, what the run's
-``time_s`` counts); ``plot`` (``metrics.png``, matplotlib's import included); ``file writes``
+``time_s`` counts); ``plot`` (``metrics.png``: the wait for the drawing process, cli/drawer.py); ``file writes``
 (atomic writes of the run folder's records, the plot's file excluded); ``other`` (the rest of
 the process: the interpreter, Hydra's set-up, building the model and the partition, checks).
 """
@@ -35,7 +35,7 @@ PHASES = {  # phase: (module, qualified name) of the calls timed
     ],
     "evaluation": [("fedprox_cli.runs.training", "evaluate")],
     "rounds": [("fedprox_cli.runs.training", "Training.round")],
-    "plot": [("fedprox_cli.cli.main", "draw")],
+    "plot": [("fedprox_cli.cli.drawer", "figures")],
     "file writes": [("fedprox_cli.common.files", "_write_replace")],
 }
 
@@ -71,7 +71,7 @@ def main() -> None:
                 owner = getattr(owner, part)
             setattr(owner, attr, timer(phase, getattr(owner, attr)))
     try:
-        cli.main(sys.argv[1:])
+        cli.main()  # as the fedrun command (its drawing process too), overrides in sys.argv
     except SystemExit as e:
         code = e.code
     total = time.perf_counter() - START

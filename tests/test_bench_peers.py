@@ -3,6 +3,7 @@ per-call table, and the goals of issue 50 against a made-up run."""
 
 import importlib.util
 import math
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -35,7 +36,8 @@ def test_each_client_call_is_one_line_of_the_log_and_first_and_median_are_read_b
 
 
 def _run(wall, train, steps, **calls):
-    return {"wall_s": wall, "train_s": train, "client_steps": steps, "train_loss": 0.5, **calls}
+    outputs = {"train_loss": 0.5, "stationarity": 0.25, "test_loss": 0.55, "test_acc": 0.8}
+    return {"wall_s": wall, "train_s": train, "client_steps": steps, **outputs, **calls}
 
 
 def test_goals_and_the_call_table():
@@ -56,3 +58,19 @@ def test_goals_and_the_call_table():
         "| n10 | pfl | 200 | 0.1000 | 0.0250 | 800 steps/s |",
         "| n10 | flower | 200 | 2.0000 | 0.0200 | 1,000 steps/s |",
     ]
+
+    rows = bench_peers.table(results, ["fedrun", "pfl"])
+    assert rows[3] == (
+        "| n10 | pfl | 14.0 | 8.00 | 6.0 | 500 | 0.5000 | 0.25 | 0.5500 | 0.8000 | 1.40x | 1.60x |"
+    )
+
+
+def test_every_system_computes_the_same_outputs_at_round_T_only():
+    """fedrun evaluates round T alone, as the peers' scripts do (common.final_metrics), and the
+    benchmark says so."""
+    args = bench_peers.fedrun_args(10, 20, 100, 1.0, Path("out"))
+    assert "eval_every=0" in args and "T=100" in args
+    assert "computed at round T only and by every system" in bench_peers.SAME_JOB
+    assert max(w[2] for w in bench_peers.WORKLOADS.values()) >= 100  # one of a paper's length
+    common = (Path(bench_peers.PEER_SCRIPTS) / "common.py").read_text()
+    assert all(f'"{k}"' in common for k in bench_peers.OUTPUTS)

@@ -343,7 +343,7 @@ def test_the_console_script_and_its_declarations_ship():
     import tomllib
 
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["fedrun-reproduce"] == "fedprox_cli.cli.reproduce:console"
+    assert scripts["fedrun-reproduce"] == "fedprox_cli.cli.commands:reproduce"
     assert "claims/*.yaml" in (REPO / "setup.py").read_text()
 
 

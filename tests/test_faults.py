@@ -216,7 +216,7 @@ CASES = {
         "config", DIGITS + ["~algorithm"], 2, "algorithm cannot be deleted"
     ),
     "negative seed": Case("config", DIGITS + ["seed=-1"], 2, "seed must be"),
-    "eval_every 0": Case("config", DIGITS + ["eval_every=0"], 2, "eval_every must be"),
+    "eval_every -1": Case("config", DIGITS + ["eval_every=-1"], 2, "eval_every must be"),
     "participation above 1": Case(
         "config", DIGITS + ["participation=1.5"], 2, "participation must be"
     ),

@@ -119,6 +119,7 @@ OUTSIDE = {
     ("data/tabular.py", "pd.read_csv"),
     ("data/leaf.py", "json.loads"),
     ("engine/compile.py", "json.loads"),
+    ("cli/drawer.py", "json.loads"),  # the drawing process's one-line messages on its pipes
     ("claims/declare.py", "yaml.safe_load"),  # the package's own claims (package data)
     ("data/cache.py", "np.load"),
 }  # fedrun's decoded-data cache (no pickles)

@@ -56,9 +56,9 @@ def test_a_tiny_run_imports_only_what_it_uses(tmp_path):
     again = probe_run(tmp_path, "again", *tiny)
     assert again["code"] == 0
     loaded = set(again["loaded"])
-    for unused in ("sklearn", "torchvision", "pandas", "scipy", "torch._dynamo"):
+    for unused in ("sklearn", "torchvision", "pandas", "scipy", "torch._dynamo", "matplotlib"):
         assert unused not in loaded, f"a tiny run imported {unused}"
-    assert "matplotlib" in loaded  # the plot is drawn ...
+    assert (tmp_path / "again" / "metrics.png").is_file()  # drawn by the drawing process
     assert not {
         m
         for m in again["at_import"]
@@ -213,3 +213,27 @@ def test_batched_grad_is_torch_funcs_with_and_without_dynamo():
     assert batched.autograd_grad([x.sum()], [W])[0].equal(
         torch.zeros_like(W)
     )  # not a function of W
+
+
+def test_a_cached_datasets_fingerprint_is_computed_once(tmp_path, cache_dir, monkeypatch):
+    """The data fingerprint of data read back from the decoded-data cache is kept beside it
+    (fingerprints.json, under the entry and the loader's code) and read, not recomputed; other
+    arrays in the entry (a file rewritten) make another origin, computed again."""
+    from fedprox_cli.runs import provenance
+
+    mnist_files(tmp_path)
+    first = data.load("mnist", tmp_path)
+    assert first.origin.startswith("mnist-")
+    made = provenance.of_data(first)
+    assert made == provenance._of_arrays(first)
+    with monkeypatch.context() as m:
+        m.setattr(provenance, "_of_arrays", pytest.fail)  # read, not computed
+        assert provenance.of_data(data.load("mnist", tmp_path)) == made
+    assert provenance.cache_file().parent == cache_dir
+    (entry,) = [e for e in entries(cache_dir) if (cache_dir / e).is_dir()]
+    y = np.load(cache_dir / entry / "test_y.npy")
+    np.save(cache_dir / entry / "test_y.npy", (y + 1) % 10)  # the entry changed under the cache
+    again = data.load("mnist", tmp_path)
+    assert again.origin != first.origin
+    changed = provenance.of_data(again)
+    assert changed["test_y"] != made["test_y"] and changed["train_x"] == made["train_x"]

@@ -29,15 +29,10 @@ from ..analysis.run import Run, is_replicate
 from ..common import guarded, run_files
 from ..common.errors import squeeze
 from ..common.flatten import flatten
+from ..config.schedule import schedule
 from .declare import Claim, RunSet
 
 PRESENT = ("finished", "diverged")
-
-
-def schedule(T: int, every: int) -> list[int]:
-    """The rounds fedrun evaluates at: 0, every ``every`` rounds, and T."""
-    every = max(1, int(every))
-    return sorted({0, *range(every, T + 1, every), T})
 
 
 def _shown(v) -> str:

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..common import run_files, streams
 from ..common.errors import EXIT, UserError
 from ..common.package import CONF_DIR
-from ..config import extras
+from ..config import extras, schedule
 from ..config.compose import reference_config
 from ..config.jobs import Job, jobs
 from .jobtable import align, differing
@@ -44,14 +44,15 @@ def requested(overrides: list[str]) -> bool:
 
 def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:
     """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
-    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too); summed over the runs
+    ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too; ``eval_every=0``: 1,
+    :mod:`config.schedule`); summed over the runs
     of ``seeds=R`` when ``start`` counts them by start round ({round: runs})."""
     T, e, per_round = cfg.T, cfg.eval_every, cfg.K * cfg.n * cfg.participation
     steps = evals = 0
     for s, runs in start.items() if isinstance(start, dict) else [(start, 1)]:
         if s < T:
             steps += (T - s) * per_round * runs
-            evals += (T // e - s // e + (T % e != 0) + (s == 0)) * runs
+            evals += schedule.count(s, T, e) * runs
     return steps, evals
 
 

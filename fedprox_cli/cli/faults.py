@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..common import streams
 from ..common.console import say
+from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text
 from ..config import extras, plugin_defaults
@@ -124,9 +125,10 @@ def did_you_mean(exc: BaseException) -> str:
 
 def crash(e: BaseException) -> int:
     """An internal error outside a run folder: one line, the traceback in :data:`CRASH_LOG`;
-    memory that ran out (at an import, say) is the environment's fault: its line, exit 2."""
-    if exhausted(e):
-        say(exhausted_line(e), "error")
+    memory that ran out (at an import, say) and a package that is not installed are the
+    environment's fault: their line, exit 2."""
+    if exhausted(e) or missing(e):
+        say(missing(e) or exhausted_line(e), "error")
         return EXIT["error"]
     if streams.debugging():
         raise e

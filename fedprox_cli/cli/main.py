@@ -37,7 +37,6 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..analysis import run_figures
 from ..cluster.launchers import sweep_value
 from ..common import console, run_files, signals, streams
 from ..common.console import say
@@ -46,7 +45,7 @@ from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
-from . import sweep
+from . import drawer, sweep
 from .faults import crash, one_line
 
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
@@ -66,6 +65,7 @@ class _Call:
     made: dict[Path, bool] = field(
         default_factory=dict
     )  # the run folder's parents: whether each was there
+    command: bool = False  # the fedrun command (its own process), not a call from Python
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -120,7 +120,7 @@ def _job(composed: DictConfig) -> float:
             command=command(hc),
             hydra_record=hydra_files(composed, hc),
             reference=reference,
-            plot=run_figures.draw,
+            plot=drawer.figures,
         )
     except Exception as e:  # outside the run's own handling: one line, the sweep goes on
         said = len(console.errors)
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     :class:`_Call`), so a process (a test, a notebook) may call it again."""
     if argv is not None:
         sys.argv[1:] = list(argv)
-    call = _Call()
+    call = _Call(command=argv is None)
     token = _CALL.set(call)
     before = set(threading.enumerate())
     try:
@@ -334,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
                 code = crash(e)
     finally:
         _CALL.reset(token)
+        drawer.stop()
     _leave_threads(before, code, exit_now=argv is None)
     sys.exit(code)
 
@@ -374,6 +375,8 @@ def _fedrun(call: _Call) -> int:
     early = _preflight(sys.argv[1:])
     if early is not None:
         return early
+    if call.command:
+        drawer.start()  # its imports made while this process composes, loads and trains
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
         streams.err(

@@ -11,6 +11,7 @@ from ..analysis.renames import Renames, from_arguments
 from ..analysis.results import first_line
 from ..analysis.run import FINALS
 from ..common import guarded, streams
+from ..common.dependencies import missing
 from ..common.errors import UserError, describe, require
 
 
@@ -82,5 +83,8 @@ def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:
         warn(f"error: {describe(e)}")
         return 2
     except Exception as e:  # noqa: BLE001 -- a bug: still one line, with its type
+        if missing(e):  # a package that is not installed: the environment's fault
+            warn(f"error: {missing(e)}")
+            return 2
         warn(f"error: unexpected {type(e).__name__}: {first_line(e)}")
         return 1

@@ -340,10 +340,5 @@ def main(argv=None) -> int:
         return crash(e)
 
 
-def console() -> None:
-    streams.guard()
-    sys.exit(main())
-
-
 if __name__ == "__main__":
-    console()
+    sys.exit(main())

@@ -4,7 +4,8 @@ import difflib
 import errno
 
 # Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in summary.json): a sweep exits
-# with its worst job's code.
+# with its worst job's code. 130 also for a stop signal before a run starts, from a command's
+# first instant (cli/commands.py); 2 also for a package that is not installed (dependencies.py).
 EXIT = {"finished": 0, "diverged": 1, "error": 2, "internal": 3, "interrupted": 130}
 
 

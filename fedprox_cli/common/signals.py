@@ -5,7 +5,8 @@ SIGQUIT, SIGALRM, SIGXCPU, the real-time signals, ...).
 
 During training the first signal is noted and the run stops after the current round, saves a
 checkpoint and ends with status ``interrupted``, naming the signal; a second signal stops at
-once. Outside training they raise ``KeyboardInterrupt`` like Ctrl-C. SIGINT, SIGTERM and SIGUSR2
+once. Outside training they raise ``KeyboardInterrupt`` like Ctrl-C, from every command's
+first instant (:mod:`cli.commands`). SIGINT, SIGTERM and SIGUSR2
 (:data:`ALWAYS`) are always caught; the others only where nothing else in the process handles
 them: one ignored (``nohup`` ignores SIGHUP) stays ignored, and one with a handler of its own
 (a test runner's SIGALRM) keeps it. Every signal noted is appended to :data:`received`, so a
@@ -106,10 +107,12 @@ def held_by_fedrun():
 
 
 def stops_interrupt() -> None:
-    """Make every stop signal (:data:`SIGNALS`) but SIGINT, which does already, raise
-    ``KeyboardInterrupt`` like Ctrl-C (main thread only)."""
+    """Make every stop signal (:data:`SIGNALS`) raise ``KeyboardInterrupt`` like Ctrl-C and be
+    noted in :data:`received` (main thread only). SIGINT too: Python catches it only where the
+    process did not start with it ignored (a background job of a non-interactive shell ignores
+    SIGINT and SIGQUIT), and :data:`ALWAYS` is caught everywhere, not only during training."""
     if threading.current_thread() is threading.main_thread():
-        _install(note_and_interrupt, [s for s in SIGNALS if s != signal.SIGINT])
+        _install(note_and_interrupt)
 
 
 class StopAfterRound:

@@ -12,7 +12,7 @@ import re
 from omegaconf import Container, DictConfig, OmegaConf
 
 from ..common.flatten import flatten
-from .keys import is_run_control
+from .keys import canonical, is_run_control
 
 LAYOUT = {"seeds"}  # run control that changes what a job's folder holds (seed_<s>/ runs)
 NAME_CHARS = 120  # the readable part of a job folder's name, at most
@@ -25,13 +25,13 @@ def _kept(key: str) -> bool:
 
 def identity(root: DictConfig) -> str:
     """A fingerprint of a job's config: every resolved key but Hydra's and run control's (the
-    layout key ``seeds`` kept), and the config-group choices."""
+    layout key ``seeds`` kept; values :func:`keys.canonical`), and the config-group choices."""
     resolved = {}
     for k in root:
         if k != "hydra":
             v = root[k]
             resolved[k] = OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
-    kept = {k: v for k, v in sorted(flatten(resolved).items()) if _kept(k)}
+    kept = {k: v for k, v in sorted(canonical(flatten(resolved)).items()) if _kept(k)}
     choices = {
         g: c
         for g, c in sorted(OmegaConf.to_container(root.hydra.runtime.choices).items())

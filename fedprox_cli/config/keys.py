@@ -41,6 +41,21 @@ ADDED = {
 }
 
 
+# Values that compute what another value of the key computes, for a run's identity (the resume
+# check's digest, a sweep job's folder, the reports' groups): ``compile=auto`` runs the eager
+# engine unless its measurement takes compiled rounds, whose numbers differ from eager ones only
+# in the order of float sums (as another ``oracle.chunk``'s do), and a resume keeps its choice.
+SAME_AS = {"compile": {"auto": False}}
+
+
+def canonical(flat: dict) -> dict:
+    """A flattened config with each :data:`SAME_AS` value replaced by the one it computes as."""
+    return {
+        k: SAME_AS[k].get(v, v) if k in SAME_AS and isinstance(v, str) else v
+        for k, v in flat.items()
+    }
+
+
 def complete(flat: dict) -> dict:
-    """A flattened recorded config with the :data:`ADDED` keys it lacks."""
-    return {**ADDED, **flat}
+    """A flattened recorded config with the :data:`ADDED` keys it lacks, :func:`canonical`."""
+    return canonical({**ADDED, **flat})

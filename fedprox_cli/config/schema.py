@@ -164,7 +164,7 @@ class RunConfig(Checked):
     matmul_precision: str = key(
         f"one of {', '.join(MATMUL_PRECISIONS)}", lambda v: v in MATMUL_PRECISIONS
     )
-    eval_every: int = key("a positive integer", lambda v: v > 0)
+    eval_every: int = key("a non-negative integer (0: round T alone)", lambda v: v >= 0)
     engine: str = key(f"one of {', '.join(ENGINES)}", lambda v: v in ENGINES)
     compile: Any = key("true, false or auto", lambda v: v is True or v is False or v == "auto")
     participation: float = key("in (0, 1]", lambda v: 0 < v <= 1)

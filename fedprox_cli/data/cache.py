@@ -21,9 +21,9 @@ import os
 import shutil
 import tempfile
 import warnings
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -56,22 +56,32 @@ def key(name: str, sources: list[Path], packages: tuple[str, ...] = ()) -> str:
     return h.hexdigest()[:20]
 
 
+class Decoded(dict):
+    """A dataset's decoded arrays by name, and ``origin``: what they are a function of -- the
+    cache entry's name (its :func:`key`) and each of its files' size, modification time and
+    inode -- or "" where they were decoded without a cache entry to read back."""
+
+    origin: str = ""
+
+
 def decoded(
     name: str,
     sources: list[Path],
     decode: Callable[[], dict[str, np.ndarray]],
     packages: tuple[str, ...] = (),
-) -> dict[str, np.ndarray]:
+) -> Decoded:
     """``decode()``'s arrays for the dataset ``name`` read from ``sources``: from the cache
     (memory-mapped, read-only) when an entry for their current :func:`key` exists, else decoded
     and stored."""
     entry = folder() / f"{name}-{key(name, sources, packages)}"
     if entry.is_dir():
         try:
-            return {
-                f.stem: np.load(f, mmap_mode="r", allow_pickle=False)
+            out = Decoded(
+                (f.stem, np.load(f, mmap_mode="r", allow_pickle=False))
                 for f in sorted(entry.glob("*.npy"))
-            }
+            )
+            out.origin = _origin(entry)
+            return out
         except (OSError, ValueError) as e:
             say(
                 f"the cached {name} in {entry} cannot be read ({type(e).__name__}); decoding it "
@@ -79,12 +89,21 @@ def decoded(
                 "note",
             )
             shutil.rmtree(entry, ignore_errors=True)
-    arrays = decode()
+    out = Decoded(decode())
     try:
-        _store(entry, arrays)
+        _store(entry, out)
+        out.origin = _origin(entry)  # the arrays just stored there
     except OSError:
         pass  # a read-only or full cache folder: this run decodes without a cache
-    return arrays
+    return out
+
+
+def _origin(entry: Path) -> str:
+    """:attr:`Decoded.origin` of the arrays in ``entry``."""
+    return entry.name + "".join(
+        f"\0{f.name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        for f, st in ((f, f.stat()) for f in sorted(entry.glob("*.npy")))
+    )
 
 
 def _store(entry: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -52,6 +52,10 @@ class Dataset:
         None  # (N,) int64 natural group of each training sample (FEMNIST writer)
     )
     source: str = ""  # the folder (or package) the data were read from
+    # what the arrays are a function of, where the loader knows it: the decoded-data cache's
+    # entry they were normalized from (cache.Decoded.origin); load() adds the loader's code.
+    # Data with an origin have their fingerprint computed once (runs/provenance.py).
+    origin: str = ""
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -91,6 +95,8 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
         name,
     )
     ds.source = ds.source or str(base)
+    if ds.origin:
+        ds.origin += f"\0{code_digest(loader)}"
     check_whole(ds)
     for split, y in (("training", ds.train_y), ("test", ds.test_y)):
         require(
@@ -108,6 +114,19 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
         f"give data.root={ds.source}, or leave data.root unset to use that copy",
     )
     return ds
+
+
+def code_digest(loader: Callable) -> str:
+    """A digest of the source file of ``loader``'s module (its normalization lives there), or of
+    its name where the file cannot be read."""
+    import hashlib
+    import inspect
+
+    try:
+        text = Path(inspect.getfile(loader)).read_bytes()
+    except (OSError, TypeError):  # a loader made at run time: its name
+        text = repr(loader).encode()
+    return hashlib.sha256(text).hexdigest()[:16]
 
 
 def check_whole(ds: Dataset) -> None:

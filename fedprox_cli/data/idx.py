@@ -151,6 +151,7 @@ def load_idx_dataset(
         labels(a["test_y"]),
         num_classes=10,
         source=str(found),
+        origin=a.origin,
     )
 
 

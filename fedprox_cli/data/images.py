@@ -38,7 +38,15 @@ def _from_uint8(name: str, d: dict, mean, std, num_classes: int) -> Dataset:
     train_x, test_x = (
         lookup(np.asarray(d[k]), normalize, channel_dim=1) for k in ("train_x", "test_x")
     )
-    return Dataset(name, train_x, labels(d["train_y"]), test_x, labels(d["test_y"]), num_classes)
+    return Dataset(
+        name,
+        train_x,
+        labels(d["train_y"]),
+        test_x,
+        labels(d["test_y"]),
+        num_classes,
+        origin=getattr(d, "origin", ""),
+    )
 
 
 @register("cifar10")

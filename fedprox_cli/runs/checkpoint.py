@@ -34,7 +34,7 @@ from ..common import guarded, run_files
 from ..common.errors import UserError, require
 from ..common.files import atomic_write
 from ..common.flatten import flatten
-from ..config.keys import complete, is_run_control
+from ..config.keys import canonical, complete, is_run_control
 
 FORMAT = 2  # 2: with the config digest
 
@@ -117,7 +117,7 @@ def _resolved(composed: DictConfig | dict) -> dict:
 
 
 def _digest(flat: dict) -> str:
-    kept = {k: v for k, v in sorted(flat.items()) if not may_differ(k)}
+    kept = {k: v for k, v in sorted(canonical(flat).items()) if not may_differ(k)}
     return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
 
 

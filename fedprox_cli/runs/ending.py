@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 
 from ..common import run_files, signals, streams
 from ..common.console import say
+from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
 from . import keep, recap
@@ -60,9 +61,15 @@ def end(summary: Summary, status: str, code: int | None = None, **fields) -> boo
 def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     """A bug: one line on stderr, the traceback in ``out/error.log``, status error, exit 3
     (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug but the environment's
-    fault (:func:`out_of_memory`): status error, exit 2."""
+    fault (:func:`out_of_memory`), as is a package that is not installed (a plugin's, imported
+    as the run builds): status error, exit 2."""
     if exhausted(e):
         return out_of_memory(e, summary)
+    if missing(e):
+        if summary is not None:
+            end(summary, "error", error=missing(e))
+        say(missing(e), "error")
+        return EXIT["error"]
     where = out / run_files.ERROR_LOG
     try:
         atomic_write_text(where, traceback.format_exc())

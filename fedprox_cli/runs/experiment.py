@@ -118,15 +118,17 @@ def build(
     validated: Validated | None = None,
     data_fingerprint: dict | None = None,
     engine: str | None = None,
+    compiled: bool | None = None,
 ) -> Experiment:
     """Validate ``composed`` (unless ``validated`` is its :func:`validate`) and build the run's
-    pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
-    it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
-    of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
-    also when it is the only one left to run (:data:`checkpoint.BATCHED`).
-    ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
-    runs of a batch share the data, which a build moves to the device). ``engine``: the engine
-    to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`)."""
+        pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
+        it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
+        of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
+        also when it is the only one left to run (:data:`checkpoint.BATCHED`).
+        ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
+        runs of a batch share the data, which a build moves to the device). ``engine``: the engine
+        to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`), and
+    ``compiled`` whether its call is compiled instead of ``cfg.compile``'s choice (likewise)."""
     v = validated or validate(composed, reference)
     cfg, alg, h, comp = v.cfg, v.alg, v.h, v.comp
     device, dtype = cfg.torch_device, cfg.torch_dtype
@@ -159,7 +161,7 @@ def build(
         chunk=max(1, min(cfg.n, chunk // runs)) if runs > 1 else chunk,
         eval_batch=eval_batch,
         train_samples=cfg.metrics.train_samples,
-        compile=False if batched else cfg.compile,
+        compile=False if batched else cfg.compile if compiled is None else compiled,
         client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
     )
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
@@ -175,7 +177,9 @@ def build(
         v.stationarity_step,
         checkpoint.digest(composed),
         {**fingerprint, **provenance.of_partition(clients)},
-        numerics.of_run(oracle.engine_choice["engine"], cfg),
+        numerics.of_run(
+            oracle.engine_choice["engine"], cfg, oracle.compile_choice.get("compiled", False)
+        ),
     )
 
 

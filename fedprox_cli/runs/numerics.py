@@ -1,10 +1,11 @@
 """What a run's numbers depend on beyond its config, recorded with the run (summary.json's
 ``numerics`` and each checkpoint) so that a resume gives the numbers of a run never stopped:
 the engine chosen (``engine=auto`` may choose another one under other threads or a stale
-cache), torch's intra-op thread count (a reduction split over other threads adds in another
+cache) and whether its call is compiled (``compile=auto``: :mod:`engine.compile`), torch's intra-op thread count (a reduction split over other threads adds in another
 order), the device's name, the dtype and the torch version.
 
-A resume (:func:`resume_with`) uses the recorded engine and thread count; what it cannot make
+A resume (:func:`resume_with`, :func:`compiled_on_resume`) uses the recorded engine, compile
+choice and thread count; what it cannot make
 equal (another device, another torch) is said in one line, with what the run does: it goes on,
 its later rows computed there.
 """
@@ -20,10 +21,12 @@ from ..config.schema import RunConfig
 from ..engine.device import device_name
 
 
-def of_run(engine: str, cfg: RunConfig) -> dict:
-    """The record of a run computing with ``engine`` under ``cfg``, in this process."""
+def of_run(engine: str, cfg: RunConfig, compiled: bool = False) -> dict:
+    """The record of a run computing with ``engine`` (its call ``compiled`` or not) under
+    ``cfg``, in this process."""
     return {
         "engine": engine,
+        "compiled": compiled,
         "threads": torch.get_num_threads(),
         "device": device_name(cfg.torch_device),
         "dtype": str(cfg.torch_dtype).removeprefix("torch."),
@@ -58,3 +61,11 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
             )
     engine = recorded.get("engine")
     return engine if cfg.engine == "auto" and engine in ("loop", "vmap") else None
+
+
+def compiled_on_resume(recorded: dict | None, cfg: RunConfig) -> bool | None:
+    """Whether a resume of a ``compile=auto`` run compiles: as it did when it started
+    (``recorded``, from the checkpoint); None where the config decides (another setting, or a
+    record without the choice)."""
+    was = recorded.get("compiled") if isinstance(recorded, dict) else None
+    return was if cfg.compile == "auto" and isinstance(was, bool) else None

@@ -3,7 +3,8 @@
 A run's fingerprint of its data (:func:`of_data`, :func:`of_partition`) holds the sizes and a
 digest of the arrays as training sees them after loading (train and test images and labels,
 the writers of a grouped data set) and of the partition; it is a function of the loaded
-arrays only, whichever file or cache they came from. It is recorded in ``summary.json``
+arrays only, whichever file or cache they came from; data read back from the decoded-data cache
+have theirs computed once and kept beside it (:func:`of_data`). It is recorded in ``summary.json``
 (``data``) and in the checkpoint. A re-run into the folder -- a resume, an extension, a run
 that has finished already -- compares it with the fingerprint of the data it loads now
 (:func:`changes`, a function over two recorded dicts), and a difference is one line naming
@@ -13,12 +14,16 @@ what changed (:func:`check`), before anything in the folder is written.
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from ..common import guarded
 from ..common.errors import require
+from ..common.files import atomic_write_text
+from ..data import cache
 
 # what each part of the fingerprint is called in the line that names a change
 PARTS = {
@@ -43,7 +48,34 @@ def digest(a: torch.Tensor | np.ndarray) -> dict:
 
 
 def of_data(ds) -> dict:
-    """The fingerprint of a loaded :class:`data.Dataset` (before anything moves it to a device)."""
+    """The fingerprint of a loaded :class:`data.Dataset` (before anything moves it to a device);
+    for data with an ``origin`` (read back from the decoded-data cache), computed once and kept
+    in :func:`cache_file` under it."""
+    if not ds.origin:
+        return _of_arrays(ds)
+    path = cache_file()
+    try:
+        known = guarded.read_json(path)
+    except (OSError, ValueError):
+        known = {}  # none yet, or unreadable: computed and written again
+    key = hashlib.sha256(ds.origin.encode()).hexdigest()
+    got = known.get(key) if isinstance(known, dict) else None
+    if isinstance(got, dict):
+        return got
+    got = _of_arrays(ds)
+    try:
+        atomic_write_text(path, json.dumps({**known, key: got}, indent=1, sort_keys=True))
+    except OSError:
+        pass  # an unwritable cache folder: the next run computes it again
+    return got
+
+
+def cache_file() -> Path:
+    """The fingerprints of cached data sets, beside the decoded-data cache's entries."""
+    return cache.folder() / "fingerprints.json"
+
+
+def _of_arrays(ds) -> dict:
     parts = {"train_x": ds.train_x, "train_y": ds.train_y, "test_x": ds.test_x, "test_y": ds.test_y}
     if ds.groups is not None:
         parts["groups"] = ds.groups

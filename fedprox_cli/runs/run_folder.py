@@ -21,6 +21,7 @@ from ..common.guarded import Unreadable
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine import choice
+from ..engine import compile as compile_choice
 from ..engine.device import hardware
 from . import checkpoint, keep, provenance
 from .experiment import Experiment, split
@@ -236,6 +237,9 @@ def begin(
     chosen = choice.line(exp.oracle.engine_choice)
     if chosen:
         say(chosen, "engine", stream=sys.stdout)
+    compiled = compile_choice.line(exp.oracle.compile_choice)
+    if compiled:
+        say(compiled, "compile", stream=sys.stdout)
     if ckpt is not None:
         say(
             f"resuming {out} from round {ckpt.round} of {exp.cfg.T} (checkpoint of "

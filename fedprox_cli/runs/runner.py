@@ -95,10 +95,15 @@ def _run_locked(composed, out, progress, command, hydra_record, reference, plot)
             )
             ending.say_closing(out, "finished")
             return EXIT["finished"]
-        engine = numerics.resume_with(ckpt.numerics if ckpt is not None else None, v.cfg, out)
-        exp = experiment.build(composed, validated=v, engine=engine)
-        if engine:  # engine=auto's choice when the run started, not one made again now
-            exp.oracle.engine_choice = {"engine": engine, "source": "recorded when the run started"}
+        recorded = ckpt.numerics if ckpt is not None else None
+        engine = numerics.resume_with(recorded, v.cfg, out)
+        compiled = numerics.compiled_on_resume(recorded, v.cfg)
+        exp = experiment.build(composed, validated=v, engine=engine, compiled=compiled)
+        started = "recorded when the run started"  # auto's choices then, not ones made again now
+        if engine:
+            exp.oracle.engine_choice = {"engine": engine, "source": started}
+        if compiled is not None:
+            exp.oracle.compile_choice = {**exp.oracle.compile_choice, "source": started}
         run_folder.fits(exp, out, ckpt)
     except (UserError, OSError) as e:
         say(describe(e), "error")

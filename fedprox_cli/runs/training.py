@@ -1,5 +1,5 @@
 """The training loop, shared by one run and seed-batched runs: T rounds from the run's start
-point, evaluated every ``eval_every`` rounds, the metrics rows written as they come, a
+point, evaluated as :mod:`config.schedule` says (round 0, every ``eval_every`` rounds, T), the metrics rows written as they come, a
 checkpoint every ``checkpoint_every`` rounds; a run that diverges raises :class:`Diverged`, one
 stopped by a signal :class:`Interrupted`."""
 
@@ -16,6 +16,7 @@ from ..algorithms import contract
 from ..common import run_files
 from ..common.errors import is_overflow, squeeze
 from ..common.signals import StopAfterRound
+from ..config import schedule
 from ..engine import clients
 from ..engine.metrics import evaluate
 from . import checkpoint, client_log, trackers
@@ -90,12 +91,13 @@ def _start(exp: Experiment, ckpt: checkpoint.Checkpoint | None) -> checkpoint.Ch
         checkpoint.restore_counters(exp.env, ckpt.counters)
         return ckpt
     state = contract.init(exp.alg, exp.flat.flat(), exp.cfg.n)
+    first = schedule.evaluates(0, exp.cfg.T, exp.cfg.eval_every)
     return checkpoint.Checkpoint(
         0,
         state,
         checkpoint.counters(exp.env),
         0.0,
-        [_row(exp, state, 0, 0.0)],
+        [_row(exp, state, 0, 0.0)] if first else [],
         exp.digest,
         exp.fingerprint,
         exp.numerics,
@@ -123,11 +125,12 @@ class Training:
         self.beat = summary.beat if summary is not None else (lambda force=False, **f: None)
         c = _start(exp, ckpt)
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
-        write_metrics(out / run_files.METRICS, self.rows)
+        if self.rows:
+            write_metrics(out / run_files.METRICS, self.rows)
         self.clients = None
         if exp.cfg.metrics.per_client:
             self.clients = client_log.Log(out, c.round if ckpt is not None else None)
-            if ckpt is None:
+            if ckpt is None and self.rows:
                 self._evaluate_clients(0)
         self._open = ExitStack()
         self.bar = self._open.enter_context(
@@ -210,8 +213,7 @@ class Training:
 
     def evaluates(self) -> bool:
         """Whether round t is followed by an evaluation."""
-        done = self.t + 1
-        return done % self.exp.cfg.eval_every == 0 or done == self.exp.cfg.T
+        return schedule.evaluates(self.t + 1, self.exp.cfg.T, self.exp.cfg.eval_every)
 
     def close(self) -> None:
         self._open.close()

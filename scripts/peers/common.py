@@ -1,6 +1,7 @@
 """What the peers' FedAvg scripts share with fedrun's workload: Fashion-MNIST read from its IDX
 files and normalized as fedrun does (mean 0.2860, std 0.3530), an iid split into n equal
-clients, fedrun's MLP 784-200-200-10, the exact train loss of a model (the same problem), and
+clients, fedrun's MLP 784-200-200-10, the final model's metrics as fedrun computes them (the
+same outputs: :func:`final_metrics`), and
 the log of each client call's seconds that the benchmark reads (``PEER_CALL_LOG``).
 
 The data are read, decoded and split once per process: :func:`fmnist`, :func:`iid` and
@@ -67,10 +68,30 @@ def worker_mlp() -> nn.Sequential:
     return mlp()
 
 
-@torch.no_grad()
-def train_loss(model: nn.Module, x: np.ndarray, y: np.ndarray) -> float:
-    """Mean cross-entropy over all training samples."""
-    return float(nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y)))
+@functools.lru_cache(maxsize=None)
+def fmnist_test() -> tuple[np.ndarray, np.ndarray]:
+    """Test images (10000, 784) float32, normalized as the training images, and labels."""
+    x = (_idx("t10k-images-idx3-ubyte").reshape(-1, 784) / 255.0 - 0.2860) / 0.3530
+    return x.astype(np.float32), _idx("t10k-labels-idx1-ubyte").astype(np.int64)
+
+
+def final_metrics(model: nn.Module) -> dict[str, float]:
+    """What fedrun computes at round T (eval_every=0), the same in every system: the train loss
+    f(x) (mean cross-entropy over all 60,000 training samples: the iid clients are of equal
+    size), the stationarity ||grad f(x)||^2 (h = 0) over them, and the test loss and accuracy
+    over the 10,000 test samples."""
+    x, y = fmnist()
+    loss = nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    with torch.no_grad():
+        tx, ty = (torch.from_numpy(a) for a in fmnist_test())
+        logits = model(tx)
+        return {
+            "train_loss": float(loss),
+            "stationarity": float(sum(g.square().sum() for g in grads)),
+            "test_loss": float(nn.functional.cross_entropy(logits, ty)),
+            "test_acc": float((logits.argmax(1) == ty).float().mean()),
+        }
 
 
 @contextmanager

@@ -4,14 +4,15 @@ in ``flower_client.py``; a ServerApp running ``flwr.serverapp.strategy.FedAvg``)
 ``ClientApp`` (``client_resources``) and one CPU exposed to the simulation (``init_args``), so one
 Ray worker runs the calls one after another. Usage: flower_fedavg.py N K T B LR PARTICIPATION;
 prints one JSON line: training seconds (the strategy's rounds, as Flower's "Strategy execution
-finished" times them), client-steps, the final model's train loss."""
+finished" times them), client-steps, the final model's metrics (``common.final_metrics``:
+fedrun's round-T row)."""
 
 import json
 import sys
 import time
 
 import torch
-from common import fmnist, mlp, train_loss
+from common import final_metrics, mlp
 from flower_client import app as client
 from flwr.app import ArrayRecord, ConfigRecord, Context
 from flwr.serverapp import Grid, ServerApp
@@ -50,7 +51,7 @@ def main(grid: Grid, context: Context) -> None:
             {
                 "train_s": train_s,
                 "client_steps": T * m * K,
-                "train_loss": train_loss(model, *fmnist()),
+                **final_metrics(model),
             }
         )
     )

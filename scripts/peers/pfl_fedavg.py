@@ -6,13 +6,13 @@ clients' data in RAM as pfl ``Dataset`` slices (the fastest where the data fit i
 central evaluation during the rounds. Each user's ``simulate_one_user`` (its client call) is
 timed into ``PEER_CALL_LOG``. Usage: pfl_fedavg.py N K T B LR PARTICIPATION; prints one JSON
 line: training seconds (pfl's ``StopwatchCallback``: the sum of its central iterations),
-client-steps, the final model's train loss."""
+client-steps, the final model's metrics (``common.final_metrics``: fedrun's round-T row)."""
 
 import json
 import sys
 
 import torch
-from common import fmnist, iid, mlp, timed_call, train_loss
+from common import final_metrics, fmnist, iid, mlp, timed_call
 from pfl.aggregate.simulate import SimulatedBackend
 from pfl.algorithm import FederatedAveraging, NNAlgorithmParams
 from pfl.callback.stopwatch import StopwatchCallback
@@ -85,7 +85,7 @@ print(
         {
             "train_s": sum(stopwatch._laps),
             "client_steps": T * m * K,
-            "train_loss": train_loss(module, x, y),
+            **final_metrics(module),
         }
     )
 )

@@ -1,0 +1,119 @@
+"""The end-of-run figures drawn beside the run. The ``fedrun`` command starts a drawing process
+(:func:`start`) as its run starts: that process imports matplotlib and the plotting code while
+the run composes its config, loads its data and trains, on another core, then waits. When the
+run ends, :func:`figures` hands it the run folder and the config and waits for the drawing
+alone. A fault of the drawing comes back as the exception it was (an ``OSError`` with its errno
+and file name, a :class:`UserError` with its line), so the run's status and line say it as if
+drawn in the run's own process -- which is where the figures are drawn when no drawing process
+answers (a caller in Python, a start that failed, a process that died)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ..analysis import run_figures
+from ..common.errors import UserError
+
+_PROCESS: list[subprocess.Popen] = []  # the drawing process of this fedrun command, if any
+
+
+def start() -> None:
+    """Start this process's drawing process (once; nothing if it cannot be started)."""
+    if _PROCESS:
+        return
+    try:
+        _PROCESS.append(
+            subprocess.Popen(
+                [sys.executable, "-c", "from fedprox_cli.cli.drawer import serve; serve()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C is the run's to handle, not the drawer's
+                text=True,
+            )
+        )
+    except OSError:
+        pass  # the figures are drawn in the run's process
+
+
+def stop() -> None:
+    """End the drawing process: its input closed, it ends by itself (not waited for)."""
+    while _PROCESS:
+        try:
+            _PROCESS.pop().stdin.close()
+        except OSError:
+            pass  # it has ended already
+
+
+def figures(composed, out: Path) -> None:
+    """The figures of the run in ``out`` (:func:`analysis.run_figures.draw`), titled from its
+    config ``composed``: by the drawing process where one answers, else here. Raises what
+    drawing them raised."""
+    reply = _ask({"config": _plain(composed), "out": str(out)}) if _PROCESS else None
+    if reply is None:
+        run_figures.draw(composed, out)
+    else:
+        raise_fault(reply)
+
+
+def _plain(composed) -> dict:
+    """``composed`` as plain containers, resolved where it can be without Hydra."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if not isinstance(composed, DictConfig):
+        return composed
+    try:
+        return OmegaConf.to_container(composed, resolve=True)
+    except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: shown unresolved
+        return OmegaConf.to_container(composed, resolve=False)
+
+
+def raise_fault(reply: dict) -> None:
+    """Raise the fault a drawing process replied (nothing for ``{}``)."""
+    if "errno" in reply:
+        raise OSError(reply["errno"], reply["strerror"], reply["filename"])
+    if "user_error" in reply:
+        raise UserError(reply["user_error"])
+    if "error" in reply:
+        raise RuntimeError(f"drawing the run's figures: {reply['error']}")
+
+
+def _ask(request: dict) -> dict | None:
+    """The drawing process's reply to ``request``; None where it does not answer (it is
+    then ended, and no longer asked)."""
+    p = _PROCESS[0]
+    try:
+        p.stdin.write(json.dumps(request, default=str) + "\n")
+        p.stdin.flush()
+        line = p.stdout.readline()
+        return json.loads(line)
+    except (OSError, ValueError):
+        stop()
+        return None
+
+
+def serve() -> None:
+    """The drawing process: import the plotting code, then draw each request read from stdin
+    (one JSON line: the config and the run folder) and reply on stdout (one JSON line:
+    ``{}``, or the fault), until stdin closes."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    sys.stdout = sys.stderr  # nothing a library prints reaches the replies
+    from ..analysis import plotting  # noqa: F401 -- the slow import, made while the run trains
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            run_figures.draw(request["config"], Path(request["out"]))
+            reply: dict = {}
+        except UserError as e:  # first: some are OSErrors too (files.NotRegular)
+            reply = {"user_error": str(e)}
+        except OSError as e:
+            reply = {"errno": e.errno, "strerror": e.strerror, "filename": e.filename}
+        except Exception as e:  # noqa: BLE001 -- a bug of the drawing: said by the run
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        replies.write(json.dumps(reply, default=str) + "\n")
+        replies.flush()

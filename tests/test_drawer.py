@@ -1,0 +1,69 @@
+"""The end-of-run figures drawn by the fedrun command's drawing process (cli/drawer.py): drawn
+there, a fault there raised here as the exception it was, and drawn here where the process does
+not answer."""
+
+import errno
+import json
+import shutil
+
+import pytest
+from conftest import fedrun_process
+
+from fedprox_cli.cli import drawer
+from fedprox_cli.common.errors import UserError
+
+TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "T=2", "eval_every=1"]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished tiny run of the fedrun command: its figure drawn by the drawing process."""
+    out = tmp_path_factory.mktemp("drawer") / "run"
+    p = fedrun_process(*TINY, f"hydra.run.dir={out}", cwd=out.parent)
+    assert p.returncode == 0, p.stderr
+    assert (out / "metrics.png").read_bytes()[:4] == b"\x89PNG"
+    return out
+
+
+@pytest.fixture
+def process():
+    drawer.start()
+    yield drawer._PROCESS[0]
+    drawer.stop()
+
+
+def config(out):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(OmegaConf.load(out / "config.yaml"))
+
+
+def test_the_drawing_process_draws_and_its_faults_come_back(finished, tmp_path, process):
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(finished / "metrics.csv", run)
+    drawer.figures(config(finished), run)
+    assert (run / "metrics.png").read_bytes()[:4] == b"\x89PNG" and process.poll() is None
+    (run / "metrics.png").unlink()
+    (run / "metrics.png").mkdir()  # its figure cannot be written there
+    with pytest.raises(UserError, match="metrics.png is a folder"):
+        drawer.figures(config(finished), run)
+    fault = {"errno": errno.ENOSPC, "strerror": "No space left on device", "filename": "x.png"}
+    with pytest.raises(OSError) as e:
+        drawer.raise_fault(fault)  # as the process replies an OSError
+    assert (e.value.errno, e.value.strerror, e.value.filename) == tuple(fault.values())
+    drawer.raise_fault({})
+
+
+def test_without_an_answer_the_figures_are_drawn_here(finished, tmp_path, process):
+    process.kill()
+    process.wait()
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(finished / "metrics.csv", run)
+    drawer.figures(config(finished), run)
+    assert (run / "metrics.png").read_bytes()[:4] == b"\x89PNG" and not drawer._PROCESS
+
+
+def test_a_summary_says_the_run_finished(finished):
+    assert json.loads((finished / "summary.json").read_text())["status"] == "finished"
