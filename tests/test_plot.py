@@ -212,7 +212,7 @@ def test_paper_style_legend_fits_the_panel_and_the_caption_is_on_the_figure(tmp_
     assert fig.get_figwidth() == pytest.approx(3.4)
     assert fig.legends[0].get_window_extent(r).width <= fig.bbox.width + 1
     (text,) = fig.texts
-    assert text.get_text().replace("\n", " ").replace("\u00a0", " ") == fig.caption
+    assert text.get_text().replace("\n", " ") == fig.caption
     assert text.get_window_extent(r).width <= fig.bbox.width + 1
     assert "bands: ± 1 std over the seeds" in fig.caption
 

@@ -132,7 +132,9 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
         ["0.05", "0.7000"],
         ["0.1", "0.8000"],
     ]
-    assert "one run (seed) per cell; test_acc at the last evaluation" in p.stdout
+    assert (
+        "test_acc at the last evaluation per " in p.stdout and "one run (seed) per cell" in p.stdout
+    )
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
     assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
 
@@ -385,9 +387,9 @@ def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path,
         fig.texts[0].get_window_extent(r).y1 <= fig.legends[0].get_window_extent(r).y0 + 1
     )  # caption below it
     caption = fig.caption
-    assert fig._suptitle is None and [
-        t.get_text().replace("\n", " ").replace("\u00a0", " ") for t in fig.texts
-    ] == [caption]
+    assert fig._suptitle is None and [t.get_text().replace("\n", " ") for t in fig.texts] == [
+        caption
+    ]
     assert (
         "FedCanon (α = 0.2)" in caption
         and "digits" in caption
@@ -669,7 +671,8 @@ def test_accuracy_table_numbers_and_bold_best(sweep):
     assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
     assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
     assert lines[-1].startswith(
-        "mean ± std over 3 seeds per cell; test_acc at the last evaluation; bold: the best"
+        "test_acc at the last evaluation per partition and algorithm: mean ± std over 3 seeds per "
+        "cell. Bold: the best"
     )
 
 
@@ -723,7 +726,13 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
     assert f"\\textbf{{0.81 $\\pm$ {sd:.2f}}}" in tex
     assert tex.count("\\textbf") == 1
-    assert "\\caption{mean $\\pm$ std over 3 seeds per cell; test\\_acc" in tex
+    assert (
+        "\\caption{test\\_acc and stationarity at the last evaluation per algorithm and partition: mean $\\pm$ std over 3 seeds per cell."
+        in tex
+    )
+    assert (
+        tex.startswith("% needs \\usepackage{booktabs}") and tex.count(" \\\\\n") == 5
+    )  # one header row
     csv = pd.read_csv(io.StringIO(table.render(runs, spec, "csv")))
     assert list(csv.columns) == ["algorithm", "partition", "metric", "mean", "std", "n", "left_out"]
     assert len(csv) == 8 and set(csv["n"]) == {3}
@@ -731,7 +740,7 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     assert row["mean"].item() == pytest.approx(0.81) and row["std"].item() == pytest.approx(sd)
     # the same from the command line, format by --out's suffix
     for ext, head in (
-        (".tex", "\\begin{table}"),
+        (".tex", "% needs \\usepackage{booktabs}"),
         (".csv", "algorithm,partition,metric"),
         (".md", "| algorithm"),
     ):

@@ -1,19 +1,19 @@
 """Figures of many runs: one mean +- std band per run group (``fedrun-plot``).
 
 One legend below the axes, in as many columns as fit the figure's width, and under it the
-caption: the settings every curve shares, how many seeds a line averages and what a band is
-(also in the file's metadata and beside it: ``fig.pdf`` -> ``fig.caption.txt``). A legend entry
-names only what tells its curve apart (:func:`curve_labels`): the method's printed name
-(``display_name`` of its class, a plugin's too) where the methods differ, the parameters that
-differ between the curves that have them as the papers' symbols (``FedProx (μ = 0.01)``; a
-parameter only one method has is in no label), then the other keys that differ. ``--label``
-renames (a value, a key, a ``key=value`` part or a whole label) change only what they name.
+caption (:mod:`.caption`: one sentence in the papers' notation -- the methods with their own
+parameters, the setting every curve shares, how many seeds a line averages and what a band is;
+``drawn_caption=False`` leaves it out of the image), also in the file's metadata and beside it
+(``fig.pdf`` -> ``fig.caption.txt``). A legend entry names only what tells its curve apart
+(:mod:`.legend`: a parameter is known by its name and the class declaring it); ``--label``
+renames change only what they name, and one that names nothing is refused (:mod:`.renames`).
 A curve's seed count is in its entry only where the curves differ in it ("3 seeds"; n is the
 papers' client count). Curves cycle colours, line styles and markers; curves identical to float
 precision are named as such; a run that did not finish (diverged, interrupted, ...) is left out
 of its curve's mean and drawn alone up to its last finite point, marked there (``x`` for
-diverged). On a log axis a band is clipped to the axis's range; bytes read in MB or GB.
-Accuracies are fractions (0-1) as in ``metrics.csv``, in every figure and table.
+diverged). On a log axis a band is clipped to the axis's range; bytes read in MB or GB; a round
+axis has its ticks at the evaluated rounds. Accuracies are fractions (0-1) as in
+``metrics.csv``, in every figure and table.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from matplotlib.ticker import NullFormatter
 
 from ..common.files import atomic_write_text
 from .caption import common_keys, sentence, what_lines_are
-from .groups import Group, config_key, fmt, group, shared, short, split
+from .groups import config_key, fmt, group, shared, short, split
 from .legend import ALGORITHM, curve_labels, method, method_settings, part
 from .plotting import (
     at_data,
@@ -93,16 +93,28 @@ class Drawn:
     clipped: bool = False
 
 
-def _mean_curve(ax, ok: list[Run], x: str, y: str, scale: float, log: bool, st: dict):
-    """One group's mean line (markers every tenth point); its band's (x, low, high, colour)."""
+def mean_curve(
+    ax,
+    ok: list[Run],
+    x: str,
+    y: str,
+    scale: float,
+    log: bool,
+    st: dict,
+    marks: int = 10,
+    markersize: float | None = None,
+):
+    """The mean line of runs ``ok`` (about ``marks`` markers; non-positive values left out on a
+    log axis): the line, its x and mean, and its band's (x, low, high, colour) with two or more
+    runs, else None."""
     b = band(ok, x, y)
     xs, mean, std = b["x"].to_numpy() / scale, b["mean"].to_numpy(), b["std"].to_numpy()
     (line,) = ax.plot(
         xs,
         np.where(mean > 0, mean, np.nan) if log else mean,
         **st,
-        markevery=max(1, len(b) // 10),
-        markersize=0.8 * plt.rcParams["lines.markersize"],
+        markevery=max(1, len(b) // marks),
+        markersize=markersize or 0.8 * plt.rcParams["lines.markersize"],
     )
     return line, xs, mean, (xs, mean - std, mean + std, st["color"]) if len(ok) > 1 else None
 
@@ -143,7 +155,7 @@ def _panel(ax, panel_runs, groups, styles, x, y, scale, log, drawn: Drawn, warn,
         ok = [r for r in rs if r.problem() is None]
         st = styles[g.label]
         if ok:
-            line, xs, mean, b = _mean_curve(ax, ok, x, y, scale, log, st)
+            line, xs, mean, b = mean_curve(ax, ok, x, y, scale, log, st)
             bands += [b] if b else []
             drawn.banded = drawn.banded or b is not None
             drawn.means.setdefault(g.label, [line, set(), ""])[1].add(len(ok))

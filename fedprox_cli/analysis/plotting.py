@@ -311,12 +311,12 @@ def balanced_fill(text: str, chars: int) -> str:
     length (no last line of one word), never breaking a ``key = value`` apart."""
     import textwrap
 
-    text = text.replace(" = ", "\u00a0=\u00a0")  # textwrap does not break at U+00A0
-    lines = len(textwrap.wrap(text, chars))
-    width = max(1, -(-len(text) // lines))
-    while len(textwrap.wrap(text, width)) > lines:
+    glued = text.replace(" = ", "\0=\0")  # no break there: NUL is no whitespace to textwrap
+    lines = len(textwrap.wrap(glued, chars))
+    width = max(1, -(-len(glued) // lines))
+    while len(textwrap.wrap(glued, width)) > lines:
         width += 1
-    return textwrap.fill(text, width)
+    return textwrap.fill(glued, width).replace("\0=\0", " = ")
 
 
 def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> None:

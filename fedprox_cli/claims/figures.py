@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import groups as grouping
-from ..analysis.curves import Y_LABELS, style
+from ..analysis.curves import Y_LABELS, mean_curve, style
 from ..analysis.names import method_names
 from ..analysis.plotting import (
     at_data,
@@ -31,7 +31,7 @@ from ..analysis.plotting import (
     symbol,
 )
 from ..analysis.run import X_AXES, Run
-from ..analysis.stats import band, fit_line, seeds
+from ..analysis.stats import fit_line, seeds
 from .declare import Claim, Figure, RunSet
 
 FORMATS = ("png", "pdf")
@@ -133,18 +133,9 @@ def _curves_panel(
         st, name = styles[v], names[v]
         ok = [r for r in by[v] if r.problem() is None and not _collapsed(claim, r)]
         if ok:
-            b = band(ok, x, y)
-            xs, mean, std = b["x"].to_numpy() / scale, b["mean"].to_numpy(), b["std"].to_numpy()
-            (line,) = ax.plot(
-                xs,
-                np.where(mean > 0, mean, np.nan) if log else mean,
-                **st,
-                markevery=max(1, len(b) // 8),
-                markersize=3,
-            )
+            line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st, marks=8, markersize=3)
             handles.setdefault(name, line)
-            if len(ok) > 1:
-                bands.append((xs, mean - std, mean + std, st["color"]))
+            bands += [spread] if spread else []
             finals[v] = (xs, mean)
         else:  # no run in the mean: the curve is still named, by its style
             handles.setdefault(name, plt.Line2D([], [], **{**st, "markersize": 3}))
