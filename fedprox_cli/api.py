@@ -144,7 +144,7 @@ def run(
     if folder is not None:
         overrides.append(f"hydra.run.dir={_value(str(folder))}")
     with initialize_config_dir(str(CONF_DIR), version_base="1.3", job_name="fedrun"):
-        job = jobs(overrides, multirun=False)[0]
+        job = next(jobs(overrides, multirun=False))
         hc = HydraConfig.get()
         reference = reference_for(job.cfg, job.choices, overrides)
         experiment.validate(job.cfg, reference)

@@ -1,10 +1,12 @@
 """scripts/bench_peers.py's pure logic: the peers' client calls read back from their log, the
-per-call table, and the goals of issue 50 against a made-up run."""
+per-call table, and the goals against a made-up run; the peers' final outputs are fedrun's."""
 
 import importlib.util
 import math
 from pathlib import Path
 
+import pytest
+import torch
 from conftest import ROOT
 
 
@@ -74,3 +76,28 @@ def test_every_system_computes_the_same_outputs_at_round_T_only():
     assert max(w[2] for w in bench_peers.WORKLOADS.values()) >= 100  # one of a paper's length
     common = (Path(bench_peers.PEER_SCRIPTS) / "common.py").read_text()
     assert all(f'"{k}"' in common for k in bench_peers.OUTPUTS)
+
+
+@pytest.mark.skipif(not common.FMNIST.is_dir(), reason="Fashion-MNIST (Debian's files) not here")
+def test_the_peers_final_outputs_are_fedruns_round_T_row():
+    """On one model, ``common.final_metrics`` (what each peer computes at round T) equals the
+    metrics row fedrun computes (engine/metrics.py) to float32 rounding."""
+    from fedprox_cli.config.compose import compose
+    from fedprox_cli.engine.metrics import evaluate
+    from fedprox_cli.runs import experiment
+
+    data = f"data.root={common.FMNIST}"
+    exp = experiment.build(
+        compose(["algorithm=fedavg", "regularizer=none", "partition=iid", "T=1", data])
+    )
+    x = exp.flat.flat()
+    row = evaluate(
+        x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y
+    )
+    net = common.mlp()
+    with torch.no_grad():
+        for p, q in zip(net.parameters(), exp.flat.module.parameters(), strict=True):
+            p.copy_(q)
+    got = common.final_metrics(net)
+    for k in bench_peers.OUTPUTS:
+        assert got[k] == pytest.approx(row[k], rel=1e-5), k

@@ -51,6 +51,7 @@ def command(tmp_path, prog: str, *driver_args: str, env=None) -> subprocess.Comp
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
 
 
@@ -78,6 +79,7 @@ def test_a_stop_signal_while_fedrun_loads_torch_is_one_line(tmp_path, sig):
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
         preexec_fn=ignored,
     )
     assert (p.returncode, p.stderr) == (130, "fedrun: interrupted\n")

@@ -118,7 +118,8 @@ def test_a_label_that_renames_nothing_is_an_error_and_a_whole_label_may_hold_an_
     )
     assert legend(kept[0]) == ["few steps", "K = 2"]  # split at the last '='
     assert (
-        plot_cli.main([str(tmp_path / "m"), "--label", "FedAvg (α = 1)=FedAvg", "--out", str(out)]) == 2
+        plot_cli.main([str(tmp_path / "m"), "--label", "FedAvg (α = 1)=FedAvg", "--out", str(out)])
+        == 2
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert (

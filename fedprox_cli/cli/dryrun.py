@@ -19,7 +19,9 @@ code 2.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -30,6 +32,7 @@ from ..common.package import CONF_DIR
 from ..config import extras, schedule
 from ..config.compose import reference_config
 from ..config.jobs import Job, jobs
+from ..runs.progress import duration
 from .jobtable import align, differing
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
@@ -142,32 +145,57 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
 
 
-def check_jobs(
-    listed: list[Job], multirun: bool
-) -> tuple[list[tuple[Job, str, int | list[int]]], list[str]]:
-    """:func:`check` of every job: (job, state, start) of the good ones, and one
+@dataclass
+class Checked:
+    """What a dry run lists of a good job once its config is checked (the config itself is
+    dropped, so a sweep's memory does not grow with its jobs)."""
+
+    num: int
+    overrides: list[str]
+    folder: Path
+    where: str
+    state: str
+    steps: float
+    evals: int
+    note: str | None
+
+
+PROGRESS_S = 5.0  # a line on stderr at most this often while a sweep's jobs are checked
+
+
+def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], list[str]]:
+    """:func:`check` of every job, taken one at a time: the good ones' :class:`Checked`, and one
     ``fedrun: error: job N (...): why`` line per bad one -- a job that fails a check, or that
-    has the folder of an earlier job (the same config twice)."""
+    has the folder of an earlier job (the same config twice). A sweep that takes longer than
+    :data:`PROGRESS_S` says how far it is, every :data:`PROGRESS_S` seconds."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     from .faults import one_line
 
     good, bad, first, references = [], [], {}, {}
+    started = last = time.monotonic()
     for job in listed:
         try:
             state, start = check(job, references)
-            earlier = first.setdefault(job.folder, job)
-            if earlier is not job:
-                raise UserError(
-                    f"the same config as {job_name(earlier, multirun)} "
-                    f"(both would run in {job.folder})"
-                )
-            good.append((job, state, start))
+            earlier = first.setdefault(job.folder, job_name(job, multirun))
+            if earlier != job_name(job, multirun):
+                raise UserError(f"the same config as {earlier} (both would run in {job.folder})")
+            steps, evals = work(job.cfg, start)
+            good.append(
+                Checked(job.num, job.overrides, job.shown, job.where, state, steps, evals, job.note)
+            )
         except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
             bad.append(
                 f"fedrun: error: {job_name(job, multirun) + ': ' if multirun else ''}{one_line(e)}"
             )
+        now = time.monotonic()
+        if multirun and now - last >= PROGRESS_S:
+            streams.err(
+                f"fedrun: checked {job.num + 1} jobs ({duration(now - started)}; "
+                f"{len(bad)} invalid so far)"
+            )
+            last = now
     return good, bad
 
 
@@ -196,24 +224,22 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             if bad:
                 streams.err("\n".join(bad))
                 return EXIT["error"]
-            rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
-            total_steps = total_evals = 0
-            for job, state, start in checked:
-                steps, evals = work(job.cfg, start)
-                total_steps, total_evals = total_steps + steps, total_evals + evals
-                rows.append(
-                    [str(job.num), str(job.shown), f"{steps:,.0f}", str(evals), job.where, state]
-                )
     except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
         streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]
-    n = len(listed)
-    varied = differing([job.overrides for job in listed])
-    common = [o for o in listed[0].overrides if o not in varied[0]]
+    rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
+    rows += [
+        [str(j.num), str(j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
+        for j in checked
+    ]
+    total_steps, total_evals = sum(j.steps for j in checked), sum(j.evals for j in checked)
+    n = len(checked)
+    varied = differing([job.overrides for job in checked])
+    common = [o for o in checked[0].overrides if o not in varied[0]]
     streams.out(f"dry run: {n} job{'s' if n != 1 else ''}, every config valid; nothing was written")
-    if listed[0].note:
-        streams.out(f"note: {listed[0].note}")
+    if checked[0].note:
+        streams.out(f"note: {checked[0].note}")
     streams.out(f"overrides of every job: {' '.join(common) or 'none'}")
     streams.out(
         "\n".join(

@@ -213,6 +213,7 @@ class SweepReport(Callback):
         _CALL.get().sweep = sweep.start(config, config_name or "config")
 
 
+_NO_RUN = {"--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}  # Hydra's, nothing drawn
 _EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
 _PATH_KEY = re.compile(
     r"^(\+{0,2}(?:hydra\.(?:run|sweep)\.dir|hydra\.sweep\.subdir|data\.root))=(.+)$"
@@ -375,7 +376,7 @@ def _fedrun(call: _Call) -> int:
     early = _preflight(sys.argv[1:])
     if early is not None:
         return early
-    if call.command:
+    if call.command and not _NO_RUN.intersection(sys.argv[1:]):
         drawer.start()  # its imports made while this process composes, loads and trains
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:

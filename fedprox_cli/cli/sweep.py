@@ -144,7 +144,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
     saved = HydraConfig.instance().cfg
     try:
         listed = compose_jobs(GlobalHydra.instance().hydra, config_name, master, task)
-        _, bad = dryrun.check_jobs(listed, multirun=True)
+        good, bad = dryrun.check_jobs(listed, multirun=True)
     finally:
         HydraConfig.instance().cfg = saved
     if bad:
@@ -152,7 +152,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
         raise SweepRefused(
             f"{len(bad)} of {len(task)} jobs of the sweep are invalid (above); nothing ran"
         )
-    return [JobRecord(j.num, j.overrides, os.path.abspath(j.folder)) for j in listed]
+    return [JobRecord(j.num, j.overrides, os.path.abspath(j.folder)) for j in good]
 
 
 # ------------------------------------------------------------------------------------ report
