@@ -157,7 +157,7 @@ def test_entry_points_complete_every_registry(plugin):
         assert name in names()
     assert algorithms.build("prox_gd", beta=0.1).beta == 0.1
     assert regularizers.build("sql2", lam=0.5).lam == 0.5
-    with pytest.raises(UserError, match=r"unknown compressor 'nope' \(choose from: .*scaled_sign"):
+    with pytest.raises(UserError, match=r"unknown compressor 'nope'; the options: .*scaled_sign"):
         compressors.build("nope")
     with pytest.raises(UserError, match="algorithm prox_gd has no parameter mu"):
         algorithms.build("prox_gd", mu=1.0)
@@ -182,7 +182,9 @@ def test_a_name_loads_only_its_own_entry_point(plugin):
     ):
         models.lookup("broken")
     with pytest.raises(
-        UserError, match=r"choose from: .*tiny.*; installed but not loadable: broken\)"
+        UserError,
+        match=r"unknown model 'tinny' \(did you mean tiny\?\); the options: .*tiny.*; "
+        r"installed but not loadable: broken$",
     ):
         models.lookup("tinny")
 

@@ -12,7 +12,16 @@ from pathlib import Path
 from ..common import streams
 from ..common.console import say
 from ..common.dependencies import missing
-from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
+from ..common.errors import (
+    EXIT,
+    UserError,
+    closest,
+    describe,
+    exhausted,
+    exhausted_line,
+    no_parameter,
+    squeeze,
+)
 from ..common.files import atomic_write_text
 from ..config import extras, plugin_defaults
 from .help import plugin_options
@@ -91,13 +100,12 @@ def unknown_option(exc: BaseException) -> str | None:
 
 def unknown_parameter(exc: BaseException) -> str | None:
     """OmegaConf's "Key 'alpha' is not in struct" for ``GROUP.alpha=...`` as the validation's
-    line (:func:`validate.no_parameter`: the keys the option takes and the ``--help`` command);
+    line (:func:`errors.no_parameter`: the keys the option takes and the ``--help`` command);
     None for other errors."""
     from omegaconf import DictConfig
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
     from ..config.schema import GROUPS  # (torch: only for this error's line)
-    from ..config.validate import no_parameter
 
     e = next(
         (c for c in _chain(exc) if isinstance(c, (ConfigKeyError, ConfigAttributeError))), None

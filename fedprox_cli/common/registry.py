@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Callable
 
 from .dotted import located
-from .errors import UserError, require, squeeze
+from .errors import UserError, closest, no_parameter, require, squeeze
 from .plugin_calls import PluginError, origin
 
 
@@ -152,11 +152,7 @@ class Registry(dict):
         cls = self.lookup(name, _target_)
         allowed = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(allowed))
-        require(
-            not unknown,
-            f"{self.kind} {name} has no parameter {', '.join(unknown)} "
-            f"(it takes: {', '.join(allowed) or 'none'})",
-        )
+        require(not unknown, no_parameter(self.kind, name, ", ".join(unknown), allowed, _target_))
         obj = cls(**params)
         self.check(obj)
         return obj
@@ -180,11 +176,13 @@ class Registry(dict):
         if name not in self:
             self._load(name)
         if name not in self:  # (the listing imports every plugin: only for the message)
-            choices = ", ".join(self.names())
+            names = self.names()
+            close = closest(name, names)
             broken = sorted(set(self.broken) - set(self))
-            raise UserError(
-                f"unknown {self.kind} '{name}' (choose from: {choices}"
+            raise UserError(  # the words of an unknown option on the command line (cli.faults)
+                f"unknown {self.kind} '{name}'"
+                + (f" (did you mean {close}?)" if close else "")
+                + f"; the options: {', '.join(names)}"
                 + (f"; installed but not loadable: {', '.join(broken)}" if broken else "")
-                + ")"
             )
         return self[name]
