@@ -333,7 +333,7 @@ def test_a_plugins_leftover_thread_does_not_hang_fedruns_exit(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert (
-        "fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
+        "fedrun: note: 1 thread started during the command still running (plugin-worker); fedrun exits "
         "without waiting for them"
     ) in p.stderr.splitlines()
     assert read_summary(tmp_path / "r")["status"] == "finished"

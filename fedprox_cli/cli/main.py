@@ -37,7 +37,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..cluster.launchers import sweep_value
+from ..cluster.launchers import release_pool_workers, sweep_value
+from ..cluster.ray_jobs import plain_output
 from ..common import console, run_files, signals, streams
 from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
@@ -344,7 +345,7 @@ THREADS_GRACE_S = 5.0  # how long the threads a call left running get to end by 
 
 
 def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
-    """A plugin's threads left running (not daemons, started during the call) would keep the
+    """Threads left running (a plugin's, a library's) (not daemons, started during the call) would keep the
     process from ending: after :data:`THREADS_GRACE_S`, one note naming them, and for the
     ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather than wait for
     them. (A caller in Python keeps its process and its threads.)"""
@@ -357,7 +358,8 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
         return
     names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
     say(
-        f"{len(left)} thread{'s' if len(left) > 1 else ''} started by a plugin still running ({names}); "
+        f"{len(left)} thread{'s' if len(left) > 1 else ''} started during the command still "
+        f"running ({names}); "
         + ("fedrun exits without waiting for them" if exit_now else "left running"),
         "note",
     )
@@ -369,6 +371,7 @@ def _fedrun(call: _Call) -> int:
     """The exit code of the command in ``sys.argv``."""
     signals.received.clear()
     streams.guard()
+    plain_output()  # Ray reads its settings at import, which a launcher plugin may do early
     gone = _deleted_cwd(sys.argv[1:])  # before anything loads torch, whose libraries need it
     if gone:
         streams.err(f"fedrun: error: {gone}")
@@ -399,5 +402,6 @@ def _fedrun(call: _Call) -> int:
     except (Exception, Refusal) as e:  # Refusal: a callback's, a BaseException (errors.Refusal)
         code = fault(e)
     if call.sweep is not None:
-        code = max(code, sweep.report(*call.sweep))
+        release_pool_workers()
+        code = max(code, sweep.report(*call.sweep, interrupted=code == EXIT["interrupted"]))
     return max([code, *call.codes])
