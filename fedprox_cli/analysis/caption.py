@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..common.flatten import flatten
 from .groups import fmt
-from .legend import ALGORITHM, meaning
+from .legend import ALGORITHM, NAME, meaning
 from .plotting import symbol
 from .stats import seeds
 
@@ -44,8 +44,8 @@ def common_keys(shared: dict, configs: list[dict]) -> set:
     same name but declared by different classes (:func:`legend.meaning`) is each method's own."""
     out = set()
     for k in shared:
-        if k.startswith(ALGORITHM) and k != f"{ALGORITHM}name":
-            if len({meaning(c.get(f"{ALGORITHM}name"), k) for c in configs}) > 1:
+        if k.startswith(ALGORITHM) and k != NAME:
+            if len({meaning(c.get(NAME), k) for c in configs}) > 1:
                 continue
         out.add(k)
     return out
@@ -100,7 +100,7 @@ def sentence(methods: list[str], shared: dict, common: set, leave=()) -> str:
     params = [
         f"{symbol(k.removeprefix(ALGORITHM))} = {fmt(v)}"
         for k, v in sorted(kept.items())
-        if k.startswith(ALGORITHM) and k != f"{ALGORITHM}name"
+        if k.startswith(ALGORITHM) and k != NAME
     ]
     head = listing(methods) if methods else ""
     if params:

@@ -29,7 +29,7 @@ from matplotlib.ticker import NullFormatter
 from ..common.files import atomic_write_text
 from .caption import common_keys, sentence, what_lines_are
 from .groups import config_key, fmt, group, shared, short, split
-from .legend import ALGORITHM, curve_labels, method, method_settings, part
+from .legend import NAME, curve_labels, method, method_settings, part
 from .plotting import (
     at_data,
     byte_unit,
@@ -206,9 +206,9 @@ def figure_caption(runs, groups, entries, names, leave, counts, banded, clipped)
     shared_settings = shared(runs)
     common = common_keys(shared_settings, [g.config for g in groups])
     methods = method_settings(groups, entries, common, names)
-    if not methods and f"{ALGORITHM}name" in common:
-        methods = [method(shared_settings[f"{ALGORITHM}name"], names)]
-    text = sentence(methods, shared_settings, common, leave=[*leave, f"{ALGORITHM}name"])
+    if not methods and NAME in common:
+        methods = [method(shared_settings[NAME], names)]
+    text = sentence(methods, shared_settings, common, leave=[*leave, NAME])
     return " ".join(t for t in (text, what_lines_are(counts, banded, clipped)) if t)
 
 

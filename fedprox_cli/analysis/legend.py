@@ -21,6 +21,7 @@ from .plotting import symbol
 from .run import CHOICE
 
 ALGORITHM = "algorithm."
+NAME = "algorithm.name"
 
 
 def meaning(algorithm, key: str) -> str:
@@ -78,8 +79,8 @@ def _parameter_classes(configs: list[dict]) -> dict[tuple, set]:
     out: dict[tuple, set] = {}
     for c in configs:
         for k in c:
-            if k.startswith(ALGORITHM) and k != f"{ALGORITHM}name":
-                out.setdefault((k, meaning(c.get(f"{ALGORITHM}name"), k)), set()).add(repr(c[k]))
+            if k.startswith(ALGORITHM) and k != NAME:
+                out.setdefault((k, meaning(c.get(NAME), k)), set()).add(repr(c[k]))
     return out
 
 
@@ -90,14 +91,14 @@ def varying_parameters(c: dict, classes: dict[tuple, set], shown=()) -> list[str
         k
         for k in c
         if k.startswith(ALGORITHM)
-        and k != f"{ALGORITHM}name"
+        and k != NAME
         and k not in shown
-        and len(classes[(k, meaning(c.get(f"{ALGORITHM}name"), k))]) > 1
+        and len(classes[(k, meaning(c.get(NAME), k))]) > 1
     )
 
 
 def _entry(c: dict, names, several: bool, params: list[str], rest: list[str]) -> tuple[str, set]:
-    head = method(c[f"{ALGORITHM}name"], names) if several and f"{ALGORITHM}name" in c else ""
+    head = method(c[NAME], names) if several and NAME in c else ""
     inner = ", ".join(part(k, c[k], names) for k in params)
     head = f"{head} ({inner})" if head and inner else head or inner
     others = [k for k in rest if k in c]
@@ -110,7 +111,7 @@ def curve_labels(groups: list[Group], names, shown=()) -> list[Entry]:
     else tells two curves apart; ``names`` may rename a whole label (old form ``k=v, k2=v2``
     too)."""
     configs = [g.config for g in groups]
-    several = len({repr(c.get(f"{ALGORITHM}name")) for c in configs}) > 1
+    several = len({repr(c.get(NAME)) for c in configs}) > 1
     classes = _parameter_classes(configs)
     varies = {k for k in differing(configs) if len({repr(c[k]) for c in configs if k in c}) > 1}
     rest = sorted(k for k in varies if not k.startswith((ALGORITHM, CHOICE)) and k not in shown)
@@ -133,21 +134,17 @@ def method_settings(groups: list[Group], entries: list[Entry], common: set, name
     """Per method, in the curves' order, ``FedAvg (α = 1, β = 0.02)``: its parameters that
     every run does not share (``common``: said once in the caption) and that no entry of its
     curves states -- each method's own setting, so every parameter is on the figure. A curve
-    whose label a rename replaced gets its own line (``Fast: α = 0.5``) for what it varies."""
+    whose label a rename replaced gets its own entry (``Fast (α = 0.5)``) for what it varies."""
     out: dict[str, list[str]] = {}
     for g, e in zip(groups, entries):
         c = g.config
-        title = method(c.get(f"{ALGORITHM}name", "?"), names)
-        same = [
-            h.config
-            for h in groups
-            if h.config.get(f"{ALGORITHM}name") == c.get(f"{ALGORITHM}name")
-        ]
+        title = method(c.get(NAME, "?"), names)
+        same = [h.config for h in groups if h.config.get(NAME) == c.get(NAME)]
         own = [
             k
             for k in sorted(c)
             if k.startswith(ALGORITHM)
-            and k != f"{ALGORITHM}name"
+            and k != NAME
             and k not in common
             and len({repr(d.get(k)) for d in same}) == 1
         ]
@@ -158,10 +155,7 @@ def method_settings(groups: list[Group], entries: list[Entry], common: set, name
             hidden = [
                 k
                 for k in sorted(c)
-                if k.startswith(ALGORITHM)
-                and k not in own
-                and k != f"{ALGORITHM}name"
-                and k not in common
+                if k.startswith(ALGORITHM) and k not in own and k != NAME and k not in common
             ]
             if hidden:
                 out.setdefault(e.label, [part(k, c[k], names) for k in hidden])
