@@ -158,6 +158,7 @@ class Checked:
     steps: float
     evals: int
     note: str | None
+    shown: Path | None = None  # the folder as the listing names it (config.jobs.planned_folder)
 
 
 PROGRESS_S = 5.0  # a line on stderr at most this often while a sweep's jobs are checked
@@ -183,7 +184,17 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
                 raise UserError(f"the same config as {earlier} (both would run in {job.folder})")
             steps, evals = work(job.cfg, start)
             good.append(
-                Checked(job.num, job.overrides, job.shown, job.where, state, steps, evals, job.note)
+                Checked(
+                    job.num,
+                    job.overrides,
+                    job.folder,
+                    job.where,
+                    state,
+                    steps,
+                    evals,
+                    job.note,
+                    job.shown,
+                )
             )
         except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
             bad.append(
@@ -230,7 +241,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         return EXIT["error"]
     rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
     rows += [
-        [str(j.num), str(j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
+        [str(j.num), str(j.shown or j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
         for j in checked
     ]
     total_steps, total_evals = sum(j.steps for j in checked), sum(j.evals for j in checked)
