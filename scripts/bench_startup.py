@@ -34,6 +34,7 @@ def main() -> None:
     p.add_argument("overrides", nargs="*", default=TINY)
     args = p.parse_args()
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    load_at_start = os.getloadavg()[0]
     torch_s, run_s = [], []
     with tempfile.TemporaryDirectory(prefix="fedrun-startup-") as tmp:
         for i in range(args.repeat):
@@ -67,7 +68,8 @@ def main() -> None:
             profiles.append(json.loads(out.strip().splitlines()[-1]))
     overhead = min(run_s) - min(torch_s)
     print(
-        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.repeat} runs each"
+        f"load average {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on "
+        f"{os.cpu_count()} cores; {args.repeat} runs each"
     )
     print(
         f"import torch:        fastest {min(torch_s):.2f} s, median {statistics.median(torch_s):.2f} s"

@@ -11,7 +11,7 @@ import pytest
 
 from fedprox_cli.analysis import results
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, verdict
+from fedprox_cli.claims import declare, digests, evidence, loading, units, verdict
 from fedprox_cli.claims.declare import Claim
 from fedprox_cli.cli import reproduce
 
@@ -98,7 +98,7 @@ BEST = Check(
 
 def word(runs, test=BEST, seeds=3, guard="") -> verdict.Verdict:
     c = claim([test], guard)
-    outcome = evidence.Outcome(test, evidence.units(test, runs, c))
+    outcome = units.Outcome(test, units.units(test, runs, c))
     return verdict.word([outcome], "stand-in", 20, None, seeds, 6, 6)
 
 
@@ -108,7 +108,7 @@ def test_an_ordering_in_every_seed_is_reproduced_in_some_partly_in_none_not():
     assert word([*lead(0), *lead(1), *lead(2)]).word == "reproduced on a stand-in"
     assert word([*lead(0), *lead(1), *trail(2)]).word == "partly"  # 2 of 3 seeds
     assert word([*trail(0), *trail(1), *trail(2)]).word == "not reproduced"
-    got = evidence.units(BEST, [*lead(0), *lead(1), *trail(2)], claim([BEST]))
+    got = units.units(BEST, [*lead(0), *lead(1), *trail(2)], claim([BEST]))
     assert [u.holds for u in got] == [True, True, False]
 
 
@@ -141,7 +141,7 @@ def test_one_seed_missing_runs_and_nothing_trained_are_not_a_verdict():
     runs = [run("a", 0, [1, 0.5]), run("b", 0, [1, 0.6])]
     assert word(runs, seeds=1).word == "inconclusive"
     t = BEST
-    outcome = evidence.Outcome(t, evidence.units(t, runs, claim([t])))
+    outcome = units.Outcome(t, units.units(t, runs, claim([t])))
     assert verdict.word([outcome], "", 20, None, 3, 4, 6).word == "partly run (4 of 6 runs)"
     assert verdict.word([outcome], "", 10, 200, 3, 6, 6).word == "inconclusive"  # T = 10 of 200
     chance = [
@@ -179,6 +179,7 @@ def copy(tmp_path):
     ):  # the figures the report links
         shutil.copy(RESULTS / c.figure, tmp_path / "results" / c.figure)
     shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
+    shutil.copy(RESULTS / "reproduction" / digests.FILE, tmp_path / "results" / "reproduction")
     (tmp_path / "docs").mkdir()
     shutil.copy(REPO / "README.md", tmp_path)
     shutil.copy(REPO / "docs" / "reproducing.md", tmp_path / "docs")
@@ -202,8 +203,10 @@ def test_check_passes_on_the_committed_runs_and_names_a_tampered_claim(copy, cap
     capsys.readouterr()
     assert reproduce.main(check(copy, "fednmap-fig5c", "fednmap-fig5b")) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out and all("fednmap-fig5c" in line for line in out)
+    changed = f"evidence fednmap_fig5/{runs[0].path.name}: metrics.csv edited"
+    assert out and all("fednmap-fig5c" in line or changed in line for line in out)
     assert any("committed" in line and "recomputed" in line for line in out)
+    assert any(changed in line for line in out)
 
 
 def test_bad_input_is_one_line_and_exit_2(copy, tmp_path, capsys):
@@ -227,7 +230,9 @@ def test_list_shows_every_claim_and_plan_the_missing_seeds(copy, capsys):
     header, *rows = out.splitlines()
     assert header.split()[:3] == ["claim", "figure", "or"]
     assert {line.split()[0] for line in rows if not line.startswith(" ")} == IDS
-    assert len(rows) == 2 * len(IDS)  # each claim and its one-line text
+    # each claim, its one-line text and the reasons for its word
+    assert len([line for line in rows if not line.startswith(" ")]) == len(IDS)
+    assert out.split("fedcef-fig1")[1].splitlines()[2].strip() == "why: nothing of it ran here"
     assert "not run" in out.split("fedcef-fig1")[1].splitlines()[0]
     assert (
         reproduce.main(
@@ -319,6 +324,9 @@ def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, 
         reproduce.main(["run", "tiny-fig1", "hydra/launcher=basic", *results]) == 0
     )  # in one process
     assert len(list((tmp_path / "results" / "reproduction" / "tiny").rglob("metrics.csv"))) == 4
+    recorded = digests.read(tmp_path / "results" / "reproduction")  # run records what it made
+    assert sum(p.startswith("tiny/") and p.endswith("/metrics.csv") for p in recorded) == 4
+    assert digests.changes(tmp_path / "results" / "reproduction", [c]) == []
     capsys.readouterr()
     assert reproduce.main(["list", *results]) == 0
     assert "reproduced on a stand-in" in capsys.readouterr().out
@@ -332,8 +340,11 @@ def test_check_names_runs_the_declaration_leaves_out(copy, capsys):
     runs = results.load([folder], where=["algorithm=fednmap_fig5/eta_0.05", "K=5"])
     added = folder / "added"
     shutil.copytree(runs[0].path, added)
-    config = added / "config.yaml"
-    config.write_text(config.read_text().replace("\nseed: 0\n", "\nseed: 3\n"))
+    for name in ("config.yaml", ".hydra/config.yaml"):  # a run at seed 3, its records agreeing
+        config = added / name
+        config.write_text(config.read_text().replace("\nseed: 0\n", "\nseed: 3\n"))
+    overrides = added / ".hydra" / "overrides.yaml"
+    overrides.write_text(overrides.read_text().replace("- seed=0", "- seed=3"))
     assert reproduce.main(check(copy, "fednmap-fig5c")) == 1
     out = capsys.readouterr().out
     assert "fednmap-fig5c: runs of seeds 3 in its folders are not declared" in out
@@ -513,12 +524,12 @@ def test_a_supporting_test_never_decides_the_word():
         6,
         seeds=(0, 1, 2),
         T=20,
-        outcomes=[evidence.Outcome(t, evidence.units(t, runs, c)) for t in c.tests],
+        outcomes=[units.Outcome(t, units.units(t, runs, c)) for t in c.tests],
     )
     assert verdict.of(c, ev).word == "reproduced on a stand-in"  # the failing test is supporting
     primary = Check(**{**fails.__dict__, "role": "primary"})
     c2 = claim([BEST, primary])
-    ev.outcomes = [evidence.Outcome(t, evidence.units(t, runs, c2)) for t in c2.tests]
+    ev.outcomes = [units.Outcome(t, units.units(t, runs, c2)) for t in c2.tests]
     assert verdict.of(c2, ev).word == "partly"
     with pytest.raises(Exception, match="role"):
         declare._test({"kind": "order", "metric": "x", "says": "s", "role": "side"})
@@ -549,10 +560,10 @@ def test_an_ordering_at_equal_bytes_reads_each_run_within_the_smallest_total():
         values=("a", "b"),
         at="bytes",
     )
-    got = evidence.units(t, [cheap, dear], claim([t]))
+    got = units.units(t, [cheap, dear], claim([t]))
     assert [u.holds for u in got] == [True]  # 0.8 at 20 bytes against b's 0.1 at 0 bytes
     last = Check(**{**t.__dict__, "at": "last"})
-    assert [u.holds for u in evidence.units(last, [cheap, dear], claim([last]))] == [False]
+    assert [u.holds for u in units.units(last, [cheap, dear], claim([last]))] == [False]
 
 
 def test_a_level_test_reads_each_value_and_names_a_divergence():
@@ -566,7 +577,7 @@ def test_a_level_test_reads_each_value_and_names_a_divergence():
         at="last",
         holds={"max": 0.6},
     )
-    got = evidence.units(t, runs, claim([t]))
+    got = units.units(t, runs, claim([t]))
     assert [u.holds for u in got] == [True, False]
     assert got[1].note == "diverged after round 5"
 
@@ -631,7 +642,7 @@ def test_a_listed_point_may_fix_a_key_the_others_lack():
         )
 
     runs = [one("a"), one("b", 0.05), one("b", 0.1), one("b")]
-    got = [evidence._point(r, runs, rs) for r in runs]
+    got = [loading.point(r, runs, rs) for r in runs]
     assert got[2] is None and got[3] is None
-    declared = {evidence._declared_key(p) for p, _ in rs.declared()}
-    assert {evidence._declared_key(p) for p in got[:2]} == declared
+    declared = {loading.declared_key(p) for p, _ in rs.declared()}
+    assert {loading.declared_key(p) for p in got[:2]} == declared

@@ -103,3 +103,37 @@ def test_a_missing_package_is_one_line_naming_it(tmp_path, prog, module, package
     last = p.stderr.splitlines()[-1]
     assert last.startswith(line) and "Traceback" not in p.stderr, p.stderr
     assert f"pip install '{package}" in last and "make setup" in last
+
+
+READING = """
+import signal, sys
+from fedprox_cli.common import guarded
+from fedprox_cli.cli import commands
+read, calls = guarded.read_text, []
+def reading(*a, **k):
+    calls.append(1)
+    if len(calls) == 3:
+        signal.raise_signal(signal.SIGINT)
+    return read(*a, **k)
+guarded.read_text = reading
+sys.argv = sys.argv[1:]
+getattr(commands, sys.argv[0].removeprefix("fedrun-"))()
+"""
+
+
+@pytest.mark.parametrize("prog", ["fedrun-report", "fedrun-plot", "fedrun-table"])
+def test_ctrl_c_while_an_analysis_command_reads_runs_is_one_line(tmp_path, prog):
+    """Ctrl-C in the middle of reading a folder of runs (the third file read)."""
+    from fedprox_cli import run
+
+    assert run(COMMANDS["fedrun"][2][:-1], folder=tmp_path / "runs" / "a").status == "finished"
+    p = subprocess.run(
+        [sys.executable, "-c", READING, prog, str(tmp_path / "runs")],
+        cwd=tmp_path,
+        env=child_env(OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert (p.returncode, p.stderr) == (130, f"{prog}: interrupted\n")

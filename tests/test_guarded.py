@@ -226,3 +226,25 @@ def test_a_rerun_into_a_hostile_folder_is_refused(hostile, name, line, capsys):
     assert runner.run(cfg, hostile / name, progress=False) == 2
     assert line in capsys.readouterr().err
     assert _files(hostile / name) == before
+
+
+def test_a_huge_metrics_file_is_read_in_the_memory_of_its_numbers(tmp_path):
+    """200,000 rows (about 20 MB): read with at most a few times the file's size allocated
+    (a list of the rows' strings would take ten times more)."""
+    import tracemalloc
+
+    from fedprox_cli.analysis.results import read_metrics
+
+    path = tmp_path / "metrics.csv"
+    header = "round,time_s,train_loss,objective,stationarity,test_acc,grad_evals,bytes_up"
+    row = ",0.125,0.5123456,0.6123456,0.0123456,0.9123,1000000,2000000\n"
+    path.write_text(header + "\n" + "".join(f"{r}{row}" for r in range(200_000)))
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        df = read_metrics(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(df) == 200_000 and df["round"].iloc[-1] == 199_999
+    assert peak < 4 * size, (peak, size)

@@ -138,7 +138,7 @@ def test_table5_puts_ours_below_the_papers_rows_with_its_ratios(tmp_path):
     ev = type("Ev", (), {"present": 1, "runset": dataclasses.replace(c.ran[0], seeds=(0,))})()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(
-            "fedprox_cli.claims.evidence.load_runs", lambda *a, **k: (runs, [])
+            "fedprox_cli.claims.loading.load_runs", lambda *a, **k: (runs, [])
         )  # (runs, findings)
         made = tables.texts(c, [ev], tmp_path, print)
     md = made["md"].splitlines()

@@ -1154,8 +1154,8 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
 
 def test_a_job_recorded_where_its_sweep_ran_is_found_where_the_sweep_is_now(tmp_path):
     """A results folder cloned or copied elsewhere keeps its sweeps' launch order."""
-    from fedprox_cli.analysis.results import _moved
+    from fedprox_cli.analysis.results import moved_job
 
     sweep = tmp_path / "clone" / "results" / "reproduction" / "fig6"
-    assert _moved(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
-    assert _moved(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")  # not of this sweep
+    assert moved_job(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
+    assert moved_job(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")  # not of this sweep

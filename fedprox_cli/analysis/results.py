@@ -10,14 +10,13 @@ through the ``warn`` callback of :func:`load`; folders holding the same run coun
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
-from omegaconf import OmegaConf
 
 from ..common import guarded, run_files
 from ..common.errors import require
@@ -28,6 +27,8 @@ from ..runs.outputs import effective_status, model_metrics_only, read_summary
 from .groups import config_key, is_run_control, matches, once
 from .jobrecords import records
 from .run import CHOICE, Run, status_text
+
+PROGRESS_RUNS, PROGRESS_S = 100, 5.0  # more runs than this: a line every PROGRESS_S while read
 
 
 class BrokenRun(Exception):
@@ -44,7 +45,8 @@ def _choices(run_dir: Path) -> dict:
     if not hydra_yaml.exists():
         return {}
     try:
-        choices = OmegaConf.to_container(guarded.read_config(hydra_yaml).hydra.runtime.choices)
+        choices = guarded.read_mapping(hydra_yaml)["hydra"]["runtime"]["choices"]
+        require(isinstance(choices, dict), "hydra.runtime.choices is not a mapping")
     except guarded.Unreadable as e:
         raise BrokenRun(f".hydra/hydra.yaml is unreadable: {e.why}") from None
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
@@ -84,7 +86,7 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     return found
 
 
-def _moved(sweep: Path, recorded: str) -> Path:
+def moved_job(sweep: Path, recorded: str) -> Path:
     """Where a job folder recorded as ``recorded`` (an absolute path where the sweep ran) is now
     that its sweep is ``sweep``: the part below the sweep's own name, under ``sweep`` -- so a
     copied or cloned results folder keeps its launch order."""
@@ -98,7 +100,7 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
     order its last command launched them (its job records, :mod:`.jobrecords`; a ``seed_<s>``
     run by its job's), the others after them by path."""
     num = {
-        _moved(m.parent, r.folder): r.num
+        moved_job(m.parent, r.folder): r.num
         for m in Path(folder).rglob(".fedrun")
         for r in records(m.parent)
     }
@@ -133,42 +135,69 @@ def _numbers(column: pd.Series) -> pd.Series:
         return column.map(float)
 
 
+def _checked(lines: Iterable[str]) -> list[str]:
+    """The header of a metrics.csv's ``lines`` once every row is checked to have its fields,
+    row by row (no copy of the table is made: a file of a million rows is read in the memory
+    of its numbers); :class:`BrokenRun` for a cut row, no rows, a stray quote."""
+    rows = csv.reader(lines)
+    try:
+        header = next(rows)
+        n = 0
+        for n, row in enumerate(rows, 1):
+            if len(row) != len(header):
+                raise BrokenRun(
+                    f"metrics.csv is cut (line {n + 1} has {len(row)} of {len(header)} fields)"
+                )
+    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
+        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
+    if not n:
+        raise BrokenRun("metrics.csv has a header and no rows")
+    return header
+
+
+def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame:
+    """The checked rows of a metrics.csv as numbers: pandas' C reader, every cell as written
+    (no "NA" taken for missing); a column it leaves as text (``nan``, ``inf``, or not numbers)
+    through :func:`_numbers`. A header naming a column twice: cell by cell."""
+    if len(set(header)) != len(header):
+        header, *rows = list(csv.reader(lines))
+        return pd.DataFrame(rows, columns=header).apply(_numbers)
+    df = guarded.parse_csv(data, keep_default_na=False, na_values=[])
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            df[c] = _numbers(df[c].astype(str))
+    return df
+
+
 def read_metrics(path: Path) -> pd.DataFrame:
     """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
-    fields than the header, or no end of line after the last row), or not numbers."""
+    fields than the header, or no end of line after the last row), or not numbers. Read in
+    about the memory of its bytes and its numbers (:func:`_checked`)."""
     try:
-        text = guarded.read_text(path, guarded.TABLE_BYTES)
+        data = guarded.read_bytes(path, guarded.TABLE_BYTES)
+        if not data.strip():
+            raise BrokenRun("metrics.csv is empty")
+        if not data.endswith(b"\n"):
+            raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
+        header = _checked(guarded.lines(path, data))
+        if "round" not in header:
+            raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
+        table = _table(data, header, guarded.lines(path, data))
     except guarded.Unreadable as e:
         raise BrokenRun(f"metrics.csv is unreadable: {e.why}") from None
     except OSError as e:
         raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
-    if not text.strip():
-        raise BrokenRun("metrics.csv is empty")
-    if not text.endswith("\n"):
-        raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
-    try:
-        header, *rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
-        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
-    for i, row in enumerate(rows, 2):
-        if len(row) != len(header):
-            raise BrokenRun(f"metrics.csv is cut (line {i} has {len(row)} of {len(header)} fields)")
-    if not rows:
-        raise BrokenRun("metrics.csv has a header and no rows")
-    if "round" not in header:
-        raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
-    try:
-        return model_metrics_only(pd.DataFrame(rows, columns=header).apply(_numbers))
     except ValueError as e:
         raise BrokenRun(
             f"metrics.csv holds a value that is not a number ({first_line(e)})"
         ) from None
+    return model_metrics_only(table)
 
 
 def load_run(run_dir: Path) -> Run:
     """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
     try:
-        cfg = OmegaConf.to_container(guarded.read_config(run_dir / run_files.CONFIG), resolve=False)
+        cfg = guarded.read_mapping(run_dir / run_files.CONFIG)
     except guarded.Unreadable as e:
         raise BrokenRun(f"config.yaml is unreadable: {e.why}") from None
     except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
@@ -192,12 +221,17 @@ def load(
     each unreadable one is skipped with one ``warn`` line naming it. ``count_once``: folders
     holding the same run count once (:func:`.groups.once`; for figures and tables), else every
     folder is listed."""
-    runs = []
-    for p in find_runs(paths, warn):
+    runs, found = [], find_runs(paths, warn)
+    started = last = time.monotonic()
+    for i, p in enumerate(found, 1):
         try:
             runs.append(load_run(p))
         except BrokenRun as e:
             warn(f"skipped {p}: {e}")
+        now = time.monotonic()
+        if len(found) > PROGRESS_RUNS and now - last >= PROGRESS_S:
+            warn(f"read {i} of {len(found)} run folders ({now - started:.0f} s)")
+            last = now
     require(runs, f"no readable run under {', '.join(map(str, paths))}")
     if count_once:
         runs = once(runs, warn)

@@ -10,7 +10,7 @@ where the paper is silent. Nothing here reads a run folder (:mod:`.evidence` doe
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 import yaml
@@ -32,8 +32,12 @@ class Test:
     other value of ``key``. ``ratio``: final ``metric`` of each of ``values`` over ``base``'s.
     ``level``: final ``metric`` of each of ``values``. ``holds`` bounds the number of
     slope/drop/ratio/level (``min``, ``max``). ``at: bytes`` reads an ordering at equal transmitted
-    bytes: each run's last evaluation within the smallest total (up + down) any compared run
-    reached (a plot against communication cost)."""
+    bytes (a plot against communication cost): each run's last evaluation within ``budget``, by
+    default the smallest total (up + down) a compared run that reached T sent. ``same_as``: the
+    id of an earlier claim whose test of the same measurement this one is (one measurement, one
+    word: its units and exemptions are that claim's). ``no_seeds`` / ``per_round``: the tested
+    number is the same at every seed / per round (one seed, or fewer rounds than the paper's T,
+    then decide); a claim's flags of the same names set them for all its tests."""
 
     kind: str
     metric: str
@@ -53,6 +57,10 @@ class Test:
     file: str = ""  # with source bench
     role: str = "primary"  # primary (the quoted words or a number the paper states: decides
     # the word) or supporting (shown, never deciding)
+    budget: float | None = None  # with at: bytes, the bytes read at (None: see above)
+    same_as: str = ""
+    no_seeds: bool = False
+    per_round: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,10 @@ class RunSet:
     device: str = "cpu"
     choices: tuple = ()  # grid keys the paper leaves open: a sensitivity run set, read per
     # combination of their values, never deciding (.sensitivity)
+    bench: str = ""  # a benchmark run set's file under the results root (else each test's file)
+    provenance: str = ""  # where a file measured elsewhere came from (commit, device, command)
+    unreachable: dict = field(default_factory=dict)  # metric -> why no run on this data can
+    # reach a level test's bound on it by construction: such a level decides nothing here
 
     def declared(self) -> list[tuple[tuple, int]]:
         """Every declared run as ((key, value) pairs, seed)."""
@@ -214,6 +226,7 @@ def _claim(paper: str, d: dict) -> Claim:
         not d.get("tests") or any(t.get("role", "primary") == "primary" for t in d["tests"]),
         f"claim {d.get('id')!r} has no primary test (one decides its word)",
     )
+    flags = {k: True for k in ("no_seeds", "per_round") if d.get(k)}
     try:
         return Claim(
             paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
@@ -221,7 +234,7 @@ def _claim(paper: str, d: dict) -> Claim:
                 **d,
                 "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,
                 "ran": tuple(map(_runset, d.get("ran", ()))),
-                "tests": tuple(map(_test, d.get("tests", ()))),
+                "tests": tuple(_test({**flags, **t}) for t in d.get("tests", ())),
             },
         )
     except TypeError as e:
@@ -236,7 +249,51 @@ def load() -> list[Claim]:
         claims += [_claim(paper, d) for d in yaml.safe_load(text)]
     ids = [c.id for c in claims]
     require(len(set(ids)) == len(ids), "two claims share an id")
-    return claims
+    return _shared(claims)
+
+
+def _measurement(rs: RunSet, t: Test) -> tuple:
+    """What a primary test measures: its runs' folders and settings, and the number it reads."""
+    return (
+        tuple(sorted(rs.folders or (rs.bench or t.file,))),
+        t.kind,
+        t.metric,
+        t.key,
+        t.at,
+        tuple(sorted(map(str, t.values))),
+        str(t.base),
+        tuple(sorted((k, str(v)) for k, v in {**rs.where, **t.where}.items())),
+    )
+
+
+def _shared(claims: list[Claim]) -> list[Claim]:
+    """The claims, each test declared ``same_as`` an earlier claim given that claim's test of
+    the same measurement's exemptions; a measurement two claims test without ``same_as`` (two
+    words for one measurement) is an error in the declarations."""
+    seen: dict = {}
+    out = []
+    for c in claims:
+        tests = []
+        for t in c.tests:
+            keys = [_measurement(rs, t) for rs in c.ran if t.role == "primary"]
+            owner = next((seen[k] for k in keys if k in seen and seen[k][0] is not c), None)
+            require(
+                owner is None or t.same_as == owner[0].id,
+                f"claim {c.id}: a test of {t.metric} reads the same measurement as claim "
+                f"{owner[0].id if owner else ''}'s; declare it same_as: that claim (one word)",
+            )
+            if t.same_as:
+                require(
+                    owner is not None,
+                    f"claim {c.id}: same_as {t.same_as}, which has no "
+                    f"primary test of the same measurement before it",
+                )
+                t = replace(t, no_seeds=owner[1].no_seeds, per_round=owner[1].per_round)
+            for k in keys:
+                seen.setdefault(k, (c, t))
+            tests.append(t)
+        out.append(replace(c, tests=tuple(tests)))
+    return out
 
 
 def select(claims: list[Claim], ids) -> list[Claim]:

@@ -111,6 +111,67 @@ def _num(v: str) -> bool:
         return False
 
 
+def _mean_curve(ax, ok: list[Run], x: str, y: str, scale: float, log: bool, st: dict):
+    """The mean curve of ``ok`` (its line; the band of one std where there are two or more;
+    its x and mean), drawn as fedrun-plot draws one (:func:`analysis.curves.mean_curve`)."""
+    line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st, marks=8, markersize=3)
+    return line, spread, (xs, mean)
+
+
+def _alone(ax, claim: Claim, r: Run, x: str, y: str, scale: float, log: bool, st: dict, state):
+    """A run outside the mean (diverged, collapsed, unfinished): dotted, its end marked."""
+    why = (
+        f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
+        if _collapsed(claim, r)
+        else r.problem()
+    )
+    if why is None:
+        return
+    xs, ys = r.column(x) / scale, r.column(y)
+    ax.plot(
+        xs,
+        np.where(np.isfinite(ys), ys, np.nan),
+        color=st["color"],
+        linestyle=":",
+        linewidth=0.8,
+    )
+    mark = "x" if r.status == "diverged" else "o" if why.startswith("collapsed") else ">"
+    end = np.flatnonzero(np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log else True))
+    if len(end):
+        ax.plot(
+            [xs[end[-1]]],
+            [ys[end[-1]]],
+            marker=mark,
+            markersize=5,
+            markeredgewidth=1.3,
+            color=st["color"],
+            markerfacecolor="none",
+            linestyle="none",
+            zorder=5,
+        )
+    state["alone"].setdefault((mark, why), set()).add(id(r))  # a run in two panels counts once
+
+
+def _axes(ax, fig: Figure, panel: dict, runs: list[Run], x: str, y: str, scale, unit, log):
+    """A curves panel's ticks and axis labels."""
+    if log:
+        readable_log_ticks(ax)
+    at_data(ax, np.concatenate([r.column(x) / scale for r in runs]), integer=x == "round")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=x == "round"))
+    ax.set_xlabel(
+        f"transmitted bytes ({unit})"
+        if x == "bytes"
+        else "training time (s)"
+        if x == "time"
+        else "communication round"
+        if x == "round"
+        else X_AXES[x]
+    )
+    ax.set_ylabel(
+        panel.get("ylabel") or Y_PAPER.get(y, Y_LABELS.get(y, y)).format(G=fig.stationarity)
+    )
+
+
 def _curves_panel(
     ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict, state: dict
 ) -> None:
@@ -133,66 +194,19 @@ def _curves_panel(
         st, name = styles[v], names[v]
         ok = [r for r in by[v] if r.problem() is None and not _collapsed(claim, r)]
         if ok:
-            line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st, marks=8, markersize=3)
+            line, spread, finals[v] = _mean_curve(ax, ok, x, y, scale, log, st)
             handles.setdefault(name, line)
             bands += [spread] if spread else []
-            finals[v] = (xs, mean)
         else:  # no run in the mean: the curve is still named, by its style
             handles.setdefault(name, plt.Line2D([], [], **{**st, "markersize": 3}))
         for r in by[v]:
-            why = (
-                f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
-                if _collapsed(claim, r)
-                else r.problem()
-            )
-            if why is None:
-                continue
-            xs, ys = r.column(x) / scale, r.column(y)
-            ax.plot(
-                xs,
-                np.where(np.isfinite(ys), ys, np.nan),
-                color=st["color"],
-                linestyle=":",
-                linewidth=0.8,
-            )
-            mark = "x" if r.status == "diverged" else "o" if why.startswith("collapsed") else ">"
-            end = np.flatnonzero(np.isfinite(xs) & np.isfinite(ys) & ((ys > 0) if log else True))
-            if len(end):
-                ax.plot(
-                    [xs[end[-1]]],
-                    [ys[end[-1]]],
-                    marker=mark,
-                    markersize=5,
-                    markeredgewidth=1.3,
-                    color=st["color"],
-                    markerfacecolor="none",
-                    linestyle="none",
-                    zorder=5,
-                )
-            state["alone"].setdefault((mark, why), set()).add(
-                id(r)
-            )  # a run in two panels counts once
+            _alone(ax, claim, r, x, y, scale, log, st, state)
     state["clipped"] = clip_bands(ax, bands) or state["clipped"]
     state["banded"] = state["banded"] or bool(bands)
     for mark in fig.marks:
         if mark.get("panel", panel["label"]) == panel["label"]:
             _mark(ax, mark, finals, names, handles)
-    if log:
-        readable_log_ticks(ax)
-    at_data(ax, np.concatenate([r.column(x) / scale for r in runs]), integer=x == "round")
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=x == "round"))
-    ax.set_xlabel(
-        f"transmitted bytes ({unit})"
-        if x == "bytes"
-        else "training time (s)"
-        if x == "time"
-        else "communication round"
-        if x == "round"
-        else X_AXES[x]
-    )
-    ax.set_ylabel(
-        panel.get("ylabel") or Y_PAPER.get(y, Y_LABELS.get(y, y)).format(G=fig.stationarity)
-    )
+    _axes(ax, fig, panel, runs, x, y, scale, unit, log)
 
 
 def _mark(ax, mark: dict, finals: dict, names: dict, handles: dict) -> None:
@@ -345,7 +359,7 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
 def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
     """Draw ``claim``'s figure (if it declares one) from the first run set that ran (its
     ``evidence``, :func:`.evidence.gather`'s) into ``root``/figures; the files written."""
-    from .evidence import load_runs
+    from .loading import load_runs
 
     if claim.figure_spec is None:
         return []
@@ -363,7 +377,7 @@ def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
     if claim.figure_spec is None:
         return []
     with tempfile.TemporaryDirectory() as scratch:
-        from .evidence import load_runs
+        from .loading import load_runs
 
         for ev in evidence:
             if ev.present and ev.runset.folders:

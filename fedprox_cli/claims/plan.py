@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .declare import Claim, RunSet
-from .evidence import Evidence, canon
+from .evidence import Evidence
+from .text import canon
 
 LAUNCHER = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 
@@ -64,59 +65,61 @@ def per_run(ev: Evidence | None) -> float | None:
     return ev.minutes / ev.present if ev is not None and ev.present and ev.minutes else None
 
 
+def _here(claim: Claim, ev: Evidence, root: str, device: str) -> list[Sweep]:
+    """The sweeps making a run set's missing runs and its seeds up to the paper's count."""
+    rs = ev.runset
+    minutes = per_run(ev)
+    basis = (
+        f"estimated from the {ev.present} runs here, timed on {', '.join(ev.devices) or 'cpu'}"
+        if minutes
+        else "no run here to estimate the time from"
+    )
+    out = [
+        Sweep(f"missing runs on {rs.data}", args, n, minutes and minutes * n, basis)
+        for args, n in _sweeps_of(rs, ev.missing, root, device)
+    ]
+    if claim.paper_seeds and len(rs.seeds) < claim.paper_seeds:
+        extra = RunSet(**{**rs.__dict__, "seeds": tuple(range(len(rs.seeds), claim.paper_seeds))})
+        what = f"to the paper's {claim.paper_seeds} seeds on {rs.data}"
+        out += [
+            Sweep(what, args, n, minutes and minutes * n, basis)
+            for args, n in _sweeps_of(extra, extra.declared(), root, device)
+        ]
+    return out
+
+
+def _paper(claim: Claim, evidence: list, device: str) -> Sweep:
+    """The sweep of the paper's own setting, its time scaled from the runs here by T."""
+    pr = claim.paper_runs
+    first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
+    grid = pr.grid or (first.runset.grid if first else {})
+    n = len(RunSet(**{**pr.__dict__, "grid": grid}).declared())
+    minutes, basis = None, "no run here to estimate the time from"
+    if first is not None:
+        T = pr.T or claim.paper_T or first.T
+        scale = T / first.T
+        minutes = per_run(first) * n * scale
+        basis = (
+            f"estimated from the {first.runset.data} runs here, timed on "
+            f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
+            + ("; the paper's data may be larger" if first.runset.stands_for else "")
+            + (
+                "; no run here was timed on a GPU"
+                if device == "cuda" and "cuda" not in first.devices
+                else ""
+            )
+        )
+    seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
+    args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
+    return Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis)
+
+
 def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
     """The sweeps ``fedrun-reproduce run`` launches for ``claim`` (the runs here) and, last, the
     paper's setting."""
-    out = []
-    for ev in evidence:
-        rs = ev.runset
-        if not rs.folders:
-            continue
-        minutes = per_run(ev)
-        basis = (
-            f"estimated from the {ev.present} runs here, timed on {', '.join(ev.devices) or 'cpu'}"
-            if minutes
-            else "no run here to estimate the time from"
-        )
-        for args, n in _sweeps_of(rs, ev.missing, root, device):
-            out.append(Sweep(f"missing runs on {rs.data}", args, n, minutes and minutes * n, basis))
-        if claim.paper_seeds and len(rs.seeds) < claim.paper_seeds:
-            extra = RunSet(
-                **{**rs.__dict__, "seeds": tuple(range(len(rs.seeds), claim.paper_seeds))}
-            )
-            for args, n in _sweeps_of(extra, extra.declared(), root, device):
-                out.append(
-                    Sweep(
-                        f"to the paper's {claim.paper_seeds} seeds on {rs.data}",
-                        args,
-                        n,
-                        minutes and minutes * n,
-                        basis,
-                    )
-                )
-    pr = claim.paper_runs
-    if pr is not None and not covered(claim, evidence):
-        first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
-        grid = pr.grid or (first.runset.grid if first else {})
-        n = len(RunSet(**{**pr.__dict__, "grid": grid}).declared())
-        minutes, basis = None, "no run here to estimate the time from"
-        if first is not None:
-            T = pr.T or claim.paper_T or first.T
-            scale = T / first.T
-            minutes = per_run(first) * n * scale
-            basis = (
-                f"estimated from the {first.runset.data} runs here, timed on "
-                f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
-                + ("; the paper's data may be larger" if first.runset.stands_for else "")
-                + (
-                    "; no run here was timed on a GPU"
-                    if device == "cuda" and "cuda" not in first.devices
-                    else ""
-                )
-            )
-        seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
-        args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
-        out.append(Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis))
+    out = [s for ev in evidence if ev.runset.folders for s in _here(claim, ev, root, device)]
+    if claim.paper_runs is not None and not covered(claim, evidence):
+        out.append(_paper(claim, evidence, device))
     return out
 
 

@@ -6,14 +6,15 @@ comes from a run folder or a benchmark file; nothing says who ran what when.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import sensitivity
 from .declare import Claim, RunSet
-from .evidence import Evidence, Outcome, shown
+from .evidence import Evidence
+from .text import against, num, shown
+from .units import Outcome
 from .verdict import Verdict, primary, state
 from .verdict import choices as verdict_choices
 
@@ -21,18 +22,26 @@ BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-
 
 RULES = """\
 Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
-in `results/reproduction/`; `fedrun-reproduce check` recomputes it. Tests count units (a seed in
-a panel; a pair for ratios; a model for the prox benchmark). Each test is *primary* (it tests the
-quoted words or a number the paper states) or *supporting* (shown, marked so, never deciding).
-The word, from the primary tests alone, by one rule:
+in `results/reproduction/`; `fedrun-reproduce check` recomputes it and names every change of the
+evidence since its digests were recorded (`reproduction/EVIDENCE.sha256`). Tests count units (a
+seed in a panel; a pair for ratios; a run for levels; a model for the prox benchmark). Each test
+is *primary* (it tests the quoted words or a number the paper states) or *supporting* (shown,
+marked so, never deciding). The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
 unit, **not reproduced** when in none, **partly** in between or when an ordering holds from some
-round on only; **inconclusive** with one seed, fewer rounds than the paper's T (where numbers
-depend on T) or no unit that trained (chance accuracy); **partly run (k of m runs)** with
-declared runs missing; **not run** when nothing ran here. *Tail*: the mean of a run's last 10% of
-evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
-(result in brackets). A diverged run (first non-finite evaluation at round r: "diverged after round r") is the worst in
-every comparison. Runs here: a 2-core CPU, one thread per job (device column);
+round on only; **partly run (k of m runs)** with declared runs missing; **not run** when nothing
+ran here. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
+rounds than the paper's T where they depend on T; the claim's other primary tests then decide
+(**not reproduced** if they hold in no unit, **inconclusive** if in every unit), and with none
+left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
+of evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
+(result in brackets); a value within 1% of its bound shows the digits that decide it and the
+bound. A diverged run (first non-finite evaluation at round r: "diverged after round r") is the
+worst in every comparison beyond its last finite evaluation and never shortens the window the
+others are read over (an equal-bytes budget comes from the runs that reached T). A run that did
+not train (chance accuracy) is left out of each compared pair it is in. A level a stand-in
+cannot reach by construction decides nothing on it. A claim measured on several devices gets a
+word per device. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
 
@@ -49,12 +58,6 @@ class Rendered:
     @property
     def deciding(self) -> Evidence | None:
         return self.evidence[0] if self.evidence else None
-
-
-def num(v: float) -> str:
-    if not math.isfinite(v):
-        return "diverged" if math.isnan(v) else "inf"
-    return f"{v:.2e}" if 0 < abs(v) < 1e-2 else f"{v:.3g}"
 
 
 def cell(text: str) -> str:
@@ -80,8 +83,9 @@ def basis(r: Rendered) -> str:
     if ev is None:
         return "—"
     rs = ev.runset
+    devices = ", ".join(dict.fromkeys(d for e in r.evidence if e.present for d in e.devices))
     if not rs.folders:
-        return f"{rs.data} / — / — / {', '.join(ev.devices)}"
+        return f"{rs.data} / — / — / {devices}"
     paper = (
         f" of {r.claim.paper_seeds}"
         if r.claim.paper_seeds and len(ev.seeds) < r.claim.paper_seeds
@@ -90,7 +94,7 @@ def basis(r: Rendered) -> str:
     t = f"{ev.T}" + (
         f" of {r.claim.paper_T}" if r.claim.paper_T and ev.T != r.claim.paper_T else ""
     )
-    return f"{data_of(rs)} / {t} / {len(ev.seeds)}{paper} / {', '.join(ev.devices)}"
+    return f"{data_of(rs)} / {t} / {len(ev.seeds)}{paper} / {devices}"
 
 
 def headline(o: Outcome) -> str:
@@ -156,7 +160,7 @@ def trained(c: Claim, ev: Evidence) -> str:
     if low:
         text += (
             f" Below {c.trained_min:g} (untrained) in every run: {'; '.join(low)} -- a result of "
-            f"this setting, which makes the seeds comparing it no evidence for the ordering."
+            f"this setting, which leaves it out of every compared pair it is in."
         )
     if some:
         text += f" Below {c.trained_min:g} in some runs: {'; '.join(some)}."
@@ -166,13 +170,15 @@ def trained(c: Claim, ev: Evidence) -> str:
 def _rows(o: Outcome, name: str) -> list[str]:
     """Per-seed rows of one test: one per panel (units sharing all but the seed)."""
     rows: dict[str, list] = {}
-    for u in o.units:
-        panel, _, seed = u.label.rpartition("seed ") if "seed " in u.label else ("", "", u.label)
+    for u in o.units:  # a label's last part names the unit in its panel (a seed, a K, a model)
+        panel = u.label.rpartition("seed " if "seed " in u.label else ", ")[0]
+        within = u.label.rpartition(", ")[2] if "seed " not in u.label and panel else ""
         mark = ("✓" if u.holds else "✗") if u.holds is not None else f"–({'✓' if u.raw else '✗'})"
         if o.test.at == "every":  # the onset says more than the last value
             text = mark + (f" from {u.onset}" if u.onset is not None and not u.holds else "")
         else:
-            text = f"{u.note or num(u.value)} {mark}"
+            text = f"{within + ': ' if within else ''}{u.note or against(u.value, o.test.holds)} {mark}"
+        text += f" ({u.aside})" if u.aside else ""
         rows.setdefault(panel.rstrip(", ") or "all", []).append(text)
     held = {panel: sum("✓" in c and "–(" not in c for c in cells) for panel, cells in rows.items()}
     return [
@@ -219,74 +225,88 @@ def owners(claims: list[Claim]) -> dict[str, Claim]:
     return out
 
 
-def section(r: Rendered, owner: dict[str, Claim]) -> str:
-    """One claim's section (``owner``: :func:`owners` of every claim)."""
-    c = r.claim
-    out = [
-        f'<a id="{c.id}"></a>',
-        f"## {c.title}: {c.short}",
-        "",
-        f"> {c.quote} ({c.where})",
-        "",
-        f"Paper: {c.setting}.",
-        f"Chosen: {c.chosen}." if c.chosen else "",
-        "",
-    ]
-    table, last_shown = [], ""
+def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
+    """The line saying where a run set's evidence comes from."""
+    c, rs = r.claim, ev.runset
+    first = owner.get(repr(rs), c)
+    if rs.folders and first.id != c.id:
+        return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
+    if rs.folders:
+        return (
+            f"Ran on {data_of(rs)}: `experiment={rs.preset}"
+            + "".join(f" {o}" for o in rs.overrides)
+            + "` in "
+            + ", ".join(f"`{f}`" for f in rs.folders)
+            + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
+            + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
+            + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
+        )
+    files = [rs.bench] if rs.bench else list(dict.fromkeys(t.file for t in c.tests))
+    made = f" ({rs.provenance})" if rs.provenance else ""
+    return f"Measured on {rs.data}, {rs.device}: {', '.join(files)}{made}."
+
+
+def _test_lines(ev: Evidence, where: str, last_shown: str) -> tuple[list[str], list[str], str]:
+    """A run set's numbered test lines, its rows of the per-seed table (each test's number
+    followed by ``where``), and the last value word shown (one the test above shows is said
+    once)."""
+    out, table = [], []
+    for i, o in enumerate(ev.outcomes, 1):
+        name = f"{i}{where}"
+        paper = f" (paper: {o.test.paper})" if o.test.paper else ""
+        shown_ = _value_word(o)
+        said = shown_ and shown_ != last_shown
+        role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
+        moot = f" Decides nothing here: {o.moot}." if o.moot else ""
+        out.append(
+            f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else ".") + moot
+        )
+        last_shown = shown_
+        table += _rows(o, name)
+    return out, table, last_shown
+
+
+def _choice_rows(c: Claim, ev: Evidence) -> list[str]:
+    """A sensitivity grid's per-seed rows, per combination of its open choices."""
+    out = []
+    for values, outcomes, *_ in ev.choices:
+        for o in outcomes:
+            name = f"{c.tests.index(o.test) + 1} ({ev.runset.data}; {sensitivity.label(values)})"
+            out += _rows(o, name)
+    return out
+
+
+def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str]]:
+    """The lines on each run set of the claim, and the rows of its per-seed table."""
+    c, out, table, last_shown = r.claim, [], [], ""
+    devices = len({ev.runset.device for ev in r.evidence}) > 1
     for ev in r.evidence:
         rs = ev.runset
-        first = owner.get(repr(rs), c)
-        if rs.folders and first.id != c.id:
-            out.append(f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).")
-        elif rs.folders:
-            out.append(
-                f"Ran on {data_of(rs)}: `experiment={rs.preset}"
-                + "".join(f" {o}" for o in rs.overrides)
-                + "` in "
-                + ", ".join(f"`{f}`" for f in rs.folders)
-                + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
-                + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
-                + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
-            )
-        else:
-            out.append(
-                f"Measured on {rs.data}: {', '.join(dict.fromkeys(t.file for t in c.tests))}."
-            )
-        if ev.trained and not rs.choices:
+        where = f" ({rs.data}, {rs.device})" if devices else f" ({rs.data})"
+        out.append(_ran(r, ev, owner))
+        if ev.trained and not ev.runset.choices:
             out.append(trained(c, ev))
-        if rs.choices:
-            out.append(sensitivity.summary(c, rs, verdict_choices(c, ev)))
-        for i, o in enumerate(ev.outcomes, 1):
-            name = f"{i}" + (f" ({rs.data})" if len(r.evidence) > 1 else "")
-            paper = f" (paper: {o.test.paper})" if o.test.paper else ""
-            shown_ = _value_word(o)
-            said = shown_ and shown_ != last_shown  # the same as the test above: said once
-            role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
-            out.append(
-                f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else ".")
-            )
-            last_shown = shown_
-            table += _rows(o, name)
-        for (
-            values,
-            outcomes,
-            *_,
-        ) in ev.choices:  # a sensitivity grid: its tests' cells per combination
-            for o in outcomes:
-                table += _rows(
-                    o, f"{c.tests.index(o.test) + 1} ({rs.data}; {sensitivity.label(values)})"
-                )
-        out.append("")
-    if table:
-        out += [
-            "| test | panel | per seed (in order) | holds in |",
-            "|---|---|---|---|",
-            *table,
-            "",
-        ]
-    if c.note:
-        out += [c.note, ""]
-    out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
+        if ev.runset.choices:
+            out.append(sensitivity.summary(c, ev.runset, verdict_choices(c, ev)))
+            out += [reused(ev)] if ev.reused[0] else []
+        lines, rows, last_shown = _test_lines(ev, where if len(r.evidence) > 1 else "", last_shown)
+        out += lines + [""]
+        table += rows + _choice_rows(c, ev)
+    return out, table
+
+
+def reused(ev: Evidence) -> str:
+    """What a sensitivity grid's runs are compared with at every combination."""
+    n, bad = ev.reused
+    return (
+        f"At every combination they are compared with the {n} runs the open choices do not vary, "
+        f"at the claim's declared setting ({bad} of them diverged)."
+    )
+
+
+def _links(r: Rendered) -> list[str]:
+    """The figure or table the report links (with its digest), and the paper-layout table."""
+    c, out = r.claim, []
     if c.figure and r.evidence:
         out += [
             "",
@@ -301,18 +321,46 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
             "",
             f"[Markdown](reproduction/tables/{c.id}.md), [LaTeX](reproduction/tables/{c.id}.tex)",
         ]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def section(r: Rendered, owner: dict[str, Claim]) -> str:
+    """One claim's section (``owner``: :func:`owners` of every claim)."""
+    c = r.claim
+    out = [
+        f'<a id="{c.id}"></a>',
+        f"## {c.title}: {c.short}",
+        "",
+        f"> {c.quote} ({c.where})",
+        "",
+        f"Paper: {c.setting}.",
+        f"Chosen: {c.chosen}." if c.chosen else "",
+        "",
+    ]
+    lines, table = _evidence(r, owner)
+    out += lines
+    if table:
+        out += [
+            "| test | panel | per seed (in order) | holds in |",
+            "|---|---|---|---|",
+            *table,
+            "",
+        ]
+    if c.note:
+        out += [c.note, ""]
+    out.append(f"Word: **{r.verdict.word}**" + (f": {r.verdict.why}." if r.verdict.why else "."))
+    return "\n".join(out + _links(r)) + "\n"
 
 
 def exemptions(claims: list[Claim]) -> str:
     """The rule's exemptions, each with the claims it applies to (from their declarations)."""
-    seeds = [c.title for c in claims if c.no_seeds]
-    rounds = [c.title for c in claims if c.per_round]
+    seeds = [c.title for c in claims if any(t.no_seeds for t in c.tests)]
+    rounds = [c.title for c in claims if any(t.per_round for t in c.tests)]
     out = []
     if seeds:
         out.append(
-            f"one seed suffices where the tested numbers are counts or a benchmark, the same "
-            f"at every seed ({', '.join(seeds)})"
+            f"one seed suffices where the tested numbers are counts, times per round or a "
+            f"benchmark, the same at every seed ({', '.join(seeds)})"
         )
     if rounds:
         out.append(
@@ -322,11 +370,36 @@ def exemptions(claims: list[Claim]) -> str:
     return ("Exemptions from the rule: " + "; ".join(out) + ".") if out else ""
 
 
+def elsewhere(rendered: list[Rendered]) -> str:
+    """Which claims also rest on measurements made on another device, and where they are."""
+    per: dict[str, list[str]] = {}
+    for r in rendered:
+        for ev in r.evidence:
+            if ev.present and ev.runset.device != "cpu" and ev.runset.bench:
+                per.setdefault(ev.runset.device, []).append(r.claim.title)
+    return " ".join(
+        f"Measured on an {d} (files under `reproduction/`, each with its provenance): "
+        f"{', '.join(dict.fromkeys(titles))}."
+        for d, titles in per.items()
+    )
+
+
+def reasons(r: Rendered) -> list[str]:
+    """Why the claim has its word (the rule's reason), and each sensitivity grid's reading:
+    the lines `fedrun-reproduce list` prints under a claim."""
+    out = [f"why: {r.verdict.why}"] if r.verdict.why else []
+    for ev in r.evidence:
+        if ev.runset.choices and ev.present:
+            said = sensitivity.summary(r.claim, ev.runset, verdict_choices(r.claim, ev))
+            out.append(f"on {data_of(ev.runset)}: {said}")
+    return out
+
+
 def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
     head = [
         "# Reproduction report",
         "",
-        RULES,
+        RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
         exemptions([r.claim for r in rendered]),
         "",

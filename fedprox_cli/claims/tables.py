@@ -53,7 +53,7 @@ def _bench(spec: dict, root: Path) -> list[list[str]]:
 
 
 def _runs(claim: Claim, evidence: list, root: Path, warn) -> list:
-    from .evidence import load_runs
+    from .loading import load_runs
 
     for ev in evidence:
         if ev.present and ev.runset.folders:
@@ -152,39 +152,47 @@ def _best(means: list[tuple], metric: str) -> list[bool]:
     return out
 
 
+def _paired(spec: dict, paper: list, ours: list) -> tuple[list[str], list[list[str]]]:
+    """Header and rows with each column as (paper, ours) beside each other."""
+    header = [
+        spec["columns"][0],
+        *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours")),
+    ]
+    return header, [
+        [p[0], *(x for pair in zip(p[1:], o) for x in pair)] for p, o in zip(paper, ours)
+    ]
+
+
+def _counted(spec: dict, paper: list, runs: list) -> list[list[str]]:
+    """Ours per row of a ``counts`` table (a row naming several methods: theirs, joined)."""
+    ours = _counts(spec, runs)
+    out = []
+    for p in paper:
+        found = [ours[m] for m in p[0].split(" / ") if m in ours]
+        if not found:
+            out.append(["–", "–"])
+        elif all(f == found[0] for f in found):
+            out.append(found[0])
+        else:
+            out.append([" / ".join(f[i] for f in found) for i in range(2)])
+    return out
+
+
 def build(
     claim: Claim, evidence: list, root: Path, warn
 ) -> tuple[list[str], list[list[str]], list[list[bool]], str]:
     """The header, rows, bold marks and note of ``claim``'s table."""
     spec = claim.table_spec
     kind, paper = spec["kind"], [[str(c) for c in row] for row in spec["paper"]]
-    if kind == "bench":
-        ours = _bench(spec, root)
-        header = [
-            spec["columns"][0],
-            *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours")),
-        ]
-        rows = [[p[0], *(x for pair in zip(p[1:], o) for x in pair)] for p, o in zip(paper, ours)]
+    if kind in ("bench", "counts"):
+        ours = (
+            _bench(spec, root)
+            if kind == "bench"
+            else _counted(spec, paper, _runs(claim, evidence, root, warn))
+        )
+        header, rows = _paired(spec, paper, ours)
         return header, rows, [[False] * len(header) for _ in rows], spec["note"]
     runs = _runs(claim, evidence, root, warn)
-    if kind == "counts":
-        ours = _counts(spec, runs)
-        header = [
-            *spec["columns"][:1],
-            *(f"{c} ({w})" for c in spec["columns"][1:] for w in ("paper", "ours")),
-        ]
-        rows = []
-        for p in paper:
-            found = [ours[m] for m in p[0].split(" / ") if m in ours]
-            o = (
-                found[0]
-                if found and all(f == found[0] for f in found)
-                else [" / ".join(f[i] for f in found) for i in range(2)]
-                if found
-                else ["–", "–"]
-            )
-            rows.append([p[0], *(x for pair in zip(p[1:], o) for x in pair)])
-        return header, rows, [[False] * len(header) for _ in rows], spec["note"]
     header = ["", *spec["columns"]]
     rows = [["paper", *p] for p in paper]
     bold = [[False, *(c.startswith("**") for c in p)] for p in paper]

@@ -4,7 +4,11 @@ run folder and the key) for each that is not.
 
 A run is evidence only when
 - it has every setting the claim fixes (``fixed``, step sizes included), and its ``config.yaml``
-  agrees with Hydra's record of the same run (``.hydra/config.yaml``) on every key both hold;
+  agrees with Hydra's records of the same run (``.hydra/config.yaml`` on every key both hold,
+  every override of ``.hydra/overrides.yaml``) and with its sweep's job record (its overrides),
+  where each exists; a run without a Hydra record is *unverified* (:func:`unverified`: its
+  config is covered by its recorded digest alone, :mod:`.digests`);
+- its ``summary.json``'s final metrics are the last row of its ``metrics.csv``;
 - it agrees with the other seeds of its declared point on every setting (a value edited in one
   run's config names that run and key);
 - its rows fit its T and status: a finished run holds every evaluation of its schedule (round 0,
@@ -19,20 +23,25 @@ finding too. A run left out is missing from the claim (``partly run``), never co
 
 from __future__ import annotations
 
+import functools
+import math
+import os
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
+import yaml
 
-from ..analysis import groups
-from ..analysis.run import Run, is_replicate
+from ..analysis import groups, jobrecords, results
+from ..analysis.run import CHOICE, Run, is_replicate
 from ..common import guarded, run_files
 from ..common.errors import squeeze
 from ..common.flatten import flatten
 from ..config.schedule import schedule
+from ..runs.outputs import read_summary
 from .declare import Claim, RunSet
 
 PRESENT = ("finished", "diverged")
+AUTO = "auto"  # a value the run resolves when it starts (config.yaml records the choice made)
 
 
 def _shown(v) -> str:
@@ -83,7 +92,7 @@ def recorded(run: Run) -> str | None:
     if not path.is_file():
         return None
     try:
-        hydra = flatten(OmegaConf.to_container(guarded.read_config(path), resolve=False))
+        hydra = flatten(guarded.read_mapping(path))
     except Exception as e:  # noqa: BLE001 -- any unreadable record is one finding
         return f".hydra/config.yaml is unreadable ({squeeze(str(e), 120)})"
     for k, v in hydra.items():
@@ -92,13 +101,95 @@ def recorded(run: Run) -> str | None:
             and not (isinstance(v, str) and "${" in v)
             and not groups.is_run_control(k)
             and not is_replicate(k)
-            and groups.fmt(v) != groups.fmt(run.config[k])
+            and groups.fmt(v) not in (groups.fmt(run.config[k]), AUTO)
         ):
             return (
                 f"config.yaml has {k}={_shown(run.config[k])}, its .hydra/config.yaml "
                 f"{k}={_shown(v)}"
             )
     return None
+
+
+def _agrees(run: Run, override: str, seeds: bool) -> str | None:
+    """Why ``override`` (``key=value``, as Hydra records it) disagrees with the run's config
+    (None: it agrees, or names a key the config does not hold; ``seeds``: compare the seed)."""
+    key, sep, value = override.lstrip("+~").partition("=")
+    if not sep or key.startswith("hydra") or "," in value:
+        return None
+    k = key if key in run.config else f"{CHOICE}{key}"
+    if k not in run.config or groups.is_run_control(key) or (is_replicate(key) and not seeds):
+        return None
+    try:
+        want = yaml.safe_load(value)
+    except yaml.YAMLError:
+        want = value
+    if groups.fmt(want) in (groups.fmt(run.config[k]), AUTO):
+        return None
+    return f"config.yaml has {key}={_shown(run.config[k])}"
+
+
+def overridden(run: Run) -> str | None:
+    """An override of the run's Hydra record (``.hydra/overrides.yaml``) or of its sweep's job
+    record that its config.yaml contradicts (a seed batch's records: all but the seed, which is
+    the batch's first)."""
+    path = Path(run.path) / run_files.HYDRA / run_files.OVERRIDES
+    sources = []
+    if path.is_file():
+        try:
+            listed = guarded.read_yaml(path)
+        except guarded.Unreadable as e:
+            return f".hydra/overrides.yaml is unreadable ({e.why})"
+        if not isinstance(listed, list):
+            return ".hydra/overrides.yaml is not a list of overrides"
+        alone = str(run.config.get("seeds", 1)) in ("1", "None")  # a seed batch's record: its first
+        sources.append((".hydra/overrides.yaml", listed, alone))
+    here = Path(os.path.abspath(run.path))
+    for folder, seeds in ((here, True), (here.parent, False)):  # a seed batch's runs: its job's
+        job = _jobs(str(folder.parent)).get(folder)
+        if job is not None:
+            sources.append(("its sweep's job record", job.overrides, seeds))
+            break
+    for name, overrides, seeds in sources:
+        for o in map(str, overrides):
+            if why := _agrees(run, o, seeds):
+                return f"{why}, {name} {o}"
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _jobs(sweep: str) -> dict:
+    """Job folder (where it is now) -> its job record, of the sweep ``sweep``."""
+    return {results.moved_job(Path(sweep), r.folder): r for r in jobrecords.records(Path(sweep))}
+
+
+def forget() -> None:
+    _jobs.cache_clear()
+
+
+def summarized(run: Run) -> str | None:
+    """A final metric of ``summary.json`` that is not the last row of ``metrics.csv``."""
+    try:
+        final = read_summary(run.path).get("final")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(final, dict):
+        return None
+    last = run.metrics.iloc[-1]
+    for k, v in final.items():
+        if k in run.metrics and isinstance(v, (int, float)):
+            x = float(last[k])
+            if not (
+                math.isclose(x, v, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(x) and math.isnan(v))
+            ):
+                return f"summary.json's final {k} is {v:.6g}, metrics.csv's last row {x:.6g}"
+    return None
+
+
+def unverified(runs: list[Run]) -> list[Run]:
+    """The runs with no Hydra record to check their config.yaml against."""
+    return [
+        r for r in runs if not (Path(r.path) / run_files.HYDRA / run_files.HYDRA_CONFIG).is_file()
+    ]
 
 
 def _odd(point_runs: list[Run]) -> dict:
@@ -152,7 +243,12 @@ def check(claim: Claim, runs: list[Run], point) -> tuple[list[Run], list[str]]:
         absent = sorted(m for m in metrics if not r.has(m))
         if absent:
             find(r, f"metrics.csv has no column {', '.join(map(repr, absent))}")
-        for why in (recorded(r), rows(r) if not absent else None):
+        for why in (
+            recorded(r),
+            overridden(r),
+            rows(r) if not absent else None,
+            summarized(r) if not absent else None,
+        ):
             if why:
                 find(r, why)
     by_point: dict = {}

@@ -3,8 +3,11 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
 
 - nothing of the claim ran here: **not run**; some declared runs missing: **partly run (k of m
   runs)** (never a number from fewer runs than declared);
-- one seed (where seeds matter), or fewer rounds than the paper's T (where the tested numbers
-  depend on T): **inconclusive**;
+- one seed (where a test's numbers differ by seed), or fewer rounds than the paper's T (where
+  they depend on T): that test cannot decide; none can: **inconclusive**; the others hold in no
+  unit: **not reproduced** (a claim is the conjunction of its tests); in every unit:
+  **inconclusive**; else **partly** (the gate is a property of the test, so one measurement that
+  two claims test gets one word);
 - no unit of any test is evidence (nothing trained): **inconclusive**;
 - every test holds in every unit: **reproduced** on the paper's data, **reproduced on a
   stand-in** on another dataset; every test in no unit: **not reproduced**; anything between,
@@ -15,8 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .evidence import Evidence, Outcome
+from .evidence import Evidence
 from .sensitivity import Choice
+from .units import Outcome
 
 WORDS = (
     "reproduced",
@@ -63,30 +67,18 @@ def state(o: Outcome) -> tuple[str, str]:
     return ("none" if held == 0 else "some"), count
 
 
-def word(
-    outcomes: list[Outcome],
-    stand_in: str,
-    T: int | None,
-    paper_T: int | None,
-    seeds: int,
-    present: int,
-    declared: int,
-    per_round: bool = False,
-    no_seeds: bool = False,
-) -> Verdict:
-    """The word from the per-unit test results, the data (``stand_in``: "" for the paper's own),
-    T and seeds against the paper's, and the runs present against those declared."""
-    if not declared or not present:
-        return Verdict("not run", "nothing of it ran here")
-    if present < declared:
-        return Verdict(
-            f"partly run ({present} of {declared} runs)",
-            "the missing runs are in `fedrun-reproduce plan`",
-        )
-    if not no_seeds and seeds < 2:
-        return Verdict("inconclusive", "one seed cannot order the runs")
-    if not per_round and paper_T and T is not None and T < paper_T:
-        return Verdict("inconclusive", f"T = {T} of the paper's {paper_T}")
+def _gate(o: Outcome, T, paper_T, seeds: int, per_round: bool, no_seeds: bool) -> str:
+    """Why a test cannot decide on this evidence ("" where it can): one seed where its numbers
+    differ by seed, fewer rounds than the paper's T where they depend on T."""
+    if not (no_seeds or o.test.no_seeds) and seeds < 2:
+        return "one seed cannot order the runs"
+    if not (per_round or o.test.per_round) and paper_T and T is not None and T < paper_T:
+        return f"T = {T} of the paper's {paper_T}"
+    return ""
+
+
+def _decided(outcomes: list[Outcome], stand_in: str) -> Verdict:
+    """The word of tests that can decide, from their units."""
     states = [state(o) for o in outcomes]
     kinds = {s for s, _ in states}
     blind = sum(len(o.units) - len(o.conclusive) for o in outcomes)
@@ -105,6 +97,57 @@ def word(
     return Verdict(
         "partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if only_blind else ""
     )
+
+
+def word(
+    outcomes: list[Outcome],
+    stand_in: str,
+    T: int | None,
+    paper_T: int | None,
+    seeds: int,
+    present: int,
+    declared: int,
+    per_round: bool = False,
+    no_seeds: bool = False,
+) -> Verdict:
+    """The word from the per-unit test results, the data (``stand_in``: "" for the paper's own),
+    T and seeds against the paper's, and the runs present against those declared. A test that
+    cannot decide (:func:`_gate`) leaves the word to the others: they hold in no unit, **not
+    reproduced** (the claim joins its tests); they hold everywhere, **inconclusive**."""
+    if not declared or not present:
+        return Verdict("not run", "nothing of it ran here")
+    if present < declared:
+        return Verdict(
+            f"partly run ({present} of {declared} runs)",
+            "the missing runs are in `fedrun-reproduce plan`",
+        )
+    gates = [_gate(o, T, paper_T, seeds, per_round, no_seeds) for o in outcomes]
+    reasons = "; ".join(dict.fromkeys(g for g in gates if g))
+    able = [o for o, g in zip(outcomes, gates) if not g]
+    if not outcomes:
+        return Verdict("inconclusive", "no test decides on this data")
+    if not able:
+        return Verdict("inconclusive", reasons)
+    v = _decided(able, stand_in)
+    if not reasons:
+        return v
+    if v.word == "not reproduced":
+        return Verdict(
+            v.word, f"{_tests(outcomes, able)} in no unit; {_tests(outcomes, None)}: {reasons}"
+        )
+    if v.word.startswith("reproduced"):
+        return Verdict(
+            "inconclusive", f"{_tests(outcomes, able)}; {_tests(outcomes, None)}: {reasons}"
+        )
+    return Verdict(v.word, "; ".join(x for x in (v.why, reasons) if x))
+
+
+def _tests(outcomes: list[Outcome], able) -> str:
+    """ "test 2 holds" for the tests in ``able``; "test 1" for the others (``able`` None)."""
+    if able is None:
+        return "the others"
+    names = [f"test {i}" for i, o in enumerate(outcomes, 1) if o in able]
+    return f"{' and '.join(names)} hold{'s' * (len(names) == 1)}"
 
 
 def choices(claim, ev: Evidence) -> list[Choice]:
@@ -140,8 +183,9 @@ def choices(claim, ev: Evidence) -> list[Choice]:
 
 
 def primary(outcomes: list[Outcome]) -> list[Outcome]:
-    """The outcomes of the tests that decide the word."""
-    return [o for o in outcomes if o.test.role == "primary"]
+    """The outcomes of the tests that decide the word (primary, and able to decide on this
+    data: not ``moot``)."""
+    return [o for o in outcomes if o.test.role == "primary" and not o.moot]
 
 
 def of(claim, ev: Evidence | None) -> Verdict:
@@ -158,4 +202,25 @@ def of(claim, ev: Evidence | None) -> Verdict:
         ev.declared,
         claim.per_round,
         claim.no_seeds,
+    )
+
+
+def across(claim, found: list[Evidence]) -> Verdict:
+    """The word of ``claim`` on its run sets: each device's deciding run set (its first with
+    runs that is not a sensitivity grid) gives that device's word; where devices disagree the
+    word names each ("partly (cpu); not reproduced (NVIDIA H200)") and says why."""
+    per: dict = {}
+    for ev in found:
+        if ev.present and not ev.runset.choices:
+            per.setdefault(ev.runset.device, ev)
+    if len(per) < 2:
+        first = next(iter(per.values()), found[0] if found else None)
+        return of(claim, first)
+    words = {d: of(claim, ev) for d, ev in per.items()}
+    said = "; ".join(f"{d}: {v.word}" + (f" ({v.why})" if v.why else "") for d, v in words.items())
+    if len({v.word for v in words.values()}) == 1:
+        return Verdict(next(iter(words.values())).word, f"on each device ({said})")
+    return Verdict(
+        "; ".join(f"{v.word} ({d})" for d, v in words.items()),
+        f"the word depends on the hardware ({said})",
     )

@@ -6,6 +6,7 @@
   fedrun-reproduce run CLAIM --paper device=cuda data.root=DIR   # the paper's own setting
   fedrun-reproduce check [CLAIM...] [--results DIR]   # recompute and compare: exit 0 equal, 1 not
   fedrun-reproduce report                        # write REPRODUCTION.md and the README/docs blocks
+  fedrun-reproduce record [CLAIM...]             # record the digests of the claims' evidence
 
 The claims are declared in fedprox_cli/claims/*.yaml (one per figure or table of FedCanon,
 FedCEF and FedNMap). --results DIR holds REPRODUCTION.md and the run folders under
@@ -13,9 +14,12 @@ DIR/reproduction/ (default: results); README.md and docs/reproducing.md are read
 (default: the current folder). Every command reads the runs through one validation
 (fedprox_cli/claims/validate.py): a run folder that cannot be read, a run of another setting than
 the claim fixes, rows that do not fit its T and status, a duplicate of another run, a missing
-metric column -- each is one line naming the folder and the key, and the run is left out (missing,
-never counted). `check` prints those lines and one per difference (claim, number, committed,
-recomputed) and exits 1 on any. `run` refuses an override that contradicts a setting the claim
+metric column, a summary.json or a Hydra or job record that contradicts it -- each is one line
+naming the folder and the key, and the run is left out (missing, never counted). `check` prints
+those lines, one per difference (claim, number, committed, recomputed) and one per run whose
+files differ from the digests recorded when they were made (reproduction/EVIDENCE.sha256: edited,
+added, copied, moved, deleted; `run` records the folders it runs into, `record` the evidence of
+the claims named), and exits 1 on any; it names the runs without a Hydra record (unverified). `run` refuses an override that contradicts a setting the claim
 declares (exit 2). Bad input (an unknown claim, a results folder without a claim's runs) is one
 line and exit 2; an internal error exit 3. ``list`` and ``plan`` remember each claim's text and recompute
 only a claim whose declaration, run folders or code changed (:mod:`fedprox_cli.claims.cache`).
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,6 +86,10 @@ def parse(argv):
     sub.add_parser(
         "report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks"
     )
+    rc = sub.add_parser(
+        "record", parents=[common], help="record the digests of the claims' evidence as it is"
+    )
+    rc.add_argument("claims", nargs="*", metavar="CLAIM")
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides = (
         [a for a in argv if "=" in a and not a.startswith("-")] if argv[:1] == ["run"] else []
@@ -101,10 +110,6 @@ def build(
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
-        deciding = next(
-            (ev for ev in found if ev.present and not ev.runset.choices),
-            found[0] if found else None,
-        )
         table = (
             tables.texts(c, found, root, warn)["md"]
             if c.table_spec and any(ev.present for ev in found)
@@ -112,7 +117,11 @@ def build(
         )
         out.append(
             render.Rendered(
-                c, found, verdict.of(c, deciding), table=table, digest=digest(root.parent, c.figure)
+                c,
+                found,
+                verdict.across(c, found),
+                table=table,
+                digest=digest(root.parent, c.figure),
             )
         )
     return out
@@ -178,8 +187,11 @@ def _list(args) -> int:
         declare.load(),
         args.results / "reproduction",
         "list",
-        lambda r: (
-            f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}\n{'':16} {r.claim.short}"
+        lambda r: "\n".join(
+            [
+                f"{r.claim.id:16} {r.claim.title:22} {r.verdict.word:28} {render.basis(r)}",
+                *(f"{'':16} {line}" for line in [r.claim.short, *render.reasons(r)]),
+            ]
         ),
     )
     return 0
@@ -238,11 +250,23 @@ def _run(args) -> int:
         if args.dry_run:
             continue
         code = subprocess.run(cmd, check=False).returncode
+        _made(root, s.args)
         if code > EXIT["diverged"]:  # a diverged job is a result; anything else stops here
             return code
     if not todo:
         streams.out(f"{PROG}: nothing missing")
     return 0
+
+
+def _made(root: Path, args: list[str]) -> None:
+    """Record the digests of the folder a sweep ran into (its evidence, made now)."""
+    from ..claims import digests
+
+    for a in args:
+        if a.startswith("hydra.sweep.dir="):
+            folder = Path(a.split("=", 1)[1])
+            if folder.is_dir() and folder.resolve().is_relative_to(root.resolve()):
+                digests.record(root, [folder.resolve().relative_to(root.resolve()).as_posix()])
 
 
 def _titles(claims) -> dict[str, str]:
@@ -254,8 +278,47 @@ def _read(path: Path) -> str:
     return path.read_text()
 
 
+def unverified(claims: list[declare.Claim], root: Path) -> str:
+    """The run folders holding runs without Hydra's record of their config, with their counts
+    ("": none)."""
+    from ..claims import loading, validate
+
+    runs = {
+        r.path: r
+        for c in claims
+        for rs in c.ran
+        if rs.folders
+        for r in loading.load_runs(c, rs, root, lambda _: None, strict=False)[0]
+    }
+    bare = validate.unverified(list(runs.values()))
+    if not bare:
+        return ""
+    folders: dict[str, int] = {}
+    for r in bare:
+        top = Path(os.path.relpath(r.path, root)).parts[0]
+        folders[top] = folders.get(top, 0) + 1
+    return (
+        f"{len(bare)} runs are unverified, without Hydra's record of their config "
+        f"(.hydra/config.yaml): only the keys their overrides name are checked against a record, "
+        f"the rest by its recorded digest: " + ", ".join(f"{f} ({n})" for f, n in folders.items())
+    )
+
+
+def _record(args) -> int:
+    from ..claims import digests
+
+    root = args.results / "reproduction"
+    claims = declare.select(declare.load(), args.claims)
+    items = [i for i in digests.scope(claims) if (root / i).exists()]
+    new = digests.record(root, items)
+    streams.out(
+        f"{PROG}: recorded {len(new)} files of {len(items)} folders and files in {root / digests.FILE}"
+    )
+    return 0
+
+
 def _check(args) -> int:
-    from ..claims import compare, figures, render, tables
+    from ..claims import compare, digests, figures, render, tables
 
     claims = declare.select(declare.load(), args.claims)
     rendered = build(claims, args.results / "reproduction", strict=True)
@@ -284,8 +347,11 @@ def _check(args) -> int:
     for r in rendered:  # the figures and tables linked from the report, redrawn from the runs
         diffs += figures.stale(r.claim, r.evidence, args.results / "reproduction", warn)
         diffs += tables.stale(r.claim, r.evidence, args.results / "reproduction", warn)
+    diffs += digests.changes(args.results / "reproduction", claims)
     for d in diffs:
         streams.out(f"{PROG}: check: {d}")
+    if unchecked := unverified(claims, args.results / "reproduction"):
+        streams.out(f"{PROG}: check: note: {unchecked}")
     if not diffs:
         streams.out(f"{PROG}: check: {len(claims)} claims, every word and number as committed")
     return 1 if diffs else 0
@@ -321,7 +387,14 @@ def _report(args) -> int:
     return 0
 
 
-COMMANDS = {"list": _list, "plan": _plan, "run": _run, "check": _check, "report": _report}
+COMMANDS = {
+    "list": _list,
+    "plan": _plan,
+    "run": _run,
+    "check": _check,
+    "report": _report,
+    "record": _record,
+}
 
 
 def main(argv=None) -> int:
@@ -329,8 +402,8 @@ def main(argv=None) -> int:
         args = parse(argv)
     except SystemExit as e:
         return EXIT["error"] if e.code else 0
-    if "fedprox_cli.claims.evidence" in sys.modules:  # a command reads its folders afresh
-        sys.modules["fedprox_cli.claims.evidence"].forget()
+    if "fedprox_cli.claims.loading" in sys.modules:  # a command reads its folders afresh
+        sys.modules["fedprox_cli.claims.loading"].forget()
     try:
         return COMMANDS[args.command](args)
     except (UserError, OSError) as e:

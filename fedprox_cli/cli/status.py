@@ -34,13 +34,7 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
     """The run's config, flattened; {} when it has none yet, or (noted in ``problems``) one that
     cannot be read: the row shows what the summary has."""
     try:
-        return complete(
-            flatten(
-                OmegaConf.to_container(
-                    guarded.read_config(run_dir / run_files.CONFIG), resolve=False
-                )
-            )
-        )
+        return complete(flatten(guarded.read_mapping(run_dir / run_files.CONFIG)))
     except guarded.Unreadable as e:
         problems.append(str(e))
     except Exception:  # noqa: BLE001 -- missing, or not a config of this version

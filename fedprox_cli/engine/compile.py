@@ -166,7 +166,11 @@ def _auto(oracle, clients: int, client_steps: int | None, record: dict) -> dict:
     if _valid(cache.get(key)):
         record.update(cache[key], source="cache")
         times = record["s_per_client_step"]
-        if pays(times[eager], times["compiled"], record["compile_s"], client_steps or 0):
+        if (
+            times["compiled"] < times[eager]
+            if client_steps is None  # the compile time not counted
+            else pays(times[eager], times["compiled"], record["compile_s"], client_steps)
+        ):
             fast = _fast(oracle)
             _warm_up(oracle, fast, clients)  # compiled now, not in round 1's time
             return _use(oracle, fast, {**record, "compiled": True})

@@ -1,0 +1,140 @@
+"""A claim's runs read from its results folders (through :mod:`..analysis.results`' loaders, once
+per process: claims share folders), each placed at its declared grid point and validated
+(:mod:`.validate`)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from ..analysis import groups, results
+from ..analysis.run import Run
+from ..common.errors import UserError, require
+from ..runs.outputs import read_summary
+from . import validate
+from .declare import Claim, RunSet
+from .text import canon
+
+PRESENT = ("finished", "diverged")  # a run that counts as made; others are resumed by `run`
+
+
+def key_of(runs: list[Run], key: str) -> str:
+    return groups.config_key(runs, key)
+
+
+def is_(value, want) -> bool:
+    """``value`` (a run's config) is ``want`` (a declared value, or any of a list of them)."""
+    if isinstance(want, list):
+        return any(is_(value, w) for w in want)
+    return groups.matches(value, groups.fmt(want) if isinstance(want, float) else str(want))
+
+
+def point(run: Run, runs, rs: RunSet) -> tuple | None:
+    """The run's declared grid point (the keys of the first listed point it matches, then the
+    grid's), or None when it is outside the declaration."""
+    grid = tuple((k, run.config.get(key_of(runs, k))) for k in rs.grid)
+    if not all(any(is_(v, w) for w in rs.grid[k]) for k, v in grid):
+        return None
+    for p in rs.points or ({},):
+        got = tuple((k, run.config.get(key_of(runs, k))) for k in p)
+        if all(is_(v, p[k]) for k, v in got):
+            return got + grid
+    return None
+
+
+def declared_key(point: tuple) -> tuple:
+    return tuple((k, canon(v)) for k, v in point)
+
+
+def minutes(run: Run) -> float:
+    """A run's job-minutes from its summary (started to ended), else its training time."""
+    try:
+        s = read_summary(run.path)
+        return (
+            datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])
+        ).total_seconds() / 60
+    except (OSError, ValueError, KeyError, TypeError):
+        return float(run.metrics["time_s"].iloc[-1]) / 60 if "time_s" in run.metrics else 0.0
+
+
+def device(run: Run) -> str:
+    try:
+        return str(read_summary(run.path).get("device", "cpu"))
+    except (OSError, ValueError):
+        return "cpu"
+
+
+def where(runs: list[Run], want: dict) -> list[Run]:
+    """The runs whose config has every value of ``want``."""
+    for k, w in want.items():
+        runs = [r for r in runs if is_(r.config.get(key_of(runs, k)), w)]
+    return runs
+
+
+def load_runs(
+    claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True
+) -> tuple[list[Run], list[str]]:
+    """The runs of ``rs`` under ``root`` (its folders, and its ``into`` folder once made) that
+    match ``where`` and the grid, at any seed, validated (:func:`.validate.check`): the runs that
+    are evidence and the findings (one line each: a folder that cannot be read, a run of another
+    setting, rows that do not fit, a duplicate). ``strict``: a missing folder is a user error
+    (else it holds no runs)."""
+    folders = [root / f for f in dict.fromkeys([*rs.folders, rs.into]) if f]
+    for f in folders[: len(rs.folders)]:  # a sensitivity grid's new folder may not be made yet
+        require(
+            f.is_dir() or not strict or (rs.choices and f.name == rs.into),
+            f"claim {claim.id}: no results folder {f}",
+        )
+    folders = [f for f in folders if f.is_dir()]
+    if not folders:
+        return [], []
+    try:
+        runs, skipped = _read(tuple(folders))
+    except UserError as e:  # folders without a readable run
+        if not strict:
+            return [], []
+        raise UserError(f"claim {claim.id}: {e}") from None
+    findings = [f"claim {claim.id}: {line}" for line in skipped]
+    runs, found = validate.fixed(claim, rs, runs, is_)  # every run in its folders
+    runs = where(runs, rs.where)
+    at = {id(r): point(r, runs, rs) for r in runs}
+    # a run outside the declaration is another figure's, unless its config.yaml was edited out
+    # of it: its record (.hydra/config.yaml) names it
+    found += [
+        f"claim {claim.id}: {r.path}: {why}"
+        for r in runs
+        if at[id(r)] is None and (why := validate.recorded(r))
+    ]
+    kept, more = validate.check(
+        claim, [r for r in runs if at[id(r)] is not None], lambda r: at[id(r)]
+    )
+    return kept, findings + found + more
+
+
+@functools.lru_cache(maxsize=32)
+def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
+    skipped: list[str] = []
+
+    def note(m: str) -> None:  # a folder that cannot be read; not a run that stopped before rows
+        if m.startswith("skipped ") and not re.search(
+            r"no metrics.csv \(status: (?!finished|diverged)", m
+        ):
+            skipped.append(m[len("skipped ") :])
+
+    return results.load(folders, warn=note, count_once=False), skipped
+
+
+def _read(folders: tuple) -> tuple[list[Run], list[str]]:
+    """The runs under ``folders`` (every folder, duplicates too) and a line per folder that
+    cannot be read, read once per process (claims share folders)."""
+    runs, skipped = _cached(folders)
+    return list(runs), list(skipped)
+
+
+def forget() -> None:
+    """Drop the runs read so far (a command reads its folders afresh)."""
+    _cached.cache_clear()
+    validate.forget()

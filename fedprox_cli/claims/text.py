@@ -1,0 +1,71 @@
+"""How the claims print a value: a config value as tables show it, a unit's label, a number,
+and a number near the threshold its test reads it against (with the digits that decide it)."""
+
+from __future__ import annotations
+
+import math
+
+from ..analysis import groups
+
+
+def shown(v) -> str:
+    """A config value as tables show it: a preset's algorithm choice by its method's name."""
+    text = groups.fmt(v)
+    return (
+        text.rsplit("/", 1)[-1]
+        if isinstance(v, str) and ("_fig" in text or "_table" in text)
+        else text
+    )
+
+
+def canon(v) -> str:
+    """A declared value as a key: numbers in one format, the rest as text."""
+    return (
+        groups.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    )
+
+
+def key_name(key: str) -> str:
+    """A config key as labels show it (its last part)."""
+    return groups.short(key).rsplit(".", 1)[-1]
+
+
+def value_name(key: str, v) -> str:
+    """A compared value with its key ("K=40"; a method by its name alone)."""
+    return shown(v) if key == "algorithm" else f"{key_name(key)}={shown(v)}"
+
+
+def label(panel: tuple, seed) -> str:
+    """A unit's label: its panel's values, then its seed."""
+    return ", ".join([*(f"{key_name(k)}={shown(v)}" for k, v in panel), f"seed {seed}"])
+
+
+def num(v: float) -> str:
+    if not math.isfinite(v):
+        return "diverged" if math.isnan(v) else "inf"
+    return f"{v:.2e}" if 0 < abs(v) < 1e-2 else f"{v:.3g}"
+
+
+NEAR = 0.01  # a value within 1% of a threshold is printed with the digits that decide it
+
+
+def against(v: float, holds: dict) -> str:
+    """``v`` as :func:`num` prints it, or, within 1% of a bound of ``holds`` (``min``, ``max``),
+    with as many digits as tell it from the bound and the bound beside it ("1.101 (max 1.1)")."""
+    text = num(v)
+    for side in ("min", "max"):
+        bound = holds.get(side)
+        if (
+            bound is None
+            or not math.isfinite(v)
+            or v == bound
+            or abs(v - bound) > NEAR * abs(bound or 1)
+        ):
+            continue
+        digits = 3
+        while (
+            digits < 12 and float(f"{v:.{digits}g}") == float(f"{bound:.{digits}g}") and v != bound
+        ):
+            digits += 1
+        return f"{v:.{digits}g} ({side} {bound:g})"
+    return text

@@ -1,0 +1,296 @@
+"""What a :class:`~.declare.Test` means: its units (one seed in one panel; for ``ratio`` one
+compared pair within that; for ``level`` one run) and whether each holds.
+
+Definitions used by every claim (docs/reproducing.md, "Readings"):
+- *tail*: the mean of a run's last 10% of evaluations, at least one (``Run.final``);
+- a run that diverged (its objective or metric non-finite from some round on) counts as the
+  worst in every comparison beyond its last finite evaluation, and never shortens the window the
+  others are read over; "diverged after round r" means the first non-finite evaluation is at r;
+  a round a run lacks without having diverged is not compared (:mod:`.validate` names the run);
+- ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on (to
+  ``to_round``); the *onset* is the first round from which it holds at every later evaluation;
+- ``at: bytes`` reads each run at its last evaluation within one budget of transmitted bytes (up
+  + down): the test's declared ``budget``, else the smallest total a compared run that reached T
+  sent (a run that stopped early does not set it);
+- a finished run whose ``trained_metric`` ends below ``trained_min`` trained nothing (a collapse
+  to the zero model, chance accuracy): it is left out of each compared pair it is in, and a unit
+  with fewer than two trained runs to compare (or, for ``mode: best``, an untrained first) is no
+  evidence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis import groups, stats
+from ..analysis.run import Run, direction
+from .declare import Claim, Test
+from .loading import is_ as is_value
+from .loading import key_of, where
+from .text import label, shown, value_name
+
+
+@dataclass
+class Unit:
+    label: str
+    value: float  # the unit's number: the first value's final metric, a slope, drop or ratio
+    holds: bool | None  # None: no evidence (nothing trained)
+    onset: int | None = None  # with at: every
+    note: str = ""  # shown instead of the value ("diverged after round 15")
+    raw: bool | None = None  # the test's result where the unit is no evidence (holds None)
+    aside: str = ""  # what the unit left out ("K=40 untrained: left out")
+
+
+@dataclass
+class Outcome:
+    test: Test
+    units: list[Unit]
+    moot: str = ""  # why this test decides nothing on this run set ("" : it decides)
+
+    @property
+    def conclusive(self) -> list[Unit]:
+        return [u for u in self.units if u.holds is not None]
+
+    @property
+    def held(self) -> int:
+        return sum(bool(u.holds) for u in self.units)
+
+
+def diverged_after(run: Run, metric: str) -> int | None:
+    """The round of the run's first non-finite evaluation of ``metric`` or of its objective
+    ("diverged after round r"), None if every evaluation is finite."""
+    bad = ~np.isfinite(run.column(metric))
+    if run.has("objective"):
+        bad |= ~np.isfinite(run.column("objective"))
+    return int(run.metrics["round"].to_numpy()[bad][0]) if bad.any() else None
+
+
+def _note(run: Run, metric: str) -> str:
+    r = diverged_after(run, metric)
+    return f"diverged after round {r}" if r is not None else ""
+
+
+def _worst(v: float) -> float:
+    return v if math.isfinite(v) else math.inf
+
+
+def trained(claim: Claim, run: Run) -> bool:
+    """Whether ``run`` trained: it did not finish below the claim's ``trained_min``."""
+    if not claim.trained_metric or run.status != "finished":
+        return True
+    v = run.final(claim.trained_metric)
+    return not (math.isfinite(v) and v < claim.trained_min)
+
+
+def _cells(t: Test, runs: list[Run]) -> dict:
+    """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
+    runs = where(runs, t.where)
+    key = key_of(runs, t.key)
+    panels = [key_of(runs, p) for p in t.panels]
+    wanted = [*t.values, *([t.base] if t.base is not None else [])]
+    out: dict = {}
+    for r in runs:
+        idx = next((i for i, w in enumerate(wanted) if is_value(r.config.get(key), w)), None)
+        if idx is None:
+            continue
+        cell = (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed"))
+        out.setdefault(cell, {})[idx if idx < len(t.values) else -1] = r
+    return dict(sorted(out.items(), key=_cell_order))
+
+
+def _cell_order(item) -> tuple:
+    """Cells ((panel, seed), ...) by panel values, then seed."""
+    (panel, seed), _ = item
+    return (groups.order([v for _, v in panel]), seed)
+
+
+def _ordered(s: list[float], mode: str) -> bool:
+    """``s`` (smaller is better, best-first order) holds the ordering of ``mode``."""
+    if mode == "best":
+        return all(s[0] < x for x in s[1:])
+    return all(a < b for a, b in itertools.pairwise(s))
+
+
+def budget(t: Test, runs: list[Run]) -> float:
+    """The bytes an ``at: bytes`` ordering reads every run at: the declared ``budget``, else the
+    smallest total a run that reached T sent (none did: the largest any sent)."""
+    if t.budget is not None:
+        return float(t.budget)
+    ends = [float(r.column("bytes")[-1]) for r in runs if r.status == "finished"]
+    return min(ends) if ends else max(float(r.column("bytes")[-1]) for r in runs)
+
+
+def at_bytes(run: Run, metric: str, sent_max: float) -> float:
+    """``metric`` at the run's last evaluation with at most ``sent_max`` bytes sent (up + down);
+    non-finite when it had diverged by then."""
+    sent, v = run.column("bytes"), run.column(metric)
+    return float(v[sent <= sent_max][-1]) if (sent <= sent_max).any() else math.nan
+
+
+def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
+    """An ordering at every evaluation of the window, and its onset."""
+    curves = []
+    for r in runs:
+        rounds = r.metrics["round"].to_numpy()
+        curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
+    ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
+    last = math.inf if t.to_round is None else t.to_round
+    rounds = [  # a round one run lacks and did not diverge before is not compared
+        x
+        for x in sorted(set.union(*(set(c) for c in curves)))
+        if t.from_round <= x <= last and all(x in c or x > e for c, e in zip(curves, ends))
+    ]
+    ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
+    onset = None
+    for x, good in zip(reversed(rounds), reversed(ok)):
+        if not good:
+            break
+        onset = x
+    return all(ok), onset
+
+
+def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
+    """The first run's number, whether ``runs`` (best first) hold the ordering, its onset."""
+    sign = direction(t.metric).sign
+    if t.at == "bytes":
+        sent = budget(t, runs)
+        at = [at_bytes(r, t.metric, sent) for r in runs]
+        return at[0], _ordered([_worst(sign * v) for v in at], t.mode), None
+    first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
+    if t.at == "every":
+        return (first, *_every(t, runs, sign))
+    return first, _ordered([_worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
+
+
+def _order_unit(t: Test, got: dict, claim: Claim, name: str) -> Unit:
+    """One ordering unit, read over its trained runs (:func:`trained`)."""
+    runs = [got[i] for i in range(len(t.values))]
+    keep = [i for i, r in enumerate(runs) if trained(claim, r)]
+    enough = len(keep) >= 2 and (t.mode != "best" or 0 in keep)
+    value, holds, onset = _order(t, [runs[i] for i in keep] if enough else runs)
+    if enough and 0 not in keep:
+        value = _order(t, runs)[0]
+    left = [value_name(t.key, t.values[i]) for i in range(len(runs)) if i not in keep]
+    aside = f"{', '.join(left)} untrained: left out" if left and enough else ""
+    if not enough:
+        return Unit(name, value, None, None, _note(runs[0], t.metric), holds, aside)
+    return Unit(name, value, holds, onset, _note(runs[0], t.metric), None, aside)
+
+
+def final_of(t: Test, run: Run) -> float:
+    return run.final(t.metric, "last" if t.at in ("every", "bytes") else t.at)
+
+
+def _measured(name: str, value: float, t: Test, is_trained: bool) -> Unit:
+    """A unit of a number tested against ``t.holds`` (no evidence where nothing trained)."""
+    holds = within(value, t.holds)
+    return Unit(name, value, holds) if is_trained else Unit(name, value, None, raw=holds)
+
+
+def within(value: float, holds: dict) -> bool:
+    return math.isfinite(value) and holds.get("min", -math.inf) <= value <= holds.get(
+        "max", math.inf
+    )
+
+
+def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit | None:
+    """Points (x100) by which values[0] trails the best of the other (trained) values."""
+    sign = direction(t.metric).sign
+    kept = [r for r in others if trained(claim, r)] or others
+    value = 100 * (
+        _worst(sign * got[0].final(t.metric, t.at))
+        - min(_worst(sign * r.final(t.metric, t.at)) for r in kept)
+    )
+    is_trained = trained(claim, got[0]) and any(trained(claim, r) for r in others)
+    return _measured(name, value, t, is_trained)
+
+
+def _level_units(t: Test, got: dict, claim: Claim, name: str) -> list[Unit]:
+    """Each value's final metric, one unit per run."""
+    out = []
+    for i, v in enumerate(t.values):
+        if i in got:
+            u = _measured(f"{shown(v)}, {name}", final_of(t, got[i]), t, trained(claim, got[i]))
+            u.note = _note(got[i], t.metric)
+            out.append(u)
+    return out
+
+
+def _ratio_units(t: Test, got: dict, claim: Claim, name: str) -> list[Unit]:
+    """Each value's final metric over the base's, one unit per compared pair."""
+    base = got[-1].final(t.metric, t.at)
+    out = []
+    for i, v in enumerate(t.values):
+        if i in got:
+            value = got[i].final(t.metric, t.at) / base if base else math.inf
+            pair = trained(claim, got[i]) and trained(claim, got[-1])
+            out.append(_measured(f"{shown(v)}, {name}", value, t, pair))
+    return out
+
+
+def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
+    """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left
+    out)."""
+    if t.kind == "slope":
+        return slope_units(t, runs, claim)
+    need = {"order": range(len(t.values)), "drop": range(len(t.values)), "level": []}
+    out: list[Unit] = []
+    for (panel, seed), got in _cells(t, runs).items():
+        name = label(panel, seed)
+        if not all(i in got for i in need.get(t.kind, [-1])):
+            continue
+        if t.kind == "order":
+            out.append(_order_unit(t, got, claim, name))
+        elif t.kind == "drop":
+            others = list(_rest(t, runs, panel, seed))
+            if others:
+                out.append(_drop_unit(t, got, others, claim, name))
+        elif t.kind == "level":
+            out += _level_units(t, got, claim, name)
+        else:
+            out += _ratio_units(t, got, claim, name)
+    return out
+
+
+def _rest(t: Test, runs, panel, seed):
+    """For ``drop``: the runs of the same panel and seed at the other values of ``t.key``."""
+    runs = where(runs, t.where)
+    key = key_of(runs, t.key)
+    for r in runs:
+        if (
+            r.config.get("seed") == seed
+            and all(r.config.get(p) == v for p, v in panel)
+            and not any(is_value(r.config.get(key), w) for w in t.values)
+        ):
+            yield r
+
+
+def _slope(t: Test, key: str, runs: list[Run]) -> float:
+    pts = [(float(r.config[key]), r.final(t.metric, t.at)) for r in runs]
+    if len({x for x, _ in pts}) < 2 or not all(math.isfinite(y) and y > 0 for _, y in pts):
+        return math.nan
+    return stats.fit_line(np.log([x for x, _ in pts]), np.log([y for _, y in pts]))[0]
+
+
+def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
+    """Per panel and seed: the slope of log(final metric) on log(key), over its trained runs."""
+    runs = where(runs, t.where)
+    key = key_of(runs, t.key)
+    panels = [key_of(runs, p) for p in t.panels]
+    cells: dict = {}
+    for r in runs:
+        cells.setdefault(
+            (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed")), []
+        ).append(r)
+    out = []
+    for (panel, seed), rs in sorted(cells.items(), key=_cell_order):
+        if len({r.config[key] for r in rs}) < 2:
+            continue
+        kept = [r for r in rs if trained(claim, r)]
+        enough = len({r.config[key] for r in kept}) >= 2
+        out.append(_measured(label(panel, seed), _slope(t, key, kept if enough else rs), t, enough))
+    return out

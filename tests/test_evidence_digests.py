@@ -1,0 +1,154 @@
+"""check names every change of the evidence since its digests were recorded, by file, run and
+cause, also after `report` ran again; a timestamp or line-end change is none. On a small copy
+of the committed results (FedNMap Fig. 5's folders)."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fedprox_cli.claims import declare, digests
+from fedprox_cli.cli import reproduce
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "results"
+FIG5 = ("fednmap_fig5", "fednmap_fig5_seeds12")
+CLAIM = "fednmap-fig5c"
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """FedNMap Fig. 5's run folders, the digests, the report and the figures it links."""
+    rep = tmp_path / "results" / "reproduction"
+    for f in FIG5:
+        shutil.copytree(RESULTS / "reproduction" / f, rep / f)
+    (rep / "figures").mkdir()
+    for c in declare.select(declare.load(), ["fednmap-fig5b", CLAIM]):
+        for suffix in (".png", ".pdf"):
+            name = c.figure.removesuffix(".png") + suffix
+            shutil.copy(RESULTS / name, tmp_path / "results" / name)
+    shutil.copy(RESULTS / "reproduction" / digests.FILE, rep)
+    shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
+    (tmp_path / "docs").mkdir()
+    shutil.copy(REPO / "README.md", tmp_path)
+    shutil.copy(REPO / "docs" / "reproducing.md", tmp_path / "docs")
+    return tmp_path
+
+
+def check(where: Path, capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    code = reproduce.main(
+        ["check", CLAIM, "--results", str(where / "results"), "--root", str(where)]
+    )
+    return code, capsys.readouterr().out
+
+
+def run_dir(where: Path, n: int) -> Path:
+    return where / "results" / "reproduction" / "fednmap_fig5" / str(n)
+
+
+def edit_summary(d: Path) -> None:
+    s = json.loads((d / "summary.json").read_text())
+    s["final"]["test_acc"] = 0.99
+    (d / "summary.json").write_text(json.dumps(s, indent=2))
+
+
+def edit_overrides(d: Path) -> None:
+    path = d / ".hydra" / "overrides.yaml"
+    path.write_text(path.read_text().replace("n=30", "n=20"))
+
+
+def mid_curve(d: Path) -> None:
+    lines = (d / "metrics.csv").read_text().splitlines(keepends=True)
+    lines[5] = lines[5].replace("0.", "0.9", 1)
+    (d / "metrics.csv").write_text("".join(lines))
+
+
+def swap(where: Path) -> None:
+    a, b = run_dir(where, 3) / "metrics.csv", run_dir(where, 4) / "metrics.csv"
+    text = a.read_text()
+    a.write_text(b.read_text())
+    b.write_text(text)
+
+
+DAMAGE = {
+    "copied": (
+        lambda w: shutil.copytree(run_dir(w, 3), run_dir(w, 99)),
+        ["evidence fednmap_fig5/99:", "added, a copy of fednmap_fig5/3"],
+    ),
+    "copied beside": (
+        lambda w: shutil.copytree(run_dir(w, 3), run_dir(w, 3).with_name("3copy")),
+        ["evidence fednmap_fig5/3copy:", "added, a copy of fednmap_fig5/3"],
+    ),
+    "moved": (
+        lambda w: run_dir(w, 3).rename(run_dir(w, 3).with_name("3moved")),
+        ["evidence fednmap_fig5/3moved:", "moved from fednmap_fig5/3"],
+    ),
+    "deleted": (
+        lambda w: shutil.rmtree(run_dir(w, 3)),
+        ["evidence fednmap_fig5/3:", "metrics.csv", "deleted"],
+    ),
+    "summary edited": (
+        lambda w: edit_summary(run_dir(w, 3)),
+        ["evidence fednmap_fig5/3: summary.json edited", "summary.json's final test_acc is 0.99"],
+    ),
+    "overrides edited": (
+        lambda w: edit_overrides(run_dir(w, 3)),
+        ["evidence fednmap_fig5/3: .hydra/overrides.yaml edited", ".hydra/overrides.yaml n=20"],
+    ),
+    "mid-curve edit": (
+        lambda w: mid_curve(run_dir(w, 3)),
+        ["evidence fednmap_fig5/3: metrics.csv edited"],
+    ),
+    "swapped": (
+        swap,
+        [
+            "evidence fednmap_fig5/3: metrics.csv holds the recorded content of fednmap_fig5/4 (swapped)",
+            "evidence fednmap_fig5/4: metrics.csv holds the recorded content of fednmap_fig5/3 (swapped)",
+        ],
+    ),
+}
+
+
+def test_the_copy_passes_as_recorded(copy, capsys):
+    assert check(copy, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_each_change_is_named_with_file_run_and_cause_also_after_report(
+    copy, capsys, monkeypatch, case
+):
+    damage, said = DAMAGE[case]
+    damage(copy)
+    code, out = check(copy, capsys)
+    assert code == 1 and all(s in out for s in said), out
+    if case in ("copied", "summary edited"):  # the report rewritten from the damaged evidence
+        mine = declare.select(declare.load(), ["fednmap-fig5b", CLAIM])
+        monkeypatch.setattr(declare, "load", lambda: mine)  # the copy holds these claims' runs
+        where = ["--results", str(copy / "results"), "--root", str(copy)]
+        assert reproduce.main(["report", *where]) == 0
+        code, out = check(copy, capsys)
+        assert code == 1 and said[0] in out, out
+
+
+def test_a_touch_or_crlf_line_ends_are_no_change(copy, capsys):
+    d = run_dir(copy, 3)
+    os.utime(d / "metrics.csv", (1, 1))
+    for name in ("config.yaml", ".hydra/overrides.yaml"):
+        (d / name).write_bytes((d / name).read_bytes().replace(b"\n", b"\r\n"))
+    assert check(copy, capsys)[0] == 0
+
+
+def test_record_makes_the_digests_of_evidence_made_otherwise(copy, capsys):
+    shutil.copytree(run_dir(copy, 3), run_dir(copy, 99))
+    assert reproduce.main(["record", CLAIM, "--results", str(copy / "results")]) == 0
+    code, out = check(copy, capsys)
+    assert "evidence fednmap_fig5/99" not in out  # recorded: the duplicate is named instead
+    assert "the same run (settings and seed)" in out and code == 1
