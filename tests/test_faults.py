@@ -995,9 +995,44 @@ def test_a_signal_at_any_phase_stops_the_sweep(phase, tmp_path):
 
 
 def _loky_workers_of(pid: int) -> list[int]:
-    """Processes left over from the sweep ``pid`` (its session): loky's workers."""
-    out = subprocess.run(["ps", "-o", "pid=,sid=", "-e"], capture_output=True, text=True).stdout
-    return [int(p) for p, sid in (line.split() for line in out.splitlines()) if int(sid) == pid]
+    """Live processes left over from the sweep ``pid`` (its session): loky's workers."""
+    out = subprocess.run(
+        ["ps", "-o", "pid=,sid=,stat=", "-e"], capture_output=True, text=True
+    ).stdout
+    rows = (line.split() for line in out.splitlines())
+    return [int(p) for p, sid, stat in rows if int(sid) == pid and not stat.startswith("Z")]
+
+
+def test_a_finished_joblib_sweep_leaves_no_worker_and_no_note(tmp_path):
+    """loky keeps idle workers 300 s: they end with the sweep, and no note blames a plugin for
+    a thread of the launcher's."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fedprox_cli",
+            "-m",
+            "hydra/launcher=joblib",
+            "hydra.launcher.n_jobs=2",
+            *LINEAR,
+            "T=2",
+            "seed=0,1",
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        cwd=tmp_path,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert "thread" not in err, err
+    deadline = time.time() + 60
+    while _loky_workers_of(proc.pid) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not _loky_workers_of(proc.pid)
 
 
 def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
@@ -1039,4 +1074,8 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     # a worker joblib's abort killed is recorded as interrupted by the sweep: no status says
     # running (or dead) where the sweep itself stopped it
     assert statuses[:2] == ["interrupted"] * 2 and statuses[2:] == ["missing"] * 2, statuses
-    assert not _loky_workers_of(proc.pid)  # the pool's workers ended with the sweep
+    # the pool's workers ended with the sweep (its resource trackers end as their pipe closes)
+    deadline = time.time() + 60
+    while _loky_workers_of(proc.pid) and time.time() < deadline:
+        time.sleep(0.5)
+    assert not _loky_workers_of(proc.pid)
