@@ -12,7 +12,7 @@ else
 TORCH  := torch==2.14.1 torchvision==0.29.1
 endif
 
-.PHONY: setup data run test bench bench-peers docs
+.PHONY: setup data run test lint bench bench-peers docs
 
 setup: $(VENV)/.installed
 
@@ -39,6 +39,13 @@ run: setup data
 test: setup data
 	@start=$$(date +%s); $(PY) -m pytest; status=$$?; \
 	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
+
+# Static checks: ruff's lint and format, mypy (pyproject.toml: strict on common/, engine/,
+# operators/ and algorithms/).
+lint: setup
+	$(VENV)/bin/ruff check fedprox_cli
+	$(VENV)/bin/ruff format --check fedprox_cli
+	$(VENV)/bin/mypy
 
 # Engine benchmark (README, Performance); pass options with ARGS="--workloads 1 --threads 1".
 bench: setup

@@ -21,7 +21,7 @@ from .common import run_files
 from .common.errors import EXIT
 from .common.package import CONF_DIR
 from .common.streams import escaped
-from .runs.outputs import read_summary, runs_in
+from .runs.outputs import runs_in
 
 _STATUS = {code: status for status, code in EXIT.items()}
 _PLAIN = re.compile(r"^[\w.:/+-]+$")  # a string Hydra's override grammar takes unquoted
@@ -61,19 +61,14 @@ def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _metrics(folder: Path) -> pd.DataFrame:
-    from .analysis.results import BrokenRun, read_metrics
-
-    try:
-        return read_metrics(folder / run_files.METRICS)
-    except BrokenRun:
-        return pd.DataFrame()
+    return run_files.read_metrics(folder, strict=False)
 
 
 def _result(folder: Path, code: int) -> Run:
     """The :class:`Run` of a finished call of :func:`runner.run` into ``folder``."""
     folders = [f for f in runs_in(folder) if f != folder]
     if not folders:  # one run (or none written)
-        summary = read_summary(folder) if (folder / run_files.SUMMARY).exists() else {}
+        summary = run_files.read_summary(folder) if (folder / run_files.SUMMARY).exists() else {}
         return Run(folder, _STATUS.get(code, "error"), code, summary, _metrics(folder))
     seeds = [int(f.name.split("_")[-1]) for f in folders]
     metrics = pd.concat(
@@ -84,13 +79,14 @@ def _result(folder: Path, code: int) -> Run:
         folder,
         _STATUS.get(code, "error"),
         code,
-        {s: read_summary(f) for s, f in zip(seeds, folders)},
+        {s: run_files.read_summary(f) for s, f in zip(seeds, folders)},
         metrics,
     )
 
 
 def _default_folder(composed: DictConfig) -> Path:
-    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for ``composed``."""
+    """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for
+    ``composed``."""
     pattern = OmegaConf.load(CONF_DIR / "config.yaml").hydra.run
     node = OmegaConf.merge(
         {"hydra": {"run": OmegaConf.to_container(pattern, resolve=False)}}, composed
@@ -99,7 +95,7 @@ def _default_folder(composed: DictConfig) -> Path:
 
 
 def run(
-    config: list[str] | dict | DictConfig = (),
+    config: list[str] | tuple[str, ...] | dict | DictConfig = (),
     folder: str | os.PathLike | None = None,
     progress: bool = False,
 ) -> Run:
@@ -113,33 +109,40 @@ def run(
     the current folder); a finished run there with the same config is not run again, a
     stopped one is resumed (as ``fedrun`` does). Bad input raises :class:`UserError` (or
     Hydra's error) before anything is written; a run that fails later returns its status."""
-    from .analysis import run_figures
     from .config import resolvers
-    from .runs import experiment, runner
 
     resolvers.register()
     if isinstance(config, DictConfig):
-        composed = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-        out = Path(folder) if folder is not None else _default_folder(composed)
-        experiment.validate(composed)
-        return _result(
-            out,
-            runner.run(
-                composed,
-                out,
-                progress=progress,
-                command="fedprox_cli.run(config)",
-                plot=run_figures.draw,
-            ),
-        )
+        return _run_composed(config, folder, progress)
+    return _run_overrides(overrides_of(config), folder, progress)
+
+
+def _run_composed(config: DictConfig, folder: str | os.PathLike | None, progress: bool) -> Run:
+    """:func:`run` of a whole composed config, as it is."""
+    from .analysis import run_figures
+    from .runs import experiment, runner
+
+    composed = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
+    out = Path(folder) if folder is not None else _default_folder(composed)
+    experiment.validate(composed)
+    code = runner.run(
+        composed, out, progress=progress, command="fedprox_cli.run(config)", plot=run_figures.draw
+    )
+    return _result(out, code)
+
+
+def _run_overrides(given: list[str], folder: str | os.PathLike | None, progress: bool) -> Run:
+    """:func:`run` of ``fedrun``'s overrides, composed and checked as ``fedrun`` does."""
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
 
+    from .analysis import run_figures
     from .config import plugin_defaults
     from .config.compose import hydra_files, reference_for
     from .config.jobs import jobs
+    from .runs import experiment, runner
 
-    overrides = overrides_of(config)
+    overrides = list(given)
     plugin_defaults.store(overrides)
     if folder is not None:
         overrides.append(f"hydra.run.dir={_value(str(folder))}")
@@ -153,7 +156,7 @@ def run(
             job.folder,
             progress=progress,
             reference=reference,
-            command=f"fedprox_cli.run({overrides_of(config)!r})",
+            command=f"fedprox_cli.run({given!r})",
             hydra_record=hydra_files(job.cfg, hc),
             plot=run_figures.draw,
         )

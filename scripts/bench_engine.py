@@ -19,7 +19,7 @@ engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher 
 (load the server model into one module, K SGD steps with autograd and the correction c_i, send
 Delta_i; the server averages, takes the prox, updates the c_i), timed in turn in the same run.
 ``--scaling``: FedCanon rounds (K = 2, B = 64) at n = 10, 100, 1000 for the linear model and the
-MLP with each engine; client-steps/s and their ratio to n = 10 (issue 20's goal: >= 0.8)."""
+MLP with each engine; client-steps/s and their ratio to n = 10 (the goal: >= 0.8)."""
 
 import argparse
 import copy
@@ -192,10 +192,10 @@ def seed_batching(
     from pathlib import Path
 
     from fedprox_cli.analysis.run_figures import draw
+    from fedprox_cli.common.run_files import read_summary
     from fedprox_cli.config.compose import compose
     from fedprox_cli.data import datasets
     from fedprox_cli.runs import runner
-    from fedprox_cli.runs.outputs import read_summary
 
     rows = []
     for name, overrides in SEED_WORKLOADS.items():

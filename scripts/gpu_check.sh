@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Everything issue 17 asks of a GPU, in ONE device call: install the carried wheels, run the
+# Every GPU check, in ONE device call: install the carried wheels, run the
 # CUDA tests and the engine-equivalence tests on CUDA, the engine and memory benchmarks, and one
 # named reproduction step; logs and CSVs land in OUTDIR ($OUT on the device machine, else
 # results/gpu_check). Prepare here first with `bash scripts/gpu_prep.sh` (.whl/: the wheels of

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Seed by seed: which method is best in a metric, per panel, or whether a metric improves along a
-setting (issue 28's rule that an ordering counts only where it holds in every seed), as markdown.
+setting (an ordering counts only where it holds in every seed), as markdown.
 Best is lowest for the metrics of ``runs.outputs.LOWER_IS_BETTER`` (losses, stationarity), highest for
 the others (test accuracy, Hoyer sparsity).
 

@@ -43,7 +43,7 @@ for step in "${steps[@]}"; do
       $FEDRUN -m experiment=fednmap_fig5 dataset=mnist5k seed=0 \
         algorithm=fednmap_fig5/eta_inv_sqrt_K,fednmap_fig5/eta_0.05 "${PAR[@]}" ;;
     fedcef) $FEDRUN -m experiment=fedcef_fig3_4_quick "${PAR[@]}" ;;
-    # Issue 16's seeds and lengths. Each writes straight into its results/reproduction/ folder;
+    # The papers' seeds and lengths. Each writes straight into its results/reproduction/ folder;
     # re-running a step resumes its unfinished jobs from their checkpoints and leaves finished ones.
     fedcanon_fig2_coin)  # SCAFFNEW with ProxSkip's random coin, p = 1/K, 3 seeds
       into fedcanon_fig2_scaffnew_coin experiment=fedcanon_fig2 algorithm=fedcanon_fig2/scaffnew algorithm.p=0.05 seed=0,1,2 ;;
@@ -77,7 +77,7 @@ for step in "${steps[@]}"; do
     fednmap_fig3_seed2) into fednmap_fig3_seed2 experiment=fednmap_fig3 dataset=mnist5k seed=2 ;;
     fednmap_fig5_seeds) into fednmap_fig5_seeds12 experiment=fednmap_fig5 dataset=mnist5k seed=1,2 \
         algorithm=fednmap_fig5/eta_inv_sqrt_K,fednmap_fig5/eta_0.05 ;;
-    # Issue 28's runs (from a worktree fixed at a commit; each writes into results/reproduction/<name>/).
+    # The per-seed runs (from a worktree fixed at a commit; each writes into results/reproduction/<name>/).
     fedcanon_fig1_seeds)  # Fig. 1's 4 x 4 (alpha, beta) grid at T = 200, seeds 0-4 batched in one process per job
       into fedcanon_fig1_T200 experiment=fedcanon_fig1_quick T=200 seeds=5 seed=0 ;;
     fedcef_h0_check)  # is FedCEF's divergence at the paper's local step 0.1 its code or the setting? Plain

@@ -147,7 +147,7 @@ def test_fedcef_server_control_is_mean_of_client_controls(compressor):
 # --- communication and prox accounting --------------------------------------------------------
 
 # ALGORITHMS.md, per round: floats up and down per participating client, prox calls as a
-# function of (m participating, n, K). Two entries differ from ALGORITHMS.md's table on purpose
+# function of (m participating, n, K). Two entries differ from docs/algorithms.md's table on purpose
 # (docs/algorithms.md): FedCEF/ZA2 and ZA1 count the n + 1 copies of the server's post-broadcast prox
 # (every client and the server compute it), where the table writes n K + n and n K + 1.
 TABLE = {

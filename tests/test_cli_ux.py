@@ -1,4 +1,4 @@
-"""What fedrun tells its user (issue 19): progress lines without a terminal, the closing summary,
+"""What fedrun tells its user: progress lines without a terminal, the closing summary,
 the resume line, the sweep's job table, --help, dry runs and --cfg job."""
 
 import json
@@ -213,7 +213,7 @@ def test_help_explains_keys_groups_presets_and_exit_codes(tmp_path):
     assert all(meaning for _, _, meaning in keys), [k for k, _, m in keys if not m]
     assert "hydra" not in {k.split(".")[0] for k, _, _ in keys}
     # every group's options with their first comment line; the default marked
-    assert "*fedcanon FedCanon (fedcanon.txt, Algorithm 1)." in text
+    assert "*fedcanon FedCanon (the FedCanon paper, Algorithm 1)." in text
     assert "sorted_shards FedNMap Sec. 5.1: training samples sorted by class label" in text
     assert "dir/{0.01,0.1,0.2,0.5,0.6,1}" in text
     # every preset with what it reproduces and its time

@@ -26,7 +26,7 @@ def numbers(out: Path) -> pd.DataFrame:
 
 
 def status(out: Path) -> str | None:
-    from fedprox_cli.runs.outputs import read_summary
+    from fedprox_cli.common.run_files import read_summary
 
     try:
         return read_summary(out)["status"]

@@ -11,7 +11,8 @@ more than one process, have their own tests below the table.
 
 from __future__ import annotations
 
-import gzip
+import errno
+import json
 import os
 import re
 import resource
@@ -29,8 +30,9 @@ import torch
 from conftest import child_env, job_folders
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
 
+from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.runs import checkpoint
-from fedprox_cli.runs.outputs import effective_status, read_summary
+from fedprox_cli.runs.outputs import effective_status
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env(OMP_NUM_THREADS="1")
@@ -756,7 +758,7 @@ def test_two_preset_sweeps_in_the_same_second_get_two_folders(tmp_path):
     ]
 
 
-# ------------------------------------------------------------------ issue 25: files, survival, signals
+# ------------------------------------------------------------------ files, survival, signals
 
 LINEAR = ["dataset=digits", "model=linear", "n=4", "K=2", "B=16", "eval_every=1"]
 FINISHED_FILES = (
@@ -908,6 +910,45 @@ def test_a_finished_run_survives_a_failed_extension(fault, tmp_path):
     )
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     _unchanged(run, before)
+
+
+@pytest.mark.parametrize("where", ["the folder", "a link"])
+def test_an_extension_that_cannot_write_the_finished_runs_folder_changes_nothing(
+    where, tmp_path, monkeypatch
+):
+    """A run folder made immutable (``chattr +i``: no entry can be made in it) or on a file
+    system that refuses links and copies: the extension is refused before anything is
+    written -- summary.json (writable in place) included -- and the same command as before
+    still finds the run finished. Simulated at the attempt's first write (keep.protect)."""
+    from fedprox_cli.runs import keep
+
+    run, before = _finished(tmp_path, "keep_checkpoint=true", "checkpoint_every=1")
+    before.update({f: (run / f).read_bytes() for f in ("checkpoint.pt", "partition.npz")})
+    denied = OSError(errno.EPERM, "Operation not permitted", str(run / ".kept"))
+    if where == "the folder":
+
+        def folder(*a, **k):
+            raise denied
+
+        monkeypatch.setattr(keep, "folder", folder)
+    else:
+
+        def link(*a, **k):
+            raise denied
+
+        monkeypatch.setattr(keep.os, "link", link)
+        monkeypatch.setattr(keep.shutil, "copy2", link)
+    args = [*LINEAR, "keep_checkpoint=true", "checkpoint_every=1", f"hydra.run.dir={run}"]
+    p = fedrun(*args, "T=4", cwd=tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.splitlines()[-1] == (
+        f"fedrun: error: the finished run in {run} cannot be continued: its folder cannot be "
+        f"written (Operation not permitted: {run / '.kept'}); nothing in it was changed"
+    )
+    _unchanged(run, before)
+    monkeypatch.undo()
+    p = fedrun(*args, "T=2", cwd=tmp_path)
+    assert p.returncode == 0 and "has already finished its 2 rounds" in p.stdout, p.stdout
 
 
 def _start_sweep(tmp: Path, *args, env=None) -> subprocess.Popen:
@@ -1079,3 +1120,51 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     while _loky_workers_of(proc.pid) and time.time() < deadline:
         time.sleep(0.5)
     assert not _loky_workers_of(proc.pid)
+
+
+def _as_older(run: Path) -> None:
+    """Make ``run`` (finished, its checkpoint kept) look written by an older checkout of
+    fedprox_cli (whose version number was this one's): its config.yaml and checkpoint's digest
+    without two keys added since (``compile``, ``metrics.per_client``)."""
+    import yaml
+
+    for f in (run / "config.yaml", run / ".hydra" / "config.yaml"):
+        cfg = yaml.safe_load(f.read_text())
+        del cfg["compile"], cfg["metrics"]["per_client"]
+        f.write_text(yaml.safe_dump(cfg))
+    d = torch.load(run / "checkpoint.pt", weights_only=True)
+    d["digest"] = checkpoint.digest(yaml.safe_load((run / "config.yaml").read_text()))
+    torch.save(d, run / "checkpoint.pt")
+
+
+def test_an_older_versions_checkpoint_is_read_with_the_keys_added_since(tmp_path):
+    """Its settings are this run's once compile takes its default: extended from its checkpoint,
+    with a note naming it -- never "another run" (metrics.per_client, run control, is no part
+    of a checkpoint's fingerprint)."""
+    run, _ = _finished(tmp_path, "keep_checkpoint=true", "checkpoint_every=1")
+    _as_older(run)
+    p = fedrun(*LINEAR, "T=4", "keep_checkpoint=true", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (
+        f"fedrun: note: {run / 'checkpoint.pt'} was written by an older checkout, before compile "
+        f"existed: read with its default (compile=False), the settings that run computed with"
+    ) in p.stderr.splitlines(), p.stderr.splitlines()
+    assert f"resuming {run} from round 2 of 4" in p.stderr
+
+
+def test_a_checkpoint_whose_fingerprint_another_version_made_names_the_version(tmp_path):
+    run, before = _finished(tmp_path, "keep_checkpoint=true", "checkpoint_every=1")
+    d = torch.load(run / "checkpoint.pt", weights_only=True)
+    d["digest"] = "0" * 16  # a fingerprint this version does not compute
+    torch.save(d, run / "checkpoint.pt")
+    s = json.loads((run / "summary.json").read_text())
+    s["versions"]["fedprox_cli"] = "0.0.9"
+    (run / "summary.json").write_text(json.dumps(s))
+    before = {f: (run / f).read_bytes() for f in (*before, "checkpoint.pt", "summary.json")}
+    p = fedrun(*LINEAR, "T=4", "keep_checkpoint=true", f"hydra.run.dir={run}", cwd=tmp_path)
+    assert p.returncode == 2 and "another run" not in p.stderr, p.stderr
+    assert p.stderr.splitlines()[-1].startswith(
+        f"fedrun: error: {run / 'checkpoint.pt'} was written by fedprox_cli 0.0.9, whose "
+        f"fingerprint of the run's settings this fedprox_cli (0.1.0) does not reproduce"
+    ), p.stderr
+    _unchanged(run, before)

@@ -1,4 +1,4 @@
-"""FedCanon against facts that follow from its update rules (fedcanon.txt, eqs. 7a-7f)."""
+"""FedCanon against facts that follow from its update rules (the FedCanon paper, eqs. 7a-7f)."""
 
 import torch
 

@@ -233,7 +233,7 @@ def test_a_huge_metrics_file_is_read_in_the_memory_of_its_numbers(tmp_path):
     (a list of the rows' strings would take ten times more)."""
     import tracemalloc
 
-    from fedprox_cli.analysis.results import read_metrics
+    from fedprox_cli.common.run_files import read_metrics
 
     path = tmp_path / "metrics.csv"
     header = "round,time_s,train_loss,objective,stationarity,test_acc,grad_evals,bytes_up"
@@ -242,7 +242,7 @@ def test_a_huge_metrics_file_is_read_in_the_memory_of_its_numbers(tmp_path):
     size = path.stat().st_size
     tracemalloc.start()
     try:
-        df = read_metrics(path)
+        df = read_metrics(tmp_path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -23,11 +23,11 @@ from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
 from fedprox_cli.analysis.run_figures import draw
 from fedprox_cli.common import files, signals
+from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.config.compose import compose
 from fedprox_cli.config.validate import typed
 from fedprox_cli.runs import provenance, runner
 from fedprox_cli.runs.lock import RunLock, is_held
-from fedprox_cli.runs.outputs import read_summary
 
 TINY = ["dataset=digits", "model=linear", "T=3", "K=2", "n=4"]
 ENV = child_env(OMP_NUM_THREADS="1")

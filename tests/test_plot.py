@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_report import fake_run, figures, real, table_rows  # noqa: F401 -- figures: a fixture
+from test_plot_scripts import fake_run, figures, real, table_rows  # noqa: F401 -- figures: a fixture
 
 from fedprox_cli.algorithms import base
 from fedprox_cli.analysis import plotting, results, table

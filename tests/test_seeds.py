@@ -17,10 +17,10 @@ import yaml
 from conftest import child_env, fedrun, job_folders
 
 from fedprox_cli import algorithms
+from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.config.compose import compose
 from fedprox_cli.engine.lockstep import Lockstep
 from fedprox_cli.runs import runner
-from fedprox_cli.runs.outputs import read_summary
 
 BASE = [
     "dataset=digits",

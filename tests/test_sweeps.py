@@ -1,4 +1,4 @@
-"""Sweeps (issues 26.1-26.3, 25.3): job folders follow from configs, so a sweep re-run into its
+"""Sweeps: job folders follow from configs, so a sweep re-run into its
 folder with a longer, shorter or reordered list loses and doubles nothing; every job is checked
 before the first one trains; the report and the exit code come from what every job launched
 returned, wherever its folder; a single run of a preset that defines a sweep says so."""
@@ -13,7 +13,7 @@ from conftest import ROOT, fedrun, job_folders
 from omegaconf import OmegaConf
 
 from fedprox_cli.common.errors import EXIT
-from fedprox_cli.runs.outputs import read_summary
+from fedprox_cli.common.run_files import read_summary
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import tables as tables_script  # noqa: E402

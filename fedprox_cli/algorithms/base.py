@@ -3,7 +3,8 @@ plugin algorithm (:mod:`fedprox_cli.common.registry`, examples/fedprox_server) i
 
 An :class:`Algorithm` is a kw-only dataclass whose fields are its parameters (the YAML's keys
 besides ``name``; their ranges declared on the fields, :mod:`fedprox_cli.common.ranges`:
-a float that declares none is a step size, > 0), with class attributes ``name``, ``display_name`` (as the papers print it; default ``name``),
+a float that declares none is a step size, > 0), with class attributes ``name``, ``display_name``
+(as the papers print it; default ``name``),
 ``partial_participation``, ``takes_compressor`` and ``smooth_only`` (what it is defined for:
 anything else is refused before training), and
 
@@ -28,7 +29,7 @@ An algorithm never touches modules, data loaders or devices. ``round(state, env,
 - ``env.clients``: the participating clients' ids this round; ``env.n``, ``env.K``, ``env.T``.
 
 The counters make the per-round communication and prox accounting a fact of the code as
-written, which tests compare with the table in ALGORITHMS.md: ``grad_evals`` counts one per
+written, which tests compare with the table in docs/algorithms.md: ``grad_evals`` counts one per
 row of every ``grad`` call (``sgd_steps``: K per row); ``bytes_up`` what the compressor says a
 row ``up`` costs (4 per dense float); ``bytes_down`` 4 per float of ``down`` per participating
 client; ``prox_calls`` rows times ``copies`` of every ``prox`` call. A message the algorithm
@@ -37,9 +38,10 @@ sends without ``up``/``down`` is not counted: route every one through them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral
-from typing import ClassVar, TypeAlias
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, cast
 
 import torch
 
@@ -53,11 +55,14 @@ from ..operators.regularizers import Regularizer
 
 State: TypeAlias = dict[str, torch.Tensor | float]
 """An algorithm's state: tensors by name (a plain number where one suffices, e.g. FedDA's
-elapsed step), saved whole in checkpoints."""
+elapsed step), saved whole in checkpoints. Each shipped algorithm types its own as a
+``TypedDict`` (``Algorithm[FedCanonState]``), so that a key's typo is a type error."""
+
+S = TypeVar("S", bound=Mapping[str, Any])
 
 
 @dataclass(kw_only=True)
-class Algorithm:
+class Algorithm(Generic[S]):
     """Base class: subclasses are kw-only dataclasses whose fields are the paper's parameters
     (each in its declared range, :mod:`fedprox_cli.common.ranges`); docs/extending.md lists the
     whole interface."""
@@ -70,22 +75,22 @@ class Algorithm:
     takes_compressor: ClassVar[bool] = False  # defines a compressed uplink
     smooth_only: ClassVar[bool] = False  # defined for h = 0 only
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if (
             "display_name" not in cls.__dict__
         ):  # a class that declares none is named by its config name
             cls.display_name = str(cls.__dict__.get("name", getattr(cls, "name", cls.__name__)))
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> S:
         raise NotImplementedError
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: S, env: Env, t: int) -> S:
         raise NotImplementedError
 
-    def output(self, state: State) -> torch.Tensor:
+    def output(self, state: S) -> torch.Tensor:
         """The model evaluated (default: the server state z)."""
-        return state["z"]
+        return cast(torch.Tensor, state["z"])
 
     def prox_steps(self, K: int, T: int) -> dict[str, float]:
         """The largest value each prox parameter takes over T rounds, by name (validated
@@ -150,7 +155,8 @@ class Env:
     def sgd_steps(
         self, X: torch.Tensor, t: int, beta: float, shift: torch.Tensor | float = 0.0
     ) -> torch.Tensor:
-        """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see :meth:`Oracle.sgd_steps`)."""
+        """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see
+        :meth:`Oracle.sgd_steps`)."""
         return self.oracle.sgd_steps(X, t, self.K, beta, shift, self.clients)
 
     def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:
@@ -170,6 +176,7 @@ class Env:
             and torch.is_tensor(sent[0])
             and sent[0].shape == V.shape
         )
+        out: torch.Tensor
         out, nbytes = returned(
             self.compressor,
             "compressor",

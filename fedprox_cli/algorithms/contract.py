@@ -12,6 +12,7 @@ tests per round."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -28,23 +29,23 @@ def _is_state(value: object) -> bool:
     )
 
 
-def _layout(v) -> str:
+def _layout(v: object) -> str:
     """How an entry is described in a contract line: ``tensor (4, 650) float32 on cpu``."""
-    if torch.is_tensor(v):
+    if isinstance(v, torch.Tensor):
         return f"tensor {tuple(v.shape)} {str(v.dtype).removeprefix('torch.')} on {v.device}"
     return f"number ({type(v).__name__})"
 
 
-def _broken(alg: Algorithm, method: str, what: str, fix: str) -> PluginError:
+def _broken(alg: Algorithm[Any], method: str, what: str, fix: str) -> PluginError:
     return PluginError(
         f"algorithm plugin {alg.name!r} ({origin(alg)}) breaks the state contract: {what}; {fix} "
         f"({method} at {source_line(alg, method)})"
     )
 
 
-def init(alg: Algorithm, z0: torch.Tensor, n: int) -> State:
+def init(alg: Algorithm[Any], z0: torch.Tensor, n: int) -> State:
     with calling(alg, "algorithm", "init(z0, n)"):
-        state = alg.init(z0, n)
+        state: State = alg.init(z0, n)
     returned(
         alg,
         "algorithm",
@@ -54,7 +55,7 @@ def init(alg: Algorithm, z0: torch.Tensor, n: int) -> State:
         "the state: a non-empty dict of str -> tensor (or number)",
     )
     for k, v in state.items():
-        if torch.is_tensor(v) and (v.dtype != z0.dtype or v.device != z0.device):
+        if isinstance(v, torch.Tensor) and (v.dtype != z0.dtype or v.device != z0.device):
             raise _broken(
                 alg,
                 "init",
@@ -72,29 +73,31 @@ def round_call(t: int) -> str:
     return f"round {t + 1} (round(state, env, t={t}))"
 
 
-def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
+def round(alg: Algorithm[Any], state: State, env: Env, t: int) -> State:
     """The next state, with the keys of ``state`` (a checkpoint saves and restores them all),
     each entry of the shape, dtype and device it had (init's, by induction)."""
     with calling(alg, "algorithm", round_call(t)):
-        new = alg.round(state, env, t)
+        new: State = alg.round(state, env, t)
     returned(
         alg,
         "algorithm",
         "round(state, env, t)",
         new,
         _is_state(new) and new.keys() == state.keys(),
-        f"the next state: a dict of str -> tensor (or number) with the keys of init's ({', '.join(state)})",
+        "the next state: a dict of str -> tensor (or number) with the keys of init's "
+        f"({', '.join(state)})",
     )
     for k, v in new.items():
         old = state[k]
-        same = (torch.is_tensor(v) == torch.is_tensor(old)) and (
-            not torch.is_tensor(v)
+        same = (isinstance(v, torch.Tensor) == isinstance(old, torch.Tensor)) and (
+            not isinstance(v, torch.Tensor)
+            or not isinstance(old, torch.Tensor)
             or (v.shape == old.shape and v.dtype == old.dtype and v.device == old.device)
         )
         if not same:
             per_client = (
-                torch.is_tensor(v)
-                and torch.is_tensor(old)
+                isinstance(v, torch.Tensor)
+                and isinstance(old, torch.Tensor)
                 and v.dim() == old.dim() >= 1
                 and old.shape[0] == env.n
                 and v.shape[0] == len(env.clients) != env.n
@@ -103,7 +106,8 @@ def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
                 "it keeps a row per client: update the participating clients' rows in place "
                 "(state[k][env.clients] = ...) and return the whole tensor"
                 if per_client
-                else "return every entry as init made it (same shape, dtype and device; update in place or "
+                else "return every entry as init made it (same shape, dtype and device; update in "
+                "place or "
                 "build it with z0's dtype and device)"
             )
             raise _broken(
@@ -116,7 +120,7 @@ def round(alg: Algorithm, state: State, env: Env, t: int) -> State:
     return new
 
 
-def output(alg: Algorithm, state: State, d: int) -> torch.Tensor:
+def output(alg: Algorithm[Any], state: State, d: int) -> torch.Tensor:
     with calling(alg, "algorithm", "output(state)"):
         x = alg.output(state)
     return returned(
@@ -138,7 +142,7 @@ def _step(value: object) -> bool:
     )
 
 
-def prox_steps(alg: Algorithm, K: int, T: int) -> dict[str, float]:
+def prox_steps(alg: Algorithm[Any], K: int, T: int) -> dict[str, float]:
     with calling(alg, "algorithm", "prox_steps(K, T)"):
         steps = alg.prox_steps(K, T)
     return returned(
@@ -151,7 +155,7 @@ def prox_steps(alg: Algorithm, K: int, T: int) -> dict[str, float]:
     )
 
 
-def stationarity_step(alg: Algorithm, K: int) -> float:
+def stationarity_step(alg: Algorithm[Any], K: int) -> float:
     with calling(alg, "algorithm", "stationarity_step(K)"):
         step = alg.stationarity_step(K)
     return returned(

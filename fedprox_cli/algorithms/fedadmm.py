@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ._local import local_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedADMMState(TypedDict):
+    """FedADMM's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    X: torch.Tensor
+    Lam: torch.Tensor
+    Xhat: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedADMM(Algorithm):
+class FedADMM(Algorithm[FedADMMState]):
     """Consensus ADMM with inexact local solves. Clients keep x_i, lam_i (lam_i = 0 at start,
     x_i = z0); the server keeps z (z = z0) and the last xhat_i of every client.
 
@@ -32,7 +41,7 @@ class FedADMM(Algorithm):
     eta: float = 1.0  # prox / penalty parameter eta (penalty 1/eta)
     beta: float = 0.02  # local step size
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedADMMState:
         rows = z0.expand(n, -1)
         return {
             "z": z0.clone(),
@@ -41,7 +50,7 @@ class FedADMM(Algorithm):
             "Xhat": rows.clone(),
         }
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedADMMState, env: Env, t: int) -> FedADMMState:
         z, S = state["z"], env.clients
         X, Lam, Xhat = state["X"].clone(), state["Lam"].clone(), state["Xhat"].clone()
         Lam_S = Lam[S]  # gathered once, not at every local step

@@ -1,19 +1,26 @@
-"""FedCanon (fedcanon.txt, Algorithm 1, eqs. 7a-7f)."""
+"""FedCanon (the FedCanon paper, Algorithm 1, eqs. 7a-7f)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ._local import local_sgd, rows_into
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedCanonState(TypedDict):
+    """FedCanon's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    C: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedCanon(Algorithm):
+class FedCanon(Algorithm[FedCanonState]):
     """Clients run K plain corrected SGD steps from z; the server takes the only prox.
 
         X <- z (every row);  K times: X <- X - beta (G(X) + C)             (7a-7b)
@@ -28,10 +35,10 @@ class FedCanon(Algorithm):
     alpha: float = 0.1  # global step size alpha (eq. 7e)
     beta: float = 0.02  # local step size beta (eq. 7b)
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedCanonState:
         return {"z": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedCanonState, env: Env, t: int) -> FedCanonState:
         z, C = state["z"], state["C"]
         X = local_sgd(env, z.expand_as(C), t, self.beta, C)
         Delta = env.up(torch.sub(z, X, out=X).div_(self.beta * env.K))  # into X, no new (n, d)

@@ -1,20 +1,29 @@
-"""FedCEF (fedcef.txt, Algorithm 1): compressed error feedback with momentum."""
+"""FedCEF (the FedCEF paper, Algorithm 1): compressed error feedback with momentum."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ..common.ranges import param
 from ._local import local_dual_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedCEFState(TypedDict):
+    """FedCEF's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    c: torch.Tensor
+    C: torch.Tensor
+    V: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedCEF(Algorithm):
+class FedCEF(Algorithm[FedCEFState]):
     """State: z, c (server; every client holds the same z and c); C, V (clients); all 0 but z.
 
         client:  W <- z;  for k < K:  x = prox_{k alpha h}(W);  W <- W - alpha (g_i(x) + c - c_i)
@@ -26,7 +35,7 @@ class FedCEF(Algorithm):
     beta = alpha eta_g K. Output z. Up: the compressed Delta_i; down d (ztilde).
     Prox per round: n K local (the k = 0 one is prox_0 = identity; the paper's x^{t,K} is
     never used and not computed) + n + 1 for z = prox_{beta h}(ztilde): every client and the
-    server, which needs z for its next ztilde [I; ALGORITHMS.md's table says n K + n].
+    server, which needs z for its next ztilde [I; docs/algorithms.md's table says n K + n].
     [I] c is kept once: the clients' reconstruction (z - ztilde)/beta equals the server's c
     in exact arithmetic. The paper does not give eta; the default is from a sweep (config)."""
 
@@ -43,11 +52,11 @@ class FedCEF(Algorithm):
         """The effective global step beta = alpha eta_g K."""
         return self.alpha * self.eta_g * K
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedCEFState:
         zeros = z0.new_zeros(n, z0.numel())
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": zeros, "V": zeros.clone()}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedCEFState, env: Env, t: int) -> FedCEFState:
         z, c, C, V = state["z"], state["c"], state["C"], state["V"]
         W, _ = local_dual_sgd(env, z.expand_as(C), t, self.alpha, c - C)
         V = (1 - self.eta) * V + self.eta * ((z - W) / (self.alpha * env.K) + C - c)

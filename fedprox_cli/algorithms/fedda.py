@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ._local import local_dual_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedDAState(TypedDict):
+    """FedDA's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    x: torch.Tensor
+    s: float
 
 
 @register
 @dataclass(kw_only=True)
-class FedDA(Algorithm):
+class FedDA(Algorithm[FedDAState]):
     """Federated dual averaging. The server keeps the dual z (z_0 = initial model) and the
     elapsed step s (s_0 = 0, so s_t = t alpha K beta):
 
@@ -31,10 +39,10 @@ class FedDA(Algorithm):
     alpha: float = 1.0  # server learning rate (server_lr)
     beta: float = 0.02  # client learning rate (client_lr)
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedDAState:
         return {"z": z0.clone(), "x": z0.clone(), "s": 0.0}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedDAState, env: Env, t: int) -> FedDAState:
         z, elapsed = state["z"], state["s"]
         W, _ = local_dual_sgd(env, z.expand(len(env.clients), -1), t, self.beta, elapsed=elapsed)
         z = z + self.alpha * env.up(W - z).mean(0)
@@ -42,7 +50,7 @@ class FedDA(Algorithm):
         env.down(z, scalars=1)  # and the elapsed step s, a host number
         return {"z": z, "x": env.prox(z, elapsed), "s": elapsed}
 
-    def output(self, state: State) -> torch.Tensor:
+    def output(self, state: FedDAState) -> torch.Tensor:
         return state["x"]
 
     def prox_steps(self, K: int, T: int) -> dict[str, float]:

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ..common.ranges import param
 from ._local import local_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedDRState(TypedDict):
+    """FedDR's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    Y: torch.Tensor
+    X: torch.Tensor
+    Xhat: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedDR(Algorithm):
+class FedDR(Algorithm[FedDRState]):
     """Randomized Douglas-Rachford splitting. Clients keep y_i, x_i, xhat_i; the server z.
 
         client i in S (receives z):  y_i <- y_i + alpha_dr (z - x_i)
@@ -34,11 +43,11 @@ class FedDR(Algorithm):
     alpha_dr: float = param(1.95, gt=0, lt=2)  # relaxation alpha in (0, 2) (reference default 1.95)
     beta: float = 0.02  # local step size of the K-step subproblem solver
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedDRState:
         rows = z0.expand(n, -1)
         return {"z": z0.clone(), "Y": rows.clone(), "X": rows.clone(), "Xhat": rows.clone()}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedDRState, env: Env, t: int) -> FedDRState:
         z, S = state["z"], env.clients
         Y, X, Xhat = state["Y"].clone(), state["X"].clone(), state["Xhat"].clone()
         Y[S] = Y[S] + self.alpha_dr * (z - X[S])

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedMiDState(TypedDict):
+    """FedMiD's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedMiD(Algorithm):
+class FedMiD(Algorithm[FedMiDState]):
     """Federated mirror descent with the Euclidean mirror map (proximal SGD locally):
 
         client i in S:  x <- z;  K times: x <- prox_{beta h}(x - beta g_i(x));  send x - z
@@ -26,10 +32,10 @@ class FedMiD(Algorithm):
     alpha: float = 1.0  # server learning rate (the reference code's server_lr)
     beta: float = 0.02  # client learning rate (client_lr)
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedMiDState:
         return {"z": z0.clone()}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedMiDState, env: Env, t: int) -> FedMiDState:
         z = state["z"]
         X = z.expand(len(env.clients), -1)
         for k in range(env.K):

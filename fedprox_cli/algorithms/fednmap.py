@@ -1,18 +1,26 @@
-"""FedNMap (fednmap.txt, Algorithm 1, eqs. 4-7): normal-map local updates."""
+"""FedNMap (the FedNMap paper, Algorithm 1, eqs. 4-7): normal-map local updates."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class FedNMapState(TypedDict):
+    """FedNMap's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    x: torch.Tensor
+    C: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class FedNMap(Algorithm):
+class FedNMap(Algorithm[FedNMapState]):
     """x_t = prox_{gamma h}(z)
     client:  w <- z;  K times: w <- w - eta_a (g_i(prox_{gamma h}(w)) + (z - x_t)/gamma + c_i)
              y_i = (z - w) / (eta_a K)
@@ -29,10 +37,10 @@ class FedNMap(Algorithm):
     eta_s: float = 1.0  # server step size eta_s (eq. 6)
     gamma: float = 4.0  # prox parameter gamma of the normal map (eq. 4; Figs. 2-5)
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedNMapState:
         return {"z": z0.clone(), "x": z0.clone(), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedNMapState, env: Env, t: int) -> FedNMapState:
         z, C = state["z"], state["C"]
         x = env.prox(z, self.gamma, copies=env.n)
         shift = (z - x) / self.gamma + C
@@ -45,7 +53,7 @@ class FedNMap(Algorithm):
         env.down(z, ybar)
         return {"z": z, "x": env.prox(z, self.gamma), "C": C - Y + ybar}
 
-    def output(self, state: State) -> torch.Tensor:
+    def output(self, state: FedNMapState) -> torch.Tensor:
         return state["x"]
 
     def prox_steps(self, K: int, T: int) -> dict[str, float]:

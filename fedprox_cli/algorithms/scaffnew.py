@@ -1,20 +1,28 @@
-"""SCAFFNEW / ProxSkip (fedcanon.txt Appendix A-2, eq. 15)."""
+"""SCAFFNEW / ProxSkip (the FedCanon paper, Appendix A-2, eq. 15)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ..common.draws import generator
 from ..common.ranges import param
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class ScaffnewState(TypedDict):
+    """Scaffnew's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    X: torch.Tensor
+    H: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class Scaffnew(Algorithm):
+class Scaffnew(Algorithm[ScaffnewState]):
     """Clients keep x_i and controls h_i (sum_i h_i = 0, all start at 0). Each local step:
 
         xhat_i = x_i - beta (g_i(x_i) - h_i)
@@ -46,10 +54,10 @@ class Scaffnew(Algorithm):
         coin = torch.rand((), generator=generator(env.seed, t, k, -3))
         return coin.item() < self.p  # CPU: no sync
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> ScaffnewState:
         return {"z": z0.clone(), "X": z0.expand(n, -1).clone(), "H": z0.new_zeros(n, z0.numel())}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: ScaffnewState, env: Env, t: int) -> ScaffnewState:
         z, X, H = state["z"], state["X"], state["H"]
         step = self.beta / self.prob(env.K)
         for k in range(env.K):

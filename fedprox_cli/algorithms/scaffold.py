@@ -1,19 +1,27 @@
-"""SCAFFOLD, option II (fedcanon.txt Appendix A-1, eq. 14); defined for h = 0 only."""
+"""SCAFFOLD, option II (the FedCanon paper, Appendix A-1, eq. 14); defined for h = 0 only."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypedDict
 
 import torch
 
 from ._local import local_sgd
-from .base import Algorithm, Env, State, register
+from .base import Algorithm, Env, register
+
+
+class ScaffoldState(TypedDict):
+    """Scaffold's state (a typo in a key is a type error)."""
+
+    z: torch.Tensor
+    c: torch.Tensor
+    C: torch.Tensor
 
 
 @register
 @dataclass(kw_only=True)
-class Scaffold(Algorithm):
+class Scaffold(Algorithm[ScaffoldState]):
     """client i in S:  x <- z;  K times: x <- x - beta (g_i(x) - c_i + c)
                        c_i+ = c_i - c + (z - x)/(K beta);  send dx_i = x - z, dc_i = c_i+ - c_i
     server:            z <- z + alpha mean_S dx_i;   c <- c + (1/n) sum_S dc_i
@@ -28,19 +36,19 @@ class Scaffold(Algorithm):
     alpha: float = 1.0  # server step size (eq. 14; 1 = the clients' average)
     beta: float = 0.02  # local step size
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> ScaffoldState:
         return {"z": z0.clone(), "c": z0.new_zeros(z0.numel()), "C": z0.new_zeros(n, z0.numel())}
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: ScaffoldState, env: Env, t: int) -> ScaffoldState:
         z, c, C = state["z"], state["c"], state["C"].clone()
         S = env.clients
         Ci = C[S]
         X = local_sgd(env, z.expand_as(Ci), t, self.beta, c - Ci)
         msg = X.new_empty(len(X), 2 * z.numel())  # [dx_i, dc_i], formed in place
-        dx, dc = msg.split(z.numel(), dim=1)
+        dx, dc = torch.split(msg, z.numel(), dim=1)
         torch.sub(X, z, out=dx)
         self.control_delta(env, t, z, X, c, Ci, out=dc)
-        dx, dc = env.up(msg).split(z.numel(), dim=1)
+        dx, dc = torch.split(env.up(msg), z.numel(), dim=1)
         C[S] = Ci + dc
         z = z + self.alpha * dx.mean(0)
         c = c + dc.sum(0) / env.n
@@ -57,7 +65,8 @@ class Scaffold(Algorithm):
         Ci: torch.Tensor,
         out: torch.Tensor,
     ) -> torch.Tensor:
-        """dc_i = c_i+ - c_i with option II's c_i+ = c_i - c + (z - x_i)/(K beta), written into ``out``."""
+        """dc_i = c_i+ - c_i with option II's c_i+ = c_i - c + (z - x_i)/(K beta), written into
+        ``out``."""
         return torch.sub(z, X, out=out).div_(env.K * self.beta).sub_(c)
 
     def stationarity_step(self, K: int) -> float:

@@ -1,4 +1,4 @@
-"""ZA2: the "standard uncompressed" composite FL baseline of fedcef.txt (its reference [40])."""
+"""ZA2: the "standard uncompressed" composite FL baseline of FedCEF (its reference [40])."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from typing import ClassVar
 
 import torch
 
-from .base import Algorithm, Env, State, register
-from .fedcef import FedCEF
+from .base import Algorithm, Env, register
+from .fedcef import FedCEF, FedCEFState
 
 
 @register
 @dataclass(kw_only=True)
-class ZA2(Algorithm):
+class ZA2(Algorithm[FedCEFState]):
     """[I] FedCEF with the identity compressor and eta = 1 (no momentum), standing in for
     Zhang, Hu, Johansson (Automatica 2026), whose own algorithm is not at hand: clients run
     FedCEF's corrected local dual averaging, send v_i - c_i uncompressed, c_i <- v_i.
@@ -28,10 +28,10 @@ class ZA2(Algorithm):
     def cef(self) -> FedCEF:
         return FedCEF(alpha=self.alpha, eta_g=self.eta_g, eta=1.0)
 
-    def init(self, z0: torch.Tensor, n: int) -> State:
+    def init(self, z0: torch.Tensor, n: int) -> FedCEFState:
         return self.cef.init(z0, n)
 
-    def round(self, state: State, env: Env, t: int) -> State:
+    def round(self, state: FedCEFState, env: Env, t: int) -> FedCEFState:
         return self.cef.round(state, env, t)
 
     def prox_steps(self, K: int, T: int) -> dict[str, float]:

@@ -191,7 +191,7 @@ def table_keys(configs: list[dict], column: str | None) -> tuple[list[str], list
     given = [column] if column else []
     ns = _namespace(column) if column else None
     own = lambda k: _namespace(k) == ns  # noqa: E731
-    rows, header = label_keys(configs, given=given, last=own), []
+    rows, header = label_keys(configs, given=given, last=own), list[str]()
     for k in sorted(set(differing(configs)) - {column, *rows}, key=_priority):
         if own(k) or _function_of(configs, k, rows):
             continue

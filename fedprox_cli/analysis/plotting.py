@@ -1,5 +1,6 @@
 """Figures of one run (``metrics.png``, the partition's clients x classes counts) and the pieces
-every figure shares: atomic saving, titles from configs, readable ticks, one legend below the axes."""
+every figure shares: atomic saving, titles from configs, readable ticks, one legend below the
+axes."""
 
 from __future__ import annotations
 
@@ -16,13 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from ..common import (
-    guarded,  # noqa: E402
-    run_files,
-)
+from ..common import guarded, run_files  # noqa: E402
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
-from ..runs.outputs import metric_columns  # noqa: E402
 
 METADATA_KEY = {
     "png": "Description",
@@ -61,7 +58,9 @@ def save_figure(
         {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}
     )  # "tight" draws the figure twice
     dpi = plt.rcParams["savefig.dpi"]
-    meta = {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    meta: dict[str, str | None] = (
+        {METADATA_KEY[fmt]: caption} if caption and fmt in METADATA_KEY else {}
+    )
     if fmt == "pdf":
         meta["CreationDate"] = None
     elif fmt == "svg":
@@ -384,13 +383,12 @@ RUN_PANELS = (  # (columns, y label, log y, scale)
 SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
 
 
-def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
+def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     """Loss (train loss, and the objective when h != 0; log y), test accuracy and stationarity
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    with guarded.opened(csv_path, guarded.TABLE_BYTES) as f:  # a FIFO never hangs
-        df = metric_columns(f)
+    df = {c: np.asarray(v, float) for c, v in run_files.read_metrics(run_dir).items()}
     rounds = df["round"]
     losses = [df[c] for c in ("train_loss", "objective") if c in df]
     bad = (
@@ -399,36 +397,8 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     diverged_at = rounds[bad][0] if bad.any() else None
     fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
     handles: dict = {}
-    for ax, (cols, ylabel, log, scale) in zip(axes, RUN_PANELS):
-        drawn = False
-        for i, c in enumerate(cols):
-            if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
-                continue
-            ys = scale * df[c]
-            ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
-            color = "C2" if c == "test_acc" else f"C{i}"
-            (line,) = ax.plot(
-                rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--"
-            )
-            if len(cols) > 1:  # the other panels' y labels name their one curve
-                handles.setdefault(SERIES[c], line)
-            if diverged_at is not None:
-                mark_end(ax, rounds, ys, color)
-            drawn = drawn or bool(np.isfinite(ys).any())
-        if diverged_at is not None:
-            handles.setdefault(
-                f"diverged (round {diverged_at:g}; x: last finite value)",
-                ax.axvline(diverged_at, color="red", linestyle=":"),
-            )
-        if log and drawn:
-            ax.set_yscale("log")
-            readable_log_ticks(ax)
-        if not drawn:
-            ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xlabel("round")
-        ax.set_ylabel(ylabel)
-        at_data(ax, rounds)
-        ax.grid(alpha=0.3)
+    for ax, panel in zip(axes, RUN_PANELS):
+        _run_panel(ax, panel, df, diverged_at, handles)
     # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
     # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
     if handles:
@@ -445,6 +415,40 @@ def plot_run(csv_path: Path, png_path: Path, title: str = "") -> None:
     )
     fig.suptitle(title, fontsize=9)
     save_figure(fig, png_path, laid_out=True)
+
+
+def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: dict) -> None:
+    """One panel of :func:`plot_run`: its columns' curves against round (a diverged run's
+    finite part, its end marked), its legend entries added to ``handles``."""
+    cols, ylabel, log, scale = panel
+    rounds = df["round"]
+    drawn = False
+    for i, c in enumerate(cols):
+        if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
+            continue
+        ys = scale * df[c]
+        ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
+        color = "C2" if c == "test_acc" else f"C{i}"
+        (line,) = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
+        if len(cols) > 1:  # the other panels' y labels name their one curve
+            handles.setdefault(SERIES[c], line)
+        if diverged_at is not None:
+            mark_end(ax, rounds, ys, color)
+        drawn = drawn or bool(np.isfinite(ys).any())
+    if diverged_at is not None:
+        handles.setdefault(
+            f"diverged (round {diverged_at:g}; x: last finite value)",
+            ax.axvline(diverged_at, color="red", linestyle=":"),
+        )
+    if log and drawn:
+        ax.set_yscale("log")
+        readable_log_ticks(ax)
+    if not drawn:
+        ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("round")
+    ax.set_ylabel(ylabel)
+    at_data(ax, rounds)
+    ax.grid(alpha=0.3)
 
 
 def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:

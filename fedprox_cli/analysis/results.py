@@ -9,21 +9,18 @@ through the ``warn`` callback of :func:`load`; folders holding the same run coun
 
 from __future__ import annotations
 
-import csv
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import pandas as pd
-
-from ..common import guarded, run_files
+from ..common import run_files
 from ..common.errors import require
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.code_record import mixed
-from ..runs.outputs import effective_status, model_metrics_only, read_summary
+from ..runs.outputs import effective_status
 from .groups import config_key, is_run_control, matches, once
 from .jobrecords import records
 from .run import CHOICE, Run, status_text
@@ -31,29 +28,12 @@ from .run import CHOICE, Run, status_text
 PROGRESS_RUNS, PROGRESS_S = 100, 5.0  # more runs than this: a line every PROGRESS_S while read
 
 
-class BrokenRun(Exception):
-    """A run folder that cannot be read; its message says why in a few words."""
-
-
-def first_line(e: Exception) -> str:
-    """The first line of ``e``'s message, or its type's name."""
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
-
-
 def _choices(run_dir: Path) -> dict:
-    hydra_yaml = run_dir / run_files.HYDRA / run_files.HYDRA_RECORD
-    if not hydra_yaml.exists():
-        return {}
-    try:
-        choices = guarded.read_mapping(hydra_yaml)["hydra"]["runtime"]["choices"]
-        require(isinstance(choices, dict), "hydra.runtime.choices is not a mapping")
-    except guarded.Unreadable as e:
-        raise BrokenRun(f".hydra/hydra.yaml is unreadable: {e.why}") from None
-    except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
-        raise BrokenRun(f".hydra/hydra.yaml is unreadable ({first_line(e)})") from None
+    """The config groups chosen, as ``choice:<group>`` keys (a group with no option chosen, a
+    Hydra group and a run-control group left out)."""
     return {
         f"{CHOICE}{g}": c
-        for g, c in choices.items()  # no option chosen = a group not offered
+        for g, c in run_files.read_choices(run_dir).items()
         if c is not None and not g.startswith("hydra/") and not is_run_control(g)
     }
 
@@ -116,95 +96,21 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
 def _status(run_dir: Path) -> tuple[str, str, dict]:
     """The run's effective status (``dead`` for a recorded ``running`` whose process
     is gone: :func:`outputs.effective_status`), its error message and its code record;
-    :class:`BrokenRun` for a summary.json that cannot be read."""
+    :class:`run_files.RunFileError` for a summary.json that cannot be read."""
     try:
-        summary = read_summary(run_dir)
-    except guarded.Unreadable as e:
-        raise BrokenRun(f"summary.json is unreadable: {e.why}") from None
+        summary = run_files.read_summary(run_dir)
+    except run_files.RunFileError as e:
+        raise run_files.RunFileError(f"{run_files.SUMMARY} is unreadable: {e.why}") from None
     except (OSError, ValueError):
         summary = {}
     return effective_status(run_dir), str(summary.get("error", "")), summary.get("code", {})
 
 
-def _numbers(column: pd.Series) -> pd.Series:
-    """A column of number strings as numbers; ``nan`` and ``inf`` (a diverged run's last row, as
-    ``repr`` writes them), which ``pd.to_numeric`` refuses, through ``float``."""
-    try:
-        return pd.to_numeric(column)
-    except ValueError:
-        return column.map(float)
-
-
-def _checked(lines: Iterable[str]) -> list[str]:
-    """The header of a metrics.csv's ``lines`` once every row is checked to have its fields,
-    row by row (no copy of the table is made: a file of a million rows is read in the memory
-    of its numbers); :class:`BrokenRun` for a cut row, no rows, a stray quote."""
-    rows = csv.reader(lines)
-    try:
-        header = next(rows)
-        n = 0
-        for n, row in enumerate(rows, 1):
-            if len(row) != len(header):
-                raise BrokenRun(
-                    f"metrics.csv is cut (line {n + 1} has {len(row)} of {len(header)} fields)"
-                )
-    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
-        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
-    if not n:
-        raise BrokenRun("metrics.csv has a header and no rows")
-    return header
-
-
-def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame:
-    """The checked rows of a metrics.csv as numbers: pandas' C reader, every cell as written
-    (no "NA" taken for missing); a column it leaves as text (``nan``, ``inf``, or not numbers)
-    through :func:`_numbers`. A header naming a column twice: cell by cell."""
-    if len(set(header)) != len(header):
-        header, *rows = list(csv.reader(lines))
-        return pd.DataFrame(rows, columns=header).apply(_numbers)
-    df = guarded.parse_csv(data, keep_default_na=False, na_values=[])
-    for c in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
-            df[c] = _numbers(df[c].astype(str))
-    return df
-
-
-def read_metrics(path: Path) -> pd.DataFrame:
-    """``metrics.csv`` as numbers; :class:`BrokenRun` if it is empty, cut (a row with fewer
-    fields than the header, or no end of line after the last row), or not numbers. Read in
-    about the memory of its bytes and its numbers (:func:`_checked`)."""
-    try:
-        data = guarded.read_bytes(path, guarded.TABLE_BYTES)
-        if not data.strip():
-            raise BrokenRun("metrics.csv is empty")
-        if not data.endswith(b"\n"):
-            raise BrokenRun("metrics.csv is cut (no end of line after its last row)")
-        header = _checked(guarded.lines(path, data))
-        if "round" not in header:
-            raise BrokenRun(f"metrics.csv has no column 'round' (columns: {', '.join(header)})")
-        table = _table(data, header, guarded.lines(path, data))
-    except guarded.Unreadable as e:
-        raise BrokenRun(f"metrics.csv is unreadable: {e.why}") from None
-    except OSError as e:
-        raise BrokenRun(f"metrics.csv is unreadable ({first_line(e)})") from None
-    except ValueError as e:
-        raise BrokenRun(
-            f"metrics.csv holds a value that is not a number ({first_line(e)})"
-        ) from None
-    return model_metrics_only(table)
-
-
 def load_run(run_dir: Path) -> Run:
-    """One run folder; :class:`BrokenRun` when its config or metrics cannot be read."""
-    try:
-        cfg = guarded.read_mapping(run_dir / run_files.CONFIG)
-    except guarded.Unreadable as e:
-        raise BrokenRun(f"config.yaml is unreadable: {e.why}") from None
-    except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
-        raise BrokenRun(f"config.yaml is unreadable ({first_line(e)})") from None
-    if not isinstance(cfg, dict) or not cfg:
-        raise BrokenRun("config.yaml is empty or not a mapping")
-    metrics = read_metrics(run_dir / run_files.METRICS)
+    """One run folder, a view of its files (:mod:`common.run_files`);
+    :class:`run_files.RunFileError` when its config or metrics cannot be read."""
+    cfg = run_files.read_config(run_dir)
+    metrics = run_files.read_metrics(run_dir)
     status, error, code = _status(run_dir)
     return Run(
         run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code
@@ -213,7 +119,7 @@ def load_run(run_dir: Path) -> Run:
 
 def load(
     paths,
-    where: list[str] = (),
+    where: Sequence[str] = (),
     warn: Callable[[str], None] = lambda _: None,
     count_once: bool = True,
 ) -> list[Run]:
@@ -226,7 +132,7 @@ def load(
     for i, p in enumerate(found, 1):
         try:
             runs.append(load_run(p))
-        except BrokenRun as e:
+        except run_files.RunFileError as e:
             warn(f"skipped {p}: {e}")
         now = time.monotonic()
         if len(found) > PROGRESS_RUNS and now - last >= PROGRESS_S:

@@ -13,6 +13,6 @@ def draw(composed, out: Path) -> None:
     it), titled with its config ``composed`` (:func:`plotting.run_title`)."""
     from .plotting import plot_clients, plot_run, run_title
 
-    plot_run(out / run_files.METRICS, out / run_files.METRICS_FIGURE, title=run_title(composed))
+    plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(composed))
     if (out / run_files.CLIENTS_SUMMARY).exists():
         plot_clients(out / run_files.CLIENTS_SUMMARY, out / run_files.CLIENTS_FIGURE)

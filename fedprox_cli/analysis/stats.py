@@ -27,8 +27,9 @@ class Cell:
     left_out: dict[str, int]
 
     @classmethod
-    def of(cls, runs: list[Run], metric: str, how: str = "last") -> "Cell":
-        values, left = [], {}
+    def of(cls, runs: list[Run], metric: str, how: str = "last") -> Cell:
+        values: list[float] = []
+        left: dict[str, int] = {}
         for r in runs:
             why = r.problem(metric, how)
             if why is None:
@@ -54,7 +55,8 @@ class Cell:
         return float(np.std(self.values, ddof=1)) if self.n > 1 else math.nan
 
     def text(self, spec: str = ".4f") -> str:
-        """``0.8100 ± 0.0100 (3 seeds)``, ``0.8100 (1 seed)``, ``0.8100 (2 seeds; diverged 1 of 3)``,
+        """``0.8100 ± 0.0100 (3 seeds)``, ``0.8100 (1 seed)``, ``0.8100 (2 seeds; diverged 1 of
+        3)``,
         ``diverged (1 of 1)``: ``±`` only with two or more runs, left-out runs always named."""
         left = ", ".join(f"{why} {c}" for why, c in sorted(self.left_out.items()))
         if not self.values:
@@ -112,7 +114,8 @@ def slope(
     )
     fits = []
     for curve in group(runs, ignore=(key, *determined_by(runs, key)), final=final):
-        pts, per_seed = [], {}
+        pts: list = []
+        per_seed: dict = {}
         for v, rs in sorted(_by(curve.runs, key).items(), key=lambda kv: order([kv[0]])):
             cell = Cell.of(rs, metric, final)
             if cell.n == 0:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..common import guarded
 from ..common.errors import UserError

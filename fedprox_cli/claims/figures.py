@@ -341,7 +341,10 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
         + (" (clipped at the axis's bottom)" if state["clipped"] else "")
     )
     if any(p.get("kind") == "slope" for p in fig.panels):
-        lines += "; points: mean ± 1 std of the tail (last 10% of evaluations) per value, solid: least-squares fit"
+        lines += (
+            "; points: mean ± 1 std of the tail (last 10% of evaluations) per value, solid: "
+            "least-squares fit"
+        )
     paper = f"{claim.paper} {claim.where.split(', ')[-1]}: {fig.caption}"
     marks = "; dashed grey: the paper's number" if fig.marks else ""
     if fig.stationarity == Figure.stationarity and any(

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..analysis import groups, results
 from ..analysis.run import Run
 from ..common.errors import UserError, require
-from ..runs.outputs import read_summary
+from ..common.run_files import read_summary
 from . import validate
 from .declare import Claim, RunSet
 from .text import canon

@@ -101,7 +101,8 @@ def _paper(claim: Claim, evidence: list, device: str) -> Sweep:
         minutes = per_run(first) * n * scale
         basis = (
             f"estimated from the {first.runset.data} runs here, timed on "
-            f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of {first.T}"
+            f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of "
+            f"{first.T}"
             + ("; the paper's data may be larger" if first.runset.stands_for else "")
             + (
                 "; no run here was timed on a GPU"

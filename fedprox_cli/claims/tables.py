@@ -298,9 +298,3 @@ def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
         elif path.read_text() != made[path.suffix[1:]]:
             out.append(f"{claim.id}: {path} differs from the table its runs make now")
     return out
-
-
-def markdown_of(claim: Claim, root: Path) -> str:
-    """The Markdown table as written (for the report's section), or ``""``."""
-    path = paths(claim, root)[0]
-    return path.read_text() if claim.table_spec and path.is_file() else ""

@@ -36,8 +36,8 @@ from ..analysis.run import CHOICE, Run, is_replicate
 from ..common import guarded, run_files
 from ..common.errors import squeeze
 from ..common.flatten import flatten
+from ..common.run_files import read_summary
 from ..config.schedule import schedule
-from ..runs.outputs import read_summary
 from .declare import Claim, RunSet
 
 PRESENT = ("finished", "diverged")
@@ -78,7 +78,10 @@ def rows(run: Run) -> str | None:
             )
         return None
     if got[:-1] != want[: len(got) - 1] or not bad[-1] or bad[:-1].any():
-        return "metrics.csv: status diverged, but its rows are not a finite prefix of its schedule ending non-finite"
+        return (
+            "metrics.csv: status diverged, but its rows are not a finite prefix of its "
+            "schedule ending non-finite"
+        )
     return None
 
 
@@ -222,7 +225,8 @@ def fixed(claim: Claim, rs: RunSet, runs: list[Run], held) -> tuple[list[Run], l
         if bad:
             k, want = bad[0]
             found.append(
-                f"claim {claim.id}: {r.path}: {k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
+                f"claim {claim.id}: {r.path}: "
+                f"{k}={_shown(r.config.get(groups.config_key(runs, k)))}, "
                 f"the claim fixes {k}={want}"
             )
         else:

@@ -57,7 +57,8 @@ BASE = [
 ]
 
 
-FAILED = 1  # a contract does not hold (0: all hold; 2, EXIT["error"]: the algorithm is refused before any runs)
+# a contract does not hold (0: all hold; 2, EXIT["error"]: the algorithm is refused before any runs)
+FAILED = 1
 
 
 class Failed(Exception):
@@ -157,7 +158,8 @@ class Checker:
             if not close.all():
                 i = int(np.argmin(close))
                 raise Failed(
-                    f"{what} (first in {col} at round {int(a['round'].iloc[i])}: {x[i]:.6g} against {y[i]:.6g})"
+                    f"{what} (first in {col} at round {int(a['round'].iloc[i])}: {x[i]:.6g} "
+                    f"against {y[i]:.6g})"
                 )
 
     def interface(self) -> str:
@@ -174,7 +176,10 @@ class Checker:
                 f"fedprox_cli.common.ranges.param(default, ge=..., ...)"
             )
         algorithms.build(self.name)
-        return f"a dataclass with name {self.name!r}; {ranges.signature(self.cls, 'algorithm') or 'no parameters'}"
+        return (
+            f"a dataclass with name {self.name!r}; "
+            f"{ranges.signature(self.cls, 'algorithm') or 'no parameters'}"
+        )
 
     @cached_property
     def reference(self):
@@ -187,8 +192,10 @@ class Checker:
         self.same(
             self.run("engine=vmap", "checkpoint_every=1", folder=out),
             self.reference,
-            "extended from round 2's checkpoint, the run differs from the uninterrupted one: keep everything "
-            "a round needs in the state dict init returns (a checkpoint saves that dict only, not attributes "
+            "extended from round 2's checkpoint, the run differs from the uninterrupted one: keep "
+            "everything "
+            "a round needs in the state dict init returns (a checkpoint saves that dict only, not "
+            "attributes "
             "set on self)",
         )
         if "resuming" not in (out / run_files.LOG).read_text():
@@ -249,14 +256,18 @@ class Checker:
             if not (per_round[col] > 0).all():
                 raise Failed(
                     f"{col} does not grow in every round ({per_round[col].tolist()}): send every "
-                    f"message through env.up / env.down, every gradient through env.grad / env.sgd_steps"
+                    "message through env.up / env.down, every gradient through env.grad / "
+                    f"env.sgd_steps"
                 )
             if per_round[col].nunique() != 1:
                 raise Failed(
                     f"{col} per round changes at full participation ({per_round[col].tolist()})"
                 )
         up, down, grads = (int(per_round[c].iloc[0]) for c in per_round)
-        return f"per round: {up} bytes up, {down} bytes down, {grads} gradient rows (n = 4, d = 650, K = 2)"
+        return (
+            f"per round: {up} bytes up, {down} bytes down, {grads} gradient rows "
+            f"(n = 4, d = 650, K = 2)"
+        )
 
     def smooth_only(self) -> str:
         if self.cls.smooth_only:
@@ -279,7 +290,10 @@ class Checker:
         """A run with ``override`` finishes if the class declares ``flag``, else is refused."""
         if getattr(self.cls, flag):
             rows = self.run("engine=vmap", override)
-            return f"declared; a run with {override} ({what}) finishes, {len(rows) - 1} rounds, state kept"
+            return (
+                f"declared; a run with {override} ({what}) finishes, {len(rows) - 1} rounds, "
+                f"state kept"
+            )
         try:
             self.run(override)
         except UserError:

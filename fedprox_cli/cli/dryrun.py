@@ -1,7 +1,8 @@
 """``fedrun ... dry_run=true`` and ``fedrun -m ... --cfg job``: what a run or a sweep would do,
 without doing it. Handled in :func:`cli.main` before Hydra starts (Hydra's multirun creates the
 sweep folder before any job runs), with Hydra's compose API and the basic sweeper's own job
-expansion (:func:`config.compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each job's
+expansion (:func:`config.compose.sweep_jobs`, presets' ``hydra.sweeper.params`` included). Each
+job's
 config is composed as the launcher composes it (the sweep's Hydra overrides, then the job's) and
 checked with :func:`experiment.validate` against the job's reference config, like a real run, plus
 the run-folder checks that need no data (a foreign folder, a prior run of another config).

@@ -89,8 +89,10 @@ def unknown_option(exc: BaseException) -> str | None:
     line += f"; the options: {', '.join(options)}"
     if not close and group in plugin_defaults.GROUPS:
         line += (
-            f"; to add one of your own: install its plugin package (pip install -e PATH, docs/extending.md), "
-            f"name its class by dotted path ({group}=my_module.MyClass), or add {group}/{name}.yaml to "
+            "; to add one of your own: install its plugin package (pip install -e PATH, "
+            f"docs/extending.md), "
+            f"name its class by dotted path ({group}=my_module.MyClass), or add "
+            f"{group}/{name}.yaml to "
             f"a config dir (--config-dir DIR)"
         )
     elif not close:

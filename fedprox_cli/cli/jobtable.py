@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..common import run_files
-from ..runs.outputs import read_summary
+from ..common.run_files import read_summary
 from ..runs.progress import duration
 from ..runs.recap import RunRecord, number, record, rounds
 
@@ -55,7 +55,7 @@ def _records(folder: Path, status: str | None, overrides: list[str] | None) -> l
     for run in runs:
         r = record(run)
         known = list(overrides) if overrides is not None else r.overrides
-        r.overrides = [o for o in known if not o.split("=", 1)[0].lstrip("+~") in ("seed", "seeds")]
+        r.overrides = [o for o in known if o.split("=", 1)[0].lstrip("+~") not in ("seed", "seeds")]
         r.overrides.append(f"seed={run.name[len(run_files.SEED_PREFIX) :]}")
         out.append(r)
     return out

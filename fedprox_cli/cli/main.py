@@ -1,6 +1,7 @@
 """The ``fedrun`` command: Hydra composes the config, :func:`runner.run` does the work.
 
-The fault contract (docs/robustness.md, "Faults and exit codes"): every fault is one line on stderr and an exit code
+The fault contract (docs/robustness.md, "Faults and exit codes"): every fault is one line on stderr
+and an exit code
 of :data:`errors.EXIT` -- 2 for bad input and faults of data or files (Hydra's own error
 printing is bypassed: HYDRA_FULL_ERROR is set for the call, and its messages are squeezed into
 one line), 3 for an internal error (a bug: the traceback goes to the run folder's
@@ -90,13 +91,15 @@ def _crash_reason(e: Exception) -> str:
 
 def _ran(code: int) -> None:
     """Note the exit code of the run (not a multirun) of the current :func:`main` call. (Not
-    inlined in :func:`_job`: a joblib worker receives the job pickled, and a ContextVar cannot be.)"""
+    inlined in :func:`_job`: a joblib worker receives the job pickled, and a ContextVar cannot
+    be.)"""
     _CALL.get().codes.append(code)
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
 def _job(composed: DictConfig) -> float:
-    stops_interrupt()  # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
+    # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
+    stops_interrupt()
     if (
         signals.received
     ):  # this process was told to stop (a joblib worker, between jobs): no new job
@@ -141,7 +144,8 @@ def _job(composed: DictConfig) -> float:
         _ran(code)
         if code == 0 and composed.seeds > 1:
             streams.out(
-                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = {composed.seed}..{composed.seed + composed.seeds - 1}"
+                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
+                f"{composed.seed}..{composed.seed + composed.seeds - 1}"
             )
         elif code == 0 and (out / run_files.METRICS).exists():
             streams.out(
@@ -311,7 +315,8 @@ def _deleted_cwd(args: list[str]) -> str | None:
         os.chdir("/")
         return None
     return (
-        f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give an "
+        f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give "
+        f"an "
         f"absolute hydra.run.dir (hydra.sweep.dir with -m)"
     )
 

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis.renames import Renames, from_arguments
-from ..analysis.results import first_line
 from ..analysis.run import FINALS
 from ..common import guarded, streams
 from ..common.dependencies import missing
-from ..common.errors import UserError, describe, require
+from ..common.errors import UserError, describe, first_line, require
 
 
 def add_arguments(p) -> None:

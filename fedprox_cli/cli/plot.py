@@ -88,6 +88,15 @@ def parse(argv):
         help="output file, .png, .pdf or .svg (default: "
         "plot_<y>_vs_<x>.png in the first RESULTS); missing folders are created",
     )
+    _figure_arguments(p)
+    args = p.parse_args(argv)
+    if not args.results and args.partition is None:
+        p.error("give RESULTS folders or --partition RUN")
+    return args
+
+
+def _figure_arguments(p: argparse.ArgumentParser) -> None:
+    """How the figure looks: its title, labels, style, panel size and font size."""
     p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
     p.add_argument(
         "--caption",
@@ -109,10 +118,6 @@ def parse(argv):
         help="size of one panel in inches (default 5.6,4.2, or the style's figure.figsize)",
     )
     p.add_argument("--font-size", type=float, metavar="PT", help="base font size in points")
-    args = p.parse_args(argv)
-    if not args.results and args.partition is None:
-        p.error("give RESULTS folders or --partition RUN")
-    return args
 
 
 def panel_size(args) -> tuple[float, float] | None:

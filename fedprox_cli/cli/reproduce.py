@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..claims import (
     declare,  # the others (pandas, torch) where a claim is computed: list/plan remember texts
@@ -41,6 +42,9 @@ from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
 from .faults import crash
+
+if TYPE_CHECKING:  # the claims' rendering loads when a command renders
+    from ..claims import render
 
 PROG = "fedrun-reproduce"
 REPORT = "REPRODUCTION.md"
@@ -267,10 +271,6 @@ def _made(root: Path, args: list[str]) -> None:
             folder = Path(a.split("=", 1)[1])
             if folder.is_dir() and folder.resolve().is_relative_to(root.resolve()):
                 digests.record(root, [folder.resolve().relative_to(root.resolve()).as_posix()])
-
-
-def _titles(claims) -> dict[str, str]:
-    return {c.id: c.title for c in claims}
 
 
 def _read(path: Path) -> str:

@@ -60,7 +60,8 @@ def find(paths) -> list[Path]:
 
 def _planned(multirun_yaml: Path) -> list[Path]:
     """The job folders a sweep will have (started or not): from its job records
-    (:mod:`..analysis.jobrecords`), or for a sweep of numbered folders (before those records) from its
+    (:mod:`..analysis.jobrecords`), or for a sweep of numbered folders (before those records) from
+    its
     multirun.yaml."""
     from ..analysis.jobrecords import records
     from ..config.compose import sweep_jobs

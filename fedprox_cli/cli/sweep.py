@@ -59,8 +59,9 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
     ended: its exit code and status, and why when it did not finish -- the error its runs'
     summaries recorded during the job, else the last error it ``said`` (a refused job leaves
     the folder's earlier run and its summary as they were)."""
+    from ..common.run_files import read_summary
     from ..runs import lock
-    from ..runs.outputs import read_summary, runs_in
+    from ..runs.outputs import runs_in
 
     reason, status = "", STATUS.get(code, "error")
     here = Path(os.path.abspath(folder))
@@ -160,7 +161,8 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
 
 def _recorded_error(folder: Path) -> str:
     """The error a job's run recorded in its summary (its first run's, for ``seeds=R``)."""
-    from ..runs.outputs import read_summary, runs_in
+    from ..common.run_files import read_summary
+    from ..runs.outputs import runs_in
 
     for run in runs_in(folder):
         try:

@@ -71,6 +71,16 @@ def parse(argv):
         metavar="KEY",
         help="config keys naming the rows (default: the keys that tell the groups apart)",
     )
+    _output_arguments(p)
+    options.add_arguments(p)
+    args = p.parse_args(argv)
+    if args.precision is not None and args.precision < 0:
+        p.error("--precision must be >= 0")
+    return args
+
+
+def _output_arguments(p: argparse.ArgumentParser) -> None:
+    """How the table is written: precision, bold, format, where, labels."""
     p.add_argument(
         "--precision",
         type=int,
@@ -90,11 +100,6 @@ def parse(argv):
     )
     p.add_argument("--out", type=Path, help="write the table here (default: print it)")
     options.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
-    options.add_arguments(p)
-    args = p.parse_args(argv)
-    if args.precision is not None and args.precision < 0:
-        p.error("--precision must be >= 0")
-    return args
 
 
 def slope_table(fits: list[dict], key: str, metric: str) -> str:

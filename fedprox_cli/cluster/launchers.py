@@ -33,8 +33,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
@@ -316,7 +317,8 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     the run's last metrics row, averaged over the runs of ``seeds=R``; for a diverged run the
     worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
     (interrupted, error)."""
-    from ..runs.outputs import LOWER_IS_BETTER, read_summary, runs_in
+    from ..common.run_files import read_summary
+    from ..runs.outputs import LOWER_IS_BETTER, runs_in
 
     metric = str(cfg.get("sweep_metric") or "objective")
     if isinstance(direction, Sequence) and not isinstance(

@@ -36,8 +36,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
@@ -120,7 +121,8 @@ def init_args(init: Any) -> dict:
                 f"here; a running cluster (address={args['address']}) has its own: leave it null"
             )
         return {k: v for k, v in args.items() if k not in LOCAL_ONLY}
-    # "local": a Ray of its own even where `ray start` left one running here (ray.init() would join it)
+    # "local": a Ray of its own even where `ray start` left one running here (ray.init() would join
+    # it)
     return {
         "object_store_memory": OBJECT_STORE_BYTES,
         "include_dashboard": False,
@@ -197,8 +199,9 @@ class RaySide:
         args = init_args(self.ray_cfg.init)
         took = start(args)
         if took:
+            local = args["address"] == "local"
             log.info(
-                f"Ray {'started' if args['address'] == 'local' else 'connected to ' + str(args['address'])} "
+                f"Ray {'started' if local else 'connected to ' + str(args['address'])} "
                 f"in {took:.1f} s"
             )
         from ..engine.device import PLACED_BY  # torch: not when Hydra scans the launcher plugins

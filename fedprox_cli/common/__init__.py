@@ -1,1 +1,2 @@
-"""Foundations every layer uses: the exit-code contract and its errors, safe file writes, key flattening."""
+"""Foundations every layer uses: the exit-code contract and its errors, safe file writes, key
+flattening."""

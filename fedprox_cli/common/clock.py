@@ -7,4 +7,4 @@ import datetime as dt
 
 def now() -> str:
     """The current UTC time, ISO 8601 to the second."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -3,9 +3,10 @@
 import difflib
 import errno
 
-# Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in summary.json): a sweep exits
-# with its worst job's code. 130 also for a stop signal before a run starts, from a command's
-# first instant (cli/commands.py); 2 also for a package that is not installed (dependencies.py).
+# Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in
+# summary.json): a sweep exits with its worst job's code. 130 also for a stop signal before a
+# run starts, from a command's first instant (cli/commands.py); 2 also for a package that is not
+# installed (dependencies.py).
 EXIT = {"finished": 0, "diverged": 1, "error": 2, "internal": 3, "interrupted": 130}
 
 
@@ -27,7 +28,7 @@ def refuse_in_callback(check, *args) -> None:
         raise Refusal(str(e)) from None
 
 
-def require(condition: bool, message: str) -> None:
+def require(condition: object, message: str) -> None:
     """Raise :class:`UserError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise UserError(message)
@@ -146,3 +147,8 @@ def no_parameter(group: str, name: str, param: str, takes, target: str | None = 
         f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
         f"{did_you_mean(param, takes, group + '.')}"
     )
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of ``e``'s message, or its type's name."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -77,7 +77,7 @@ def clear_temps(root: str | os.PathLike) -> list[Path]:
     """Delete the temp files (:func:`temp_of`) left in ``root`` and its real subfolders by
     killed writers; only for a folder whose writer's lock is held. Returns those deleted."""
     gone = []
-    for dirpath, dirnames, filenames in os.walk(root):  # os.walk follows no link to a folder
+    for dirpath, _, filenames in os.walk(root):  # os.walk follows no link to a folder
         for name in filenames:
             p = Path(dirpath) / name
             if temp_of(p):

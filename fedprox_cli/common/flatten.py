@@ -1,4 +1,5 @@
-"""Nested config dicts as flat ``{"a.b": value}`` dicts (one helper for resume checks and reports)."""
+"""Nested config dicts as flat ``{"a.b": value}`` dicts (one helper for resume checks and
+reports)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ size of a YAML document once its aliases are expanded (:data:`NODES`: a 549-byte
 laughs" is refused in milliseconds, before anything expands it). Files are opened through
 :mod:`files` (regular files only, never blocking). Every failure -- a missing file aside, which
 stays ``FileNotFoundError`` -- is :class:`Unreadable`, an ``OSError`` other than "no such
-file" (EIO, EACCES) included: one line naming the file and what is wrong, a :class:`UserError` (exit 2) that handlers of a ``ValueError`` also catch.
+file" (EIO, EACCES) included: one line naming the file and what is wrong, a :class:`UserError`
+(exit 2) that handlers of a ``ValueError`` also catch.
 """
 
 from __future__ import annotations

@@ -9,21 +9,26 @@ import os
 import sys
 import sysconfig
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from inspect import isfunction
 from pathlib import Path
+from types import TracebackType
+from typing import TypeVar
 
 from .errors import UserError, is_overflow, squeeze
 from .package import PACKAGE
 
+T = TypeVar("T")
 
-def builtin(obj) -> bool:
+
+def builtin(obj: object) -> bool:
     """Whether ``obj`` (a class, function or instance) is fedprox_cli's own."""
     module = getattr(obj, "__module__", None) or type(obj).__module__
     return module.split(".")[0] == "fedprox_cli"
 
 
-def origin(obj) -> str:
+def origin(obj: object) -> str:
     """``package.module.Name`` of a plugin's class or function (of an instance: its class)."""
     cls = obj if isinstance(obj, type) or isfunction(obj) else type(obj)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -33,7 +38,7 @@ class PluginError(UserError):
     """A plugin broke its contract: the user's code, reported as bad input (exit code 2)."""
 
 
-def _tree(obj) -> tuple[str, ...]:
+def _tree(obj: object) -> tuple[str, ...]:
     """The files that are the plugin's own: its module's file, and its top-level package's
     folder when it is a package (a plugin's helpers in sibling modules are its own too)."""
     cls = obj if isinstance(obj, type) or isfunction(obj) else type(obj)
@@ -51,7 +56,7 @@ def _library(filename: str) -> bool:
     return filename.startswith((str(PACKAGE), *roots)) or filename.startswith("<")
 
 
-def own_frame(obj, tb) -> str | None:
+def own_frame(obj: object, tb: TracebackType | None) -> str | None:
     """``file:line`` of the plugin's deepest own frame in the traceback ``tb``: in the plugin's
     module or package (:func:`_tree`), else the deepest frame outside fedprox_cli, Python and
     the installed libraries, else the deepest outside fedprox_cli; None if none."""
@@ -68,7 +73,7 @@ def own_frame(obj, tb) -> str | None:
     return None
 
 
-def source_line(obj, method: str) -> str:
+def source_line(obj: object, method: str) -> str:
     """``file:line`` where the plugin's ``method`` is defined (its class's line if it cannot
     be found)."""
     cls = obj if isinstance(obj, type) else type(obj)
@@ -81,7 +86,7 @@ def source_line(obj, method: str) -> str:
     return "?"
 
 
-def shown(value) -> str:
+def shown(value: object) -> str:
     """A value in a contract line: a tensor by its shape, dtype and device (never its numbers),
     a dict by its entries so described, anything else by a short repr."""
     if hasattr(value, "shape") and hasattr(value, "dtype"):
@@ -102,7 +107,7 @@ _PASS = (
 
 
 @contextmanager
-def calling(obj, kind: str, what: str, name: str | None = None):
+def calling(obj: object, kind: str, what: str, name: str | None = None) -> Iterator[None]:
     """Run a call into ``obj`` (a plugin's object) so that what it raises is reported as the
     plugin's: one :class:`PluginError` naming the plugin (``name``: its config name, if ``obj``
     has no ``name``), the call and the plugin's deepest own line (:func:`own_frame`). Anything
@@ -128,7 +133,9 @@ def calling(obj, kind: str, what: str, name: str | None = None):
         raise error from None
 
 
-def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: str | None = None):
+def returned(
+    obj: object, kind: str, what: str, value: T, ok: bool, expected: str, name: str | None = None
+) -> T:
     """``value`` if ``ok``, else a :class:`PluginError`: the plugin's ``what`` (``round(state,
     env, t)``, its method named first) returned ``value`` (:func:`shown`) instead of ``expected``
     (``name``: as in :func:`calling`); the line names where the method is defined."""
@@ -140,7 +147,8 @@ def returned(obj, kind: str, what: str, value, ok: bool, expected: str, name: st
             else None
         )
         raise PluginError(
-            f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its contract: "
+            f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its "
+            f"contract: "
             f"{what} must return {expected}, got {shown(value)}"
             + (f" ({method} at {at})" if at else "")
         )

@@ -10,7 +10,8 @@ A field declares its range with :func:`param`::
 A field that declares nothing takes its kind's default range by its type (:data:`DEFAULTS`:
 an algorithm's float is a step size, > 0; a regularizer's float a coefficient, >= 0; an int
 anywhere a count, >= 1; a bool true or false). The same declarations give validation's error
-lines (``algorithm.mu must be >= 0, got -1 (as declared by algorithm fedprox)``), ``fedrun --help``'s parameter lists
+lines (``algorithm.mu must be >= 0, got -1 (as declared by algorithm fedprox)``), ``fedrun
+--help``'s parameter lists
 and the conformance check (:mod:`fedprox_cli.cli.check_algorithm`).
 """
 
@@ -19,7 +20,8 @@ from __future__ import annotations
 import math
 import types
 import typing
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
 
 from .errors import require
 
@@ -98,8 +100,9 @@ DEFAULTS = {
 
 def param(
     default, *, gt=None, ge=None, lt=None, le=None, integer: bool = False, none: bool = False
-) -> Field:
-    """A dataclass field with its default and its declared range (module docstring)."""
+) -> Any:
+    """A dataclass field with its default and its declared range (module docstring); typed
+    ``Any``, as ``dataclasses.field`` is, so that it stands for the field's own type."""
     return field(default=default, metadata={"range": Range(gt, ge, lt, le, integer, none)})
 
 

@@ -21,10 +21,11 @@ contract, exit code 2. Calls into a plugin's code go through :mod:`plugin_calls`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Callable
+from typing import Any
 
 from .dotted import located
 from .errors import UserError, closest, no_parameter, require, squeeze
@@ -39,7 +40,10 @@ def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = (
 
     def broken(cls) -> str | None:
         if not (isinstance(cls, type) and issubclass(cls, base)):
-            return f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} (got {cls!r})"
+            return (
+                f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} "
+                f"(got {cls!r})"
+            )
         if not is_dataclass(cls):
             return f"it must be a dataclass (decorated with @dataclass, as {base.__name__} is)"
         if not isinstance(getattr(cls, "name", None), str) or not cls.name:
@@ -71,7 +75,8 @@ class Registry(dict):
     A plugin kind makes its registry and exposes the same calls in one statement, e.g.::
 
         register, names, lookup, build = (
-            _REGISTRY := Registry("compressor", "compressors", class_contract(Compressor, ("__call__",)))
+            _REGISTRY := Registry("compressor", "compressors", class_contract(Compressor,
+            ("__call__",)))
         ).calls()
     """
 
@@ -80,7 +85,7 @@ class Registry(dict):
         kind: str,
         plural: str,
         contract: Callable[[object], str | None] = lambda obj: None,
-        check: Callable[[object], None] = lambda obj: None,
+        check: Callable[[Any], None] = lambda obj: None,
     ):
         super().__init__()
         self.kind, self.group, self.contract, self.check = (

@@ -20,9 +20,31 @@ concurrent jobs never share one.
   (``runs.lock``); :data:`KEPT` ``.kept/``: a finished run's files while it is extended
   (``runs.keep``)
 - ``seed_<s>/`` (:func:`seed_folder`): the run folders of a seed batch (``seeds=R``)
+
+Each file that is read back has one reader here, strict or lenient by argument: strict, a file
+that is there but cannot be read as what it must be is one :class:`RunFileError` (a missing one
+the OS's ``FileNotFoundError``); lenient, either is the empty value. :func:`write` and
+:func:`write_metrics` are the writers (atomic). The records that read runs back (the API's
+``Run``, ``analysis.run.Run``, ``runs.recap.RunRecord``) are views made with these readers.
 """
 
 from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import guarded
+from .errors import first_line
+from .files import atomic_write_text
+
+if TYPE_CHECKING:  # pandas loads with the first table read
+    import pandas as pd
 
 METRICS = "metrics.csv"
 METRICS_FIGURE = "metrics.png"
@@ -62,3 +84,255 @@ RECORD = (
 def seed_folder(seed: int) -> str:
     """The name of seed ``seed``'s run folder in a seed batch's folder."""
     return f"{SEED_PREFIX}{seed}"
+
+
+class RunFileError(guarded.Unreadable):
+    """A file of a run folder that is there but cannot be read as what it must be; the
+    message names the file and says why in a few words (``metrics.csv is cut (...)``)."""
+
+    def __init__(
+        self,
+        message: str,
+        path: str | os.PathLike[str] | None = None,
+        why: str = "",
+        os_error: OSError | None = None,
+    ):
+        Exception.__init__(self, message)
+        self.path, self.why, self.os_error = path, why or message, os_error
+
+
+COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
+
+
+def unfit_rows(table: Any) -> tuple[np.ndarray, list[str]]:
+    """The rows of a metrics table (a DataFrame or a dict of columns) whose loss is not finite,
+    and its model metrics (the columns other than counters and losses): a diverged run's model
+    in those rows holds NaN or inf, so its accuracy (the argmax of NaN logits, i.e. class 0),
+    sparsity and stationarity describe no model."""
+    losses = [c for c in ("train_loss", "objective") if c in table]
+    if not losses:
+        return np.zeros(0, bool), []
+    bad = ~np.isfinite(np.column_stack([np.asarray(table[c], float) for c in losses])).all(axis=1)
+    return bad, [c for c in table if c not in COUNTERS and c not in losses]
+
+
+def model_metrics_only(df: pd.DataFrame) -> pd.DataFrame:
+    """A metrics table whose model metrics are blanked (NaN) in the rows of :func:`unfit_rows`.
+    The counters and the losses themselves (nan or inf, as recorded) stay."""
+    bad, models = unfit_rows(df)
+    if bad.any():
+        df = df.copy()
+        df.loc[bad, models] = np.nan
+    return df
+
+
+def _numbers(column: pd.Series) -> pd.Series:
+    """A column of number strings as numbers; ``nan`` and ``inf`` (a diverged run's last row, as
+    ``repr`` writes them), which ``pd.to_numeric`` refuses, through ``float``; an empty cell NaN."""
+    import pandas as pd
+
+    try:
+        return pd.to_numeric(column)
+    except ValueError:
+        return column.map(lambda c: float(c) if c.strip() else np.nan)
+
+
+def _checked(lines: Iterable[str]) -> list[str]:
+    """The header of a metrics.csv's ``lines`` once every row is checked to have its fields,
+    row by row (no copy of the table is made: a file of a million rows is read in the memory
+    of its numbers); :class:`RunFileError` for a cut row, no rows, a stray quote."""
+    rows = csv.reader(lines)
+    try:
+        header = next(rows)
+        n = 0
+        for n, row in enumerate(rows, 1):
+            if len(row) != len(header):
+                raise RunFileError(
+                    f"{METRICS} is cut (line {n + 1} has {len(row)} of {len(header)} fields)"
+                )
+    except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
+        raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
+    if not n:
+        raise RunFileError(f"{METRICS} has a header and no rows")
+    return header
+
+
+def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame:
+    """The checked rows of a metrics.csv as numbers: pandas' C reader, every cell as written
+    (no "NA" taken for missing); a column it leaves as text (``nan``, ``inf``, or not numbers)
+    through :func:`_numbers`. A header naming a column twice: cell by cell."""
+    import pandas as pd
+
+    if len(set(header)) != len(header):
+        header, *rows = list(csv.reader(lines))
+        return pd.DataFrame(rows, columns=header).apply(_numbers)
+    df = guarded.parse_csv(data, keep_default_na=False, na_values=[])
+    for c in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            df[c] = _numbers(df[c].astype(str))
+    return df
+
+
+def _metrics(folder: Path) -> pd.DataFrame:
+    path = folder / METRICS
+    try:
+        data = guarded.read_bytes(path, guarded.TABLE_BYTES)
+        if not data.strip():
+            raise RunFileError(f"{METRICS} is empty")
+        if not data.endswith(b"\n"):
+            raise RunFileError(f"{METRICS} is cut (no end of line after its last row)")
+        header = _checked(guarded.lines(path, data))
+        if "round" not in header:
+            raise RunFileError(f"{METRICS} has no column 'round' (columns: {', '.join(header)})")
+        table = _table(data, header, guarded.lines(path, data))
+    except (RunFileError, FileNotFoundError, NotADirectoryError):
+        raise
+    except guarded.Unreadable as e:
+        raise RunFileError(f"{METRICS} is unreadable: {e.why}") from None
+    except OSError as e:
+        raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
+    except ValueError as e:
+        raise RunFileError(
+            f"{METRICS} holds a value that is not a number ({first_line(e)})"
+        ) from None
+    return model_metrics_only(table)
+
+
+def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> pd.DataFrame:
+    """``metrics.csv`` as numbers (model metrics blanked where the loss is not finite:
+    :func:`model_metrics_only`), read in about the memory of its bytes and its numbers. Strict:
+    :class:`RunFileError` if it is empty, cut (a row with fewer fields than the header, or no
+    end of line after the last row) or not numbers; lenient: an empty table for those and for a
+    missing file."""
+    import pandas as pd
+
+    try:
+        return _metrics(Path(folder))
+    except (RunFileError, FileNotFoundError, NotADirectoryError):
+        if strict:
+            raise
+        return pd.DataFrame()
+
+
+SUMMARY_TYPES = {
+    "status": str,
+    "error": str,
+    "exit_code": int,
+    "round": int,
+    "T": int,
+    "final": dict,
+    "versions": dict,
+    "heartbeat": str,
+    "started": str,
+    "ended": str,
+    "command": str,
+    "code": dict,
+}
+
+
+def read_summary(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
+    """``summary.json``: a JSON object whose fields of :data:`SUMMARY_TYPES` have their types (a
+    field of another type is left out, as if absent: any file, fedrun's or another tool's,
+    reads without surprises); strict: :class:`RunFileError` for a file that cannot be read as
+    a JSON object (cut short, too large, nested too deep); lenient: ``{}`` for those and for a
+    missing file."""
+    path = Path(folder) / SUMMARY
+    try:
+        try:
+            d = guarded.read_json(path)
+        except RunFileError:
+            raise
+        except guarded.Unreadable as e:
+            raise RunFileError(str(e), path, e.why, e.os_error) from None
+        if not isinstance(d, dict):
+            why = f"not a JSON object (a {type(d).__name__})"
+            raise RunFileError(f"{path} is unreadable: {why}", path, why)
+    except (RunFileError, OSError):
+        if strict:
+            raise
+        return {}
+    return {
+        k: v
+        for k, v in d.items()
+        if k not in SUMMARY_TYPES
+        or (
+            isinstance(v, SUMMARY_TYPES[k])
+            and not (SUMMARY_TYPES[k] is int and isinstance(v, bool))
+        )
+    }
+
+
+def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
+    """``config.yaml`` as a nested dict, interpolations as written; strict: :class:`RunFileError`
+    for a file that cannot be read, is empty or is no mapping; lenient: ``{}``."""
+    try:
+        try:
+            cfg = guarded.read_mapping(Path(folder) / CONFIG)
+        except guarded.Unreadable as e:
+            raise RunFileError(f"{CONFIG} is unreadable: {e.why}") from None
+        except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
+            raise RunFileError(f"{CONFIG} is unreadable ({first_line(e)})") from None
+        if not isinstance(cfg, dict) or not cfg:
+            raise RunFileError(f"{CONFIG} is empty or not a mapping")
+    except RunFileError:
+        if strict:
+            raise
+        return {}
+    return cfg
+
+
+def read_choices(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
+    """The config groups' choices of Hydra's record (``.hydra/hydra.yaml``), ``{}`` without
+    one; strict: :class:`RunFileError` for a record that cannot be read; lenient: ``{}``."""
+    path = Path(folder) / HYDRA / HYDRA_RECORD
+    if not path.exists():
+        return {}
+    try:
+        try:
+            choices = guarded.read_mapping(path)["hydra"]["runtime"]["choices"]
+            if not isinstance(choices, dict):
+                raise ValueError("hydra.runtime.choices is not a mapping")
+            return dict(choices)
+        except guarded.Unreadable as e:
+            raise RunFileError(f"{HYDRA}/{HYDRA_RECORD} is unreadable: {e.why}") from None
+        except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
+            raise RunFileError(f"{HYDRA}/{HYDRA_RECORD} is unreadable ({first_line(e)})") from None
+    except RunFileError:
+        if strict:
+            raise
+        return {}
+
+
+def read_overrides(folder: str | os.PathLike[str], strict: bool = True) -> list[str]:
+    """The command line's overrides of Hydra's record (``.hydra/overrides.yaml``); strict:
+    :class:`RunFileError` for a record that cannot be read or is no list; lenient: ``[]``
+    for those and for a missing one."""
+    path = Path(folder) / HYDRA / OVERRIDES
+    try:
+        try:
+            values = guarded.read_yaml(path)
+        except (guarded.Unreadable, OSError) as e:
+            if isinstance(e, FileNotFoundError):
+                raise
+            raise RunFileError(f"{HYDRA}/{OVERRIDES} is unreadable ({first_line(e)})") from None
+        if not isinstance(values, list):
+            raise RunFileError(f"{HYDRA}/{OVERRIDES} is not a list")
+    except (RunFileError, FileNotFoundError, NotADirectoryError):
+        if strict:
+            raise
+        return []
+    return [str(o) for o in values]
+
+
+def write(folder: str | os.PathLike[str], name: str, text: str) -> None:
+    """The file ``name`` of the run folder written atomically."""
+    atomic_write_text(Path(folder) / name, text)
+
+
+def write_metrics(folder: str | os.PathLike[str], rows: list[dict[str, Any]]) -> None:
+    """``metrics.csv``: rows (dicts with the same keys), floats written exactly (``repr``)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    write(folder, METRICS, buf.getvalue())

@@ -134,7 +134,7 @@ class StopAfterRound:
             raise KeyboardInterrupt
         self.signum = signum
 
-    def __enter__(self) -> "StopAfterRound":
+    def __enter__(self) -> StopAfterRound:
         if threading.current_thread() is threading.main_thread():
             self._old = _install(self._note)
         return self

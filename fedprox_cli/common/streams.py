@@ -4,7 +4,8 @@ A run's result, status and exit code never depend on whether its output can be s
 stderr may be closed (``2>&-``), a pipe whose reader has gone (``| head -1``), or unable to
 encode the text (a folder named with non-UTF-8 bytes, a non-ASCII path under an ASCII locale).
 
-- :func:`out`, :func:`err` and :func:`line` write one line; text a stream cannot encode is written escaped
+- :func:`out`, :func:`err` and :func:`line` write one line; text a stream cannot encode is written
+escaped
   (``\\udcff``), a stream that is closed or broken swallows the line.
 - :func:`guard` (called first by every console script) makes ``sys.stdout`` and ``sys.stderr``
   such streams for everything else that writes to them -- tqdm's bars, logging handlers,
@@ -149,7 +150,8 @@ def debugging() -> bool:
 
 def trace(e: BaseException) -> None:
     """With ``FEDRUN_DEBUG=1``: the traceback of ``e`` on stderr -- of the plugin's own exception
-    when ``e`` reports one (its ``cause``, :func:`common.plugin_calls.calling`) -- printed before the
+    when ``e`` reports one (its ``cause``, :func:`common.plugin_calls.calling`) -- printed before
+    the
     error's one line; never raises."""
     if not debugging():
         return

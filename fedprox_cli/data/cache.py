@@ -142,7 +142,7 @@ def lookup(
     table = normalize(torch.from_numpy(grid)).float().reshape(256, C)  # (level, channel)
     out = torch.empty(u8.shape, dtype=torch.float32)
     for c in range(C):
-        index = [slice(None)] * u8.ndim
+        index: list[slice | int] = [slice(None)] * u8.ndim
         index[channel_dim] = c
         out[tuple(index)] = gather(table[:, c].contiguous(), u8[tuple(index)])
     return out

@@ -14,10 +14,10 @@ candidate folder of the loader) is refused, never used silently in its place.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -102,7 +102,8 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
         require(
             len(y) == 0 or (int(y.min()) >= 0 and int(y.max()) < ds.num_classes),
             f"dataset {name} in {ds.source}: {split} labels must lie in 0..{ds.num_classes - 1}, "
-            f"found {int(y.min())}..{int(y.max())}; the files are corrupt: {REDOWNLOAD.replace('it', 'them')}",
+            f"found {int(y.min())}..{int(y.max())}; the files are corrupt: "
+            f"{REDOWNLOAD.replace('it', 'them')}",
         )
     require(
         not (
@@ -140,7 +141,8 @@ def check_whole(ds: Dataset) -> None:
             and isinstance(y, torch.Tensor)
             and x.dim() >= 2
             and y.dim() == 1,
-            f"{where}: the {split} samples must be a tensor (N, ...) and the labels a tensor (N,), got "
+            f"{where}: the {split} samples must be a tensor (N, ...) and the labels a tensor "
+            f"(N,), got "
             f"{_shape(x)} and {_shape(y)}; {REDOWNLOAD.replace('it', 'them')}",
         )
         require(
@@ -150,13 +152,16 @@ def check_whole(ds: Dataset) -> None:
         )
         require(
             not (x.is_floating_point() is False or y.is_floating_point()),
-            f"{where}: the {split} samples must be floats and the labels integers, got {x.dtype} and "
+            f"{where}: the {split} samples must be floats and the labels integers, got {x.dtype} "
+            f"and "
             f"{y.dtype}; {REDOWNLOAD.replace('it', 'them')}",
         )
     require(
         ds.train_x.shape[1:] == ds.test_x.shape[1:],
-        f"{where}: training samples of shape {tuple(ds.train_x.shape[1:])} but test samples of shape "
-        f"{tuple(ds.test_x.shape[1:])}; a model takes one shape: {REDOWNLOAD.replace('it', 'them')}",
+        f"{where}: training samples of shape {tuple(ds.train_x.shape[1:])} but test samples of "
+        f"shape "
+        f"{tuple(ds.test_x.shape[1:])}; a model takes one shape: "
+        f"{REDOWNLOAD.replace('it', 'them')}",
     )
 
 

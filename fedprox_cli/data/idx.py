@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -92,7 +92,8 @@ def check_whole(name: str, files: dict[Path, np.ndarray]) -> None:
         )
     require(
         tr_x.shape[1:] == te_x.shape[1:],
-        f"dataset {name}: the training images in {trx} are {'x'.join(map(str, tr_x.shape[1:]))}, the "
+        f"dataset {name}: the training images in {trx} are {'x'.join(map(str, tr_x.shape[1:]))}, "
+        f"the "
         f"test images in {tex} {'x'.join(map(str, te_x.shape[1:]))}; a model takes one size: "
         f"{REDOWNLOAD.replace('it', 'them')}",
     )

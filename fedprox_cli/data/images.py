@@ -119,7 +119,7 @@ def image_folder(folder: Path, classes: list[str]) -> tuple[list[Path], torch.Te
         f"{folder}: unknown class folders {sorted(set(f.classes) - set(classes))[:5]}",
     )
     return [Path(p) for p, _ in f.samples], labels(
-        [classes.index(f.classes[c]) for _, c in f.samples]
+        np.array([classes.index(f.classes[c]) for _, c in f.samples], np.int64)
     )
 
 
@@ -198,7 +198,8 @@ def tinyimagenet(root: Path) -> Dataset:
         ]
         require(
             all(len(r) >= 2 and r[1] in classes for r in rows),
-            f"{d}/val/val_annotations.txt: each line must be 'file<TAB>wnid...' with a wnid of wnids.txt",
+            f"{d}/val/val_annotations.txt: each line must be 'file<TAB>wnid...' with a wnid of "
+            f"wnids.txt",
         )
         te_p = [d / "val" / "images" / r[0] for r in rows]
         return {

@@ -17,7 +17,10 @@ def read_leaf(folder: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
     writer (LEAF "user") of each sample."""
     xs, ys, users = [], [], []
     for f in sorted(folder.glob("*.json")):
-        remedy = "regenerate it with LEAF's preprocess.sh (and delete fedprox_float32.pt beside the splits)"
+        remedy = (
+            "regenerate it with LEAF's preprocess.sh (and delete fedprox_float32.pt beside "
+            "the splits)"
+        )
         with reading(f, remedy):
             shard = json.loads(f.read_text())
         require(

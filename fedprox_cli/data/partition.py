@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from typing import Any
 
 import numpy as np
 
@@ -147,10 +148,8 @@ def sorted_shards(labels: np.ndarray, n: int, rng: np.random.Generator) -> list[
 
 def save_partition(path: str | os.PathLike, clients: list[np.ndarray]) -> None:
     """Write ``partition.npz``: arrays ``client_000``, ``client_001``, ... (atomically)."""
-    atomic_write(
-        path,
-        lambda f: np.savez_compressed(f, **{f"client_{i:03d}": c for i, c in enumerate(clients)}),
-    )
+    arrays: dict[str, Any] = {f"client_{i:03d}": c for i, c in enumerate(clients)}
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
 
 
 def load_partition(path: str | os.PathLike) -> list[np.ndarray]:

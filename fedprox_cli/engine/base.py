@@ -10,7 +10,8 @@ clients at once; both compute the same function (``tests/test_engines.py``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 import torch
 

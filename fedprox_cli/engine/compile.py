@@ -5,7 +5,8 @@ What is compiled: the one call every algorithm's local steps go through,
 ``vmap(grad_and_value(loss))(X, inputs, targets, w)`` (the ``call`` of
 :class:`vmap.VmapEngine`, which its ``grad`` and ``sgd_steps`` make), with static shapes
 (``dynamic=False``: one compiled program per row count, i.e. per chunk size; the arguments are
-made contiguous, so rows given as one expanded vector do not compile another). Mini-batch ids are drawn as before, on the CPU from the
+made contiguous, so rows given as one expanded vector do not compile another). Mini-batch ids are
+drawn as before, on the CPU from the
 run's counter-based streams (:mod:`device`) and gathered on the device outside the compiled
 call, so a compiled run takes the same mini-batches as an eager one and its numbers differ
 only by float rounding (fused kernels sum in another order). On CUDA the mode is

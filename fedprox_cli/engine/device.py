@@ -20,7 +20,8 @@ PLACED_BY = "FEDRUN_PLACED_BY"  # set to the launcher's name in a job a schedule
 
 
 def visible_gpus() -> int:
-    """How many CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applied); 0 without CUDA."""
+    """How many CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applied); 0 without
+    CUDA."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -58,14 +59,18 @@ def resolve_device(name: str, job: int | None = None) -> torch.device:
 
 
 def placement(name: str, job: int | None = None) -> str:
-    """Where :func:`resolve_device` puts job ``job`` with ``device=name``, and why (a dry run's column)."""
+    """Where :func:`resolve_device` puts job ``job`` with ``device=name``, and why (a dry run's
+    column)."""
     if name == "cpu":
         return "device=cpu as given"
     count = visible_gpus()
     if count == 0:
         return "no CUDA here: cpu" if name == "auto" else f"device={name}: no CUDA here"
     if name in ("auto", "cuda"):
-        return f"device={name}, job {job or 0} mod {count} visible GPU{'s' if count != 1 else ''}: cuda:{(job or 0) % count}"
+        return (
+            f"device={name}, job {job or 0} mod {count} visible "
+            f"GPU{'s' if count != 1 else ''}: cuda:{(job or 0) % count}"
+        )
     return f"device={name} as given"
 
 
@@ -141,7 +146,8 @@ def gpu_record(device: torch.device, name: str | None = None) -> dict:
     if device.type != "cuda" and visible:
         why = "device=cpu" if visible_gpus() else "CUDA is not available here"
         out["note"] = (
-            f"given GPU {visible} (CUDA_VISIBLE_DEVICES{' by ' + out['placed_by'] if out['placed_by'] else ''})"
+            f"given GPU {visible} "
+            f"(CUDA_VISIBLE_DEVICES{' by ' + out['placed_by'] if out['placed_by'] else ''})"
             f" but ran on the CPU: {why}"
         )
     return out

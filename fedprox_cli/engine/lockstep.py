@@ -12,7 +12,7 @@ the runs' own call sequences only.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from greenlet import getcurrent, greenlet
@@ -83,7 +83,8 @@ class Lockstep:
         return dict(sorted(results.items()))
 
     def _parts(self, runs: list[int], waiting) -> list[list[int]]:
-        """Consecutive runs packed into calls of at most ``max_rows`` rows (a run's call is never split)."""
+        """Consecutive runs packed into calls of at most ``max_rows`` rows (a run's call is never
+        split)."""
         parts, rows = [[]], 0
         for r in runs:
             m = len(waiting[r][1][0])

@@ -11,7 +11,8 @@ An exact evaluation pass over e samples at one model is the same with m = 1, b =
 takes the largest chunk m <= n and evaluation batch e whose bytes stay within ``memory_gb``
 (at least 1 of each); on the CPU the chunk also within :data:`CHUNK_BYTES`, beyond which a
 vmap call gets no faster there but the working set grows with n (on GPUs, not measured yet,
-larger calls may pay: only ``memory_gb`` bounds them). Client states (n x d tensors, also the gradients of all n clients) and
+larger calls may pay: only ``memory_gb`` bounds them). Client states (n x d tensors, also the
+gradients of all n clients) and
 the data set come on top. ``scripts/bench_memory.py`` checks the estimate against measured
 peak memory (ACT_COPIES = 3 bounds what MobileNetV3-Small and the MLP were measured to use).
 
@@ -86,7 +87,8 @@ def plan(
 ) -> tuple[int, int]:
     """(clients per vmap call, samples per evaluation call) for ``oracle.chunk`` and
     ``oracle.eval_batch``: ``auto`` = the largest that fits ``memory_gb`` (at least 1; chunk at
-    most n and, on the CPU, within CHUNK_BYTES), a number is kept, ``chunk=None`` = all n clients at once."""
+    most n and, on the CPU, within CHUNK_BYTES), a number is kept, ``chunk=None`` = all n clients
+    at once."""
     budget = memory_gb * 2**30
     if chunk == "auto":
         cap = min(budget, CHUNK_BYTES) if fp.device_type == "cpu" else budget

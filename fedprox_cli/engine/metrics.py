@@ -1,10 +1,11 @@
-"""Per-round metrics of the output model x (DESIGN.md, Metrics).
+"""Per-round metrics of the output model x (docs/algorithms.md; the columns: docs/usage.md).
 
 - train_loss = f(x) = (1/n) sum_i f_i(x), exact over all training data; objective = f(x) + h(x)
 - stationarity = ||G_s(x)||^2, G_s(x) = (x - prox_{s h}(x - s grad f(x))) / s, the proximal
   gradient mapping (FedCanon eq. 9; FedNMap's ||F_nat^gamma||^2 with s = gamma); = ||grad f||^2
   when h = 0
-- hoyer = (sqrt(d) - ||x||_1 / ||x||_2) / (sqrt(d) - 1) (1 for x = 0); nnz_frac = share of non-zero entries
+- hoyer = (sqrt(d) - ||x||_1 / ||x||_2) / (sqrt(d) - 1) (1 for x = 0); nnz_frac = share of non-zero
+entries
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def prox_grad_mapping(
 
 def hoyer(x: torch.Tensor) -> torch.Tensor:
     """Hoyer sparsity (sqrt(d) - ||x||_1 / ||x||_2) / (sqrt(d) - 1) of all entries of x: 0 for a
-    vector with equal |entries|, 1 for one non-zero entry; the zero vector counts as sparsest (1)."""
+    vector with equal |entries|, 1 for one non-zero entry; the zero vector counts as sparsest
+    (1)."""
     d = x.numel()
     l2 = x.norm()
     ratio = x.abs().sum() / l2.clamp_min(torch.finfo(x.dtype).tiny)

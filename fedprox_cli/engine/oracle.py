@@ -56,7 +56,7 @@ class ClientData:
     sizes: torch.Tensor  # (n,) int64
 
     @classmethod
-    def build(cls, x, y, clients: list[np.ndarray], device) -> "ClientData":
+    def build(cls, x, y, clients: list[np.ndarray], device) -> ClientData:
         sizes = torch.tensor([len(c) for c in clients], dtype=torch.int64)
         index = torch.zeros(len(clients), int(sizes.max()), dtype=torch.int64)
         for i, c in enumerate(clients):
@@ -175,7 +175,7 @@ class Oracle:
         k: int,
         clients: torch.Tensor | None = None,
         out: torch.Tensor | None = None,
-    ):
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Stochastic gradients G (m, d) at the rows of X and the batch losses (m,). With
         ``out`` (an (m, d) tensor), G is written there: a local loop that passes the same
         buffer every step allocates no (m, d) tensor per step (a fresh one page-faults its

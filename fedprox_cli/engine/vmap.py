@@ -9,7 +9,7 @@ runs' calls (:mod:`lockstep`): :meth:`VmapEngine.wrapped`.
 from __future__ import annotations
 
 import copy
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

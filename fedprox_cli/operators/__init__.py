@@ -1,1 +1,2 @@
-"""The operators the algorithms apply besides gradients: the regularizer h with its prox, and the compressors C."""
+"""The operators the algorithms apply besides gradients: the regularizer h with its prox, and the
+compressors C."""

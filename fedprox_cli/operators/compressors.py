@@ -61,7 +61,7 @@ class Identity(Compressor):
     def is_identity(self) -> bool:
         return True
 
-    def __call__(self, V, seed=0):
+    def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
         return V, DENSE_BYTES * V.numel()
 
 
@@ -83,7 +83,7 @@ class TopK(_Sparsifier):
 
     name: ClassVar[str] = "topk"
 
-    def __call__(self, V, seed=0):
+    def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
         k = _kept(V.shape[-1], self.ratio)
         idx = V.abs().topk(k, dim=-1).indices
         return torch.zeros_like(V).scatter_(-1, idx, V.gather(-1, idx)), SPARSE_BYTES * k * V.shape[
@@ -104,7 +104,7 @@ class RandK(_Sparsifier):
     name: ClassVar[str] = "randk"
     scaled: bool = False
 
-    def __call__(self, V, seed=0):
+    def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
         d = V.shape[-1]
         k = _kept(d, self.ratio)
         gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
@@ -131,7 +131,7 @@ class QSGD(Compressor):
     def row_bytes(self, d: int) -> int:
         return DENSE_BYTES + math.ceil(d * (1 + math.ceil(math.log2(self.levels + 1))) / 8)
 
-    def __call__(self, V, seed=0):
+    def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
         gen = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
         u = to_device(torch.rand(V.shape, generator=gen, dtype=V.dtype), V.device)
         norm = V.norm(dim=-1, keepdim=True)

@@ -119,25 +119,26 @@ class NoReg(Regularizer):
     def is_zero(self) -> bool:
         return True
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         return x.new_zeros(x.shape[:-1])
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         return x
 
 
 @register
 @dataclass(frozen=True)
 class L1(Regularizer):
-    """h(x) = lam ||x||_1 (FedCEF Sec. V-A: lam = 1e-5); prox is the soft threshold at step * lam."""
+    """h(x) = lam ||x||_1 (FedCEF Sec. V-A: lam = 1e-5); prox is the soft threshold at step *
+    lam."""
 
     name: ClassVar[str] = "l1"
     lam: float = 1e-5
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         return self.lam * x.abs().sum(-1)
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         return soft_threshold(x, step * self.lam)
 
 
@@ -151,10 +152,10 @@ class ElasticNet(Regularizer):
     l1: float = 1e-3
     l2: float = 1e-2
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         return self.l1 * x.abs().sum(-1) + self.l2 * x.square().sum(-1)
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         return soft_threshold(x, step * self.l1) / (1.0 + 2.0 * step * self.l2)
 
 
@@ -171,17 +172,17 @@ class MCP(Regularizer):
     theta: float = param(3.0, gt=0)
 
     @property
-    def rho(self):
+    def rho(self) -> float:
         return 1.0 / self.theta
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         a = x.abs()
         inner = self.lam * a - a.square() / (2 * self.theta)
         return torch.where(
             a <= self.theta * self.lam, inner, torch.full_like(a, self.theta * self.lam**2 / 2)
         ).sum(-1)
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         firm = soft_threshold(x, step * self.lam) * (self.theta / (self.theta - step))
         return torch.where(x.abs() > self.theta * self.lam, x, firm)
 
@@ -201,17 +202,17 @@ class SCAD(Regularizer):
     a: float = param(3.7, gt=2)
 
     @property
-    def rho(self):
+    def rho(self) -> float:
         return 1.0 / (self.a - 1.0)
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         a, lam = self.a, self.lam
         t = x.abs()
         middle = (2 * a * lam * t - t.square() - lam**2) / (2 * (a - 1))
         outer = torch.full_like(t, lam**2 * (a + 1) / 2)
         return torch.where(t <= lam, lam * t, torch.where(t <= a * lam, middle, outer)).sum(-1)
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         a, lam = self.a, self.lam
         t = x.abs()
         middle = soft_threshold(x, step * a * lam / (a - 1)) * ((a - 1) / (a - 1 - step))
@@ -242,11 +243,11 @@ class L2Ball(Regularizer):
     name: ClassVar[str] = "l2_ball"
     radius: float = param(10.0, gt=0)
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         inside = x.norm(dim=-1) <= self.radius * (1 + _slack(x))
         return _indicator(inside, x)
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         norm = x.norm(dim=-1, keepdim=True)
         return x * torch.clamp(self.radius / norm.clamp_min(torch.finfo(x.dtype).tiny), max=1.0)
 
@@ -260,14 +261,14 @@ class Box(Regularizer):
     lo: float = param(-1.0)
     hi: float = param(1.0)
 
-    def validate(self):
+    def validate(self) -> None:
         super().validate()
         require(self.lo <= self.hi, f"regularizer.lo = {self.lo:g} must be <= hi = {self.hi:g}")
 
-    def _value(self, x):
+    def _value(self, x: torch.Tensor) -> torch.Tensor:
         tol = _slack(x) * max(abs(self.lo), abs(self.hi), 1.0)
         inside = ((x >= self.lo - tol) & (x <= self.hi + tol)).all(-1)
         return _indicator(inside, x)
 
-    def _prox(self, x, step):
+    def _prox(self, x: torch.Tensor, step: float) -> torch.Tensor:
         return torch.clamp(x, self.lo, self.hi)

@@ -1,12 +1,13 @@
 """Engine benchmark: rounds/s, local steps/s and achieved FLOP/s of the training steps and of
 evaluation, against the practical roofline -- the matrix products (and convolutions) of the
-same shapes, replayed alone in the same run (DESIGN.md, Performance).
+same shapes, replayed alone in the same run (docs/performance.md).
 
 Every timing is the best of ``repeats`` measurements taken in turn (engines and the roofline
 interleaved, the roofline replayed as often as a round runs its products), so that a machine
 shared with other work biases all of them alike; compare the ratios of one run, not absolute
 numbers across runs. Single-threaded CPU runs are timed in process CPU time (what the run
-would take on a core of its own), everything else in wall time (:func:`clock`). Data are random tensors of the dataset's
+would take on a core of its own), everything else in wall time (:func:`clock`). Data are random
+tensors of the dataset's
 shapes (the dataset is not the point), split i.i.d. over the clients.
 """
 

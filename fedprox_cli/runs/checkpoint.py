@@ -23,18 +23,23 @@ T is left as it is (see ``runner.run``).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ..common import guarded, run_files
+from ..common.console import say
 from ..common.errors import UserError, require
 from ..common.files import atomic_write
 from ..common.flatten import flatten
-from ..config.keys import canonical, complete, is_run_control
+from ..common.package import VERSION
+from ..common.run_files import read_summary
+from ..config.keys import ADDED, canonical, complete, is_run_control
 
 FORMAT = 2  # 2: with the config digest
 
@@ -104,16 +109,34 @@ def digest(composed: DictConfig | dict) -> str:
     return _digest(flatten(_resolved(composed)))
 
 
-def digests(composed: DictConfig | dict) -> set[str]:
-    """The :func:`digest` of every config that computes what ``composed`` does (:func:`variants`):
-    a checkpoint with one of them continues a run of ``composed``."""
-    return {_digest(v) for v in variants(flatten(_resolved(composed)))}
+def digests(composed: DictConfig | dict) -> dict[str, tuple[str, ...]]:
+    """The :func:`digest` of every config that computes what ``composed`` does (:func:`variants`),
+    also as an older fedprox_cli recorded it (:func:`as_older`): a checkpoint with one of them
+    continues a run of ``composed``. Each digest maps to the added keys its config lacks
+    (none: this version's own)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for lacking, flat in as_older(flatten(_resolved(composed))):
+        for v in variants(flat):
+            out.setdefault(_digest(v), lacking)
+    return out
+
+
+def as_older(flat: dict) -> list[tuple[tuple[str, ...], dict]]:
+    """``flat`` (a flattened resolved config), then the same without each set of the keys added
+    since runs were recorded (:data:`keys.ADDED`) that hold their default value here: the config
+    as a version of fedprox_cli before those keys recorded it. Each with the keys it lacks."""
+    at_default = [k for k, d in ADDED.items() if k in flat and canonical({k: flat[k]})[k] == d]
+    return [
+        (lacking, {k: v for k, v in flat.items() if k not in lacking})
+        for r in range(len(at_default) + 1)
+        for lacking in itertools.combinations(at_default, r)
+    ]
 
 
 def _resolved(composed: DictConfig | dict) -> dict:
-    return (
-        composed if isinstance(composed, dict) else OmegaConf.to_container(composed, resolve=True)
-    )
+    if isinstance(composed, dict):
+        return composed
+    return cast(dict, OmegaConf.to_container(composed, resolve=True))
 
 
 def _digest(flat: dict) -> str:
@@ -121,9 +144,15 @@ def _digest(flat: dict) -> str:
     return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
 
 
-def load(path: Path, device: torch.device, expected: set[str] | None = None) -> Checkpoint:
+def load(
+    path: Path, device: torch.device, expected: dict[str, tuple[str, ...]] | None = None
+) -> Checkpoint:
     """The checkpoint at ``path``; with ``expected`` (:func:`digests`), refused unless it is
-    a checkpoint of that config."""
+    a checkpoint of that config -- one written by an older fedprox_cli, whose config lacked keys
+    added since, is read with a note naming them (they take their defaults). A checkpoint
+    whose format or digest this version does not know is refused naming the version that
+    wrote the run (its summary.json) when that is another one (the folder's config.yaml was
+    found to be this run's before: :func:`check_same_run`), else as another run's."""
     try:
         with guarded.opened(path) as f:  # a regular file (a FIFO never hangs)
             d = torch.load(f, map_location=device, weights_only=True)
@@ -131,32 +160,66 @@ def load(path: Path, device: torch.device, expected: set[str] | None = None) -> 
         cause = e if isinstance(e, OSError) else e.os_error
         if cause is not None:  # the file system's fault (EIO, EACCES, ...): the file may be fine
             raise UserError(
-                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is kept "
+                f"cannot read checkpoint {path} ({cause.strerror or type(cause).__name__}); it is "
+                f"kept "
                 f"as it is: re-run the same command once the file can be read again"
             ) from None
         raise UserError(
-            f"cannot read checkpoint {path} ({e.why}); delete it or set resume=false to start over"
+            f"cannot read checkpoint {path} ({getattr(e, 'why', e)}); delete it or set "
+            f"resume=false to start over"
         ) from None
     except Exception as e:  # any unreadable file: truncated, not a checkpoint, ...
         raise UserError(
             f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
             f"resume=false to start over"
         ) from None
-    require(
-        isinstance(d, dict) and d.get("format") == FORMAT,
-        f"{path} is not a checkpoint of this fedprox_cli version; delete it or set resume=false",
-    )
+    if not (isinstance(d, dict) and d.get("format") == FORMAT):
+        written = d.get("format") if isinstance(d, dict) else "?"
+        raise UserError(
+            f"{path} was written by {_writer(path) or 'another checkout'}, in checkpoint format "
+            f"{written}; this fedprox_cli ({VERSION}) reads format {FORMAT} only: resume it with "
+            f"the version that wrote it, or set resume=false to start over with this one"
+        )
     ckpt = Checkpoint(
         **{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
         data=d.get("data"),
         numerics=d.get("numerics"),
     )
-    require(
-        expected is None or ckpt.digest in expected,
-        f"{path} is a checkpoint of another run (its config differs from this folder's "
-        f"config.yaml); delete it or set resume=false to start over",
-    )
+    if expected is None:
+        return ckpt
+    if ckpt.digest not in expected:
+        writer = _writer(path)
+        raise UserError(
+            f"{path} is a checkpoint of another run (its config differs from this folder's "
+            f"config.yaml); delete it or set resume=false to start over"
+            if writer is None
+            else f"{path} was written by {writer}, whose fingerprint of the run's settings "
+            f"this fedprox_cli ({VERSION}) does not reproduce (config.yaml holds this run's "
+            f"settings): resume it with {writer}, or set resume=false to start over"
+        )
+    lacking = expected[ckpt.digest]
+    if lacking:
+        say(
+            f"{path} was written by {_writer(path) or 'an older checkout'}, before "
+            f"{', '.join(lacking)} existed: "
+            f"read with {'their defaults' if len(lacking) > 1 else 'its default'} "
+            f"({', '.join(f'{k}={ADDED[k]}' for k in lacking)}), the settings that run computed with",
+            "note",
+        )
     return ckpt
+
+
+def _writer(path: Path) -> str | None:
+    """``fedprox_cli 0.0.9``: the other version that wrote the run in the checkpoint's folder
+    (its summary.json), ``an older fedprox_cli`` when none is recorded, None when it is this
+    version."""
+    try:
+        v = read_summary(path.parent).get("versions", {}).get("fedprox_cli")
+    except (OSError, ValueError, AttributeError):
+        v = None
+    if not isinstance(v, str):
+        return "an older fedprox_cli (no version recorded)"
+    return None if v == VERSION else f"fedprox_cli {v}"
 
 
 def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
@@ -211,7 +274,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
     in more than :func:`may_differ`."""
     try:
-        old = OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG))
+        old = cast(dict, OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG)))
     except Exception as e:  # missing or unparsable
         why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
         now = (
@@ -225,7 +288,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
                 else "choose another run folder"
             )
         ) from None
-    diff = differences(old, OmegaConf.to_container(composed, resolve=True))
+    diff = differences(old, _resolved(composed))
     require(
         not diff,
         f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "

@@ -25,7 +25,7 @@ DIGEST_CHARS = 16
 @functools.cache
 def _distributions() -> dict[str, list[str]]:
     """Top-level module -> distributions, scanned once a process (~0.4 s with many packages)."""
-    return packages_distributions()
+    return dict(packages_distributions())
 
 
 def of_object(obj) -> dict:
@@ -91,7 +91,7 @@ def mixed(records: list[dict]) -> list[str]:
         for g in GROUPS:
             e = (r or {}).get(g) or {}
             if e.get("digest"):
-                seen.setdefault((g, e.get("name")), set()).add(e["digest"])
+                seen.setdefault((g, str(e.get("name"))), set()).add(e["digest"])
     return [
         f"{g} {name}: {len(d)} versions of its code ({', '.join(sorted(d))})"
         for (g, name), d in sorted(seen.items())
@@ -102,7 +102,7 @@ def mixed(records: list[dict]) -> list[str]:
 def stale(out, cfg) -> list[str]:
     """:func:`changed` between the code recorded in ``out``'s summary.json and the code the
     typed config ``cfg`` would run now: a finished run made by other code is stale."""
-    from .outputs import read_summary
+    from ..common.run_files import read_summary
 
     try:
         recorded = read_summary(out).get("code")

@@ -18,9 +18,10 @@ from ..common.console import say
 from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
+from ..common.run_files import read_summary
 from . import keep, recap
 from .experiment import Experiment
-from .outputs import Summary, read_summary
+from .outputs import Summary
 from .training import Diverged, Interrupted
 
 Plot = Callable[
@@ -46,13 +47,15 @@ def end(summary: Summary, status: str, code: int | None = None, **fields) -> boo
             says, left = None, "it cannot be read"
         if says == status:  # written, but not made durable (the folder's fsync failed)
             say(
-                f"the run's end ({status}) is recorded in {summary.path} but may not survive a crash of "
+                f"the run's end ({status}) is recorded in {summary.path} but may not survive a "
+                f"crash of "
                 f"the machine ({describe(e)})",
                 "note",
             )
             return True
         say(
-            f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); {left}",
+            f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); "
+            f"{left}",
             "error",
         )
         return False
@@ -65,14 +68,15 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     as the run builds): status error, exit 2."""
     if exhausted(e):
         return out_of_memory(e, summary)
-    if missing(e):
+    absent = missing(e)
+    if absent:
         if summary is not None:
-            end(summary, "error", error=missing(e))
-        say(missing(e), "error")
+            end(summary, "error", error=absent)
+        say(absent, "error")
         return EXIT["error"]
-    where = out / run_files.ERROR_LOG
+    where: Path | None = out / run_files.ERROR_LOG
     try:
-        atomic_write_text(where, traceback.format_exc())
+        atomic_write_text(out / run_files.ERROR_LOG, traceback.format_exc())
     except OSError:
         where = None
     message = f"internal error: {type(e).__name__}: {squeeze(str(e))}"
@@ -100,7 +104,6 @@ def out_of_memory(e: BaseException, summary: Summary | None) -> int:
 
 def conclude(
     exp: Experiment,
-    composed: DictConfig,
     out: Path,
     summary: Summary,
     error: BaseException | None,
@@ -113,7 +116,10 @@ def conclude(
     finished run's files back (:mod:`keep`). Whatever fails on the way (any ``OSError`` of
     any write), the status written last is the truth, or a line says that it could not be
     written and the exit code is not 0."""
-    code = _conclude(exp, composed, out, summary, error, rows, plot or _no_plot)
+    if isinstance(error, keep.Unprotected):  # nothing of the attempt was written: no record
+        say(str(error), "error")
+        return EXIT["error"]
+    code = _conclude(exp, out, summary, error, rows, plot or _no_plot)
     try:
         if keep.settle(out, code == EXIT["finished"]):
             say(
@@ -122,7 +128,8 @@ def conclude(
             )
     except OSError as e:
         say(
-            f"the finished run's files kept in {out / run_files.KEPT} could not be put back or dropped "
+            f"the finished run's files kept in {out / run_files.KEPT} could not be put back or "
+            f"dropped "
             f"({describe(e)}); the next fedrun in {out} does it",
             "note",
         )
@@ -135,7 +142,6 @@ def _no_plot(composed: DictConfig, out: Path) -> None:
 
 def _conclude(
     exp: Experiment,
-    composed: DictConfig,
     out: Path,
     summary: Summary,
     error: BaseException | None,
@@ -145,64 +151,75 @@ def _conclude(
     try:
         if error is not None:
             raise error
-        plot(composed, out)
+        plot(exp.composed, out)
     except (UserError, OSError) as e:
         return _ended(out, summary, "error", describe(e), "error", error=describe(e))
     except Diverged as e:
-        kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
-        try:
-            if kept:
-                plot(composed, out)
-        except Exception as p:  # the record of the divergence matters more than its figure
-            say(
-                f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",
-                "note",
-            )
-        return _ended(
-            out,
-            summary,
-            "diverged",
-            f"{e}" + (f" (rows so far kept in {out / run_files.METRICS})" if kept else ""),
-            "diverged",
-            error=str(e),
-            round=e.round,
-        )
+        return _diverged(exp, out, summary, e, plot)
     except (Interrupted, KeyboardInterrupt) as e:
-        after = {"round": e.round} if isinstance(e, Interrupted) else {}
-        signum = e.signum if isinstance(e, Interrupted) else (signals.received or [None])[-1]
-        by = signals.name(signum) if signum else None
-        line = (
-            f"interrupted{f' after round {e.round}' if after else ''}; "
-            + (
-                "re-run the same command to resume"
-                if (out / run_files.CHECKPOINT).exists()
-                else f"partial results in {out}"
-            )
-            + (f" (stopped by {by})" if by else "")
-        )
-        return _ended(
-            out,
-            summary,
-            "interrupted",
-            line,
-            "",
-            **after,
-            **({"error": f"stopped by {by}"} if by else {}),
-        )
+        return _interrupted(out, summary, e)
     except Exception as e:  # a bug, or memory that ran out
         return internal_error(out, e, summary)
-    code = _ended(out, summary, "finished", None, "", final=rows[-1], round=exp.cfg.T)
+    code = _ended(out, summary, "finished", None, "", final=(rows or [{}])[-1], round=exp.cfg.T)
     if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
         try:
             remove(out / run_files.CHECKPOINT)
-        except (
-            OSError
-        ) as e:  # the run is finished (its record says so); the file is only in the way
+        except OSError as e:  # the run is finished (its record says so); the file is in the way
             say(
-                f"{out / run_files.CHECKPOINT} could not be deleted ({describe(e)}); it is no longer needed",
+                f"{out / run_files.CHECKPOINT} could not be deleted ({describe(e)}); it is no "
+                f"longer needed",
                 "note",
             )
     return code
+
+
+def _diverged(exp: Experiment, out: Path, summary: Summary, e: Diverged, plot: Plot) -> int:
+    """A diverged run: its figures of the rows so far (if any), status diverged, exit code 1."""
+    kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
+    try:
+        if kept:
+            plot(exp.composed, out)
+    except Exception as p:  # the record of the divergence matters more than its figure
+        say(
+            f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",
+            "note",
+        )
+    return _ended(
+        out,
+        summary,
+        "diverged",
+        f"{e}" + (f" (rows so far kept in {out / run_files.METRICS})" if kept else ""),
+        "diverged",
+        error=str(e),
+        round=e.round,
+    )
+
+
+def _interrupted(out: Path, summary: Summary, e: Interrupted | KeyboardInterrupt) -> int:
+    """An interrupted run: the round it stopped after and the signal that stopped it, how to go
+    on; status interrupted, exit code 130."""
+    after = {"round": e.round} if isinstance(e, Interrupted) else {}
+    signum = e.signum if isinstance(e, Interrupted) else (signals.received or [0])[-1]
+    by = signals.name(signum) if signum else None
+    at = f" after round {after['round']}" if after else ""
+    line = (
+        f"interrupted{at}; "
+        + (
+            "re-run the same command to resume"
+            if (out / run_files.CHECKPOINT).exists()
+            else f"partial results in {out}"
+        )
+        + (f" (stopped by {by})" if by else "")
+    )
+    return _ended(
+        out,
+        summary,
+        "interrupted",
+        line,
+        "",
+        **after,
+        **({"error": f"stopped by {by}"} if by else {}),
+    )
 
 
 def _ended(out: Path, summary: Summary, status: str, line: str | None, kind: str, **fields) -> int:

@@ -29,6 +29,7 @@ from . import checkpoint, numerics, provenance
 @dataclass
 class Experiment:
     cfg: RunConfig
+    composed: DictConfig  # the config as composed: what config.yaml records and digests read
     dataset: data.Dataset
     clients: list[np.ndarray]
     flat: FlatModel
@@ -47,9 +48,11 @@ class Experiment:
 
 @dataclass
 class Validated:
-    """The parts of a run that need neither data nor a model, checked."""
+    """The parts of a run that need neither data nor a model, checked: the one object a run's
+    life passes down (the typed config, and the config as composed for its records)."""
 
     cfg: RunConfig
+    composed: DictConfig
     alg: algorithms.Algorithm
     h: regularizers.Regularizer
     comp: compressors.Compressor
@@ -99,7 +102,7 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
         stat_step, cfg.torch_dtype, natural=cfg.metrics.stationarity_step is None
     )
     h.check_step(stat_step, "metrics.stationarity_step")
-    return Validated(cfg, alg, h, comp, stat_step)
+    return Validated(cfg, composed, alg, h, comp, stat_step)
 
 
 def known_parameters(group: str, lookup, name: str, params: dict) -> None:
@@ -134,25 +137,25 @@ def check_stationarity_step(step: float, dtype: torch.dtype, natural: bool = Fal
 
 
 def build(
-    composed: DictConfig,
+    run: DictConfig | Validated,
     reference: DictConfig | None = None,
     dataset: data.Dataset | None = None,
     runs: int = 1,
-    validated: Validated | None = None,
     data_fingerprint: dict | None = None,
     engine: str | None = None,
     compiled: bool | None = None,
 ) -> Experiment:
-    """Validate ``composed`` (unless ``validated`` is its :func:`validate`) and build the run's
-        pieces; every problem is a :class:`UserError`. ``dataset``: the loaded data (default: load
-        it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its memory plan covers all
-        of them. A run of a seed batch (``seeds`` > 1) computes with the vmap engine, uncompiled,
-        also when it is the only one left to run (:data:`checkpoint.BATCHED`).
-        ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
-        runs of a batch share the data, which a build moves to the device). ``engine``: the engine
-        to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`), and
+    """Build the run's pieces from ``run``: its :func:`validate`, or a composed config, validated
+    here (against ``reference``); every problem is a :class:`UserError`. ``dataset``: the loaded
+    data (default: load it); ``runs``: how many runs share one vmap call (:mod:`seeds`): its
+    memory plan covers all of them. A run of a seed batch (``seeds`` > 1) computes with the
+    vmap engine, uncompiled, also when it is the only one left to run
+    (:data:`checkpoint.BATCHED`).
+    ``data_fingerprint``: :func:`provenance.of_data` of ``dataset``, if made already (the
+    runs of a batch share the data, which a build moves to the device). ``engine``: the engine
+    to compute with instead of ``cfg.engine`` (a resume's recorded one: :mod:`numerics`), and
     ``compiled`` whether its call is compiled instead of ``cfg.compile``'s choice (likewise)."""
-    v = validated or validate(composed, reference)
+    v = run if isinstance(run, Validated) else validate(run, reference)
     cfg, alg, h, comp = v.cfg, v.alg, v.h, v.comp
     device, dtype = cfg.torch_device, cfg.torch_dtype
     set_matmul_precision(cfg.matmul_precision)  # process-wide: set by every run
@@ -164,6 +167,41 @@ def build(
         device, dtype
     )
     flat = FlatModel(module)
+    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine, compiled)
+    env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
+    ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
+    return Experiment(
+        cfg,
+        v.composed,
+        ds,
+        clients,
+        flat,
+        h,
+        alg,
+        env,
+        v.stationarity_step,
+        checkpoint.digest(v.composed),
+        {**fingerprint, **provenance.of_partition(clients)},
+        numerics.of_run(
+            oracle.engine_choice["engine"], cfg, oracle.compile_choice.get("compiled", False)
+        ),
+    )
+
+
+def _oracle(
+    cfg: RunConfig,
+    ds: data.Dataset,
+    clients: list[np.ndarray],
+    module: torch.nn.Module,
+    flat: FlatModel,
+    runs: int,
+    engine: str | None,
+    compiled: bool | None,
+) -> Oracle:
+    """The run's gradient oracle over its clients' data, its calls planned for the memory at
+    hand (:func:`memory.plan`; ``runs`` sharing one vmap call); ``engine``, ``compiled``: see
+    :func:`build`."""
+    device, dtype = cfg.torch_device, cfg.torch_dtype
     cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
     chunk, eval_batch = memory.plan(
@@ -175,7 +213,7 @@ def build(
         cfg.oracle.memory_gb,
     )
     batched = cfg.seeds > 1  # joined to the other seeds' calls, however many are left to run
-    oracle = Oracle(
+    return Oracle(
         flat,
         cd,
         cfg.batch,
@@ -186,23 +224,6 @@ def build(
         train_samples=cfg.metrics.train_samples,
         compile=False if batched else cfg.compile if compiled is None else compiled,
         client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
-    )
-    env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
-    ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
-    return Experiment(
-        cfg,
-        ds,
-        clients,
-        flat,
-        h,
-        alg,
-        env,
-        v.stationarity_step,
-        checkpoint.digest(composed),
-        {**fingerprint, **provenance.of_partition(clients)},
-        numerics.of_run(
-            oracle.engine_choice["engine"], cfg, oracle.compile_choice.get("compiled", False)
-        ),
     )
 
 

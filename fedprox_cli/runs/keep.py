@@ -4,9 +4,10 @@ with ``resume=false``) that fails or is stopped.
 When an attempt starts in a folder whose run has finished (:func:`protect`, from
 ``run_folder.begin``, before its first write), the finished run's files -- ``metrics.csv``,
 ``metrics.png``, ``summary.json``, ``config.yaml``, ``partition.npz``, ``checkpoint.pt``,
-``tracker.json``, the per-client files (:mod:`clients`) and ``.hydra/`` -- are hard-linked into ``RUN/.kept/``. Every file fedrun
-writes is replaced by a rename (:mod:`atomic`), so the linked copies keep the finished bytes
-whatever the attempt writes. The attempt writes the run folder as usual; when it ends
+``tracker.json``, the per-client files (:mod:`client_log`) and ``.hydra/`` -- are hard-linked
+into ``RUN/.kept/``. Every file fedrun writes is replaced by a rename
+(:func:`common.files.atomic_write`), so the linked copies keep the finished bytes whatever the
+attempt writes. The attempt writes the run folder as usual; when it ends
 (:func:`settle`, from ``ending.conclude``) finished, ``.kept/`` goes; otherwise every kept file
 is renamed back, byte for byte as it was, except a checkpoint the attempt wrote (it resumes the
 extension). A process killed outright leaves ``.kept/``; the next process in the folder puts
@@ -21,6 +22,7 @@ import shutil
 from pathlib import Path
 
 from ..common import run_files
+from ..common.errors import UserError, describe
 from ..common.files import folder, remove
 
 _protected: set[Path] = set()
@@ -39,21 +41,40 @@ def _pairs(out: Path) -> list[tuple[Path, Path]]:
     ]
 
 
+class Unprotected(UserError):
+    """An attempt on a finished run whose files could not be kept first (:func:`protect`: the
+    folder cannot be written, a file system refuses links and copies): refused before anything
+    else is written, so the finished run is left byte for byte (:func:`ending.conclude` records
+    nothing for it)."""
+
+
 def protect(out: Path, finished: bool) -> None:
-    """Keep the ``finished`` run's files of ``out`` (see the module doc); nothing otherwise."""
+    """Keep the ``finished`` run's files of ``out`` (see the module doc); nothing otherwise.
+    This is the attempt's first write: when it fails, what it made of ``.kept/`` goes and
+    :class:`Unprotected` says why."""
     out = Path(out)
     if not finished or out in _protected:
         return
-    kept = folder(out, run_files.KEPT)
-    for src, dst in _pairs(out):
-        if src.is_file() and not src.is_symlink():
-            remove(dst)
-            try:
-                os.link(src, dst)
-            except OSError:  # a file system without hard links
-                shutil.copy2(src, dst)
+    try:
+        kept = folder(out, run_files.KEPT)
+        for src, dst in _pairs(out):
+            if src.is_file() and not src.is_symlink():
+                remove(dst)
+                try:
+                    os.link(src, dst)
+                except OSError:  # a file system without hard links
+                    shutil.copy2(src, dst)
+        (kept / "complete").touch()  # a .kept/ without it was cut short: the run's files are intact
+    except OSError as e:
+        try:
+            _drop(out)
+        except OSError:
+            pass  # a .kept/ without "complete" is dropped by the next fedrun in the folder
+        raise Unprotected(
+            f"the finished run in {out} cannot be continued: its folder cannot be written "
+            f"({describe(e)}); nothing in it was changed"
+        ) from None
     _protected.add(out)
-    (kept / "complete").touch()  # a .kept/ without it was cut short: the run's files are intact
 
 
 def settle(out: Path, finished: bool) -> bool:

@@ -29,7 +29,7 @@ class RunLock:
         self.path = Path(run_dir) / run_files.LOCK
         self._fd: int | None = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         fd = open_regular(self.path, os.O_RDWR | os.O_CREAT)  # no link, no FIFO
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

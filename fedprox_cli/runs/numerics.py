@@ -1,13 +1,13 @@
 """What a run's numbers depend on beyond its config, recorded with the run (summary.json's
 ``numerics`` and each checkpoint) so that a resume gives the numbers of a run never stopped:
 the engine chosen (``engine=auto`` may choose another one under other threads or a stale
-cache) and whether its call is compiled (``compile=auto``: :mod:`engine.compile`), torch's intra-op thread count (a reduction split over other threads adds in another
-order), the device's name, the dtype and the torch version.
+cache) and whether its call is compiled (``compile=auto``: :mod:`engine.compile`), torch's
+intra-op thread count (a reduction split over other threads adds in another order), the
+device's name, the dtype and the torch version.
 
 A resume (:func:`resume_with`, :func:`compiled_on_resume`) uses the recorded engine, compile
-choice and thread count; what it cannot make
-equal (another device, another torch) is said in one line, with what the run does: it goes on,
-its later rows computed there.
+choice and thread count; what it cannot make equal (another device, another torch) is said in
+one line, with what the run does: it goes on, its later rows computed there.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
     threads = recorded.get("threads")
     if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
         say(
-            f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started (this process "
+            f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started "
+            f"(this process "
             f"has {torch.get_num_threads()}), so that its numbers are those of a run never stopped",
             "note",
         )
@@ -54,8 +55,10 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
         was = recorded.get(key)
         if isinstance(was, str) and was != now[key]:
             say(
-                f"the run in {out} started on {what} {was!r}; this resume runs on {now[key]!r}, so its later "
-                f"rows may differ from a run never stopped in the last digits; it goes on here (resume=false "
+                f"the run in {out} started on {what} {was!r}; this resume runs on {now[key]!r}, "
+                f"so its later "
+                "rows may differ from a run never stopped in the last digits; it goes on here "
+                f"(resume=false "
                 f"starts it over here)",
                 "note",
             )

@@ -39,11 +39,13 @@ def duration(seconds: float) -> str:
 
 
 def job_label() -> str:
-    """``job 3: `` inside a job of a Hydra multirun (parallel jobs' lines interleave), else ``""``."""
+    """``job 3: `` inside a job of a Hydra multirun (parallel jobs' lines interleave), else
+    ``""``."""
     try:
         from hydra.core.hydra_config import HydraConfig
 
-        if HydraConfig.initialized() and HydraConfig.get().mode.name == "MULTIRUN":
+        mode = HydraConfig.get().mode if HydraConfig.initialized() else None
+        if mode is not None and mode.name == "MULTIRUN":
             return f"job {HydraConfig.get().job.num}: "
     except Exception:  # no Hydra config of a job (the Python API)
         pass
@@ -56,7 +58,8 @@ def progress_line(
     """The text of a progress line after ``done`` of ``T`` rounds (``label``: e.g. ``seed 3: ``)."""
     eta = f", ~{duration(left)} left" if left is not None else ""
     return (
-        f"{job_label()}{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss {row['train_loss']:.4g}, "
+        f"{job_label()}{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss "
+        f"{row['train_loss']:.4g}, "
         f"objective {row['objective']:.4g}, acc {row['test_acc']:.4f}"
     )
 

@@ -43,7 +43,7 @@ def digest(a: torch.Tensor | np.ndarray) -> dict:
     return {
         "shape": list(a.shape),
         "dtype": str(a.dtype),
-        "sha256": hashlib.sha256(memoryview(a).cast("B")).hexdigest()[:16],
+        "sha256": hashlib.sha256(a.data.cast("B")).hexdigest()[:16],
     }
 
 
@@ -97,7 +97,7 @@ def changes(recorded: dict, now: dict) -> list[str]:
     """What differs between two fingerprints, in words (``training labels changed``, ``test
     images 10000x1x28x28 -> 9000x1x28x28``); the partition only when the data are the same.
     Parts one of them lacks (recorded by an older version) are not compared."""
-    out = []
+    out: list[str] = []
     for key, what in PARTS.items():
         a, b = recorded.get(key), now.get(key)
         if not (isinstance(a, dict) and isinstance(b, dict)) or a == b:

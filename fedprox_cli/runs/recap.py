@@ -1,17 +1,16 @@
 """One run, read from its folder: what it did (:class:`RunRecord`: status, rounds, the last
 metrics row, its overrides) and the closing line a run ends with (:func:`closing_line`).
-Read-only: ``summary.json``, the last row of ``metrics.csv`` and ``.hydra/overrides.yaml``; a
-folder lacking any of them still gets its record."""
+A view of the folder's files read leniently (:mod:`common.run_files`): ``summary.json``, the
+last row of ``metrics.csv`` and ``.hydra/overrides.yaml``; a folder lacking any of them still
+gets its record."""
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..common import guarded, run_files
-from .outputs import effective_status, read_summary
+from ..common import run_files
+from .outputs import effective_status
 from .progress import duration
 
 
@@ -27,30 +26,9 @@ class RunRecord:
 
 
 def _last_row(folder: Path) -> dict:
-    try:
-        rows = list(
-            csv.DictReader(
-                io.StringIO(
-                    guarded.read_text(folder / run_files.METRICS, guarded.TABLE_BYTES), newline=""
-                )
-            )
-        )
-    except (OSError, csv.Error, ValueError):
-        return {}
-    out = {}
-    for k, v in (rows[-1] if rows else {}).items():
-        try:
-            out[k] = float(v)
-        except (TypeError, ValueError):
-            pass
-    return out
-
-
-def _overrides(folder: Path) -> list[str]:
-    try:
-        return [str(o) for o in guarded.read_yaml(folder / run_files.HYDRA / run_files.OVERRIDES)]
-    except Exception:  # missing or unreadable: the row shows none
-        return []
+    """The last row of ``metrics.csv`` (``{}`` without a readable one)."""
+    table = run_files.read_metrics(folder, strict=False)
+    return {k: float(v) for k, v in table.iloc[-1].items()} if len(table) else {}
 
 
 def record(folder: Path, status: str | None = None) -> RunRecord:
@@ -65,21 +43,19 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     if own == "unreadable":
         return RunRecord(folder, st, error=_unreadable(folder))
     if st != own:
-        return RunRecord(folder, st, overrides=_overrides(folder))
-    try:
-        s = read_summary(folder)
-    except (OSError, ValueError):
-        s = {}
-    final = s.get("final") if isinstance(s.get("final"), dict) else _last_row(folder)
+        return RunRecord(folder, st, overrides=run_files.read_overrides(folder, strict=False))
+    s = run_files.read_summary(folder, strict=False)
+    final = s["final"] if isinstance(s.get("final"), dict) else _last_row(folder)
+    overrides = run_files.read_overrides(folder, strict=False)
     return RunRecord(
-        folder, st, s.get("round"), s.get("T"), final, _overrides(folder), str(s.get("error", ""))
+        folder, st, s.get("round"), s.get("T"), final, overrides, str(s.get("error", ""))
     )
 
 
 def _unreadable(folder: Path) -> str:
     """The line saying why ``folder``'s summary.json cannot be read."""
     try:
-        read_summary(folder)
+        run_files.read_summary(folder)
     except ValueError as e:
         return str(e)
     return ""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Literal
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -18,6 +19,7 @@ from ..common.console import say
 from ..common.errors import UserError, require
 from ..common.files import atomic_write_text, clear_temps, folder, remove, temp_of
 from ..common.guarded import Unreadable
+from ..common.run_files import read_summary
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine import choice
@@ -25,7 +27,7 @@ from ..engine import compile as compile_choice
 from ..engine.device import hardware
 from . import checkpoint, keep, provenance
 from .experiment import Experiment, split
-from .outputs import Summary, is_fedrun_summary, read_summary
+from .outputs import Summary, is_fedrun_summary
 
 
 def status_of(out: Path) -> str:
@@ -112,7 +114,7 @@ def check_owned(out: Path) -> None:
 
 def resume_point(
     composed: DictConfig, out: Path, cfg: RunConfig | None = None
-) -> checkpoint.Checkpoint | None | bool:
+) -> checkpoint.Checkpoint | None | Literal[True]:
     """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
     ``None`` to start from round 0, or ``True`` when the folder's run has already finished
     these T rounds. Refusals are :class:`UserError`; nothing is written. ``cfg``: ``composed``
@@ -149,7 +151,8 @@ def recover(out: Path) -> None:
     gone = clear_temps(out)
     if gone:
         say(
-            f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed fedrun "
+            f"deleted {len(gone)} temp file{'s' if len(gone) > 1 else ''} of writes a killed "
+            f"fedrun "
             f"left in {out} ({', '.join(str(p.relative_to(out)) for p in gone[:3])}"
             f"{', ...' if len(gone) > 3 else ''})",
             "note",
@@ -204,7 +207,6 @@ def _recorded_data(out: Path) -> dict | None:
 
 def begin(
     exp: Experiment,
-    composed: DictConfig,
     out: Path,
     ckpt: checkpoint.Checkpoint | None,
     summary: Summary,
@@ -246,7 +248,7 @@ def begin(
             f"{checkpoint_time(out / run_files.CHECKPOINT)})"
         )
     _write_hydra_record(out, hydra_record)
-    atomic_write_text(out / run_files.CONFIG, OmegaConf.to_yaml(composed, resolve=True))
+    atomic_write_text(out / run_files.CONFIG, OmegaConf.to_yaml(exp.composed, resolve=True))
     data.save_partition(out / run_files.PARTITION, exp.clients)
 
 

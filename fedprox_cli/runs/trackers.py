@@ -219,7 +219,7 @@ class Series:
         self.state["last_round"] = row["round"]
         atomic_write_text(self.out / run_files.TRACKER, json.dumps(self.state) + "\n")
 
-    def __enter__(self) -> "Series":
+    def __enter__(self) -> Series:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -1,7 +1,7 @@
 """The training loop, shared by one run and seed-batched runs: T rounds from the run's start
-point, evaluated as :mod:`config.schedule` says (round 0, every ``eval_every`` rounds, T), the metrics rows written as they come, a
-checkpoint every ``checkpoint_every`` rounds; a run that diverges raises :class:`Diverged`, one
-stopped by a signal :class:`Interrupted`."""
+point, evaluated as :mod:`config.schedule` says (round 0, every ``eval_every`` rounds, T), the
+metrics rows written as they come, a checkpoint every ``checkpoint_every`` rounds; a run that
+diverges raises :class:`Diverged`, one stopped by a signal :class:`Interrupted`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ..engine import clients
 from ..engine.metrics import evaluate
 from . import checkpoint, client_log, trackers
 from .experiment import Experiment
-from .outputs import Summary, write_metrics
+from .outputs import Summary
 from .progress import Progress
 
 
@@ -126,7 +126,7 @@ class Training:
         c = _start(exp, ckpt)
         self.t, self.state, self.rows, self.train_time = c.round, c.state, c.rows, c.train_time
         if self.rows:
-            write_metrics(out / run_files.METRICS, self.rows)
+            run_files.write_metrics(out, self.rows)
         self.clients = None
         if exp.cfg.metrics.per_client:
             self.clients = client_log.Log(out, c.round if ckpt is not None else None)
@@ -166,7 +166,7 @@ class Training:
         self.train_time += seconds
         if evaluated:
             self.rows.append(_row(exp, self.state, done, self.train_time))
-            write_metrics(self.out / run_files.METRICS, self.rows)
+            run_files.write_metrics(self.out, self.rows)
             if self.clients is not None:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
@@ -203,6 +203,7 @@ class Training:
 
     def _evaluate_clients(self, t: int) -> None:
         exp = self.exp
+        assert self.clients is not None  # called with metrics.per_client only
         x = contract.output(exp.alg, self.state, exp.flat.d)
         self.clients.add(
             t,

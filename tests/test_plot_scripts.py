@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from fedprox_cli.analysis import curves, groups, plotting, results, stats, table
 from fedprox_cli.cli import commands
+from fedprox_cli.common import run_files
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -121,7 +122,7 @@ def table_rows(stdout: str) -> list[list[str]]:
 
 
 def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_path):
-    """The bug of issue 13: algorithm.beta=0.01,0.05,0.1 printed one pooled cell."""
+    """algorithm.beta=0.01,0.05,0.1 is three cells, not one pooled cell."""
     for beta, acc in ((0.01, 0.6), (0.05, 0.7), (0.1, 0.8)):
         acc_run(tmp_path, f"b{beta}", acc, **{"algorithm.beta": beta})
     p = cli("tables.py", tmp_path)
@@ -566,7 +567,7 @@ def test_metrics_png_of_a_diverged_run(tmp_path, figures):
         test_acc=[0.1, 0.4, 0.1],
         stationarity=[1.0, 0.1, np.nan],
     )
-    plotting.plot_run(d / "metrics.csv", d / "metrics.png", title="t")
+    plotting.plot_run(d, d / "metrics.png", title="t")
     (fig,) = figures
     loss, acc, stat = fig.axes
     assert [ax.get_ylabel() for ax in fig.axes] == [
@@ -582,7 +583,7 @@ def test_metrics_png_of_a_diverged_run(tmp_path, figures):
 
 def test_metrics_png_is_written(tmp_path):
     d = acc_run(tmp_path, "div", 0.2, "diverged")
-    plotting.plot_run(d / "metrics.csv", d / "metrics.png", title=plotting.run_title(REAL))
+    plotting.plot_run(d, d / "metrics.png", title=plotting.run_title(REAL))
     assert (d / "metrics.png").read_bytes()[:8] == PNG
 
 
@@ -913,17 +914,17 @@ def test_the_same_run_twice_is_named(tmp_path, capsys):
 def test_a_diverged_runs_nan_row_reads_as_numbers(tmp_path):
     """metrics.csv as the runner writes it after a divergence (``nan``/``inf`` via repr) is a
     diverged run to report, not a broken file to skip."""
-    from fedprox_cli.runs.outputs import write_metrics
+    from fedprox_cli.common.run_files import read_metrics, write_metrics
 
     write_metrics(
-        tmp_path / "metrics.csv",
+        tmp_path,
         [
             {"round": 0, "objective": 1.5},
             {"round": 2, "objective": float("nan")},
             {"round": 4, "objective": float("inf")},
         ],
     )
-    m = results.read_metrics(tmp_path / "metrics.csv")
+    m = read_metrics(tmp_path)
     assert list(m["round"]) == [0, 2, 4] and m["round"].dtype.kind == "i"
     assert np.isnan(m["objective"][1]) and np.isinf(m["objective"][2])
 
@@ -960,10 +961,10 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
         "round,bytes_up,train_loss,objective,test_acc\n"
         "0,0,2.3,2.3,0.1\n5,10,0.5,0.6,0.8\n10,20,nan,nan,0.1\n"
     )
-    m = results.read_metrics(run / "metrics.csv")
+    m = run_files.read_metrics(run)
     assert m["bytes_up"].tolist() == [0, 10, 20] and m["test_acc"].iloc[1] == 0.8
     assert np.isnan(m["test_acc"].iloc[2])
-    plotting.plot_run(run / "metrics.csv", run / "metrics.png")  # draws the finite part only
+    plotting.plot_run(run, run / "metrics.png")  # draws the finite part only
     assert (run / "metrics.png").stat().st_size > 0
 
 
@@ -1157,5 +1158,7 @@ def test_a_job_recorded_where_its_sweep_ran_is_found_where_the_sweep_is_now(tmp_
     from fedprox_cli.analysis.results import moved_job
 
     sweep = tmp_path / "clone" / "results" / "reproduction" / "fig6"
-    assert moved_job(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
+    assert (
+        moved_job(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
+    )
     assert moved_job(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")  # not of this sweep

@@ -25,7 +25,7 @@ FEDAVG = ["algorithm=fedavg", "regularizer=none"]
 @pytest.mark.parametrize(
     "overrides, round, where",
     [
-        (FEDAVG + ["algorithm.beta=1e300"], 1, "round 1"),  # the case
+        (FEDAVG + ["algorithm.beta=1e300"], 1, "round 1"),  # a step that overflows at once
         (["algorithm.alpha=1e300", "metrics.stationarity_step=0.1"], 1, "round 1"),
         (["algorithm.alpha=1e300"], 0, "the evaluation of round 0"),  # its natural step s = alpha
         (
