@@ -2,6 +2,7 @@
 
 import difflib
 import errno
+from collections.abc import Callable, Iterable
 
 # Exit codes (docs/robustness.md, "Faults and exit codes"; also the statuses' codes in
 # summary.json): a sweep exits with its worst job's code. 130 also for a stop signal before a
@@ -20,7 +21,7 @@ class Refusal(BaseException):
     ``cli.main`` prints it as one line, exit code 2."""
 
 
-def refuse_in_callback(check, *args) -> None:
+def refuse_in_callback(check: Callable[..., object], *args: object) -> None:
     """``check(*args)``, its :class:`UserError` raised as a :class:`Refusal`."""
     try:
         check(*args)
@@ -34,7 +35,7 @@ def require(condition: object, message: str) -> None:
         raise UserError(message)
 
 
-def closest(name: str, among) -> str | None:
+def closest(name: str, among: Iterable[str]) -> str | None:
     """The string of ``among`` closest to ``name`` (a misspelt key's "did you mean"), or None."""
     close = difflib.get_close_matches(name, [str(a) for a in among], n=1, cutoff=0.6)
     return close[0] if close else None
