@@ -333,7 +333,7 @@ def test_a_plugins_leftover_thread_does_not_hang_fedruns_exit(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert (
-        "fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
+        "fedrun: note: 1 thread started during the command still running (plugin-worker); fedrun exits "
         "without waiting for them"
     ) in p.stderr.splitlines()
     assert read_summary(tmp_path / "r")["status"] == "finished"
@@ -597,20 +597,25 @@ def test_memory_running_out_in_a_plugins_round_is_the_environments_fault(tmp_pat
 
 MAP_FAILS = """
 import sys
+FAILING = sys.argv[1]
 class Unmappable:  # torch's libraries cannot be mapped (ulimit -v)
     def find_spec(self, name, path=None, target=None):
-        if name == "torch":
+        if name == FAILING:
             raise ImportError("libtorch_cuda.so: failed to map segment from shared object")
 sys.meta_path.insert(0, Unmappable())
 from fedprox_cli.cli import main as cli
-sys.argv = ["fedrun", *sys.argv[1:]]
+sys.argv = ["fedrun", *sys.argv[2:]]
 cli.main()
 """
 
 
-def test_memory_running_out_at_import_is_the_environments_fault(tmp_path):
+@pytest.mark.parametrize("module", ["torch", "fedprox_cli.runs.runner"])
+def test_memory_running_out_at_import_is_the_environments_fault(module, tmp_path):
+    """Wherever the import fails -- as Hydra composes (a search-path plugin importing torch) or
+    inside the job (the run's own modules, loaded after the config is checked) -- the user
+    sees fedrun's one line, never Hydra's "Error executing job" before it."""
     p = subprocess.run(
-        [sys.executable, "-c", MAP_FAILS, *TINY, f"hydra.run.dir={tmp_path / 'r'}"],
+        [sys.executable, "-c", MAP_FAILS, module, *TINY, f"hydra.run.dir={tmp_path / 'r'}"],
         cwd=tmp_path,
         env=ENV,
         capture_output=True,

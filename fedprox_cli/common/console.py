@@ -6,8 +6,10 @@ cluster node the reason for a failure lies next to the run."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 from . import run_files, streams
 from .clock import now
@@ -17,14 +19,13 @@ _logs: list[Path] = []
 errors: list[str] = []  # the messages said as errors (a sweep's job record takes the last)
 
 
-def say(message: str, kind: str = "", stream=None) -> None:
+def say(message: str, kind: str = "", stream: TextIO | None = None) -> None:
     """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log; an
     error said while an exception is handled gets its traceback first with ``FEDRUN_DEBUG=1``."""
     line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
-    if (
-        kind == "error" and sys.exc_info()[1] is not None
-    ):  # said while handling it: FEDRUN_DEBUG's traceback
-        streams.trace(sys.exc_info()[1])
+    handled = sys.exc_info()[1]
+    if kind == "error" and handled is not None:  # said while handling it: FEDRUN_DEBUG's traceback
+        streams.trace(handled)
     streams.line(stream, line) if stream is not None else streams.err(line)
     _append(line)
     if kind == "error":
@@ -46,7 +47,7 @@ def _append(line: str) -> None:
 
 
 @contextmanager
-def logging_to(run_dir: Path):
+def logging_to(run_dir: Path) -> Iterator[None]:
     """Copy :func:`say`'s lines to ``run_dir/fedrun.log`` inside the block."""
     _logs.append(Path(run_dir) / run_files.LOG)
     try:

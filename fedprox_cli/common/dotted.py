@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from importlib import import_module
+from typing import Any
 
 from .errors import UserError, squeeze
 
@@ -29,7 +30,7 @@ def dotted(spec: str) -> str | None:
     )
 
 
-def located(target: str):
+def located(target: str) -> Any:
     """The object at the dotted path ``target`` (``package.module.Attr``), importable from
     ``sys.path`` or the current folder (a console script's path lacks it: appended)."""
     module, _, attr = target.rpartition(".")

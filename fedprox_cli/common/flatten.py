@@ -3,8 +3,10 @@ reports)."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def flatten(d: dict, prefix: str = "") -> dict:
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}, "c": [1, 2]}`` -> ``{"a.b": 1, "c": (1, 2)}`` (lists as tuples, so the
     values are hashable)."""
     out = {}

@@ -185,7 +185,19 @@ def read_yaml(path: str | os.PathLike):
     it is made into values; one without is no larger than its text, and only its depth is
     checked, on the values."""
     text = read_text(path)
-    loader = _loader()(text)
+    try:
+        return _parsed(path, text, _loader())
+    except Unreadable:
+        if _loader() is get_yaml_loader():
+            raise
+        # libyaml refuses what PyYAML's own reader takes (a surrogate escape, "\udcff", of a
+        # folder name's undecodable byte in Hydra's record): read as OmegaConf reads it
+        return _parsed(path, text, get_yaml_loader())
+
+
+def _parsed(path: str | os.PathLike, text: str, loader_type: type):
+    """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``."""
+    loader = loader_type(text)
     try:
         root = loader.get_single_node()
         if root is None:

@@ -9,7 +9,7 @@ import os
 import sys
 import sysconfig
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from inspect import isfunction
 from pathlib import Path
@@ -35,7 +35,10 @@ def origin(obj: object) -> str:
 
 
 class PluginError(UserError):
-    """A plugin broke its contract: the user's code, reported as bad input (exit code 2)."""
+    """A plugin broke its contract: the user's code, reported as bad input (exit code 2);
+    ``cause``: the plugin's own exception, where one was raised."""
+
+    cause: BaseException | None = None
 
 
 def _tree(obj: object) -> tuple[str, ...]:
@@ -45,8 +48,9 @@ def _tree(obj: object) -> tuple[str, ...]:
     module = sys.modules.get(getattr(cls, "__module__", "") or "")
     top = sys.modules.get((getattr(cls, "__module__", "") or "").split(".")[0])
     own = [getattr(module, "__file__", None)]
-    if top is not None and getattr(top, "__path__", None) and getattr(top, "__file__", None):
-        own.append(str(Path(top.__file__).parent) + os.sep)
+    top_file = getattr(top, "__file__", None)
+    if top is not None and getattr(top, "__path__", None) and top_file:
+        own.append(str(Path(top_file).parent) + os.sep)
     return tuple(str(f) for f in own if f)
 
 
@@ -62,11 +66,12 @@ def own_frame(obj: object, tb: TracebackType | None) -> str | None:
     the installed libraries, else the deepest outside fedprox_cli; None if none."""
     frames = traceback.extract_tb(tb)
     own = _tree(obj)
-    for test in (
+    tests: tuple[Callable[[traceback.FrameSummary], bool], ...] = (
         lambda f: f.filename.startswith(own) if own else False,
         lambda f: not _library(f.filename),
         lambda f: not f.filename.startswith(str(PACKAGE)),
-    ):
+    )
+    for test in tests:
         hits = [f for f in frames if test(f)]
         if hits:
             return f"{hits[-1].filename}:{hits[-1].lineno}"
@@ -78,6 +83,8 @@ def source_line(obj: object, method: str) -> str:
     be found)."""
     cls = obj if isinstance(obj, type) else type(obj)
     for target in (getattr(cls, method, None), cls):
+        if not callable(target):
+            continue
         try:
             target = inspect.unwrap(target)
             return f"{inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"

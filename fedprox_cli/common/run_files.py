@@ -93,12 +93,13 @@ class RunFileError(guarded.Unreadable):
     def __init__(
         self,
         message: str,
-        path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] = "",
         why: str = "",
         os_error: OSError | None = None,
     ):
         Exception.__init__(self, message)
-        self.path, self.why, self.os_error = path, why or message, os_error
+        self.path = path
+        self.why, self.os_error = why or message, os_error
 
 
 COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")

@@ -203,7 +203,8 @@ def load(
             f"{path} was written by {_writer(path) or 'an older checkout'}, before "
             f"{', '.join(lacking)} existed: "
             f"read with {'their defaults' if len(lacking) > 1 else 'its default'} "
-            f"({', '.join(f'{k}={ADDED[k]}' for k in lacking)}), the settings that run computed with",
+            f"({', '.join(f'{k}={ADDED[k]}' for k in lacking)}), the settings that run "
+            f"computed with",
             "note",
         )
     return ckpt

@@ -6,7 +6,6 @@ caller's ``plot`` (the layer above: a run does not import :mod:`analysis`)."""
 from __future__ import annotations
 
 import gc
-import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from ..common import run_files, signals
+from ..common import run_files, signals, streams
 from ..common.console import say
 from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
@@ -84,7 +83,7 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     if summary is not None:
         end(summary, "error", EXIT["internal"], error=message)
     say(message + (f"; traceback in {where}" if where else ""))
-    if os.environ.get("FEDRUN_DEBUG"):
+    if streams.debugging():
         raise e
     return EXIT["internal"]
 
