@@ -150,3 +150,22 @@ def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
     ev.outcomes[0].test = acc
     r = render.Rendered(both, [ev], verdict.Verdict("w", ""))
     assert "| test 1, test_acc (last) at k=a: 0 ± 0; 3 of 3 seeds |" in render.row(r)
+
+
+def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim():
+    c = dataclasses.replace(claim([], "test_acc"), trained_min=0.2)
+    ev = _ev("digits", [])
+    ev.trained = {"n=20, a": [0.1, 0.098], "n=50, a": [0.1, 0.1]}
+    assert "on digits for MNIST this model does not train" in render.trained(c, ev)
+    ev.trained["n=50, a"] = [0.9, 0.91]
+    text = render.trained(c, ev)
+    assert "does not train" not in text and "in every run: n=20, a -- a result" in text
+
+
+def test_every_stand_in_has_its_facts_declared_and_the_report_lists_them():
+    facts = declare.stand_ins()
+    used = {rs.data for c in declare.load() for rs in c.ran if rs.stands_for}
+    assert used <= set(facts)
+    ev = _ev("mnist5k", [True] * 3)
+    text = render.stand_ins([render.Rendered(claim([]), [ev], verdict.Verdict("w", ""))])
+    assert text == f"- **mnist5k** (for MNIST): {facts['mnist5k']}."

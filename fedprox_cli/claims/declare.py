@@ -249,7 +249,21 @@ def load() -> list[Claim]:
         claims += [_claim(paper, d) for d in yaml.safe_load(text)]
     ids = [c.id for c in claims]
     require(len(set(ids)) == len(ids), "two claims share an id")
+    facts = stand_ins()
+    for c in claims:
+        for rs in c.ran:
+            require(
+                not rs.stands_for or rs.data in facts,
+                f"claim {c.id}: stand-in {rs.data!r} has no entry in claims/stand_ins.yaml",
+            )
     return _shared(claims)
+
+
+def stand_ins() -> dict[str, str]:
+    """Each stand-in dataset's facts (size, split, what it stands for), from ``stand_ins.yaml``;
+    every run set's data with a ``stands_for`` must have an entry (:func:`load` refuses
+    otherwise)."""
+    return yaml.safe_load(resources.files(__package__).joinpath("stand_ins.yaml").read_text())
 
 
 def _measurement(rs: RunSet, t: Test) -> tuple:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import sensitivity
+from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
 from .text import against, num, shown
@@ -166,7 +166,13 @@ def trained(c: Claim, ev: Evidence) -> str:
         + "; ".join(f"{k}: {num(v)}" for k, v in means.items())
         + "."
     )
-    if low:
+    if low and len(low) == len(ev.trained):
+        text += (
+            f" Below {c.trained_min:g} (untrained) in every run of every setting: on "
+            f"{data_of(ev.runset)} this model does not train, so the run set cannot test the "
+            f"claim (a limit of the data and model here, not a result of the methods)."
+        )
+    elif low:
         text += (
             f" Below {c.trained_min:g} (untrained) in every run: {'; '.join(low)} -- a result of "
             f"this setting, which leaves it out of every compared pair it is in."
@@ -410,6 +416,18 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
+def stand_ins(rendered: list[Rendered]) -> str:
+    """What each stand-in a claim ran on is (declare.stand_ins), and what it stands for."""
+    facts, used = declare.stand_ins(), {}
+    for r in rendered:
+        for ev in r.evidence:
+            if ev.present and ev.runset.stands_for:
+                used.setdefault(ev.runset.data, {})[ev.runset.stands_for] = None
+    return "\n".join(
+        f"- **{d}** (for {', '.join(fors)}): {facts[d]}." for d, fors in sorted(used.items())
+    )
+
+
 def reasons(r: Rendered) -> list[str]:
     """Why the claim has its word (the rule's reason), and each sensitivity grid's reading:
     the lines `fedrun-reproduce list` prints under a claim."""
@@ -428,6 +446,9 @@ def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
         RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
         exemptions([r.claim for r in rendered]),
+        "",
+        "Stand-ins (the data a claim ran on in place of the paper's):",
+        stand_ins(rendered),
         "",
         (
             "| claim | paper's number | ours (the test named, its number: mean ± std; holds in) | "
