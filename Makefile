@@ -1,6 +1,8 @@
 # Two commands: `make run` (set up everything on a fresh machine, then run the default
 # experiment) and `make test` (set up, then run the test suite).
 VENV   ?= .venv
+# The interpreter the venv is made from (.ci/run makes one venv per Python it tests).
+PYTHON ?= python3
 PY     := $(VENV)/bin/python
 ARCH   := $(shell uname -m)
 # PyTorch + torchvision pairs that install together (x86_64: CUDA build, runs on CPU too).
@@ -15,7 +17,7 @@ endif
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -c "import torch, torchvision" 2>/dev/null || $(PY) -m pip install -q $(TORCH)
 	$(PY) -m pip install -q -e '.[test,all,docs]'

@@ -55,8 +55,9 @@ if torch.cuda.is_available():
   git log -1 --oneline 2>/dev/null; } > "$DIR/env.txt" 2>&1
 status=0
 if has tests; then  # CUDA agreement / no-sync tests, engine equivalence, eager vs compiled, compressor and prox tests
-  # -n 0: one process on the one GPU (pyproject's addopts would start a pytest-xdist worker per core)
-  budget "${TESTS_MIN:-3}" "$PY" -m pytest -q -n 0 -p no:cacheprovider -rs tests/test_device.py tests/test_engines.py \
+  # -n 0: one process on the one GPU (pyproject's addopts would start a pytest-xdist worker per core);
+  # no -q here: addopts has one, and a second would drop the "N passed" line from the log
+  budget "${TESTS_MIN:-3}" "$PY" -m pytest -n 0 -p no:cacheprovider -rs tests/test_device.py tests/test_engines.py \
     tests/test_compile.py tests/test_regularizers.py tests/test_compressors.py > "$DIR/tests.log" 2>&1 || status=1
   tail -3 "$DIR/tests.log"
 fi

@@ -180,6 +180,46 @@ def test_a_plugin_breaking_a_declaration_fails_naming_its_line(
     assert fix in line and "DataFrame" not in line, line
 
 
+def test_a_plugin_in_a_deep_folder_is_named_at_its_own_line(
+    tmp_path, monkeypatch, capsys, registry
+):
+    """However long the plugin's path, its failure line ends on the method at fault (init, where
+    the float32 buffer is made), not on another method's line added for want of the file."""
+    folder = tmp_path.joinpath(*["a_folder_with_a_long_name_for_the_plugin"] * 5)
+    folder.mkdir(parents=True)
+    module = folder / "deep_float64.py"
+    module.write_text(HEAD + BROKEN["float64"])
+    monkeypatch.syspath_prepend(str(folder))
+    from fedprox_cli.cli.check_algorithm import check
+
+    assert check("deep_float64.Broken", only=("float64",)) == 1
+    line = capsys.readouterr().out.splitlines()[0]
+    init = next(i for i, s in enumerate(module.read_text().splitlines(), 1) if "def init" in s)
+    assert line.endswith(f"(init at {module}:{init})"), line
+
+
+def test_an_options_yaml_is_checked_and_a_typo_named_as_fedrun_names_it(tmp_path, capsys, registry):
+    """The check takes the YAML a --config-dir holds; a key its class does not take, or an
+    algorithm name close to one, gets fedrun's own line (did you mean, the file)."""
+    from fedprox_cli.cli.check_algorithm import check
+
+    yaml = tmp_path / "algorithm" / "myavg.yaml"
+    yaml.parent.mkdir()
+    yaml.write_text("name: fedavg\nbta: 0.05\n")
+    assert main([str(yaml)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "fedrun-check-algorithm: error: algorithm fedavg has no parameter bta (it takes: alpha, "
+        "beta; `fedrun algorithm=fedavg --help` describes them); did you mean algorithm.beta? "
+        f"(set in {yaml})"
+    )
+    yaml.write_text("name: fedavg\nbeta: 0.05\n")
+    assert check(str(yaml), only=("interface",)) == 0
+    assert main(["fedcanno"]) == 2
+    assert "unknown algorithm 'fedcanno' (did you mean fedcanon?); the options: " in (
+        capsys.readouterr().err
+    )
+
+
 def test_the_check_and_a_run_name_a_plugin_by_one_rule(tmp_path, monkeypatch, capsys):
     """A spelling that is no dotted path is refused by both with the same words, exit 2."""
     from conftest import fedrun

@@ -94,6 +94,30 @@ def test_a_mistyped_key_gets_did_you_mean(tmp_path, typo, hint):
         assert not (tmp_path / "run").exists()
 
 
+def test_a_mistyped_key_in_a_config_dir_yaml_gets_the_same_line_naming_the_file(tmp_path):
+    """The command line's words (what the option takes, did you mean), and the file it is in."""
+    mine = tmp_path / "conf" / "algorithm" / "myavg.yaml"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("name: fedavg\nbta: 0.05\nalpha: 1.0\n")
+    for extra in ([], ["dry_run=true"]):
+        r = fedrun(
+            "--config-dir",
+            str(tmp_path / "conf"),
+            *TINY,
+            "algorithm=myavg",
+            "regularizer=none",
+            *extra,
+            f"hydra.run.dir={tmp_path / 'run'}",
+            cwd=tmp_path,
+        )
+        assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+            "fedrun: error: algorithm fedavg has no parameter bta (it takes: alpha, beta; `fedrun "
+            "algorithm=fedavg --help` describes them); did you mean algorithm.beta? "
+            f"(set in {mine})"
+        ], r.stderr
+        assert not (tmp_path / "run").exists()
+
+
 OPTIONAL = (
     "hydra_plugins.hydra_submitit_launcher",
     "submitit",

@@ -257,7 +257,8 @@ def test_dry_run_of_a_12_job_sweep(tmp_path):
     ] == [  # named by config
         f"B=8,K={k},T=3,dataset=digits,model=linear,n=4,seed={i % 2}" for i, k in enumerate(ks)
     ]
-    assert folders[0].startswith("results/sweeps/")
+    # named as the real sweep will be: its start time and process are not the dry run's
+    assert folders[0].startswith("results/sweeps/<time>_<pid>/")
     assert [r[-2:] for r in rows] == [[f"K={k}", f"seed={i % 2}"] for i, k in enumerate(ks)]
     assert [int(r[2]) for r in rows] == [3 * k * 4 for k in ks]  # T K n participation
     assert all(r[3] == str(2) for r in rows)  # ceil(3/5) + 1
@@ -275,7 +276,7 @@ def test_dry_run_of_a_preset_lists_its_sweep(tmp_path):
     rows = [line.split() for line in p.stdout.splitlines() if re.match(r"^  \d+ ", line)]
     assert len(rows) == 12
     assert {r[1].rsplit("/", 1)[0] for r in rows} == {rows[0][1].rsplit("/", 1)[0]}
-    assert rows[0][1].startswith("results/sweeps/fedcanon_fig2_quick/")
+    assert rows[0][1].startswith("results/sweeps/fedcanon_fig2_quick/<time>_<pid>/")
     assert {(r[-2], r[-1]) for r in rows} == {
         (f"partition={p}", f"algorithm=fedcanon_fig2/{a}")
         for p in ("iid", "dir/0.1", "dir/0.01")

@@ -333,7 +333,7 @@ def test_a_plugins_leftover_thread_does_not_hang_fedruns_exit(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert (
-        "fedrun: note: 1 thread started by a plugin still running (plugin-worker); fedrun exits "
+        "fedrun: note: 1 thread started during the command still running (plugin-worker); fedrun exits "
         "without waiting for them"
     ) in p.stderr.splitlines()
     assert read_summary(tmp_path / "r")["status"] == "finished"
@@ -597,20 +597,25 @@ def test_memory_running_out_in_a_plugins_round_is_the_environments_fault(tmp_pat
 
 MAP_FAILS = """
 import sys
+FAILING = sys.argv[1]
 class Unmappable:  # torch's libraries cannot be mapped (ulimit -v)
     def find_spec(self, name, path=None, target=None):
-        if name == "torch":
+        if name == FAILING:
             raise ImportError("libtorch_cuda.so: failed to map segment from shared object")
 sys.meta_path.insert(0, Unmappable())
 from fedprox_cli.cli import main as cli
-sys.argv = ["fedrun", *sys.argv[1:]]
+sys.argv = ["fedrun", *sys.argv[2:]]
 cli.main()
 """
 
 
-def test_memory_running_out_at_import_is_the_environments_fault(tmp_path):
+@pytest.mark.parametrize("module", ["torch", "fedprox_cli.runs.runner"])
+def test_memory_running_out_at_import_is_the_environments_fault(module, tmp_path):
+    """Wherever the import fails -- as Hydra composes (a search-path plugin importing torch) or
+    inside the job (the run's own modules, loaded after the config is checked) -- the user
+    sees fedrun's one line, never Hydra's "Error executing job" before it."""
     p = subprocess.run(
-        [sys.executable, "-c", MAP_FAILS, *TINY, f"hydra.run.dir={tmp_path / 'r'}"],
+        [sys.executable, "-c", MAP_FAILS, module, *TINY, f"hydra.run.dir={tmp_path / 'r'}"],
         cwd=tmp_path,
         env=ENV,
         capture_output=True,
@@ -642,3 +647,25 @@ def test_a_resume_says_what_it_cannot_make_equal(tmp_path, capsys):
     assert (
         numerics.resume_with(recorded, typed(compose([*TINY, "engine=loop"])), tmp_path) is None
     )  # as configured
+
+
+def test_a_run_folder_renamed_mid_run_records_its_end_where_it_is(tmp_path, monkeypatch, capsys):
+    """Renamed during round 2: the run's next write finds no folder; its end is recorded in
+    the folder's new place (its lock's descriptor follows it), never left ``running``."""
+    from fedprox_cli.algorithms.fedavg import FedAvg
+
+    out, moved = tmp_path / "run", tmp_path / "renamed"
+    fedavg_round = FedAvg.round
+
+    def round(self, s, env, t):
+        if t == 1:
+            out.rename(moved)
+        return fedavg_round(self, s, env, t)
+
+    monkeypatch.setattr(FedAvg, "round", round)
+    code = run(out, "algorithm=fedavg", "regularizer=none", "T=4", "eval_every=1")
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists(), err
+    assert f"fedrun: note: the run folder {out} was moved to {moved} while the run ran" in err
+    s = read_summary(moved)
+    assert s["status"] == "error" and str(out) in s["error"], s

@@ -76,14 +76,11 @@ def test_legend_names_only_what_differs_and_a_label_changes_only_what_it_names(t
     assert plot_cli.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
     (fig,) = kept
     assert legend(fig) == ["FedAvg", "FedMiD"]  # alpha is FedAvg's alone, mu FedMiD's: in neither
-    assert (
-        "3 seeds" in fig.caption
-        and "n=3 clients" in fig.caption
-        and "all methods: beta=0.02" in fig.caption
-    )
-    assert fig.caption.startswith(
-        "FedAvg: α = 1; FedMiD: μ = 0.01. "
-    )  # each method's own, on the figure
+    # one sentence in the papers' notation: each method with its own parameters (FedAvg's beta
+    # and FedMiD's are declared by two classes: each method's own), then the shared setting
+    assert fig.caption.startswith("FedAvg (α = 1, β = 0.02) and FedMiD (β = 0.02, μ = 0.01) on ")
+    assert "n = 3 clients" in fig.caption and "Lines: mean of 3 seeds" in fig.caption
+    assert "=" not in fig.caption.replace(" = ", "")  # no config dump (beta=0.02)
     assert (
         plot_cli.main(
             [
@@ -97,6 +94,74 @@ def test_legend_names_only_what_differs_and_a_label_changes_only_what_it_names(t
         == 0
     )
     assert legend(kept[1]) == ["FedAvg (server step 1)", "FedMiD"]  # the other entry as before
+
+
+def test_a_label_that_renames_nothing_is_an_error_and_a_whole_label_may_hold_an_equals_sign(
+    tmp_path, kept, capsys
+):
+    two_methods(tmp_path / "m")
+    for K in (1, 2):
+        cfg = real(9, K=K, **{"algorithm.name": "fedavg"})
+        cfg["algorithm"] = {"name": "fedavg", "beta": 0.02, "alpha": 1.0}
+        fake_run(
+            tmp_path / "k",
+            f"K{K}",
+            cfg,
+            train_loss=[2, 1, 0.5],
+            objective=[2, 1, 0.5],
+            test_acc=[0.1, 0.5, 0.7 + K / 100],
+            stationarity=[1, 0.5, 0.2],
+        )
+    out = tmp_path / "f.png"
+    assert (
+        plot_cli.main([str(tmp_path / "k"), "--label", "K = 1=few steps", "--out", str(out)]) == 0
+    )
+    assert legend(kept[0]) == ["few steps", "K = 2"]  # split at the last '='
+    assert (
+        plot_cli.main([str(tmp_path / "m"), "--label", "FedAvg (α = 1)=FedAvg", "--out", str(out)])
+        == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        err[-1].startswith(
+            "fedrun-plot: error: --label 'FedAvg (α = 1)=FedAvg' renames nothing in the figure"
+        )
+        and "(FedAvg; FedMiD)" in err[-1]
+    )
+    assert len(kept) == 1  # refused before anything was written
+
+
+def test_a_parameter_shared_by_name_but_not_by_meaning_is_its_methods(tmp_path, kept):
+    """FedCanon's alpha is a server step, FedCEF's a local step: two parameters. Neither
+    "varies" between the two methods; each is stated with its method. FedCanon's alpha that
+    does vary between FedCanon's curves is in their labels."""
+    for name, alpha in (("fedcanon", 0.2), ("fedcanon", 0.5), ("fedcef", 0.01)):
+        cfg = real(0, **{"algorithm.name": name})
+        cfg["algorithm"] = {"name": name, "alpha": alpha}
+        fake_run(
+            tmp_path,
+            f"{name}_{alpha}",
+            cfg,
+            train_loss=[2, 1, 0.5],
+            objective=[2, 1, 0.5],
+            test_acc=[0.1, 0.5, alpha],
+            stationarity=[1, 0.5, 0.2],
+        )
+    assert plot_cli.main([str(tmp_path), "--out", str(tmp_path / "f.png")]) == 0
+    (fig,) = kept
+    assert legend(fig) == ["FedCanon (α = 0.2)", "FedCanon (α = 0.5)", "FedCEF"]
+    assert fig.caption.startswith("FedCEF (α = 0.01) on ")
+
+
+def test_the_caption_may_be_left_to_the_paper_and_round_ticks_are_evaluations(tmp_path, kept):
+    two_methods(tmp_path)  # evaluations every 5 rounds
+    out = tmp_path / "f.png"
+    assert plot_cli.main([str(tmp_path), "--no-caption", "--out", str(out)]) == 0
+    (fig,) = kept
+    assert fig.texts == [] and fig.caption  # not drawn; still the file's and the side file's
+    assert (tmp_path / "f.caption.txt").read_text().strip() == fig.caption
+    ticks = [t for t in fig.axes[0].get_xticks() if 0 <= t <= 10]
+    assert ticks == [0, 5, 10]
 
 
 def test_seed_counts_in_the_entry_only_where_curves_differ_in_them(tmp_path, kept):

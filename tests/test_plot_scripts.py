@@ -133,7 +133,9 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
         ["0.05", "0.7000"],
         ["0.1", "0.8000"],
     ]
-    assert "one run (seed) per cell; test_acc at the last evaluation" in p.stdout
+    assert (
+        "test_acc at the last evaluation per " in p.stdout and "one run (seed) per cell" in p.stdout
+    )
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
     assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
 
@@ -240,9 +242,7 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
         args = ["--out", tmp_path / "fig.png"] if script == "plot.py" else []
         p = cli(script, tmp_path, *args)
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
-        assert (
-            "mean of 2 seeds per curve" if script == "plot.py" else "2 seeds per cell"
-        ) in p.stdout
+        assert ("mean of 2 seeds" if script == "plot.py" else "2 seeds per cell") in p.stdout
         for run, why in (
             (empty, "metrics.csv is empty"),
             (cut, "metrics.csv is cut"),
@@ -392,9 +392,9 @@ def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path,
         caption
     ]
     assert (
-        "fedcanon (alpha=0.2)" in caption
+        "FedCanon (α = 0.2)" in caption
         and "digits" in caption
-        and "n=3 clients, K=2, B=8" in caption
+        and "n = 3 clients, K = 2 local steps, B = 8" in caption
     )
     assert "seed" not in caption.split(". Lines")[0]
     ax = fig.axes[0]
@@ -433,9 +433,10 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
     )
     (fig,) = figures
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    # a --label changes only what it names: FedCanon's entries keep their printed name and symbol
+    # a --label changes only what it names: FedCanon's entries keep their printed name and symbol;
+    # FedAvg's beta is its own class's (not FedCanon's): in the caption, with FedAvg
     assert legend == [
-        "FedAvg (β = 0.02) (2 seeds)",
+        "FedAvg (2 seeds)",
         "FedCanon (β = 0.02) (3 seeds)",
         "FedCanon (β = 0.5) (1 seed)",
     ]
@@ -448,7 +449,8 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
     assert fig._suptitle.get_text() == "Digits"
     out = capsys.readouterr().out
     assert (
-        "caption: " in out and "FedAvg (β = 0.02) (2 seeds)" in out and "n=" not in "".join(legend)
+        "caption: FedAvg (α = 0.2, β = 0.02) and FedCanon (α = 0.2) on digits" in out
+        and "n=" not in "".join(legend)
     )
 
 
@@ -459,7 +461,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
     p = cli("plot.py", tmp_path / "runs", "--style", "paper", "--out", svg)
     assert p.returncode == 0, p.stderr
     text = svg.read_text()
-    assert "<dc:description>" in text and "fedcanon (alpha=0.2" in text  # the caption, as metadata
+    assert "<dc:description>" in text and "FedCanon (α = 0.2" in text  # the caption, as metadata
     width = float(text.split('width="', 1)[1].split("pt", 1)[0])
     assert (
         200 < width <= 3.4 * 72 + 2 * 0.03 * 72 + 1
@@ -471,7 +473,7 @@ def test_styles_sizes_fonts_and_vector_output(tmp_path):
     from PIL import Image
 
     img = Image.open(png)
-    assert "fedcanon (alpha=0.2" in img.info["Description"]
+    assert "FedCanon (α = 0.2, β = 0.02)" in img.info["Description"]
     pdf = tmp_path / "f.pdf"
     assert cli("plot.py", tmp_path / "runs", "--style", "ggplot", "--out", pdf).returncode == 0
     assert pdf.read_bytes().startswith(b"%PDF-")
@@ -670,7 +672,8 @@ def test_accuracy_table_numbers_and_bold_best(sweep):
     assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
     assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
     assert lines[-1].startswith(
-        "mean ± std over 3 seeds per cell; test_acc at the last evaluation; bold: the best"
+        "test_acc at the last evaluation per partition and algorithm: mean ± std over 3 seeds per "
+        "cell. Bold: the best"
     )
 
 
@@ -724,7 +727,13 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
     assert f"\\textbf{{0.81 $\\pm$ {sd:.2f}}}" in tex
     assert tex.count("\\textbf") == 1
-    assert "\\caption{mean $\\pm$ std over 3 seeds per cell; test\\_acc" in tex
+    assert (
+        "\\caption{test\\_acc and stationarity at the last evaluation per algorithm and partition: mean $\\pm$ std over 3 seeds per cell."
+        in tex
+    )
+    assert (
+        tex.startswith("% needs \\usepackage{booktabs}") and tex.count(" \\\\\n") == 5
+    )  # one header row
     csv = pd.read_csv(io.StringIO(table.render(runs, spec, "csv")))
     assert list(csv.columns) == ["algorithm", "partition", "metric", "mean", "std", "n", "left_out"]
     assert len(csv) == 8 and set(csv["n"]) == {3}
@@ -732,7 +741,7 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     assert row["mean"].item() == pytest.approx(0.81) and row["std"].item() == pytest.approx(sd)
     # the same from the command line, format by --out's suffix
     for ext, head in (
-        (".tex", "\\begin{table}"),
+        (".tex", "% needs \\usepackage{booktabs}"),
         (".csv", "algorithm,partition,metric"),
         (".md", "| algorithm"),
     ):
@@ -850,10 +859,10 @@ def test_real_sweep_through_both_scripts(tmp_path):
     assert len(results.find_runs([sweep_dir])) == 4
     out = tmp_path / "plot.png"
     for cmd, check in (
-        (["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1)"),
+        (["scripts/plot.py", str(sweep_dir), "--out", str(out)], "FedAvg (α = 1, β = 0.02) and"),
         (
             ["scripts/plot.py", str(sweep_dir), "--panels", "algorithm", "--out", str(out)],
-            "FedCanon (α = 0.04)",
+            "FedCanon (α = 0.04",
         ),  # a Hydra choice as panel key; every difference named
         (["scripts/tables.py", str(sweep_dir)], "| FedCanon | FedAvg |"),
         (["scripts/tables.py", str(sweep_dir)], "2 seeds per cell"),
@@ -1121,9 +1130,9 @@ def test_per_seed_reach_says_how_each_run_ended_and_when_it_got_there(tmp_path):
 
 
 def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path, capsys):
-    """FedCanon at beta 0.01 vs FedMiD at beta 0.02: the algorithm alone tells the curves apart,
-    yet beta differs too and is named; the band is named; the caption lies beside the figure;
-    the PDF embeds TrueType (Type 42) fonts, not Type 3."""
+    """FedCanon at beta 0.01 vs FedMiD at beta 0.02: the algorithm alone tells the curves apart;
+    each beta is its own class's parameter, named with its method in the caption; the band is
+    named; the caption lies beside the figure; the PDF embeds TrueType (Type 42) fonts."""
     for seed in range(2):
         acc_run(tmp_path / "runs", f"c{seed}", 0.7, seed=seed, **{"algorithm.beta": 0.01})
         acc_run(
@@ -1136,12 +1145,10 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     pdf = tmp_path / "fig.pdf"
     assert plot_script.main([str(tmp_path / "runs"), "--out", str(pdf)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["FedCanon (β = 0.01)", "FedMiD (β = 0.02)"]
+    assert out[:2] == ["FedCanon", "FedMiD"]
     caption = (tmp_path / "fig.caption.txt").read_text().strip()
-    assert (
-        f"caption: {caption}" in out
-        and "Lines: mean of 2 seeds per curve; bands: ± 1 std" in caption
-    )
+    assert f"caption: {caption}" in out and "Lines: mean of 2 seeds; bands: ± 1 std" in caption
+    assert "β = 0.01" in caption.split(" and FedMiD (")[0] and "β = 0.02" in caption
     data = pdf.read_bytes()
     assert b"CIDFontType2" in data and b"Type3" not in data
 
@@ -1151,5 +1158,7 @@ def test_a_job_recorded_where_its_sweep_ran_is_found_where_the_sweep_is_now(tmp_
     from fedprox_cli.analysis.results import moved_job
 
     sweep = tmp_path / "clone" / "results" / "reproduction" / "fig6"
-    assert moved_job(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
+    assert (
+        moved_job(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
+    )
     assert moved_job(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")  # not of this sweep

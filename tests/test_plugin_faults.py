@@ -84,10 +84,12 @@ def test_a_base_exception_in_a_plugin_is_its_fault(raised, tmp_path):
     errors = [x for x in r.stderr.splitlines() if "error:" in x]
     assert (
         len(errors) == 1
-        and "algorithm plugin 'p' (plug.P) failed in round(state, env, t=1)" in errors[0]
+        and "algorithm plugin 'p' (plug.P) failed in round 2 (round(state, env, t=1))" in errors[0]
     )
     assert f"(at {tmp_path / 'plug.py'}:" in errors[0]
     assert summary["status"] == "error"
+    # round 1 finished before round 2 failed: the record and the closing line count it
+    assert summary["round"] == 1 and "error, 1/3 rounds" in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize(

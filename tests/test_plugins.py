@@ -143,6 +143,7 @@ def plugin(tmp_path, monkeypatch):
     for registry, entries in zip(registries, saved):
         registry.clear()
         registry.update(entries)
+        registry.broken.clear()
 
 
 def test_entry_points_complete_every_registry(plugin):
@@ -156,14 +157,16 @@ def test_entry_points_complete_every_registry(plugin):
         assert name in names()
     assert algorithms.build("prox_gd", beta=0.1).beta == 0.1
     assert regularizers.build("sql2", lam=0.5).lam == 0.5
-    with pytest.raises(UserError, match=r"unknown compressor 'nope' \(choose from: .*scaled_sign"):
+    with pytest.raises(UserError, match=r"unknown compressor 'nope'; the options: .*scaled_sign"):
         compressors.build("nope")
     with pytest.raises(UserError, match="algorithm prox_gd has no parameter mu"):
         algorithms.build("prox_gd", mu=1.0)
 
 
 def test_a_name_loads_only_its_own_entry_point(plugin):
-    """A lookup imports the plugin it needs, not every installed one."""
+    """A lookup imports the plugin it needs, not every installed one; a plugin that cannot be
+    imported is one line when chosen, and hides nothing when all are listed (a suite that
+    lists every model still collects)."""
     write_dist(
         plugin / "site",
         "brokenplugin",
@@ -171,12 +174,19 @@ def test_a_name_loads_only_its_own_entry_point(plugin):
         {"models": "broken = brokenplugin:model"},
     )
     assert models.build("tiny", (1, 8, 8), 10, hidden=4)[1].out_features == 4
+    assert "tiny" in models.names() and "broken" not in models.names()
     with pytest.raises(
         UserError,
         match=r"model plugin 'broken' \(brokenplugin:model, entry point "
         r"group fedprox_cli.models\) cannot be loaded: RuntimeError",
     ):
-        models.names()
+        models.lookup("broken")
+    with pytest.raises(
+        UserError,
+        match=r"unknown model 'tinny' \(did you mean tiny\?\); the options: .*tiny.*; "
+        r"installed but not loadable: broken$",
+    ):
+        models.lookup("tinny")
 
 
 def _per_round(run_dir, column):
@@ -385,7 +395,7 @@ BROKEN_CASES = {  # group option -> the one line
     "must define name: ClassVar[str] = \"<its config name>\" (docs/extending.md)",
     "algorithm=list_steps": "algorithm plugin 'list_steps' (broken.ListSteps) breaks its contract: prox_steps(K, T) "
     "must return a dict of str -> number > 0 (each prox parameter by name), got [0.1]",
-    "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round(state, env, t=0): KeyError: 'w' "
+    "algorithm=raises": "algorithm plugin 'raises' (broken.Raises) failed in round 1 (round(state, env, t=0)): KeyError: 'w' "
     "(at {site}/broken.py:37)",
     "algorithm=list_state": "algorithm plugin 'list_state' (broken.ListState) breaks its contract: round(state, env, "
     "t) must return the next state: a dict of str -> tensor (or number) with the keys of init's (z), got a list of a Tensor of shape (650,)",

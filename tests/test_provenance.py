@@ -134,3 +134,53 @@ def test_a_refused_run_and_a_dry_run_leave_no_folder(tmp_path, mine):
     assert dry.returncode == 0, dry.stderr
     assert "nothing written" in dry.stdout and not (tmp_path / "dry").exists()
     assert "metrics:" not in dry.stdout
+
+
+@pytest.mark.parametrize("how", ["interrupted", "finished, extended"])
+def test_a_run_continued_under_changed_code_is_refused_or_recorded_mixed(mine, how):
+    """A checkpoint made by one code, continued by another (the plugin's file edited): refused
+    with the two options; with mixed_code=true it goes on, its summary keeps both codes and
+    the round, and fedrun-report, fedrun-table and the closing line say it is mixed."""
+    searchpath = f"hydra.searchpath=[file://{mine / 'conf'}]"
+    run, path = mine / "run", [mine / "site"]
+    args = [searchpath, *TINY, "checkpoint_every=1", "keep_checkpoint=true", f"hydra.run.dir={run}"]
+    first = fedrun(*args, path=path)
+    assert first.returncode == 0, first.stderr
+    old = summary(run)["code"]["algorithm"]["digest"]
+    if how == "interrupted":  # as a run stopped after round 2 of 4 leaves it
+        s = summary(run)
+        (run / "summary.json").write_text(json.dumps({**s, "status": "interrupted", "T": 4}))
+    (mine / "site" / "mine.py").write_text(MINE + "# a change of one step\n")
+    before = (run / "summary.json").read_bytes()
+    refused = fedrun(*args, "T=4", path=path)
+    assert refused.returncode == 2, refused.stderr
+    line = refused.stderr.splitlines()[-1]
+    assert line.startswith(
+        f"fedrun: error: the run in {run} was made by other code than this (algorithm mine: "
+        f"code {old} -> "
+    ) and line.endswith(
+        "to start it over with this code, set resume=false; to continue it from round 2 with "
+        "this code, set mixed_code=true (its record then keeps both codes and the round they "
+        "changed)"
+    ), line
+    assert (run / "summary.json").read_bytes() == before
+    mixed = fedrun(*args, "T=4", "mixed_code=true", path=path)
+    assert mixed.returncode == 0, mixed.stderr
+    s = summary(run)
+    new = s["code"]["algorithm"]["digest"]
+    assert new != old and s["status"] == "finished"
+    assert [(h["from_round"], h["code"]["algorithm"]["digest"]) for h in s["code_history"]] == [
+        (0, old),
+        (2, new),
+    ]
+    said = f"mixed code: algorithm mine: code {old} -> {new} after round 2"
+    assert mixed.stdout.splitlines()[-3].endswith(f"{run} ({said})"), mixed.stdout
+    again = fedrun(*args, "T=4", path=path)  # the same command: finished, and still mixed
+    assert again.returncode == 0 and "already finished" in again.stdout
+    notes = []
+    results.load([run], warn=notes.append)
+    assert f"note: {run} was continued with other code ({said})" in notes
+    from fedprox_cli.cli import status
+
+    _, rows = status.rows([run])
+    assert rows[0]["code"] == said

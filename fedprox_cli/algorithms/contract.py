@@ -66,10 +66,17 @@ def init(alg: Algorithm[Any], z0: torch.Tensor, n: int) -> State:
     return state
 
 
+def round_call(t: int) -> str:
+    """Round ``t + 1`` named as a message names it: rounds count from 1 everywhere (metrics.csv's
+    ``round`` is the rounds done), and the algorithm's call for it is ``round(state, env, t)``
+    with ``t`` from 0 (docs/algorithms.md), so a line about that call gives both."""
+    return f"round {t + 1} (round(state, env, t={t}))"
+
+
 def round(alg: Algorithm[Any], state: State, env: Env, t: int) -> State:
     """The next state, with the keys of ``state`` (a checkpoint saves and restores them all),
     each entry of the shape, dtype and device it had (init's, by induction)."""
-    with calling(alg, "algorithm", f"round(state, env, t={t})"):
+    with calling(alg, "algorithm", round_call(t)):
         new: State = alg.round(state, env, t)
     returned(
         alg,
@@ -106,7 +113,7 @@ def round(alg: Algorithm[Any], state: State, env: Env, t: int) -> State:
             raise _broken(
                 alg,
                 "round",
-                f"round {t + 1} returned state[{k!r}] as a {_layout(v)}, "
+                f"{round_call(t)} returned state[{k!r}] as a {_layout(v)}, "
                 f"init made a {_layout(old)}",
                 fix,
             )

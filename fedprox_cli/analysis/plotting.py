@@ -168,14 +168,40 @@ def integer_ticks(axis) -> None:
 
 
 def at_data(ax, xs, integer: bool = True) -> None:
-    """x limits at the data's first and last finite value (no margin: ticks stop at T), with
-    whole-number ticks (rounds) if ``integer``."""
+    """x limits at the data's first and last finite value (no margin: ticks stop at T); with
+    ``integer`` (rounds), ticks at the rounds the curves were evaluated at (:func:`round_ticks`)."""
     xs = np.asarray(xs, float)
     xs = xs[np.isfinite(xs)]
     if len(xs) and xs.min() < xs.max():
         ax.set_xlim(xs.min(), xs.max())
     if integer:
-        integer_ticks(ax.xaxis)
+        round_ticks(ax.xaxis, xs)
+
+
+TICKS = 8  # at most about this many labelled ticks on a round axis
+
+
+def round_ticks(axis, xs) -> None:
+    """Ticks on a round axis at multiples of the evaluation step (the most common gap between
+    evaluated rounds: eval_every), every 1, 2, 5, 10, ... of them so that about :data:`TICKS`
+    fit; whole numbers where the data give no step."""
+    from matplotlib.ticker import MultipleLocator
+
+    rounds = np.unique(np.round(xs))
+    gaps = np.diff(rounds)
+    if len(gaps) == 0:
+        integer_ticks(axis)
+        return
+    values, counts = np.unique(gaps, return_counts=True)
+    step = float(values[np.argmax(counts)])
+    span = rounds[-1] - rounds[0]
+    every = next(
+        m for m in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, np.inf) if span / (step * m) <= TICKS
+    )
+    if not np.isfinite(every):
+        integer_ticks(axis)
+        return
+    axis.set_major_locator(MultipleLocator(step * every))
 
 
 def readable_log_ticks(ax, which: str = "y") -> None:
@@ -279,6 +305,19 @@ def _px(size) -> float:
     return FontProperties(size=size).get_size_in_points()
 
 
+def balanced_fill(text: str, chars: int) -> str:
+    """``text`` wrapped to at most ``chars`` a line in as few lines as that takes, of even
+    length (no last line of one word), never breaking a ``key = value`` apart."""
+    import textwrap
+
+    glued = text.replace(" = ", "\0=\0")  # no break there: NUL is no whitespace to textwrap
+    lines = len(textwrap.wrap(glued, chars))
+    width = max(1, -(-len(glued) // lines))
+    while len(textwrap.wrap(glued, width)) > lines:
+        width += 1
+    return textwrap.fill(glued, width).replace("\0=\0", " = ")
+
+
 def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> None:
     """One legend for the whole figure below the axes, in as many columns as fit the figure's
     width (a label too long for one column is wrapped), and ``caption`` (the settings every curve
@@ -328,7 +367,7 @@ def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> N
         fig.text(
             0.5,
             y,
-            textwrap.fill(caption, chars),
+            balanced_fill(caption, chars),
             ha="center",
             va="top",
             fontsize=0.9 * _px(plt.rcParams["legend.fontsize"]),

@@ -19,7 +19,7 @@ from ..common import run_files
 from ..common.errors import require
 from ..common.flatten import flatten
 from ..config.keys import complete
-from ..runs.code_record import mixed
+from ..runs.code_record import mixed, mixed_line
 from ..runs.outputs import effective_status
 from .groups import config_key, is_run_control, matches, once
 from .jobrecords import records
@@ -93,9 +93,10 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
     return key
 
 
-def _status(run_dir: Path) -> tuple[str, str, dict]:
+def _status(run_dir: Path) -> tuple[str, str, dict, str]:
     """The run's effective status (``dead`` for a recorded ``running`` whose process
-    is gone: :func:`outputs.effective_status`), its error message and its code record;
+    is gone: :func:`outputs.effective_status`), its error message, its code record and what
+    its record says of a change of code (:func:`code_record.mixed_line`);
     :class:`run_files.RunFileError` for a summary.json that cannot be read."""
     try:
         summary = run_files.read_summary(run_dir)
@@ -103,7 +104,12 @@ def _status(run_dir: Path) -> tuple[str, str, dict]:
         raise run_files.RunFileError(f"{run_files.SUMMARY} is unreadable: {e.why}") from None
     except (OSError, ValueError):
         summary = {}
-    return effective_status(run_dir), str(summary.get("error", "")), summary.get("code", {})
+    return (
+        effective_status(run_dir),
+        str(summary.get("error", "")),
+        summary.get("code", {}),
+        mixed_line(summary.get("code_history")) or "",
+    )
 
 
 def load_run(run_dir: Path) -> Run:
@@ -111,9 +117,15 @@ def load_run(run_dir: Path) -> Run:
     :class:`run_files.RunFileError` when its config or metrics cannot be read."""
     cfg = run_files.read_config(run_dir)
     metrics = run_files.read_metrics(run_dir)
-    status, error, code = _status(run_dir)
+    status, error, code, mixed_code = _status(run_dir)
     return Run(
-        run_dir, {**complete(flatten(cfg)), **_choices(run_dir)}, metrics, status, error, code
+        run_dir,
+        {**complete(flatten(cfg)), **_choices(run_dir)},
+        metrics,
+        status,
+        error,
+        code,
+        mixed_code,
     )
 
 
@@ -149,6 +161,9 @@ def load(
         require(runs, f"no run has {cond}")
     for line in mixed([r.code for r in runs]):
         warn(f"note: runs made by different code side by side: {line}")
+    for r in runs:
+        if r.mixed:
+            warn(f"note: {r.path} was continued with other code ({r.mixed})")
     return runs
 
 

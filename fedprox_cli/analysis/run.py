@@ -64,6 +64,7 @@ class Run:
     status: str  # summary.json's status; "missing" without a readable summary
     error: str = ""  # summary.json's error message, if any
     code: dict = field(default_factory=dict)  # summary.json's code record (runs.code_record)
+    mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
 
     def column(self, name: str) -> np.ndarray:
         if name == "bytes":

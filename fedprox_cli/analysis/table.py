@@ -1,5 +1,5 @@
 """Tables of run groups (``fedrun-table``): final metrics, mean ± std over seeds, as Markdown,
-LaTeX (booktabs, through pandas' ``Styler.to_latex``) or CSV.
+LaTeX (booktabs: one header row, the caption saying what is shown; :func:`_latex`) or CSV.
 
 One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grouping by name --
 ``rows`` (config keys; by default the keys that tell the groups apart) and an optional
@@ -27,6 +27,7 @@ import pandas as pd
 
 from ..common.errors import require
 from ..runs.outputs import LOWER_IS_BETTER
+from .caption import listing
 from .groups import config_key, fmt, group, is_number, label_keys, short, table_keys
 from .names import method_names
 from .run import LOG_Y, Run
@@ -157,6 +158,85 @@ def _value(cell: Cell, spec: str, pm: str) -> str:
     return f"{cell.mean:{spec}}" + (f" {pm} {cell.std:{spec}}" if cell.n > 1 else "")
 
 
+def _index(first: Table, say) -> pd.Index:
+    """The rows: a MultiIndex of the row keys' values (printed names), or one unnamed row."""
+    if not first.row_keys:
+        return pd.Index([""] * len(first.rows))
+    return pd.MultiIndex.from_tuples(
+        [
+            tuple(say(fmt(r[k])) if r[k] is not None else "" for k in first.row_keys)
+            for r in first.rows
+        ],
+        names=[say(short(k)) for k in first.row_keys],
+    )
+
+
+def _columns(first: Table, spec: Spec, say) -> pd.Index:
+    """(metric, header) pairs, the headers of one metric, or the metrics (no column key)."""
+    headers = [say(fmt(c)) + h[len(fmt(c)) :] for c, h in zip(first.cols, first.headers)]
+    metrics = [say(m) for m in spec.metrics]
+    if not spec.column:
+        return pd.Index(metrics)
+    if len(spec.metrics) == 1:
+        return pd.Index(headers)
+    return pd.MultiIndex.from_tuples([(m, h) for m in metrics for h in headers])
+
+
+def _texts(cells: pd.DataFrame, first: Table, spec: Spec, means, uniform: bool, pm: str):
+    """Each cell as text (``0.8100 ± 0.0100``, its runs said in it unless ``uniform``)."""
+    text = pd.DataFrame("", index=cells.index, columns=cells.columns)
+    for j, (m, c) in enumerate((m, c) for m in spec.metrics for c in first.cols):
+        for i in range(len(cells.index)):
+            cell = cells.iat[i, j]
+            if cell is None:
+                continue
+            f = _spec(m, spec.precision)
+            t = _value(cell, f, pm) if uniform else cell.text(f).replace("±", pm)
+            text.iat[i, j] = t + _ratios(spec, means, first.cols, i, j, c, m, first.row_keys)
+    return text
+
+
+def _bold(cells: pd.DataFrame, means: pd.DataFrame, first: Table, spec: Spec) -> pd.DataFrame:
+    """Bold compares the means as printed: means equal to the precision shown are never bold."""
+    stds = cells.map(lambda c: c.std if c is not None and c.n > 1 else 0.0)
+    shown = means.copy()
+    for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
+        f = _spec(m, spec.precision)
+        shown.iloc[:, j] = means.iloc[:, j].map(lambda v, f=f: float(f"{v:{f}}"))
+    return _best(shown, stds, spec)
+
+
+def caption(spec: Spec, first: Table, ns: Counter, uniform: bool, single: bool, say) -> str:
+    """What the table shows, as sentences: the metrics at which evaluation, per what (the row
+    and column keys), how many seeds a cell holds, and what bold means."""
+    k = next(iter(ns)) if uniform else 0
+    runs = (
+        "one run (seed) per cell"
+        if k == 1
+        else f"mean ± std over {k} seeds per cell"
+        if uniform
+        else "mean ± std over the seeds in each cell"
+    )
+    final = (
+        "the mean of the last 10% of evaluations" if spec.final == "tail" else "the last evaluation"
+    )
+    keys = [say(short(x)) for x in first.row_keys] + (
+        [say(short(spec.column))] if spec.column else []
+    )
+    per = f" per {listing(keys)}" if keys else ""
+    what = listing([say(m) for m in spec.metrics])
+    what = what[0].upper() + what[1:] if what.split()[0].isalpha() else what  # not test_acc
+    text = f"{what} at {final}{per}: {runs}."
+    if _how(spec) != "none":
+        text += (
+            f" Bold: the best mean {'of its row' if _how(spec) == 'row' else 'of its column'}, "
+            f"where it beats the runner-up by more than the larger of their stds"
+            + (" (one seed: by any margin shown)" if single else "")
+            + "."
+        )
+    return text
+
+
 def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     """The table of ``runs`` that ``spec`` describes (``pm``: the text of ±)."""
     require(spec.bold in BOLD, f"bold must be one of {', '.join(BOLD)}, got {spec.bold!r}")
@@ -166,25 +246,7 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     for key in [*([spec.column] if spec.column else []), *(spec.rows or [])]:
         printed.update(method_names([r.config for r in runs], config_key(runs, key)))
     say = lambda v: spec.names.get(v, printed.get(v, v))  # noqa: E731
-    keys = [say(short(k)) for k in first.row_keys]
-    if keys:
-        index = pd.MultiIndex.from_tuples(
-            [
-                tuple(say(fmt(r[k])) if r[k] is not None else "" for k in first.row_keys)
-                for r in first.rows
-            ],
-            names=keys,
-        )
-    else:
-        index = pd.Index([""] * len(first.rows))
-    headers = [say(fmt(c)) + h[len(fmt(c)) :] for c, h in zip(first.cols, first.headers)]
-    metrics = [say(m) for m in spec.metrics]
-    if len(spec.metrics) == 1:
-        columns = pd.Index(headers) if spec.column else pd.Index(metrics)
-    elif spec.column:
-        columns = pd.MultiIndex.from_tuples([(m, h) for m in metrics for h in headers])
-    else:
-        columns = pd.Index(metrics)
+    index, columns = _index(first, say), _columns(first, spec, say)
     cells = pd.DataFrame(
         [
             [tables[m].cells.get((i, c)) for m in spec.metrics for c in first.cols]
@@ -193,47 +255,15 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
         index=index,
         columns=columns,
     )
-    ns = Counter(c.n for c in cells.to_numpy().ravel() if c is not None)
-    uniform = len(ns) == 1 and all(c is None or not c.left_out for c in cells.to_numpy().ravel())
+    every = [c for c in cells.to_numpy().ravel() if c is not None]
+    ns = Counter(c.n for c in every)
+    uniform = len(ns) == 1 and not any(c.left_out for c in every)
     means = cells.map(lambda c: c.mean if c is not None and c.n else math.nan)
-    text = pd.DataFrame("", index=index, columns=columns)
-    for j, (m, c) in enumerate((m, c) for m in spec.metrics for c in first.cols):
-        for i in range(len(index)):
-            cell = cells.iat[i, j]
-            if cell is None:
-                continue
-            t = cell.text(_spec(m, spec.precision)).replace("±", pm)
-            if uniform:
-                t = _value(cell, _spec(m, spec.precision), pm)
-            text.iat[i, j] = t + _ratios(spec, means, first.cols, i, j, c, m, first.row_keys)
-    stds = cells.map(lambda c: c.std if c is not None and c.n > 1 else 0.0)
-    shown = (
-        means.copy()
-    )  # bold compares the means as printed: equal to the precision shown, none bold
-    for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
-        shown.iloc[:, j] = means.iloc[:, j].map(
-            lambda v, f=_spec(m, spec.precision): float(f"{v:{f}}")  # noqa: B008 (bound per metric)
-        )
-    bold = _best(shown, stds, spec)
-    k = next(iter(ns)) if uniform else 0
-    n_text = (
-        "one run (seed) per cell"
-        if k == 1
-        else f"mean {pm} std over {k} seeds per cell"
-        if uniform
-        else f"mean {pm} std over the seeds in each cell"
+    text = _texts(cells, first, spec, means, uniform, pm)
+    note = caption(spec, first, ns, uniform, any(c.n == 1 for c in every), say)
+    return Built(
+        index, columns, cells, text, _bold(cells, means, first, spec), note, _tidy(tables, spec)
     )
-    final = "mean of the last 10% of evaluations" if spec.final == "tail" else "last evaluation"
-    note = f"{n_text}; {', '.join(map(say, spec.metrics))} at the {final}"
-    if _how(spec) != "none":
-        single = any(c is not None and c.n == 1 for c in cells.to_numpy().ravel())
-        note += (
-            f"; bold: the best mean {'of its row' if _how(spec) == 'row' else 'of its column'}, "
-            f"where it "
-            f"beats the runner-up by more than the larger of their stds"
-            + (" (one seed: by any margin shown)" if single else "")
-        )
-    return Built(index, columns, cells, text, bold, note, _tidy(tables, spec))
 
 
 def _ratios(
@@ -326,20 +356,59 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
     return markdown([*names, *heads], rows) + f"\n\n{b.note}\n"
 
 
+def _tex(text) -> str:
+    """Text escaped for LaTeX (a name, a header; cells are written by this module already)."""
+    out = str(text)
+    for a, b in (
+        ("\\", r"\textbackslash{}"),
+        ("&", r"\&"),
+        ("%", r"\%"),
+        ("$", r"\$"),
+        ("#", r"\#"),
+        ("_", r"\_"),
+        ("{", r"\{"),
+        ("}", r"\}"),
+    ):
+        out = out.replace(a, b)
+    return out.replace("±", r"$\pm$")
+
+
 def _latex(b: Built) -> str:
-    styler = b.text.style.apply(
-        lambda _: b.bold.map(lambda x: "textbf:--rwrap;" if x else ""), axis=None
-    )
-    styler = styler.format_index(escape="latex", axis=0).format_index(escape="latex", axis=1)
-    if all(n is None for n in b.index.names) and len(b.index) <= 1:
-        styler = styler.hide(axis="index")
-    return styler.to_latex(
-        hrules=True,
-        caption=b.note.replace("_", r"\_"),
-        position_float="centering",
-        multicol_align="c",
-        sparse_index=False,
-    )
+    """A booktabs table (``\\usepackage{booktabs}``): one header row naming the row keys and
+    the columns (under a row of metrics spanning their columns when there are several), bold
+    with ``\\textbf``, the caption saying what is shown (:func:`caption`)."""
+    names = [n for n in b.index.names if n is not None]
+    keys = len(names) if names else (0 if len(b.index) <= 1 else 1)
+    cols = list(b.columns)
+    spanning = isinstance(b.columns, pd.MultiIndex)
+    lines = [
+        "% needs \\usepackage{booktabs} in the preamble",
+        "\\begin{table}",
+        "\\centering",
+        f"\\caption{{{_tex(b.note)}}}",
+        f"\\begin{{tabular}}{{{'l' * keys}{'c' * len(cols)}}}",
+        "\\toprule",
+    ]
+    if spanning:
+        heads, rules, at = [""] * keys, [], keys + 1
+        for metric in dict.fromkeys(c[0] for c in cols):
+            width = sum(c[0] == metric for c in cols)
+            heads.append(f"\\multicolumn{{{width}}}{{c}}{{{_tex(metric)}}}")
+            rules.append(f"\\cmidrule(lr){{{at}-{at + width - 1}}}")
+            at += width
+        lines += [" & ".join(heads) + " \\\\", " ".join(rules)]
+    header = [_tex(n) for n in names] + [""] * (keys - len(names))
+    header += [_tex(c[1] if spanning else c) for c in cols]
+    lines += [" & ".join(header) + " \\\\", "\\midrule"]
+    for i, key in enumerate(b.index):
+        row = list(key) if isinstance(key, tuple) else ([key] if keys else [])
+        cells = [
+            f"\\textbf{{{t}}}" if bold and t else t
+            for t, bold in zip(b.text.iloc[i].tolist(), b.bold.iloc[i].tolist())
+        ]
+        lines.append(" & ".join([*map(_tex, row), *cells]) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
 
 
 def output_format(out: Path | None, given: str | None) -> str:

@@ -87,8 +87,8 @@ class RunSet:
     # combination of their values, never deciding (.sensitivity)
     bench: str = ""  # a benchmark run set's file under the results root (else each test's file)
     provenance: str = ""  # where a file measured elsewhere came from (commit, device, command)
-    unreachable: dict = field(default_factory=dict)  # metric -> why no run on this data can
-    # reach a level test's bound on it by construction: such a level decides nothing here
+    unreachable: dict = field(default_factory=dict)  # metric -> why a level's bound is out of
+    # reach on this stand-in, said where no run here reaches it (then it decides nothing here)
 
     def declared(self) -> list[tuple[tuple, int]]:
         """Every declared run as ((key, value) pairs, seed)."""
@@ -249,7 +249,21 @@ def load() -> list[Claim]:
         claims += [_claim(paper, d) for d in yaml.safe_load(text)]
     ids = [c.id for c in claims]
     require(len(set(ids)) == len(ids), "two claims share an id")
+    facts = stand_ins()
+    for c in claims:
+        for rs in c.ran:
+            require(
+                not rs.stands_for or rs.data in facts,
+                f"claim {c.id}: stand-in {rs.data!r} has no entry in claims/stand_ins.yaml",
+            )
     return _shared(claims)
+
+
+def stand_ins() -> dict[str, str]:
+    """Each stand-in dataset's facts (size, split, what it stands for), from ``stand_ins.yaml``;
+    every run set's data with a ``stands_for`` must have an entry (:func:`load` refuses
+    otherwise)."""
+    return yaml.safe_load(resources.files(__package__).joinpath("stand_ins.yaml").read_text())
 
 
 def _measurement(rs: RunSet, t: Test) -> tuple:

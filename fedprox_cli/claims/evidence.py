@@ -38,16 +38,26 @@ class Evidence:
 
 
 def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
-    """Why a level test decides nothing on ``rs`` (its data cannot reach the level by
-    construction, ``unreachable``), with the best value a run there reaches; "" where it decides."""
-    why = rs.unreachable.get(t.metric) if t.kind == "level" and "min" in t.holds else None
-    if not why or not found:
+    """Why a level test decides nothing on ``rs``: on a stand-in (``stands_for``) no run reaches
+    the paper's level (its best run stays below ``min``: the stand-in cannot show it), with that
+    best value and, where declared (``unreachable``), why; "" where it decides (the paper's own
+    data, or some run there reaches the level)."""
+    if t.kind != "level" or "min" not in t.holds or not rs.stands_for or not found:
         return ""
     best = max((u for u in found if math.isfinite(u.value)), key=lambda u: u.value, default=None)
+    if best is not None and best.value >= t.holds["min"]:
+        return ""
     for u in found:
         u.raw, u.holds = u.holds, None
-    reached = f"; the best run here reaches {num(best.value)} ({best.label})" if best else ""
-    return f"{t.metric} {t.holds['min']:g} is out of reach on {rs.data}: {why}{reached}"
+    why = rs.unreachable.get(t.metric)
+    reached = (
+        f"the best run here reaches {num(best.value)} ({best.label})"
+        if best
+        else "no run is finite"
+    )
+    return f"{t.metric} {t.holds['min']:g} is out of reach on {rs.data}: {reached}" + (
+        f"; {why}" if why else ""
+    )
 
 
 def outcomes(claim: Claim, rs: RunSet, runs: list[Run]) -> list[Outcome]:

@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import groups as grouping
-from ..analysis.curves import Y_LABELS, style
+from ..analysis.curves import Y_LABELS, mean_curve, style
 from ..analysis.names import method_names
 from ..analysis.plotting import (
     at_data,
@@ -31,7 +31,7 @@ from ..analysis.plotting import (
     symbol,
 )
 from ..analysis.run import X_AXES, Run
-from ..analysis.stats import band, fit_line, seeds
+from ..analysis.stats import fit_line, seeds
 from .declare import Claim, Figure, RunSet
 
 FORMATS = ("png", "pdf")
@@ -112,17 +112,9 @@ def _num(v: str) -> bool:
 
 
 def _mean_curve(ax, ok: list[Run], x: str, y: str, scale: float, log: bool, st: dict):
-    """The mean curve of ``ok`` (its line; the band of one std where there are two or more)."""
-    b = band(ok, x, y)
-    xs, mean, std = b["x"].to_numpy() / scale, b["mean"].to_numpy(), b["std"].to_numpy()
-    (line,) = ax.plot(
-        xs,
-        np.where(mean > 0, mean, np.nan) if log else mean,
-        **st,
-        markevery=max(1, len(b) // 8),
-        markersize=3,
-    )
-    spread = (xs, mean - std, mean + std, st["color"]) if len(ok) > 1 else None
+    """The mean curve of ``ok`` (its line; the band of one std where there are two or more;
+    its x and mean), drawn as fedrun-plot draws one (:func:`analysis.curves.mean_curve`)."""
+    line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st, marks=8, markersize=3)
     return line, spread, (xs, mean)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import sensitivity
+from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
 from .text import against, num, shown
@@ -28,8 +28,8 @@ seed in a panel; a pair for ratios; a run for levels; a model for the prox bench
 is *primary* (it tests the quoted words or a number the paper states) or *supporting* (shown,
 marked so, never deciding). The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
-unit, **not reproduced** when in none, **partly** in between or when an ordering holds from some
-round on only; **partly run (k of m runs)** with declared runs missing; **not run** when nothing
+unit, **not reproduced** when in none, **partly** in between or when an ordering read to the end
+holds from some round on only (over a window that ends, a speed test, it then does not hold); **partly run (k of m runs)** with declared runs missing; **not run** when nothing
 ran here. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
 rounds than the paper's T where they depend on T; the claim's other primary tests then decide
 (**not reproduced** if they hold in no unit, **inconclusive** if in every unit), and with none
@@ -39,9 +39,13 @@ of evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r o
 bound. A diverged run (first non-finite evaluation at round r: "diverged after round r") is the
 worst in every comparison beyond its last finite evaluation and never shortens the window the
 others are read over (an equal-bytes budget comes from the runs that reached T). A run that did
-not train (chance accuracy) is left out of each compared pair it is in. A level a stand-in
-cannot reach by construction decides nothing on it. A claim measured on several devices gets a
-word per device. Runs here: a 2-core CPU, one thread per job (device column);
+not train (chance accuracy) is left out of each compared pair it is in. Orderings compare each
+seed's runs (per-seed curves, not the mean curve the papers plot); a win over a diverged run
+names it ("over diverged za2"). A level no run on a stand-in reaches (its best method stays
+below) decides nothing on it; the claim says what the best run reaches. A claim read on several
+devices or stand-ins gets a word for each where they differ; one whose word changes with a
+choice the paper leaves open (a sensitivity grid: holds at some values, not reproduced at
+others) is **inconclusive**, saying at which values it holds. Runs here: a 2-core CPU, one thread per job (device column);
 `fedrun-reproduce plan --device cuda` gives the papers' own settings."""
 
 
@@ -123,8 +127,13 @@ def row(r: Rendered) -> str:
     deciding = primary(ev.outcomes) if ev is not None else []
     if deciding:  # the primary test of the paper's number, else the first; the others' counts
         first = next((o for o in deciding if o.test.paper), deciding[0])
-        ours = headline(first) + "".join(
-            f"; test {ev.outcomes.index(o) + 1}: {state(o)[1]}" for o in deciding if o is not first
+        ours = (
+            f"test {ev.outcomes.index(first) + 1}, {_number(first)}: {headline(first)}"
+            + "".join(
+                f"; test {ev.outcomes.index(o) + 1}: {state(o)[1]}"
+                for o in deciding
+                if o is not first
+            )
         )
     if ev is not None and any(d for d, _ in ev.diverged.values()):
         ours += f"; {diverged(ev)}"
@@ -157,7 +166,13 @@ def trained(c: Claim, ev: Evidence) -> str:
         + "; ".join(f"{k}: {num(v)}" for k, v in means.items())
         + "."
     )
-    if low:
+    if low and len(low) == len(ev.trained):
+        text += (
+            f" Below {c.trained_min:g} (untrained) in every run of every setting: on "
+            f"{data_of(ev.runset)} this model does not train, so the run set cannot test the "
+            f"claim (a limit of the data and model here, not a result of the methods)."
+        )
+    elif low:
         text += (
             f" Below {c.trained_min:g} (untrained) in every run: {'; '.join(low)} -- a result of "
             f"this setting, which leaves it out of every compared pair it is in."
@@ -213,6 +228,15 @@ def _value_word(o: Outcome) -> str:
     if t.source == "bench":
         return f"{t.metric} over one forward-backward pass, for {', '.join(t.values)}"
     return f"{t.metric} over {shown(t.base)}"
+
+
+def _number(o: Outcome) -> str:
+    """What a test's summary number is (an ordering read at every evaluation: its first
+    value's last one)."""
+    t = o.test
+    if t.kind == "order" and t.at == "every":
+        return f"{t.metric} (last) at {report_key(t.key)}={shown(t.values[0])}"
+    return _value_word(o)
 
 
 def owners(claims: list[Claim]) -> dict[str, Claim]:
@@ -354,8 +378,8 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
 
 def exemptions(claims: list[Claim]) -> str:
     """The rule's exemptions, each with the claims it applies to (from their declarations)."""
-    seeds = [c.title for c in claims if any(t.no_seeds for t in c.tests)]
-    rounds = [c.title for c in claims if any(t.per_round for t in c.tests)]
+    seeds = [_exempt(c, "no_seeds") for c in claims if any(t.no_seeds for t in c.tests)]
+    rounds = [_exempt(c, "per_round") for c in claims if any(t.per_round for t in c.tests)]
     out = []
     if seeds:
         out.append(
@@ -370,6 +394,14 @@ def exemptions(claims: list[Claim]) -> str:
     return ("Exemptions from the rule: " + "; ".join(out) + ".") if out else ""
 
 
+def _exempt(c: Claim, flag: str) -> str:
+    """The claim's title, with the tests the exemption covers where it does not cover all."""
+    tests = [i for i, t in enumerate(c.tests, 1) if getattr(t, flag)]
+    if len(tests) == len(c.tests):
+        return c.title
+    return f"{c.title} test{'s' * (len(tests) > 1)} {', '.join(map(str, tests))}"
+
+
 def elsewhere(rendered: list[Rendered]) -> str:
     """Which claims also rest on measurements made on another device, and where they are."""
     per: dict[str, list[str]] = {}
@@ -381,6 +413,18 @@ def elsewhere(rendered: list[Rendered]) -> str:
         f"Measured on an {d} (files under `reproduction/`, each with its provenance): "
         f"{', '.join(dict.fromkeys(titles))}."
         for d, titles in per.items()
+    )
+
+
+def stand_ins(rendered: list[Rendered]) -> str:
+    """What each stand-in a claim ran on is (declare.stand_ins), and what it stands for."""
+    facts, used = declare.stand_ins(), {}
+    for r in rendered:
+        for ev in r.evidence:
+            if ev.present and ev.runset.stands_for:
+                used.setdefault(ev.runset.data, {})[ev.runset.stands_for] = None
+    return "\n".join(
+        f"- **{d}** (for {', '.join(fors)}): {facts[d]}." for d, fors in sorted(used.items())
     )
 
 
@@ -403,8 +447,13 @@ def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
         "",
         exemptions([r.claim for r in rendered]),
         "",
-        "| claim | paper's number | ours (its test: mean ± std; holds in) | "
-        "data / T / seeds / device | word | figure |",
+        "Stand-ins (the data a claim ran on in place of the paper's):",
+        stand_ins(rendered),
+        "",
+        (
+            "| claim | paper's number | ours (the test named, its number: mean ± std; holds in) | "
+            "data / T / seeds / device | word | figure |"
+        ),
         "|---|---|---|---|---|---|",
     ]
     return (

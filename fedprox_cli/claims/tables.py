@@ -11,7 +11,8 @@ of the paper's cells as printed) what the paper states.
 - ``runs`` (Tables V, VI): the paper's rows, then ours in the same columns (``key`` rows,
   ``column`` methods, ``metric`` at ``at``): ``mean ± std`` or, with ``ratio``, the time and its
   ratios to the first column and to the previous row, as the paper prints them. Ours bold only
-  where the best beats the runner-up by more than the larger std (the note says so).
+  where the best beats the runner-up by more than the larger std (the note says so); with one
+  run per cell (no std) nothing is bold.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
             else:
                 text = f"{c.mean:.{prec}f}" + (f" ± {c.std:.{prec}f}" if c.n > 1 else "")
             row.append(text)
-            means.append((c.mean, c.std if c.n > 1 else 0.0))
+            means.append((c.mean, c.std if c.n > 1 else math.nan))
         before = {v: c.mean for v, c in cells.items() if c.n}
         lead = [*spec.get("extra", []), spec.get("key_names", {}).get(k, k)]
         rows.append([*lead, *row])
@@ -138,7 +139,8 @@ def _num(v: str):
 
 
 def _best(means: list[tuple], metric: str) -> list[bool]:
-    """Bold the best mean where it beats the runner-up by more than the larger of their stds."""
+    """Bold the best mean where it beats the runner-up by more than the larger of their stds
+    (one run has no std: nothing bold)."""
     from ..runs.outputs import LOWER_IS_BETTER
 
     sign = -1 if metric in LOWER_IS_BETTER else 1
@@ -147,7 +149,10 @@ def _best(means: list[tuple], metric: str) -> list[bool]:
     if len(ok) < 2:
         return out
     first, second = sorted(ok, key=lambda i: -sign * means[i][0])[:2]
-    if sign * (means[first][0] - means[second][0]) > max(means[first][1], means[second][1]):
+    spread = (means[first][1], means[second][1])
+    if all(math.isfinite(x) for x in spread) and sign * (means[first][0] - means[second][0]) > max(
+        means[first][1], means[second][1]
+    ):
         out[first] = True
     return out
 
@@ -201,7 +206,7 @@ def build(
     rows += [["ours", *r] for r in mine]
     bold += [[False, *b] for b in mine_bold]
     note = spec["note"] + (
-        "; ours bold where the best mean beats the runner-up by more than the larger of their stds"
+        "; ours bold where the best mean beats the runner-up by more than the larger of their stds (one run per cell: none)"
         if not spec.get("ratio")
         else ""
     )

@@ -7,6 +7,8 @@ Definitions used by every claim (docs/reproducing.md, "Readings"):
   worst in every comparison beyond its last finite evaluation, and never shortens the window the
   others are read over; "diverged after round r" means the first non-finite evaluation is at r;
   a round a run lacks without having diverged is not compared (:mod:`.validate` names the run);
+  an ordering that holds over diverged runs names them in its unit ("over diverged za2": that
+  part of the win compares nothing that converged);
 - ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on (to
   ``to_round``); the *onset* is the first round from which it holds at every later evaluation;
 - ``at: bytes`` reads each run at its last evaluation within one budget of transmitted bytes (up
@@ -176,6 +178,9 @@ def _order_unit(t: Test, got: dict, claim: Claim, name: str) -> Unit:
         value = _order(t, runs)[0]
     left = [value_name(t.key, t.values[i]) for i in range(len(runs)) if i not in keep]
     aside = f"{', '.join(left)} untrained: left out" if left and enough else ""
+    gone = [value_name(t.key, t.values[i]) for i in keep[1:] if runs[i].status == "diverged"]
+    if holds and gone and runs[0].status != "diverged":  # a win over these is the rule's alone
+        aside = "; ".join(x for x in (aside, f"over diverged {', '.join(gone)}") if x)
     if not enough:
         return Unit(name, value, None, None, _note(runs[0], t.metric), holds, aside)
     return Unit(name, value, holds, onset, _note(runs[0], t.metric), None, aside)

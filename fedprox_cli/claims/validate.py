@@ -29,7 +29,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from ..analysis import groups, jobrecords, results
 from ..analysis.run import CHOICE, Run, is_replicate
@@ -123,8 +122,8 @@ def _agrees(run: Run, override: str, seeds: bool) -> str | None:
     if k not in run.config or groups.is_run_control(key) or (is_replicate(key) and not seeds):
         return None
     try:
-        want = yaml.safe_load(value)
-    except yaml.YAMLError:
+        want = guarded.parse_yaml(value, run.path / run_files.HYDRA / run_files.OVERRIDES)
+    except guarded.Unreadable:
         want = value
     if groups.fmt(want) in (groups.fmt(run.config[k]), AUTO):
         return None

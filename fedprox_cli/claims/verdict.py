@@ -11,7 +11,8 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
 - no unit of any test is evidence (nothing trained): **inconclusive**;
 - every test holds in every unit: **reproduced** on the paper's data, **reproduced on a
   stand-in** on another dataset; every test in no unit: **not reproduced**; anything between,
-  and an ordering that holds only from some round on ("holds from round r on only"): **partly**.
+  and an ordering read to the end that holds only from some round on ("holds from round r on
+  only"): **partly** (over a window that ends, a speed test, it does not hold: :func:`eventual`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .evidence import Evidence
-from .sensitivity import Choice
+from .sensitivity import Choice, label
 from .units import Outcome
 
 WORDS = (
@@ -59,12 +60,20 @@ def state(o: Outcome) -> tuple[str, str]:
         return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
     if held == n:
         return "all", count
-    if o.test.at == "every" and all(u.onset is not None for u in c):  # the count that holds first
+    if eventual(o.test) and all(u.onset is not None for u in c):  # the count that holds first
         return "late", (
             f"{n} of {n} {units_noun(o)} from round {max(u.onset for u in c)} on "
             f"({held} of {n} from round {o.test.from_round})"
         )
     return ("none" if held == 0 else "some"), count
+
+
+def eventual(t) -> bool:
+    """Whether an ordering that holds from some round on only is a partial result of ``t``: it
+    is read at every evaluation to the end (an eventual ordering). Over a window that ends
+    (``to_round``: a speed test, "faster in rounds 5-50") an ordering that sets in late did not
+    hold early, which is what the window tests: it does not hold."""
+    return t.at == "every" and t.to_round is None
 
 
 def _gate(o: Outcome, T, paper_T, seeds: int, per_round: bool, no_seeds: bool) -> str:
@@ -206,21 +215,63 @@ def of(claim, ev: Evidence | None) -> Verdict:
 
 
 def across(claim, found: list[Evidence]) -> Verdict:
-    """The word of ``claim`` on its run sets: each device's deciding run set (its first with
-    runs that is not a sensitivity grid) gives that device's word; where devices disagree the
-    word names each ("partly (cpu); not reproduced (NVIDIA H200)") and says why."""
+    """The word of ``claim`` on its run sets. Each device and dataset's deciding run set (its
+    first with runs that is not a sensitivity grid) gives a word; where they disagree the word
+    names each ("partly (cpu); not reproduced (NVIDIA H200)", "not reproduced (mnist5k); partly
+    (FMNIST)") and says why. Where an open-choice grid reads the claim as holding at some values
+    and as not reproduced at others, the word depends on what the paper leaves open:
+    **inconclusive**, saying so (:func:`depends`)."""
+    v = _deciding(claim, found)
+    open_ = depends(claim, found)
+    if not open_ or v.word in ("not run", "inconclusive") or v.word.startswith("partly run"):
+        return v
+    return Verdict(
+        "inconclusive",
+        f"the word depends on what the paper leaves open ({open_}); at the declared setting: "
+        f"{v.word}" + (f" ({v.why})" if v.why else ""),
+    )
+
+
+def _deciding(claim, found: list[Evidence]) -> Verdict:
     per: dict = {}
     for ev in found:
         if ev.present and not ev.runset.choices:
-            per.setdefault(ev.runset.device, ev)
+            per.setdefault((ev.runset.device, ev.runset.data), ev)
     if len(per) < 2:
         first = next(iter(per.values()), found[0] if found else None)
         return of(claim, first)
-    words = {d: of(claim, ev) for d, ev in per.items()}
+    named = [k for k in range(2) if len({key[k] for key in per}) > 1] or [0, 1]
+    words = {", ".join(key[k] for k in named): of(claim, ev) for key, ev in per.items()}
     said = "; ".join(f"{d}: {v.word}" + (f" ({v.why})" if v.why else "") for d, v in words.items())
     if len({v.word for v in words.values()}) == 1:
-        return Verdict(next(iter(words.values())).word, f"on each device ({said})")
+        return Verdict(next(iter(words.values())).word, f"on each {_what(named)} ({said})")
     return Verdict(
         "; ".join(f"{v.word} ({d})" for d, v in words.items()),
-        f"the word depends on the hardware ({said})",
+        f"the word depends on the {_what(named)} ({said})",
     )
+
+
+def _what(named: list[int]) -> str:
+    return " and ".join(("device", "dataset")[k] for k in named)
+
+
+HOLDS = ("reproduced", "reproduced on a stand-in", "partly")
+
+
+def depends(claim, found: list[Evidence]) -> str:
+    """Where a sensitivity grid, fully run, reads the claim as holding (reproduced, partly) at
+    some combination of its open choices and as not reproduced at another: each such grid's
+    words ("on mnist5k: partly at alpha = 0.1, eta = 0.1; ..."), else ""."""
+    out = []
+    for ev in found:
+        if not (ev.present and ev.runset.choices):
+            continue
+        got = choices(claim, ev)
+        words = {c.word for c in got}
+        if any(c.present < c.declared for c in got):
+            continue
+        if words & set(HOLDS) and "not reproduced" in words:
+            out.append(
+                f"on {ev.runset.data}: " + "; ".join(f"{c.word} at {label(c.values)}" for c in got)
+            )
+    return "; ".join(out)

@@ -159,6 +159,7 @@ class Checked:
     steps: float
     evals: int
     note: str | None
+    shown: Path | None = None  # the folder as the listing names it (config.jobs.planned_folder)
 
 
 PROGRESS_S = 5.0  # a line on stderr at most this often while a sweep's jobs are checked
@@ -185,7 +186,15 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
             steps, evals = work(job.cfg, start)
             good.append(
                 Checked(
-                    job.num, job.overrides, job.folder, job.where, state, steps, evals, job.note
+                    job.num,
+                    job.overrides,
+                    job.folder,
+                    job.where,
+                    state,
+                    steps,
+                    evals,
+                    job.note,
+                    job.shown,
                 )
             )
         except (UserError, HydraException, OmegaConfBaseException, ValueError, OSError) as e:
@@ -220,7 +229,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
             listed = jobs(overrides, multirun)
             if show_cfg:
                 for job in listed:
-                    streams.out(f"# {job_name(job, multirun)} -> {job.folder}")
+                    streams.out(f"# {job_name(job, multirun)} -> {job.shown}")
                     streams.out(OmegaConf.to_yaml(job.cfg, resolve=True))
                 return EXIT["finished"]
             checked, bad = check_jobs(listed, multirun)
@@ -233,7 +242,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         return EXIT["error"]
     rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
     rows += [
-        [str(j.num), str(j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
+        [str(j.num), str(j.shown or j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
         for j in checked
     ]
     total_steps, total_evals = sum(j.steps for j in checked), sum(j.evals for j in checked)

@@ -5,14 +5,23 @@ squeezed (:func:`one_line`), and an internal error's traceback kept in :data:`CR
 from __future__ import annotations
 
 import difflib
-import os
 import tempfile
 import traceback
 from pathlib import Path
 
+from ..common import streams
 from ..common.console import say
 from ..common.dependencies import missing
-from ..common.errors import EXIT, UserError, closest, describe, exhausted, exhausted_line, squeeze
+from ..common.errors import (
+    EXIT,
+    UserError,
+    closest,
+    describe,
+    exhausted,
+    exhausted_line,
+    no_parameter,
+    squeeze,
+)
 from ..common.files import atomic_write_text
 from ..config import extras, plugin_defaults
 from .help import plugin_options
@@ -93,13 +102,12 @@ def unknown_option(exc: BaseException) -> str | None:
 
 def unknown_parameter(exc: BaseException) -> str | None:
     """OmegaConf's "Key 'alpha' is not in struct" for ``GROUP.alpha=...`` as the validation's
-    line (:func:`validate.no_parameter`: the keys the option takes and the ``--help`` command);
+    line (:func:`errors.no_parameter`: the keys the option takes and the ``--help`` command);
     None for other errors."""
     from omegaconf import DictConfig
     from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
     from ..config.schema import GROUPS  # (torch: only for this error's line)
-    from ..config.validate import no_parameter
 
     e = next(
         (c for c in _chain(exc) if isinstance(c, (ConfigKeyError, ConfigAttributeError))), None
@@ -132,7 +140,7 @@ def crash(e: BaseException) -> int:
     if exhausted(e) or missing(e):
         say(missing(e) or exhausted_line(e), "error")
         return EXIT["error"]
-    if os.environ.get("FEDRUN_DEBUG"):
+    if streams.debugging():
         raise e
     try:
         atomic_write_text(CRASH_LOG, traceback.format_exc())

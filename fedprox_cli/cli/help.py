@@ -106,14 +106,37 @@ def describe(path: Path) -> str:
         if text.endswith((".", ")", ":")):
             break
         text += c if text.endswith("-") else " " + c
-    end = _SENTENCE_END.search(text, 60)  # a long paragraph: up to its first sentence
-    return text[: end.start() + 1] if end else text
+    return first_sentence(text)
+
+
+_ABBREVIATIONS = re.compile(
+    r"(?:\b(?:Sec|Secs|Fig|Figs|Eq|Eqs|Alg|Thm|Tab|Ref|cf|vs|al|etc|approx|resp)|\be\.g|\bi\.e)$"
+)
+
+
+def first_sentence(text: str, at_least: int = 60) -> str:
+    """``text`` up to the end of its first sentence past ``at_least`` characters: a period
+    before a capital letter, outside parentheses and not closing an abbreviation (``Sec.``,
+    ``e.g.``), so that a description is never cut at "(FedCanon Sec."."""
+    for end in _SENTENCE_END.finditer(text, at_least):
+        head = text[: end.start()]
+        if head.count("(") == head.count(")") and not _ABBREVIATIONS.search(head):
+            return head + "."
+    return text
 
 
 def preset_time(path: Path) -> str:
-    return next(
-        (c[len("time:") :].strip() for c in _comments(path) if c.startswith("time:")), "not given"
-    )
+    """A preset's ``# time:`` comment, with the comment lines that continue it."""
+    lines = _comments(path)
+    start = next((i for i, c in enumerate(lines) if c.startswith("time:")), None)
+    if start is None:
+        return "not given"
+    text = lines[start][len("time:") :].strip()
+    for c in lines[start + 1 :]:
+        if not c or re.match(r"^\w+:", c):
+            break
+        text += " " + c
+    return text
 
 
 def group_options(group: str) -> list[tuple[str, str]]:

@@ -38,7 +38,8 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..cluster.launchers import sweep_value
+from ..cluster.launchers import release_pool_workers, sweep_value
+from ..cluster.ray_jobs import plain_output
 from ..common import console, run_files, signals, streams
 from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
@@ -72,6 +73,22 @@ class _Call:
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
 
 
+_FAULTS = (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal)
+
+
+def fault(e: Exception | Refusal) -> int:
+    """An exception that reached fedrun's command (bad input: Hydra's, OmegaConf's, the
+    config's, a file's) as its one line and exit code; any other is :func:`faults.crash`."""
+    if not isinstance(e, _FAULTS):
+        return crash(e)
+    say(one_line(e), "error")  # (with FEDRUN_DEBUG=1 after its traceback)
+    return EXIT["error"]
+
+
+def _crash_reason(e: Exception) -> str:
+    return f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+
+
 def _ran(code: int) -> None:
     """Note the exit code of the run (not a multirun) of the current :func:`main` call. (Not
     inlined in :func:`_job`: a joblib worker receives the job pickled, and a ContextVar cannot
@@ -87,19 +104,19 @@ def _job(composed: DictConfig) -> float:
         signals.received
     ):  # this process was told to stop (a joblib worker, between jobs): no new job
         raise KeyboardInterrupt
-    from ..runs import runner  # here, so that config errors are reported before torch loads
-
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
-    reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
-    if not multirun:
-        _one_of_a_sweep(hc, composed, reference)
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
-    try:
+    try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
+        from ..runs import runner  # here, so that config errors are reported before torch loads
+
+        reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
+        if not multirun:
+            _one_of_a_sweep(hc, composed, reference)
         code = runner.run(
             composed,
             out,
@@ -109,8 +126,10 @@ def _job(composed: DictConfig) -> float:
             reference=reference,
             plot=drawer.figures,
         )
-    except Exception as e:  # a bug outside the run's own handling: one line, the sweep goes on
-        code, reason = crash(e), f"internal error: {type(e).__name__}: {squeeze(str(e))}"
+    except Exception as e:  # outside the run's own handling: one line, the sweep goes on
+        said = len(console.errors)
+        code = fault(e)
+        reason = console.errors[-1] if len(console.errors) > said else _crash_reason(e)
     if not multirun and out.is_dir() and not any(out.iterdir()):
         _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
@@ -331,7 +350,7 @@ THREADS_GRACE_S = 5.0  # how long the threads a call left running get to end by 
 
 
 def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
-    """A plugin's threads left running (not daemons, started during the call) would keep the
+    """Threads left running (a plugin's, a library's) (not daemons, started during the call) would keep the
     process from ending: after :data:`THREADS_GRACE_S`, one note naming them, and for the
     ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather than wait for
     them. (A caller in Python keeps its process and its threads.)"""
@@ -344,8 +363,9 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
         return
     names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
     say(
-        f"{len(left)} thread{'s' if len(left) > 1 else ''} started by a plugin still running "
-        f"({names}); " + ("fedrun exits without waiting for them" if exit_now else "left running"),
+        f"{len(left)} thread{'s' if len(left) > 1 else ''} started during the command still "
+        f"running ({names}); "
+        + ("fedrun exits without waiting for them" if exit_now else "left running"),
         "note",
     )
     if exit_now:
@@ -356,6 +376,7 @@ def _fedrun(call: _Call) -> int:
     """The exit code of the command in ``sys.argv``."""
     signals.received.clear()
     streams.guard()
+    plain_output()  # Ray reads its settings at import, which a launcher plugin may do early
     gone = _deleted_cwd(sys.argv[1:])  # before anything loads torch, whose libraries need it
     if gone:
         streams.err(f"fedrun: error: {gone}")
@@ -379,16 +400,13 @@ def _fedrun(call: _Call) -> int:
     code = 0
     try:
         _job()
-    except (HydraException, OmegaConfBaseException, UserError, ValueError, OSError, Refusal) as e:
-        streams.trace(e)
-        streams.err(f"fedrun: error: {one_line(e)}")
-        code = EXIT["error"]
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
         if call.sweep is None and not call.codes:
             streams.err("fedrun: interrupted")
-    except Exception as e:
-        code = crash(e)
+    except (Exception, Refusal) as e:  # Refusal: a callback's, a BaseException (errors.Refusal)
+        code = fault(e)
     if call.sweep is not None:
-        code = max(code, sweep.report(*call.sweep))
+        release_pool_workers()
+        code = max(code, sweep.report(*call.sweep, interrupted=code == EXIT["interrupted"]))
     return max([code, *call.codes])

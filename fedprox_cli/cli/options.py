@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..analysis.renames import Renames, from_arguments
 from ..analysis.run import FINALS
 from ..common import guarded, streams
 from ..common.dependencies import missing
@@ -41,7 +42,8 @@ def add_label_arguments(p, what: str) -> None:
         default=[],
         metavar="KEY=TEXT",
         help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
-        "(algorithm.beta=β) or a whole legend label; repeatable",
+        "(algorithm.beta=β) or a whole legend label (split at the last '='); one that "
+        "renames nothing is an error; repeatable",
     )
     p.add_argument(
         "--labels",
@@ -51,9 +53,10 @@ def add_label_arguments(p, what: str) -> None:
     )
 
 
-def names(args) -> dict[str, str]:
-    """The renames of ``--labels FILE`` and ``--label KEY=TEXT`` (these win)."""
-    out = {}
+def names(args) -> Renames:
+    """The renames of ``--labels FILE`` and ``--label KEY=TEXT`` (these win; each must rename
+    something: :class:`..analysis.renames.Renames`)."""
+    loaded = {}
     if args.labels is not None:
         try:
             loaded = guarded.read_yaml(args.labels)
@@ -62,12 +65,7 @@ def names(args) -> dict[str, str]:
         require(
             isinstance(loaded, dict), f"--labels {args.labels} must be a mapping of label: text"
         )
-        out.update({str(k): str(v) for k, v in loaded.items()})
-    for item in args.label:
-        require("=" in item, f"--label takes KEY=TEXT, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k] = v
-    return out
+    return from_arguments(args.label, {str(k): str(v) for k, v in loaded.items()})
 
 
 def script(prog: str, body: Callable[[Callable[[str], None]], int]) -> int:

@@ -11,12 +11,14 @@ only across seeds: every other config difference is a separate curve. A diverged
 run is left out of its curve's mean, drawn alone and marked at its last finite point, and named
 on stderr; a run folder that cannot be read is skipped with one line on stderr. A legend entry
 names only what tells its curve apart: the method as the papers print it (its class's
-display_name) where methods differ, the parameters that differ between curves of one method
-(FedProx (μ = 0.01)), then the other keys that differ; --label renames only what it names. The
-legend sits below the axes in as many columns as fit the width (--style paper: 3.4 in per
-panel); under it the caption: the settings all curves share, the seed count ("3 seeds") and what
-a band is (± 1 std; clipped to a log axis's range), also written into the file's metadata and
-beside it (fig.pdf -> fig.caption.txt). Bytes read in MB or GB. PDFs embed TrueType fonts
+display_name) where methods differ, the parameters that differ between curves in which they mean
+the same (FedProx (μ = 0.01); a parameter is known by its name and the class declaring it), then
+the other keys that differ; --label renames only what it names (one that names nothing is an
+error). The legend sits below the axes in as many columns as fit the width (--style paper: 3.4
+in per panel); under it the caption, one sentence: each method with its own parameters, the
+settings all curves share, the seed count ("3 seeds") and what a band is (± 1 std; clipped to a
+log axis's range), also written into the file's metadata and beside it (fig.pdf ->
+fig.caption.txt); --no-caption leaves it out of the image. Round ticks sit at evaluations. Bytes read in MB or GB. PDFs embed TrueType fonts
 (Type 42). --out writes the format
 its extension names (.png, .pdf, .svg: vector) and creates missing folders. Bad input is one line
 on stderr and exit code 2.
@@ -96,6 +98,14 @@ def parse(argv):
 def _figure_arguments(p: argparse.ArgumentParser) -> None:
     """How the figure looks: its title, labels, style, panel size and font size."""
     p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
+    p.add_argument(
+        "--caption",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="draw the caption under the legend (default); --no-caption leaves it to the "
+        "paper's own caption: it is still written beside the figure (fig.caption.txt) and "
+        "into the file's metadata",
+    )
     options.add_label_arguments(p, "legend entries and panel titles")
     p.add_argument(
         "--style",
@@ -183,6 +193,7 @@ def draw(args, warn) -> int:
             warn,
             options.names(args),
             panel_size(args),
+            drawn_caption=args.caption,
         )
         for label in labels:
             streams.out(label)

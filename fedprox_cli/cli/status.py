@@ -109,6 +109,8 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
         row.update({groups.short(k): cfg.get(k, "") for k in keys})
         if r.error:
             row["error"] = r.error
+        if r.mixed:
+            row["code"] = r.mixed
         if r.status == "unreadable":
             problems.append(r.error)
         out.append(row)

@@ -176,12 +176,39 @@ def _shown(folder: Path, sweep: Path) -> str:
     return str(folder.relative_to(sweep)) if folder.is_relative_to(sweep) else str(folder)
 
 
-def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bool = True) -> int:
+def _stopped_with_the_sweep(folder: Path) -> str:
+    """A job whose worker process was ended by the sweep's interruption (joblib's abort kills
+    its workers) before it could record its end: its summary says so -- ``interrupted``, and
+    why -- rather than ``running`` (no process runs it). Its rows and last checkpoint stay:
+    the same command resumes it. Returns the status its folder now records."""
+    from ..runs.outputs import Summary, effective_status, read_summary, runs_in
+
+    for run in runs_in(folder):
+        if effective_status(run) == "dead":
+            try:
+                Summary(run, **read_summary(run)).end(
+                    "interrupted",
+                    exit_code=EXIT["interrupted"],
+                    error="its worker process was ended when the sweep was interrupted",
+                )
+            except (OSError, ValueError):
+                continue  # the folder cannot be written: it keeps saying what it said
+    return effective_status(folder)
+
+
+def report(
+    sweep: Path,
+    planned: list[JobRecord] | None,
+    since: float,
+    table: bool = True,
+    interrupted: bool = False,
+) -> int:
     """Print how many of the sweep's jobs finished and list every other one (stderr) with its
     status and reason, then (``table``) the table of every job (:mod:`jobtable`); return the
     worst exit code. ``planned``: the jobs launched (a basic sweep), each reported from its
     record, or from its folder when it has none (it never ended: not started, or its process
-    died); None: the jobs recorded since ``since``."""
+    died -- after an ``interrupted`` sweep, ended by it: :func:`_stopped_with_the_sweep`);
+    None: the jobs recorded since ``since``."""
     from ..runs.outputs import effective_status
     from .jobtable import table as job_table
 
@@ -192,6 +219,8 @@ def report(sweep: Path, planned: list[JobRecord] | None, since: float, table: bo
         r = done.get(p.folder, p)
         if r.code is None:  # no record of its end: its folder tells
             st = effective_status(Path(r.folder))
+            if st == "dead" and interrupted:
+                st = _stopped_with_the_sweep(Path(r.folder))
             r.status = "not started" if st == "missing" else st
             r.code = EXIT["finished"] if st == "finished" else EXIT.get(st, EXIT["error"])
             r.reason = r.reason or _recorded_error(Path(r.folder))

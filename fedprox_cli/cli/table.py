@@ -1,4 +1,4 @@
-"""fedrun-table: tables of run folders, final metrics as mean ± std over seeds (Markdown, LaTeX, CSV).
+r"""fedrun-table: tables of run folders, final metrics as mean ± std over seeds (Markdown, LaTeX, CSV).
 
   fedrun-table results/sweeps/fedcanon_fig2 --column algorithm --rows partition
   fedrun-table S --metric test_acc --metric train_loss --column none --precision 3 --out t.tex
@@ -16,8 +16,10 @@ mean, counted in its cell ("(2 seeds; diverged 1 of 3)") and named on stderr. Th
 bold (the lowest for losses, stationarity and time) only where it beats the runner-up by more
 than the larger of their stds, as the note under the table says: across the column values of
 each row with a column key, else down each column (--bold). --format md|latex|csv (default: by the --out suffix
-.md/.tex/.csv, else md); LaTeX is booktabs with \textbf and the note as caption; CSV one row per
-cell with mean, std, n. --slope KEY: least-squares slope of log(final stationarity) on log(KEY),
+.md/.tex/.csv, else md); LaTeX is a booktabs table (it needs \usepackage{booktabs}): one header
+row (under a row of metrics spanning their columns when there are several with a column key),
+bold as \textbf, the note as its caption saying what is shown; CSV one row per cell with mean,
+std, n. --slope KEY: least-squares slope of log(final stationarity) on log(KEY),
 its R² and, with several seeds, the spread of the per-seed slopes (Markdown). A run folder that
 cannot be read is skipped with one line on stderr; bad input is one line and exit code 2.
 """

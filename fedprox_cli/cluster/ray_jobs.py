@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -130,9 +131,19 @@ def init_args(init: Any) -> dict:
     }
 
 
+def plain_output() -> None:
+    """Where stderr is no terminal (a file, a pipe, a cluster log): the jobs' lines Ray forwards
+    come without colour codes (``RAY_COLOR_PREFIX=0``) and each one as written, never folded
+    into ``[repeated 3x]`` (``RAY_DEDUP_LOGS=0``); a value the user set is kept."""
+    if not sys.stderr.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+
 def start(args: dict) -> float:
     """Start Ray with ``args`` (or connect to the cluster they name), unless this process
     already started the same; the seconds it took."""
+    plain_output()  # before Ray reads its settings (at its import)
     import ray
 
     global _started

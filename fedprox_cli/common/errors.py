@@ -50,9 +50,13 @@ def is_overflow(e: BaseException) -> bool:
 
 
 def squeeze(text: str, limit: int = 400) -> str:
-    """``text`` on one line (whitespace runs become one space), cut at ``limit`` characters."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    """``text`` on one line (whitespace runs become one space), cut in the middle to ``limit``
+    characters (:func:`shorten`): a line keeps its end, where it names the file and line at
+    fault (``(init at FILE:LINE)``)."""
+    return shorten(" ".join(str(text).split()), limit)
+
+
+USER_LINE = 1000  # the longest line of a UserError (a plugin error's paths included)
 
 
 def shorten(value: str, limit: int = 300) -> str:
@@ -68,8 +72,8 @@ def shorten(value: str, limit: int = 300) -> str:
 def describe(exc: Exception) -> str:
     """The one-line message of a :class:`UserError`, or of an ``OSError`` (a file or folder
     that cannot be read or written: the path and the cause)."""
-    if isinstance(exc, UserError):
-        return squeeze(str(exc))
+    if isinstance(exc, UserError):  # fedrun's words; what it quotes is bounded where quoted
+        return squeeze(str(exc), USER_LINE)
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.strerror or type(exc).__name__}: {shorten(str(exc.filename))}"
     if isinstance(exc, OSError):
@@ -115,6 +119,35 @@ def exhausted_line(e: BaseException) -> str:
         else "reduce n, B, oracle.memory_gb or the model, or run where more memory is free"
     )
     return f"out of memory: {what} ran out{where} ({cause}); {fix}"
+
+
+def did_you_mean(key: str, among, prefix: str = "") -> str:
+    """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or ``""``."""
+    close = closest(key, among)
+    return f"; did you mean {prefix}{close}?" if close else ""
+
+
+HELP_PAGES = (
+    "algorithm",
+    "regularizer",
+    "compressor",
+)  # groups with a page: fedrun GROUP=NAME --help
+
+
+def no_parameter(group: str, name: str, param: str, takes, target: str | None = None) -> str:
+    """The line for ``GROUP.PARAM=...`` on an option ``name`` (a class at ``target``, the
+    ``_target_`` it names) that has no such key: the keys it takes, the closest one, and the
+    command that describes them (the same words whether Hydra or the validation finds it)."""
+    takes = sorted(k for k in takes if k not in ("name", "_target_"))
+    page = (
+        f"`fedrun {group}={target or name} --help` describes them"
+        if group in HELP_PAGES
+        else "`fedrun --help` lists the settings"
+    )
+    return (
+        f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
+        f"{did_you_mean(param, takes, group + '.')}"
+    )
 
 
 def first_line(e: BaseException) -> str:

@@ -195,6 +195,12 @@ def read_yaml(path: str | os.PathLike):
         return _parsed(path, text, get_yaml_loader())
 
 
+def parse_yaml(text: str, where: str | os.PathLike):
+    """The values of the YAML ``text`` found in ``where`` (a value inside a file already read
+    through the gate, e.g. one override of ``.hydra/overrides.yaml``), with a file's limits."""
+    return _parsed(where, text, _loader())
+
+
 def _parsed(path: str | os.PathLike, text: str, loader_type: type):
     """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``."""
     loader = loader_type(text)

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from .dotted import located
-from .errors import UserError, require, squeeze
+from .errors import UserError, closest, no_parameter, require, squeeze
 from .plugin_calls import PluginError, origin
 
 
@@ -94,6 +94,7 @@ class Registry(dict):
             contract,
             check,
         )
+        self.broken: dict[str, str] = {}  # installed plugins that cannot be loaded: their line
 
     def calls(self) -> tuple[Callable, Callable, Callable, Callable]:
         """The calls a plugin kind's module offers: ``register``, ``names``, ``lookup`` and
@@ -112,22 +113,31 @@ class Registry(dict):
         return obj
 
     def _load(self, name: str | None = None) -> None:
-        """Import the group's entry points not yet registered (only ``name``'s if given)."""
+        """Import the group's entry points not yet registered (only ``name``'s if given). A
+        plugin that cannot be loaded or breaks its contract is one :class:`UserError` naming it
+        when it is the one asked for; when all are listed it is noted in :attr:`broken` and
+        left out, so that one broken package hides no other entry."""
         for ep in entry_points(group=self.group):
             if ep.name in self or name not in (None, ep.name):
                 continue
             try:
-                obj = ep.load()
-            except Exception as e:  # the plugin's own fault: one line naming it
-                raise UserError(
-                    f"{self.kind} plugin '{ep.name}' ({ep.value}, entry point group "
-                    f"{self.group}) cannot be loaded: {type(e).__name__}: "
-                    f"{squeeze(str(e), 200)}"
-                ) from None
-            if not isinstance(obj, ModuleType):
-                self.setdefault(
-                    ep.name, self.admit(ep.name, obj, f"{ep.value}, entry point group {self.group}")
-                )
+                self._admit_entry_point(ep)
+            except UserError as e:
+                if name is not None:
+                    raise
+                self.broken[ep.name] = str(e)
+
+    def _admit_entry_point(self, ep) -> None:
+        where = f"{ep.value}, entry point group {self.group}"
+        try:
+            obj = ep.load()
+        except Exception as e:  # the plugin's own fault: one line naming it
+            raise UserError(
+                f"{self.kind} plugin '{ep.name}' ({where}) cannot be loaded: "
+                f"{type(e).__name__}: {squeeze(str(e), 200)}"
+            ) from None
+        if not isinstance(obj, ModuleType):
+            self.setdefault(ep.name, self.admit(ep.name, obj, where))
 
     def register(self, entry):
         """Decorator: a class under its ``name`` (``@register``), or a function under the name
@@ -147,17 +157,14 @@ class Registry(dict):
         cls = self.lookup(name, _target_)
         allowed = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(allowed))
-        require(
-            not unknown,
-            f"{self.kind} {name} has no parameter {', '.join(unknown)} "
-            f"(it takes: {', '.join(allowed) or 'none'})",
-        )
+        require(not unknown, no_parameter(self.kind, name, ", ".join(unknown), allowed, _target_))
         obj = cls(**params)
         self.check(obj)
         return obj
 
     def names(self) -> list[str]:
-        """Every registered name, the installed plugins' included."""
+        """Every registered name, the installed plugins' included (those that cannot be loaded
+        left out: :attr:`broken`)."""
         self._load()
         return sorted(self)
 
@@ -174,7 +181,13 @@ class Registry(dict):
         if name not in self:
             self._load(name)
         if name not in self:  # (the listing imports every plugin: only for the message)
-            raise UserError(
-                f"unknown {self.kind} '{name}' (choose from: {', '.join(self.names())})"
+            names = self.names()
+            close = closest(name, names)
+            broken = sorted(set(self.broken) - set(self))
+            raise UserError(  # the words of an unknown option on the command line (cli.faults)
+                f"unknown {self.kind} '{name}'"
+                + (f" (did you mean {close}?)" if close else "")
+                + f"; the options: {', '.join(names)}"
+                + (f"; installed but not loadable: {', '.join(broken)}" if broken else "")
             )
         return self[name]

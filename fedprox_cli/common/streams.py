@@ -142,12 +142,18 @@ def err(text: str) -> None:
     line(sys.stderr, text)
 
 
+def debugging() -> bool:
+    """Whether ``FEDRUN_DEBUG`` asks for tracebacks: set to anything but empty, ``0``, ``false``,
+    ``no`` or ``off`` (any case)."""
+    return os.environ.get("FEDRUN_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def trace(e: BaseException) -> None:
     """With ``FEDRUN_DEBUG=1``: the traceback of ``e`` on stderr -- of the plugin's own exception
     when ``e`` reports one (its ``cause``, :func:`common.plugin_calls.calling`) -- printed before
     the
     error's one line; never raises."""
-    if not os.environ.get("FEDRUN_DEBUG"):
+    if not debugging():
         return
     import traceback
 

@@ -153,3 +153,22 @@ def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
             f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
             f"0..R-1 in each job) or sweep seed without seeds"
         )
+
+
+def option_file(group: str) -> str | None:
+    """The YAML the chosen option of ``group`` was composed from (``--config-dir DIR``'s
+    ``DIR/algorithm/mine.yaml``, or fedrun's own), where Hydra runs the job; else None."""
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    hc = HydraConfig.get()
+    option = hc.runtime.choices.get(group)
+    for source in hc.runtime.config_sources:
+        if option and source.schema == "file":
+            path = Path(source.path) / group / f"{option}.yaml"
+            if path.is_file():
+                return str(path)
+    return None

@@ -5,6 +5,7 @@ dry run lists and checks, and what a sweep checks before its first job."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ class Job:
         None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
     )
     where: str = ""  # the device it would run on, and why (:func:`where`)
+    shown: Path | None = None  # the folder as a listing names it (:func:`planned_folder`)
 
 
 def where(cfg: DictConfig, launcher: DictConfig, num: int | None) -> str:
@@ -124,6 +126,29 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> I
     return compose_jobs(gh, config_name, master, task)
 
 
+_STARTED = (
+    (re.compile(r"\$\{now:[^}]*\}"), "<time>"),
+    (re.compile(r"\$\{fedrun\.pid:\}"), "<pid>"),
+)
+
+
+def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
+    """The folder a job of ``cfg`` runs in as a listing names it: the parts of
+    ``hydra.sweep.dir`` (``hydra.run.dir``) that depend on when and in which process the
+    command starts (``${now:...}``, ``${fedrun.pid:}``) read ``<time>`` and ``<pid>`` -- a dry
+    run's own clock and process would name a folder the real command never uses."""
+    node = cfg.hydra.sweep if multirun else cfg.hydra.run
+    given = OmegaConf.to_container(node, resolve=False)["dir"]
+    pattern = str(given)
+    for started, placeholder in _STARTED:
+        pattern = started.sub(placeholder, pattern)
+    with read_write(node), open_dict(node):
+        node.dir = pattern
+        folder = Path(str(node.dir))
+        node.dir = given  # as composed: later jobs of the same base read it
+    return folder / str(cfg.hydra.sweep.subdir) if multirun else folder
+
+
 def compose_jobs(
     gh, config_name: str, master: DictConfig | None, task: list[list[str]]
 ) -> Iterator[Job]:
@@ -184,10 +209,11 @@ def _composed(gh, config_name, master, task, compose: Composer) -> Iterator[Job]
         h = cfg.hydra
         multirun = master is not None
         folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
+        listed = planned_folder(cfg, multirun)
         choices = dict(h.runtime.choices)
         shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
         note = None if multirun else one_of_a_sweep(h)
         placed = where(cfg, h.launcher, num if multirun else None)
         with open_dict(cfg):
             del cfg["hydra"]
-        yield Job(num, shown, folder, cfg, choices, note, placed)
+        yield Job(num, shown, folder, cfg, choices, note, placed, listed)

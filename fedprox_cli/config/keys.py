@@ -9,6 +9,7 @@ RUN_CONTROL = frozenset(
         "checkpoint_every",
         "keep_checkpoint",
         "resume",
+        "mixed_code",
         "data.root",
         "oracle.chunk",
         "oracle.eval_batch",
@@ -38,6 +39,7 @@ ADDED = {
     "metrics.train_samples": None,
     "compile": False,
     "metrics.per_client": False,
+    "mixed_code": False,
 }
 
 

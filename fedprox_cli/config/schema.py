@@ -171,6 +171,7 @@ class RunConfig(Checked):
     checkpoint_every: int = key("an integer >= 0 (0 = off)", lambda v: v >= 0)
     keep_checkpoint: bool = key("true or false")
     resume: bool = key("true or false")
+    mixed_code: bool = key("true or false")
     progress_every_s: float = key("a number of seconds >= 0", lambda v: v >= 0)
     dry_run: bool = key("true or false")
     sweep_metric: str = key(f"a metrics.csv column ({', '.join(COLUMNS)})", lambda v: v in COLUMNS)

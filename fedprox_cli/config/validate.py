@@ -16,7 +16,7 @@ from __future__ import annotations
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..common.errors import UserError, closest, require
+from ..common.errors import UserError, did_you_mean, no_parameter, require
 from ..common.flatten import flatten
 from .schema import (
     GROUPS,
@@ -126,37 +126,6 @@ def _check_groups(values: dict, reference: DictConfig | None) -> None:
             require(ok(flat[key]), f"{key} must be {what}, got {flat[key]!r}")
 
 
-def _did_you_mean(key: str, among, prefix: str = "") -> str:
-    """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or
-    ``""``."""
-    close = closest(key, among)
-    return f"; did you mean {prefix}{close}?" if close else ""
-
-
-HELP_PAGES = (
-    "algorithm",
-    "regularizer",
-    "compressor",
-)  # groups with a page: fedrun GROUP=NAME --help
-
-
-def no_parameter(group: str, name: str, param: str, takes, target: str | None = None) -> str:
-    """The line for ``GROUP.PARAM=...`` on an option ``name`` (a class at ``target``, the
-    ``_target_`` it names) that has no such key: the keys it takes, the closest one, and the
-    command that describes them (the same words whether Hydra or the validation finds it)."""
-    takes = sorted(k for k in takes if k not in ("name", "_target_"))
-    page = (
-        f"`fedrun {group}={target or name} --help` describes them"
-        if group in HELP_PAGES
-        else "`fedrun --help` lists the settings"
-    )
-    return (
-        f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; "
-        f"{page})"
-        f"{_did_you_mean(param, takes, group + '.')}"
-    )
-
-
 def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
     """Refuse keys ``cfg`` has beyond ``reference`` (the same group choices composed without
     overrides: what ``+key=value`` or ``++key=value`` added), naming the closest one it has,
@@ -178,7 +147,7 @@ def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
             )
         raise UserError(
             f"unknown key {key!r}: fedrun has no such setting (see fedrun --help)"
-            f"{_did_you_mean(key, want)}"
+            f"{did_you_mean(key, want)}"
         )
     missing = set(want) - set(have)
     whole = {

@@ -117,3 +117,18 @@ def stale_line(out, why: list[str]) -> str:
         f"the run in {out} is stale: it was made by other code ({'; '.join(why)}); it is kept "
         f"as it is: to re-run it, add resume=false"
     )
+
+
+def mixed_line(history) -> str | None:
+    """What a run's ``code_history`` (summary.json, written when a run was continued with
+    ``mixed_code=true``) says: ``mixed code: algorithm fedavg: code 1a2b... -> 9c0d... after
+    round 5``; None for a run made by one code."""
+    if not isinstance(history, list) or len(history) < 2:
+        return None
+    steps = [
+        f"{'; '.join(changed(a.get('code'), b.get('code')) or ['other code'])} after round "
+        f"{b.get('from_round')}"
+        for a, b in zip(history, history[1:])
+        if isinstance(a, dict) and isinstance(b, dict)
+    ]
+    return f"mixed code: {', then '.join(steps)}"

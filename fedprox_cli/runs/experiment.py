@@ -5,7 +5,7 @@ environment."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -13,8 +13,9 @@ from omegaconf import DictConfig
 
 from .. import algorithms, data
 from ..algorithms import contract
-from ..common.errors import UserError, require
+from ..common.errors import UserError, no_parameter, require
 from ..common.files import inside
+from ..config.compose import option_file
 from ..config.schema import RunConfig
 from ..config.validate import typed
 from ..engine import memory, models
@@ -67,6 +68,13 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
     cfg = typed(composed, reference)
     cfg.torch_device  # a CUDA device that is not here is refused now  # noqa: B018
     memory.check_sizes(cfg, cfg.model.name, cfg.model.without("init"), runs=cfg.seeds)
+    for group, registry in (
+        ("algorithm", algorithms.base),
+        ("regularizer", regularizers),
+        ("compressor", compressors),
+    ):
+        node = getattr(cfg, group)
+        known_parameters(group, registry.lookup, node.name, dict(node.params))
     alg = algorithms.build(cfg.algorithm.name, **cfg.algorithm.params)
     h = regularizers.build(cfg.regularizer.name, **cfg.regularizer.params)
     comp = compressors.build(cfg.compressor.name, **cfg.compressor.params)
@@ -95,6 +103,21 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
     )
     h.check_step(stat_step, "metrics.stationarity_step")
     return Validated(cfg, composed, alg, h, comp, stat_step)
+
+
+def known_parameters(group: str, lookup, name: str, params: dict) -> None:
+    """Refuse a parameter the option's class does not take, in the words the command line
+    gets (:func:`errors.no_parameter`: what it takes, did you mean), naming the YAML it was
+    set in (a ``--config-dir`` file: a key given on the command line is refused before)."""
+    target = params.pop("_target_", None)
+    takes = [f.name for f in fields(lookup(name, target))]
+    unknown = sorted(set(params) - set(takes))
+    if unknown:
+        where = option_file(group)
+        raise UserError(
+            no_parameter(group, name, unknown[0], takes, target)
+            + (f" (set in {where})" if where else "")
+        )
 
 
 def check_stationarity_step(step: float, dtype: torch.dtype, natural: bool = False) -> None:

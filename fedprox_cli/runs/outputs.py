@@ -106,9 +106,11 @@ class Summary:
         self.write("running", started=now(), **fields)
 
     def beat(self, force: bool = False, **fields) -> None:
-        """Refresh the heartbeat (and ``fields``) if forced or :data:`HEARTBEAT_S` has passed."""
+        """Note ``fields`` (the rounds done: a later end records them even when no beat was
+        written since) and refresh the file if forced or :data:`HEARTBEAT_S` has passed."""
+        self.fields.update(fields)
         if force or time.monotonic() - self._beat >= HEARTBEAT_S:
-            self.write("running", **fields)
+            self.write("running")
 
     def end(self, status: str, **fields) -> None:
         self.write(status, ended=now(), **fields)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..common import run_files
+from .code_record import mixed_line
 from .outputs import effective_status
 from .progress import duration
 
@@ -23,6 +24,7 @@ class RunRecord:
     final: dict = field(default_factory=dict)  # the last metrics row
     overrides: list[str] = field(default_factory=list)
     error: str = ""  # the summary's one-line reason, unless finished
+    mixed: str = ""  # a run continued with other code: :func:`code_record.mixed_line`
 
 
 def _last_row(folder: Path) -> dict:
@@ -48,7 +50,14 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     final = s["final"] if isinstance(s.get("final"), dict) else _last_row(folder)
     overrides = run_files.read_overrides(folder, strict=False)
     return RunRecord(
-        folder, st, s.get("round"), s.get("T"), final, overrides, str(s.get("error", ""))
+        folder,
+        st,
+        s.get("round"),
+        s.get("T"),
+        final,
+        overrides,
+        str(s.get("error", "")),
+        mixed_line(s.get("code_history")) or "",
     )
 
 
@@ -83,4 +92,5 @@ def closing_line(folder: Path, status: str | None = None) -> str:
         f"objective {number(f.get('objective'), '.4g')}, "
         f"stationarity {number(f.get('stationarity'), '.4g')}, "
         f"training {duration(f['time_s']) + ' (rounds only)' if 'time_s' in f else '-'}; {r.folder}"
+        + (f" ({r.mixed})" if r.mixed else "")
     )

@@ -25,7 +25,7 @@ from ..config.validate import typed
 from ..engine import choice
 from ..engine import compile as compile_choice
 from ..engine.device import hardware
-from . import checkpoint, keep, provenance
+from . import checkpoint, code_record, keep, provenance
 from .experiment import Experiment, split
 from .outputs import Summary, is_fedrun_summary
 
@@ -140,7 +140,46 @@ def resume_point(
     )
     if ckpt is None:
         say(f"no checkpoint in {out}; starting it over from round 0", "note")
+    else:
+        _same_code(out, cfg, ckpt.round)
     return ckpt
+
+
+def _same_code(out: Path, cfg: RunConfig, round: int) -> None:
+    """Refuse to continue the run in ``out`` from ``round`` with other code than made its rounds
+    so far (:func:`code_record.stale`: an algorithm's, regularizer's, ... source changed), unless
+    ``mixed_code=true``: then a note, and the run records both codes (:func:`code_history`)."""
+    why = code_record.stale(out, cfg)
+    if not why:
+        return
+    require(
+        cfg.mixed_code,
+        f"the run in {out} was made by other code than this ({'; '.join(why)}): to start it "
+        f"over with this code, set resume=false; to continue it from round {round} with this "
+        f"code, set mixed_code=true (its record then keeps both codes and the round they changed)",
+    )
+    say(
+        f"continuing the run in {out} from round {round} with other code than made its rounds so "
+        f"far ({'; '.join(why)}); its record keeps both (mixed_code=true)",
+        "note",
+    )
+
+
+def code_history(out: Path, current: dict, round: int) -> list[dict]:
+    """The code records of the run in ``out`` continued from ``round`` by code ``current``:
+    ``[{"from_round": 0, "code": ...}, ...]``, one entry per code that made rounds, in order --
+    one entry (its own) while the code never changed."""
+    try:
+        s = run_files.read_summary(out)
+    except (OSError, ValueError):
+        s = {}
+    history = s.get("code_history") or (
+        [{"from_round": 0, "code": s["code"]}] if s.get("code") else []
+    )
+    history = [h for h in history if h.get("from_round", 0) < round]
+    if not history or code_record.changed(history[-1]["code"], current):
+        history.append({"from_round": round, "code": current})
+    return history
 
 
 def recover(out: Path) -> None:
@@ -215,6 +254,10 @@ def begin(
     """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
     partition; a previous run's leftovers go when starting over."""
     keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
+    if ckpt is not None and summary.fields.get("code"):
+        history = code_history(out, summary.fields["code"], ckpt.round)
+        if len(history) > 1:  # made by more than one code (mixed_code=true)
+            summary.fields["code_history"] = history
     summary.fields.update(
         device=str(exp.cfg.torch_device),
         hardware=hardware(exp.cfg.torch_device),

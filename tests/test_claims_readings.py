@@ -1,0 +1,171 @@
+"""The rules that turn runs into words, on small synthetic run sets: a level no run on a
+stand-in reaches, a window ordering that sets in late, wins over diverged runs, a word that
+changes with an open choice or between stand-ins, bold without a std, what the summary row and
+the exemptions name."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedprox_cli.analysis.run import Run
+from fedprox_cli.claims import declare, evidence, render, tables, units, verdict
+from tests.test_claims import claim, run
+
+Check = declare.Test  # not named Test*: pytest would try to collect it
+
+LEVEL = Check(
+    kind="level",
+    metric="test_acc",
+    says="every method at least 98%",
+    key="algorithm",
+    values=("a", "b"),
+    at="last",
+    holds={"min": 0.98},
+)
+
+
+def _level(accs: tuple, stands_for: str) -> units.Outcome:
+    runs = [run(m, s, [1, 0.5], acc=a) for s in range(3) for m, a in zip("ab", accs)]
+    rs = declare.RunSet(data="d", preset="p", stands_for=stands_for)
+    return evidence.outcomes(claim([LEVEL]), rs, runs)[0]
+
+
+def test_a_level_no_run_on_a_stand_in_reaches_decides_nothing_there():
+    out = _level((0.96, 0.97), "MNIST")  # no unreachable declared: the runs show it
+    assert out.moot.startswith("test_acc 0.98 is out of reach on d: the best run here reaches 0.97")
+    assert verdict.primary([out]) == [] and all(u.holds is None for u in out.units)
+    assert not _level((0.96, 0.97), "").moot  # the paper's own data: it decides
+    reached = _level((0.96, 0.99), "MNIST")  # one method reaches it: the others fail it
+    assert not reached.moot and reached.held == 3 and len(reached.conclusive) == 6
+
+
+def _window(curves: dict, to_round) -> verdict.Verdict:
+    t = Check(
+        kind="order",
+        metric="stationarity",
+        says="a faster",
+        key="algorithm",
+        values=("a", "b"),
+        at="every",
+        from_round=5,
+        to_round=to_round,
+    )
+    runs = [run(m, s, c) for s in range(3) for m, c in curves.items()]
+    out = units.Outcome(t, units.units(t, runs, claim([t])))
+    return verdict.word([out], "stand-in", 20, None, 3, 6, 6)
+
+
+def test_an_ordering_that_sets_in_late_is_partly_to_the_end_and_fails_a_window():
+    late = {"a": [1, 0.7, 0.3, 0.1], "b": [1, 0.6, 0.4, 0.2]}  # a lower from round 10 on
+    assert _window(late, None).word == "partly"  # eventually lower
+    assert _window(late, 15).word == "not reproduced"  # not faster over rounds 5-15
+    early = {"a": [1, 0.5, 0.3, 0.1], "b": [1, 0.6, 0.4, 0.2]}
+    assert _window(early, 15).word == "reproduced on a stand-in"
+
+
+def _made(method: str, seed: int, curve, status: str) -> Run:
+    m = pd.DataFrame({"round": np.arange(len(curve)) * 5, "stationarity": np.asarray(curve, float)})
+    return Run(
+        Path(f"/{method}/{seed}"), {"choice:algorithm": method, "seed": seed, "T": 20}, m, status
+    )
+
+
+def test_a_win_over_a_diverged_run_names_it():
+    t = Check(
+        kind="order",
+        metric="stationarity",
+        says="a lowest",
+        key="algorithm",
+        values=("a", "b", "c"),
+        at="last",
+    )
+    runs = [
+        _made("a", 0, [1, 0.5, 0.2], "finished"),
+        _made("b", 0, [1, 0.6, 0.3], "finished"),
+        _made("c", 0, [1, math.nan, math.nan], "diverged"),
+    ]
+    (u,) = units.units(t, runs, claim([t]))
+    assert u.holds and u.aside == "over diverged c"
+    runs[0] = _made("a", 0, [1, 0.5, 0.4], "finished")  # b ahead: no win to qualify
+    (u,) = units.units(t, runs, claim([t]))
+    assert not u.holds and u.aside == ""
+
+
+def _ev(data: str, holds: list, choices=()) -> evidence.Evidence:
+    """Evidence of one ordering test whose seeds hold as ``holds`` says (a grid: ``choices``,
+    one (values, holds) per combination)."""
+    t = Check(kind="order", metric="m", says="s", key="k", values=("a", "b"))
+
+    def outs(h):
+        return [units.Outcome(t, [units.Unit(f"seed {i}", 0.0, x) for i, x in enumerate(h)])]
+
+    rs = declare.RunSet(
+        data=data,
+        preset="p",
+        stands_for="MNIST",
+        folders=("f",),
+        grid={"a.eta": [v for v, _ in choices]} if choices else {},
+        choices=("a.eta",) if choices else (),
+    )
+    ev = evidence.Evidence(rs, 3, 3, seeds=(0, 1, 2), T=20, outcomes=outs(holds))
+    ev.choices = [((("a.eta", v),), outs(h), 3, 3, 0) for v, h in choices]
+    return ev
+
+
+def test_a_word_that_changes_with_an_open_choice_or_the_stand_in_is_said_so():
+    c = claim([])
+    one = [_ev("d1", [False] * 3)]
+    assert verdict.across(c, one).word == "not reproduced"
+    two = [*one, _ev("d2", [True, True, False])]
+    v = verdict.across(c, two)
+    assert v.word == "not reproduced (d1); partly (d2)" and "depends on the dataset" in v.why
+    grid = _ev("d1", [], choices=[(0.1, [True] * 3), (0.3, [False] * 3)])
+    v = verdict.across(c, [*one, grid])
+    assert v.word == "inconclusive"
+    assert (
+        "depends on what the paper leaves open (on d1: reproduced on a stand-in at eta = 0.1; "
+        "not reproduced at eta = 0.3); at the declared setting: not reproduced"
+    ) in v.why
+    same = _ev("d1", [], choices=[(0.1, [False] * 3), (0.3, [False] * 3)])
+    assert verdict.across(c, [*one, same]).word == "not reproduced"
+
+
+def test_one_run_per_cell_bolds_nothing():
+    assert tables._best([(0.79, math.nan), (0.77, math.nan)], "test_acc") == [False, False]
+    assert tables._best([(0.79, 0.001), (0.77, 0.002)], "test_acc") == [True, False]
+
+
+def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
+    timed = Check(kind="ratio", metric="time_s", says="t", key="k", values=("a",), base="b")
+    acc = Check(kind="order", metric="test_acc", says="s", key="k", values=("a", "b"), at="every")
+    both = claim([acc, dataclasses.replace(timed, no_seeds=True, per_round=True)])
+    text = render.exemptions([both])
+    assert f"the same at every seed ({both.title} test 2)" in text
+    ev = _ev("d1", [True] * 3)
+    ev.outcomes[0].test = acc
+    r = render.Rendered(both, [ev], verdict.Verdict("w", ""))
+    assert "| test 1, test_acc (last) at k=a: 0 ± 0; 3 of 3 seeds |" in render.row(r)
+
+
+def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim():
+    c = dataclasses.replace(claim([], "test_acc"), trained_min=0.2)
+    ev = _ev("digits", [])
+    ev.trained = {"n=20, a": [0.1, 0.098], "n=50, a": [0.1, 0.1]}
+    assert "on digits for MNIST this model does not train" in render.trained(c, ev)
+    ev.trained["n=50, a"] = [0.9, 0.91]
+    text = render.trained(c, ev)
+    assert "does not train" not in text and "in every run: n=20, a -- a result" in text
+
+
+def test_every_stand_in_has_its_facts_declared_and_the_report_lists_them():
+    facts = declare.stand_ins()
+    used = {rs.data for c in declare.load() for rs in c.ran if rs.stands_for}
+    assert used <= set(facts)
+    ev = _ev("mnist5k", [True] * 3)
+    text = render.stand_ins([render.Rendered(claim([]), [ev], verdict.Verdict("w", ""))])
+    assert text == f"- **mnist5k** (for MNIST): {facts['mnist5k']}."
