@@ -647,3 +647,25 @@ def test_a_resume_says_what_it_cannot_make_equal(tmp_path, capsys):
     assert (
         numerics.resume_with(recorded, typed(compose([*TINY, "engine=loop"])), tmp_path) is None
     )  # as configured
+
+
+def test_a_run_folder_renamed_mid_run_records_its_end_where_it_is(tmp_path, monkeypatch, capsys):
+    """Renamed during round 2: the run's next write finds no folder; its end is recorded in
+    the folder's new place (its lock's descriptor follows it), never left ``running``."""
+    from fedprox_cli.algorithms.fedavg import FedAvg
+
+    out, moved = tmp_path / "run", tmp_path / "renamed"
+    fedavg_round = FedAvg.round
+
+    def round(self, s, env, t):
+        if t == 1:
+            out.rename(moved)
+        return fedavg_round(self, s, env, t)
+
+    monkeypatch.setattr(FedAvg, "round", round)
+    code = run(out, "algorithm=fedavg", "regularizer=none", "T=4", "eval_every=1")
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists(), err
+    assert f"fedrun: note: the run folder {out} was moved to {moved} while the run ran" in err
+    s = read_summary(moved)
+    assert s["status"] == "error" and str(out) in s["error"], s

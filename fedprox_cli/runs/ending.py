@@ -19,7 +19,7 @@ from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
 from ..common.run_files import read_summary
-from . import keep, recap
+from . import keep, lock, recap
 from .experiment import Experiment
 from .outputs import Summary
 from .training import Diverged, Interrupted
@@ -37,28 +37,44 @@ def end(summary: Summary, status: str, code: int | None = None, **fields) -> boo
     try:
         summary.end(status, exit_code=EXIT[status] if code is None else code, **fields)
         return True
-    except OSError as e:
-        try:
-            says = read_summary(summary.path.parent)["status"]
-            left = f"it still says {says!r}"
-        except FileNotFoundError:
-            says, left = None, "there is none"
-        except Exception:  # noqa: BLE001 -- unreadable: the line says so
-            says, left = None, "it cannot be read"
-        if says == status:  # written, but not made durable (the folder's fsync failed)
-            say(
-                f"the run's end ({status}) is recorded in {summary.path} but may not survive a "
-                f"crash of "
-                f"the machine ({describe(e)})",
-                "note",
-            )
-            return True
+    except FileNotFoundError as e:  # the folder renamed or moved while the run held it
+        now = lock.moved(summary.path.parent)
+        if now is None:
+            return _not_recorded(summary, status, e)
         say(
-            f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); "
-            f"{left}",
-            "error",
+            f"the run folder {summary.path.parent} was moved to {now} while the run ran; "
+            f"its end ({status}) is recorded there",
+            "note",
         )
-        return False
+        summary.path = now / summary.path.name
+        return end(summary, status, code, **fields)
+    except OSError as e:
+        return _not_recorded(summary, status, e)
+
+
+def _not_recorded(summary: Summary, status: str, e: OSError) -> bool:
+    """:func:`end`'s write failed with ``e``: whether the file says ``status`` all the same
+    (written, not made durable: a note), else one line saying what it still says."""
+    try:
+        says = read_summary(summary.path.parent)["status"]
+        left = f"it still says {says!r}"
+    except FileNotFoundError:
+        says, left = None, "there is none"
+    except Exception:  # noqa: BLE001 -- unreadable: the line says so
+        says, left = None, "it cannot be read"
+    if says == status:  # written, but not made durable (the folder's fsync failed)
+        say(
+            f"the run's end ({status}) is recorded in {summary.path} but may not survive a "
+            f"crash of "
+            f"the machine ({describe(e)})",
+            "note",
+        )
+        return True
+    say(
+        f"the run's end ({status}) could not be recorded in {summary.path} ({describe(e)}); {left}",
+        "error",
+    )
+    return False
 
 
 def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:

@@ -20,6 +20,7 @@ from ..common.errors import UserError
 from ..common.files import open_regular
 
 refused: list[Path] = []  # the folders this process was refused because another held them
+_held: dict[Path, int] = {}  # folder -> the descriptor of its lock file, for locks held here
 
 
 class RunLock:
@@ -47,12 +48,37 @@ class RunLock:
         except OSError:  # a full disk: the lock holds without its holder's name
             pass
         self._fd = fd
+        _held[self.path.parent] = fd
         return self
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
+            _held.pop(self.path.parent, None)
             os.close(self._fd)  # releases the lock
             self._fd = None
+
+
+def moved(run_dir: Path) -> Path | None:
+    """Where the folder ``run_dir``, whose lock this process holds, is now when it was renamed
+    or moved while held (its lock file's open descriptor follows it: ``/proc/self/fd``); None
+    when it was not, or cannot be told (not Linux, the folder deleted)."""
+    fd = _held.get(Path(run_dir))
+    if fd is None:
+        return None
+    try:
+        here = os.stat(Path(run_dir) / run_files.LOCK)
+        mine = os.fstat(fd)
+        if (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino):
+            return None  # still where it was
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        now = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return None
+    return None if now.name != run_files.LOCK or not now.parent.is_dir() else now.parent
 
 
 def holder(run_dir: Path) -> str | None:
