@@ -128,8 +128,8 @@ def test_a_word_that_changes_with_an_open_choice_or_the_stand_in_is_said_so():
     v = verdict.across(c, [*one, grid])
     assert v.word == "inconclusive"
     assert (
-        "depends on what the paper leaves open (on d1: reproduced on a stand-in at eta = 0.1; "
-        "not reproduced at eta = 0.3); at the declared setting: not reproduced"
+        "depends on what the paper leaves open (on d1: reproduced on a stand-in at (eta = 0.1); "
+        "not reproduced at (eta = 0.3)); at the declared setting: not reproduced"
     ) in v.why
     same = _ev("d1", [], choices=[(0.1, [False] * 3), (0.3, [False] * 3)])
     assert verdict.across(c, [*one, same]).word == "not reproduced"

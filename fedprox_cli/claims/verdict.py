@@ -261,7 +261,8 @@ HOLDS = ("reproduced", "reproduced on a stand-in", "partly")
 def depends(claim, found: list[Evidence]) -> str:
     """Where a sensitivity grid, fully run, reads the claim as holding (reproduced, partly) at
     some combination of its open choices and as not reproduced at another: each such grid's
-    words ("on mnist5k: partly at alpha = 0.1, eta = 0.1; ..."), else ""."""
+    words ("on mnist5k: partly at (alpha = 0.1, eta = 0.1), ...; not reproduced at ..."),
+    else ""."""
     out = []
     for ev in found:
         if not (ev.present and ev.runset.choices):
@@ -271,7 +272,11 @@ def depends(claim, found: list[Evidence]) -> str:
         if any(c.present < c.declared for c in got):
             continue
         if words & set(HOLDS) and "not reproduced" in words:
+            per: dict = {}
+            for c in got:
+                per.setdefault(c.word, []).append(f"({label(c.values)})")
             out.append(
-                f"on {ev.runset.data}: " + "; ".join(f"{c.word} at {label(c.values)}" for c in got)
+                f"on {ev.runset.data}: "
+                + "; ".join(f"{w} at {', '.join(at)}" for w, at in per.items())
             )
     return "; ".join(out)
