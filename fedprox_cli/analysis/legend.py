@@ -37,7 +37,9 @@ def meaning(algorithm, key: str) -> str:
         cls = algorithms.base.lookup(str(algorithm))
     except (UserError, ImportError):
         return f"{algorithm}.{name}"
-    if not is_dataclass(cls) or name not in {f.name for f in fields(cls)}:
+    if not (isinstance(cls, type) and is_dataclass(cls)) or name not in {
+        f.name for f in fields(cls)
+    }:
         return f"{algorithm}.{name}"
     owner = next(k for k in reversed(cls.__mro__) if name in getattr(k, "__annotations__", {}))
     return f"{owner.__module__}.{owner.__qualname__}.{name}"
@@ -126,7 +128,7 @@ def curve_labels(groups: list[Group], names, shown=()) -> list[Entry]:
     for (lab, states), g in zip(zip(labels, (s for _, s in made)), groups):
         renamed = names.get(lab) or names.get(g.label)
         gone = renamed is not None and renamed != lab  # a new text states none of the keys
-        out.append(Entry(renamed or lab or "all runs", frozenset() if gone else states))
+        out.append(Entry(renamed or lab or "all runs", frozenset() if gone else frozenset(states)))
     return out
 
 

@@ -350,10 +350,10 @@ THREADS_GRACE_S = 5.0  # how long the threads a call left running get to end by 
 
 
 def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
-    """Threads left running (a plugin's, a library's) (not daemons, started during the call) would keep the
-    process from ending: after :data:`THREADS_GRACE_S`, one note naming them, and for the
-    ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather than wait for
-    them. (A caller in Python keeps its process and its threads.)"""
+    """Threads left running (a plugin's, a library's; not daemons, started during the call)
+    would keep the process from ending: after :data:`THREADS_GRACE_S`, one note naming them,
+    and for the ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather
+    than wait for them. (A caller in Python keeps its process and its threads.)"""
     left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
     deadline = time.monotonic() + THREADS_GRACE_S  # a library's thread finishing its work ends now
     for t in left:

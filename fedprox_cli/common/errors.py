@@ -121,8 +121,9 @@ def exhausted_line(e: BaseException) -> str:
     return f"out of memory: {what} ran out{where} ({cause}); {fix}"
 
 
-def did_you_mean(key: str, among, prefix: str = "") -> str:
-    """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or ``""``."""
+def did_you_mean(key: str, among: Iterable[str], prefix: str = "") -> str:
+    """``; did you mean regularizer.lam?`` for the key of ``among`` closest to ``key``, or
+    ``""``."""
     close = closest(key, among)
     return f"; did you mean {prefix}{close}?" if close else ""
 
@@ -134,19 +135,22 @@ HELP_PAGES = (
 )  # groups with a page: fedrun GROUP=NAME --help
 
 
-def no_parameter(group: str, name: str, param: str, takes, target: str | None = None) -> str:
+def no_parameter(
+    group: str, name: str, param: str, takes: Iterable[str], target: str | None = None
+) -> str:
     """The line for ``GROUP.PARAM=...`` on an option ``name`` (a class at ``target``, the
     ``_target_`` it names) that has no such key: the keys it takes, the closest one, and the
     command that describes them (the same words whether Hydra or the validation finds it)."""
-    takes = sorted(k for k in takes if k not in ("name", "_target_"))
+    keys = sorted(k for k in takes if k not in ("name", "_target_"))
     page = (
         f"`fedrun {group}={target or name} --help` describes them"
         if group in HELP_PAGES
         else "`fedrun --help` lists the settings"
     )
     return (
-        f"{group} {name} has no parameter {param} (it takes: {', '.join(takes) or 'nothing'}; {page})"
-        f"{did_you_mean(param, takes, group + '.')}"
+        f"{group} {name} has no parameter {param} "
+        f"(it takes: {', '.join(keys) or 'nothing'}; {page})"
+        f"{did_you_mean(param, keys, group + '.')}"
     )
 
 
