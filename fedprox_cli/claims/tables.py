@@ -206,7 +206,8 @@ def build(
     rows += [["ours", *r] for r in mine]
     bold += [[False, *b] for b in mine_bold]
     note = spec["note"] + (
-        "; ours bold where the best mean beats the runner-up by more than the larger of their stds (one run per cell: none)"
+        "; ours bold where the best mean beats the runner-up by more than the larger of their "
+        "stds (one run per cell: none)"
         if not spec.get("ratio")
         else ""
     )
