@@ -1080,7 +1080,8 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     """The whole process group gets SIGTERM (as from `timeout`): the sweep ends within seconds and
     the queued jobs never start (before the fix the workers went on through the queue for
     minutes). The running jobs stop after their round; joblib's abort in the launching process
-    may kill a worker first (then ``dead``: resumable from its last checkpoint) -- not closed."""
+    may kill a worker first: the sweep then records it ``interrupted`` (resumable from its last
+    checkpoint), never ``dead`` or ``running``."""
     sweep = tmp_path / "sweep"
     proc = subprocess.Popen(
         [

@@ -181,7 +181,8 @@ def _stopped_with_the_sweep(folder: Path) -> str:
     its workers) before it could record its end: its summary says so -- ``interrupted``, and
     why -- rather than ``running`` (no process runs it). Its rows and last checkpoint stay:
     the same command resumes it. Returns the status its folder now records."""
-    from ..runs.outputs import Summary, effective_status, read_summary, runs_in
+    from ..common.run_files import read_summary
+    from ..runs.outputs import Summary, effective_status, runs_in
 
     for run in runs_in(folder):
         if effective_status(run) == "dead":
