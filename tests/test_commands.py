@@ -64,16 +64,20 @@ def test_a_stop_signal_while_a_command_loads_is_one_line(tmp_path, prog, sig):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_signal_while_fedrun_loads_torch_is_one_line(tmp_path, sig):
-    """Deeper: inside fedrun's own handling, as its run's modules load; the shell that started
-    it may have ignored SIGINT (a background job): fedrun catches it all the same."""
+@pytest.mark.parametrize("at", ["torch", "fedprox_cli.runs.runner"])
+def test_a_stop_signal_while_fedrun_loads_torch_is_one_line(tmp_path, at, sig):
+    """Deeper: inside fedrun's own handling, as its run's modules load (torch: while Hydra
+    composes where a plugin imports it, else after Hydra made the run folder, as the runner's
+    modules load);
+    the shell that started it may have ignored SIGINT (a background job): fedrun catches it all
+    the same. The run never began: no run folder is left."""
 
     def ignored():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     function, _, args = COMMANDS["fedrun"]
     p = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(int(sig)), "torch", "fedrun", function, *args],
+        [sys.executable, "-c", DRIVER, str(int(sig)), at, "fedrun", function, *args],
         cwd=tmp_path,
         env=child_env(OMP_NUM_THREADS="1"),
         capture_output=True,

@@ -10,12 +10,12 @@ answers (a caller in Python, a start that failed, a process that died)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from ..analysis import run_figures
+from ..common import streams
 from ..common.errors import UserError
 
 _PROCESS: list[subprocess.Popen] = []  # the drawing process of this fedrun command, if any
@@ -94,14 +94,16 @@ def _ask(request: dict) -> dict | None:
     except (OSError, ValueError):
         stop()
         return None
+    except BaseException:  # a stop signal while it draws: its reply would answer the next request
+        stop()
+        raise
 
 
 def serve() -> None:
     """The drawing process: import the plotting code, then draw each request read from stdin
     (one JSON line: the config and the run folder) and reply on stdout (one JSON line:
     ``{}``, or the fault), until stdin closes."""
-    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    sys.stdout = sys.stderr  # nothing a library prints reaches the replies
+    replies = streams.set_aside_stdout()
     from ..analysis import plotting  # noqa: F401 -- the slow import, made while the run trains
 
     for line in sys.stdin:

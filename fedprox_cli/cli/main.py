@@ -130,7 +130,11 @@ def _job(composed: DictConfig) -> float:
         said = len(console.errors)
         code = fault(e)
         reason = console.errors[-1] if len(console.errors) > said else _crash_reason(e)
-    if not multirun and out.is_dir() and not any(out.iterdir()):
+    except KeyboardInterrupt:  # stopped before the run began (its modules loading): no folder
+        if not multirun:
+            _remove_made(out)
+        raise
+    if not multirun:
         _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
         sweep.ended(
@@ -179,10 +183,10 @@ def _parents(argv: list[str]) -> dict[Path, bool]:
 
 
 def _remove_made(out: Path) -> None:
-    """Remove the empty run folder ``out`` and each empty parent of it that did not exist
-    before Hydra made it (:func:`_parents`, noted by this :func:`main` call); a folder that was
-    there stays. (Not inlined in :func:`_job`, which a joblib worker receives pickled, as
-    :func:`_ran`.)"""
+    """Remove the run folder ``out`` if it is empty, and each empty parent of it that did not
+    exist before Hydra made it (:func:`_parents`, noted by this :func:`main` call); a folder
+    that was there, or that holds anything, stays. (Not inlined in :func:`_job`, which a joblib
+    worker receives pickled, as :func:`_ran`.)"""
     made = _CALL.get().made
     try:
         out.rmdir()

@@ -11,6 +11,7 @@ escaped
   such streams for everything else that writes to them -- tqdm's bars, logging handlers,
   Hydra -- and reopens a closed descriptor 0, 1 or 2 on ``/dev/null``, so that no file fedrun
   opens later takes its number.
+- :func:`set_aside_stdout` keeps descriptor 1 for a child process's replies to its parent.
 
 A pipe whose reader has gone is replaced by ``/dev/null`` at the descriptor, as the Python
 documentation advises for SIGPIPE, so that Python's own flush at exit neither fails (exit
@@ -23,6 +24,7 @@ import errno
 import io
 import os
 import sys
+from typing import TextIO
 
 
 class Safe(io.TextIOBase):
@@ -123,6 +125,16 @@ def guard() -> None:
                 os.dup2(null, fd)
                 os.close(null)
     sys.stdout, sys.stderr = _safe(sys.stdout), _safe(sys.stderr)
+
+
+def set_aside_stdout() -> TextIO:
+    """Take descriptor 1 aside for this process's own replies (a drawing process's, read by its
+    parent) and return it as a text stream; ``sys.stdout`` and descriptor 1 then write to
+    stderr, so that nothing a library prints reaches the replies."""
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return replies
 
 
 def line(stream, text: str) -> None:

@@ -1,4 +1,6 @@
-"""Test hook: SIGTERM to this process at the n-th entry into a phase of a job (FEDRUN_SIGNAL_AT=phase:n)."""
+"""Test hook: SIGTERM to fedrun at the n-th entry into a phase of a job (FEDRUN_SIGNAL_AT=phase:n),
+counted in the process that runs the phase: fedrun's, or its drawing process's (plotting), whose
+signal goes to fedrun, the process the hook loaded in first (FEDRUN_SIGNAL_PID)."""
 
 import os
 import signal
@@ -8,11 +10,12 @@ _at = os.environ.get("FEDRUN_SIGNAL_AT")
 if _at:
     phase, nth = _at.split(":")
     count = [0]
+    os.environ.setdefault("FEDRUN_SIGNAL_PID", str(os.getpid()))  # inherited by its children
 
     def _hit():
         count[0] += 1
         if count[0] == int(nth):
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(int(os.environ["FEDRUN_SIGNAL_PID"]), signal.SIGTERM)
 
     class _Finder:
         """import: the runner module's import (the first job's)."""
