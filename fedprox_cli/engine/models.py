@@ -9,6 +9,7 @@ states with ``torch.func.functional_call`` -- also under ``vmap``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -19,7 +20,7 @@ from ..common.registry import Registry, callable_contract
 
 # name -> builder
 register, names, lookup = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry[Callable[..., nn.Module]](  # (a plugin's result checked: build)
         "model",
         "models",
         callable_contract(
