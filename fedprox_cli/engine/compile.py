@@ -37,6 +37,7 @@ client-steps and the choice.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +62,9 @@ def mode(device: torch.device) -> str:
 def compiled(fn: Callable, device: torch.device) -> Callable:
     """``fn`` compiled for ``device`` with static shapes (see module docstring)."""
     m = mode(device)
+    # On a CPU-only torch beside a CUDA toolkit, inductor's C++ build warns once that it found no
+    # CUDA runtime: true and of no use to a CPU run, and a line the user did not ask for.
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     fast = torch.compile(fn, dynamic=False, mode=m)
 
     def call(*args):
