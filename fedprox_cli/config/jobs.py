@@ -9,9 +9,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from ..common.containers import as_dict, as_list
 from ..common.errors import UserError
 from . import extras
 from .compose import check_sweep, one_of_a_sweep, sweep_jobs
@@ -91,7 +93,7 @@ class Composer:
         if not values:
             self.base = None
             return _compose(self.gh, self.config_name, self.pre + list(job), RunMode.RUN)
-        key = tuple(o.input_line for o in parsed if not self._is_value(o))
+        key = tuple(str(o.input_line) for o in parsed if not self._is_value(o))  # parsed: set
         self.base = key
         if key not in self.bases:
             self.bases[key] = _compose(self.gh, self.config_name, self.pre + list(key), RunMode.RUN)
@@ -138,7 +140,7 @@ def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
     command starts (``${now:...}``, ``${fedrun.pid:}``) read ``<time>`` and ``<pid>`` -- a dry
     run's own clock and process would name a folder the real command never uses."""
     node = cfg.hydra.sweep if multirun else cfg.hydra.run
-    given = OmegaConf.to_container(node, resolve=False)["dir"]
+    given = as_dict(node)["dir"]
     pattern = str(given)
     for started, placeholder in _STARTED:
         pattern = started.sub(placeholder, pattern)
@@ -158,9 +160,7 @@ def compose_jobs(
     launcher/sweeper must be installed (:func:`extras.check`), a SLURM time limit must leave
     room before its warning (:func:`slurm.check_time_limit`) and its jobs may not batch
     overlapping seeds (:func:`compose.check_sweep`): checked before the first job."""
-    pre = (
-        [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)
-    )  # unresolved
+    pre = [] if master is None else as_list(master.hydra.overrides.hydra)  # unresolved
     if master is not None:
         extras.check(master.hydra.runtime.choices)
         check_time_limit(master.hydra.launcher)
@@ -181,11 +181,11 @@ def _current(cfg: DictConfig, same_base: bool) -> None:
     if not same_base or hc.cfg is None:
         hc.set_config(cfg)
         return
-    h, mine = hc.cfg.hydra, cfg.hydra
+    h, mine = cast(DictConfig, hc.cfg).hydra, cfg.hydra  # declared as HydraConf: the whole config
     with read_write(h):
         h.job.num, h.job.id = mine.job.num, mine.job.id
         h.job.override_dirname = mine.job.override_dirname
-        h.overrides.task = OmegaConf.to_container(mine.overrides.task)
+        h.overrides.task = as_list(mine.overrides.task)
     h._set_parent(cfg)  # interpolations from the Hydra node into this job's config
 
 
@@ -211,7 +211,7 @@ def _composed(gh, config_name, master, task, compose: Composer) -> Iterator[Job]
         folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
         listed = planned_folder(cfg, multirun)
         choices = dict(h.runtime.choices)
-        shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
+        shown = list(job) if multirun else as_list(h.overrides.task)
         note = None if multirun else one_of_a_sweep(h)
         placed = where(cfg, h.launcher, num if multirun else None)
         with open_dict(cfg):

@@ -20,11 +20,11 @@ import math
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
-from typing import Any, Callable, ClassVar, Dict, Optional
+from typing import Any, Callable, ClassVar, Dict, Optional, cast
 
 import torch
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig
 
 from ..common.errors import UserError, require
 from ..engine.device import MATMUL_PRECISIONS, resolve_device
@@ -232,9 +232,8 @@ def sweep_job() -> int | None:
     if not HydraConfig.initialized():
         return None
     hc = HydraConfig.get()
-    return (
-        int(hc.job.num) if hc.mode == RunMode.MULTIRUN and hc.job.get("num") is not None else None
-    )
+    job = cast(DictConfig, hc.job)  # declared as Hydra's dataclass; a DictConfig at run time
+    return int(job.num) if hc.mode == RunMode.MULTIRUN and job.get("num") is not None else None
 
 
 def finite(key: str, v) -> None:

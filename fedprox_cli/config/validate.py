@@ -13,9 +13,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ..common.containers import as_dict
 from ..common.errors import UserError, did_you_mean, no_parameter, require
 from ..common.flatten import flatten
 from .schema import (
@@ -33,9 +36,9 @@ from .schema import (
 )
 
 
-def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
+def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict[str, Any]:
     """A config group's entries as keyword arguments (without its ``name``)."""
-    d = OmegaConf.to_container(group, resolve=True)
+    d = as_dict(group, resolve=True)
     return {k: v for k, v in d.items() if k not in drop}
 
 
@@ -52,11 +55,11 @@ GROUP_RANGES = {
 SECTIONS = {"data": Data, "oracle": Oracle, "metrics": Metrics}
 
 
-def resolved(cfg: DictConfig) -> dict:
+def resolved(cfg: DictConfig) -> dict[str, Any]:
     """The whole config with every interpolation resolved; one that fails (``${calc:1/0}``,
     an unset ``${oc.env:...}``, a missing key) is a :class:`UserError` naming its key."""
     try:
-        return OmegaConf.to_container(cfg, resolve=True)
+        return as_dict(cfg, resolve=True)
     except OmegaConfBaseException as e:
         why = str(e).splitlines()[0].split("raised while resolving interpolation: ")[-1]
         raise UserError(f"cannot resolve {e.full_key or 'the config'}: {why}") from None
@@ -92,8 +95,8 @@ def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     ):  # top-level keys first
         finite(key, v)
     _check_groups(values, reference)
-    sections = {k: cls(**top[k]) for k, cls in SECTIONS.items()}
-    choices = {
+    sections: dict[str, Any] = {k: cls(**top[k]) for k, cls in SECTIONS.items()}
+    choices: dict[str, Any] = {
         g: Choice(values[g]["name"], {k: v for k, v in values[g].items() if k != "name"})
         for g in GROUPS
     }
@@ -109,9 +112,7 @@ def _check_groups(values: dict, reference: DictConfig | None) -> None:
     """Each group's values of its defaults' types (a number where a number stands, a boolean
     where a boolean stands) and in :data:`GROUP_RANGES`."""
     flat = flatten({g: values[g] for g in GROUPS})
-    defaults = (
-        flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
-    )
+    defaults = flatten(as_dict(reference, resolve=True)) if reference is not None else {}
     for key, v in sorted(flat.items()):
         d = defaults.get(key)
         if isinstance(d, bool):
@@ -130,8 +131,8 @@ def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
     """Refuse keys ``cfg`` has beyond ``reference`` (the same group choices composed without
     overrides: what ``+key=value`` or ``++key=value`` added), naming the closest one it has,
     and keys it lacks (``~key``)."""
-    have = flatten(OmegaConf.to_container(cfg, resolve=False))
-    want = flatten(OmegaConf.to_container(reference, resolve=False))
+    have = flatten(as_dict(cfg))
+    want = flatten(as_dict(reference))
     for key in sorted(set(have) - set(want)):
         group = key.split(".")[0]
         if group in GROUPS and "." in key:
