@@ -19,6 +19,7 @@ code 2.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -97,12 +98,14 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
                 and first <= int(number) < first + R
             ):
                 on_disk.append(int(number))
-    said, starts, last = [], {}, first
+    said: list[str] = []
+    starts: dict[int, int] = {}  # start round -> seeds starting there
+    last = first
     for s in sorted(on_disk):
         if s > last:
             said.append(_new(last, s - 1))
         state, start = _state(
-            lambda s=s: seeds.with_seed(cfg, s), job.folder / run_files.seed_folder(s), cfg.T
+            functools.partial(seeds.with_seed, cfg, s), job.folder / run_files.seed_folder(s), cfg.T
         )
         said.append(f"seed {s} {state}")
         starts[start] = starts.get(start, 0) + 1
@@ -175,7 +178,10 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
 
     from .faults import one_line
 
-    good, bad, first, references = [], [], {}, {}
+    good: list[Checked] = []
+    bad: list[str] = []
+    first: dict[Path, str] = {}  # a job's folder -> the first job in it
+    references: dict[tuple[tuple[str, str], ...], DictConfig] = {}
     started = last = time.monotonic()
     for job in listed:
         try:

@@ -93,8 +93,9 @@ class Checked:
     integer given for a float field becomes a float."""
 
     at: ClassVar[str] = ""  # the section's place in the config ("oracle.")
+    __dataclass_fields__: ClassVar[Dict[str, Any]]  # (its subclasses are dataclasses)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check(type(self), {f.name: getattr(self, f.name) for f in fields(self)}, self.at)
         hints = typing.get_type_hints(type(self))
         for f in fields(self):

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from ..common.console import say
 from ..common.errors import UserError, require, squeeze
@@ -198,7 +199,7 @@ def not_found(name: str, looked: list[Path], how_to_get: str) -> UserError:
     )
 
 
-def labels(y: np.ndarray) -> torch.Tensor:
+def labels(y: ArrayLike) -> torch.Tensor:
     return torch.from_numpy(np.asarray(y).astype(np.int64))
 
 
