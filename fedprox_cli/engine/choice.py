@@ -26,20 +26,48 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import torch
 
 from ..common import guarded
 from ..common.files import atomic_write_text
-from .base import Engine
+from .base import Batch, Engine
 from .device import device_name
-
-if TYPE_CHECKING:
-    from .oracle import Oracle
+from .models import FlatModel
 
 Record = dict[str, Any]
 """A choice's record as it is stored (JSON: the cache, the run's summary)."""
+
+
+class _Data(Protocol):
+    @property
+    def x(self) -> torch.Tensor: ...
+    @property
+    def n(self) -> int: ...
+
+
+class Oracle(Protocol):
+    """What the engine and compile choices read of an oracle (:class:`.oracle.Oracle`), and
+    set: its engine and the record of its choice."""
+
+    engine: Engine
+    engine_choice: Record
+
+    @property
+    def model(self) -> FlatModel: ...
+    @property
+    def data(self) -> _Data: ...
+    @property
+    def B(self) -> int | None: ...
+    @property
+    def chunk(self) -> int: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def engines(self) -> dict[str, Engine]: ...
+    def batches(self, t: int, k: int, clients: torch.Tensor) -> Batch: ...
+
 
 MAX_CLIENTS = 32  # clients per timed step (the engines' per-client costs are flat beyond this)
 REPEATS = 3  # timed steps per engine (best kept)

@@ -40,7 +40,7 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 import torch
 
@@ -48,11 +48,8 @@ from ..common.errors import UserError
 from ..common.files import atomic_write_text
 from . import choice as engine_choice
 from .base import GradCall
-from .choice import Record
+from .choice import Oracle, Record
 from .vmap import VmapEngine
-
-if TYPE_CHECKING:
-    from .oracle import Oracle
 
 # Per device type, the best speedup of a compiled call over the eager engines and the least
 # compile seconds measured there (where, in the file), for a device without records of its own.
