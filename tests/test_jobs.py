@@ -37,8 +37,11 @@ JOBS = [
     ["dataset=digits", "model=linear", "algorithm.beta=${calc:1/0}", "seed=13"],  # fails
     ["dataset=digits", "model=linear", "partition.seed=5", "seed=14"],  # a key that follows seed
     ["dataset=digits", "model=linear", "seed=15"],  # T, beta, partition.seed back as composed
+    ["dataset=digits", "model=linear", "data.root=${hydra:job.override_dirname}", "seed=16"],
+    ["dataset=digits", "model=linear", "data.root=${hydra.job.num}", "seed=17"],  # a run fails
 ]
-QUICK = {0, 1, 2, 3, 7, 9, 10, 11, 12}  # the jobs that set values the base has
+QUICK = {0, 1, 2, 3, 7, 9, 10, 11, 12, 13}  # the jobs that set values the base has
+READS = {13}  # a job whose config reads Hydra's node (${hydra:...})
 
 
 @pytest.fixture
@@ -86,12 +89,15 @@ def test_every_job_of_a_sweep_is_hydras_composition(hydra_here):
     for job in jobs_module.compose_jobs(hydra_here, "config", master, JOBS):
         hydras = whole(hydra_here, JOBS[job.num])
         h = hydras.hydra
-        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir)
-        mine = HydraConfig.get()
-        assert (job.folder, job.choices) == (folder, dict(h.runtime.choices))
         h.job.num, h.job.id = job.num, f"dry_run_{job.num}"  # as the launcher numbers it
-        assert OmegaConf.to_container(mine.job) == OmegaConf.to_container(h.job)
-        assert OmegaConf.to_container(mine.overrides) == OmegaConf.to_container(h.overrides)
+        folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir)
+        assert (job.folder, job.choices) == (folder, dict(h.runtime.choices))
+        mine = HydraConfig.get()
+        assert (mine.job.num, mine.job.id) == (h.job.num, h.job.id)
+        if job.composed is not None or job.num in READS:
+            assert OmegaConf.to_container(mine.job) == OmegaConf.to_container(h.job)
+            assert OmegaConf.to_container(mine.overrides) == OmegaConf.to_container(h.overrides)
+        HydraConfig.instance().set_config(hydras)  # Hydra's own job reads its own record
         with open_dict(hydras):
             del hydras["hydra"]
         assert job.plain == OmegaConf.to_container(hydras)

@@ -72,6 +72,7 @@ _PER_SWEEP_RESOLVERS = {"now", "fedrun.pid", "fedrun.under", "oc.env"}
 _RESOLVER = re.compile(r"\$\{\s*([\w.]+)\s*:")
 _NODE = re.compile(r"\$\{\s*([\w.]+)\s*\}")
 _INTO_HYDRA = re.compile(r"\$\{[^}]*hydra(?!:)")  # ${hydra.job.num}: not a run's (Hydra drops it)
+_READS_HYDRA = re.compile(r"\$\{\s*hydra:")  # ${hydra:job.num}: the job's Hydra node
 _JOB_DIR = "${fedrun.job_dir:}"
 
 
@@ -100,7 +101,10 @@ class _Base:
     before set put back first. ``quick``: whether its jobs can be made from the scratch --
     their folder is the sweep folder and ``${fedrun.job_dir:}`` (the folder's pattern read
     alike for all of them, :func:`_per_sweep`), and its config reads nothing of the Hydra node
-    (which a run's config has not) but through ``${hydra:...}``."""
+    (which a run's config has not) but through ``${hydra:...}``. Its jobs' record of their
+    overrides in Hydra's node (``overrides.task``, ``job.override_dirname``) is written only
+    where a ``${hydra:...}`` of the config or of the job may read it (``reads_hydra``);
+    ``job.num``, which places a job on a GPU, always."""
 
     def __init__(self, cfg: DictConfig, master: DictConfig | None):
         from hydra.core.hydra_config import HydraConfig
@@ -115,12 +119,13 @@ class _Base:
         self.literal = {  # the top-level values with no interpolation: resolved as they are
             k: v for k, v in as_typed.items() if not any(True for _ in _interpolations(v))
         }
-        self.set: dict[str, object] = {}  # keys the last job set in scratch
+        self.set: set[str] = set()  # the keys the last job set in the scratch copy
         self.quick = (
             str(h["sweep"]["subdir"]) == _JOB_DIR
             and _per_sweep(str(h["sweep"]["dir"]))
             and not any(_INTO_HYDRA.search(s) for s in _interpolations(as_typed))
         )
+        self.reads_hydra = any(_READS_HYDRA.search(s) for s in _interpolations(as_typed))
         self.choices = dict(h["runtime"]["choices"])
         self.dirname = h["job"]["config"]["override_dirname"]
         self.launcher = cfg.hydra.launcher
@@ -168,7 +173,6 @@ class Composer:
         self.gh, self.config_name, self.pre, self.master = gh, config_name, pre, master
         self.parser = OverridesParser.create()
         self.bases: dict[tuple[str, ...], _Base] = {}
-        self.base: tuple[str, ...] | None = None  # the last job's base (None: composed whole)
         self._parse_one = functools.lru_cache(maxsize=4096)(self._parse_line)
         self._groups: dict[str, bool] = {}  # whether a key names a config group
 
@@ -192,12 +196,16 @@ class Composer:
         parsed = [self._parse_one(line) for line in job]
         values = [o for o in parsed if self._is_value(o)]
         key = tuple(o.input_line for o in parsed if not self._is_value(o))
+        return parsed, values, key
+
+    def _base(self, key: tuple[str, ...]) -> _Base:
+        """The base of the group choices (and Hydra overrides) ``key``, composed once."""
         if key not in self.bases:
             from hydra.types import RunMode
 
             composed = _compose(self.gh, self.config_name, self.pre + list(key), RunMode.RUN)
             self.bases[key] = _Base(composed, self.master)
-        return parsed, values, key
+        return self.bases[key]
 
     def _dirname(self, parsed, base: _Base) -> str:
         from hydra._internal.config_loader_impl import get_overrides_dirname
@@ -215,10 +223,8 @@ class Composer:
 
         parsed, values, key = self._split(job)
         if not values:
-            self.base = None
             return _compose(self.gh, self.config_name, self.pre + list(job), RunMode.RUN)
-        self.base = key
-        base = self.bases[key]
+        base = self._base(key)
         cfg = copy.deepcopy(base.cfg)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         h = cfg.hydra
@@ -234,11 +240,15 @@ class Composer:
         from hydra.core.override_parser.types import OverrideType
 
         parsed, values, key = self._split(job)
-        base = self.bases[key]
-        if not values or not base.quick:
+        if not values:
+            return None
+        base = self._base(key)
+        if not base.quick:
             return None
         for o in values:
             if o.type != OverrideType.CHANGE or isinstance(o.value(), (dict, list)):
+                return None
+            if isinstance(o.value(), str) and _INTO_HYDRA.search(o.value()):
                 return None
             try:
                 base.at(o.key_or_group)
@@ -246,10 +256,9 @@ class Composer:
                 return None
         mine = {o.key_or_group for o in values}
         scratch = base.scratch
-        for k in [k for k in base.set if k not in mine]:  # the last job's, put back
+        for k in base.set - mine:  # the last job's, put back
             OmegaConf.update(scratch, k, base.at(k), merge=True)
-            del base.set[k]
-        base.set.update(dict.fromkeys(mine))
+        base.set = mine
         try:
             ConfigLoaderImpl._apply_overrides_to_config(values, scratch)
         except Exception:  # noqa: BLE001 -- composed whole, it raises Hydra's own error
@@ -257,15 +266,15 @@ class Composer:
         plain = base.plain
         for k in mine:
             plain = _with(plain, k, _stored(scratch, k))
-        self.base = key
         task = [o.input_line for o in parsed]
         hc = HydraConfig.instance()
         hc.cfg = base.current
         h = base.current.hydra
         with read_write(h):
-            h.job.num, h.job.id = num, f"dry_run_{num}"
-            h.job.override_dirname = self._dirname(parsed, base)
-            h.overrides.task = task
+            h.job.num, h.job.id = num, f"dry_run_{num}"  # the GPU a job takes: its number
+            if base.reads_hydra or any(_READS_HYDRA.search(str(o.value())) for o in values):
+                h.job.override_dirname = self._dirname(parsed, base)
+                h.overrides.task = task
         tops = {k.split(".")[0] for k in mine}
         given = {k: v for k, v in base.literal.items() if k not in tops}
         resolved = resolve(scratch, ("hydra",), given)
