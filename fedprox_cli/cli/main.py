@@ -367,7 +367,11 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
     would keep the process from ending: after :data:`THREADS_GRACE_S`, one note naming them,
     and for the ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather
     than wait for them. (A caller in Python keeps its process and its threads.)"""
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    left = [
+        t
+        for t in threading.enumerate()
+        if t not in before and t.is_alive() and not t.daemon and not _pool_worker(t)
+    ]
     deadline = time.monotonic() + THREADS_GRACE_S  # a library's thread finishing its work ends now
     for t in left:
         t.join(max(0.0, deadline - time.monotonic()))
@@ -383,6 +387,14 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
     )
     if exit_now:
         _exit(code)  # os._exit; every line fedrun wrote is flushed already (streams.line)
+
+
+def _pool_worker(t: threading.Thread) -> bool:
+    """A ``concurrent.futures`` pool's worker (torch.compile's compile pool, a plugin's
+    executor): the pool's own exit hook ends it when the interpreter exits, so it holds
+    nothing up and is no one's leftover."""
+    target = getattr(t, "_target", None)
+    return getattr(target, "__module__", None) == "concurrent.futures.thread"
 
 
 def _fedrun(call: _Call) -> int:
