@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -35,6 +36,9 @@ from ..config.compose import reference_config
 from ..config.jobs import Job, jobs
 from ..runs.progress import duration
 from .jobtable import align, differing
+
+if TYPE_CHECKING:  # the runs load torch: imported where a job is checked
+    from ..runs.experiment import Validated
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
 
@@ -73,9 +77,9 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int
     if key not in references:
         references[key] = reference_config(job.choices)
     extras.check(job.choices)
-    experiment.validate(job.cfg, references[key])
+    v = experiment.validate(job.cfg, references[key])
     if job.cfg.seeds == 1:
-        return _state(lambda: job.cfg, job.folder, job.cfg.T)
+        return _state(lambda: v, job.folder, job.cfg.T)
     seeds.check_container(job.folder)
     return _batch(job)
 
@@ -84,7 +88,7 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
     """The state of each run of a ``seeds=R`` job and their start rounds counted: the seeds whose
     folder exists are checked one by one, the others are new runs (no folder: nothing to check),
     so the cost grows with the runs on disk, not with R."""
-    from ..runs import seeds
+    from ..runs import experiment, seeds
 
     cfg, first, R = job.cfg, job.cfg.seed, job.cfg.seeds
     on_disk = []
@@ -102,7 +106,9 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
         if s > last:
             said.append(_new(last, s - 1))
         state, start = _state(
-            lambda s=s: seeds.with_seed(cfg, s), job.folder / run_files.seed_folder(s), cfg.T
+            lambda s=s: experiment.validate(seeds.with_seed(cfg, s)),
+            job.folder / run_files.seed_folder(s),
+            cfg.T,
         )
         said.append(f"seed {s} {state}")
         starts[start] = starts.get(start, 0) + 1
@@ -120,11 +126,10 @@ def _new(a: int, b: int) -> str:
     return f"seed {a} new" if a == b else f"seeds {a}-{b} new"
 
 
-def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str, int]:
-    """What a run of ``config()`` (made only for a folder that exists: a seed batch of many new
-    runs costs no config each) would do in ``folder``, and the round it would start from (T: no
-    work, as for a run another process holds, which this one would be refused)."""
-    from ..config.validate import typed
+def _state(run: Callable[[], Validated], folder: Path, T: int) -> tuple[str, int]:
+    """What the validated run ``run()`` (made only for a folder that exists: a seed batch of
+    many new runs costs no validation each) would do in ``folder``, and the round it would start
+    from (T: no work, as for a run another process holds, which this one would be refused)."""
     from ..runs import code_record, run_folder
     from ..runs.lock import holder
 
@@ -134,10 +139,10 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     running = holder(folder)
     if running is not None:  # the run would be refused: the folder is in use
         return f"running now ({running}): refused", T
-    cfg = config()
-    start = run_folder.resume_point(cfg, folder)
+    v = run()
+    start = run_folder.resume_point(v, folder)
     if start is True:
-        why = code_record.stale(folder, typed(cfg))
+        why = code_record.stale(folder, v.cfg)
         return (
             f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
             if why

@@ -271,9 +271,9 @@ def differences(old: dict, new: dict) -> list[str]:
     ]
 
 
-def check_same_run(out: Path, composed: DictConfig) -> dict:
-    """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
-    in more than :func:`may_differ`."""
+def check_same_run(out: Path, resolved: dict) -> dict:
+    """The folder's prior config; refuses (:class:`UserError`) when ``resolved`` (a resolved
+    config) differs from it in more than :func:`may_differ`."""
     try:
         old = cast(dict, OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG)))
     except Exception as e:  # missing or unparsable
@@ -289,7 +289,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
                 else "choose another run folder"
             )
         ) from None
-    diff = differences(old, _resolved(composed))
+    diff = differences(old, resolved)
     require(
         not diff,
         f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "
