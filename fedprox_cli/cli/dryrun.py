@@ -245,6 +245,14 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]
+    _say_listing(checked)
+    return EXIT["finished"]
+
+
+def _say_listing(checked: list[Checked]) -> None:
+    """The dry run's listing of the good jobs ``checked``: one line each (folder, client steps,
+    evaluations, device, state, the overrides that vary), the overrides they share and the
+    total work."""
     rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
     rows += [
         [str(j.num), str(j.shown or j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
@@ -274,4 +282,3 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
         f"job from round 0), counted from the round each job would start from"
     )
-    return EXIT["finished"]
