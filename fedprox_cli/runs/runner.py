@@ -91,12 +91,13 @@ def run(
     :func:`experiment.validate`; ``plot``: draws a finished or diverged run's figures
     (:func:`ending.conclude`; default: none)."""
     out, ladder = Path(out), Ladder()
-    runs = composed
-    if not isinstance(runs, list):
+    if isinstance(composed, list):
+        runs = composed
+    else:
         with ladder.guard():
             runs = validated(composed, reference)
-    if ladder.code is not None:
-        return ladder.code
+        if ladder.code is not None:
+            return ladder.code
     first = runs[0].cfg
     if first.dry_run:  # fedrun handles it before Hydra (dryrun.py); here: the API
         say(
