@@ -47,6 +47,7 @@ from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
+from ..config.compose_once import composed_once
 from . import drawer, sweep
 from .faults import crash, one_line
 
@@ -252,6 +253,19 @@ def _not_parsed(message: str):
     raise ValueError(message)
 
 
+def _parsed(argv: list[str]):
+    """The command line as Hydra's argument parser reads it, or None where it does not parse
+    (Hydra's own parsing then says what is wrong)."""
+    from hydra._internal.utils import get_args_parser
+
+    parser = get_args_parser()
+    parser.error = _not_parsed  # silent here
+    try:
+        return parser.parse_intermixed_args(argv)
+    except (ValueError, TypeError, SystemExit):
+        return None
+
+
 def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
@@ -274,13 +288,8 @@ def _preflight(argv: list[str]) -> int | None:
             streams.err(f"fedrun: error: {e}")
             return EXIT["error"]
         return EXIT["finished"]
-    from hydra._internal.utils import get_args_parser
-
-    parser = get_args_parser()
-    parser.error = _not_parsed  # silent here: Hydra's own parsing says what is wrong
-    try:
-        args = parser.parse_intermixed_args(argv)
-    except (ValueError, TypeError, SystemExit):
+    args = _parsed(argv)
+    if args is None:
         return None
     try:
         plugin_defaults.store(args.overrides, args.config_dir)
@@ -365,7 +374,11 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
     would keep the process from ending: after :data:`THREADS_GRACE_S`, one note naming them,
     and for the ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather
     than wait for them. (A caller in Python keeps its process and its threads.)"""
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    left = [
+        t
+        for t in threading.enumerate()
+        if t not in before and t.is_alive() and not t.daemon and not _pool_worker(t)
+    ]
     deadline = time.monotonic() + THREADS_GRACE_S  # a library's thread finishing its work ends now
     for t in left:
         t.join(max(0.0, deadline - time.monotonic()))
@@ -381,6 +394,14 @@ def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> 
     )
     if exit_now:
         _exit(code)  # os._exit; every line fedrun wrote is flushed already (streams.line)
+
+
+def _pool_worker(t: threading.Thread) -> bool:
+    """A ``concurrent.futures`` pool's worker (torch.compile's compile pool, a plugin's
+    executor): the pool's own exit hook ends it when the interpreter exits, so it holds
+    nothing up and is no one's leftover."""
+    target = getattr(t, "_target", None)
+    return getattr(target, "__module__", None) == "concurrent.futures.thread"
 
 
 def _fedrun(call: _Call) -> int:
@@ -409,8 +430,10 @@ def _fedrun(call: _Call) -> int:
     stops_interrupt()
     call.made = _parents(sys.argv[1:])
     code = 0
+    args = _parsed(sys.argv[1:])
     try:
-        _job()
+        with composed_once(multirun=args is None or args.multirun):
+            _job()
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
         if call.sweep is None and not call.codes:

@@ -27,6 +27,7 @@ import functools
 import math
 import os
 from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import nn
@@ -83,7 +84,12 @@ def footprint(
 
 
 def plan(
-    fp: Footprint, n: int, samples: int, chunk, eval_batch, memory_gb: float
+    fp: Footprint,
+    n: int,
+    samples: int,
+    chunk: int | Literal["auto"] | None,
+    eval_batch: int | Literal["auto"],
+    memory_gb: float,
 ) -> tuple[int, int]:
     """(clients per vmap call, samples per evaluation call) for ``oracle.chunk`` and
     ``oracle.eval_batch``: ``auto`` = the largest that fits ``memory_gb`` (at least 1; chunk at
@@ -94,7 +100,7 @@ def plan(
         cap = min(budget, CHUNK_BYTES) if fp.device_type == "cpu" else budget
         chunk = max(1, min(n, int(cap // fp.call_bytes(1, samples))))
     if eval_batch == "auto":
-        eval_batch = max(1, int((budget - fp.per_client) // fp.per_sample))
+        return chunk or n, max(1, int((budget - fp.per_client) // fp.per_sample))
     return chunk or n, eval_batch
 
 
@@ -105,7 +111,7 @@ def available_bytes(device: torch.device) -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def least_parameters(name: str, params: dict) -> int:
+def least_parameters(name: str, params: dict[str, Any]) -> int:
     """A lower bound on the parameters of model ``name`` that needs no data: the model built on
     the ``meta`` device (nothing allocated) for a one-feature input, or 0 for a model that needs
     the data's image shape (its size is then fixed by the data set, checked once loaded)."""
@@ -119,7 +125,22 @@ def least_parameters(name: str, params: dict) -> int:
         return 0
 
 
-def check_sizes(s, model: str, model_params: dict, runs: int = 1) -> None:
+class RunSizes(Protocol):
+    """What :func:`check_sizes` reads of a run's config (``config.schema.RunConfig``)."""
+
+    @property
+    def n(self) -> int: ...
+    @property
+    def B(self) -> object: ...
+    @property
+    def batch(self) -> int | None: ...
+    @property
+    def torch_dtype(self) -> torch.dtype: ...
+    @property
+    def torch_device(self) -> torch.device: ...
+
+
+def check_sizes(s: RunSizes, model: str, model_params: dict[str, Any], runs: int = 1) -> None:
     """Refuse (:class:`UserError`) a config whose tensors cannot fit the device before anything
     is allocated: each of the ``runs`` x n clients holds at least one model-sized state (d
     numbers, :func:`least_parameters`), and each local step draws n x B mini-batch positions
