@@ -33,10 +33,10 @@ _WARM_UP_ROWS = [
 
 
 def warm_up() -> None:
-    """Draw a throwaway ``metrics.png`` of made-up rows in a temporary folder: a process's
-    first figure loads matplotlib's fonts and caches (about two thirds of its first draw's
-    time), which the run's own figure then finds loaded. The drawing process does it while the
-    run trains (:func:`cli.drawer.serve`); the run's figure is the same file either way."""
+    """Draw a throwaway ``metrics.png`` of made-up rows in a temporary folder: a process's first
+    figure loads matplotlib's fonts and caches (most of its first draw's time), which the
+    run's own figure then finds loaded. The drawing process does it while the run trains
+    (:func:`cli.drawer.serve`); the run's figure is the same file either way."""
     from .plotting import plot_run
 
     with tempfile.TemporaryDirectory(prefix="fedrun-warm-up-") as tmp:

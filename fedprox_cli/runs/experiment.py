@@ -76,10 +76,18 @@ class Validated:
 def validate(composed: DictConfig, reference: DictConfig | None = None) -> Validated:
     """Every check that needs no data (:class:`UserError`), shared by the run and the dry run:
     the config typed (:func:`config.validate.typed`: keys against ``reference``, the same group
-    choices without overrides; types and ranges), the sizes against the device's memory
-    (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
-    parameters, and every prox parameter against h."""
+    choices without overrides; types and ranges), then :func:`checks`."""
     cfg = typed(composed, reference)
+    return Validated(cfg, Record.of(composed), *checks(cfg))
+
+
+def checks(
+    cfg: RunConfig,
+) -> tuple[algorithms.Algorithm, regularizers.Regularizer, compressors.Compressor, float]:
+    """The checks of a typed config: the sizes against the device's memory
+    (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
+    parameters, and every prox parameter against h; returns the algorithm, h, the compressor
+    and the stationarity step."""
     cfg.torch_device  # a CUDA device that is not here is refused now  # noqa: B018
     memory.check_sizes(cfg, cfg.model.name, cfg.model.without("init"), runs=cfg.seeds)
     for group, registry in (
@@ -116,7 +124,7 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
         stat_step, cfg.torch_dtype, natural=cfg.metrics.stationarity_step is None
     )
     h.check_step(stat_step, "metrics.stationarity_step")
-    return Validated(cfg, Record.of(composed), alg, h, comp, stat_step)
+    return alg, h, comp, stat_step
 
 
 def known_parameters(group: str, lookup, name: str, params: dict) -> None:

@@ -23,7 +23,7 @@ from ..engine import choice
 from ..engine import compile as compile_choice
 from ..engine.device import hardware
 from . import checkpoint, code_record, keep, provenance
-from .experiment import Experiment, Validated, split
+from .experiment import Experiment, Record, split
 from .outputs import Summary, is_fedrun_summary
 
 
@@ -109,20 +109,22 @@ def check_owned(out: Path) -> None:
     )
 
 
-def resume_point(v: Validated, out: Path) -> checkpoint.Checkpoint | None | Literal[True]:
-    """How the run ``v`` starts in ``out`` (rules in :mod:`checkpoint`): the checkpoint to
-    continue from, ``None`` to start from round 0, or ``True`` when the folder's run has already
-    finished these T rounds. Refusals are :class:`UserError`; nothing is written."""
-    cfg = v.cfg
+def resume_point(
+    cfg: RunConfig, record: Record, out: Path
+) -> checkpoint.Checkpoint | None | Literal[True]:
+    """How the run of ``cfg`` (its config's ``record``) starts in ``out`` (rules in
+    :mod:`checkpoint`): the checkpoint to continue from, ``None`` to start from round 0, or
+    ``True`` when the folder's run has already finished these T rounds. Refusals are
+    :class:`UserError`; nothing is written."""
     if not (cfg.resume and has_prior_run(out)):
         return None
-    prior = checkpoint.check_same_run(out, v.record.resolved)
+    prior = checkpoint.check_same_run(out, record.resolved)
     finished = status_of(out) == "finished"
     if finished and prior.get("T") == cfg.T:  # a checkpoint beside it is an extension's, stopped
         return True
     path = out / run_files.CHECKPOINT
     ckpt = (
-        checkpoint.load(path, cfg.torch_device, checkpoint.digests(v.record.resolved))
+        checkpoint.load(path, cfg.torch_device, checkpoint.digests(record.resolved))
         if path.exists()
         else None
     )

@@ -181,7 +181,7 @@ def _one(
     fresh = None if prior else Summary(out, **provenance(command), T=v.cfg.T)
     ladder = Ladder()
     with ladder.guard(out, fresh):
-        ckpt = run_folder.resume_point(v, out)
+        ckpt = run_folder.resume_point(v.cfg, v.record, out)
         if ckpt is True:
             _finished(v.cfg, out)
             ending.say_closing(out, "finished")
@@ -233,7 +233,7 @@ def _start_batch(runs: list[Validated], folders: list[Path], out: Path) -> list[
     todo, finished = [], []
     for one, folder in zip(runs, folders):
         run_folder.recover(folder)
-        ckpt = run_folder.resume_point(one, folder)
+        ckpt = run_folder.resume_point(one.cfg, one.record, folder)
         if ckpt is True:
             finished.append((one, folder))
         else:
