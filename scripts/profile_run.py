@@ -5,7 +5,7 @@ bounds a goal it does not meet.
 
 Phases (none inside another): ``import torch``; ``import fedprox_cli`` (the CLI and what it
 imports before Hydra runs); Hydra's ``composition`` (once for a run: config/compose_once.py;
-once more for the validation's reference config where an override adds or deletes a key);
+once more for the validation's reference config where an override deletes something);
 ``data`` (loading the dataset); ``data fingerprint`` (the digest of the loaded arrays that a
 re-run compares: runs/provenance.py); ``engine choice`` (``engine=auto`` / ``compile=auto``:
 measured, or read from their caches); ``evaluation`` (every metrics row, round 0's included);

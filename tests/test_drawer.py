@@ -4,6 +4,7 @@ not answer."""
 
 import errno
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -95,3 +96,15 @@ def test_a_warmed_up_process_draws_the_same_file(finished, tmp_path):
         )
     warm, cold = ((tmp_path / how / "metrics.png").read_bytes() for how in ("warm", "cold"))
     assert warm[:4] == b"\x89PNG" and warm == cold
+
+
+def test_the_warm_up_is_skipped_where_a_request_waits(monkeypatch):
+    """A run that ended before the drawing process was ready waits for its figure, not for a
+    warm-up first (drawer._asked: a request, or the end of the input, is waiting)."""
+    r, w = os.pipe()
+    with os.fdopen(r) as stdin, os.fdopen(w, "w") as run:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert not drawer._asked()
+        run.write('{"config": {}, "out": "x"}\n')
+        run.flush()
+        assert drawer._asked()

@@ -45,9 +45,8 @@ from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
-from ..config import plugin_defaults, resolvers
+from ..config import compose_once, plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
-from ..config.compose_once import composed_once
 from . import drawer, sweep
 from .faults import crash, one_line
 
@@ -115,7 +114,9 @@ def _job(composed: DictConfig) -> float:
     try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
         from ..runs import runner  # here, so that config errors are reported before torch loads
 
-        reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
+        reference = reference_for(
+            composed, dict(hc.runtime.choices), overrides(hc), compose_once.reference()
+        )
         if not multirun:
             _one_of_a_sweep(hc, composed, reference)
         code = runner.run(
@@ -147,18 +148,25 @@ def _job(composed: DictConfig) -> float:
             raise KeyboardInterrupt
     else:
         _ran(code)
-        if code == 0 and composed.seeds > 1:
-            streams.out(
-                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
-                f"{composed.seed}..{composed.seed + composed.seeds - 1}"
-            )
-        elif code == 0 and (out / run_files.METRICS).exists():
-            streams.out(
-                f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
-            )
+        if code == 0:
+            _say_written(composed, out)
     return sweep_value(
         composed, out, code, OmegaConf.select(hc, "sweeper.direction")
     )  # for sweepers
+
+
+def _say_written(composed: DictConfig, out: Path) -> None:
+    """Where a run that finished without ``-m`` wrote: its seeds' folders, or its metrics and
+    plot."""
+    if composed.seeds > 1:
+        streams.out(
+            f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
+            f"{composed.seed}..{composed.seed + composed.seeds - 1}"
+        )
+    elif (out / run_files.METRICS).exists():
+        streams.out(
+            f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
+        )
 
 
 def _parents(argv: list[str]) -> dict[Path, bool]:
@@ -425,7 +433,7 @@ def _fedrun(call: _Call) -> int:
     code = 0
     args = _parsed(sys.argv[1:])
     try:
-        with composed_once(multirun=args is None or args.multirun):
+        with compose_once.composed_once(multirun=args is None or args.multirun):
             _job()
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
