@@ -131,6 +131,7 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     work, as for a run another process holds, which this one would be refused)."""
     from ..config.validate import typed
     from ..runs import code_record, run_folder
+    from ..runs.experiment import Record
     from ..runs.lock import holder
 
     run_folder.check_owned(folder)
@@ -139,10 +140,11 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     running = holder(folder)
     if running is not None:  # the run would be refused: the folder is in use
         return f"running now ({running}): refused", T
-    cfg = config()
-    start = run_folder.resume_point(cfg, folder)
+    composed = config()
+    cfg = typed(composed)
+    start = run_folder.resume_point(cfg, Record.of(composed), folder)
     if start is True:
-        why = code_record.stale(folder, typed(cfg))
+        why = code_record.stale(folder, cfg)
         return (
             f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
             if why
@@ -245,6 +247,14 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]
+    _say_listing(checked)
+    return EXIT["finished"]
+
+
+def _say_listing(checked: list[Checked]) -> None:
+    """The dry run's listing of the good jobs ``checked``: one line each (folder, client steps,
+    evaluations, device, state, the overrides that vary), the overrides they share and the
+    total work."""
     rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
     rows += [
         [str(j.num), str(j.shown or j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
@@ -274,4 +284,3 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
         f"job from round 0), counted from the round each job would start from"
     )
-    return EXIT["finished"]

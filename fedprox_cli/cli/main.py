@@ -148,18 +148,25 @@ def _job(composed: DictConfig) -> float:
             raise KeyboardInterrupt
     else:
         _ran(code)
-        if code == 0 and composed.seeds > 1:
-            streams.out(
-                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
-                f"{composed.seed}..{composed.seed + composed.seeds - 1}"
-            )
-        elif code == 0 and (out / run_files.METRICS).exists():
-            streams.out(
-                f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
-            )
+        if code == 0:
+            _say_written(composed, out)
     return sweep_value(
         composed, out, code, OmegaConf.select(hc, "sweeper.direction")
     )  # for sweepers
+
+
+def _say_written(composed: DictConfig, out: Path) -> None:
+    """Where a run that finished without ``-m`` wrote: its seeds' folders, or its metrics and
+    plot."""
+    if composed.seeds > 1:
+        streams.out(
+            f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
+            f"{composed.seed}..{composed.seed + composed.seeds - 1}"
+        )
+    elif (out / run_files.METRICS).exists():
+        streams.out(
+            f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
+        )
 
 
 def _parents(argv: list[str]) -> dict[Path, bool]:
