@@ -13,7 +13,7 @@ launching process) checks every job before the first one trains, each job record
 ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the report made
 from those records lists every job that did not finish, including those that never started,
 then the table of its jobs (:mod:`jobtable`). A single run of a preset that defines a sweep
-says so (:func:`_one_of_a_sweep`).
+says so (:func:`_run`).
 
 Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
 ``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
@@ -112,22 +112,7 @@ def _job(composed: DictConfig) -> float:
     started, reason = time.time(), ""
     noted = len(signals.received)
     try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
-        from ..runs import runner  # here, so that config errors are reported before torch loads
-
-        reference = reference_for(
-            composed, dict(hc.runtime.choices), overrides(hc), compose_once.reference()
-        )
-        if not multirun:
-            _one_of_a_sweep(hc, composed, reference)
-        code = runner.run(
-            composed,
-            out,
-            progress=sys.stderr.isatty() and in_process,
-            command=command(hc),
-            hydra_record=hydra_files(composed, hc),
-            reference=reference,
-            plot=drawer.figures,
-        )
+        code = _run(hc, composed, out, progress=sys.stderr.isatty() and in_process)
     except Exception as e:  # outside the run's own handling: one line, the sweep goes on
         said = len(console.errors)
         code = fault(e)
@@ -207,20 +192,33 @@ def _remove_made(out: Path) -> None:
         pass  # another process wrote there meanwhile, or it cannot be removed: it stays
 
 
-def _one_of_a_sweep(hc, composed: DictConfig, reference: DictConfig | None) -> None:
-    """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
-    saying that it runs one config (the preset's own values), and what ``-m`` would run; not
-    for a config the run will refuse (a fault stays one line)."""
-    from ..runs import experiment
+def _run(hc, composed: DictConfig, out: Path, progress: bool) -> int:
+    """The job's run into ``out``: its config validated once (:func:`runner.validated`, bad
+    input ending by the run's own error ladder), then run (:func:`runner.run`). A run without
+    ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep first says, once its
+    config is valid, that it runs one config (the preset's own values) and what ``-m`` would
+    run."""
+    from ..runs import runner  # here, so that config errors are reported before torch loads
 
-    note = one_of_a_sweep(hc)
-    if not note:
-        return
-    try:
-        experiment.validate(composed, reference)
-    except Exception:  # noqa: BLE001 -- the run says what is wrong, in one line
-        return
-    say(note, "note")
+    reference = reference_for(
+        composed, dict(hc.runtime.choices), overrides(hc), compose_once.reference()
+    )
+    ladder = runner.Ladder()
+    with ladder.guard():
+        runs = runner.validated(composed, reference)
+    if ladder.code is not None:
+        return ladder.code
+    note = one_of_a_sweep(hc) if hc.mode.name != "MULTIRUN" else None
+    if note:
+        say(note, "note")
+    return runner.run(
+        runs,
+        out,
+        progress=progress,
+        command=command(hc),
+        hydra_record=hydra_files(composed, hc),
+        plot=drawer.figures,
+    )
 
 
 class SweepReport(Callback):

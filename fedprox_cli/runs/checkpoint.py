@@ -103,19 +103,19 @@ def save(path: Path, ckpt: Checkpoint) -> None:
     atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
 
 
-def digest(composed: DictConfig | dict) -> str:
+def digest(config: DictConfig | dict) -> str:
     """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
     digest compute the same numbers, so a checkpoint of one can continue the other."""
-    return _digest(flatten(_resolved(composed)))
+    return _digest(flatten(_resolved(config)))
 
 
-def digests(composed: DictConfig | dict) -> dict[str, tuple[str, ...]]:
-    """The :func:`digest` of every config that computes what ``composed`` does (:func:`variants`),
+def digests(config: DictConfig | dict) -> dict[str, tuple[str, ...]]:
+    """The :func:`digest` of every config that computes what ``config`` does (:func:`variants`),
     also as an older fedprox_cli recorded it (:func:`as_older`): a checkpoint with one of them
-    continues a run of ``composed``. Each digest maps to the added keys its config lacks
+    continues a run of ``config``. Each digest maps to the added keys its config lacks
     (none: this version's own)."""
     out: dict[str, tuple[str, ...]] = {}
-    for lacking, flat in as_older(flatten(_resolved(composed))):
+    for lacking, flat in as_older(flatten(_resolved(config))):
         for v in variants(flat):
             out.setdefault(_digest(v), lacking)
     return out
@@ -133,10 +133,10 @@ def as_older(flat: dict) -> list[tuple[tuple[str, ...], dict]]:
     ]
 
 
-def _resolved(composed: DictConfig | dict) -> dict:
-    if isinstance(composed, dict):
-        return composed
-    return cast(dict, OmegaConf.to_container(composed, resolve=True))
+def _resolved(config: DictConfig | dict) -> dict:
+    if isinstance(config, dict):
+        return config
+    return cast(dict, OmegaConf.to_container(config, resolve=True))
 
 
 def _digest(flat: dict) -> str:
