@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -117,23 +118,27 @@ def _top_level(cfg: DictConfig, names: list[str]) -> dict:
         raise
 
 
-@dataclass
 class Reference:
     """What a config is checked against (:func:`compose.reference_config`, the same group
     choices composed without overrides): its keys as composed (flat) and its values resolved
-    (flat: the types of the groups' values)."""
+    (flat: the types of the groups' values), each read once, when first needed (the values
+    after the config's own top-level keys are checked: where the reference is the config
+    itself, ``K=0`` is named before its ``${calc:1/${K}}`` fails)."""
 
-    keys: dict
-    defaults: dict
+    def __init__(self, cfg: DictConfig):
+        self.cfg = cfg
+
+    @cached_property
+    def keys(self) -> dict:
+        return flatten(OmegaConf.to_container(self.cfg, resolve=False))
+
+    @cached_property
+    def defaults(self) -> dict:
+        return flatten(OmegaConf.to_container(self.cfg, resolve=True))
 
     @classmethod
     def of(cls, reference: DictConfig | None) -> Reference | None:
-        if reference is None:
-            return None
-        return cls(
-            flatten(OmegaConf.to_container(reference, resolve=False)),
-            flatten(OmegaConf.to_container(reference, resolve=True)),
-        )
+        return None if reference is None else cls(reference)
 
 
 def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
