@@ -26,20 +26,36 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 import torch
 
 from ..common import guarded
 from ..common.files import atomic_write_text
-from .base import Engine
+from .base import Batch, Engine
+from .client_data import ClientData
 from .device import device_name
-
-if TYPE_CHECKING:
-    from .oracle import Oracle
+from .models import FlatModel
 
 Record = dict[str, Any]
 """A choice's record as it is stored (JSON: the cache, the run's summary)."""
+
+
+class Timed(Protocol):
+    """What the engine and compile choices read (and, choosing, set) of the oracle they are
+    made for (:class:`oracle.Oracle`)."""
+
+    model: FlatModel
+    data: ClientData
+    B: int | None
+    device: torch.device
+    chunk: int
+    engines: dict[str, Engine]
+    engine: Engine
+    engine_choice: Record
+
+    def batches(self, t: int, k: int, clients: torch.Tensor) -> Batch: ...
+
 
 MAX_CLIENTS = 32  # clients per timed step (the engines' per-client costs are flat beyond this)
 REPEATS = 3  # timed steps per engine (best kept)
@@ -55,7 +71,7 @@ def cache_file() -> Path:
     )
 
 
-def cache_key(oracle: Oracle, clients: int) -> str:
+def cache_key(oracle: Timed, clients: int) -> str:
     data = oracle.data
     key = {
         "model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
@@ -82,14 +98,14 @@ def _clock(device: torch.device) -> Callable[[], float]:
     )
 
 
-def time_engines(oracle: Oracle, clients: int) -> dict[str, float]:
+def time_engines(oracle: Timed, clients: int) -> dict[str, float]:
     """Best seconds per client-step of each engine: a gradient step on the first ``clients``
     clients at the initial model, engines interleaved."""
     return time_steps(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
 
 
 def time_steps(
-    oracle: Oracle, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
+    oracle: Timed, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Time a gradient step as ``Oracle.grad`` takes it (the mini-batches drawn, then the
     engine's call) on the first ``clients`` clients at the initial model with each variant (an
@@ -132,7 +148,7 @@ def read_cache(path: Path) -> dict[str, Any]:
         return {}  # no cache yet, or an unreadable one: measure (and rewrite it)
 
 
-def choose(oracle: Oracle, engine: str) -> Record:
+def choose(oracle: Timed, engine: str) -> Record:
     """The engine record for ``engine`` (``auto`` measured or cached; others forced)."""
     if engine != "auto":
         return {"engine": engine, "source": "forced"}

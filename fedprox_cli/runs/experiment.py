@@ -19,9 +19,10 @@ from ..config.compose import option_file
 from ..config.schema import RunConfig
 from ..config.validate import resolved, typed
 from ..engine import memory, models
+from ..engine.client_data import ClientData
 from ..engine.device import set_matmul_precision
 from ..engine.models import FlatModel
-from ..engine.oracle import ClientData, Oracle
+from ..engine.oracle import Oracle
 from ..operators import compressors, regularizers
 from . import checkpoint, numerics, provenance
 
