@@ -180,21 +180,23 @@ def _loader() -> type:
     return Loader
 
 
-def read_yaml(path: StrPath) -> Any:
+def read_yaml(path: StrPath, part: tuple[str, ...] = ()) -> Any:
     """The YAML document in ``path`` as Python values, read as OmegaConf reads YAML (``1e-05``
     is a number); ``OmegaConf.create`` of it gives the config. Parsed once: a document with an
     anchor (``&``: aliases may expand it) has its graph checked (:func:`_check_graph`) before
     it is made into values; one without is no larger than its text, and only its depth is
-    checked, on the values."""
+    checked, on the values. ``part``: the keys of one value inside it (outermost first), made
+    into values alone (Hydra's record read for its choices); :class:`KeyError` where it has
+    none."""
     text = read_text(path)
     try:
-        return _parsed(path, text, _loader())
+        return _parsed(path, text, _loader(), part)
     except Unreadable:
         if _loader() is get_yaml_loader():
             raise
         # libyaml refuses what PyYAML's own reader takes (a surrogate escape, "\udcff", of a
         # folder name's undecodable byte in Hydra's record): read as OmegaConf reads it
-        return _parsed(path, text, get_yaml_loader())
+        return _parsed(path, text, get_yaml_loader(), part)
 
 
 def parse_yaml(text: str, where: StrPath) -> Any:
@@ -203,17 +205,35 @@ def parse_yaml(text: str, where: StrPath) -> Any:
     return _parsed(where, text, _loader())
 
 
-def _parsed(path: StrPath, text: str, loader_type: type) -> Any:
-    """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``."""
+def _inside(path: StrPath, node: Any, part: tuple[str, ...]) -> Any:
+    """The node at the keys ``part`` of the mapping ``node`` (a key twice is refused as
+    OmegaConf refuses it)."""
+    for key in part:
+        if not isinstance(node, yaml.MappingNode):
+            raise KeyError(key)
+        found = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key]
+        if len(found) > 1:
+            raise Unreadable(path, f"not YAML (found duplicate key {key})")
+        if not found:
+            raise KeyError(key)
+        node = found[0]
+    return node
+
+
+def _parsed(path: StrPath, text: str, loader_type: type, part: tuple[str, ...] = ()) -> Any:
+    """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``; ``part``: of
+    the value at those keys alone (:func:`read_yaml`)."""
     loader = loader_type(text)
     try:
         root = loader.get_single_node()
         if root is None:
+            if part:
+                raise KeyError(part[0])
             return None
         if "&" in text:
             _check_graph(path, root)
-            return loader.construct_document(root)
-        value = loader.construct_document(root)
+            return loader.construct_document(_inside(path, root, part))
+        value = loader.construct_document(_inside(path, root, part))
         _check_depth(path, value, _json_children)
         return value
     except RecursionError:

@@ -33,6 +33,7 @@ import torch
 from ..common import guarded
 from ..common.files import atomic_write_text
 from .base import Batch, Engine
+from .client_data import ClientData
 from .device import device_name
 from .models import FlatModel
 
@@ -40,32 +41,19 @@ Record = dict[str, Any]
 """A choice's record as it is stored (JSON: the cache, the run's summary)."""
 
 
-class _Data(Protocol):
-    @property
-    def x(self) -> torch.Tensor: ...
-    @property
-    def n(self) -> int: ...
+class Timed(Protocol):
+    """What the engine and compile choices read (and, choosing, set) of the oracle they are
+    made for (:class:`oracle.Oracle`)."""
 
-
-class Oracle(Protocol):
-    """What the engine and compile choices read of an oracle (:class:`.oracle.Oracle`), and
-    set: its engine and the record of its choice."""
-
+    model: FlatModel
+    data: ClientData
+    B: int | None
+    device: torch.device
+    chunk: int
+    engines: dict[str, Engine]
     engine: Engine
     engine_choice: Record
 
-    @property
-    def model(self) -> FlatModel: ...
-    @property
-    def data(self) -> _Data: ...
-    @property
-    def B(self) -> int | None: ...
-    @property
-    def chunk(self) -> int: ...
-    @property
-    def device(self) -> torch.device: ...
-    @property
-    def engines(self) -> dict[str, Engine]: ...
     def batches(self, t: int, k: int, clients: torch.Tensor) -> Batch: ...
 
 
@@ -83,7 +71,7 @@ def cache_file() -> Path:
     )
 
 
-def cache_key(oracle: Oracle, clients: int) -> str:
+def cache_key(oracle: Timed, clients: int) -> str:
     data = oracle.data
     key = {
         "model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
@@ -110,14 +98,14 @@ def _clock(device: torch.device) -> Callable[[], float]:
     )
 
 
-def time_engines(oracle: Oracle, clients: int) -> dict[str, float]:
+def time_engines(oracle: Timed, clients: int) -> dict[str, float]:
     """Best seconds per client-step of each engine: a gradient step on the first ``clients``
     clients at the initial model, engines interleaved."""
     return time_steps(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
 
 
 def time_steps(
-    oracle: Oracle, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
+    oracle: Timed, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Time a gradient step as ``Oracle.grad`` takes it (the mini-batches drawn, then the
     engine's call) on the first ``clients`` clients at the initial model with each variant (an
@@ -160,7 +148,7 @@ def read_cache(path: Path) -> dict[str, Any]:
         return {}  # no cache yet, or an unreadable one: measure (and rewrite it)
 
 
-def choose(oracle: Oracle, engine: str) -> Record:
+def choose(oracle: Timed, engine: str) -> Record:
     """The engine record for ``engine`` (``auto`` measured or cached; others forced)."""
     if engine != "auto":
         return {"engine": engine, "source": "forced"}

@@ -48,7 +48,7 @@ from ..common.errors import UserError
 from ..common.files import atomic_write_text
 from . import choice as engine_choice
 from .base import GradCall
-from .choice import Oracle, Record
+from .choice import Record, Timed
 from .vmap import VmapEngine
 
 # Per device type, the best speedup of a compiled call over the eager engines and the least
@@ -131,7 +131,7 @@ def prior(key: Record, cache: Record) -> Record | None:
     return None if shipped is None else {**shipped, "from": "shipped"}
 
 
-def choose(oracle: Oracle, setting: bool | str, client_steps: int | None = None) -> Record:
+def choose(oracle: Timed, setting: bool | str, client_steps: int | None = None) -> Record:
     """Decide ``setting`` (true, false or auto) for ``oracle`` and make the vmap engine with the
     compiled call its engine if chosen; return the record. ``client_steps``: the client-steps
     the run will compute (None: the compile time is not counted)."""
@@ -162,7 +162,7 @@ def choose(oracle: Oracle, setting: bool | str, client_steps: int | None = None)
         return {"compiled": False, "source": f"unavailable ({type(e).__name__})"}
 
 
-def _auto(oracle: Oracle, clients: int, client_steps: int | None, record: Record) -> Record:
+def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record) -> Record:
     """``compile=auto``: from compile.json's record of the run's key, compiled rounds where
     they repay the compile (:func:`pays`); without one, a trial compile where it could repay
     itself (:func:`may_pay` on the run's eager step and :func:`prior`), kept where its
@@ -206,7 +206,7 @@ def _auto(oracle: Oracle, clients: int, client_steps: int | None, record: Record
     return {**record, "compiled": False}
 
 
-def _eager_s(oracle: Oracle, clients: int) -> float:
+def _eager_s(oracle: Timed, clients: int) -> float:
     """Seconds per client-step of the run's eager engine: ``engine=auto``'s timing (this run's,
     or cached by an earlier run of the same key for a forced engine), else one step timed now."""
     name = oracle.engine.name
@@ -243,20 +243,20 @@ def line(record: Record) -> str | None:
     )
 
 
-def _fast(oracle: Oracle) -> VmapEngine:
+def _fast(oracle: Timed) -> VmapEngine:
     """The vmap engine with its call compiled (torch.compile loads only here)."""
     vmap = oracle.engines["vmap"]
     assert isinstance(vmap, VmapEngine)  # the oracle's engines by name
     return vmap.wrapped(lambda call: compiled(call, oracle.device))
 
 
-def _engines(oracle: Oracle) -> list[str]:
+def _engines(oracle: Timed) -> list[str]:
     """The eager engines timed: the run's engine (what the compiled call must beat) and vmap
     (what it compiles)."""
     return sorted({oracle.engine.name, "vmap"})
 
 
-def _use(oracle: Oracle, fast: VmapEngine, record: Record) -> Record:
+def _use(oracle: Timed, fast: VmapEngine, record: Record) -> Record:
     """The compiled call runs: the engine is vmap (recorded where ``engine=auto`` chose loop)."""
     if oracle.engine.name != "vmap":
         oracle.engine_choice = {
@@ -268,12 +268,12 @@ def _use(oracle: Oracle, fast: VmapEngine, record: Record) -> Record:
     return record
 
 
-def _warm_up(oracle: Oracle, fast: VmapEngine, clients: int) -> float:
+def _warm_up(oracle: Timed, fast: VmapEngine, clients: int) -> float:
     """Seconds of the first compiled call (the compilation) at the run's row count."""
     return engine_choice.time_steps(oracle, clients, {"compiled": fast}, repeats=0)[1]["compiled"]
 
 
-def _measure(oracle: Oracle, fast: VmapEngine, clients: int) -> Record:
+def _measure(oracle: Timed, fast: VmapEngine, clients: int) -> Record:
     variants = {e: oracle.engines[e] for e in _engines(oracle)}
     variants["compiled"] = fast
     best, first = engine_choice.time_steps(oracle, clients, variants)

@@ -114,15 +114,37 @@ def available_bytes(device: torch.device) -> int:
 def least_parameters(name: str, params: dict[str, Any]) -> int:
     """A lower bound on the parameters of model ``name`` that needs no data: the model built on
     the ``meta`` device (nothing allocated) for a one-feature input, or 0 for a model that needs
-    the data's image shape (its size is then fixed by the data set, checked once loaded)."""
+    the data's image shape (its size is then fixed by the data set, checked once loaded).
+    Counted once per model builder and parameters (a sweep's jobs share them)."""
+    from ..common.errors import UserError
+    from . import models
+
+    try:
+        builder = models.lookup(name, params.get("_target_"))
+    except UserError:
+        return 0
+    key = tuple(sorted(params.items()))
+    try:
+        hash(key)
+    except TypeError:  # a parameter that is not hashable (a list): counted each time
+        return _count(name, builder, key)
+    return _counted(name, builder, key)
+
+
+def _count(name: str, builder: object, params: tuple[tuple[str, Any], ...]) -> int:
+    """:func:`least_parameters` of model ``name`` (``builder``: its entry, a key of the
+    cache)."""
     from ..common.errors import UserError
     from . import models
 
     try:
         with torch.device("meta"):
-            return sum(p.numel() for p in models.build(name, (1,), 2, **params).parameters())
+            return sum(p.numel() for p in models.build(name, (1,), 2, **dict(params)).parameters())
     except (UserError, RuntimeError, ValueError):
         return 0
+
+
+_counted = functools.lru_cache(maxsize=256)(_count)
 
 
 class RunSizes(Protocol):
