@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -77,7 +78,7 @@ def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int
         references[key] = Reference.of(reference_config(job.choices))
     extras.check(job.choices)
     experiment.checks(typed_resolved(flatten(job.plain), job.resolved, references[key]))
-    values = job.resolved.values
+    values = cast(dict, job.resolved.values)
     if values["seeds"] == 1:
         return _state(lambda: job.cfg, job.folder, values["T"])
     seeds.check_container(job.folder)
@@ -90,7 +91,7 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
     so the cost grows with the runs on disk, not with R."""
     from ..runs import seeds
 
-    values = job.resolved.values
+    values = cast(dict, job.resolved.values)
     first, R, T = values["seed"], values["seeds"], values["T"]
     on_disk = []
     if job.folder.is_dir():
@@ -102,12 +103,15 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
                 and first <= int(number) < first + R
             ):
                 on_disk.append(int(number))
+    starts: dict[int, int]
     said, starts, last = [], {}, first
     for s in sorted(on_disk):
         if s > last:
             said.append(_new(last, s - 1))
         state, start = _state(
-            lambda s=s: seeds.with_seed(job.cfg, s), job.folder / run_files.seed_folder(s), T
+            cast(Callable[[], DictConfig], lambda s=s: seeds.with_seed(job.cfg, s)),
+            job.folder / run_files.seed_folder(s),
+            T,
         )
         said.append(f"seed {s} {state}")
         starts[start] = starts.get(start, 0) + 1
@@ -182,6 +186,8 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
 
     from .faults import one_line
 
+    first: dict[Path, str]
+    references: dict
     good, bad, first, references = [], [], {}, {}
     started = last = time.monotonic()
     for job in listed:

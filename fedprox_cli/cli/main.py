@@ -30,11 +30,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from os import _exit  # os's documented exit without clean-up (nothing private of fedprox_cli)
 from pathlib import Path
+from typing import cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -106,7 +108,7 @@ def _job(composed: DictConfig) -> float:
         raise KeyboardInterrupt
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
-    multirun = hc.mode.name == "MULTIRUN"
+    multirun = cast(RunMode, hc.mode).name == "MULTIRUN"
     in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
     console.errors.clear()
     started, reason = time.time(), ""
@@ -136,7 +138,7 @@ def _job(composed: DictConfig) -> float:
         if code == 0:
             _say_written(composed, out)
     return sweep_value(
-        composed, out, code, OmegaConf.select(hc, "sweeper.direction")
+        composed, out, code, OmegaConf.select(cast(DictConfig, hc), "sweeper.direction")
     )  # for sweepers
 
 
@@ -258,7 +260,7 @@ def _parsed(argv: list[str]):
     from hydra._internal.utils import get_args_parser
 
     parser = get_args_parser()
-    parser.error = _not_parsed  # silent here
+    parser.error = _not_parsed  # type: ignore[method-assign]  # silent here
     try:
         return parser.parse_intermixed_args(argv)
     except (ValueError, TypeError, SystemExit):

@@ -11,6 +11,7 @@ import re
 
 from omegaconf import Container, DictConfig, OmegaConf
 
+from ..common.containers import as_dict, as_list
 from ..common.flatten import flatten
 from .keys import canonical, is_run_control
 
@@ -30,7 +31,7 @@ def identity(root: DictConfig) -> str:
         if k != "hydra":
             v = root[k]
             resolved[k] = OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
-    return identity_of(resolved, OmegaConf.to_container(root.hydra.runtime.choices))
+    return identity_of(resolved, as_dict(root.hydra.runtime.choices))
 
 
 def identity_of(resolved: dict, choices: dict) -> str:
@@ -58,7 +59,7 @@ def folder_name(overrides: list[str], digest: str) -> str:
 def job_dir(*, _root_: DictConfig) -> str:
     """The ``${fedrun.job_dir:}`` resolver: a job's folder name within the sweep folder
     (:func:`name`)."""
-    overrides = OmegaConf.to_container(_root_.hydra.overrides.task)  # as typed, not resolved
+    overrides = as_list(_root_.hydra.overrides.task)  # as typed, not resolved
     try:
         digest = identity(_root_)
     except Exception:  # noqa: BLE001 -- the job itself reports what is wrong

@@ -10,9 +10,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from ..common.containers import as_dict, as_list
 from ..common.errors import UserError
 from . import extras, jobdir
 from .compose import check_sweep, one_of_a_sweep, sweep_jobs
@@ -113,7 +115,7 @@ class _Base:
         if master is not None:
             OmegaConf.copy_cache(from_config=master, to_config=cfg)  # the sweep's ${now:}
         self.scratch = copy.deepcopy(cfg)
-        as_typed = OmegaConf.to_container(cfg, resolve=False)
+        as_typed = as_dict(cfg, resolve=False)
         h = as_typed.pop("hydra")
         self.plain = as_typed
         self.literal = {  # the top-level values with no interpolation: resolved as they are
@@ -269,7 +271,7 @@ class Composer:
         task = [o.input_line for o in parsed]
         hc = HydraConfig.instance()
         hc.cfg = base.current
-        h = base.current.hydra
+        h = cast(DictConfig, base.current).hydra
         with read_write(h):
             h.job.num, h.job.id = num, f"dry_run_{num}"  # the GPU a job takes: its number
             if base.reads_hydra or any(_READS_HYDRA.search(str(o.value())) for o in values):
@@ -297,9 +299,7 @@ def _stored(cfg: DictConfig, key: str):
     parent, _, leaf = key.rpartition(".")
     node = OmegaConf.select(cfg, parent) if parent else cfg
     return (
-        OmegaConf.to_container(node, resolve=False)[leaf]
-        if OmegaConf.is_interpolation(node, leaf)
-        else node[leaf]
+        as_dict(node, resolve=False)[leaf] if OmegaConf.is_interpolation(node, leaf) else node[leaf]
     )
 
 
@@ -339,7 +339,7 @@ def _planned(node: DictConfig) -> Path:
     depend on when and in which process the command starts (``${now:...}``,
     ``${fedrun.pid:}``) read ``<time>`` and ``<pid>`` -- a dry run's own clock and process
     would name a folder the real command never uses."""
-    given = OmegaConf.to_container(node, resolve=False)["dir"]
+    given = as_dict(node, resolve=False)["dir"]
     pattern = str(given)
     for started, placeholder in _STARTED:
         pattern = started.sub(placeholder, pattern)
@@ -359,9 +359,7 @@ def compose_jobs(
     launcher/sweeper must be installed (:func:`extras.check`), a SLURM time limit must leave
     room before its warning (:func:`slurm.check_time_limit`) and its jobs may not batch
     overlapping seeds (:func:`compose.check_sweep`): checked before the first job."""
-    pre = (
-        [] if master is None else OmegaConf.to_container(master.hydra.overrides.hydra)
-    )  # unresolved
+    pre = [] if master is None else as_list(master.hydra.overrides.hydra)  # unresolved
     if master is not None:
         extras.check(master.hydra.runtime.choices)
         check_time_limit(master.hydra.launcher)
@@ -401,11 +399,11 @@ def _whole(gh, config_name, master, job: list[str], num: int, compose: Composer)
     folder = Path(str(h.sweep.dir)) / str(h.sweep.subdir) if multirun else Path(str(h.run.dir))
     listed = planned_folder(cfg, multirun)
     choices = dict(h.runtime.choices)
-    shown = list(job) if multirun else OmegaConf.to_container(h.overrides.task, resolve=False)
+    shown = list(job) if multirun else as_list(h.overrides.task, resolve=False)
     note = None if multirun else one_of_a_sweep(h)
     with open_dict(cfg):
         launcher = cfg.pop("hydra").launcher
     resolved = resolve(cfg)
     placed = where(resolved.values or {}, launcher, num if multirun else None)
-    plain = OmegaConf.to_container(cfg, resolve=False)
+    plain = as_dict(cfg, resolve=False)
     return Job(num, shown, folder, choices, plain, resolved, note, placed, listed, cfg)

@@ -20,11 +20,11 @@ import math
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache, cached_property
-from typing import Any, Callable, ClassVar, Dict, Optional
+from typing import Any, Callable, ClassVar, Dict, Optional, cast
 
 import torch
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig
 
 from ..common.errors import UserError, require
 from ..engine.device import MATMUL_PRECISIONS, resolve_device
@@ -100,9 +100,9 @@ class Checked:
 
     at: ClassVar[str] = ""  # the section's place in the config ("oracle.")
 
-    def __post_init__(self):
+    def __post_init__(self: Any) -> None:
         check(type(self), {f.name: getattr(self, f.name) for f in fields(self)}, self.at)
-        hints = _hints(type(self))
+        hints = _hints(cast(Any, type(self)))
         for f in fields(self):
             v = getattr(self, f.name)
             if is_int(v) and hints[f.name] in (float, Optional[float]):
@@ -239,7 +239,9 @@ def sweep_job() -> int | None:
         return None
     hc = HydraConfig.get()
     return (
-        int(hc.job.num) if hc.mode == RunMode.MULTIRUN and hc.job.get("num") is not None else None
+        int(hc.job.num)
+        if hc.mode == RunMode.MULTIRUN and cast(DictConfig, hc.job).get("num") is not None
+        else None
     )
 
 

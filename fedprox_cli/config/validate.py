@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, cast
 
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ..common.containers import as_dict
 from ..common.errors import UserError, did_you_mean, no_parameter, require
 from ..common.flatten import flatten
 from .schema import (
@@ -38,7 +40,7 @@ from .schema import (
 
 def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
     """A config group's entries as keyword arguments (without its ``name``)."""
-    d = OmegaConf.to_container(group, resolve=True)
+    d = as_dict(group, resolve=True)
     return {k: v for k, v in d.items() if k not in drop}
 
 
@@ -63,7 +65,7 @@ def resolved(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = N
     given = given or {}
     try:
         if not skip and not given:
-            return OmegaConf.to_container(cfg, resolve=True)
+            return as_dict(cfg, resolve=True)
         return {
             k: given[k]
             if k in given
@@ -130,11 +132,11 @@ class Reference:
 
     @cached_property
     def keys(self) -> dict:
-        return flatten(OmegaConf.to_container(self.cfg, resolve=False))
+        return flatten(as_dict(self.cfg, resolve=False))
 
     @cached_property
     def defaults(self) -> dict:
-        return flatten(OmegaConf.to_container(self.cfg, resolve=True))
+        return flatten(as_dict(self.cfg, resolve=True))
 
     @classmethod
     def of(cls, reference: DictConfig | None) -> Reference | None:
@@ -147,7 +149,7 @@ def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     have and the types of the groups' values."""
     against = Reference.of(reference)
     if against is not None:
-        check_keys(flatten(OmegaConf.to_container(cfg, resolve=False)), against.keys)
+        check_keys(flatten(as_dict(cfg, resolve=False)), against.keys)
     return typed_resolved(None, resolve(cfg), against)
 
 
@@ -158,18 +160,18 @@ def typed_resolved(keys: dict | None, config: Resolved, reference: Reference | N
         check_keys(keys, reference.keys)
     top = config.top
     if top is None:
-        raise config.error
+        raise cast(UserError, config.error)
     check(RunConfig, top)
     if config.error is not None:
         raise config.error
-    values = config.values
+    values = cast(dict, config.values)
     for key, v in sorted(
         flatten(values).items(), key=lambda kv: "." in kv[0]
     ):  # top-level keys first
         finite(key, v)
     _check_groups(values, reference.defaults if reference is not None else {})
     sections = {k: cls(**top[k]) for k, cls in SECTIONS.items()}
-    choices = {
+    choices: dict[str, Any] = {
         g: Choice(values[g]["name"], {k: v for k, v in values[g].items() if k != "name"})
         for g in GROUPS
     }
@@ -211,7 +213,7 @@ def check_keys(have: dict, want: dict) -> None:
             raise UserError(
                 no_parameter(
                     group,
-                    have.get(f"{group}.name"),
+                    cast(str, have.get(f"{group}.name")),
                     key.split(".", 1)[1],
                     takes,
                     have.get(f"{group}._target_"),
