@@ -30,7 +30,7 @@ RAY = [
     "hydra/launcher=ray",
     "hydra.launcher.ray.init.num_cpus=2",
     "hydra.launcher.ray.init.num_gpus=2",
-    "+hydra.launcher.ray.init.log_to_driver=false",
+    "hydra.launcher.ray.init.log_to_driver=false",
 ]
 
 
@@ -190,7 +190,7 @@ def test_on_a_gpu_each_run_records_the_gpu_ray_gave_it(tmp_path):
     p = fedrun(
         "-m",
         "hydra/launcher=ray",
-        "+hydra.launcher.ray.init.log_to_driver=false",
+        "hydra.launcher.ray.init.log_to_driver=false",
         "hydra.launcher.ray.remote.num_gpus=0.5",
         *TINY,
         "seed=0,1,2,3",

@@ -47,7 +47,7 @@ from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
-from . import drawer, sweep
+from . import drawer, sweep, watch
 from .faults import crash, one_line
 
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
@@ -68,6 +68,9 @@ class _Call:
         default_factory=dict
     )  # the run folder's parents: whether each was there
     command: bool = False  # the fedrun command (its own process), not a call from Python
+    watching: watch.Watch | None = (
+        None  # the multirun's jobs, watched while they run (:mod:`watch`)
+    )
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -107,7 +110,6 @@ def _job(composed: DictConfig) -> float:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = hc.mode.name == "MULTIRUN"
-    in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
@@ -120,7 +122,7 @@ def _job(composed: DictConfig) -> float:
         code = runner.run(
             composed,
             out,
-            progress=sys.stderr.isatty() and in_process,
+            progress=watch.bars(hc.launcher._target_),
             command=command(hc),
             hydra_record=hydra_files(composed, hc),
             reference=reference,
@@ -219,7 +221,9 @@ class SweepReport(Callback):
     records them as planned and remembers the sweep for its report (:func:`sweep.report`)."""
 
     def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
-        _CALL.get().sweep = sweep.start(config, config_name or "config")
+        call = _CALL.get()
+        call.sweep = sweep.start(config, config_name or "config")
+        call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
 
 
 _NO_RUN = {"--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}  # Hydra's, nothing drawn
@@ -422,6 +426,8 @@ def _fedrun(call: _Call) -> int:
             streams.err("fedrun: interrupted")
     except (Exception, Refusal) as e:  # Refusal: a callback's, a BaseException (errors.Refusal)
         code = fault(e)
+    finally:
+        watch.stop(call.watching)  # the jobs' last lines, before the report
     if call.sweep is not None:
         release_pool_workers()
         code = max(code, sweep.report(*call.sweep, interrupted=code == EXIT["interrupted"]))
