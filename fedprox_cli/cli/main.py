@@ -12,7 +12,8 @@ A multirun goes through :mod:`sweep`: :class:`SweepReport` (a Hydra callback, ru
 launching process) checks every job before the first one trains, each job records how it
 ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the report made
 from those records lists every job that did not finish, including those that never started,
-then the table of its jobs (:mod:`jobtable`). A single run of a preset that defines a sweep
+then the table of its jobs (:mod:`jobtable`); while the jobs run, this process prints their
+start, progress and closing lines (:mod:`watch`). A single run of a preset that defines a sweep
 says so (:func:`_one_of_a_sweep`).
 
 Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and

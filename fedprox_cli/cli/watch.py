@@ -3,7 +3,7 @@ joblib, Ray, submitit): a thread (:class:`Watch`) reads each job's ``summary.jso
 every run keeps up to date with its status, its rounds and its latest progress line
 (:mod:`fedprox_cli.runs.progress`) -- and prints one whole line per event:
 
-    fedrun: job 1: started (seed=1), 300 rounds
+    fedrun: job 1: started, 300 rounds (seed=1)
     fedrun: job 1: round 5/300, 0.3s elapsed, ~17s left; loss 0.4012, objective 0.4123, acc 0.9011
     fedrun: job 1: summary: finished, 300/300 rounds: test acc 0.9583, ...; <folder>
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..analysis.jobrecords import JobRecord
 from ..common import streams
-from ..common.run_files import read_summary
+from ..common.run_files import SEED_PREFIX, read_summary
 from ..runs.outputs import runs_in
 from ..runs.progress import WATCHED, stream_identity
 from ..runs.recap import closing_line
@@ -45,10 +45,13 @@ def bars(launcher: str) -> bool:
 class _Run:
     """What was last read of one run's summary."""
 
-    started: str | None = None
-    ended: str | None = None
+    started: tuple | None = None  # when and by which process it started
     progress: str | None = None
     begun: bool = False  # started (or resumed) during the sweep
+
+
+def _started(summary: dict) -> tuple:
+    return summary.get("started"), summary.get("pid")
 
 
 def _read(run: Path) -> dict:
@@ -74,7 +77,7 @@ class Watch:
         for folder in self._folders():
             for run in runs_in(folder):
                 s = _read(run)
-                self.runs[run] = _Run(s.get("started"), s.get("ended"), s.get("progress"))
+                self.runs[run] = _Run(_started(s), s.get("progress"))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="fedrun-watch", daemon=True)
 
@@ -91,7 +94,10 @@ class Watch:
 
     def _loop(self) -> None:
         while not self._stop.wait(POLL_S + PER_JOB_S * (len(self.jobs) - len(self.ended))):
-            self.poll()
+            try:
+                self.poll()
+            except (OSError, ValueError):  # a folder changing as it is read: the next poll
+                continue
 
     def _folders(self) -> list[Path]:
         if self.planned:
@@ -100,10 +106,6 @@ class Watch:
             return [p for p in self.sweep.iterdir() if p.is_dir() and not p.name.startswith(".")]
         except OSError:
             return []
-
-    def _label(self, folder: Path, run: Path) -> tuple[str, list[str]]:
-        label, shown = self.jobs.get(folder, (folder.name, []))
-        return (label if run == folder else f"{label} {run.name}"), shown
 
     def poll(self) -> None:
         """Read every job's runs not ended yet; print what is new."""
@@ -120,21 +122,21 @@ class Watch:
         s, was = _read(run), self.runs.setdefault(run, _Run())
         if not s:
             return
-        label, shown = self._label(folder, run)
-        if s.get("started") and s.get("started") != was.started:
-            was.started, was.begun = s["started"], True
+        label, shown = self.jobs.get(folder, (folder.name, []))
+        of_run = label if run == folder else f"{label}: seed {run.name.removeprefix(SEED_PREFIX)}"
+        if s.get("started") and _started(s) != was.started:
+            was.started, was.begun = _started(s), True
             at = s.get("started_round") or 0
             streams.err(
-                f"fedrun: {label}: {f'resumed at round {at} of' if at else 'started,'} "
+                f"fedrun: {of_run}: {f'resumed at round {at} of' if at else 'started,'} "
                 f"{s.get('T', '?')} rounds" + (f" ({' '.join(shown)})" if shown else "")
             )
         if was.begun and s.get("progress") and s["progress"] != was.progress:
             was.progress = s["progress"]
-            streams.err(f"fedrun: {label}: {s['progress']}")
-        if was.begun and s.get("status") in _ENDED and s.get("ended") != was.ended:
-            was.ended = s.get("ended")
+            streams.err(f"fedrun: {label}: {s['progress']}")  # seed runs': "seed 3: round ..."
+        if was.begun and s.get("status") in _ENDED:
             self.ended.add(run)
-            streams.out(f"fedrun: {label}: summary: {closing_line(run, s['status'])}")
+            streams.out(f"fedrun: {of_run}: summary: {closing_line(run, s['status'])}")
 
 
 def start(sweep: Path, planned: list[JobRecord] | None, launcher: str) -> Watch | None:

@@ -26,6 +26,10 @@ What this module adds to the plugin's launch (its ``_launcher_util`` does the su
   environment, and an absolute sweep folder (workers of a cluster start elsewhere).
 - A Ray started here is kept for the next launch of the same fedrun process (an Optuna
   sweeper's next batch) and restarted when the next launch asks for another one.
+- Output: fedrun prints each job's lines itself (:mod:`fedprox_cli.cli.watch`), so
+  conf/hydra/launcher/ray.yaml has Ray forward no worker output and only its warnings; a Ray
+  started here says nothing of its token authentication (:func:`no_auth_notice`), and lines Ray
+  does forward come plain where fedrun's output is not a terminal (:func:`output_settings`).
 """
 
 from __future__ import annotations
