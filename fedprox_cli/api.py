@@ -1,7 +1,8 @@
 """The Python API for notebooks: :func:`run` one config, :func:`load_runs` a folder of results.
 
 ``run`` composes the config as ``fedrun`` does (the dry run's compose path,
-:func:`config.jobs.jobs`), checks it against the same reference config, and hands it to
+:func:`config.jobs.jobs`), validates it once against the same reference config
+(:func:`runner.validated`, raising on bad input), and hands the validated runs to
 :func:`runner.run` -- the same folder, files, resume and exit codes as the command line.
 ``load_runs`` reads every run folder under a folder with :func:`.analysis.results.load`.
 """
@@ -120,13 +121,13 @@ def run(
 def _run_composed(config: DictConfig, folder: str | os.PathLike | None, progress: bool) -> Run:
     """:func:`run` of a whole composed config, as it is."""
     from .analysis import run_figures
-    from .runs import experiment, runner
+    from .runs import runner
 
     composed = OmegaConf.masked_copy(config, [str(k) for k in config if k != "hydra"])
     out = Path(folder) if folder is not None else _default_folder(composed)
-    experiment.validate(composed)
+    runs = runner.validated(composed)  # bad input raises here, before anything is written
     code = runner.run(
-        composed, out, progress=progress, command="fedprox_cli.run(config)", plot=run_figures.draw
+        runs, out, progress=progress, command="fedprox_cli.run(config)", plot=run_figures.draw
     )
     return _result(out, code)
 
@@ -140,7 +141,7 @@ def _run_overrides(given: list[str], folder: str | os.PathLike | None, progress:
     from .config import plugin_defaults
     from .config.compose import hydra_files, reference_for
     from .config.jobs import jobs
-    from .runs import experiment, runner
+    from .runs import runner
 
     overrides = list(given)
     plugin_defaults.store(overrides)
@@ -150,12 +151,11 @@ def _run_overrides(given: list[str], folder: str | os.PathLike | None, progress:
         job = next(jobs(overrides, multirun=False))
         hc = HydraConfig.get()
         reference = reference_for(job.cfg, job.choices, overrides)
-        experiment.validate(job.cfg, reference)
+        runs = runner.validated(job.cfg, reference)  # bad input raises here
         code = runner.run(
-            job.cfg,
+            runs,
             job.folder,
             progress=progress,
-            reference=reference,
             command=f"fedprox_cli.run({given!r})",
             hydra_record=hydra_files(job.cfg, hc),
             plot=run_figures.draw,

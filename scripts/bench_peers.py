@@ -341,6 +341,7 @@ def goals(results: dict) -> tuple[list[str], dict[str, set[str]]]:
             )
             if wall < wall_goal:
                 unmet.setdefault(wl, set()).add("wall")
+                out.append(shortfall(f"{wl} vs {s}", wall_goal, base, r["wall_s"]))
             if rate_goal:
                 rate = (base["client_steps"] / base["train_s"]) / (r["client_steps"] / r["train_s"])
                 out.append(
@@ -350,6 +351,28 @@ def goals(results: dict) -> tuple[list[str], dict[str, set[str]]]:
                 if rate < rate_goal:
                     unmet.setdefault(wl, set()).add("steps")
     return out, unmet
+
+
+def shortfall(what: str, goal: float, base: dict, peer_wall: float) -> str:
+    """By how much fedrun (its run ``base``) misses a wall-time ``goal`` against a peer's
+    ``peer_wall`` seconds: the process it would need, and what bounds it -- its training alone
+    longer than that (the client-steps/s it would need), or its fixed cost (wall minus
+    training) and the size it would have to shrink to."""
+    need, wall, train = peer_wall / goal, base["wall_s"], base["train_s"]
+    line = (
+        f"  {what}: {goal}x needs fedrun's process in {need:.1f} s, {wall - need:.1f} s "
+        f"({1 - need / wall:.0%}) less than its {wall:.1f} s"
+    )
+    if train >= need:
+        rate, needed = base["client_steps"] / train, base["client_steps"] / need
+        return line + (
+            f"; its training alone takes {train:.1f} s: with no fixed cost at all it would need "
+            f"{needed:,.0f} client-steps/s, {train / need:.1f}x its {rate:,.0f}"
+        )
+    return line + (
+        f"; with its training as it is ({train:.1f} s), its fixed cost would have to fall from "
+        f"{wall - train:.1f} s to {need - train:.1f} s"
+    )
 
 
 def bounds(unmet: dict[str, set[str]], tmp: Path) -> list[str]:

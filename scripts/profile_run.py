@@ -4,14 +4,15 @@ line of seconds (wall) per phase; ``scripts/bench_peers.py`` prints it as the pr
 bounds a goal it does not meet.
 
 Phases (none inside another): ``import torch``; ``import fedprox_cli`` (the CLI and what it
-imports before Hydra runs); Hydra's ``composition`` (it composes the config twice, fedrun once
-more for the reference config of the validation); ``data`` (loading the dataset); ``data
-fingerprint`` (the digest of the loaded arrays that a re-run compares: runs/provenance.py); ``engine
-choice`` (``engine=auto`` / ``compile=auto``: measured, or read from their caches);
-``evaluation`` (every metrics row, round 0's included); ``rounds`` (training, what the run's
-``time_s`` counts); ``plot`` (``metrics.png``: the wait for the drawing process, cli/drawer.py); ``file writes``
-(atomic writes of the run folder's records, the plot's file excluded); ``other`` (the rest of
-the process: the interpreter, Hydra's set-up, building the model and the partition, checks).
+imports before Hydra runs); Hydra's ``composition`` (once for a run: config/compose_once.py;
+once more for the validation's reference config where an override deletes something);
+``data`` (loading the dataset); ``data fingerprint`` (the digest of the loaded arrays that a
+re-run compares: runs/provenance.py); ``engine choice`` (``engine=auto`` / ``compile=auto``:
+measured, or read from their caches); ``evaluation`` (every metrics row, round 0's included);
+``rounds`` (training, what the run's ``time_s`` counts); ``plot`` (``metrics.png``: the wait for
+the drawing process, cli/drawer.py); ``file writes`` (atomic writes of the run folder's records,
+the plot's file excluded); ``other`` (the rest of the process: the interpreter, Hydra's set-up,
+building the model and the partition, checks).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ START = time.perf_counter()
 import torch  # noqa: E402,F401
 
 PHASES = {  # phase: (module, qualified name) of the calls timed
-    "composition": [("hydra._internal.hydra", "Hydra.compose_config")],
+    "composition": [("hydra._internal.config_loader_impl", "ConfigLoaderImpl.load_configuration")],
     "data": [("fedprox_cli.data", "load_config")],
     "data fingerprint": [("fedprox_cli.runs.provenance", "of_data")],
     "engine choice": [

@@ -54,6 +54,15 @@ def test_goals_and_the_call_table():
     assert "n10 vs pfl: wall 1.40x (goal 1.3x: met)" in lines
     assert "n10 vs pfl: client-steps/s 1.60x (goal 1.5x: met)" in lines
     assert "n10 vs flower: wall 4.00x (goal 5.0x: NOT met)" in lines
+    assert (
+        "  n10 vs flower: 5.0x needs fedrun's process in 8.0 s, 2.0 s (20%) less than its 10.0 s; "
+        "with its training as it is (5.0 s), its fixed cost would have to fall from 5.0 s to 3.0 s"
+    ) in lines
+    slow = {"wall_s": 10.0, "train_s": 9.0, "client_steps": 4000}
+    assert bench_peers.shortfall("x", 5.0, slow, 40.0).endswith(
+        "its training alone takes 9.0 s: with no fixed cost at all it would need 500 "
+        "client-steps/s, 1.1x its 444"
+    )
     assert unmet == {"n10": {"wall"}}
     table = bench_peers.call_table(results, ["fedrun", "pfl", "flower"])
     assert table[2:] == [

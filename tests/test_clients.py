@@ -10,8 +10,9 @@ import torch.nn.functional as F
 from fedprox_cli import data
 from fedprox_cli.engine import clients as pc
 from fedprox_cli.engine import models
+from fedprox_cli.engine.client_data import ClientData
 from fedprox_cli.engine.models import FlatModel
-from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.engine.oracle import Oracle
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -42,6 +42,14 @@ getattr(commands, function)()
 """
 
 
+def as_from_a_terminal() -> None:
+    """The stop signals' default actions in the child, as a command typed in a terminal has
+    them, whatever the suite inherited (``nohup`` ignores SIGHUP, a background job SIGINT; a
+    command keeps a signal ignored so, as documented)."""
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def command(tmp_path, prog: str, *driver_args: str, env=None) -> subprocess.CompletedProcess:
     function, _, args = COMMANDS[prog]
     return subprocess.run(
@@ -52,6 +60,7 @@ def command(tmp_path, prog: str, *driver_args: str, env=None) -> subprocess.Comp
         text=True,
         timeout=300,
         check=False,
+        preexec_fn=as_from_a_terminal,
     )
 
 

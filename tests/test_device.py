@@ -19,9 +19,10 @@ from fedprox_cli.common.draws import stream_seed
 from fedprox_cli.common.errors import UserError
 from fedprox_cli.config.compose import compose
 from fedprox_cli.engine import models
+from fedprox_cli.engine.client_data import ClientData
 from fedprox_cli.engine.device import device_name, hardware, set_matmul_precision
 from fedprox_cli.engine.models import FlatModel
-from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.engine.oracle import Oracle
 from fedprox_cli.operators import compressors
 from fedprox_cli.runs import experiment
 

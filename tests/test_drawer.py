@@ -4,10 +4,13 @@ not answer."""
 
 import errno
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
-from conftest import fedrun_process
+from conftest import child_env, fedrun_process
 
 from fedprox_cli.cli import drawer
 from fedprox_cli.common.errors import UserError
@@ -67,3 +70,41 @@ def test_without_an_answer_the_figures_are_drawn_here(finished, tmp_path, proces
 
 def test_a_summary_says_the_run_finished(finished):
     assert json.loads((finished / "summary.json").read_text())["status"] == "finished"
+
+
+DRAW = """import json, sys
+from pathlib import Path
+from fedprox_cli.analysis import run_figures
+if sys.argv[3] == "warm":
+    run_figures.warm_up()
+run_figures.draw(json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2]))
+"""
+
+
+def test_a_warmed_up_process_draws_the_same_file(finished, tmp_path):
+    """The drawing process draws a throwaway figure before the run's (run_figures.warm_up): the
+    run's figure is the file a process that drew nothing before draws."""
+    (tmp_path / "config.json").write_text(json.dumps(config(finished)))
+    for how in ("warm", "cold"):
+        (tmp_path / how).mkdir()
+        shutil.copy(finished / "metrics.csv", tmp_path / how)
+        subprocess.run(
+            [sys.executable, "-c", DRAW, str(tmp_path / "config.json"), str(tmp_path / how), how],
+            env=child_env(),
+            check=True,
+            timeout=300,
+        )
+    warm, cold = ((tmp_path / how / "metrics.png").read_bytes() for how in ("warm", "cold"))
+    assert warm[:4] == b"\x89PNG" and warm == cold
+
+
+def test_the_warm_up_is_skipped_where_a_request_waits(monkeypatch):
+    """A run that ended before the drawing process was ready waits for its figure, not for a
+    warm-up first (drawer._asked: a request, or the end of the input, is waiting)."""
+    r, w = os.pipe()
+    with os.fdopen(r) as stdin, os.fdopen(w, "w") as run:
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert not drawer._asked()
+        run.write('{"config": {}, "out": "x"}\n')
+        run.flush()
+        assert drawer._asked()

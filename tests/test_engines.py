@@ -10,8 +10,9 @@ from conftest import child_env, fedrun
 
 from fedprox_cli import algorithms, data
 from fedprox_cli.engine import models
+from fedprox_cli.engine.client_data import ClientData
 from fedprox_cli.engine.models import FlatModel
-from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.engine.oracle import Oracle
 from fedprox_cli.operators import compressors, regularizers
 
 N_CLIENTS = 6

@@ -86,6 +86,33 @@ def test_yaml_refusals(tmp_path, text, why):
         guarded.read_config(path)
 
 
+def test_a_part_of_a_yaml_reads_as_the_whole_reads_it(tmp_path):
+    """A value inside a document (Hydra's record read for its choices) is what reading the
+    whole gives there; a key on its way twice is refused as the whole is; a part that is not
+    there is a KeyError; the limits hold for the part."""
+    path = tmp_path / "hydra.yaml"
+    path.write_text(
+        "hydra:\n  run:\n    dir: x\n  runtime:\n    version: 1.3\n    choices:\n"
+        "      algorithm: fedcanon\n      experiment: null\n      lr: 1e-05\n"
+    )
+    part = ("hydra", "runtime", "choices")
+    whole = guarded.read_yaml(path)
+    assert guarded.read_yaml(path, part) == whole["hydra"]["runtime"]["choices"]
+    assert guarded.read_yaml(path, part)["lr"] == 1e-05
+    with pytest.raises(KeyError):
+        guarded.read_yaml(path, ("hydra", "job"))
+    with pytest.raises(KeyError):
+        guarded.read_yaml(path, ("hydra", "run", "dir", "x"))  # inside a value
+    path.write_text("hydra:\n  runtime: {choices: {a: 1}}\n  runtime: {choices: {a: 2}}\n")
+    with pytest.raises(Unreadable, match="duplicate key runtime"):
+        guarded.read_yaml(path, part)
+    with pytest.raises(Unreadable, match="duplicate key runtime"):
+        guarded.read_yaml(path)
+    path.write_text("hydra:\n  runtime:\n    choices: " + "[" * 150 + "]" * 150 + "\n")
+    with pytest.raises(Unreadable, match="nested more than 100 levels deep"):
+        guarded.read_yaml(path, part)
+
+
 def test_size_limits(tmp_path, monkeypatch):
     path = tmp_path / "summary.json"
     path.write_text(json.dumps({"pad": "x" * 2000}))

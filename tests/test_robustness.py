@@ -30,7 +30,8 @@ from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.common.signals import StopAfterRound
 from fedprox_cli.config import plugin_defaults
 from fedprox_cli.engine import memory, models
-from fedprox_cli.engine.oracle import ClientData, Oracle
+from fedprox_cli.engine.client_data import ClientData
+from fedprox_cli.engine.oracle import Oracle
 from fedprox_cli.runs import checkpoint, experiment, runner
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,6 +2,7 @@
 cache (decoded once, read back bit-identical, decoded again when a source changes, rebuilt
 when unreadable) and ``engine=auto`` sparing a short run vmap's start-up."""
 
+import contextlib
 import importlib
 import json
 import os
@@ -16,7 +17,6 @@ from data_fixtures import mnist_files, write_idx
 
 from fedprox_cli import data
 from fedprox_cli.data import cache
-from fedprox_cli.engine import choice
 
 PROBE = """import json, sys
 sys.argv = ["fedrun", *sys.argv[1:]]
@@ -237,3 +237,68 @@ def test_a_cached_datasets_fingerprint_is_computed_once(tmp_path, cache_dir, mon
     assert again.origin != first.origin
     changed = provenance.of_data(again)
     assert changed["test_y"] != made["test_y"] and changed["train_x"] == made["train_x"]
+
+
+def composed(args, tmp_path, monkeypatch, once: bool):
+    """What a Hydra run of fedrun's configs with ``args`` hands its task (the config and its
+    Hydra node, as YAML) or the error it raises, and how many times it composed; with or
+    without fedprox_cli.config.compose_once."""
+    from hydra import main as hydra_main
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    from fedprox_cli.common.package import CONF_DIR
+    from fedprox_cli.config import compose_once
+    from fedprox_cli.config.compose import overrides, reference_for
+
+    got, calls = {}, []
+    impl = ConfigLoaderImpl._load_configuration_impl
+    monkeypatch.setattr(
+        ConfigLoaderImpl,
+        "_load_configuration_impl",
+        lambda self, **kw: calls.append(1) or impl(self, **kw),
+    )
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "1")
+    monkeypatch.setattr(sys, "argv", ["fedrun", *args, f"hydra.run.dir={tmp_path / 'run'}"])
+
+    @hydra_main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
+    def task(cfg):
+        got["config"] = OmegaConf.to_yaml(cfg) + OmegaConf.to_yaml(HydraConfig.get())
+        got["compositions"] = len(calls)  # before the task's own below
+        kept = compose_once.reference()  # the validation's reference, kept from the composition
+        if kept is not None:
+            hc = HydraConfig.get()
+            choices, given = dict(hc.runtime.choices), overrides(hc)
+            ours, anew = (reference_for(cfg, choices, given, r) for r in (kept, None))
+            got["reference"] = OmegaConf.to_yaml(ours) == OmegaConf.to_yaml(anew)
+
+    try:
+        with compose_once.composed_once() if once else contextlib.nullcontext():
+            task()
+    except Exception as e:  # noqa: BLE001 -- the same error either way
+        got["error"] = f"{type(e).__name__}: {e}"
+    return got, got.pop("compositions", len(calls))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("dataset=digits", "model=linear", "n=4"),
+        ("experiment=fedcanon_fig2_quick", "algorithm.beta=0.02", "hydra.job.name=other"),
+        ("algorithm=fedavg", "algorithm.beta=0.5", "+extra=1", "T=7"),
+        ("~algorithm", "regularizer.lam=0.1"),  # the reference keeps the deleted group
+        ("algorithm=null", "regularizer.lam=0.1"),
+        ("~metrics.per_client",),
+        ("n=4,5",),  # a sweep's values without -m: refused the same way
+    ],
+)
+def test_a_run_composes_once_the_config_hydra_composes_twice(args, tmp_path, monkeypatch):
+    """The config (and the validation's reference config) of one composition are those of
+    Hydra's two compositions (and of composing the reference anew)."""
+    hydras, twice = composed(args, tmp_path, monkeypatch, once=False)
+    ours, once = composed(args, tmp_path, monkeypatch, once=True)
+    if "config" in ours:  # the validation's reference, kept from the one composition
+        assert ours.pop("reference") is True
+    assert ours == hydras and "mode: RUN" in hydras.get("config", "mode: RUN")
+    assert (twice, once) == ((2, 3) if "error" in hydras else (2, 1))

@@ -103,7 +103,7 @@ class Algorithm(Generic[S]):
 
 
 register, names, lookup, build = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry[type[Algorithm[Any]]](
         "algorithm",
         "algorithms",
         class_contract(

@@ -286,6 +286,21 @@ def plot_slope(
     fits = slope(runs, key, metric, final, warn)
     fig, axes = _figure(1, panel_size)
     ax = axes[0, 0]
+    handles, labels = _slope_lines(ax, fits, names)
+    _slope_axes(ax, fits, key, metric, final, names)
+    if title:
+        fig.suptitle(title)
+    text = _slope_caption(runs, key, fits)
+    names.check("figure", labels)
+    figure_legend(fig, handles, labels, text)
+    save_figure(fig, out, caption=text)
+    write_caption(out, text)
+    return fits, text
+
+
+def _slope_lines(ax, fits: list[dict], names: Renames) -> tuple[list, list[str]]:
+    """Each fit of :func:`plot_slope` drawn: its points with their spread and its line; the
+    lines and their legend labels (slope, R^2, the per-seed slopes)."""
     handles, labels = [], []
     for i, f in enumerate(fits):
         st = style(i)
@@ -306,6 +321,11 @@ def plot_slope(
             f"{name}slope {f['slope']:.3f}, R² {f['r2']:.3f}"
             + (f"; per seed {seeds}" if seeds else "")
         )
+    return handles, labels
+
+
+def _slope_axes(ax, fits: list[dict], key: str, metric: str, final: str, names: Renames) -> None:
+    """:func:`plot_slope`'s log-log axes, ticked at the swept values of ``key``."""
     ax.set_xscale("log")
     ax.set_yscale("log")
     readable_log_ticks(ax, "x")
@@ -317,11 +337,14 @@ def plot_slope(
     ax.set_xlabel(f"{names.get(key) or symbol(key)} (log scale)")
     ax.set_ylabel(f"{final_text} {Y_LABELS.get(metric, metric)}")
     ax.grid(alpha=0.3, which="both")
-    if title:
-        fig.suptitle(title)
+
+
+def _slope_caption(runs: list[Run], key: str, fits: list[dict]) -> str:
+    """:func:`plot_slope`'s caption: the settings the runs share, what the points are, and
+    what the bars and lines show."""
     shared_settings = shared(runs)
     common = common_keys(shared_settings, [r.config for r in runs])
-    text = " ".join(
+    return " ".join(
         t
         for t in (
             sentence([], shared_settings, common, leave=[key]),
@@ -331,8 +354,3 @@ def plot_slope(
         )
         if t
     )
-    names.check("figure", labels)
-    figure_legend(fig, handles, labels, text)
-    save_figure(fig, out, caption=text)
-    write_caption(out, text)
-    return fits, text

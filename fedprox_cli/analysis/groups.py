@@ -157,10 +157,11 @@ def _classes(configs: list[dict], keys) -> int:
 
 def shared(runs: list[Run]) -> dict:
     """The :func:`settings` all ``runs`` share (a figure's caption)."""
-    first = settings(runs[0])
-    return {
-        k: v for k, v in first.items() if all(repr(settings(r).get(k)) == repr(v) for r in runs)
-    }
+    first = {k: repr(v) for k, v in settings(runs[0]).items()}
+    for r in runs[1:]:  # each run's settings made once
+        mine = settings(r)
+        first = {k: v for k, v in first.items() if repr(mine.get(k)) == v}
+    return {k: v for k, v in settings(runs[0]).items() if k in first}
 
 
 def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]:

@@ -20,7 +20,7 @@ from ..common.errors import require
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.code_record import mixed, mixed_line
-from ..runs.outputs import effective_status
+from ..runs.outputs import status_in
 from .groups import config_key, is_run_control, matches, once
 from .jobrecords import records
 from .run import CHOICE, Run, status_text
@@ -95,7 +95,7 @@ def launch_order(folder: Path) -> Callable[[Path], tuple]:
 
 def _status(run_dir: Path) -> tuple[str, str, dict, str]:
     """The run's effective status (``dead`` for a recorded ``running`` whose process
-    is gone: :func:`outputs.effective_status`), its error message, its code record and what
+    is gone: :func:`outputs.status_in`), its error message, its code record and what
     its record says of a change of code (:func:`code_record.mixed_line`);
     :class:`run_files.RunFileError` for a summary.json that cannot be read."""
     try:
@@ -105,7 +105,7 @@ def _status(run_dir: Path) -> tuple[str, str, dict, str]:
     except (OSError, ValueError):
         summary = {}
     return (
-        effective_status(run_dir),
+        status_in(run_dir, summary),
         str(summary.get("error", "")),
         summary.get("code", {}),
         mixed_line(summary.get("code_history")) or "",

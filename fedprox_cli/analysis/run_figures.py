@@ -3,6 +3,7 @@ per-client metrics. matplotlib loads only when one is drawn (a run's start stays
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from ..common import run_files
@@ -16,3 +17,28 @@ def draw(composed, out: Path) -> None:
     plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(composed))
     if (out / run_files.CLIENTS_SUMMARY).exists():
         plot_clients(out / run_files.CLIENTS_SUMMARY, out / run_files.CLIENTS_FIGURE)
+
+
+# the warm-up's made-up rows: two loss curves (h != 0), accuracy and stationarity, log axes
+_WARM_UP_ROWS = [
+    {
+        "round": t,
+        "train_loss": 2.0 / (t + 1),
+        "objective": 2.5 / (t + 1),
+        "test_acc": 0.3 * t,
+        "stationarity": 1.0 / (t + 1) ** 2,
+    }
+    for t in range(3)
+]
+
+
+def warm_up() -> None:
+    """Draw a throwaway ``metrics.png`` of made-up rows in a temporary folder: a process's first
+    figure loads matplotlib's fonts and caches (most of its first draw's time), which the
+    run's own figure then finds loaded. The drawing process does it while the run trains
+    (:func:`cli.drawer.serve`); the run's figure is the same file either way."""
+    from .plotting import plot_run
+
+    with tempfile.TemporaryDirectory(prefix="fedrun-warm-up-") as tmp:
+        run_files.write_metrics(tmp, _WARM_UP_ROWS)
+        plot_run(Path(tmp), Path(tmp) / run_files.METRICS_FIGURE, title="warm-up")

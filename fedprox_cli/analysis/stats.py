@@ -112,47 +112,59 @@ def slope(
     require(
         all(key in r.config for r in runs), f"--slope {key}: some runs have no config key {key!r}"
     )
-    fits = []
-    for curve in group(runs, ignore=(key, *determined_by(runs, key)), final=final):
-        pts: list = []
-        per_seed: dict = {}
-        for v, rs in sorted(_by(curve.runs, key).items(), key=lambda kv: order([kv[0]])):
-            cell = Cell.of(rs, metric, final)
-            if cell.n == 0:
-                warn(f"--slope {key}: no point at {key}={fmt(v)} ({cell.text()})")
-                continue
-            require(
-                is_number(v) and v > 0 and cell.mean > 0,
-                f"--slope {key}: {key} and the final {metric} must "
-                f"be positive for a log-log fit ({key}={fmt(v)}, mean {cell.mean:g})",
-            )
-            pts.append((v, cell.mean, cell.std, cell.n, cell.text(".4g")))
-            for r in rs:
-                if r.problem(metric, final) is None:
-                    per_seed.setdefault(r.seed, []).append((v, r.final(metric, final)))
-        where = f" ({curve.label})" if curve.label != "all runs" else ""
+    return [
+        _fit(curve, key, metric, final, warn)
+        for curve in group(runs, ignore=(key, *determined_by(runs, key)), final=final)
+    ]
+
+
+def _fit(curve, key: str, metric: str, final: str, warn: Callable[[str], None]) -> dict:
+    """:func:`slope`'s fit of one group of runs (``curve``): on the means over seeds, and per
+    seed."""
+    pts, per_seed = _points(curve.runs, key, metric, final, warn)
+    where = f" ({curve.label})" if curve.label != "all runs" else ""
+    require(
+        len(pts) >= 2,
+        f"--slope {key}{where}: need final {metric} at two or more values of {key}, got {len(pts)}",
+    )
+    b, a, r2 = fit_line(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]))
+    seed_slopes = [
+        fit_line(np.log([p[0] for p in ps]), np.log([p[1] for p in ps]))[0]
+        for ps in per_seed.values()
+        if len({p[0] for p in ps}) >= 2 and all(p[1] > 0 for p in ps)
+    ]
+    return {
+        "label": curve.label,
+        "slope": b,
+        "intercept": a,
+        "r2": r2,
+        "points": pts,
+        "seed_slopes": seed_slopes if len(seed_slopes) > 1 else [],
+    }
+
+
+def _points(
+    runs: list[Run], key: str, metric: str, final: str, warn: Callable[[str], None]
+) -> tuple[list, dict]:
+    """The points of :func:`slope`'s fit, value by value of ``key``: ``(value, mean, std, n,
+    text)`` of the runs that count, and each seed's ``(value, final)`` pairs."""
+    pts: list = []
+    per_seed: dict = {}
+    for v, rs in sorted(_by(runs, key).items(), key=lambda kv: order([kv[0]])):
+        cell = Cell.of(rs, metric, final)
+        if cell.n == 0:
+            warn(f"--slope {key}: no point at {key}={fmt(v)} ({cell.text()})")
+            continue
         require(
-            len(pts) >= 2,
-            f"--slope {key}{where}: need final {metric} at two or more values "
-            f"of {key}, got {len(pts)}",
+            is_number(v) and v > 0 and cell.mean > 0,
+            f"--slope {key}: {key} and the final {metric} must "
+            f"be positive for a log-log fit ({key}={fmt(v)}, mean {cell.mean:g})",
         )
-        b, a, r2 = fit_line(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]))
-        seed_slopes = [
-            fit_line(np.log([p[0] for p in ps]), np.log([p[1] for p in ps]))[0]
-            for ps in per_seed.values()
-            if len({p[0] for p in ps}) >= 2 and all(p[1] > 0 for p in ps)
-        ]
-        fits.append(
-            {
-                "label": curve.label,
-                "slope": b,
-                "intercept": a,
-                "r2": r2,
-                "points": pts,
-                "seed_slopes": seed_slopes if len(seed_slopes) > 1 else [],
-            }
-        )
-    return fits
+        pts.append((v, cell.mean, cell.std, cell.n, cell.text(".4g")))
+        for r in rs:
+            if r.problem(metric, final) is None:
+                per_seed.setdefault(r.seed, []).append((v, r.final(metric, final)))
+    return pts, per_seed
 
 
 def seed_interval(fit: dict) -> str:

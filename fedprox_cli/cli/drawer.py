@@ -1,6 +1,7 @@
 """The end-of-run figures drawn beside the run. The ``fedrun`` command starts a drawing process
 (:func:`start`) as its run starts: that process imports matplotlib and the plotting code while
-the run composes its config, loads its data and trains, on another core, then waits. When the
+the run composes its config, loads its data and trains, on another core, draws a throwaway
+figure (:func:`run_figures.warm_up`: the first figure's one-time costs), then waits. When the
 run ends, :func:`figures` hands it the run folder and the config and waits for the drawing
 alone. A fault of the drawing comes back as the exception it was (an ``OSError`` with its errno
 and file name, a :class:`UserError` with its line), so the run's status and line say it as if
@@ -10,6 +11,7 @@ answers (a caller in Python, a start that failed, a process that died)."""
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +108,11 @@ def serve() -> None:
     replies = streams.set_aside_stdout()
     from ..analysis import plotting  # noqa: F401 -- the slow import, made while the run trains
 
+    if not _asked():  # a run that ended already waits for its figure, not for the warm-up
+        try:
+            run_figures.warm_up()
+        except Exception:  # noqa: BLE001 -- only a warm-up: the run's figures are drawn all the same
+            pass
     for line in sys.stdin:
         request = json.loads(line)
         try:
@@ -119,3 +126,11 @@ def serve() -> None:
             reply = {"error": f"{type(e).__name__}: {e}"}
         replies.write(json.dumps(reply, default=str) + "\n")
         replies.flush()
+
+
+def _asked() -> bool:
+    """Whether a request (or the end of the input) is waiting on stdin."""
+    try:
+        return bool(select.select([sys.stdin], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True

@@ -46,12 +46,12 @@ def requested(overrides: list[str]) -> bool:
     return bool(values) and values[-1].lower() != "false"
 
 
-def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:
+def work(cfg, start: int | dict[int, int] = 0) -> tuple[float, int]:
     """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
     ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too; ``eval_every=0``: 1,
-    :mod:`config.schedule`); summed over the runs
+    :mod:`config.schedule`; ``cfg``: the run's config or its resolved values); summed over the runs
     of ``seeds=R`` when ``start`` counts them by start round ({round: runs})."""
-    T, e, per_round = cfg.T, cfg.eval_every, cfg.K * cfg.n * cfg.participation
+    T, e, per_round = cfg["T"], cfg["eval_every"], cfg["K"] * cfg["n"] * cfg["participation"]
     steps = evals = 0
     for s, runs in start.items() if isinstance(start, dict) else [(start, 1)]:
         if s < T:
@@ -61,21 +61,25 @@ def work(cfg: DictConfig, start: int | dict[int, int] = 0) -> tuple[float, int]:
 
 
 def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int, int]]:
-    """Validate a job like a real run (:func:`experiment.validate`, the folder checks); returns
-    what the run would do in its folder and the round it would start from (with ``seeds=R``:
-    the state of each ``seed_<s>/`` run and their start rounds counted, :func:`_batch`). Raises
-    :class:`UserError` (or Hydra's errors). ``references``: reference configs by group choices,
-    reused across a sweep's jobs."""
+    """Validate a job like a real run (:func:`config.validate.typed_resolved` against the job's
+    reference, :func:`experiment.checks`, the folder checks); returns what the run would do in
+    its folder and the round it would start from (with ``seeds=R``: the state of each
+    ``seed_<s>/`` run and their start rounds counted, :func:`_batch`). Raises
+    :class:`UserError` (or Hydra's errors). ``references``: :class:`config.validate.Reference`
+    by group choices, reused across a sweep's jobs."""
+    from ..common.flatten import flatten
+    from ..config.validate import Reference, typed_resolved
     from ..runs import experiment, seeds
 
     references = {} if references is None else references
     key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
     if key not in references:
-        references[key] = reference_config(job.choices)
+        references[key] = Reference.of(reference_config(job.choices))
     extras.check(job.choices)
-    experiment.validate(job.cfg, references[key])
-    if job.cfg.seeds == 1:
-        return _state(lambda: job.cfg, job.folder, job.cfg.T)
+    experiment.checks(typed_resolved(flatten(job.plain), job.resolved, references[key]))
+    values = job.resolved.values
+    if values["seeds"] == 1:
+        return _state(lambda: job.cfg, job.folder, values["T"])
     seeds.check_container(job.folder)
     return _batch(job)
 
@@ -86,7 +90,8 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
     so the cost grows with the runs on disk, not with R."""
     from ..runs import seeds
 
-    cfg, first, R = job.cfg, job.cfg.seed, job.cfg.seeds
+    values = job.resolved.values
+    first, R, T = values["seed"], values["seeds"], values["T"]
     on_disk = []
     if job.folder.is_dir():
         for p in job.folder.iterdir():
@@ -102,7 +107,7 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
         if s > last:
             said.append(_new(last, s - 1))
         state, start = _state(
-            lambda s=s: seeds.with_seed(cfg, s), job.folder / run_files.seed_folder(s), cfg.T
+            lambda s=s: seeds.with_seed(job.cfg, s), job.folder / run_files.seed_folder(s), T
         )
         said.append(f"seed {s} {state}")
         starts[start] = starts.get(start, 0) + 1
@@ -126,6 +131,7 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     work, as for a run another process holds, which this one would be refused)."""
     from ..config.validate import typed
     from ..runs import code_record, run_folder
+    from ..runs.experiment import Record
     from ..runs.lock import holder
 
     run_folder.check_owned(folder)
@@ -134,10 +140,11 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
     running = holder(folder)
     if running is not None:  # the run would be refused: the folder is in use
         return f"running now ({running}): refused", T
-    cfg = config()
-    start = run_folder.resume_point(cfg, folder)
+    composed = config()
+    cfg = typed(composed)
+    start = run_folder.resume_point(cfg, Record.of(composed), folder)
     if start is True:
-        why = code_record.stale(folder, typed(cfg))
+        why = code_record.stale(folder, cfg)
         return (
             f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
             if why
@@ -183,7 +190,7 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
             earlier = first.setdefault(job.folder, job_name(job, multirun))
             if earlier != job_name(job, multirun):
                 raise UserError(f"the same config as {earlier} (both would run in {job.folder})")
-            steps, evals = work(job.cfg, start)
+            steps, evals = work(job.resolved.values, start)
             good.append(
                 Checked(
                     job.num,
@@ -240,6 +247,14 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         streams.trace(e)
         streams.err(f"fedrun: error: {one_line(e)}")
         return EXIT["error"]
+    _say_listing(checked)
+    return EXIT["finished"]
+
+
+def _say_listing(checked: list[Checked]) -> None:
+    """The dry run's listing of the good jobs ``checked``: one line each (folder, client steps,
+    evaluations, device, state, the overrides that vary), the overrides they share and the
+    total work."""
     rows = [["job", "folder", "client steps", "evaluations", "device", "state"]]
     rows += [
         [str(j.num), str(j.shown or j.folder), f"{j.steps:,.0f}", str(j.evals), j.where, j.state]
@@ -269,4 +284,3 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
         f"client on one mini-batch) and {total_evals} evaluations (ceil(T/eval_every)+1 per "
         f"job from round 0), counted from the round each job would start from"
     )
-    return EXIT["finished"]

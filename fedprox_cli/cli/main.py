@@ -14,7 +14,7 @@ ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the 
 from those records lists every job that did not finish, including those that never started,
 then the table of its jobs (:mod:`jobtable`); while the jobs run, this process prints their
 start, progress and closing lines (:mod:`watch`). A single run of a preset that defines a sweep
-says so (:func:`_one_of_a_sweep`).
+says so (:func:`_run`).
 
 Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
 ``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
@@ -46,7 +46,7 @@ from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
-from ..config import plugin_defaults, resolvers
+from ..config import compose_once, plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from . import drawer, sweep, watch
 from .faults import crash, one_line
@@ -115,20 +115,7 @@ def _job(composed: DictConfig) -> float:
     started, reason = time.time(), ""
     noted = len(signals.received)
     try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
-        from ..runs import runner  # here, so that config errors are reported before torch loads
-
-        reference = reference_for(composed, dict(hc.runtime.choices), overrides(hc))
-        if not multirun:
-            _one_of_a_sweep(hc, composed, reference)
-        code = runner.run(
-            composed,
-            out,
-            progress=watch.bars(hc.launcher._target_),
-            command=command(hc),
-            hydra_record=hydra_files(composed, hc),
-            reference=reference,
-            plot=drawer.figures,
-        )
+        code = _run(hc, composed, out, progress=watch.bars(hc.launcher._target_))
     except Exception as e:  # outside the run's own handling: one line, the sweep goes on
         said = len(console.errors)
         code = fault(e)
@@ -149,18 +136,25 @@ def _job(composed: DictConfig) -> float:
             raise KeyboardInterrupt
     else:
         _ran(code)
-        if code == 0 and composed.seeds > 1:
-            streams.out(
-                f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
-                f"{composed.seed}..{composed.seed + composed.seeds - 1}"
-            )
-        elif code == 0 and (out / run_files.METRICS).exists():
-            streams.out(
-                f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
-            )
+        if code == 0:
+            _say_written(composed, out)
     return sweep_value(
         composed, out, code, OmegaConf.select(hc, "sweeper.direction")
     )  # for sweepers
+
+
+def _say_written(composed: DictConfig, out: Path) -> None:
+    """Where a run that finished without ``-m`` wrote: its seeds' folders, or its metrics and
+    plot."""
+    if composed.seeds > 1:
+        streams.out(
+            f"runs:    {out / (run_files.SEED_PREFIX + '<s>')} for s = "
+            f"{composed.seed}..{composed.seed + composed.seeds - 1}"
+        )
+    elif (out / run_files.METRICS).exists():
+        streams.out(
+            f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
+        )
 
 
 def _parents(argv: list[str]) -> dict[Path, bool]:
@@ -201,20 +195,33 @@ def _remove_made(out: Path) -> None:
         pass  # another process wrote there meanwhile, or it cannot be removed: it stays
 
 
-def _one_of_a_sweep(hc, composed: DictConfig, reference: DictConfig | None) -> None:
-    """A run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep: one line
-    saying that it runs one config (the preset's own values), and what ``-m`` would run; not
-    for a config the run will refuse (a fault stays one line)."""
-    from ..runs import experiment
+def _run(hc, composed: DictConfig, out: Path, progress: bool) -> int:
+    """The job's run into ``out``: its config validated once (:func:`runner.validated`, bad
+    input ending by the run's own error ladder), then run (:func:`runner.run`). A run without
+    ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep first says, once its
+    config is valid, that it runs one config (the preset's own values) and what ``-m`` would
+    run."""
+    from ..runs import runner  # here, so that config errors are reported before torch loads
 
-    note = one_of_a_sweep(hc)
-    if not note:
-        return
-    try:
-        experiment.validate(composed, reference)
-    except Exception:  # noqa: BLE001 -- the run says what is wrong, in one line
-        return
-    say(note, "note")
+    reference = reference_for(
+        composed, dict(hc.runtime.choices), overrides(hc), compose_once.reference()
+    )
+    ladder = runner.Ladder()
+    with ladder.guard():
+        runs = runner.validated(composed, reference)
+    if ladder.code is not None:
+        return ladder.code
+    note = one_of_a_sweep(hc) if hc.mode.name != "MULTIRUN" else None
+    if note:
+        say(note, "note")
+    return runner.run(
+        runs,
+        out,
+        progress=progress,
+        command=command(hc),
+        hydra_record=hydra_files(composed, hc),
+        plot=drawer.figures,
+    )
 
 
 class SweepReport(Callback):
@@ -250,6 +257,19 @@ def _not_parsed(message: str):
     raise ValueError(message)
 
 
+def _parsed(argv: list[str]):
+    """The command line as Hydra's argument parser reads it, or None where it does not parse
+    (Hydra's own parsing then says what is wrong)."""
+    from hydra._internal.utils import get_args_parser
+
+    parser = get_args_parser()
+    parser.error = _not_parsed  # silent here
+    try:
+        return parser.parse_intermixed_args(argv)
+    except (ValueError, TypeError, SystemExit):
+        return None
+
+
 def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
@@ -272,13 +292,8 @@ def _preflight(argv: list[str]) -> int | None:
             streams.err(f"fedrun: error: {e}")
             return EXIT["error"]
         return EXIT["finished"]
-    from hydra._internal.utils import get_args_parser
-
-    parser = get_args_parser()
-    parser.error = _not_parsed  # silent here: Hydra's own parsing says what is wrong
-    try:
-        args = parser.parse_intermixed_args(argv)
-    except (ValueError, TypeError, SystemExit):
+    args = _parsed(argv)
+    if args is None:
         return None
     try:
         plugin_defaults.store(args.overrides, args.config_dir)
@@ -419,8 +434,10 @@ def _fedrun(call: _Call) -> int:
     stops_interrupt()
     call.made = _parents(sys.argv[1:])
     code = 0
+    args = _parsed(sys.argv[1:])
     try:
-        _job()
+        with compose_once.composed_once(multirun=args is None or args.multirun):
+            _job()
     except KeyboardInterrupt:
         code = EXIT["interrupted"]
         if call.sweep is None and not call.codes:

@@ -42,7 +42,7 @@ def _requirement(distribution: str) -> str:
     return distribution
 
 
-def missing(e: BaseException) -> str | None:
+def missing(e: BaseException | None) -> str | None:
     """The one line for ``e`` when it (or an exception it was raised from) is a module that is
     not installed, outside fedprox_cli itself; None otherwise (a module of fedprox_cli that
     cannot be found is a bug)."""

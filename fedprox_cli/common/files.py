@@ -32,17 +32,20 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, Any, BinaryIO, Literal, TextIO, cast, overload
 
 from .errors import UserError
 from .signals import deferred
+
+StrPath = str | os.PathLike[str]
+"""A path as the user may give it."""
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
 def atomic_write(
-    path: str | os.PathLike,
+    path: StrPath,
     write: Callable[[BinaryIO], object],
     *,
     fsync: bool = True,
@@ -63,7 +66,7 @@ def atomic_write(
 TEMP = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp(\.[A-Za-z0-9]+)?$")
 
 
-def temp_of(path: str | os.PathLike) -> str | None:
+def temp_of(path: StrPath) -> str | None:
     """The name of the file whose :func:`atomic_write` left the temp file ``path`` (a process
     killed while writing it), or None when ``path`` is no such regular file."""
     m = TEMP.match(Path(path).name)
@@ -73,10 +76,10 @@ def temp_of(path: str | os.PathLike) -> str | None:
         return None
 
 
-def clear_temps(root: str | os.PathLike) -> list[Path]:
+def clear_temps(root: StrPath) -> list[Path]:
     """Delete the temp files (:func:`temp_of`) left in ``root`` and its real subfolders by
     killed writers; only for a folder whose writer's lock is held. Returns those deleted."""
-    gone = []
+    gone: list[Path] = []
     for dirpath, _, filenames in os.walk(root):  # os.walk follows no link to a folder
         for name in filenames:
             p = Path(dirpath) / name
@@ -86,7 +89,9 @@ def clear_temps(root: str | os.PathLike) -> list[Path]:
     return gone
 
 
-def _write_replace(path: Path, write, fsync: bool, suffix: str) -> None:
+def _write_replace(
+    path: Path, write: Callable[[BinaryIO], object], fsync: bool, suffix: str
+) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
     except OSError as e:  # no room for the temp file's entry: named by the file the user knows
@@ -94,7 +99,7 @@ def _write_replace(path: Path, write, fsync: bool, suffix: str) -> None:
     f = _Watched(os.fdopen(fd, "wb"))
     try:
         with f.raw:
-            write(f)
+            write(cast(BinaryIO, f))  # f forwards every call but write to its BinaryIO
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
@@ -113,7 +118,7 @@ def _write_replace(path: Path, write, fsync: bool, suffix: str) -> None:
             raise OSError(e.errno, e.strerror or str(e), str(path)) from e
 
 
-def _unlink_quietly(path) -> None:
+def _unlink_quietly(path: str) -> None:
     """Remove a temp file after a failed write; a folder that refuses it (EIO, read-only) keeps
     it for :func:`clear_temps`, and the write's own error is the one reported."""
     try:
@@ -129,7 +134,7 @@ NO_FOLDER_SYNC = (
 )  # file systems that cannot fsync a folder
 
 
-def sync_folder(folder: str | os.PathLike) -> None:
+def sync_folder(folder: StrPath) -> None:
     """fsync ``folder`` so that its entries (a rename into it) survive a crash of the machine;
     a file system that cannot (:data:`NO_FOLDER_SYNC`) is left as it is."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -146,26 +151,27 @@ class _Watched:
     """A file object that remembers the OSError of a failed write, which writers such as
     ``torch.save`` turn into an exception of their own (a full disk, a file-size limit)."""
 
-    def __init__(self, raw):
-        self.raw, self.error = raw, None
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.error: OSError | None = None
 
-    def write(self, data):
+    def write(self, data: bytes) -> int:
         try:
             return self.raw.write(data)
         except OSError as e:
             self.error = e
             raise
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.raw, name)
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+def atomic_write_text(path: StrPath, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     atomic_write(path, lambda f: f.write(text.encode()))
 
 
-def write_text_in_place(path: str | os.PathLike, text: str) -> None:
+def write_text_in_place(path: StrPath, text: str) -> None:
     """:func:`atomic_write_text`, or when that fails in any way (a full disk, a rename refused:
     EIO, EROFS, EXDEV, EACCES on the temp file, ...) and ``path`` is a regular file already,
     its text overwritten in place (and fsync'ed): a small file's blocks are reused and no
@@ -197,7 +203,7 @@ class NotRegular(UserError, OSError):
     not a real folder): bad input (a :class:`UserError`) that every handler of a file that
     cannot be read or written (an ``OSError``) also catches."""
 
-    def __init__(self, path: str | os.PathLike, what: str):
+    def __init__(self, path: StrPath, what: str):
         super().__init__(
             f"{path} is {what}; fedrun reads, replaces and deletes only regular "
             f"files and follows no link when writing: remove it or choose another folder"
@@ -218,7 +224,7 @@ def _what(mode: int) -> str:
     return "not a regular file"
 
 
-def check_replaceable(path: str | os.PathLike) -> None:
+def check_replaceable(path: StrPath) -> None:
     """Refuse (:class:`NotRegular`) a ``path`` that exists and is not a regular file itself (a
     link to one included): it may be replaced or deleted only when missing or regular."""
     try:
@@ -229,7 +235,7 @@ def check_replaceable(path: str | os.PathLike) -> None:
         raise NotRegular(path, _what(mode))
 
 
-def check_readable(path: str | os.PathLike) -> None:
+def check_readable(path: StrPath) -> None:
     """Refuse (:class:`NotRegular`) a ``path`` that exists and is not a regular file once links
     are followed, before a reader that takes a path (gzip, PIL, scikit-learn) opens it."""
     try:
@@ -240,7 +246,7 @@ def check_readable(path: str | os.PathLike) -> None:
         raise NotRegular(path, _what(mode))
 
 
-def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow: bool = False) -> int:
+def open_regular(path: StrPath, flags: int = os.O_RDONLY, follow: bool = False) -> int:
     """A descriptor of the regular file ``path``, opened without blocking (a FIFO never hangs)
     and, unless ``follow``, without following a link; anything else is :class:`NotRegular`.
     ``flags`` may add ``O_CREAT`` (mode 0o666 less the umask), ``O_APPEND``, ..."""
@@ -260,7 +266,15 @@ def open_regular(path: str | os.PathLike, flags: int = os.O_RDONLY, follow: bool
     return fd
 
 
-def open_file(path: str | os.PathLike, mode: str = "rb", follow: bool = True, **kwargs):
+@overload
+def open_file(
+    path: StrPath, mode: Literal["rb"] = "rb", follow: bool = True, **kwargs: Any
+) -> BinaryIO: ...
+@overload
+def open_file(
+    path: StrPath, mode: Literal["r", "a"], follow: bool = True, **kwargs: Any
+) -> TextIO: ...
+def open_file(path: StrPath, mode: str = "rb", follow: bool = True, **kwargs: Any) -> IO[Any]:
     """:func:`open_regular` as a Python file object (``mode`` r / rb / a); reading follows links
     (a data set may be one), appending does not."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT if mode.startswith("a") else os.O_RDONLY
@@ -269,13 +283,13 @@ def open_file(path: str | os.PathLike, mode: str = "rb", follow: bool = True, **
     )
 
 
-def read_text(path: str | os.PathLike) -> str:
+def read_text(path: StrPath) -> str:
     """The text of the regular file ``path`` (UTF-8)."""
     with open_file(path, "r", encoding="utf-8") as f:
         return f.read()
 
 
-def inside(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
+def inside(root: StrPath, relative: StrPath) -> Path:
     """``relative`` as a path that stays inside ``root`` (relative, without ``..``), or the
     refusal (:class:`UserError`); checked before anything is made, by runs and dry runs alike."""
     rel = Path(relative)
@@ -284,7 +298,7 @@ def inside(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
     return rel
 
 
-def folder(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
+def folder(root: StrPath, relative: StrPath) -> Path:
     """The folder ``root/relative``, made if missing, every component a real folder (no link)
     inside ``root``; an absolute ``relative`` or one with ``..`` is refused."""
     rel = inside(root, relative)
@@ -301,7 +315,7 @@ def folder(root: str | os.PathLike, relative: str | os.PathLike) -> Path:
     return path
 
 
-def remove(path: str | os.PathLike) -> None:
+def remove(path: StrPath) -> None:
     """Delete the file ``path`` if it is there: a regular file, or a link (the link goes, never
     what it points to); anything else is :class:`NotRegular`."""
     try:

@@ -18,19 +18,20 @@ import functools
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 from omegaconf import OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from .errors import UserError, squeeze
-from .files import NotRegular, open_file
+from .files import NotRegular, StrPath, open_file
 
 if TYPE_CHECKING:
     import pandas as pd
+    from omegaconf import DictConfig
 
 TEXT_BYTES = 16 * 2**20  # summary.json, config.yaml, job records: a few KB when fedrun writes them
 TABLE_BYTES = 2**30  # metrics.csv: ~150 bytes a row, so millions of evaluations
@@ -41,7 +42,7 @@ NODES = 1_000_000  # YAML nodes once aliases are expanded (a run's config: a few
 class Unreadable(UserError, ValueError):
     """A file read back from a run folder that cannot be read: ``PATH is unreadable: WHY``."""
 
-    def __init__(self, path: str | os.PathLike, why: str, os_error: OSError | None = None):
+    def __init__(self, path: StrPath, why: str, os_error: OSError | None = None) -> None:
         super().__init__(f"{path} is unreadable: {squeeze(why, 200)}")
         self.path, self.why = path, squeeze(why, 200)
         self.os_error = (
@@ -50,7 +51,7 @@ class Unreadable(UserError, ValueError):
 
 
 @contextmanager
-def opened(path: str | os.PathLike, limit: int | None = None):
+def opened(path: StrPath, limit: int | None = None) -> Iterator[IO[bytes]]:
     """The regular file ``path`` opened for binary reading, refused (:class:`Unreadable`) when
     it is larger than ``limit`` bytes (None: any size, e.g. a checkpoint)."""
     try:
@@ -69,7 +70,7 @@ def opened(path: str | os.PathLike, limit: int | None = None):
         raise Unreadable(path, e.strerror or str(e), os_error=e) from None
 
 
-def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
+def read_bytes(path: StrPath, limit: int | None = None) -> bytes:
     """The bytes of ``path`` (at most ``limit``, by default :data:`TEXT_BYTES`)."""
     limit = TEXT_BYTES if limit is None else limit
     with opened(path, limit) as f:
@@ -82,7 +83,7 @@ def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
     return data
 
 
-def read_text(path: str | os.PathLike, limit: int | None = None) -> str:
+def read_text(path: StrPath, limit: int | None = None) -> str:
     """The UTF-8 text of ``path`` (at most ``limit`` bytes, by default :data:`TEXT_BYTES`)."""
     data = read_bytes(path, limit)
     try:
@@ -91,7 +92,7 @@ def read_text(path: str | os.PathLike, limit: int | None = None) -> str:
         raise Unreadable(path, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
 
 
-def lines(path: str | os.PathLike, data: bytes) -> Iterator[str]:
+def lines(path: StrPath, data: bytes) -> Iterator[str]:
     """The lines of ``data`` (read from ``path``), decoded as UTF-8 a block at a time: a large
     table is checked line by line without a decoded copy of it whole."""
     text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline="")
@@ -101,7 +102,7 @@ def lines(path: str | os.PathLike, data: bytes) -> Iterator[str]:
         raise Unreadable(path, f"not UTF-8 text ({e.reason})") from None
 
 
-def _check_depth(path, root, children) -> None:
+def _check_depth(path: StrPath, root: object, children: Callable[[Any], Iterable[object]]) -> None:
     """Refuse a structure nested deeper than :data:`DEPTH` (walked without recursion)."""
     stack = [(root, 1)]
     while stack:
@@ -111,11 +112,11 @@ def _check_depth(path, root, children) -> None:
         stack.extend((c, depth + 1) for c in children(node))
 
 
-def _json_children(v):
+def _json_children(v: object) -> Iterable[object]:
     return v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
 
 
-def read_json(path: str | os.PathLike):
+def read_json(path: StrPath) -> Any:
     """The JSON value in ``path``."""
     text = read_text(path)
     try:
@@ -128,13 +129,13 @@ def read_json(path: str | os.PathLike):
     return value
 
 
-def _yaml_children(node):
+def _yaml_children(node: Any) -> Iterable[Any]:  # PyYAML has no types
     if isinstance(node, yaml.MappingNode):
         return [n for kv in node.value for n in kv]
     return node.value if isinstance(node, yaml.SequenceNode) else ()
 
 
-def _check_graph(path, root) -> None:
+def _check_graph(path: StrPath, root: Any) -> None:
     """Refuse the YAML graph ``root`` when, with every alias expanded, it has more than
     :data:`NODES` nodes or nests deeper than :data:`DEPTH`: counted once per distinct node
     (memoised, without recursion), so that no alias is ever expanded."""
@@ -165,12 +166,13 @@ def _loader() -> type:
     """OmegaConf's YAML loader (its rules for numbers, duplicate keys refused) on libyaml's C
     parser where PyYAML has it: the same values, parsed about ten times faster (thousands of
     run folders are read by one ``fedrun-table``)."""
-    omegaconf_loader = get_yaml_loader()
+    omegaconf_loader: type = get_yaml_loader()
     if not getattr(yaml, "__with_libyaml__", False):
         return omegaconf_loader
 
-    class Loader(yaml.cyaml.CParser, omegaconf_loader):
-        def __init__(self, stream):
+    # a class OmegaConf makes when called: no static type to derive from
+    class Loader(yaml.cyaml.CParser, omegaconf_loader):  # type: ignore[valid-type,misc]
+        def __init__(self, stream: str) -> None:
             yaml.cyaml.CParser.__init__(self, stream)
             yaml.constructor.SafeConstructor.__init__(self)
             yaml.resolver.Resolver.__init__(self)
@@ -178,40 +180,60 @@ def _loader() -> type:
     return Loader
 
 
-def read_yaml(path: str | os.PathLike):
+def read_yaml(path: StrPath, part: tuple[str, ...] = ()) -> Any:
     """The YAML document in ``path`` as Python values, read as OmegaConf reads YAML (``1e-05``
     is a number); ``OmegaConf.create`` of it gives the config. Parsed once: a document with an
     anchor (``&``: aliases may expand it) has its graph checked (:func:`_check_graph`) before
     it is made into values; one without is no larger than its text, and only its depth is
-    checked, on the values."""
+    checked, on the values. ``part``: the keys of one value inside it (outermost first), made
+    into values alone (Hydra's record read for its choices); :class:`KeyError` where it has
+    none."""
     text = read_text(path)
     try:
-        return _parsed(path, text, _loader())
+        return _parsed(path, text, _loader(), part)
     except Unreadable:
         if _loader() is get_yaml_loader():
             raise
         # libyaml refuses what PyYAML's own reader takes (a surrogate escape, "\udcff", of a
         # folder name's undecodable byte in Hydra's record): read as OmegaConf reads it
-        return _parsed(path, text, get_yaml_loader())
+        return _parsed(path, text, get_yaml_loader(), part)
 
 
-def parse_yaml(text: str, where: str | os.PathLike):
+def parse_yaml(text: str, where: StrPath) -> Any:
     """The values of the YAML ``text`` found in ``where`` (a value inside a file already read
     through the gate, e.g. one override of ``.hydra/overrides.yaml``), with a file's limits."""
     return _parsed(where, text, _loader())
 
 
-def _parsed(path: str | os.PathLike, text: str, loader_type: type):
-    """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``."""
+def _inside(path: StrPath, node: Any, part: tuple[str, ...]) -> Any:
+    """The node at the keys ``part`` of the mapping ``node`` (a key twice is refused as
+    OmegaConf refuses it)."""
+    for key in part:
+        if not isinstance(node, yaml.MappingNode):
+            raise KeyError(key)
+        found = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key]
+        if len(found) > 1:
+            raise Unreadable(path, f"not YAML (found duplicate key {key})")
+        if not found:
+            raise KeyError(key)
+        node = found[0]
+    return node
+
+
+def _parsed(path: StrPath, text: str, loader_type: type, part: tuple[str, ...] = ()) -> Any:
+    """The values of the YAML ``text`` (of ``path``), parsed by ``loader_type``; ``part``: of
+    the value at those keys alone (:func:`read_yaml`)."""
     loader = loader_type(text)
     try:
         root = loader.get_single_node()
         if root is None:
+            if part:
+                raise KeyError(part[0])
             return None
         if "&" in text:
             _check_graph(path, root)
-            return loader.construct_document(root)
-        value = loader.construct_document(root)
+            return loader.construct_document(_inside(path, root, part))
+        value = loader.construct_document(_inside(path, root, part))
         _check_depth(path, value, _json_children)
         return value
     except RecursionError:
@@ -224,7 +246,7 @@ def _parsed(path: str | os.PathLike, text: str, loader_type: type):
         loader.dispose()
 
 
-def read_mapping(path: str | os.PathLike) -> dict:
+def read_mapping(path: StrPath) -> dict[str, Any]:
     """The YAML mapping in ``path`` as plain values (a config read without making a
     ``DictConfig`` of it: what the analysis of many runs reads)."""
     value = read_yaml(path)
@@ -233,7 +255,7 @@ def read_mapping(path: str | os.PathLike) -> dict:
     return value
 
 
-def read_config(path: str | os.PathLike):
+def read_config(path: StrPath) -> DictConfig:
     """The config (a ``DictConfig``) in the YAML file ``path``, e.g. a run's config.yaml."""
     value = read_mapping(path)
     try:
@@ -242,7 +264,7 @@ def read_config(path: str | os.PathLike):
         raise Unreadable(path, f"not a config ({type(e).__name__}: {e})") from None
 
 
-def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
+def read_csv(path: StrPath, **kwargs: Any) -> pd.DataFrame:
     """The CSV table in ``path`` (at most :data:`TABLE_BYTES`) as a pandas DataFrame."""
     import pandas as pd  # only where a table is read: a run itself never needs pandas
 
@@ -254,7 +276,7 @@ def read_csv(path: str | os.PathLike, **kwargs) -> pd.DataFrame:
         raise Unreadable(path, f"not a CSV table ({type(e).__name__}: {e})") from None
 
 
-def parse_csv(data: bytes, **kwargs) -> pd.DataFrame:
+def parse_csv(data: bytes, **kwargs: Any) -> pd.DataFrame:
     """CSV ``data`` already read through :func:`read_bytes` (bounded) as a pandas DataFrame."""
     import pandas as pd
 

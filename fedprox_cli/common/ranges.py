@@ -21,7 +21,10 @@ import math
 import types
 import typing
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 from .errors import require
 
@@ -39,7 +42,7 @@ class Range:
     none: bool = False
     boolean: bool = False
 
-    def ok(self, v) -> bool:
+    def ok(self, v: object) -> bool:
         if v is None:
             return self.none
         if self.boolean:
@@ -91,7 +94,7 @@ COUNT = Range(ge=1, integer=True)
 BOOLEAN = Range(boolean=True)
 
 # A field's range when it declares none, by the kind of object and the field's type.
-DEFAULTS = {
+DEFAULTS: dict[str, dict[object, Range]] = {
     "algorithm": {float: POSITIVE, int: COUNT, bool: BOOLEAN},
     "regularizer": {float: NONNEGATIVE, int: COUNT, bool: BOOLEAN},
     "compressor": {float: POSITIVE, int: COUNT, bool: BOOLEAN},
@@ -99,14 +102,21 @@ DEFAULTS = {
 
 
 def param(
-    default, *, gt=None, ge=None, lt=None, le=None, integer: bool = False, none: bool = False
+    default: Any,
+    *,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
+    integer: bool = False,
+    none: bool = False,
 ) -> Any:
     """A dataclass field with its default and its declared range (module docstring); typed
     ``Any``, as ``dataclasses.field`` is, so that it stands for the field's own type."""
     return field(default=default, metadata={"range": Range(gt, ge, lt, le, integer, none)})
 
 
-def _base_type(tp):
+def _base_type(tp: object) -> object:
     """``float`` for ``float``, ``"float"``, ``float | None`` and ``Optional[float]``; the
     type itself otherwise (the resolved annotation, or its string when it cannot resolve)."""
     names = {"float": float, "int": int, "bool": bool}
@@ -119,14 +129,14 @@ def _base_type(tp):
     return args[0] if union and len(args) == 1 else tp
 
 
-def _optional(tp) -> bool:
+def _optional(tp: object) -> bool:
     return ("None" in tp) if isinstance(tp, str) else type(None) in typing.get_args(tp)
 
 
-def declared(cls, kind: str) -> dict[str, Range]:
+def declared(cls: type[DataclassInstance], kind: str) -> dict[str, Range]:
     """Each parameter of the dataclass ``cls`` with its range: declared, or its kind's default
     by type; a field of another type and without a declaration is left out."""
-    out = {}
+    out: dict[str, Range] = {}
     for f in fields(cls):
         if "range" in f.metadata:
             out[f.name] = f.metadata["range"]
@@ -139,7 +149,14 @@ def declared(cls, kind: str) -> dict[str, Range]:
     return out
 
 
-def check(obj, kind: str) -> None:
+class Parameterized(Protocol):
+    """An algorithm, regularizer or compressor: a dataclass with a registry name."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    name: ClassVar[str]
+
+
+def check(obj: Parameterized, kind: str) -> None:
     """Refuse the first parameter of ``obj`` outside its range: ``algorithm.mu must be >= 0,
     got -1 (as declared by algorithm fedprox)`` (a :class:`UserError`)."""
     for name, r in declared(type(obj), kind).items():
@@ -147,7 +164,7 @@ def check(obj, kind: str) -> None:
         require(r.ok(v), f"{kind}.{name} must be {r}, got {v!r} (as declared by {kind} {obj.name})")
 
 
-def signature(cls, kind: str) -> str:
+def signature(cls: type[DataclassInstance], kind: str) -> str:
     """``alpha > 0 (1), mu >= 0 (0.01)``: the parameters with their ranges and defaults."""
     ranges = declared(cls, kind)
     return ", ".join(

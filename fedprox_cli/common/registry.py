@@ -23,22 +23,45 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, is_dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
 from .dotted import located
 from .errors import UserError, closest, no_parameter, require, squeeze
 from .plugin_calls import PluginError, origin
 
+Contract = Callable[[object], str | None]
+"""A registry's test of an entry: the broken contract in words, or None."""
 
-def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = ()) -> Callable:
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+E = TypeVar("E")
+
+
+class Register(Protocol):
+    """``register``: a decorator (``@register``), or one made from a name
+    (``@register("linear")``)."""
+
+    @overload
+    def __call__(self, entry: str) -> Callable[[E], E]: ...
+    @overload
+    def __call__(self, entry: E) -> E: ...
+
+
+class Lookup(Protocol[T_co]):
+    """``lookup``: the entry of a name (:meth:`Registry.lookup`)."""
+
+    def __call__(self, name: str, target: str | None = None) -> T_co: ...
+
+
+def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = ()) -> Contract:
     """The contract of a plugin class: a dataclass subclass of ``base`` with a ``name`` (a
     non-empty string), defining each method of ``must`` itself (not inheriting ``base``'s),
     and each ClassVar of ``flags`` a bool. Returns a test: the broken contract in words, or
     None."""
 
-    def broken(cls) -> str | None:
+    def broken(cls: object) -> str | None:
         if not (isinstance(cls, type) and issubclass(cls, base)):
             return (
                 f"it must be a subclass of {base.__module__.split('.')[0]}'s {base.__name__} "
@@ -46,7 +69,8 @@ def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = (
             )
         if not is_dataclass(cls):
             return f"it must be a dataclass (decorated with @dataclass, as {base.__name__} is)"
-        if not isinstance(getattr(cls, "name", None), str) or not cls.name:
+        name = getattr(cls, "name", None)
+        if not isinstance(name, str) or not name:
             return "it must define name: ClassVar[str] = \"<its config name>\""
         for m in must:
             if not callable(getattr(cls, m, None)) or getattr(cls, m) is getattr(base, m, None):
@@ -59,14 +83,14 @@ def class_contract(base: type, must: tuple[str, ...], flags: tuple[str, ...] = (
     return broken
 
 
-def callable_contract(what: str) -> Callable:
+def callable_contract(what: str) -> Contract:
     """The contract of a plugin function (a model builder, a dataset loader): callable."""
     return lambda obj: (
         None if callable(obj) and not isinstance(obj, ModuleType) else f"it must be {what}"
     )
 
 
-class Registry(dict):
+class Registry(dict[str, T], Generic[T]):
     """Config name -> class or function, completed from the entry-point group
     ``fedprox_cli.<plural>`` on demand; every entry checked by ``contract`` (a test giving
     the broken contract in words, or None) as it enters (see module docstring), every instance
@@ -84,9 +108,9 @@ class Registry(dict):
         self,
         kind: str,
         plural: str,
-        contract: Callable[[object], str | None] = lambda obj: None,
+        contract: Contract = lambda obj: None,
         check: Callable[[Any], None] = lambda obj: None,
-    ):
+    ) -> None:
         super().__init__()
         self.kind, self.group, self.contract, self.check = (
             kind,
@@ -96,12 +120,14 @@ class Registry(dict):
         )
         self.broken: dict[str, str] = {}  # installed plugins that cannot be loaded: their line
 
-    def calls(self) -> tuple[Callable, Callable, Callable, Callable]:
+    def calls(
+        self,
+    ) -> tuple[Register, Callable[[], list[str]], Lookup[T], Callable[..., Any]]:
         """The calls a plugin kind's module offers: ``register``, ``names``, ``lookup`` and
         ``build`` (docs/extending.md)."""
         return self.register, self.names, self.lookup, self.build
 
-    def admit(self, name: str, obj, where: str):
+    def admit(self, name: str, obj: object, where: str) -> T:
         """``obj`` if it keeps the registry's contract, else one :class:`PluginError` naming
         the plugin (``where``: how it came) and the contract it breaks."""
         why = self.contract(obj)
@@ -110,7 +136,7 @@ class Registry(dict):
                 f"{self.kind} plugin '{name}' ({where}) breaks the {self.kind} contract: {why} "
                 f"(docs/extending.md)"
             )
-        return obj
+        return cast(T, obj)  # the contract's test passed: an entry of this registry
 
     def _load(self, name: str | None = None) -> None:
         """Import the group's entry points not yet registered (only ``name``'s if given). A
@@ -127,7 +153,7 @@ class Registry(dict):
                     raise
                 self.broken[ep.name] = str(e)
 
-    def _admit_entry_point(self, ep) -> None:
+    def _admit_entry_point(self, ep: EntryPoint) -> None:
         where = f"{ep.value}, entry point group {self.group}"
         try:
             obj = ep.load()
@@ -139,22 +165,27 @@ class Registry(dict):
         if not isinstance(obj, ModuleType):
             self.setdefault(ep.name, self.admit(ep.name, obj, where))
 
-    def register(self, entry):
+    @overload
+    def register(self, entry: str) -> Callable[[E], E]: ...
+    @overload
+    def register(self, entry: E) -> E: ...
+    def register(self, entry: object) -> object:
         """Decorator: a class under its ``name`` (``@register``), or a function under the name
         given (``@register("linear")``)."""
         if isinstance(entry, str):
-            return lambda fn: self._put(entry, fn)
+            name = entry
+            return lambda fn: self._put(name, fn)
         return self._put(getattr(entry, "name", "?"), entry)
 
-    def _put(self, name: str, obj):
+    def _put(self, name: str, obj: E) -> E:
         self[name] = self.admit(name, obj, origin(obj))
         return obj
 
-    def build(self, name: str, _target_: str | None = None, **params):
+    def build(self, name: str, _target_: str | None = None, **params: Any) -> Any:
         """An instance of the dataclass ``name`` (:meth:`lookup`; ``_target_``: a plugin's class
         by dotted path) with ``params``, passed by ``check``; a parameter it does not have is
         one :class:`UserError` naming the ones it takes. E.g. ``build("topk", ratio=0.1)``."""
-        cls = self.lookup(name, _target_)
+        cls: Any = self.lookup(name, _target_)  # a class registry's entry: a dataclass
         allowed = [f.name for f in fields(cls)]
         unknown = sorted(set(params) - set(allowed))
         require(not unknown, no_parameter(self.kind, name, ", ".join(unknown), allowed, _target_))
@@ -168,7 +199,7 @@ class Registry(dict):
         self._load()
         return sorted(self)
 
-    def lookup(self, name: str, target: str | None = None):
+    def lookup(self, name: str, target: str | None = None) -> T:
         """The entry ``name``: registered, from an entry point, or from ``target`` (a
         ``_target_`` dotted path, registered under ``name``); a :class:`UserError` if none."""
         if target is not None:

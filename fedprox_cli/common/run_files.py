@@ -168,9 +168,13 @@ def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame
         header, *rows = list(csv.reader(lines))
         return pd.DataFrame(rows, columns=header).apply(_numbers)
     df = guarded.parse_csv(data, keep_default_na=False, na_values=[])
-    for c in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
-            df[c] = _numbers(df[c].astype(str))
+    text = [
+        c
+        for c, t in df.dtypes.items()
+        if not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)
+    ]  # from the dtypes: a column taken out (df[c]) stays cached in the table, and in memory
+    for c in text:
+        df[c] = _numbers(df[c].astype(str))
     return df
 
 
@@ -290,7 +294,7 @@ def read_choices(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
         return {}
     try:
         try:
-            choices = guarded.read_mapping(path)["hydra"]["runtime"]["choices"]
+            choices = guarded.read_yaml(path, ("hydra", "runtime", "choices"))
             if not isinstance(choices, dict):
                 raise ValueError("hydra.runtime.choices is not a mapping")
             return dict(choices)

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 ALWAYS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, n))
 
@@ -62,13 +65,17 @@ def name(signum: int) -> str:
         )
 
 
-def note_and_interrupt(signum, frame):
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+"""What ``signal.signal`` installs and ``signal.getsignal`` returns."""
+
+
+def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
     """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt``."""
     received.append(signum)
     raise KeyboardInterrupt
 
 
-def _free(handler) -> bool:
+def _free(handler: Handler) -> bool:
     """Whether a signal with ``handler`` is fedrun's to catch: its default action, Python's
     Ctrl-C handler, or fedrun's own."""
     return handler in (
@@ -78,10 +85,12 @@ def _free(handler) -> bool:
     ) or isinstance(getattr(handler, "__self__", None), StopAfterRound)
 
 
-def _install(handler, signals=None) -> dict:
+def _install(
+    handler: Callable[[int, FrameType | None], Any], signals: tuple[int, ...] | None = None
+) -> dict[int, Handler]:
     """Install ``handler`` for each of ``signals`` (default :data:`SIGNALS`) that is one of
     :data:`ALWAYS` or :func:`_free`; the handlers replaced, to restore."""
-    old = {}
+    old: dict[int, Handler] = {}
     for s in SIGNALS if signals is None else signals:
         if s in ALWAYS or _free(signal.getsignal(s)):
             old[s] = signal.signal(s, handler)
@@ -89,7 +98,7 @@ def _install(handler, signals=None) -> dict:
 
 
 @contextmanager
-def held_by_fedrun():
+def held_by_fedrun() -> Iterator[None]:
     """fedrun's handlers live inside the block only: the handlers of :data:`SIGNALS` in force
     when it begins are put back when it ends (main thread only), so that a signal after
     ``main()`` returned -- while the interpreter waits for a plugin's thread, say -- meets the
@@ -120,15 +129,15 @@ class StopAfterRound:
     raises ``KeyboardInterrupt``. Handlers are installed only in the main thread and restored
     on exit."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.signum: int | None = None
-        self._old: dict = {}
+        self._old: dict[int, Handler] = {}
 
     @property
     def requested(self) -> bool:
         return self.signum is not None
 
-    def _note(self, signum, frame):
+    def _note(self, signum: int, frame: FrameType | None) -> None:
         received.append(signum)
         if self.requested:
             raise KeyboardInterrupt
@@ -139,13 +148,13 @@ class StopAfterRound:
             self._old = _install(self._note)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for s, handler in self._old.items():
             signal.signal(s, handler)
 
 
 @contextmanager
-def deferred():
+def deferred() -> Iterator[None]:
     """Hold :data:`SIGNALS` inside the block (a file being written) and deliver them, to the
     handlers in force before it, as it ends (main thread only; elsewhere signals do not
     arrive in Python)."""

@@ -24,37 +24,38 @@ import errno
 import io
 import os
 import sys
-from typing import TextIO
+from collections.abc import Callable
+from typing import IO, Any, TextIO
 
 
 class Safe(io.TextIOBase):
     """A text stream around ``stream`` (may be None: closed) whose writes and flushes never
     raise; unencodable text is escaped; the stream falls silent once it has failed."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: IO[str] | None) -> None:
         self.stream = stream
         self.failed = stream is None
 
     def write(self, text: str) -> int:
-        if not self.failed:
+        if self.stream is not None and not self.failed:  # None: failed from the start
             self._guarded(self.stream.write, escaped(text, getattr(self.stream, "encoding", None)))
         return len(text)
 
     def flush(self) -> None:
-        if not self.failed:
+        if self.stream is not None and not self.failed:
             self._guarded(self.stream.flush)
 
-    def _guarded(self, call, *args) -> None:
+    def _guarded(self, call: Callable[..., object], *args: str) -> None:
         try:
             call(*args)
         except (OSError, ValueError) as e:  # a closed stream: ValueError; a broken pipe: EPIPE
             self.failed = True
-            if isinstance(e, OSError) and e.errno == errno.EPIPE:
+            if isinstance(e, OSError) and e.errno == errno.EPIPE and self.stream is not None:
                 _silence(self.stream)
 
     def isatty(self) -> bool:
         try:
-            return not self.failed and self.stream.isatty()
+            return self.stream is not None and not self.failed and self.stream.isatty()
         except (OSError, ValueError):
             return False
 
@@ -67,14 +68,14 @@ class Safe(io.TextIOBase):
         return self.stream.fileno()
 
     @property
-    def encoding(self) -> str:
+    def encoding(self) -> str:  # type: ignore[override]  # typeshed: an attribute; here the stream's
         return getattr(self.stream, "encoding", None) or "utf-8"
 
     @property
-    def errors(self) -> str:
+    def errors(self) -> str:  # type: ignore[override]  # typeshed: an attribute; here a constant
         return "backslashreplace"
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 
 
@@ -97,7 +98,7 @@ def escaped(text: str, encoding: str | None = "utf-8") -> str:
         return text.encode("ascii", "backslashreplace").decode("ascii")
 
 
-def _silence(stream) -> None:
+def _silence(stream: IO[str]) -> None:
     """Point the descriptor of the broken ``stream`` at /dev/null, so that flushing what is left
     in its buffers (at exit too) succeeds."""
     try:
@@ -110,7 +111,7 @@ def _silence(stream) -> None:
         pass
 
 
-def _safe(stream) -> Safe:
+def _safe(stream: IO[str] | None) -> Safe:
     return stream if isinstance(stream, Safe) else Safe(stream)
 
 
@@ -137,7 +138,7 @@ def set_aside_stdout() -> TextIO:
     return replies
 
 
-def line(stream, text: str) -> None:
+def line(stream: IO[str] | None, text: str) -> None:
     """Write ``text`` and a newline to ``stream`` (None: closed); never raises."""
     s = _safe(stream)
     s.write(text + "\n")

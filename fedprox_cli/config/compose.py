@@ -48,20 +48,35 @@ def reference_config(choices: dict) -> DictConfig | None:
         return None
 
 
-def reference_for(cfg: DictConfig, choices: dict, overrides: list[str]) -> DictConfig | None:
+def reference_for(
+    cfg: DictConfig,
+    choices: dict,
+    overrides: list[str],
+    before_overrides: DictConfig | None = None,
+) -> DictConfig | None:
     """:func:`reference_config` for a config composed with ``overrides``, without composing
-    again where it cannot differ in what the validation reads of it (the keys, and the values
-    of the config groups): when no override adds or deletes a key (``+``, ``~``, ``@``) or sets
-    a key inside a config group (``algorithm.beta=...``), the reference is ``cfg`` itself."""
-    for o in overrides:
-        key = o.split("=", 1)[0]
-        if (
-            key.startswith(("+", "~"))
-            or "@" in key
-            or ("." in key and key.split(".")[0] in choices)
-        ):
-            return reference_config(choices)
-    return cfg
+    again: ``cfg`` itself where it cannot differ in what the validation reads of it (the keys,
+    and the values of the config groups): when no override adds or deletes a key (``+``, ``~``,
+    ``@``) or sets a key inside a config group (``algorithm.beta=...``). Otherwise
+    ``before_overrides`` where given (the same composition before the overrides' values were
+    applied: :func:`compose_once.reference`), which is the reference unless an override
+    deletes something (``~``) or sets a config group to null (the reference then has the
+    group's default); else the reference composed anew."""
+    keys = [o.split("=", 1)[0] for o in overrides]
+    if not any(
+        k.startswith(("+", "~")) or "@" in k or ("." in k and k.split(".")[0] in choices)
+        for k in keys
+    ):
+        return cfg
+    deselects = any(
+        k.startswith("~") or (k.lstrip("+") in choices and choices[k.lstrip("+")] is None)
+        for k in keys
+    )
+    return (
+        before_overrides
+        if before_overrides is not None and not deselects
+        else reference_config(choices)
+    )
 
 
 def command(hc) -> str:

@@ -24,20 +24,25 @@ def _kept(key: str) -> bool:
 
 
 def identity(root: DictConfig) -> str:
-    """A fingerprint of a job's config: every resolved key but Hydra's and run control's (the
-    layout key ``seeds`` kept; values :func:`keys.canonical`), and the config-group choices."""
+    """A fingerprint of a job's config (:func:`identity_of` its values and choices)."""
     resolved = {}
     for k in root:
         if k != "hydra":
             v = root[k]
             resolved[k] = OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
+    return identity_of(resolved, OmegaConf.to_container(root.hydra.runtime.choices))
+
+
+def identity_of(resolved: dict, choices: dict) -> str:
+    """A fingerprint of a job's config: every ``resolved`` key but run control's (the layout key
+    ``seeds`` kept; values :func:`keys.canonical`), and the config-group ``choices``."""
     kept = {k: v for k, v in sorted(canonical(flatten(resolved)).items()) if _kept(k)}
-    choices = {
+    chosen = {
         g: c
-        for g, c in sorted(OmegaConf.to_container(root.hydra.runtime.choices).items())
+        for g, c in sorted(choices.items())
         if c is not None and not g.startswith("hydra/") and _kept(g)
     }
-    return hashlib.sha256(json.dumps([kept, choices], default=str).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([kept, chosen], default=str).encode()).hexdigest()
 
 
 def folder_name(overrides: list[str], digest: str) -> str:
@@ -51,11 +56,20 @@ def folder_name(overrides: list[str], digest: str) -> str:
 
 
 def job_dir(*, _root_: DictConfig) -> str:
-    """The ``${fedrun.job_dir:}`` resolver: a job's folder name within the sweep folder. A job
-    whose config cannot be resolved (it will fail with the reason) is named by its overrides."""
+    """The ``${fedrun.job_dir:}`` resolver: a job's folder name within the sweep folder
+    (:func:`name`)."""
     overrides = OmegaConf.to_container(_root_.hydra.overrides.task)  # as typed, not resolved
     try:
         digest = identity(_root_)
     except Exception:  # noqa: BLE001 -- the job itself reports what is wrong
+        digest = None
+    return name(overrides, digest)
+
+
+def name(overrides: list[str], digest: str | None) -> str:
+    """A job's folder name from its overrides as typed and its config's :func:`identity` (None:
+    its config cannot be resolved; the job will fail with the reason, and is named by its
+    overrides)."""
+    if digest is None:
         digest = hashlib.sha256(json.dumps(sorted(overrides)).encode()).hexdigest()
     return folder_name(overrides, digest)

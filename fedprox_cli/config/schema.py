@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any, Callable, ClassVar, Dict, Optional
 
 import torch
@@ -69,12 +69,18 @@ def _fits(tp, v) -> bool:
     return isinstance(v, typing.get_origin(tp) or tp)
 
 
+@cache
+def _hints(cls) -> dict:
+    """The type hints of a schema class (evaluated once: each config checked reads them)."""
+    return typing.get_type_hints(cls)
+
+
 def check(cls, values: dict, at: str = "") -> None:
     """Refuse the first value of ``values`` (a section of the config, as a dict) that does not
     fit its field of the schema ``cls``: of its type and passing its test. Nested sections are
     checked field by field; fields without a test (the config groups) are left to
     :mod:`validate`."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     for f in fields(cls):
         if f.name not in values:
             continue
@@ -96,7 +102,7 @@ class Checked:
 
     def __post_init__(self):
         check(type(self), {f.name: getattr(self, f.name) for f in fields(self)}, self.at)
-        hints = typing.get_type_hints(type(self))
+        hints = _hints(type(self))
         for f in fields(self):
             v = getattr(self, f.name)
             if is_int(v) and hints[f.name] in (float, Optional[float]):

@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 from omegaconf import Container, DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -52,19 +55,56 @@ GROUP_RANGES = {
 SECTIONS = {"data": Data, "oracle": Oracle, "metrics": Metrics}
 
 
-def resolved(cfg: DictConfig) -> dict:
-    """The whole config with every interpolation resolved; one that fails (``${calc:1/0}``,
-    an unset ``${oc.env:...}``, a missing key) is a :class:`UserError` naming its key."""
+def resolved(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = None) -> dict:
+    """The whole config (but its ``skip`` keys) with every interpolation resolved; one that fails
+    (``${calc:1/0}``, an unset ``${oc.env:...}``, a missing key) is a :class:`UserError` naming
+    its key. ``given``: the values of top-level keys known already (a value with no
+    interpolation in it), taken as they are."""
+    given = given or {}
     try:
-        return OmegaConf.to_container(cfg, resolve=True)
+        if not skip and not given:
+            return OmegaConf.to_container(cfg, resolve=True)
+        return {
+            k: given[k]
+            if k in given
+            else OmegaConf.to_container(cfg[k], resolve=True)
+            if isinstance(cfg[k], Container)
+            else cfg[k]
+            for k in cfg
+            if k not in skip
+        }
     except OmegaConfBaseException as e:
         why = str(e).splitlines()[0].split("raised while resolving interpolation: ")[-1]
         raise UserError(f"cannot resolve {e.full_key or 'the config'}: {why}") from None
 
 
-def _top_level(cfg: DictConfig) -> dict:
-    """The schema's top-level keys and sections, resolved (not the groups)."""
+@dataclass
+class Resolved:
+    """A config's values resolved, or why they cannot be: the schema's top-level keys (checked
+    first, so that ``K=0`` is named before a step ``${calc:1/${K}}`` fails; None when one of
+    them cannot be resolved), every value (None when some interpolation fails) and that
+    failure."""
+
+    top: dict | None
+    values: dict | None
+    error: UserError | None = None
+
+
+def resolve(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = None) -> Resolved:
+    """:class:`Resolved` of ``cfg`` (but its ``skip`` keys; ``given``: :func:`resolved`)."""
     names = [k for k in RunConfig.__dataclass_fields__ if k not in GROUPS and k != "logger"]
+    try:
+        values = resolved(cfg, skip, given)
+    except UserError as e:
+        try:
+            return Resolved(_top_level(cfg, names), None, e)
+        except UserError as top:
+            return Resolved(None, None, top)
+    return Resolved({k: values[k] for k in names if k in values}, values)
+
+
+def _top_level(cfg: DictConfig, names: list[str]) -> dict:
+    """The schema's top-level keys and sections, resolved (not the groups)."""
     try:
         return {
             k: OmegaConf.to_container(cfg[k], resolve=True)
@@ -78,20 +118,56 @@ def _top_level(cfg: DictConfig) -> dict:
         raise
 
 
+class Reference:
+    """What a config is checked against (:func:`compose.reference_config`, the same group
+    choices composed without overrides): its keys as composed (flat) and its values resolved
+    (flat: the types of the groups' values), each read once, when first needed (the values
+    after the config's own top-level keys are checked: where the reference is the config
+    itself, ``K=0`` is named before its ``${calc:1/${K}}`` fails)."""
+
+    def __init__(self, cfg: DictConfig):
+        self.cfg = cfg
+
+    @cached_property
+    def keys(self) -> dict:
+        return flatten(OmegaConf.to_container(self.cfg, resolve=False))
+
+    @cached_property
+    def defaults(self) -> dict:
+        return flatten(OmegaConf.to_container(self.cfg, resolve=True))
+
+    @classmethod
+    def of(cls, reference: DictConfig | None) -> Reference | None:
+        return None if reference is None else cls(reference)
+
+
 def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     """``cfg`` checked (module docstring) and typed. ``reference``: the same group choices
     composed without overrides (:func:`compose.reference_config`): it gives the keys a config may
     have and the types of the groups' values."""
-    if reference is not None:
-        check_keys(cfg, reference)
-    top = _top_level(cfg)
+    against = Reference.of(reference)
+    if against is not None:
+        check_keys(flatten(OmegaConf.to_container(cfg, resolve=False)), against.keys)
+    return typed_resolved(None, resolve(cfg), against)
+
+
+def typed_resolved(keys: dict | None, config: Resolved, reference: Reference | None) -> RunConfig:
+    """:func:`typed` of a config given as its keys as composed (flat; None: not checked against
+    the reference) and its :class:`Resolved` values."""
+    if keys is not None and reference is not None:
+        check_keys(keys, reference.keys)
+    top = config.top
+    if top is None:
+        raise config.error
     check(RunConfig, top)
-    values = resolved(cfg)
+    if config.error is not None:
+        raise config.error
+    values = config.values
     for key, v in sorted(
         flatten(values).items(), key=lambda kv: "." in kv[0]
     ):  # top-level keys first
         finite(key, v)
-    _check_groups(values, reference)
+    _check_groups(values, reference.defaults if reference is not None else {})
     sections = {k: cls(**top[k]) for k, cls in SECTIONS.items()}
     choices = {
         g: Choice(values[g]["name"], {k: v for k, v in values[g].items() if k != "name"})
@@ -105,13 +181,11 @@ def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     )
 
 
-def _check_groups(values: dict, reference: DictConfig | None) -> None:
-    """Each group's values of its defaults' types (a number where a number stands, a boolean
-    where a boolean stands) and in :data:`GROUP_RANGES`."""
+def _check_groups(values: dict, defaults: dict) -> None:
+    """Each group's values of its defaults' types (``defaults``: the reference's values, flat; a
+    number where a number stands, a boolean where a boolean stands) and in
+    :data:`GROUP_RANGES`."""
     flat = flatten({g: values[g] for g in GROUPS})
-    defaults = (
-        flatten(OmegaConf.to_container(reference, resolve=True)) if reference is not None else {}
-    )
     for key, v in sorted(flat.items()):
         d = defaults.get(key)
         if isinstance(d, bool):
@@ -126,12 +200,10 @@ def _check_groups(values: dict, reference: DictConfig | None) -> None:
             require(ok(flat[key]), f"{key} must be {what}, got {flat[key]!r}")
 
 
-def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
-    """Refuse keys ``cfg`` has beyond ``reference`` (the same group choices composed without
-    overrides: what ``+key=value`` or ``++key=value`` added), naming the closest one it has,
-    and keys it lacks (``~key``)."""
-    have = flatten(OmegaConf.to_container(cfg, resolve=False))
-    want = flatten(OmegaConf.to_container(reference, resolve=False))
+def check_keys(have: dict, want: dict) -> None:
+    """Refuse keys a config has (``have``: flat, as composed) beyond its reference's (``want``:
+    the same group choices composed without overrides; what ``+key=value`` or ``++key=value``
+    added), naming the closest one it has, and keys it lacks (``~key``)."""
     for key in sorted(set(have) - set(want)):
         group = key.split(".")[0]
         if group in GROUPS and "." in key:
@@ -139,10 +211,10 @@ def check_keys(cfg: DictConfig, reference: DictConfig) -> None:
             raise UserError(
                 no_parameter(
                     group,
-                    cfg[group].get("name"),
+                    have.get(f"{group}.name"),
                     key.split(".", 1)[1],
                     takes,
-                    cfg[group].get("_target_"),
+                    have.get(f"{group}._target_"),
                 )
             )
         raise UserError(

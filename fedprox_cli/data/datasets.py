@@ -32,7 +32,7 @@ REDOWNLOAD = "delete it and download it again"
 
 # name -> loader(root: Path) -> Dataset
 register, names, lookup = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry["Callable[[Path], Dataset]"](  # (a plugin's result checked: load)
         "dataset",
         "datasets",
         callable_contract("a dataset loader (root: Path) -> fedprox_cli.data.Dataset"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..common.registry import Registry, callable_contract
 
 # name -> scheme(labels, n, rng, **params) -> per-client index arrays
 register, names, lookup = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry[Callable[..., list[np.ndarray]]](  # (a plugin's result checked)
         "partition",
         "partitions",
         callable_contract("a partition scheme (labels, n, rng, **params) -> index arrays"),

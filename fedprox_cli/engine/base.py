@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import ClassVar
+from typing import ClassVar, TypeGuard
 
 import torch
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # sample ids (m, b) and their weights (m, b)
 Samples = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # ids -> inputs, targets
+GradCall = Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (X, inputs, targets, w) -> G, losses
 
 
 class Engine(ABC):
@@ -40,7 +41,7 @@ class Engine(ABC):
         ``shift`` s a scalar, one row (d,) or rows (m, d)."""
 
 
-def per_row(shift: torch.Tensor | float) -> bool:
+def per_row(shift: torch.Tensor | float) -> TypeGuard[torch.Tensor]:
     """Whether ``shift`` holds one row per client (an (m, d) tensor)."""
     return torch.is_tensor(shift) and shift.dim() == 2
 

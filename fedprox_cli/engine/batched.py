@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from typing import Concatenate, TypeVar
 
 import torch
 from torch._functorch import eager_transforms
@@ -57,9 +58,12 @@ def autograd_grad(
     return tuple(torch.zeros_like(x) if g is None else g for g, x in zip(grads, inputs))
 
 
+P = TypeVar("P", torch.Tensor, dict[str, torch.Tensor])  # a flat row, or parameter views
+
+
 def batched_grad(
-    loss: Callable[..., torch.Tensor],
-) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
+    loss: Callable[Concatenate[P, ...], torch.Tensor],
+) -> Callable[Concatenate[P, ...], tuple[P, torch.Tensor]]:
     """``vmap(grad_and_value(loss))``: the gradients (m, d) and values (m,) of ``loss`` at m
     rows at once, with :func:`autograd_grad` in the transform."""
     eager_transforms._autograd_grad = autograd_grad

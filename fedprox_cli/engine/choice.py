@@ -24,14 +24,38 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol, TypeGuard
 
 import torch
 
 from ..common import guarded
 from ..common.files import atomic_write_text
-from .base import Engine
+from .base import Batch, Engine
+from .client_data import ClientData
 from .device import device_name
+from .models import FlatModel
+
+Record = dict[str, Any]
+"""A choice's record as it is stored (JSON: the cache, the run's summary)."""
+
+
+class Timed(Protocol):
+    """What the engine and compile choices read (and, choosing, set) of the oracle they are
+    made for (:class:`oracle.Oracle`)."""
+
+    model: FlatModel
+    data: ClientData
+    B: int | None
+    device: torch.device
+    chunk: int
+    engines: dict[str, Engine]
+    engine: Engine
+    engine_choice: Record
+
+    def batches(self, t: int, k: int, clients: torch.Tensor) -> Batch: ...
+
 
 MAX_CLIENTS = 32  # clients per timed step (the engines' per-client costs are flat beyond this)
 REPEATS = 3  # timed steps per engine (best kept)
@@ -47,7 +71,7 @@ def cache_file() -> Path:
     )
 
 
-def cache_key(oracle, clients: int) -> str:
+def cache_key(oracle: Timed, clients: int) -> str:
     data = oracle.data
     key = {
         "model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
@@ -64,7 +88,7 @@ def cache_key(oracle, clients: int) -> str:
     return json.dumps(key, sort_keys=True)
 
 
-def _clock(device: torch.device):
+def _clock(device: torch.device) -> Callable[[], float]:
     """CPU time of this process for one-thread CPU runs (robust to other processes on a shared
     machine), else wall time."""
     return (
@@ -74,14 +98,14 @@ def _clock(device: torch.device):
     )
 
 
-def time_engines(oracle, clients: int) -> dict[str, float]:
+def time_engines(oracle: Timed, clients: int) -> dict[str, float]:
     """Best seconds per client-step of each engine: a gradient step on the first ``clients``
     clients at the initial model, engines interleaved."""
     return time_steps(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
 
 
 def time_steps(
-    oracle, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
+    oracle: Timed, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Time a gradient step as ``Oracle.grad`` takes it (the mini-batches drawn, then the
     engine's call) on the first ``clients`` clients at the initial model with each variant (an
@@ -92,12 +116,12 @@ def time_steps(
     ids = torch.arange(clients, device=oracle.device)
     X = oracle.model.flat().expand(clients, -1).contiguous()
     G = torch.empty_like(X)
-    clock, sync = (
-        _clock(oracle.device),
-        (torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None),
+    clock = _clock(oracle.device)
+    sync: Callable[[], None] = (
+        torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None
     )
 
-    def step(variant: str, k: int, clock=clock) -> float:
+    def step(variant: str, k: int, clock: Callable[[], float] = clock) -> float:
         sync()
         start = clock()
         variants[variant].grad(X, *oracle.batches(0, k, ids), out=G)
@@ -116,7 +140,7 @@ def time_steps(
     return {v: s / clients for v, s in best.items()}, first
 
 
-def read_cache(path: Path) -> dict:
+def read_cache(path: Path) -> dict[str, Any]:
     try:
         cache = guarded.read_json(path)
         return cache if isinstance(cache, dict) else {}
@@ -124,7 +148,7 @@ def read_cache(path: Path) -> dict:
         return {}  # no cache yet, or an unreadable one: measure (and rewrite it)
 
 
-def choose(oracle, engine: str) -> dict:
+def choose(oracle: Timed, engine: str) -> Record:
     """The engine record for ``engine`` (``auto`` measured or cached; others forced)."""
     if engine != "auto":
         return {"engine": engine, "source": "forced"}
@@ -143,7 +167,7 @@ def choose(oracle, engine: str) -> dict:
     return {**_store(path, key, record), "cache": str(path)}
 
 
-def _store(path: Path, key: str, record: dict) -> dict:
+def _store(path: Path, key: str, record: Record) -> Record:
     """Write ``record`` under ``key`` (unless another process, a parallel sweep job, wrote one
     meanwhile: the first one wins) and return the record in force, with its source
     (``measured`` or ``cache``)."""
@@ -158,7 +182,7 @@ def _store(path: Path, key: str, record: dict) -> dict:
     return {**record, "source": "measured"}
 
 
-def line(record: dict) -> str | None:
+def line(record: Record) -> str | None:
     """The run's line about ``auto``'s choice and both timings (None for a forced engine)."""
     if record.get("source") not in ("measured", "cache"):
         return None
@@ -173,7 +197,7 @@ def line(record: dict) -> str | None:
     return f"{record['engine']} (engine=auto, {how}: {times} per client-step)"
 
 
-def _valid(record) -> bool:
+def _valid(record: object) -> TypeGuard[Record]:
     return (
         isinstance(record, dict)
         and record.get("engine") in TIMED

@@ -41,10 +41,13 @@ WORST_SHARE = 0.1
 
 
 @torch.no_grad()
-def _per_sample(oracle: Oracle, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor):
+def _per_sample(
+    oracle: Oracle, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Loss and correctness (0/1) of the model x on every sample, ``eval_batch`` at a time."""
     oracle.work.load(x)
-    loss, correct = [], []
+    loss: list[torch.Tensor] = []
+    correct: list[torch.Tensor] = []
     for s in range(0, len(targets), oracle.eval_batch):
         logits = oracle.work.module(inputs[s : s + oracle.eval_batch])
         yb = targets[s : s + oracle.eval_batch]
@@ -95,7 +98,7 @@ def evaluate(
     return dict(zip(METRICS, out))
 
 
-def rows(t: int, values: dict[str, np.ndarray]) -> list[dict]:
+def rows(t: int, values: dict[str, np.ndarray]) -> list[dict[str, float]]:
     """The ``clients.csv`` rows of round t."""
     n = len(values[METRICS[0]])
     return [

@@ -39,14 +39,16 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import TypeGuard
 
 import torch
 
 from ..common.errors import UserError
 from ..common.files import atomic_write_text
 from . import choice as engine_choice
+from .base import GradCall
+from .choice import Record, Timed
 from .vmap import VmapEngine
 
 # Per device type, the best speedup of a compiled call over the eager engines and the least
@@ -59,7 +61,7 @@ def mode(device: torch.device) -> str:
     return "reduce-overhead" if device.type == "cuda" else "default"
 
 
-def compiled(fn: Callable, device: torch.device) -> Callable:
+def compiled(fn: GradCall, device: torch.device) -> GradCall:
     """``fn`` compiled for ``device`` with static shapes (see module docstring)."""
     m = mode(device)
     # On a CPU-only torch beside a CUDA toolkit, inductor's C++ build warns once that it found no
@@ -67,21 +69,22 @@ def compiled(fn: Callable, device: torch.device) -> Callable:
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
     fast = torch.compile(fn, dynamic=False, mode=m)
 
-    def call(*args):
+    def call(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Contiguous arguments: one program for rows given as an expanded vector too."""
         return fast(*(a.contiguous() for a in args))
 
     if m != "reduce-overhead":
         return call
 
-    def graphed(*args):
-        torch.compiler.cudagraph_mark_step_begin()
-        return tuple(o.clone() for o in call(*args))
+    def graphed(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        torch.compiler.cudagraph_mark_step_begin()  # type: ignore[no-untyped-call]  # torch: untyped
+        G, L = call(*args)
+        return G.clone(), L.clone()
 
     return graphed
 
 
-def cache_file():
+def cache_file() -> Path:
     return engine_choice.cache_file().with_name("compile.json")
 
 
@@ -92,22 +95,23 @@ def pays(eager_s: float, compiled_s: float, compile_s: float, client_steps: int)
     return compile_s + client_steps * compiled_s < client_steps * eager_s
 
 
-def may_pay(eager_s: float, client_steps: int, prior: dict) -> bool:
+def may_pay(eager_s: float, client_steps: int, prior: Record) -> bool:
     """Whether a trial compile could repay itself: compiled steps ``prior["speedup"]`` times
     as fast as eager ones (the best measured on such a device) save ``client_steps * eager_s *
     (1 - 1 / speedup)`` seconds, and compiling takes at least ``prior["compile_s"]`` (the
     least measured)."""
-    speedup = prior["speedup"]
-    return speedup > 1 and client_steps * eager_s * (1 - 1 / speedup) > prior["compile_s"]
+    speedup: float = prior["speedup"]
+    compile_s: float = prior["compile_s"]
+    return speedup > 1 and client_steps * eager_s * (1 - 1 / speedup) > compile_s
 
 
-def prior(key: dict, cache: dict) -> dict | None:
+def prior(key: Record, cache: Record) -> Record | None:
     """What compiling gave on this device before: the best speedup of a compiled call over the
     eager engines and the least compile seconds among ``cache``'s records (compile.json) of
     this device (its type and name in ``key``, :func:`choice.cache_key`); without one, those
     measured on a device of its type and shipped with the package (:data:`PRIORS`: a GPU's and
     this project's CPU's, each with where it was measured); None for another device type."""
-    mine = []
+    mine: list[tuple[float, float]] = []
     for k, rec in cache.items():
         try:
             other = json.loads(k)["engine"]
@@ -127,7 +131,7 @@ def prior(key: dict, cache: dict) -> dict | None:
     return None if shipped is None else {**shipped, "from": "shipped"}
 
 
-def choose(oracle, setting, client_steps: int | None = None) -> dict:
+def choose(oracle: Timed, setting: bool | str, client_steps: int | None = None) -> Record:
     """Decide ``setting`` (true, false or auto) for ``oracle`` and make the vmap engine with the
     compiled call its engine if chosen; return the record. ``client_steps``: the client-steps
     the run will compute (None: the compile time is not counted)."""
@@ -140,7 +144,7 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
             )
         return {"compiled": False, "source": "engine=loop (only the vmap engine compiles)"}
     clients = max(1, min(oracle.data.n, oracle.chunk))
-    record = {"mode": mode(oracle.device)}
+    record: Record = {"mode": mode(oracle.device)}
     try:
         if setting is True:
             fast = _fast(oracle)
@@ -158,7 +162,7 @@ def choose(oracle, setting, client_steps: int | None = None) -> dict:
         return {"compiled": False, "source": f"unavailable ({type(e).__name__})"}
 
 
-def _auto(oracle, clients: int, client_steps: int | None, record: dict) -> dict:
+def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record) -> Record:
     """``compile=auto``: from compile.json's record of the run's key, compiled rounds where
     they repay the compile (:func:`pays`); without one, a trial compile where it could repay
     itself (:func:`may_pay` on the run's eager step and :func:`prior`), kept where its
@@ -202,20 +206,23 @@ def _auto(oracle, clients: int, client_steps: int | None, record: dict) -> dict:
     return {**record, "compiled": False}
 
 
-def _eager_s(oracle, clients: int) -> float:
+def _eager_s(oracle: Timed, clients: int) -> float:
     """Seconds per client-step of the run's eager engine: ``engine=auto``'s timing (this run's,
     or cached by an earlier run of the same key for a forced engine), else one step timed now."""
-    name, timed = oracle.engine.name, oracle.engine_choice.get("s_per_client_step", {})
+    name = oracle.engine.name
+    timed: dict[str, float] = oracle.engine_choice.get("s_per_client_step", {})
     if name not in timed:
         c = max(1, min(clients, engine_choice.MAX_CLIENTS))
         cached = engine_choice.read_cache(engine_choice.cache_file())
-        timed = (cached.get(engine_choice.cache_key(oracle, c)) or {}).get("s_per_client_step")
-        if not (isinstance(timed, dict) and isinstance(timed.get(name), (int, float))):
+        found = (cached.get(engine_choice.cache_key(oracle, c)) or {}).get("s_per_client_step")
+        if isinstance(found, dict) and isinstance(found.get(name), (int, float)):
+            timed = found
+        else:
             timed = engine_choice.time_steps(oracle, c, {name: oracle.engine}, repeats=1)[0]
     return timed[name]
 
 
-def line(record: dict) -> str | None:
+def line(record: Record) -> str | None:
     """The run's line about ``compile=auto``'s measured or cached decision (None otherwise)."""
     if record.get("source") not in ("measured", "cache"):
         return None
@@ -236,18 +243,20 @@ def line(record: dict) -> str | None:
     )
 
 
-def _fast(oracle) -> VmapEngine:
+def _fast(oracle: Timed) -> VmapEngine:
     """The vmap engine with its call compiled (torch.compile loads only here)."""
-    return oracle.engines["vmap"].wrapped(lambda call: compiled(call, oracle.device))
+    vmap = oracle.engines["vmap"]
+    assert isinstance(vmap, VmapEngine)  # the oracle's engines by name
+    return vmap.wrapped(lambda call: compiled(call, oracle.device))
 
 
-def _engines(oracle) -> list[str]:
+def _engines(oracle: Timed) -> list[str]:
     """The eager engines timed: the run's engine (what the compiled call must beat) and vmap
     (what it compiles)."""
     return sorted({oracle.engine.name, "vmap"})
 
 
-def _use(oracle, fast: VmapEngine, record: dict) -> dict:
+def _use(oracle: Timed, fast: VmapEngine, record: Record) -> Record:
     """The compiled call runs: the engine is vmap (recorded where ``engine=auto`` chose loop)."""
     if oracle.engine.name != "vmap":
         oracle.engine_choice = {
@@ -259,12 +268,12 @@ def _use(oracle, fast: VmapEngine, record: dict) -> dict:
     return record
 
 
-def _warm_up(oracle, fast: VmapEngine, clients: int) -> float:
+def _warm_up(oracle: Timed, fast: VmapEngine, clients: int) -> float:
     """Seconds of the first compiled call (the compilation) at the run's row count."""
     return engine_choice.time_steps(oracle, clients, {"compiled": fast}, repeats=0)[1]["compiled"]
 
 
-def _measure(oracle, fast: VmapEngine, clients: int) -> dict:
+def _measure(oracle: Timed, fast: VmapEngine, clients: int) -> Record:
     variants = {e: oracle.engines[e] for e in _engines(oracle)}
     variants["compiled"] = fast
     best, first = engine_choice.time_steps(oracle, clients, variants)
@@ -276,7 +285,7 @@ def _measure(oracle, fast: VmapEngine, clients: int) -> dict:
     }
 
 
-def _store(key: str, record: dict) -> None:
+def _store(key: str, record: Record) -> None:
     path = cache_file()
     cache = engine_choice.read_cache(path)
     if _valid(cache.get(key)):
@@ -288,7 +297,7 @@ def _store(key: str, record: dict) -> None:
         pass  # an unwritable cache folder: the next run measures again
 
 
-def _valid(record) -> bool:
+def _valid(record: object) -> TypeGuard[Record]:
     return (
         isinstance(record, dict)
         and isinstance(record.get("s_per_client_step"), dict)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -102,7 +103,7 @@ def device_name(device: torch.device) -> str:
     )
 
 
-def hardware(device: torch.device) -> dict:
+def hardware(device: torch.device) -> dict[str, Any]:
     """What a run ran on (summary.json's ``hardware``): the device's name (GPU, or CPU model as
     :func:`device_name` gives it), its memory in GiB (the GPU's, or the machine's RAM), the
     torch, CUDA runtime and NVIDIA driver versions (the last two null on a CPU run), and where
@@ -130,7 +131,7 @@ def hardware(device: torch.device) -> dict:
     }
 
 
-def gpu_record(device: torch.device, name: str | None = None) -> dict:
+def gpu_record(device: torch.device, name: str | None = None) -> dict[str, Any]:
     """The GPU a run ran on: ``gpu`` is ``{"index": K, "name": ...}`` (K as this process numbers
     the GPUs it sees, i.e. ``cuda:K``) or ``"cpu"``; ``cuda_visible_devices`` is the GPUs this
     process was given (``CUDA_VISIBLE_DEVICES``, null when unset: all of them) and
@@ -138,7 +139,7 @@ def gpu_record(device: torch.device, name: str | None = None) -> dict:
     A run given GPUs that ran on the CPU says so in ``note`` (Ray told of GPUs that are not
     there, or ``device=cpu``)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    out = {
+    out: dict[str, Any] = {
         "gpu": {"index": device.index or 0, "name": name} if device.type == "cuda" else "cpu",
         "cuda_visible_devices": visible,
         "placed_by": os.environ.get(PLACED_BY) or None,

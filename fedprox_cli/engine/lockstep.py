@@ -13,20 +13,27 @@ the runs' own call sequences only.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar, cast
 
 import torch
 from greenlet import getcurrent, greenlet
+
+R = TypeVar("R", bound=tuple[torch.Tensor, ...])  # a joined call's outputs: rows of tensors
+TensorFn = Callable[..., tuple[torch.Tensor, ...]]
+"""A vmapped gradient call: tensors in, tensors out (one row per client in each)."""
+Request = tuple[TensorFn, tuple[torch.Tensor, ...]]
+"""A suspended run's call: the function and its arguments."""
 
 
 class _Failed:
     """A joined call's exception, handed to each run in it (e.g. out of memory)."""
 
-    def __init__(self, error: Exception):
+    def __init__(self, error: Exception) -> None:
         self.error = error
 
 
 class Lockstep:
-    def __init__(self, max_rows: int):
+    def __init__(self, max_rows: int) -> None:
         self.max_rows = max_rows  # rows per joined call (the memory plan of all R runs)
         self.joined = 0  # calls computed
         self._runs: set[greenlet] = set()
@@ -36,8 +43,9 @@ class Lockstep:
         exception of each run whose round raised one (``KeyboardInterrupt`` propagates)."""
         runs = {r: greenlet(fn) for r, fn in sorted(rounds.items())}
         self._runs = set(runs.values())
-        waiting, failed = {}, {}
-        resume = {r: None for r in runs}
+        waiting: dict[int, Request] = {}
+        failed: dict[int, BaseException] = {}
+        resume: dict[int, object] = {r: None for r in runs}
         try:
             while resume:
                 for r, value in resume.items():
@@ -58,7 +66,7 @@ class Lockstep:
             self._runs = set()
         return failed
 
-    def call(self, fn: Callable, *args: torch.Tensor):
+    def call(self, fn: Callable[..., R], *args: torch.Tensor) -> R:
         """``fn(*args)``; inside :meth:`rounds`, joined with the other runs' calls."""
         me = getcurrent()
         if me not in self._runs:  # not a run's round (e.g. a start-up measurement): on its own
@@ -66,26 +74,27 @@ class Lockstep:
         result = me.parent.switch((fn, args))
         if isinstance(result, _Failed):
             raise result.error
-        return result
+        return cast(R, result)  # greenlet's switch: what _compute gave, fn's outputs split
 
-    def member(self, fn: Callable) -> Callable:
+    def member(self, fn: Callable[..., R]) -> Callable[..., R]:
         """``fn`` as a run calls it."""
         return lambda *args: self.call(fn, *args)
 
-    def _compute_all(self, waiting: dict[int, tuple[Callable, tuple]]) -> dict[int, object]:
-        groups: dict[tuple, list[int]] = {}
+    def _compute_all(self, waiting: dict[int, Request]) -> dict[int, object]:
+        groups: dict[tuple[object, ...], list[int]] = {}
         for r, (_, args) in waiting.items():  # run order
             groups.setdefault(tuple((a.shape[1:], a.dtype, a.device) for a in args), []).append(r)
-        results = {}
+        results: dict[int, object] = {}
         for runs in groups.values():
             for part in self._parts(runs, waiting):
                 results.update(self._compute(part, waiting))
         return dict(sorted(results.items()))
 
-    def _parts(self, runs: list[int], waiting) -> list[list[int]]:
+    def _parts(self, runs: list[int], waiting: dict[int, Request]) -> list[list[int]]:
         """Consecutive runs packed into calls of at most ``max_rows`` rows (a run's call is never
         split)."""
-        parts, rows = [[]], 0
+        parts: list[list[int]] = [[]]
+        rows = 0
         for r in runs:
             m = len(waiting[r][1][0])
             if parts[-1] and rows + m > self.max_rows:
@@ -95,7 +104,7 @@ class Lockstep:
             rows += m
         return parts
 
-    def _compute(self, runs: list[int], waiting) -> dict[int, object]:
+    def _compute(self, runs: list[int], waiting: dict[int, Request]) -> dict[int, object]:
         fn = waiting[runs[0]][0]
         argsets = [waiting[r][1] for r in runs]
         try:
@@ -105,4 +114,4 @@ class Lockstep:
             return {r: _Failed(e) for r in runs}
         self.joined += 1
         sizes = [len(args[0]) for args in argsets]
-        return dict(zip(runs, zip(*(o.split(sizes) for o in out))))
+        return dict(zip(runs, zip(*(torch.split(o, sizes) for o in out))))

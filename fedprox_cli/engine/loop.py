@@ -8,6 +8,7 @@ re-parametrization per call. The oracle's exact evaluation passes use it too.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 
 import torch
 from torch import nn
@@ -49,7 +50,9 @@ class LoopEngine(Engine):
     def __init__(self, model: FlatModel, samples: Samples, work: FlatModule):
         self.model, self.samples, self.work = model, samples, work
 
-    def grad(self, X, ids, w, out=None):
+    def grad(
+        self, X: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         inputs, targets = self.samples(ids)
         G = torch.empty_like(X) if out is None else out
         L = X.new_empty(len(ids))
@@ -60,13 +63,15 @@ class LoopEngine(Engine):
                 g.copy_(gi)
         return G, L
 
-    def sgd_steps(self, X, batches: list[Batch], beta, shift):
+    def sgd_steps(
+        self, X: torch.Tensor, batches: list[Batch], beta: float, shift: torch.Tensor | float
+    ) -> None:
         """Client by client: x_i stays in the working module for all its steps, updated through
         its parameter views, so its state, gradient and shift stay in cache."""
-        rows = per_row(shift)
+        rows = shift if per_row(shift) else None  # one shift per row, or None: one for all
         for i in range(len(X)):
-            si = shift[i] if rows else shift
-            s_views = (
+            si = rows[i] if rows is not None else shift
+            s_views: Iterable[torch.Tensor | float] = (
                 self.model.params(si).values()
                 if torch.is_tensor(si)
                 else [si] * len(self.work.params)

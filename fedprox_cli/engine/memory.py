@@ -27,6 +27,7 @@ import functools
 import math
 import os
 from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import nn
@@ -83,7 +84,12 @@ def footprint(
 
 
 def plan(
-    fp: Footprint, n: int, samples: int, chunk, eval_batch, memory_gb: float
+    fp: Footprint,
+    n: int,
+    samples: int,
+    chunk: int | Literal["auto"] | None,
+    eval_batch: int | Literal["auto"],
+    memory_gb: float,
 ) -> tuple[int, int]:
     """(clients per vmap call, samples per evaluation call) for ``oracle.chunk`` and
     ``oracle.eval_batch``: ``auto`` = the largest that fits ``memory_gb`` (at least 1; chunk at
@@ -94,7 +100,7 @@ def plan(
         cap = min(budget, CHUNK_BYTES) if fp.device_type == "cpu" else budget
         chunk = max(1, min(n, int(cap // fp.call_bytes(1, samples))))
     if eval_batch == "auto":
-        eval_batch = max(1, int((budget - fp.per_client) // fp.per_sample))
+        return chunk or n, max(1, int((budget - fp.per_client) // fp.per_sample))
     return chunk or n, eval_batch
 
 
@@ -105,21 +111,58 @@ def available_bytes(device: torch.device) -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def least_parameters(name: str, params: dict) -> int:
+def least_parameters(name: str, params: dict[str, Any]) -> int:
     """A lower bound on the parameters of model ``name`` that needs no data: the model built on
     the ``meta`` device (nothing allocated) for a one-feature input, or 0 for a model that needs
-    the data's image shape (its size is then fixed by the data set, checked once loaded)."""
+    the data's image shape (its size is then fixed by the data set, checked once loaded).
+    Counted once per model builder and parameters (a sweep's jobs share them)."""
+    from ..common.errors import UserError
+    from . import models
+
+    try:
+        builder = models.lookup(name, params.get("_target_"))
+    except UserError:
+        return 0
+    key = tuple(sorted(params.items()))
+    try:
+        hash(key)
+    except TypeError:  # a parameter that is not hashable (a list): counted each time
+        return _count(name, builder, key)
+    return _counted(name, builder, key)
+
+
+def _count(name: str, builder: object, params: tuple[tuple[str, Any], ...]) -> int:
+    """:func:`least_parameters` of model ``name`` (``builder``: its entry, a key of the
+    cache)."""
     from ..common.errors import UserError
     from . import models
 
     try:
         with torch.device("meta"):
-            return sum(p.numel() for p in models.build(name, (1,), 2, **params).parameters())
+            return sum(p.numel() for p in models.build(name, (1,), 2, **dict(params)).parameters())
     except (UserError, RuntimeError, ValueError):
         return 0
 
 
-def check_sizes(s, model: str, model_params: dict, runs: int = 1) -> None:
+_counted = functools.lru_cache(maxsize=256)(_count)
+
+
+class RunSizes(Protocol):
+    """What :func:`check_sizes` reads of a run's config (``config.schema.RunConfig``)."""
+
+    @property
+    def n(self) -> int: ...
+    @property
+    def B(self) -> object: ...
+    @property
+    def batch(self) -> int | None: ...
+    @property
+    def torch_dtype(self) -> torch.dtype: ...
+    @property
+    def torch_device(self) -> torch.device: ...
+
+
+def check_sizes(s: RunSizes, model: str, model_params: dict[str, Any], runs: int = 1) -> None:
     """Refuse (:class:`UserError`) a config whose tensors cannot fit the device before anything
     is allocated: each of the ``runs`` x n clients holds at least one model-sized state (d
     numbers, :func:`least_parameters`), and each local step draws n x B mini-batch positions

@@ -52,7 +52,7 @@ def hoyer(x: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _model_stats(x, h):
+def _model_stats(x: torch.Tensor, h: Regularizer) -> dict[str, torch.Tensor]:
     return {"hoyer": hoyer(x), "nnz_frac": (x != 0).float().mean(), "h": h.value(x)}
 
 

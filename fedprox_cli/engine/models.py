@@ -9,6 +9,8 @@ states with ``torch.func.functional_call`` -- also under ``vmap``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -19,7 +21,7 @@ from ..common.registry import Registry, callable_contract
 
 # name -> builder
 register, names, lookup = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry[Callable[..., nn.Module]](  # (a plugin's result checked: build)
         "model",
         "models",
         callable_contract(
@@ -35,7 +37,7 @@ def build(
     num_classes: int,
     init: str = "default",
     _target_: str | None = None,
-    **params,
+    **params: Any,
 ) -> nn.Module:
     """Model ``name`` for inputs of ``input_shape`` (without batch dim) and ``num_classes``.
     ``init="zeros"`` sets every parameter to 0 (deterministic convex checks); ``_target_``: a
@@ -61,13 +63,13 @@ def build(
 
 
 @register("linear")
-def linear(input_shape, num_classes):
+def linear(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """Multinomial logistic regression: flatten, one affine layer."""
     return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), num_classes))
 
 
 @register("mlp")
-def mlp(input_shape, num_classes, hidden: int = 200):
+def mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 200) -> nn.Module:
     """FedCanon's MLP (Sec. IV-A4): three linear layers with ReLU between them. The paper gives
     no width; we use 200 hidden units (McMahan et al.'s 2NN) and no ReLU on the logits."""
     return nn.Sequential(
@@ -81,7 +83,7 @@ def mlp(input_shape, num_classes, hidden: int = 200):
 
 
 @register("sigmoid_mlp")
-def sigmoid_mlp(input_shape, num_classes, hidden: int = 200):
+def sigmoid_mlp(input_shape: tuple[int, ...], num_classes: int, hidden: int = 200) -> nn.Module:
     """FedNMap's shallow network (Sec. 5.1): one hidden layer with sigmoid activations. The paper
     gives no width; we use 200 hidden units like :func:`mlp`."""
     return nn.Sequential(
@@ -92,7 +94,7 @@ def sigmoid_mlp(input_shape, num_classes, hidden: int = 200):
     )
 
 
-def _image_shape(input_shape, model: str, min_side: int) -> tuple[int, int, int]:
+def _image_shape(input_shape: tuple[int, ...], model: str, min_side: int) -> tuple[int, int, int]:
     """(C, H, W) of image inputs, or a :class:`UserError` for tabular data / too small images."""
     if len(input_shape) != 3 or min(input_shape[1:]) < min_side:
         raise UserError(
@@ -103,7 +105,11 @@ def _image_shape(input_shape, model: str, min_side: int) -> tuple[int, int, int]
 
 
 def conv_net(
-    input_shape, num_classes, model: str, convs: list[tuple[int, int, bool]], hidden: list[int]
+    input_shape: tuple[int, ...],
+    num_classes: int,
+    model: str,
+    convs: list[tuple[int, int, bool]],
+    hidden: list[int],
 ) -> nn.Sequential:
     """Conv layers ``(channels, kernel, max-pool after)`` with "same" padding and ReLU, each
     max-pool halving the side, then fully connected layers of widths ``hidden`` (ReLU) and a
@@ -125,7 +131,7 @@ def conv_net(
 
 
 @register("cnn")
-def cnn(input_shape, num_classes):
+def cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """FedCanon's CNN (Sec. IV-A4): two conv layers, each followed by ReLU and 2x2 max-pooling,
     then a linear head. The paper gives no widths; we use 32 and 64 channels of 5x5 kernels
     (McMahan et al.'s CNN without its hidden fc layer)."""
@@ -133,7 +139,7 @@ def cnn(input_shape, num_classes):
 
 
 @register("cnn4")
-def cnn4(input_shape, num_classes):
+def cnn4(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """FedCEF's CIFAR-10 CNN (Sec. V-A: four conv + two fc layers, about 4.4M parameters):
     3x3 convs of 32, 64 (max-pool), 128, 128 (max-pool) channels, fc 512, head;
     4,440,778 parameters on 32x32x3 with 10 classes."""
@@ -147,19 +153,19 @@ def cnn4(input_shape, num_classes):
 
 
 @register("mnist_cnn")
-def mnist_cnn(input_shape, num_classes):
+def mnist_cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Module:
     """FedCEF's MNIST CNN (Sec. V-A: two conv layers, about 0.4M parameters): 3x3 convs of 32
     and 64 channels, each with ReLU and max-pool, fc 128, head; 421,642 parameters on 28x28."""
     return conv_net(input_shape, num_classes, "mnist_cnn", [(32, 3, True), (64, 3, True)], [128])
 
 
-def _group_norm(groups: int):
+def _group_norm(groups: int) -> Callable[[int], nn.Module]:
     """GroupNorm replacing BatchNorm: no running statistics, so models have no buffers."""
     return lambda channels: nn.GroupNorm(groups, channels)
 
 
 @register("resnet18")
-def resnet18(input_shape, num_classes, gn_groups: int = 2):
+def resnet18(input_shape: tuple[int, ...], num_classes: int, gn_groups: int = 2) -> nn.Module:
     """ResNet-18 (He et al. 2016; torchvision's) adapted to small images: a 3x3 stride-1 stem
     conv for C input channels, no stem max-pool for sides <= 32 (CIFAR-style; kept for larger,
     e.g. 64x64 Tiny ImageNet), GroupNorm(gn_groups) instead of BatchNorm."""
@@ -170,11 +176,13 @@ def resnet18(input_shape, num_classes, gn_groups: int = 2):
     m.conv1 = nn.Conv2d(c, 64, 3, stride=1, padding=1, bias=False)
     if max(h, w) <= 32:
         m.maxpool = nn.Identity()
-    return m
+    return cast(nn.Module, m)  # torchvision's builders are untyped
 
 
 @register("mobilenetv3_small")
-def mobilenetv3_small(input_shape, num_classes, gn_groups: int = 2):
+def mobilenetv3_small(
+    input_shape: tuple[int, ...], num_classes: int, gn_groups: int = 2
+) -> nn.Module:
     """torchvision's MobileNetV3-Small (Howard et al. 2019) with GroupNorm(gn_groups) instead of
     BatchNorm, a stem conv for C input channels and no dropout (the oracle's gradients are
     deterministic given the mini-batch); 1,528,106 parameters for 10 classes."""
@@ -188,14 +196,14 @@ def mobilenetv3_small(input_shape, num_classes, gn_groups: int = 2):
     m.classifier = nn.Sequential(
         *(nn.Identity() if isinstance(l, nn.Dropout) else l for l in m.classifier)
     )
-    return m
+    return cast(nn.Module, m)  # torchvision's builders are untyped
 
 
 class FlatModel:
     """A module seen as a function of one flat parameter vector (parameters only; buffers
     stay in the module and are shared by all clients)."""
 
-    def __init__(self, module: nn.Module):
+    def __init__(self, module: nn.Module) -> None:
         self.module = module
         self.names = [k for k, _ in module.named_parameters()]
         self.shapes = [p.shape for _, p in module.named_parameters()]
@@ -220,4 +228,5 @@ class FlatModel:
 
     def apply(self, params: dict[str, torch.Tensor], inputs: torch.Tensor) -> torch.Tensor:
         """Logits of the model with the parameters ``params`` (name -> tensor) on ``inputs``."""
-        return torch.func.functional_call(self.module, params, (inputs,))
+        logits: torch.Tensor = torch.func.functional_call(self.module, params, (inputs,))
+        return logits  # (functional_call is typed Any)

@@ -27,73 +27,26 @@ synchronization.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, overload
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ..common.draws import generator, to_device
-from ..common.errors import require
+from ..common.errors import UserError, require
 from . import choice as engine_choice
 from . import compile as compile_choice
 from . import memory
 from .base import Batch, Engine, cross_entropy
+from .client_data import ClientData
 from .loop import FlatModule, LoopEngine
 from .models import FlatModel
 from .vmap import VmapEngine
 
+if TYPE_CHECKING:
+    from .lockstep import Lockstep
+
 ENGINES = ("loop", "vmap", "auto")
-
-
-@dataclass
-class ClientData:
-    """The training set on the compute device, and the clients' index table."""
-
-    x: torch.Tensor  # (N, *input_shape)
-    y: torch.Tensor  # (N,)
-    index: torch.Tensor  # (n, m_max) int64, row i = client i's sample ids, padded with its first
-    sizes: torch.Tensor  # (n,) int64
-
-    @classmethod
-    def build(cls, x, y, clients: list[np.ndarray], device) -> ClientData:
-        sizes = torch.tensor([len(c) for c in clients], dtype=torch.int64)
-        index = torch.zeros(len(clients), int(sizes.max()), dtype=torch.int64)
-        for i, c in enumerate(clients):
-            index[i] = torch.as_tensor(np.resize(c, index.shape[1]))
-        return cls(x.to(device), y.to(device), index.to(device), sizes.to(device))
-
-    @property
-    def n(self) -> int:
-        return len(self.sizes)
-
-    def sample_weights(
-        self, samples: int | None = None, seed: int = 0
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(ids, w) with f = sum_s w_s l_s: every assigned sample id with weight 1/(n |D_i|); or,
-        with ``samples`` < N, a fixed subset drawn without replacement and stratified by client
-        (m_i = max(1, round(samples |D_i| / N)) ids of client i, weight 1/(n m_i)), on which
-        sum_s w_s l_s is an unbiased estimate of f."""
-        sizes = self.sizes
-        if samples is None or samples >= int(sizes.sum()):
-            m, order = sizes, self.index
-        else:
-            m = (samples * sizes / sizes.sum()).round().long().clamp(1)
-            m = torch.minimum(m, sizes)
-            gen = torch.Generator(device="cpu").manual_seed(seed)
-            keys = torch.rand(self.index.shape, generator=gen).to(self.index.device)
-            pos = torch.arange(self.index.shape[1], device=self.index.device)
-            keys[pos >= sizes[:, None]] = 2.0  # padding sorts last
-            order = self.index.gather(1, keys.argsort(dim=1))
-        mask = torch.arange(self.index.shape[1], device=self.index.device) < m[:, None]
-        w = (1.0 / (self.n * m.to(self.x.dtype)))[:, None].expand_as(self.index)[mask]
-        return order[mask], w
-
-    def samples(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Inputs and targets of the sample ids (any shape), gathered in one call each."""
-        flat = ids.reshape(-1)
-        x = self.x.index_select(0, flat).view(*ids.shape, *self.x.shape[1:])
-        return x, self.y.index_select(0, flat).view(ids.shape)
 
 
 class Oracle:
@@ -111,7 +64,7 @@ class Oracle:
         train_samples: int | None = None,
         compile: bool | str = False,
         client_steps: int | None = None,
-    ):
+    ) -> None:
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
         self.device = data.x.device
@@ -135,19 +88,18 @@ class Oracle:
         )  # may compile vmap's call
         self._eval_ids, self._eval_w = data.sample_weights(train_samples, seed)
 
-    def join(self, lockstep) -> None:
+    def join(self, lockstep: Lockstep) -> None:
         """Make this oracle's vmap calls through a :class:`lockstep.Lockstep` (the engine must
         be vmap): inside its rounds they are computed together with the other runs' calls."""
-        require(
-            self.engine.name == "vmap",
-            "seed-batched runs compute their gradients with the vmap engine",
-        )
+        if not isinstance(self.engine, VmapEngine):
+            raise UserError("seed-batched runs compute their gradients with the vmap engine")
         self.engine = self.engine.wrapped(lockstep.member)
 
     def batch_ids(self, t: int, k: int, clients: torch.Tensor) -> torch.Tensor:
         """Sample ids (m, B) of the listed clients' mini-batches at local step k of round t:
         positions drawn on the CPU for all n clients (the same on every device), then moved to
         the device and looked up in the clients' index table there."""
+        assert self.B is not None  # mini-batches: batches() asks for them only with B set
         u = torch.rand(self.data.n, self.B, generator=generator(self.seed, t, k))
         pos = (u * self._sizes[:, None]).long().clamp_max_(self._sizes[:, None] - 1)
         return self.data.index.gather(1, to_device(pos, self.device))[clients]
@@ -204,7 +156,17 @@ class Oracle:
         self.engine.sgd_steps(X, batches, beta, shift)
         return X
 
-    def full(self, x: torch.Tensor, with_grad: bool = True):
+    @overload
+    def full(
+        self, x: torch.Tensor, with_grad: Literal[True] = True
+    ) -> tuple[torch.Tensor, torch.Tensor]: ...
+    @overload
+    def full(
+        self, x: torch.Tensor, with_grad: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]: ...
+    def full(
+        self, x: torch.Tensor, with_grad: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """f(x) = (1/n) sum_i f_i(x) and grad f(x) (or None), exact over all training data (or
         estimated on the fixed ``train_samples`` subset): one forward (and backward) pass per
         ``eval_batch`` samples."""
@@ -214,7 +176,7 @@ class Oracle:
         for s in range(0, len(self._eval_ids), self.eval_batch):
             inputs, targets = self.data.samples(self._eval_ids[s : s + self.eval_batch])
             w = self._eval_w[s : s + self.eval_batch]
-            if with_grad:
+            if g is not None:  # with_grad
                 lc, grads = self.work.loss_grad(inputs, targets, w)
                 for acc, gc in zip(self.model.params(g).values(), grads):
                     acc.add_(gc)
@@ -225,7 +187,9 @@ class Oracle:
         return loss, g
 
     @torch.no_grad()
-    def test(self, x: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor):
+    def test(
+        self, x: torch.Tensor, test_x: torch.Tensor, test_y: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean loss and accuracy of the model x on a held-out set."""
         self.work.load(x)
         loss, correct = x.new_zeros(()), x.new_zeros(())

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from .base import Batch, Engine, Samples, cross_entropy, per_row, shifted
+from .base import Batch, Engine, GradCall, Samples, cross_entropy, per_row, shifted
 from .batched import batched_grad
 from .models import FlatModel
 
@@ -23,28 +23,38 @@ class VmapEngine(Engine):
 
     name = "vmap"
 
-    def __init__(self, model: FlatModel, samples: Samples, chunk: int):
+    def __init__(self, model: FlatModel, samples: Samples, chunk: int) -> None:
         self.model, self.samples, self.chunk = model, samples, chunk
-        self.call = batched_grad(
+        self.call: GradCall = batched_grad(
             self._flat_loss
         )  # (X, inputs, targets, w) -> G (m, d), losses (m,)
         self.by_parameter = True  # local steps take the gradient parameter by parameter
         self._param_grads = batched_grad(self._param_loss)
 
-    def wrapped(self, wrap: Callable[[Callable], Callable]) -> VmapEngine:
+    def wrapped(self, wrap: Callable[[GradCall], GradCall]) -> VmapEngine:
         """This engine with its batched call replaced by ``wrap(call)``; its local steps go
         through that call too."""
         engine = copy.copy(self)
         engine.call, engine.by_parameter = wrap(self.call), False
         return engine
 
-    def _flat_loss(self, x, inputs, targets, weights):
+    def _flat_loss(
+        self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor
+    ) -> torch.Tensor:
         return self._param_loss(self.model.params(x), inputs, targets, weights)
 
-    def _param_loss(self, params, inputs, targets, weights):
+    def _param_loss(
+        self,
+        params: dict[str, torch.Tensor],
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        weights: torch.Tensor,
+    ) -> torch.Tensor:
         return cross_entropy(self.model.apply(params, inputs), targets, weights)
 
-    def grad(self, X, ids, w, out=None):
+    def grad(
+        self, X: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         inputs, targets = self.samples(ids)
         if out is None and self.chunk >= len(ids):
             return self.call(X, inputs, targets, w)  # one call: its output is G
@@ -55,13 +65,15 @@ class VmapEngine(Engine):
             G[s:e], L[s:e] = self.call(X[s:e], inputs[s:e], targets[s:e], w[s:e])
         return G, L
 
-    def sgd_steps(self, X, batches: list[Batch], beta, shift):
+    def sgd_steps(
+        self, X: torch.Tensor, batches: list[Batch], beta: float, shift: torch.Tensor | float
+    ) -> None:
         """Chunk by chunk, all steps of a chunk before the next, so a chunk's states, gradients
         and shifts stay in cache, with no (m, d) temporaries."""
-        rows = per_row(shift)
+        rows = shift if per_row(shift) else None  # one shift per row, or None: one for all
         for a in range(0, len(X), self.chunk):
             e = a + self.chunk
-            Xc, Sc = X[a:e], shift[a:e] if rows else shift
+            Xc, Sc = X[a:e], rows[a:e] if rows is not None else shift
             for ids, w in batches:
                 inputs, targets = self.samples(ids[a:e])
                 if self.by_parameter:
@@ -69,7 +81,15 @@ class VmapEngine(Engine):
                 else:
                     Xc.sub_(shifted(self.call(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
 
-    def _param_step(self, Xc, Sc, inputs, targets, w, beta: float) -> None:
+    def _param_step(
+        self,
+        Xc: torch.Tensor,
+        Sc: torch.Tensor | float,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        w: torch.Tensor,
+        beta: float,
+    ) -> None:
         """One step ``Xc <- Xc - beta (G + Sc)`` with the gradient taken parameter by parameter
         (vmap over the rows' parameter views) and applied to those views: the numbers of the
         flat gradient's step, bit for bit, without concatenating the parameters' gradients

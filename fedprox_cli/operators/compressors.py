@@ -41,7 +41,7 @@ class Compressor:
 
 
 register, names, lookup, build = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry[type[Compressor]](
         "compressor",
         "compressors",
         class_contract(Compressor, ("__call__",)),

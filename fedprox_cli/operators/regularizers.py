@@ -93,7 +93,7 @@ class Regularizer:
 
 
 register, names, lookup, build = (
-    _REGISTRY := Registry(
+    _REGISTRY := Registry[type[Regularizer]](
         "regularizer",
         "regularizers",
         class_contract(Regularizer, ("_value", "_prox")),

@@ -28,9 +28,10 @@ from ..common.errors import UserError
 from ..config.compose import compose
 from ..config.validate import params
 from ..engine import models
+from ..engine.client_data import ClientData
 from ..engine.metrics import evaluate
 from ..engine.models import FlatModel
-from ..engine.oracle import ClientData, Oracle
+from ..engine.oracle import Oracle
 from ..operators import compressors, regularizers
 
 SHAPES = {

@@ -103,19 +103,19 @@ def save(path: Path, ckpt: Checkpoint) -> None:
     atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
 
 
-def digest(composed: DictConfig | dict) -> str:
+def digest(config: DictConfig | dict) -> str:
     """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
     digest compute the same numbers, so a checkpoint of one can continue the other."""
-    return _digest(flatten(_resolved(composed)))
+    return _digest(flatten(_resolved(config)))
 
 
-def digests(composed: DictConfig | dict) -> dict[str, tuple[str, ...]]:
-    """The :func:`digest` of every config that computes what ``composed`` does (:func:`variants`),
+def digests(config: DictConfig | dict) -> dict[str, tuple[str, ...]]:
+    """The :func:`digest` of every config that computes what ``config`` does (:func:`variants`),
     also as an older fedprox_cli recorded it (:func:`as_older`): a checkpoint with one of them
-    continues a run of ``composed``. Each digest maps to the added keys its config lacks
+    continues a run of ``config``. Each digest maps to the added keys its config lacks
     (none: this version's own)."""
     out: dict[str, tuple[str, ...]] = {}
-    for lacking, flat in as_older(flatten(_resolved(composed))):
+    for lacking, flat in as_older(flatten(_resolved(config))):
         for v in variants(flat):
             out.setdefault(_digest(v), lacking)
     return out
@@ -133,10 +133,10 @@ def as_older(flat: dict) -> list[tuple[tuple[str, ...], dict]]:
     ]
 
 
-def _resolved(composed: DictConfig | dict) -> dict:
-    if isinstance(composed, dict):
-        return composed
-    return cast(dict, OmegaConf.to_container(composed, resolve=True))
+def _resolved(config: DictConfig | dict) -> dict:
+    if isinstance(config, dict):
+        return config
+    return cast(dict, OmegaConf.to_container(config, resolve=True))
 
 
 def _digest(flat: dict) -> str:
@@ -153,9 +153,31 @@ def load(
     whose format or digest this version does not know is refused naming the version that
     wrote the run (its summary.json) when that is another one (the folder's config.yaml was
     found to be this run's before: :func:`check_same_run`), else as another run's."""
+    d = _read(path, device)
+    if not (isinstance(d, dict) and d.get("format") == FORMAT):
+        written = d.get("format") if isinstance(d, dict) else "?"
+        raise UserError(
+            f"{path} was written by {_writer(path) or 'another checkout'}, in checkpoint format "
+            f"{written}; this fedprox_cli ({VERSION}) reads format {FORMAT} only: resume it with "
+            f"the version that wrote it, or set resume=false to start over with this one"
+        )
+    ckpt = Checkpoint(
+        **{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
+        data=d.get("data"),
+        numerics=d.get("numerics"),
+    )
+    if expected is not None:
+        _check_digest(path, ckpt, expected)
+    return ckpt
+
+
+def _read(path: Path, device: torch.device) -> object:
+    """What ``torch.load`` reads from the checkpoint file at ``path`` (tensors only); a file that
+    cannot be read is a :class:`UserError` saying whether it is kept (the file system's fault)
+    or to be deleted (not a checkpoint)."""
     try:
         with guarded.opened(path) as f:  # a regular file (a FIFO never hangs)
-            d = torch.load(f, map_location=device, weights_only=True)
+            return torch.load(f, map_location=device, weights_only=True)
     except (OSError, guarded.Unreadable) as e:
         cause = e if isinstance(e, OSError) else e.os_error
         if cause is not None:  # the file system's fault (EIO, EACCES, ...): the file may be fine
@@ -173,20 +195,11 @@ def load(
             f"cannot read checkpoint {path} ({type(e).__name__}); delete it or set "
             f"resume=false to start over"
         ) from None
-    if not (isinstance(d, dict) and d.get("format") == FORMAT):
-        written = d.get("format") if isinstance(d, dict) else "?"
-        raise UserError(
-            f"{path} was written by {_writer(path) or 'another checkout'}, in checkpoint format "
-            f"{written}; this fedprox_cli ({VERSION}) reads format {FORMAT} only: resume it with "
-            f"the version that wrote it, or set resume=false to start over with this one"
-        )
-    ckpt = Checkpoint(
-        **{k: d[k] for k in ("round", "state", "counters", "train_time", "rows", "digest")},
-        data=d.get("data"),
-        numerics=d.get("numerics"),
-    )
-    if expected is None:
-        return ckpt
+
+
+def _check_digest(path: Path, ckpt: Checkpoint, expected: dict[str, tuple[str, ...]]) -> None:
+    """Refuse ``ckpt`` unless its digest is one of ``expected`` (:func:`digests`); one written
+    by an older fedprox_cli is read with a note naming the keys its config lacked."""
     if ckpt.digest not in expected:
         writer = _writer(path)
         raise UserError(
@@ -207,7 +220,6 @@ def load(
             f"computed with",
             "note",
         )
-    return ckpt
 
 
 def _writer(path: Path) -> str | None:
@@ -271,9 +283,9 @@ def differences(old: dict, new: dict) -> list[str]:
     ]
 
 
-def check_same_run(out: Path, composed: DictConfig) -> dict:
-    """The folder's prior config; refuses (:class:`UserError`) when ``composed`` differs from it
-    in more than :func:`may_differ`."""
+def check_same_run(out: Path, resolved: dict) -> dict:
+    """The folder's prior config; refuses (:class:`UserError`) when ``resolved`` (a resolved
+    config) differs from it in more than :func:`may_differ`."""
     try:
         old = cast(dict, OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG)))
     except Exception as e:  # missing or unparsable
@@ -289,7 +301,7 @@ def check_same_run(out: Path, composed: DictConfig) -> dict:
                 else "choose another run folder"
             )
         ) from None
-    diff = differences(old, _resolved(composed))
+    diff = differences(old, resolved)
     require(
         not diff,
         f"run folder {out} holds a run of a different config ({'; '.join(diff)}); "

@@ -11,8 +11,6 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from omegaconf import DictConfig
-
 from ..common import run_files, signals, streams
 from ..common.console import log_only, say
 from ..common.dependencies import missing
@@ -25,9 +23,7 @@ from .outputs import Summary
 from .progress import watched
 from .training import Diverged, Interrupted
 
-Plot = Callable[
-    [DictConfig, Path], None
-]  # draws a run's figures from its composed config and folder
+Plot = Callable[[dict, Path], None]  # draws a run's figures from its resolved config and folder
 
 
 def end(summary: Summary, status: str, code: int | None = None, **fields) -> bool:
@@ -153,7 +149,7 @@ def conclude(
     return code
 
 
-def _no_plot(composed: DictConfig, out: Path) -> None:
+def _no_plot(resolved: dict, out: Path) -> None:
     """A run without figures (no ``plot`` given)."""
 
 
@@ -168,7 +164,7 @@ def _conclude(
     try:
         if error is not None:
             raise error
-        plot(exp.composed, out)
+        plot(exp.record.resolved, out)
     except (UserError, OSError) as e:
         return _ended(out, summary, "error", describe(e), "error", error=describe(e))
     except Diverged as e:
@@ -195,7 +191,7 @@ def _diverged(exp: Experiment, out: Path, summary: Summary, e: Diverged, plot: P
     kept = (out / run_files.METRICS).exists()  # not when round 0's evaluation overflowed
     try:
         if kept:
-            plot(exp.composed, out)
+            plot(exp.record.resolved, out)
     except Exception as p:  # the record of the divergence matters more than its figure
         say(
             f"no metrics.png for the diverged run ({type(p).__name__}: {squeeze(str(p))})",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from .. import algorithms, data
 from ..algorithms import contract
@@ -17,19 +17,34 @@ from ..common.errors import UserError, no_parameter, require
 from ..common.files import inside
 from ..config.compose import option_file
 from ..config.schema import RunConfig
-from ..config.validate import typed
+from ..config.validate import resolved, typed
 from ..engine import memory, models
+from ..engine.client_data import ClientData
 from ..engine.device import set_matmul_precision
 from ..engine.models import FlatModel
-from ..engine.oracle import ClientData, Oracle
+from ..engine.oracle import Oracle
 from ..operators import compressors, regularizers
 from . import checkpoint, numerics, provenance
+
+
+@dataclass(frozen=True)
+class Record:
+    """The config as composed, resolved once when it is validated: what a run's ``config.yaml``
+    holds (``text``), what its digests (:func:`checkpoint.digests`), the comparison with a prior
+    run (:func:`checkpoint.check_same_run`) and its figures' title read (``resolved``)."""
+
+    resolved: dict
+    text: str
+
+    @classmethod
+    def of(cls, composed: DictConfig) -> Record:
+        return cls(resolved(composed), OmegaConf.to_yaml(composed, resolve=True))
 
 
 @dataclass
 class Experiment:
     cfg: RunConfig
-    composed: DictConfig  # the config as composed: what config.yaml records and digests read
+    record: Record
     dataset: data.Dataset
     clients: list[np.ndarray]
     flat: FlatModel
@@ -49,10 +64,10 @@ class Experiment:
 @dataclass
 class Validated:
     """The parts of a run that need neither data nor a model, checked: the one object a run's
-    life passes down (the typed config, and the config as composed for its records)."""
+    life passes down (the typed config, and the record of the config as composed)."""
 
     cfg: RunConfig
-    composed: DictConfig
+    record: Record
     alg: algorithms.Algorithm
     h: regularizers.Regularizer
     comp: compressors.Compressor
@@ -62,10 +77,18 @@ class Validated:
 def validate(composed: DictConfig, reference: DictConfig | None = None) -> Validated:
     """Every check that needs no data (:class:`UserError`), shared by the run and the dry run:
     the config typed (:func:`config.validate.typed`: keys against ``reference``, the same group
-    choices without overrides; types and ranges), the sizes against the device's memory
-    (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
-    parameters, and every prox parameter against h."""
+    choices without overrides; types and ranges), then :func:`checks`."""
     cfg = typed(composed, reference)
+    return Validated(cfg, Record.of(composed), *checks(cfg))
+
+
+def checks(
+    cfg: RunConfig,
+) -> tuple[algorithms.Algorithm, regularizers.Regularizer, compressors.Compressor, float]:
+    """The checks of a typed config: the sizes against the device's memory
+    (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
+    parameters, and every prox parameter against h; returns the algorithm, h, the compressor
+    and the stationarity step."""
     cfg.torch_device  # a CUDA device that is not here is refused now  # noqa: B018
     memory.check_sizes(cfg, cfg.model.name, cfg.model.without("init"), runs=cfg.seeds)
     for group, registry in (
@@ -102,7 +125,7 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
         stat_step, cfg.torch_dtype, natural=cfg.metrics.stationarity_step is None
     )
     h.check_step(stat_step, "metrics.stationarity_step")
-    return Validated(cfg, composed, alg, h, comp, stat_step)
+    return alg, h, comp, stat_step
 
 
 def known_parameters(group: str, lookup, name: str, params: dict) -> None:
@@ -172,7 +195,7 @@ def build(
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(
         cfg,
-        v.composed,
+        v.record,
         ds,
         clients,
         flat,
@@ -180,7 +203,7 @@ def build(
         alg,
         env,
         v.stationarity_step,
-        checkpoint.digest(v.composed),
+        checkpoint.digest(v.record.resolved),
         {**fingerprint, **provenance.of_partition(clients)},
         numerics.of_run(
             oracle.engine_choice["engine"], cfg, oracle.compile_choice.get("compiled", False)

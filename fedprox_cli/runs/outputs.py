@@ -145,10 +145,19 @@ def effective_status(run_dir: Path) -> str:
     a heartbeat's age says nothing a held lock does not. ``missing`` without a summary,
     ``unreadable`` with one that cannot be read (:func:`run_files.read_summary`)."""
     try:
-        status = run_files.read_summary(run_dir)["status"]
+        summary = run_files.read_summary(run_dir)
     except guarded.Unreadable:
         return "unreadable"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
+        return "missing"
+    return status_in(run_dir, summary)
+
+
+def status_in(run_dir: Path, summary: dict) -> str:
+    """:func:`effective_status` of the run in ``run_dir`` whose summary.json, already read, is
+    ``summary`` (``{}``: none)."""
+    status = summary.get("status")
+    if status is None:
         return "missing"
     if status != "running":
         return status

@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from omegaconf import DictConfig, OmegaConf
-
 from .. import data
 from ..algorithms import contract
 from ..common import run_files
@@ -21,12 +19,11 @@ from ..common.files import atomic_write_text, clear_temps, folder, remove, temp_
 from ..common.guarded import Unreadable
 from ..common.run_files import read_summary
 from ..config.schema import RunConfig
-from ..config.validate import typed
 from ..engine import choice
 from ..engine import compile as compile_choice
 from ..engine.device import hardware
 from . import checkpoint, code_record, keep, provenance
-from .experiment import Experiment, split
+from .experiment import Experiment, Record, split
 from .outputs import Summary, is_fedrun_summary
 
 
@@ -113,22 +110,21 @@ def check_owned(out: Path) -> None:
 
 
 def resume_point(
-    composed: DictConfig, out: Path, cfg: RunConfig | None = None
+    cfg: RunConfig, record: Record, out: Path
 ) -> checkpoint.Checkpoint | None | Literal[True]:
-    """How to start in ``out`` (rules in :mod:`checkpoint`): the checkpoint to continue from,
-    ``None`` to start from round 0, or ``True`` when the folder's run has already finished
-    these T rounds. Refusals are :class:`UserError`; nothing is written. ``cfg``: ``composed``
-    typed, if it has been."""
-    cfg = cfg or typed(composed)
+    """How the run of ``cfg`` (its config's ``record``) starts in ``out`` (rules in
+    :mod:`checkpoint`): the checkpoint to continue from, ``None`` to start from round 0, or
+    ``True`` when the folder's run has already finished these T rounds. Refusals are
+    :class:`UserError`; nothing is written."""
     if not (cfg.resume and has_prior_run(out)):
         return None
-    prior = checkpoint.check_same_run(out, composed)
+    prior = checkpoint.check_same_run(out, record.resolved)
     finished = status_of(out) == "finished"
     if finished and prior.get("T") == cfg.T:  # a checkpoint beside it is an extension's, stopped
         return True
     path = out / run_files.CHECKPOINT
     ckpt = (
-        checkpoint.load(path, cfg.torch_device, checkpoint.digests(composed))
+        checkpoint.load(path, cfg.torch_device, checkpoint.digests(record.resolved))
         if path.exists()
         else None
     )
@@ -291,7 +287,7 @@ def begin(
             f"{checkpoint_time(out / run_files.CHECKPOINT)})"
         )
     _write_hydra_record(out, hydra_record)
-    atomic_write_text(out / run_files.CONFIG, OmegaConf.to_yaml(exp.composed, resolve=True))
+    atomic_write_text(out / run_files.CONFIG, exp.record.text)
     data.save_partition(out / run_files.PARTITION, exp.clients)
 
 

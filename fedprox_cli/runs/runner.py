@@ -1,7 +1,8 @@
 """A run's life, the one for every run (``fedrun``, :func:`fedprox_cli.run`): a single run is
 one (seed, folder) pair, ``seeds=R`` is R of them (``RUN/seed_<s>/``, :mod:`seeds`). The life:
 
-1. the config validated once (:func:`experiment.validate`) into the typed object passed down;
+1. the config validated once (:func:`validated`: :func:`experiment.validate`, each seed's
+   run of a batch) into the typed objects passed down;
 2. the folders claimed: checked as ours, made and locked (:mod:`lock`), nothing else written
    -- a refused or failed start leaves a prior run's files byte for byte as they were, and a
    new run refused at validation no folder;
@@ -25,7 +26,7 @@ from omegaconf import DictConfig
 from .. import data
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
-from ..config.validate import resolved
+from ..config.schema import RunConfig
 from . import checkpoint, code_record, ending, experiment, numerics, run_folder, seeds, training
 from .experiment import Experiment, Validated
 from .lock import RunLock
@@ -75,7 +76,7 @@ class Start:
 
 
 def run(
-    composed: DictConfig,
+    composed: DictConfig | list[Validated],
     out: Path,
     progress: bool = True,
     command: str = "fedrun",
@@ -85,74 +86,73 @@ def run(
 ) -> int:
     """Run ``composed`` into folder ``out`` -- continuing the run already there when it is the
     same (see :mod:`checkpoint`) -- and return the exit code (:data:`errors.EXIT`; a batch's:
-    the worst of its runs'). ``reference``: see :func:`experiment.validate`; ``plot``: draws a
-    finished or diverged run's figures (:func:`ending.conclude`; default: none)."""
+    the worst of its runs'). ``composed``: the config as composed, or its runs validated
+    already (:func:`validated`, by a caller that raises on bad input). ``reference``: see
+    :func:`experiment.validate`; ``plot``: draws a finished or diverged run's figures
+    (:func:`ending.conclude`; default: none)."""
     out, ladder = Path(out), Ladder()
-    with ladder.guard():  # an interpolation that fails is refused before anything reads it
-        _first_problem(composed, reference)
-    if ladder.code is not None:
-        return ladder.code
-    if composed.get("dry_run") is True:  # fedrun handles it before Hydra (dryrun.py); here: the API
-        return _dry_run(composed, out, reference)
+    if isinstance(composed, list):
+        runs = composed
+    else:
+        with ladder.guard():
+            runs = validated(composed, reference)
+        if ladder.code is not None:
+            return ladder.code
+    first = runs[0].cfg
+    if first.dry_run:  # fedrun handles it before Hydra (dryrun.py); here: the API
+        say(
+            f"dry run: the config is valid; it would run into {out} (nothing written)",
+            stream=sys.stdout,
+        )
+        return EXIT["finished"]
     with ExitStack() as held:
         with ladder.guard():
-            v, pairs = _claim(composed, out, reference, held)
+            folders = _claim(first, out, held)
         if ladder.code is not None:
             return ladder.code
         with logging_to(out):
-            if composed.get("seeds", 1) != 1:
-                return _batch(v, pairs, out, command, hydra_record, plot)
-            return _one(v, composed, out, progress, command, hydra_record, reference, plot)
+            if first.seeds != 1:
+                return _batch(runs, folders, out, command, hydra_record, plot)
+            return _one(runs[0], out, progress, command, hydra_record, plot)
 
 
-def _first_problem(composed: DictConfig, reference: DictConfig | None) -> None:
-    """Refuse a config whose interpolations fail, naming the first problem in validation's
-    order (K=0 before the step 1/K it breaks)."""
-    try:
-        resolved(composed)
-    except UserError:
-        experiment.validate(composed, reference)
+def validated(composed: DictConfig, reference: DictConfig | None = None) -> list[Validated]:
+    """``composed`` validated once (:func:`experiment.validate`; bad input, an interpolation
+    that fails included, is a :class:`UserError` naming the first problem in validation's
+    order): the run, or with ``seeds=R`` each seed's run (:func:`seeds.with_seed`; the first
+    is ``composed``'s own). A dry run validates ``composed`` only."""
+    v = experiment.validate(composed, reference)
+    cfg = v.cfg
+    if cfg.seeds == 1 or cfg.dry_run:
+        return [v]
+    return [v] + [
+        experiment.validate(seeds.with_seed(composed, s))
+        for s in range(cfg.seed + 1, cfg.seed + cfg.seeds)
+    ]
 
 
-def _dry_run(composed: DictConfig, out: Path, reference: DictConfig | None) -> int:
-    """Validate ``composed`` (no data, no folder) and say so; see :mod:`dryrun`."""
-    ladder = Ladder()
-    with ladder.guard():
-        experiment.validate(composed, reference)
-    if ladder.code is not None:
-        return ladder.code
-    say(
-        f"dry run: the config is valid; it would run into {out} (nothing written)",
-        stream=sys.stdout,
-    )
-    return EXIT["finished"]
-
-
-def _claim(
-    composed: DictConfig, out: Path, reference: DictConfig | None, held: ExitStack
-) -> tuple[Validated | None, list[tuple[int, Path]]]:
-    """Validate and claim the run's folders: ``out`` itself (one run: validated here unless it
-    holds a prior run, whose own validation comes once it is locked), or ``out/seed_<s>/``
-    for each seed of a batch; each checked as ours, made and locked (held by ``held``)."""
-    if composed.get("seeds", 1) == 1:
-        run_folder.check_owned(out)
-        v = None if run_folder.has_prior_run(out) else experiment.validate(composed, reference)
-        pairs = [(int(composed.seed), out)]
+def _claim(cfg: RunConfig, out: Path, held: ExitStack) -> list[Path]:
+    """The run folders of ``cfg``, claimed: ``out`` itself, or ``out/seed_<s>/`` for each seed of
+    a batch; each checked as ours, made and locked (held by ``held``)."""
+    if cfg.seeds == 1:
+        folders = [out]
     else:
-        v = experiment.validate(composed, reference)
-        pairs = seeds.folders(v.cfg, out)
+        folders = seeds.folders(cfg, out)
         seeds.check_container(out)
-        for _, folder in pairs:
-            run_folder.check_owned(folder)
+    for folder in folders:
+        run_folder.check_owned(folder)
     out.mkdir(parents=True, exist_ok=True)
-    for _, folder in pairs:
+    for folder in folders:
         folder.mkdir(exist_ok=True)
         held.enter_context(RunLock(folder))
-    return v, pairs
+    return folders
 
 
 def _finished(
-    cfg, folder: Path, dataset: data.Dataset | None = None, fingerprint: dict | None = None
+    cfg: RunConfig,
+    folder: Path,
+    dataset: data.Dataset | None = None,
+    fingerprint: dict | None = None,
 ) -> None:
     """Say that the run in ``folder`` has finished these T rounds (or was made by other code),
     once its data are checked the same (:func:`run_folder.same_data`)."""
@@ -166,16 +166,22 @@ def _finished(
     )
 
 
-def _one(v, composed, out, progress, command, hydra_record, reference, plot) -> int:
-    """A single run in the locked folder ``out``: started (resumed with the engine it began
-    with), then trained."""
+def _one(
+    v: Validated,
+    out: Path,
+    progress: bool,
+    command: str,
+    hydra_record: dict[str, str] | None,
+    plot: ending.Plot | None,
+) -> int:
+    """The single run ``v`` in the locked folder ``out``: started (resumed with the engine it
+    began with), then trained."""
     run_folder.recover(out)
     prior = run_folder.has_prior_run(out)
-    fresh = None if prior else Summary(out, **provenance(command), T=composed.get("T"))
+    fresh = None if prior else Summary(out, **provenance(command), T=v.cfg.T)
     ladder = Ladder()
     with ladder.guard(out, fresh):
-        v = v or experiment.validate(composed, reference)
-        ckpt = run_folder.resume_point(composed, out, v.cfg)
+        ckpt = run_folder.resume_point(v.cfg, v.record, out)
         if ckpt is True:
             _finished(v.cfg, out)
             ending.say_closing(out, "finished")
@@ -201,33 +207,40 @@ def _one(v, composed, out, progress, command, hydra_record, reference, plot) -> 
     return ending.conclude(exp, out, summary, None, rows, plot)
 
 
-def _batch(v, pairs, out, command, hydra_record, plot) -> int:
+def _batch(
+    runs: list[Validated],
+    folders: list[Path],
+    out: Path,
+    command: str,
+    hydra_record: dict[str, str] | None,
+    plot: ending.Plot | None,
+) -> int:
     """The runs of a seed batch in their locked folders: each started (the data loaded once
     for all), those not finished trained together (:func:`seeds.train`)."""
     ladder, starts = Ladder(), []
-    with ladder.guard(pairs[0][1], what="the runs"):
-        starts = _start_batch(v, pairs, out)
+    with ladder.guard(folders[0], what="the runs"):
+        starts = _start_batch(runs, folders, out)
     if ladder.code is not None:
         return ladder.code
     if not starts:
         return EXIT["finished"]
-    return seeds.train(starts, v.cfg.seeds, command, hydra_record, plot)
+    return seeds.train(starts, runs[0].cfg.seeds, command, hydra_record, plot)
 
 
-def _start_batch(v: Validated, pairs: list[tuple[int, Path]], out: Path) -> list[Start]:
-    """Each run of the batch recovered and validated once; those finished said so, the others
-    built on the data loaded once."""
+def _start_batch(runs: list[Validated], folders: list[Path], out: Path) -> list[Start]:
+    """Each run of the batch recovered; those finished said so, the others built on the data
+    loaded once."""
     todo, finished = [], []
-    for seed, folder in pairs:
+    for one, folder in zip(runs, folders):
         run_folder.recover(folder)
-        one = experiment.validate(seeds.with_seed(v.composed, seed))
-        ckpt = run_folder.resume_point(one.composed, folder, one.cfg)
+        ckpt = run_folder.resume_point(one.cfg, one.record, folder)
         if ckpt is True:
             finished.append((one, folder))
         else:
             todo.append((one, folder, ckpt))
-    numerics.resume_with(next((c.numerics for _, _, c in todo if c), None), v.cfg, out)  # threads
-    dataset = data.load_config(v.cfg)  # once for all runs, fingerprinted before a build moves it
+    cfg = runs[0].cfg
+    numerics.resume_with(next((c.numerics for _, _, c in todo if c), None), cfg, out)  # threads
+    dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
     fingerprint = of_data(dataset)
     for one, folder in finished:
         _finished(one.cfg, folder, dataset, fingerprint)

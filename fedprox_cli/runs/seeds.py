@@ -34,11 +34,9 @@ from . import code_record, ending, run_folder, training
 from .outputs import Summary, provenance
 
 
-def folders(cfg: DictConfig | RunConfig, out: Path) -> list[tuple[int, Path]]:
-    """(seed, run folder) of each of the ``seeds`` runs of ``cfg`` (composed or typed) in
-    ``out``."""
-    first, out = cfg.seed, Path(out)
-    return [(s, out / run_files.seed_folder(s)) for s in range(first, first + cfg.seeds)]
+def folders(cfg: RunConfig, out: Path) -> list[Path]:
+    """The run folder of each of the ``seeds`` runs of ``cfg`` in ``out``, seed by seed."""
+    return [Path(out) / run_files.seed_folder(s) for s in range(cfg.seed, cfg.seed + cfg.seeds)]
 
 
 def with_seed(composed: DictConfig, seed: int) -> DictConfig:
