@@ -15,12 +15,14 @@ these load on first use):
   interface a plugin algorithm implements (:mod:`fedprox_cli.common.registry`).
 """
 
+from typing import Any
+
 from .common.package import VERSION as __version__  # noqa: F401 (the package's version)
 
 _API = ("run", "load_runs", "Run")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:  # (the API's objects, each of its own type)
     """``fedprox_cli.run`` / ``load_runs`` / ``Run``, imported on first use (torch and Hydra
     load only then)."""
     if name in _API:

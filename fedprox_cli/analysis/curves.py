@@ -18,7 +18,7 @@ axis has its ticks at the evaluated rounds. Accuracies are fractions (0-1) as in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -219,7 +219,7 @@ def plot_groups(
     y: str = "test_acc",
     logy: bool | None = None,
     title: str = "",
-    panels: list[str] = (),
+    panels: Sequence[str] = (),
     warn: Callable[[str], None] = lambda _: None,
     names: dict[str, str] | None = None,
     panel_size: tuple[float, float] | None = None,

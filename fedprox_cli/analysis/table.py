@@ -92,7 +92,7 @@ def pivot(
             all(column in r.config for r in runs), f"some runs have no config key {short(column)!r}"
         )
     col_of = (lambda c: c[column]) if column else (lambda c: "")  # noqa: E731
-    header_keys = []
+    header_keys: list[str] = []
     if rows is not None:
         keys = [config_key(runs, k) for k in rows]
         for k in keys:

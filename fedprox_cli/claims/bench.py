@@ -19,7 +19,8 @@ PER_ROUND = {"time_s": "s_per_round"}  # a test's metric -> the column a per-rou
 
 
 def _prox_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Unit]:
-    header, rows = None, {}
+    header: list[str] | None = None
+    rows: dict[str, dict[str, float]] = {}  # model -> ratio by column
     for line in lines:
         if line.startswith("Models"):
             header = re.split(r"\s{2,}", line.strip())[3:]

@@ -46,7 +46,7 @@ def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, str]]
     """(relative path, size, content digest) of every file under ``folder`` (directly under it
     only, with ``files_only``; the remembered texts' own file left out), sorted; none if it does
     not exist."""
-    out = []
+    out: list[tuple[str, int, str]] = []
     if files_only:
         try:
             entries = list(os.scandir(folder))
@@ -118,7 +118,12 @@ class Cache:
         entry = self.entries.get(key)
         if not (isinstance(entry, dict) and isinstance(entry.get("text"), str)):
             said: list[str] = []
-            text = make(lambda m: (said.append(m), warn(m)))
+
+            def noted(m: str) -> None:
+                said.append(m)
+                warn(m)
+
+            text = make(noted)
             entry = {
                 "text": text.replace(here, ROOT),
                 "warnings": [m.replace(here, ROOT) for m in said],

@@ -62,6 +62,13 @@ class Test:
     no_seeds: bool = False
     per_round: bool = False
 
+    @property
+    def compared(self) -> str:
+        """``key``: the config key whose values a test of runs compares."""
+        if self.key is None:
+            raise UserError(f"a test of {self.metric} on runs needs a key (the values' key)")
+        return self.key
+
 
 @dataclass(frozen=True)
 class RunSet:
@@ -185,7 +192,7 @@ def _runset(d: dict) -> RunSet:
     )
 
 
-def _figure(claim_id: str, d: dict) -> Figure:
+def _figure(claim_id: str | None, d: dict) -> Figure:
     require(
         isinstance(d.get("panels"), list) and d["panels"], f"claim {claim_id}: figure needs panels"
     )
@@ -284,7 +291,7 @@ def _shared(claims: list[Claim]) -> list[Claim]:
     """The claims, each test declared ``same_as`` an earlier claim given that claim's test of
     the same measurement's exemptions; a measurement two claims test without ``same_as`` (two
     words for one measurement) is an error in the declarations."""
-    seen: dict = {}
+    seen: dict[tuple, tuple[Claim, Test]] = {}
     out = []
     for c in claims:
         tests = []
@@ -297,11 +304,11 @@ def _shared(claims: list[Claim]) -> list[Claim]:
                 f"{owner[0].id if owner else ''}'s; declare it same_as: that claim (one word)",
             )
             if t.same_as:
-                require(
-                    owner is not None,
-                    f"claim {c.id}: same_as {t.same_as}, which has no "
-                    f"primary test of the same measurement before it",
-                )
+                if owner is None:
+                    raise UserError(
+                        f"claim {c.id}: same_as {t.same_as}, which has no "
+                        f"primary test of the same measurement before it"
+                    )
                 t = replace(t, no_seeds=owner[1].no_seeds, per_round=owner[1].per_round)
             for k in keys:
                 seen.setdefault(k, (c, t))

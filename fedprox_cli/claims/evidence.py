@@ -8,12 +8,13 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..analysis.run import Run
 from ..common.errors import require
 from . import bench, sensitivity
 from .declare import Claim, RunSet, Test
-from .loading import PRESENT, declared_key, device, is_, key_of, load_runs, minutes, point, where
+from .loading import PRESENT, declared_key, device, is_, key_of, load_runs, minutes, placed, where
 from .text import canon, num, value_name
 from .units import Outcome, Unit, units
 
@@ -84,7 +85,7 @@ def _name(p: tuple) -> str:
 def _tally(ev: Evidence, claim: Claim, made: list[Run], runs: list[Run]) -> None:
     """Per grid point: how many of its runs diverged, and their final trained metric."""
     for r in made:
-        name = _name(point(r, runs, ev.runset))
+        name = _name(placed(r, runs, ev.runset))
         d, n = ev.diverged.get(name, (0, 0))
         ev.diverged[name] = (d + (r.status == "diverged"), n + 1)
         if claim.trained_metric and r.has(claim.trained_metric):
@@ -135,11 +136,12 @@ def gather(
     if not rs.folders:  # a benchmark file
         return _bench(claim, rs, root, strict)
     runs, findings = load_runs(claim, rs, root, warn, strict)
-    extra = sorted({r.config.get("seed") for r in runs} - set(rs.seeds))
+    seeds: set[Any] = {r.config.get("seed") for r in runs}  # a run's config has its seed
+    extra = sorted(seeds - set(rs.seeds))
     runs = [r for r in runs if r.config.get("seed") in rs.seeds]
     declared = {(declared_key(p), s) for p, s in rs.declared()}
     made = [r for r in runs if r.status in PRESENT]
-    have = {(declared_key(point(r, runs, rs)), r.config.get("seed")) for r in made}
+    have = {(declared_key(placed(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
     require(
         made or not strict or rs.choices,

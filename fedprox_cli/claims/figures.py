@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.ticker import MaxNLocator
@@ -290,7 +291,8 @@ def facts(claim: Claim, rs: RunSet, runs: list[Run], fig: Figure) -> str:
 def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
     """Draw ``claim``'s figure from ``runs`` (of the run set ``rs``) into :func:`paths`; returns
     the files written."""
-    fig_decl: Figure = claim.figure_spec
+    fig_decl = claim.figure_spec
+    assert fig_decl is not None, f"claim {claim.id} declares no figure to draw"
     runs = [r for r in runs if r.config.get("seed") in rs.seeds]
     rows, cols = fig_decl.grid or (1, len(fig_decl.panels))
     with styled("paper"):
@@ -298,7 +300,7 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
             rows, cols, figsize=(fig_decl.width or 3.4 * min(cols, 2), 2.3 * rows), squeeze=False
         )
         handles: dict = {}
-        state = {"alone": {}, "clipped": False, "banded": False}
+        state: dict[str, Any] = {"alone": {}, "clipped": False, "banded": False}
         for ax, panel in zip(axes.flat, fig_decl.panels):
             mine = [r for r in runs if _matches(r, panel.get("where", {}))]
             if panel.get("kind") == "slope":

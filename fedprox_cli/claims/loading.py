@@ -45,6 +45,13 @@ def point(run: Run, runs, rs: RunSet) -> tuple | None:
     return None
 
 
+def placed(run: Run, runs: list[Run], rs: RunSet) -> tuple:
+    """:func:`point` of a run that :func:`load_runs` kept (each is at a declared point)."""
+    p = point(run, runs, rs)
+    assert p is not None, f"{run.path} is at no declared point"
+    return p
+
+
 def declared_key(point: tuple) -> tuple:
     return tuple((k, canon(v)) for k, v in point)
 

@@ -38,8 +38,8 @@ def _sweeps_of(rs: RunSet, missing: list, root: str, device: str) -> list[tuple[
     for point, seed in missing:
         by_seed.setdefault(seed, []).append(point)
     groups: dict[tuple, list] = {}
-    for seed, points in by_seed.items():
-        groups.setdefault(tuple(sorted(points)), []).append(seed)
+    for seed, at in by_seed.items():
+        groups.setdefault(tuple(sorted(at)), []).append(seed)
     keys = {k for p in rs.points for k in p} | set(rs.grid) | {"seed", "seeds"}
     base = [
         *LAUNCHER,
@@ -88,9 +88,9 @@ def _here(claim: Claim, ev: Evidence, root: str, device: str) -> list[Sweep]:
     return out
 
 
-def _paper(claim: Claim, evidence: list, device: str) -> Sweep:
-    """The sweep of the paper's own setting, its time scaled from the runs here by T."""
-    pr = claim.paper_runs
+def _paper(claim: Claim, pr: RunSet, evidence: list, device: str) -> Sweep:
+    """The sweep of the paper's own setting (``pr``: the claim's ``paper_runs``), its time
+    scaled from the runs here by T."""
     first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
     grid = pr.grid or (first.runset.grid if first else {})
     n = len(RunSet(**{**pr.__dict__, "grid": grid}).declared())
@@ -98,7 +98,9 @@ def _paper(claim: Claim, evidence: list, device: str) -> Sweep:
     if first is not None:
         T = pr.T or claim.paper_T or first.T
         scale = T / first.T
-        minutes = per_run(first) * n * scale
+        each = per_run(first)
+        assert each is not None  # (first: the first run set with a time per run)
+        minutes = each * n * scale
         basis = (
             f"estimated from the {first.runset.data} runs here, timed on "
             f"{', '.join(first.devices) or 'cpu'}, times {scale:g} for {T} rounds instead of "
@@ -120,7 +122,7 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
     paper's setting."""
     out = [s for ev in evidence if ev.runset.folders for s in _here(claim, ev, root, device)]
     if claim.paper_runs is not None and not covered(claim, evidence):
-        out.append(_paper(claim, evidence, device))
+        out.append(_paper(claim, claim.paper_runs, evidence, device))
     return out
 
 

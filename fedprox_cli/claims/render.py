@@ -125,7 +125,9 @@ def row(r: Rendered) -> str:
     c, ev = r.claim, r.deciding
     ours = "—"
     deciding = primary(ev.outcomes) if ev is not None else []
-    if deciding:  # the primary test of the paper's number, else the first; the others' counts
+    if (
+        ev is not None and deciding
+    ):  # the primary test of the paper's number, else the first; the others' counts
         first = next((o for o in deciding if o.test.paper), deciding[0])
         ours = (
             f"test {ev.outcomes.index(first) + 1}, {_number(first)}: {headline(first)}"
@@ -218,7 +220,7 @@ def _value_word(o: Outcome) -> str:
         if t.at == "every":
             return ""
         at = "at equal bytes sent" if t.at == "bytes" else t.at
-        return f"{t.metric} ({at}) at {report_key(t.key)}={shown(t.values[0])}"
+        return f"{t.metric} ({at}) at {report_key(t.compared)}={shown(t.values[0])}"
     if t.kind == "level":
         return f"{t.metric} ({t.at}) of each"
     if t.kind == "slope":
@@ -235,7 +237,7 @@ def _number(o: Outcome) -> str:
     value's last one)."""
     t = o.test
     if t.kind == "order" and t.at == "every":
-        return f"{t.metric} (last) at {report_key(t.key)}={shown(t.values[0])}"
+        return f"{t.metric} (last) at {report_key(t.compared)}={shown(t.values[0])}"
     return _value_word(o)
 
 
@@ -418,7 +420,8 @@ def elsewhere(rendered: list[Rendered]) -> str:
 
 def stand_ins(rendered: list[Rendered]) -> str:
     """What each stand-in a claim ran on is (declare.stand_ins), and what it stands for."""
-    facts, used = declare.stand_ins(), {}
+    facts = declare.stand_ins()
+    used: dict[str, dict[str, None]] = {}  # stand-in -> what it stands for (in order)
     for r in rendered:
         for ev in r.evidence:
             if ev.present and ev.runset.stands_for:
@@ -506,6 +509,7 @@ def between(text: str) -> str | None:
     return text[text.index(BEGIN) : text.index(END) + len(END)]
 
 
-def replace_between(text: str, block: str) -> str:
+def replace_between(text: str, block: str) -> str | None:
+    """``text`` with its generated block replaced by ``block``, or None without markers."""
     old = between(text)
     return text.replace(old, block) if old is not None else None

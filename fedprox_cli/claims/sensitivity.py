@@ -89,7 +89,7 @@ def _diverged(full: list[Choice]) -> str:
 def _deciding_key(rs: RunSet, full: list[Choice]) -> str | None:
     """The one open choice whose value alone fixes the word (None: no single one)."""
     for k in rs.choices:
-        by = {}
+        by: dict[object, set[str]] = {}  # the choice's value -> the words at it
         for c in full:
             by.setdefault(dict(c.values)[k], set()).add(c.word)
         if all(len(w) == 1 for w in by.values()):

@@ -94,7 +94,9 @@ def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
     """Ours in the paper's columns: one row per value of ``key`` (after the ``extra`` leading
     cells of that value), a cell per method of ``column`` (``values`` in the paper's order);
     with ``ratio``, the mean and its ratios to the first column and to the previous row."""
-    rows, bold, before = [], [], {}
+    rows: list[list[str]] = []
+    bold: list[list[bool]] = []
+    before: dict[str, float] = {}
     at, prec = spec.get("at", "last"), spec.get("precision", 4)
     listed = list(spec.get("key_names", {}))  # the paper's row order, else by value
     for k, rs in sorted(
@@ -188,6 +190,7 @@ def build(
 ) -> tuple[list[str], list[list[str]], list[list[bool]], str]:
     """The header, rows, bold marks and note of ``claim``'s table."""
     spec = claim.table_spec
+    assert spec is not None, f"claim {claim.id} declares no table"
     kind, paper = spec["kind"], [[str(c) for c in row] for row in spec["paper"]]
     if kind in ("bench", "counts"):
         ours = (
@@ -273,6 +276,7 @@ def latex(header, rows, bold, note: str, caption: str) -> str:
 
 def texts(claim: Claim, evidence: list, root: Path, warn) -> dict[str, str]:
     header, rows, bold, note = build(claim, evidence, root, warn)
+    assert claim.table_spec is not None  # (build refuses a claim without one)
     caption = f"{claim.paper} {claim.where.split(', ')[-1]}: {claim.table_spec['caption']}"
     return {
         "md": markdown(header, rows, bold, note, caption),

@@ -91,7 +91,7 @@ def trained(claim: Claim, run: Run) -> bool:
 def _cells(t: Test, runs: list[Run]) -> dict:
     """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
     runs = where(runs, t.where)
-    key = key_of(runs, t.key)
+    key = key_of(runs, t.compared)
     panels = [key_of(runs, p) for p in t.panels]
     wanted = [*t.values, *([t.base] if t.base is not None else [])]
     out: dict = {}
@@ -176,9 +176,9 @@ def _order_unit(t: Test, got: dict, claim: Claim, name: str) -> Unit:
     value, holds, onset = _order(t, [runs[i] for i in keep] if enough else runs)
     if enough and 0 not in keep:
         value = _order(t, runs)[0]
-    left = [value_name(t.key, t.values[i]) for i in range(len(runs)) if i not in keep]
+    left = [value_name(t.compared, t.values[i]) for i in range(len(runs)) if i not in keep]
     aside = f"{', '.join(left)} untrained: left out" if left and enough else ""
-    gone = [value_name(t.key, t.values[i]) for i in keep[1:] if runs[i].status == "diverged"]
+    gone = [value_name(t.compared, t.values[i]) for i in keep[1:] if runs[i].status == "diverged"]
     if holds and gone and runs[0].status != "diverged":  # a win over these is the rule's alone
         aside = "; ".join(x for x in (aside, f"over diverged {', '.join(gone)}") if x)
     if not enough:
@@ -202,7 +202,7 @@ def within(value: float, holds: dict) -> bool:
     )
 
 
-def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit | None:
+def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit:
     """Points (x100) by which values[0] trails the best of the other (trained) values."""
     sign = direction(t.metric).sign
     kept = [r for r in others if trained(claim, r)] or others
@@ -264,7 +264,7 @@ def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
 def _rest(t: Test, runs, panel, seed):
     """For ``drop``: the runs of the same panel and seed at the other values of ``t.key``."""
     runs = where(runs, t.where)
-    key = key_of(runs, t.key)
+    key = key_of(runs, t.compared)
     for r in runs:
         if (
             r.config.get("seed") == seed
@@ -284,7 +284,7 @@ def _slope(t: Test, key: str, runs: list[Run]) -> float:
 def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
     """Per panel and seed: the slope of log(final metric) on log(key), over its trained runs."""
     runs = where(runs, t.where)
-    key = key_of(runs, t.key)
+    key = key_of(runs, t.compared)
     panels = [key_of(runs, p) for p in t.panels]
     cells: dict = {}
     for r in runs:

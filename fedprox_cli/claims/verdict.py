@@ -60,9 +60,10 @@ def state(o: Outcome) -> tuple[str, str]:
         return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
     if held == n:
         return "all", count
-    if eventual(o.test) and all(u.onset is not None for u in c):  # the count that holds first
+    onsets = [u.onset for u in c if u.onset is not None]
+    if eventual(o.test) and len(onsets) == n:  # the count that holds first
         return "late", (
-            f"{n} of {n} {units_noun(o)} from round {max(u.onset for u in c)} on "
+            f"{n} of {n} {units_noun(o)} from round {max(onsets)} on "
             f"({held} of {n} from round {o.test.from_round})"
         )
     return ("none" if held == 0 else "some"), count
@@ -99,7 +100,13 @@ def _decided(outcomes: list[Outcome], stand_in: str) -> Verdict:
         return Verdict("reproduced on a stand-in" if stand_in else "reproduced", "")
     if kinds == {"none"}:
         return Verdict("not reproduced", "")
-    late = [u.onset for o, (s, _) in zip(outcomes, states) if s == "late" for u in o.conclusive]
+    late = [
+        u.onset
+        for o, (s, _) in zip(outcomes, states)
+        if s == "late"
+        for u in o.conclusive
+        if u.onset is not None  # (all of them: a late state's units all have an onset)
+    ]
     if kinds <= {"all", "late"} and late:
         return Verdict("partly", f"holds from round {max(late)} on only")
     only_blind = kinds <= {"all", "undecided"}  # it holds wherever there is evidence

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from ..analysis import run_figures
 from ..common import streams
+from ..common.containers import as_dict
 from ..common.errors import UserError
 
-_PROCESS: list[subprocess.Popen] = []  # the drawing process of this fedrun command, if any
+_PROCESS: list[subprocess.Popen[str]] = []  # the drawing process of this fedrun command, if any
 
 
 def start() -> None:
@@ -46,7 +47,9 @@ def stop() -> None:
     """End the drawing process: its input closed, it ends by itself (not waited for)."""
     while _PROCESS:
         try:
-            _PROCESS.pop().stdin.close()
+            stdin = _PROCESS.pop().stdin
+            assert stdin is not None  # started with its input a pipe
+            stdin.close()
         except OSError:
             pass  # it has ended already
 
@@ -64,14 +67,14 @@ def figures(composed, out: Path) -> None:
 
 def _plain(composed) -> dict:
     """``composed`` as plain containers, resolved where it can be without Hydra."""
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig
 
     if not isinstance(composed, DictConfig):
         return composed
     try:
-        return OmegaConf.to_container(composed, resolve=True)
+        return as_dict(composed, resolve=True)
     except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: shown unresolved
-        return OmegaConf.to_container(composed, resolve=False)
+        return as_dict(composed)
 
 
 def raise_fault(reply: dict) -> None:
@@ -88,6 +91,7 @@ def _ask(request: dict) -> dict | None:
     """The drawing process's reply to ``request``; None where it does not answer (it is
     then ended, and no longer asked)."""
     p = _PROCESS[0]
+    assert p.stdin is not None and p.stdout is not None  # started with pipes
     try:
         p.stdin.write(json.dumps(request, default=str) + "\n")
         p.stdin.flush()

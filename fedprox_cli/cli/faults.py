@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import tempfile
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..common import streams
@@ -67,7 +68,7 @@ def one_line(exc: BaseException) -> str:
     return squeeze(text + did_you_mean(exc))
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
     while exc is not None:
         yield exc
         exc = exc.__cause__ or exc.__context__
@@ -118,7 +119,9 @@ def unknown_parameter(exc: BaseException) -> str | None:
     group = full.split(".")[0]
     if group not in GROUPS or not isinstance(node.get("name"), str):
         return None
-    return no_parameter(group, node.name, str(key), list(node.keys()), node.get("_target_"))
+    return no_parameter(
+        group, node.name, str(key), [str(k) for k in node.keys()], node.get("_target_")
+    )
 
 
 def did_you_mean(exc: BaseException) -> str:
@@ -129,7 +132,7 @@ def did_you_mean(exc: BaseException) -> str:
     node, key, full = (getattr(exc, a, None) for a in ("parent_node", "key", "full_key"))
     if not isinstance(node, DictConfig) or not isinstance(key, str) or not isinstance(full, str):
         return ""
-    close = closest(key, node.keys())
+    close = closest(key, map(str, node.keys()))
     return f" (did you mean {full[: len(full) - len(key)]}{close}?)" if close else ""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..common.errors import EXIT
@@ -82,7 +83,7 @@ def config_keys(path: Path = CONF_DIR / "config.yaml") -> list[tuple[str, str, s
             parents.append((indent, m["key"]))
             continue
         keys.append([dotted, m["value"], (m["doc"] or "").strip()])
-    return [tuple(k) for k in keys]
+    return [(key, value, doc) for key, value, doc in keys]
 
 
 def _comments(path: Path) -> list[str]:
@@ -177,7 +178,7 @@ def _defaults() -> dict[str, str]:
     return dict(re.findall(r"^\s+- (\w+): (\w+)", text, re.M))
 
 
-def _rows(rows: list[tuple[str, ...]], indent: int = 2, width: int | None = None) -> list[str]:
+def _rows(rows: Sequence[tuple[str, ...]], indent: int = 2, width: int | None = None) -> list[str]:
     """Aligned columns; the last one wrapped to the terminal's width."""
     width = width or min(shutil.get_terminal_size((120, 24)).columns, 140)
     cols = len(rows[0])

@@ -9,6 +9,7 @@ time, the GPU it ran on (:func:`gpu`) and the overrides in which the jobs differ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..common import run_files
@@ -84,8 +85,8 @@ def gpu(folder: Path) -> str:
 def table(
     folders: list[Path],
     root: Path | None = None,
-    statuses: list[str] | None = None,
-    overrides: list[list[str]] | None = None,
+    statuses: Sequence[str | None] | None = None,
+    overrides: Sequence[list[str] | None] | None = None,
 ) -> list[str]:
     """The compact table of the runs in ``folders`` (names relative to ``root``), as lines;
     ``statuses`` and ``overrides``: what the caller knows of each (a sweep's job records: a job

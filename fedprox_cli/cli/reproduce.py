@@ -28,6 +28,7 @@ only a claim whose declaration, run folders or code changed (:mod:`fedprox_cli.c
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import subprocess
@@ -167,7 +168,7 @@ def _remembered(claims: list[declare.Claim], root: Path, command: str, make) -> 
         return make(r)
 
     for c in claims:
-        streams.out(memo.text(c, lambda said, c=c: computed(c, said), warn))
+        streams.out(memo.text(c, functools.partial(computed, c), warn))
     memo.save()
 
 
@@ -374,10 +375,10 @@ def _report(args) -> int:
         (DOCS, render.docs),
     ):  # all checked before any is written
         new = render.replace_between(_read(args.root / name), make(rendered))
-        require(
-            new is not None,
-            f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})",
-        )
+        if new is None:
+            raise UserError(
+                f"{args.root / name} has no generated block ({render.BEGIN} ... {render.END})"
+            )
         texts[args.root / name] = new
     for f in findings(rendered):
         warn(f"{f} (left out; `check` fails until it is mended)")

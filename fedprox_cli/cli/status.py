@@ -17,10 +17,9 @@ import io
 import sys
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
 from ..analysis import groups
 from ..common import guarded, run_files, streams
+from ..common.containers import as_dict
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
@@ -77,10 +76,7 @@ def _planned(multirun_yaml: Path) -> list[Path]:
     try:
         config = guarded.read_config(multirun_yaml)
         jobs = sweep_jobs(config)
-        numbered = (
-            OmegaConf.to_container(config.hydra.sweep, resolve=False)["subdir"]
-            == "${hydra.job.num}"
-        )
+        numbered = as_dict(config.hydra.sweep)["subdir"] == "${hydra.job.num}"
     except Exception:  # not a sweep record this version can read: list what is on disk
         return []
     return [multirun_yaml.parent / str(i) for i in range(len(jobs))] if jobs and numbered else []

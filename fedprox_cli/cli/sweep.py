@@ -35,10 +35,11 @@ import socket
 import time
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from ..analysis.jobrecords import LAUNCH, JobRecord, records, write
 from ..common import streams
+from ..common.containers import as_list
 from ..common.errors import EXIT, UserError
 
 # ------------------------------------------------------------------------------------- record
@@ -83,7 +84,7 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
         reason = reason or said
     rec = JobRecord(
         int(hc.job.num),
-        OmegaConf.to_container(hc.overrides.task),
+        as_list(hc.overrides.task),
         os.path.abspath(folder),
         code,
         status,
@@ -244,4 +245,5 @@ def report(
                 )
             )
         )
-    return max((r.code for r in jobs), default=EXIT["finished"])
+    codes = [r.code for r in jobs if r.code is not None]  # (every job's, set above)
+    return max(codes, default=EXIT["finished"])

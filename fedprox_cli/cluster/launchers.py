@@ -35,15 +35,18 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from omegaconf import OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..analysis import jobrecords
 from ..common import signals, streams
 from ..common.errors import UserError
+
+if TYPE_CHECKING:
+    from hydra.types import HydraContext
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +79,9 @@ class _JobSide:
         for s in submitit_handlers:  # before and after training; during it, StopAfterRound's
             signal.signal(s, signals.note_and_interrupt)
         try:
-            ret = super().__call__(sweep_overrides, job_dir_key, job_num, job_id, singleton_state)
+            ret = super().__call__(  # type: ignore[misc]  # a mixin: the submitit launcher's
+                sweep_overrides, job_dir_key, job_num, job_id, singleton_state
+            )
         except KeyboardInterrupt:  # the run itself has recorded "interrupted"
             ret = None
         finally:
@@ -85,10 +90,11 @@ class _JobSide:
         if signals.received:
             first = signals.received[0]
             usr2 = getattr(signal, "SIGUSR2", None)
-            if first == usr2 and callable(submitit_handlers[usr2]):
+            handler = submitit_handlers.get(first)
+            if first == usr2 and callable(handler):
                 # submitit: checkpoint() (below) -> requeue -> exit, or an error result when the
                 # job ran out of requeues (max_num_timeout)
-                submitit_handlers[usr2](usr2, None)
+                handler(first, None)
             streams.err(
                 f"fedrun: job {job_num} stopped by {signal.Signals(first).name}; SLURM decides "
                 "what follows (a requeued job resumes from its checkpoint)"
@@ -99,6 +105,12 @@ class _JobSide:
 
 class _LaunchSide:
     """What runs in the launching process: submit, wait, collect without raising."""
+
+    # Hydra's submitit launcher, which this class is mixed into, has these (set up by Hydra)
+    _EXECUTOR: ClassVar[str]
+    params: dict[str, Any]
+    config: DictConfig
+    hydra_context: HydraContext
 
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
@@ -132,7 +144,10 @@ class _LaunchSide:
             )
         submitted = time.time()
         try:
-            jobs = executor.map_array(self, *zip(*args))
+            jobs: list[submitit.Job[Any]] = executor.map_array(
+                self,  # type: ignore[arg-type]  # the job's callable: _JobSide.__call__
+                *zip(*args),
+            )
         except (submitit.core.utils.FailedJobError, OSError, subprocess.SubprocessError) as e:
             lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
             raise UserError(

@@ -43,7 +43,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, configure_log, filter_overrides, setup_globals
@@ -51,8 +51,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..analysis.jobrecords import LAUNCH
 from ..common import streams
+from ..common.containers import as_dict
 from ..common.errors import UserError
 from .launchers import job_folder, lost_job
+
+if TYPE_CHECKING:
+    from hydra.types import HydraContext, TaskFunction
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +108,7 @@ def marks(sweep_dir: Path, launch: str, num: int) -> tuple[Path, Path]:
 
 
 def _plain(node: Any) -> dict:
-    return (
-        OmegaConf.to_container(node, resolve=True)
-        if isinstance(node, DictConfig)
-        else dict(node or {})
-    )
+    return as_dict(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
 
 
 def init_args(init: Any) -> dict:
@@ -218,6 +218,12 @@ def _why(error: BaseException) -> str:
 
 class RaySide:
     """Mixed into hydra-ray-launcher's ``RayLauncher`` (hydra_plugins/fedprox_cli_launchers)."""
+
+    # the RayLauncher's, set up by Hydra before it launches
+    config: DictConfig
+    hydra_context: HydraContext
+    task_function: TaskFunction
+    ray_cfg: Any  # the plugin's RayConfig, a DictConfig at run time
 
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int

@@ -170,8 +170,8 @@ def _loader() -> type:
     if not getattr(yaml, "__with_libyaml__", False):
         return omegaconf_loader
 
-    # a class OmegaConf makes when called: no static type to derive from
-    class Loader(yaml.cyaml.CParser, omegaconf_loader):  # type: ignore[valid-type,misc]
+    # PyYAML ships no types, and OmegaConf makes its loader class when called
+    class Loader(yaml.cyaml.CParser, omegaconf_loader):  # type: ignore[misc]
         def __init__(self, stream: str) -> None:
             yaml.cyaml.CParser.__init__(self, stream)
             yaml.constructor.SafeConstructor.__init__(self)

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..common import run_files
+from ..common.containers import as_dict, as_list
 from ..common.errors import UserError
 from ..common.package import CONF_DIR
 
@@ -89,9 +90,7 @@ def command(hc) -> str:
         if s.provider == "command-line"
     ]
     searchpath = [
-        o
-        for o in OmegaConf.to_container(hc.overrides.hydra, resolve=False)
-        if o.lstrip("+").startswith("hydra.searchpath=")
+        o for o in as_list(hc.overrides.hydra) if o.lstrip("+").startswith("hydra.searchpath=")
     ]
     return " ".join(
         [
@@ -105,7 +104,7 @@ def command(hc) -> str:
 def overrides(hc) -> list[str]:
     """The command line's overrides as typed (an interpolation in one, ``a=${calc:1/0}``, is
     text here: the run's validation resolves it and refuses what fails)."""
-    return OmegaConf.to_container(hc.overrides.task, resolve=False)
+    return as_list(hc.overrides.task)
 
 
 def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
@@ -126,7 +125,7 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    as_typed = OmegaConf.to_container(config.hydra, resolve=False)  # an interpolation stays one
+    as_typed = as_dict(config.hydra)  # an interpolation stays one
     params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
     overrides = OverridesParser.create().parse_overrides(params + as_typed["overrides"]["task"])
     return BasicSweeper.split_arguments(overrides, None)[0]

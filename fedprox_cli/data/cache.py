@@ -56,7 +56,7 @@ def key(name: str, sources: list[Path], packages: tuple[str, ...] = ()) -> str:
     return h.hexdigest()[:20]
 
 
-class Decoded(dict):
+class Decoded(dict[str, np.ndarray]):
     """A dataset's decoded arrays by name, and ``origin``: what they are a function of -- the
     cache entry's name (its :func:`key`) and each of its files' size, modification time and
     inode -- or "" where they were decoded without a cache entry to read back."""

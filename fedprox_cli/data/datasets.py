@@ -14,17 +14,19 @@ candidate folder of the loader) is refused, never used silently in its place.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from ..common.console import say
 from ..common.errors import UserError, require, squeeze
-from ..common.files import atomic_write, check_readable, open_file
+from ..common.files import StrPath, atomic_write, check_readable, open_file
 from ..common.plugin_calls import calling, returned
 from ..common.registry import Registry, callable_contract
 
@@ -68,7 +70,7 @@ def default_root() -> Path:
     return Path(os.environ.get("FEDPROX_DATA", "~/.cache/fedprox_cli/data")).expanduser()
 
 
-def load(name: str, root: str | os.PathLike | None = None, target: str | None = None) -> Dataset:
+def load(name: str, root: StrPath | None = None, target: str | None = None) -> Dataset:
     """Train/test tensors of dataset ``name`` (normalized as in training), on the CPU
     (``target``: a plugin's loader by dotted path, see :mod:`fedprox_cli.common.registry`)."""
     loader = lookup(name, target)
@@ -117,7 +119,7 @@ def load(name: str, root: str | os.PathLike | None = None, target: str | None = 
     return ds
 
 
-def code_digest(loader: Callable) -> str:
+def code_digest(loader: Callable[..., object]) -> str:
     """A digest of the source file of ``loader``'s module (its normalization lives there), or of
     its name where the file cannot be read."""
     import hashlib
@@ -165,18 +167,39 @@ def check_whole(ds: Dataset) -> None:
     )
 
 
-def _shape(t) -> str:
+def _shape(t: object) -> str:
     return f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__
 
 
-def load_config(cfg) -> Dataset:
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+
+
+class _Root(Protocol):
+    @property
+    def root(self) -> str | None: ...
+
+
+class DataConfig(Protocol):
+    """What :func:`load_config` reads of a run's config (``config.schema.RunConfig``)."""
+
+    @property
+    def dataset(self) -> _Named: ...
+    @property
+    def data(self) -> _Root: ...
+
+
+def load_config(cfg: DataConfig) -> Dataset:
     """The dataset a typed run config (:class:`config.schema.RunConfig`) chooses
     (``dataset.name``, its ``_target_`` if any, ``data.root``)."""
     return load(cfg.dataset.name, cfg.data.root, cfg.dataset.params.get("_target_"))
 
 
 @contextmanager
-def reading(path: Path, remedy: str = REDOWNLOAD):
+def reading(path: Path, remedy: str = REDOWNLOAD) -> Iterator[None]:
     """Turn any failure to read ``path`` inside the block into one :class:`UserError` naming
     the file, what is wrong and ``remedy``. A path that is not a regular file (a FIFO, a
     device node, a folder) is refused before it is opened (:func:`atomic.check_readable`)."""
@@ -198,39 +221,49 @@ def not_found(name: str, looked: list[Path], how_to_get: str) -> UserError:
     )
 
 
-def labels(y: np.ndarray) -> torch.Tensor:
+def labels(y: ArrayLike) -> torch.Tensor:
     return torch.from_numpy(np.asarray(y).astype(np.int64))
 
 
-def standardize(train: torch.Tensor, test: torch.Tensor, mean, std, channel_dim: int = 1):
+def standardize(
+    train: torch.Tensor,
+    test: torch.Tensor,
+    mean: float | Sequence[float],
+    std: float | Sequence[float],
+    channel_dim: int = 1,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(x - mean) / std for float tensors; ``mean``/``std`` scalars or per-channel sequences
     (broadcast along ``channel_dim``)."""
     shape = [1] * train.dim()
-    mean, std = (
+    m, s = (
         torch.as_tensor(mean, dtype=torch.float32),
         torch.as_tensor(std, dtype=torch.float32),
     )
-    if mean.dim():
+    if m.dim():
         shape[channel_dim] = -1
-        mean, std = mean.view(shape), std.view(shape)
-    return (train.float() - mean) / std, (test.float() - mean) / std
+        m, s = m.view(shape), s.view(shape)
+    return (train.float() - m) / s, (test.float() - m) / s
 
 
-def split(x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int = 0):
+def split(x: np.ndarray, y: np.ndarray, test_fraction: float, seed: int = 0) -> list[np.ndarray]:
     """Deterministic stratified train/test split (independent of the run's seed)."""
     from sklearn.model_selection import train_test_split
 
-    return train_test_split(x, y, test_size=test_fraction, random_state=seed, stratify=y)
+    parts: list[np.ndarray] = train_test_split(  # (scikit-learn is untyped)
+        x, y, test_size=test_fraction, random_state=seed, stratify=y
+    )
+    return parts
 
 
-def cached(path: Path, build: Callable[[], dict]) -> dict:
+def cached(path: Path, build: Callable[[], dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     """``build()``'s dict of tensors, saved to / read from ``path`` (a ``.pt`` file written
     atomically, so runs that load at once never see a partial file; skipped where the folder
     is read-only). An unreadable cache (truncated, say) is rebuilt from the source files."""
     if path.exists():
         try:
             with open_file(path) as f:
-                return torch.load(f, weights_only=True)
+                loaded: dict[str, torch.Tensor] = torch.load(f, weights_only=True)
+                return loaded
         except Exception as e:
             say(
                 f"the cache {path} cannot be read ({type(e).__name__}); rebuilding it from "

@@ -114,7 +114,7 @@ def load_idx_dataset(
     only then)."""
     candidates = [root / tv_folder / "raw", root / tv_folder, root] + [Path(d) for d in system_dirs]
 
-    def download():
+    def download() -> None:
         import torchvision.datasets
 
         tv_class = getattr(torchvision.datasets, tv_name)
@@ -134,7 +134,7 @@ def load_idx_dataset(
 
     sources = [found / f if (found / f).exists() else found / (f + ".gz") for f in _IDX_FILES]
 
-    def decode():
+    def decode() -> dict[str, np.ndarray]:
         arrays = [read_idx(p) for p in sources]
         check_whole(name, dict(zip(sources, arrays)))
         return dict(zip(("train_x", "train_y", "test_x", "test_y"), arrays))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -29,7 +30,13 @@ def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         return x, np.asarray(d[b"labels"], dtype=np.int64)
 
 
-def _from_uint8(name: str, d: dict, mean, std, num_classes: int) -> Dataset:
+def _from_uint8(
+    name: str,
+    d: Mapping[str, np.ndarray | torch.Tensor],
+    mean: Sequence[float],
+    std: Sequence[float],
+    num_classes: int,
+) -> Dataset:
     """uint8 (N, C, H, W) arrays or tensors -> float (x/255 - mean)/std per channel."""
 
     def normalize(u8: torch.Tensor) -> torch.Tensor:
@@ -56,7 +63,7 @@ def cifar10(root: Path) -> Dataset:
     normalized per channel with the training set's mean (0.4914, 0.4822, 0.4465) and std
     (0.2470, 0.2435, 0.2616)."""
 
-    def download():
+    def download() -> None:
         from torchvision.datasets import CIFAR10
 
         CIFAR10(str(root), train=True, download=True)
@@ -74,7 +81,7 @@ def cifar10(root: Path) -> Dataset:
             "cifar-10-python.tar.gz in DIR",
         )
 
-    def decode():
+    def decode() -> dict[str, np.ndarray]:
         parts = [_read_cifar_batch(d / b) for b in _CIFAR_BATCHES]
         tr_x, tr_y = (np.concatenate(a) for a in zip(*parts[:-1]))
         return {"train_x": tr_x, "train_y": tr_y, "test_x": parts[-1][0], "test_y": parts[-1][1]}
@@ -152,7 +159,7 @@ def cinic10(root: Path) -> Dataset:
             "into DIR/CINIC-10 and set data.root=DIR",
         )
 
-    def build():
+    def build() -> dict[str, torch.Tensor]:
         (tr_p, tr_y), (te_p, te_y) = (image_folder(d / s, CINIC_CLASSES) for s in ("train", "test"))
         return {
             "train_x": decode_images(tr_p),
@@ -188,7 +195,7 @@ def tinyimagenet(root: Path) -> Dataset:
             "data.root=DIR",
         )
 
-    def build():
+    def build() -> dict[str, torch.Tensor]:
         classes = sorted(read_text(d / "wnids.txt").split())
         tr_p, tr_y = image_folder(d / "train", classes)
         rows = [

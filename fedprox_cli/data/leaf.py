@@ -67,7 +67,7 @@ def femnist(root: Path) -> Dataset:
             "the folder holding femnist/",
         )
 
-    def build():
+    def build() -> dict[str, torch.Tensor]:
         (tr_x, tr_y, users), (te_x, te_y, _) = read_leaf(d / "train"), read_leaf(d / "test")
         ids = {u: i for i, u in enumerate(dict.fromkeys(users))}
         return {

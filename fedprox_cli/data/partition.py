@@ -12,7 +12,6 @@ FEMNIST's writers). :func:`partition` dispatches.
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +19,7 @@ import numpy as np
 
 from ..common import guarded
 from ..common.errors import require
-from ..common.files import atomic_write
+from ..common.files import StrPath, atomic_write
 from ..common.plugin_calls import calling
 from ..common.registry import Registry, callable_contract
 
@@ -42,7 +41,7 @@ def partition(
     min_size: int = 1,
     groups: np.ndarray | None = None,
     _target_: str | None = None,
-    **params,
+    **params: Any,
 ) -> list[np.ndarray]:
     """Per-client sorted int64 index arrays into the training set. ``groups`` (one id per
     sample, e.g. FEMNIST's writers) is required by the grouped schemes (those that take it);
@@ -106,7 +105,9 @@ def dirichlet(
     return [np.concatenate(p) if p else np.empty(0, np.int64) for p in parts]
 
 
-def _dirichlet_split(items: np.ndarray, n: int, alpha: float, rng: np.random.Generator):
+def _dirichlet_split(
+    items: np.ndarray, n: int, alpha: float, rng: np.random.Generator
+) -> list[np.ndarray]:
     """``items`` cut into n consecutive chunks with proportions q ~ Dir(alpha 1_n).
     Proportions that underflow to 0 (tiny alpha) send all items to one random client."""
     require(alpha > 0, f"partition.alpha must be > 0, got {alpha}")
@@ -147,13 +148,13 @@ def sorted_shards(labels: np.ndarray, n: int, rng: np.random.Generator) -> list[
     return np.array_split(order[np.argsort(labels[order], kind="stable")], n)
 
 
-def save_partition(path: str | os.PathLike, clients: list[np.ndarray]) -> None:
+def save_partition(path: StrPath, clients: list[np.ndarray]) -> None:
     """Write ``partition.npz``: arrays ``client_000``, ``client_001``, ... (atomically)."""
     arrays: dict[str, Any] = {f"client_{i:03d}": c for i, c in enumerate(clients)}
     atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
 
 
-def load_partition(path: str | os.PathLike) -> list[np.ndarray]:
+def load_partition(path: StrPath) -> list[np.ndarray]:
     """The per-client index arrays of a saved ``partition.npz`` (a run folder's file)."""
     with guarded.opened(path) as f, np.load(f) as z:
         return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]

