@@ -81,8 +81,8 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
         f.name: f.read_bytes() for f in run.iterdir() if f.is_file()
     } == before  # 2 rounds x K n; round 6
 
-    # the same command with T extended: resumes, and says so; the default progress_every_s
-    # (30 s) is rarer than this run's evaluations, so it prints no progress line
+    # the same command with T extended: resumes, and says so; a progress line comes at the first
+    # evaluation whatever progress_every_s (default 30 s), the next ones 5 s later or more
     code, out, err = to_files(
         tmp_path,
         *TINY,
@@ -93,7 +93,8 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
         f"hydra.run.dir={run}",
     )
     assert code == 0, err
-    (line,) = [x for x in err.splitlines() if x.strip()]
+    line, first = [x for x in err.splitlines() if x.strip()]
+    assert PROGRESS.match(first).groups() == ("6", "6"), err
     assert re.fullmatch(
         rf"fedrun: resuming {re.escape(str(run))} from round 4 of 6 \(checkpoint of "
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)",
@@ -123,7 +124,11 @@ def test_sweep_ends_with_report_and_job_table(tmp_path):
         p.stderr
     )  # jobs may interleave
     assert re.search(r"^fedrun: job 1: round 3/3, .* loss nan", p.stderr, re.M), p.stderr
-    assert p.stdout.count("fedrun: summary: ") == 2  # one closing line per job
+    # one closing line per job, printed by the launching process before its report
+    report = p.stdout.index("sweep: 1 of 2 jobs finished")
+    closing = re.findall(r"^fedrun: job (\d): summary: (\w+), 3/3 rounds", p.stdout[:report], re.M)
+    assert sorted(closing) == [("0", "finished"), ("1", "diverged")], p.stdout
+    assert "fedrun: summary: " not in p.stdout, p.stdout  # not a second time by the job
     head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished") :].splitlines()[1:]
     assert head.split() == [
         "job",

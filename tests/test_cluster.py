@@ -528,3 +528,36 @@ def test_console_scripts_are_declared():
             text=True,
         )
         assert p.returncode == 0 and "usage:" in p.stdout
+
+
+def test_rays_output_settings(monkeypatch):
+    """Where fedrun configures Ray's output (fedprox_cli/cluster/ray_jobs.py; no Ray needed):
+    plain, unfolded forwarded lines off a terminal, the user's own values kept; no token-auth
+    notice for a Ray started here; conf/hydra/launcher/ray.yaml's workers' output kept in their
+    folders and Ray's info notes off, for a Ray started here or a cluster."""
+    import logging
+
+    from omegaconf import OmegaConf
+
+    from fedprox_cli.cluster import ray_jobs
+    from fedprox_cli.common.package import CONF_DIR
+
+    plain = {"RAY_COLOR_PREFIX": "0", "RAY_DEDUP_LOGS": "0"}
+    assert ray_jobs.output_settings(terminal=False) == plain
+    assert ray_jobs.output_settings(terminal=True) == {}
+    monkeypatch.setenv("RAY_DEDUP_LOGS", "1")
+    monkeypatch.delenv("RAY_COLOR_PREFIX", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
+    ray_jobs.plain_output()
+    assert os.environ["RAY_COLOR_PREFIX"] == "0" and os.environ["RAY_DEDUP_LOGS"] == "1"
+    notices = logging.getLogger(ray_jobs.AUTH_NOTICE)
+    before = notices.level
+    with ray_jobs.no_auth_notice(local=True):
+        assert not notices.isEnabledFor(logging.WARNING) and notices.isEnabledFor(logging.ERROR)
+    assert notices.level == before
+    with ray_jobs.no_auth_notice(local=False):  # a cluster's authentication is its own to report
+        assert notices.level == before
+    init = OmegaConf.load(CONF_DIR / "hydra" / "launcher" / "ray.yaml").ray.init
+    quiet = {"log_to_driver": False, "logging_level": "warning"}
+    assert ray_jobs.init_args(init).items() >= quiet.items()
+    assert ray_jobs.init_args({**init, "address": "auto"}) == {"address": "auto", **quiet}

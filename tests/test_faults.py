@@ -91,7 +91,9 @@ def fedrun(
 
 
 def stderr_lines(p) -> list[str]:
-    return [line for line in p.stderr.splitlines() if line.strip()]
+    """stderr's lines but progress lines (a run that fails mid-way has printed some)."""
+    progress = re.compile(r"^fedrun: (job \d+: )?round \d+/\d+, ")
+    return [line for line in p.stderr.splitlines() if line.strip() and not progress.match(line)]
 
 
 def temp_files(folder: Path) -> list[Path]:

@@ -4,8 +4,10 @@ logical GPUs, which Ray accepts without a GPU being there), so it starts once fo
 Where no GPU is present the runs are on the CPU and their records say so; the same sweep on a
 GPU is the last test, skipped without one."""
 
+import importlib.util
 import json
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import fedrun
+from conftest import fedrun, fedrun_process
 
 pytest.importorskip(
     "hydra_plugins.hydra_ray_launcher",
@@ -30,7 +32,7 @@ RAY = [
     "hydra/launcher=ray",
     "hydra.launcher.ray.init.num_cpus=2",
     "hydra.launcher.ray.init.num_gpus=2",
-    "+hydra.launcher.ray.init.log_to_driver=false",
+    "hydra.launcher.ray.init.log_to_driver=false",
 ]
 
 
@@ -183,6 +185,41 @@ def test_the_launchers_ray_init_and_job_shares():
     )
 
 
+def test_a_sweeps_output_to_files_is_plain_whole_and_before_the_report(tmp_path):
+    """As a user runs it (its own process, a Ray of its own, conf/hydra/launcher/ray.yaml's
+    defaults), output to files: each job's start, progress and closing lines from fedrun, once,
+    before the report; no colour codes, folded lines, Ray notices or forwarded worker output."""
+    p = fedrun_process(
+        "-m",
+        "hydra/launcher=ray",
+        "hydra.launcher.ray.init.num_cpus=2",
+        "hydra.launcher.ray.remote.num_gpus=0",
+        "dataset=digits",
+        "model=linear",
+        "T=8",
+        "eval_every=2",
+        "seed=0,1",
+        f"hydra.sweep.dir={tmp_path / 's'}",
+        cwd=tmp_path,
+    )
+    assert p.returncode == 0, p.stderr
+    both = p.stdout + p.stderr
+    for unwanted in ("\x1b[", "repeated", "Token authentication", "Started a local Ray", "pid="):
+        assert unwanted not in both, both
+    report = p.stdout.index("sweep: 2 of 2 jobs finished")
+    for job in (0, 1):
+        assert f"fedrun: job {job}: started, 8 rounds (seed={job})" in p.stderr, p.stderr
+        assert re.search(rf"^fedrun: job {job}: round 2/8, ", p.stderr, re.M), p.stderr
+        (closing,) = re.findall(rf"^fedrun: job {job}: summary: finished, 8/8 .*$", p.stdout, re.M)
+        assert p.stdout.index(closing) < report, p.stdout
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("fedrun: job")]
+    assert len(lines) == len(set(lines)), p.stderr  # each once
+
+
+def test_rays_notice_logger_is_where_fedrun_silences_it():
+    assert importlib.util.find_spec(ray_jobs.AUTH_NOTICE) is not None  # a Ray that moved it
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no GPU here: the sweep on a real GPU is not run"
 )
@@ -190,7 +227,7 @@ def test_on_a_gpu_each_run_records_the_gpu_ray_gave_it(tmp_path):
     p = fedrun(
         "-m",
         "hydra/launcher=ray",
-        "+hydra.launcher.ray.init.log_to_driver=false",
+        "hydra.launcher.ray.init.log_to_driver=false",
         "hydra.launcher.ray.remote.num_gpus=0.5",
         *TINY,
         "seed=0,1,2,3",

@@ -222,11 +222,13 @@ def text() -> str:
     out += _rows([(str(code), EXIT_MEANING.get(name, name)) for name, code in EXIT.items()])
     out += ["", "Examples:", EXAMPLES, ""]
     out += textwrap.wrap(
-        "Progress: a bar on a terminal, otherwise a line every evaluation or every "
-        "progress_every_s seconds, whichever is rarer (stderr and the run's "
-        "fedrun.log); every run ends with a summary line (status, test accuracy, "
-        "objective, stationarity, training time, folder), a sweep with its report "
-        "and a table of its jobs.",
+        "Progress: a bar on a terminal, otherwise a line at the first evaluation, "
+        "then 5 s later and at doubling intervals up to every progress_every_s "
+        "seconds (stderr and the run's fedrun.log); every run ends with a summary "
+        "line (status, test accuracy, objective, stationarity, training time, "
+        "folder). A sweep's jobs, under any launcher: the launching process prints "
+        "each job's start, progress and summary lines (\"fedrun: job 3: ...\"), "
+        "then its report and a table of its jobs.",
         100,
         break_on_hyphens=False,
     )

@@ -12,7 +12,8 @@ A multirun goes through :mod:`sweep`: :class:`SweepReport` (a Hydra callback, ru
 launching process) checks every job before the first one trains, each job records how it
 ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the report made
 from those records lists every job that did not finish, including those that never started,
-then the table of its jobs (:mod:`jobtable`). A single run of a preset that defines a sweep
+then the table of its jobs (:mod:`jobtable`); while the jobs run, this process prints their
+start, progress and closing lines (:mod:`watch`). A single run of a preset that defines a sweep
 says so (:func:`_run`).
 
 Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
@@ -49,7 +50,7 @@ from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import compose_once, plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
-from . import drawer, sweep
+from . import drawer, sweep, watch
 from .faults import crash, one_line
 
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
@@ -70,6 +71,9 @@ class _Call:
         default_factory=dict
     )  # the run folder's parents: whether each was there
     command: bool = False  # the fedrun command (its own process), not a call from Python
+    watching: watch.Watch | None = (
+        None  # the multirun's jobs, watched while they run (:mod:`watch`)
+    )
 
 
 _CALL: ContextVar[_Call] = ContextVar("fedrun_call")  # set by each main() call
@@ -109,12 +113,11 @@ def _job(composed: DictConfig) -> float:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = cast(RunMode, hc.mode).name == "MULTIRUN"
-    in_process = hc.launcher._target_.endswith("BasicLauncher")  # parallel jobs: no bars
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
     try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
-        code = _run(hc, composed, out, progress=sys.stderr.isatty() and in_process)
+        code = _run(hc, composed, out, progress=watch.bars(hc.launcher._target_))
     except Exception as e:  # outside the run's own handling: one line, the sweep goes on
         said = len(console.errors)
         code = fault(e)
@@ -228,7 +231,9 @@ class SweepReport(Callback):
     records them as planned and remembers the sweep for its report (:func:`sweep.report`)."""
 
     def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
-        _CALL.get().sweep = sweep.start(config, config_name or "config")
+        call = _CALL.get()
+        call.sweep = sweep.start(config, config_name or "config")
+        call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
 
 
 _NO_RUN = {"--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}  # Hydra's, nothing drawn
@@ -441,6 +446,8 @@ def _fedrun(call: _Call) -> int:
             streams.err("fedrun: interrupted")
     except (Exception, Refusal) as e:  # Refusal: a callback's, a BaseException (errors.Refusal)
         code = fault(e)
+    finally:
+        watch.stop(call.watching)  # the jobs' last lines, before the report
     if call.sweep is not None:
         release_pool_workers()
         code = max(code, sweep.report(*call.sweep, interrupted=code == EXIT["interrupted"]))

@@ -26,6 +26,10 @@ What this module adds to the plugin's launch (its ``_launcher_util`` does the su
   environment, and an absolute sweep folder (workers of a cluster start elsewhere).
 - A Ray started here is kept for the next launch of the same fedrun process (an Optuna
   sweeper's next batch) and restarted when the next launch asks for another one.
+- Output: fedrun prints each job's lines itself (:mod:`fedprox_cli.cli.watch`), so
+  conf/hydra/launcher/ray.yaml has Ray forward no worker output and only its warnings; a Ray
+  started here says nothing of its token authentication (:func:`no_auth_notice`), and lines Ray
+  does forward come plain where fedrun's output is not a terminal (:func:`output_settings`).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,13 +136,40 @@ def init_args(init: Any) -> dict:
     }
 
 
+def output_settings(terminal: bool) -> dict[str, str]:
+    """The environment Ray reads its output settings from (at its import), where fedrun's
+    stdout and stderr are a ``terminal`` or not (a file, a pipe, a cluster log): there, the
+    lines Ray forwards from its workers (``hydra.launcher.ray.init.log_to_driver=true``; fedrun
+    prints each job's own lines itself, :mod:`fedprox_cli.cli.watch`) come without colour codes
+    (``RAY_COLOR_PREFIX=0``) and each one as written, never folded into ``[repeated 3x]``
+    (``RAY_DEDUP_LOGS=0``)."""
+    return {} if terminal else {"RAY_COLOR_PREFIX": "0", "RAY_DEDUP_LOGS": "0"}
+
+
 def plain_output() -> None:
-    """Where stderr is no terminal (a file, a pipe, a cluster log): the jobs' lines Ray forwards
-    come without colour codes (``RAY_COLOR_PREFIX=0``) and each one as written, never folded
-    into ``[repeated 3x]`` (``RAY_DEDUP_LOGS=0``); a value the user set is kept."""
-    if not sys.stderr.isatty():
-        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
-        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    """Set :func:`output_settings` for this process and the Ray it starts; a value the user set
+    is kept."""
+    for key, value in output_settings(sys.stdout.isatty() and sys.stderr.isatty()).items():
+        os.environ.setdefault(key, value)
+
+
+# Ray's logger of its notice that a Ray started here uses token authentication (its default,
+# RAY_AUTH_MODE unset): fedrun's own Ray, reached by fedrun alone, says nothing of it
+AUTH_NOTICE = "ray._private.authentication.authentication_token_setup"
+
+
+@contextmanager
+def no_auth_notice(local: bool) -> Iterator[None]:
+    """Inside the block, Ray's token-authentication notices (:data:`AUTH_NOTICE`) are not
+    printed for a Ray started here (``local``); its errors are."""
+    notices = logging.getLogger(AUTH_NOTICE)
+    before = notices.level
+    if local:
+        notices.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        notices.setLevel(before)
 
 
 def start(args: dict) -> float:
@@ -153,7 +185,8 @@ def start(args: dict) -> float:
         ray.shutdown()
     began = time.perf_counter()
     try:
-        ray.init(**args)
+        with no_auth_notice(args.get("address") == "local"):
+            ray.init(**args)
     except (ConnectionError, ValueError, RuntimeError, TypeError) as e:
         _started = None
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..common import run_files, signals, streams
-from ..common.console import say
+from ..common.console import log_only, say
 from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
@@ -20,6 +20,7 @@ from ..common.run_files import read_summary
 from . import keep, lock, recap
 from .experiment import Experiment
 from .outputs import Summary
+from .progress import watched
 from .training import Diverged, Interrupted
 
 Plot = Callable[[dict, Path], None]  # draws a run's figures from its resolved config and folder
@@ -243,10 +244,16 @@ def _ended(out: Path, summary: Summary, status: str, line: str | None, kind: str
     code = EXIT[status]
     if not recorded and code == EXIT["finished"]:
         status, code = "error", EXIT["error"]
-    say_closing(out, status)
+    say_closing(out, status, recorded)
     return code
 
 
-def say_closing(out: Path, status: str) -> None:
-    """The run's closing summary line (stdout and the run's log; :func:`recap.closing_line`)."""
-    say(recap.closing_line(out, status), "summary", stream=sys.stdout)
+def say_closing(out: Path, status: str, recorded: bool = False) -> None:
+    """The run's closing summary line (stdout and the run's log; :func:`recap.closing_line`);
+    for an end ``recorded`` in a :func:`progress.watched` job, the log only: the sweep's
+    launching process prints it from the summary."""
+    line = recap.closing_line(out, status)
+    if recorded and watched():
+        log_only(f"summary: {line}")
+    else:
+        say(line, "summary", stream=sys.stdout)

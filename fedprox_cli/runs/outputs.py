@@ -3,17 +3,19 @@ the run folder's other files: :mod:`common.run_files`), where it ran (:func:`pro
 what a job's folder holds (:func:`runs_in`, :func:`effective_status`).
 
 ``summary.json`` holds ``status`` (running / finished / diverged / interrupted / error),
-``error`` (one line, unless finished), ``round`` (rounds done) of ``T``, ``final`` (the last
-metrics row), ``pid``, ``host``, ``started``, ``ended`` and ``heartbeat`` (ISO 8601 UTC; the
-heartbeat is refreshed at every evaluation and checkpoint and at least every
-:data:`HEARTBEAT_S` seconds), ``slurm`` (job and array ids, when run under SLURM),
-``git_commit`` (of the package's checkout, when it is one), ``command`` (the user's command,
-rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine`` (the engine and how it was
-chosen: forced, measured with its timings, or from the cache), ``compile`` (whether the vmap
-call is compiled, and how that was decided: :mod:`engine.compile`), ``data_source``, ``data`` (the
-fingerprint of the data and partition it trained on: :mod:`provenance`), ``numerics`` (what its
-numbers depend on beyond the config, used again on resume: :mod:`numerics`). A run whose process
-died says ``running`` in its file; :func:`effective_status` tells the truth.
+``error`` (one line, unless finished), ``round`` (rounds done) of ``T``, ``started_round`` (the
+round this process began from: 0, or its checkpoint's), ``final`` (the last metrics row),
+``progress`` (the latest progress line, :mod:`progress`), ``pid``, ``host``, ``started``,
+``ended`` and ``heartbeat`` (ISO 8601 UTC; the heartbeat is refreshed at every evaluation and
+checkpoint and at least every :data:`HEARTBEAT_S` seconds), ``slurm`` (job and array ids, when
+run under SLURM), ``git_commit`` (of the package's checkout, when it is one), ``command``
+(the user's command, rebuilt from Hydra's overrides), ``versions``, ``device``, ``engine``
+(the engine and how it was chosen: forced, measured with its timings, or from the cache),
+``compile`` (whether the vmap call is compiled, and how that was decided:
+:mod:`engine.compile`), ``data_source``, ``data`` (the fingerprint of the data and partition it
+trained on: :mod:`provenance`), ``numerics`` (what its numbers depend on beyond the config,
+used again on resume: :mod:`numerics`). A run whose process died says ``running`` in its file;
+:func:`effective_status` tells the truth.
 """
 
 from __future__ import annotations

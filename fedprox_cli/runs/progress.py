@@ -1,24 +1,29 @@
 """A run's progress, wherever it runs.
 
 On a terminal (and one job at a time): a tqdm bar. Otherwise -- stderr piped to a file, under
-nohup, on a cluster node, in parallel sweep jobs -- a plain line at an evaluation when at least
-``progress_every_s`` seconds (config key, default 30; 0 = every evaluation) have passed since the
-last line, so a line comes every evaluation or every ``progress_every_s`` seconds, whichever is
-rarer::
+nohup, on a cluster node, in parallel sweep jobs -- a plain line at the first evaluation (the
+estimate of the time left comes early), then at an evaluation once :data:`FIRST_S` seconds have
+passed, then twice that, and so on up to ``progress_every_s`` (config key, default 30; 0 = every
+evaluation), from then on every ``progress_every_s`` seconds (:class:`Progress`)::
 
     fedrun: round 40/100, 1m12s elapsed, ~1m48s left; loss 0.3412, objective 0.3501, acc 0.9120
 
-(``fedrun: job 3: round ...`` in a job of a sweep, whose jobs may run in parallel). "elapsed" is
-the wall clock since the rounds began, evaluations and checkpoints included; the closing line's
-"training Ns (rounds only)" is metrics.csv's ``time_s``, the rounds' computation alone.
+(``fedrun: job 3: round ...`` in a job of a sweep). "elapsed" is the wall clock since the rounds
+began, evaluations and checkpoints included; the closing line's "training Ns (rounds only)" is
+metrics.csv's ``time_s``, the rounds' computation alone.
 
-The lines go through :func:`console.say`: to stderr and to the run folder's ``fedrun.log``
-(with a bar, at the same cadence, to the log only).
+Each line goes to the run folder's ``fedrun.log`` and, as the run's latest, to its
+``summary.json`` (``progress``); and to stderr through :func:`console.say`, unless a bar shows
+the progress, or the job is :func:`watched`: a sweep's launching process prints its jobs' lines
+from their summaries (:mod:`fedprox_cli.cli.watch`), one whole line at a time whatever the
+launcher.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 
 from tqdm import tqdm
@@ -38,6 +43,28 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+FIRST_S = 5.0  # the interval before the second line; each next one doubles, up to progress_every_s
+WATCHED = "FEDRUN_WATCHED"  # set by a sweep's launching process that prints its jobs' lines
+
+
+def stream_identity(stream) -> str:
+    """``device:inode`` of the file, pipe or terminal behind ``stream`` (``""`` if none)."""
+    try:
+        st = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # closed, or not a file (a capture in memory)
+        return ""
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def watched() -> bool:
+    """Whether this process's stderr is that of a sweep's launching process which prints the
+    progress and closing lines of its jobs (:data:`WATCHED` names its stderr): jobs run in it or
+    in workers sharing its stderr (the basic and joblib launchers) leave those lines to it, so
+    that each comes once; a job writing elsewhere (a SLURM log, a Ray worker's) prints its own."""
+    mark = os.environ.get(WATCHED, "")
+    return bool(mark) and mark == stream_identity(sys.stderr)
+
+
 def job_label() -> str:
     """``job 3: `` inside a job of a Hydra multirun (parallel jobs' lines interleave), else
     ``""``."""
@@ -55,23 +82,28 @@ def job_label() -> str:
 def progress_line(
     done: int, T: int, elapsed: float, left: float | None, row: dict, label: str = ""
 ) -> str:
-    """The text of a progress line after ``done`` of ``T`` rounds (``label``: e.g. ``seed 3: ``)."""
+    """The text of a progress line after ``done`` of ``T`` rounds (``label``: e.g. ``seed 3: ``;
+    a sweep's job number is added where the line is printed)."""
     eta = f", ~{duration(left)} left" if left is not None else ""
     return (
-        f"{job_label()}{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss "
+        f"{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss "
         f"{row['train_loss']:.4g}, "
         f"objective {row['objective']:.4g}, acc {row['test_acc']:.4f}"
     )
 
 
 class Progress:
-    """Progress of rounds ``start``..``T``: a bar (``bar=True``) or lines every ``every_s``."""
+    """Progress of rounds ``start``..``T``: a bar (``bar=True``) or not, and lines at the first
+    evaluation, then after :data:`FIRST_S` seconds, doubling up to ``every_s``; ``latest``: the
+    last line, None before the first."""
 
     def __init__(
         self, T: int, start: int, bar: bool, every_s: float, desc: str = "", label: str = ""
     ):
         self.T, self.start, self.every_s, self.label = T, start, every_s, label
         self.t0 = self.last = time.monotonic()
+        self.wait = 0.0  # before the next line
+        self.latest: str | None = None
         self.bar = tqdm(total=T, initial=start, desc=desc, dynamic_ncols=True) if bar else None
 
     def round_done(self) -> None:
@@ -85,11 +117,11 @@ class Progress:
         left = elapsed / (done - self.start) * (self.T - done) if done > self.start else None
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{row['train_loss']:.4f}", acc=f"{row['test_acc']:.3f}")
-        if now - self.last >= self.every_s:
-            (say if self.bar is None else log_only)(
-                progress_line(done, self.T, elapsed, left, row, self.label)
-            )
-            self.last = now
+        if self.latest is None or now - self.last >= self.wait:
+            self.latest = progress_line(done, self.T, elapsed, left, row, self.label)
+            shown = self.bar is None and not watched()
+            (say if shown else log_only)(job_label() + self.latest)
+            self.last, self.wait = now, min(max(2 * self.wait, FIRST_S), self.every_s)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -274,7 +274,7 @@ def begin(
             run_files.CLIENTS_FIGURE,
         ):  # a previous run's
             remove(out / name)
-    summary.start(round=ckpt.round if ckpt else 0)
+    summary.start(round=ckpt.round if ckpt else 0, started_round=ckpt.round if ckpt else 0)
     chosen = choice.line(exp.oracle.engine_choice)
     if chosen:
         say(chosen, "engine", stream=sys.stdout)

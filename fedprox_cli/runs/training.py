@@ -110,7 +110,9 @@ class Training:
     ``clients.csv``: :mod:`clients`), ``checkpoint.pt`` every ``checkpoint_every``
     rounds, when stopped by a signal and, with ``keep_checkpoint``, after the last round, the
     progress bar or lines (:mod:`progress`) and the ``summary``'s heartbeat (refreshed at each of
-    these and at least every minute). :func:`train` runs one; :mod:`seeds` interleaves several."""
+    these and at least every minute; at an evaluation with the latest progress line, which a
+    sweep's launching process prints: :mod:`fedprox_cli.cli.watch`). :func:`train` runs one;
+    :mod:`seeds` interleaves several."""
 
     def __init__(
         self,
@@ -171,6 +173,7 @@ class Training:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
             self.bar.evaluated(done, self.rows[-1])
+            self.beat(force=True, round=done, progress=self.bar.latest)
             if not (
                 math.isfinite(self.rows[-1]["train_loss"])
                 and math.isfinite(self.rows[-1]["objective"])
@@ -178,7 +181,6 @@ class Training:
                 raise Diverged(
                     f"objective is {self.rows[-1]['objective']} after round {done}", done
                 )
-            self.beat(force=True, round=done)
         else:
             self.beat(round=done)
         self.bar.round_done()
