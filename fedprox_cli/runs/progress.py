@@ -94,8 +94,9 @@ def progress_line(
 
 class Progress:
     """Progress of rounds ``start``..``T``: a bar (``bar=True``) or not, and lines at the first
-    evaluation, then after :data:`FIRST_S` seconds, doubling up to ``every_s``; ``latest``: the
-    last line, None before the first."""
+    evaluation (but for the log only where that is round T: the closing line follows), then
+    after :data:`FIRST_S` seconds, doubling up to ``every_s``; ``latest``: the last line, None
+    before the first."""
 
     def __init__(
         self, T: int, start: int, bar: bool, every_s: float, desc: str = "", label: str = ""
@@ -118,8 +119,10 @@ class Progress:
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{row['train_loss']:.4f}", acc=f"{row['test_acc']:.3f}")
         if self.latest is None or now - self.last >= self.wait:
+            # a run whose first evaluation is its last: the closing line says it all
+            first_is_last = self.latest is None and done >= self.T
             self.latest = progress_line(done, self.T, elapsed, left, row, self.label)
-            shown = self.bar is None and not watched()
+            shown = self.bar is None and not watched() and not first_is_last
             (say if shown else log_only)(job_label() + self.latest)
             self.last, self.wait = now, min(max(2 * self.wait, FIRST_S), self.every_s)
 
