@@ -11,6 +11,7 @@ from conftest import fedrun
 
 from fedprox_cli.analysis.jobrecords import JobRecord
 from fedprox_cli.cli import watch
+from fedprox_cli.common import streams
 from fedprox_cli.runs import progress
 from fedprox_cli.runs.outputs import Summary
 
@@ -47,10 +48,10 @@ def test_lines_come_at_the_first_evaluation_then_at_doubling_intervals(monkeypat
 
 def test_a_job_is_watched_only_where_its_stderr_is_the_watchers(monkeypatch, tmp_path):
     with open(tmp_path / "a", "w") as a, open(tmp_path / "b", "w") as b:
-        monkeypatch.setattr(progress.sys, "stderr", a)
-        monkeypatch.setenv(progress.WATCHED, progress.stream_identity(a))
+        monkeypatch.setattr(streams.sys, "stderr", a)
+        monkeypatch.setenv(progress.WATCHED, streams.identity(a))
         assert progress.watched()
-        monkeypatch.setenv(progress.WATCHED, progress.stream_identity(b))
+        monkeypatch.setenv(progress.WATCHED, streams.identity(b))
         assert not progress.watched()  # a SLURM log, a Ray worker's file: the job prints too
         monkeypatch.delenv(progress.WATCHED)
         assert not progress.watched()

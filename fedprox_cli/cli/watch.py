@@ -26,7 +26,7 @@ from ..analysis.jobrecords import JobRecord
 from ..common import streams
 from ..common.run_files import SEED_PREFIX, read_summary
 from ..runs.outputs import runs_in
-from ..runs.progress import WATCHED, stream_identity
+from ..runs.progress import WATCHED
 from ..runs.recap import closing_line
 from .jobtable import differing
 
@@ -145,7 +145,7 @@ def start(sweep: Path, planned: list[JobRecord] | None, launcher: str) -> Watch 
     lines."""
     if bars(launcher):
         return None
-    os.environ[WATCHED] = stream_identity(sys.stderr)
+    os.environ[WATCHED] = streams.identity()
     return Watch(sweep, planned).start()
 
 

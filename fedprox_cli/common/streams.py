@@ -155,6 +155,16 @@ def err(text: str) -> None:
     line(sys.stderr, text)
 
 
+def identity(stream: IO[str] | None = None) -> str:
+    """``device:inode`` of the file, pipe or terminal behind ``stream`` (default: stderr; ``""``
+    for none: closed, or not a file, as a capture in memory)."""
+    try:
+        st = os.fstat((sys.stderr if stream is None else stream).fileno())
+    except (AttributeError, OSError, ValueError):
+        return ""
+    return f"{st.st_dev}:{st.st_ino}"
+
+
 def debugging() -> bool:
     """Whether ``FEDRUN_DEBUG`` asks for tracebacks: set to anything but empty, ``0``, ``false``,
     ``no`` or ``off`` (any case)."""

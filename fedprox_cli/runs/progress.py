@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 
 from tqdm import tqdm
 
+from ..common import streams
 from ..common.console import log_only, say
 
 
@@ -47,22 +47,13 @@ FIRST_S = 5.0  # the interval before the second line; each next one doubles, up 
 WATCHED = "FEDRUN_WATCHED"  # set by a sweep's launching process that prints its jobs' lines
 
 
-def stream_identity(stream) -> str:
-    """``device:inode`` of the file, pipe or terminal behind ``stream`` (``""`` if none)."""
-    try:
-        st = os.fstat(stream.fileno())
-    except (AttributeError, OSError, ValueError):  # closed, or not a file (a capture in memory)
-        return ""
-    return f"{st.st_dev}:{st.st_ino}"
-
-
 def watched() -> bool:
     """Whether this process's stderr is that of a sweep's launching process which prints the
     progress and closing lines of its jobs (:data:`WATCHED` names its stderr): jobs run in it or
     in workers sharing its stderr (the basic and joblib launchers) leave those lines to it, so
     that each comes once; a job writing elsewhere (a SLURM log, a Ray worker's) prints its own."""
     mark = os.environ.get(WATCHED, "")
-    return bool(mark) and mark == stream_identity(sys.stderr)
+    return bool(mark) and mark == streams.identity()
 
 
 def job_label() -> str:

@@ -172,15 +172,15 @@ class Training:
             if self.clients is not None:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
-            self.bar.evaluated(done, self.rows[-1])
-            self.beat(force=True, round=done, progress=self.bar.latest)
             if not (
                 math.isfinite(self.rows[-1]["train_loss"])
                 and math.isfinite(self.rows[-1]["objective"])
-            ):
+            ):  # before a progress line: the run's one line is the divergence's
                 raise Diverged(
                     f"objective is {self.rows[-1]['objective']} after round {done}", done
                 )
+            self.bar.evaluated(done, self.rows[-1])
+            self.beat(force=True, round=done, progress=self.bar.latest)
         else:
             self.beat(round=done)
         self.bar.round_done()
