@@ -35,6 +35,7 @@ from typing import cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobReturn
 from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
@@ -48,7 +49,7 @@ from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
-from ..config import compose_once, plugin_defaults, resolvers
+from ..config import compose_once, launch, plugin_defaults, resolvers
 from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
 from . import drawer, sweep, watch
 from .faults import crash, one_line
@@ -228,12 +229,20 @@ def _run(hc, composed: DictConfig, out: Path, progress: bool) -> int:
 
 class SweepReport(Callback):
     """Checks every job of a multirun before the first one runs (:func:`sweep.check_all`),
-    records them as planned and remembers the sweep for its report (:func:`sweep.report`)."""
+    records them as planned and remembers the sweep for its report (:func:`sweep.report`);
+    lightens each job's return (:meth:`on_job_end`)."""
 
     def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
         call = _CALL.get()
         call.sweep = sweep.start(config, config_name or "config")
         call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
+        """A job's return keeps its value, status and overrides, not its two configs (its
+        folder has them): Hydra's launchers keep every job's return until the sweep ends, and
+        with the configs that is ~0.1 MB a job (docs/performance.md, "Sweeps")."""
+        if OmegaConf.select(config, "hydra.mode") == RunMode.MULTIRUN:
+            job_return.cfg = job_return.hydra_cfg = None
 
 
 _NO_RUN = {"--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}  # Hydra's, nothing drawn
@@ -447,6 +456,7 @@ def _fedrun(call: _Call) -> int:
     except (Exception, Refusal) as e:  # Refusal: a callback's, a BaseException (errors.Refusal)
         code = fault(e)
     finally:
+        launch.done()
         watch.stop(call.watching)  # the jobs' last lines, before the report
     if call.sweep is not None:
         release_pool_workers()

@@ -132,20 +132,24 @@ def start(
 def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord] | None:
     """Compose and check every job of a basic sweep (``master``: the sweep's config) as a dry
     run does (:func:`dryrun.check_jobs`); the jobs' records, planned (None for other sweepers).
-    Bad jobs: one line each on stderr, then :class:`SweepRefused`."""
+    Bad jobs: one line each on stderr, then :class:`SweepRefused`. Checked, the jobs are
+    composed by the same composer when Hydra launches them (:mod:`config.launch`)."""
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.hydra_config import HydraConfig
 
+    from ..config import launch
     from ..config.compose import sweep_jobs
-    from ..config.jobs import compose_jobs
+    from ..config.jobs import compose_jobs, composer
     from . import dryrun
 
     task = sweep_jobs(master)
     if task is None:
         return None
     saved = HydraConfig.instance().cfg
+    gh = GlobalHydra.instance().hydra
+    compose = composer(gh, config_name, master)
     try:
-        listed = compose_jobs(GlobalHydra.instance().hydra, config_name, master, task)
+        listed = compose_jobs(gh, config_name, master, task, compose)
         good, bad = dryrun.check_jobs(listed, multirun=True)
     finally:
         HydraConfig.instance().cfg = saved
@@ -154,6 +158,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
         raise SweepRefused(
             f"{len(bad)} of {len(task)} jobs of the sweep are invalid (above); nothing ran"
         )
+    launch.use(master, compose)  # the sweeper and launcher get each job from its composer
     return [JobRecord(j.num, j.overrides, os.path.abspath(j.folder)) for j in good]
 
 

@@ -194,6 +194,10 @@ class Composer:
             self._groups[key] = self.gh.config_loader.repository.group_exists(key)
         return self._groups[key]
 
+    def sets_hydra(self, job: list[str]) -> bool:
+        """Whether job ``job`` overrides a Hydra key (``hydra.*``)."""
+        return any(self._parse_one(line).is_hydra_override() for line in job)
+
     def _split(self, job: list[str]):
         parsed = [self._parse_one(line) for line in job]
         values = [o for o in parsed if self._is_value(o)]
@@ -350,16 +354,27 @@ def _planned(node: DictConfig) -> Path:
     return folder
 
 
+def composer(gh, config_name: str, master: DictConfig | None) -> Composer:
+    """The :class:`Composer` of the jobs of sweep ``master`` (None: of one run): the sweep's
+    Hydra overrides, unresolved, before each job's."""
+    pre = [] if master is None else as_list(master.hydra.overrides.hydra)
+    return Composer(gh, config_name, pre, master)
+
+
 def compose_jobs(
-    gh, config_name: str, master: DictConfig | None, task: list[list[str]]
+    gh,
+    config_name: str,
+    master: DictConfig | None,
+    task: list[list[str]],
+    compose: Composer | None = None,
 ) -> Iterator[Job]:
     """The jobs of ``task`` (each a list of overrides), composed as the launcher composes them
     (:class:`Composer`): the sweep's (``master``'s) Hydra overrides, then the job's; ``master``
     None: one run. One job at a time, so that memory does not grow with the sweep. A sweep's
     launcher/sweeper must be installed (:func:`extras.check`), a SLURM time limit must leave
     room before its warning (:func:`slurm.check_time_limit`) and its jobs may not batch
-    overlapping seeds (:func:`compose.check_sweep`): checked before the first job."""
-    pre = [] if master is None else as_list(master.hydra.overrides.hydra)  # unresolved
+    overlapping seeds (:func:`compose.check_sweep`): checked before the first job. ``compose``:
+    the :func:`composer` to use (default: a new one)."""
     if master is not None:
         extras.check(master.hydra.runtime.choices)
         check_time_limit(master.hydra.launcher)
@@ -367,7 +382,7 @@ def compose_jobs(
         str(
             master.hydra.sweep.dir
         )  # resolved once, as the sweeper does: ${now:} cached for all jobs
-    return _composed(gh, config_name, master, task, Composer(gh, config_name, pre, master))
+    return _composed(gh, config_name, master, task, compose or composer(gh, config_name, master))
 
 
 def _current(cfg: DictConfig) -> None:
