@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -33,9 +33,11 @@ from ..common.errors import EXIT, UserError
 from ..common.package import CONF_DIR
 from ..config import extras, schedule
 from ..config.compose import reference_config
-from ..config.jobs import Job, jobs
 from ..runs.progress import duration
 from .jobtable import align, differing
+
+if TYPE_CHECKING:  # a job's config holds torch's types: torch loads when jobs are listed
+    from ..config.jobs import Job
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
 
@@ -235,6 +237,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from ..config.jobs import jobs
     from .faults import one_line
 
     try:

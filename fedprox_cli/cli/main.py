@@ -423,7 +423,7 @@ def _fedrun(call: _Call) -> int:
     if early is not None:
         return early
     if call.command and not _NO_RUN.intersection(sys.argv[1:]):
-        drawer.start()  # its imports made while this process composes, loads and trains
+        drawer.start()  # its imports made while this process imports torch, composes, trains
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
         streams.err(
