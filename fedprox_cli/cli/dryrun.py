@@ -148,9 +148,10 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
         return f"running now ({running}): refused", T
     composed = config()
     cfg = typed(composed)
-    start = run_folder.resume_point(cfg, Record.of(composed), folder)
+    held = run_folder.read(folder)
+    start = run_folder.resume_point(cfg, Record.of(composed), held)
     if start is True:
-        why = code_record.stale(folder, cfg)
+        why = code_record.stale(held.code, cfg)
         return (
             f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
             if why
