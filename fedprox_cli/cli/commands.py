@@ -19,7 +19,7 @@ program, the console script or ``python -m fedprox_cli``, before any exit hook w
 registered): once the command has its exit code, the process ends as Python ends it (its
 threads joined, every exit hook run: logging's, the temporary folders', torch's,
 multiprocessing's) except for the interpreter's teardown of its modules, which is skipped
-(:func:`_end`: about 0.5 s of CPU with torch loaded, docs/performance.md "Start-up"). A caller
+(:func:`_end`: 0.3-0.5 s of wall time with torch loaded, docs/performance.md "Start-up"). A caller
 in Python keeps its process and its exit as they are.
 """
 
