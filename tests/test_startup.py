@@ -75,6 +75,19 @@ def test_a_tiny_run_imports_only_what_it_uses(tmp_path):
     }
 
 
+def test_a_runs_figure_is_drawn_without_pandas():
+    """The drawing process (cli/drawer.py) draws metrics.png reading metrics.csv with numpy:
+    pandas' import was most of its first figure's time."""
+    code = (
+        "import sys; from fedprox_cli.analysis import run_figures; run_figures.warm_up(); "
+        "print('matplotlib' in sys.modules, 'pandas' in sys.modules)"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=120
+    )
+    assert p.stdout.split() == ["True", "False"], p.stderr
+
+
 def test_loading_a_dataset_does_not_import_torchvision(tmp_path):
     mnist_files(tmp_path)
     code = (
