@@ -76,11 +76,9 @@ def _end() -> None:
     raised: a bug's traceback) Python ends it as usual."""
     if not _CODE:
         return
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass  # closed or broken: never the exit code's concern (streams.guard)
+    from ..common import streams
+
+    streams.flush()  # a closed or broken stream: never the exit code's concern
     os._exit(_CODE[-1])
 
 
