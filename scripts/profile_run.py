@@ -4,7 +4,8 @@ line of seconds (wall) per phase; ``scripts/bench_peers.py`` prints it as the pr
 bounds a goal it does not meet.
 
 Phases (none inside another): ``import torch``; ``import fedprox_cli`` (the CLI and what it
-imports before Hydra runs); Hydra's ``composition`` (once for a run: config/compose_once.py;
+imports before Hydra runs, the drawing process's start, made before torch loads as the command
+makes it); Hydra's ``composition`` (once for a run: config/compose_once.py;
 once more for the validation's reference config where an override deletes something);
 ``data`` (loading the dataset); ``data fingerprint`` (the digest of the loaded arrays that a
 re-run compares: runs/provenance.py); ``engine choice`` (``engine=auto`` / ``compile=auto``:
@@ -24,7 +25,13 @@ import sys
 import time
 
 START = time.perf_counter()
+from fedprox_cli.cli import drawer  # noqa: E402
+
+drawer.start()  # as the fedrun command starts it: before torch loads (cli/main.py)
+DRAWER = time.perf_counter() - START
 import torch  # noqa: E402,F401
+
+TORCH = time.perf_counter() - START - DRAWER
 
 PHASES = {  # phase: (module, qualified name) of the calls timed
     "composition": [("hydra._internal.config_loader_impl", "ConfigLoaderImpl.load_configuration")],
@@ -42,11 +49,11 @@ PHASES = {  # phase: (module, qualified name) of the calls timed
 
 
 def main() -> None:
-    seconds = {"import torch": time.perf_counter() - START}
+    seconds = {"import torch": TORCH}
     started = time.perf_counter()
     from fedprox_cli.cli import main as cli
 
-    seconds["import fedprox_cli"] = time.perf_counter() - started
+    seconds["import fedprox_cli"] = DRAWER + time.perf_counter() - started
     active: list[str] = []  # the phase being timed (a nested call counts for the outer one)
 
     def timer(phase: str, fn):

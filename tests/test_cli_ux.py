@@ -45,9 +45,9 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     )
     assert code == 0, err
     lines = [line for line in err.splitlines() if line.strip()]
-    assert [PROGRESS.match(line).groups() for line in lines] == [("2", "4"), ("4", "4")], err
+    # round 4's line is left to the closing line, which follows at once
+    assert [PROGRESS.match(line).groups() for line in lines] == [("2", "4")], err
     m = pd.read_csv(run / "metrics.csv").iloc[-1]
-    assert f"acc {m['test_acc']:.4f}" in lines[-1]
     (summary,) = [line for line in out.splitlines() if line.startswith("fedrun: summary:")]
     assert summary.startswith(
         f"fedrun: summary: finished, 4/4 rounds: test acc {m['test_acc']:.4f}, "
@@ -58,6 +58,7 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     log = (run / "fedrun.log").read_text()
     for line in lines + [summary]:
         assert line in log  # every line also in the run's log, time-stamped
+    assert re.search(rf"fedrun: round 4/4, .*, acc {m['test_acc']:.4f}$", log, re.M), log
 
     # a dry run of the extension says what the run would do, and changes nothing
     before = {f.name: f.read_bytes() for f in run.iterdir() if f.is_file()}
@@ -82,8 +83,8 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     } == before  # 2 rounds x K n; round 6
 
     # the same command with T extended: resumes, and says so; a progress line comes at the first
-    # evaluation whatever progress_every_s (default 30 s), the next ones 5 s later or more (round
-    # 8's, within 5 s, is left to the closing line)
+    # evaluation whatever progress_every_s (default 30 s), the next ones 5 s later or more; round
+    # 8's is left to the closing line
     code, out, err = to_files(
         tmp_path,
         *TINY,
@@ -94,9 +95,8 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
         f"hydra.run.dir={run}",
     )
     assert code == 0, err
-    line, first, *later = [x for x in err.splitlines() if x.strip()]
+    line, first = [x for x in err.splitlines() if x.strip()]
     assert PROGRESS.match(first).groups() == ("6", "8"), err
-    assert all(PROGRESS.match(x).groups() == ("8", "8") for x in later), err  # a slow round 8
     assert re.fullmatch(
         rf"fedrun: resuming {re.escape(str(run))} from round 4 of 8 \(checkpoint of "
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)",
@@ -114,7 +114,7 @@ def test_sweep_ends_with_report_and_job_table(tmp_path):
         "model=mlp",
         "model.hidden=16",
         "B=16",
-        "T=3",
+        "T=6",
         "eval_every=3",
         "algorithm.beta=0.01,1e3",
         "progress_every_s=0",
@@ -122,16 +122,16 @@ def test_sweep_ends_with_report_and_job_table(tmp_path):
         cwd=tmp_path,
     )  # 1e3: NaN by round 3
     assert p.returncode == EXIT["diverged"], p.stderr
-    assert re.search(r"^fedrun: job 0: round 3/3, ", p.stderr, re.M), (
-        p.stderr
-    )  # jobs may interleave
+    assert re.search(r"^fedrun: job 0: round 3/6, ", p.stderr, re.M), p.stderr
     # the diverged job's evaluation is said by its one divergence line, not a progress line
     assert not re.search(r"^fedrun: job 1: round", p.stderr, re.M), p.stderr
-    assert re.search(r"^fedrun: diverged: objective is nan after round 3", p.stderr, re.M)
+    assert re.search(r"^fedrun: job 1: diverged: objective is nan after round 3", p.stderr, re.M)
     # one closing line per job, printed by the launching process before its report
     report = p.stdout.index("sweep: 1 of 2 jobs finished")
-    closing = re.findall(r"^fedrun: job (\d): summary: (\w+), 3/3 rounds", p.stdout[:report], re.M)
-    assert sorted(closing) == [("0", "finished"), ("1", "diverged")], p.stdout
+    closing = re.findall(
+        r"^fedrun: job (\d): summary: (\w+), (\d/6) rounds", p.stdout[:report], re.M
+    )
+    assert sorted(closing) == [("0", "finished", "6/6"), ("1", "diverged", "3/6")], p.stdout
     assert "fedrun: summary: " not in p.stdout, p.stdout  # not a second time by the job
     head, *rows = p.stdout[p.stdout.index("sweep: 1 of 2 jobs finished") :].splitlines()[1:]
     assert head.split() == [
@@ -147,7 +147,7 @@ def test_sweep_ends_with_report_and_job_table(tmp_path):
     ]
     jobs = job_folders(sweep)
     acc = pd.read_csv(jobs[0] / "metrics.csv")["test_acc"].iloc[-1]
-    assert rows[0].split()[:4] == [jobs[0].name, "finished", "3/3", f"{acc:.4f}"]
+    assert rows[0].split()[:4] == [jobs[0].name, "finished", "6/6", f"{acc:.4f}"]
     assert rows[0].split()[-1] == "algorithm.beta=0.01"  # only the override that differs
     assert rows[1].split()[:2] == [jobs[1].name, "diverged"] and rows[1].split()[-1].startswith(
         "algorithm.beta=1"

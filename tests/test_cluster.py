@@ -202,7 +202,7 @@ def test_scontrol_requeue_resumes_to_the_same_metrics(tmp_path, reference):
     assert "sweep: 1 of 1 jobs finished" in out
     assert "Traceback" not in err
     logs = submitit_logs(sweep)
-    assert "fedrun: job 0 stopped by SIGTERM" in logs and "interrupted after round" in logs
+    assert "fedrun: job 0: stopped by SIGTERM" in logs and "interrupted after round" in logs
     assert summary(job_folders(sweep)[0])["status"] == "finished"
     same_metrics(job_folders(sweep)[0], ref)
 
@@ -234,7 +234,9 @@ def test_time_limit_requeues_and_resumes(tmp_path):
         "checkpoint_every=50",
         "progress_every_s=0",
     )
-    resumed = re.compile(r"fedrun: resuming .* from round (\d+) .*\n(?:.*\n)*fedrun: job 0: round ")
+    resumed = re.compile(
+        r"fedrun: job 0: resuming .* from round (\d+) .*\n(?:.*\n)*fedrun: job 0: round "
+    )
     try:
         _wait_rows(sweep, 1, timeout=240)  # training, with its handlers
         job = next(d.name for d in (sweep / ".submitit").iterdir() if d.name.isdigit())
@@ -253,7 +255,9 @@ def test_time_limit_requeues_and_resumes(tmp_path):
     assert "Caught signal SIGUSR2" in logs and "Requeued job" in logs, logs[-3000:]
     m = resumed.search(logs)
     assert m, logs[-3000:]
-    assert f"fedrun: interrupted after round {m.group(1)};" in logs  # no round lost to the requeue
+    assert (
+        f"fedrun: job 0: interrupted after round {m.group(1)};" in logs
+    )  # no round lost to the requeue
     assert summary(job_folders(sweep)[0])["status"] == "interrupted"  # the scancel, after it
 
 

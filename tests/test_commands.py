@@ -149,3 +149,61 @@ def test_ctrl_c_while_an_analysis_command_reads_runs_is_one_line(tmp_path, prog)
         check=False,
     )
     assert (p.returncode, p.stderr) == (130, f"{prog}: interrupted\n")
+
+
+ENDING = """
+import atexit, importlib.abc, os, sys
+from fedprox_cli.cli import commands
+class Torn:  # a module's object: deleted by the interpreter's teardown of the modules
+    def __del__(self, open=open):  # builtins may be gone by then
+        open("torn down", "w").close()
+torn = Torn()
+def hook():
+    atexit.register(lambda: open("exit hook ran", "w").close())
+class At(importlib.abc.MetaPathFinder):  # the hook registered as the command loads its help
+    def find_spec(self, name, path=None, target=None):
+        if name == "fedprox_cli.cli.help":
+            sys.meta_path.remove(self)
+            hook()
+sys.argv = ["fedrun", "--help"]
+def in_python():
+    try:
+        commands.fedrun()
+    except SystemExit as e:
+        print("caught", e.code)
+    sys.exit(7)
+caller = os.environ["CALLER"]
+if caller == "in Python":
+    sys.meta_path.insert(0, At())
+    in_python()
+else:
+    hook() if caller == "main program, a hook before" else sys.meta_path.insert(0, At())
+    commands.fedrun()
+"""
+
+
+def test_a_commands_process_ends_without_the_interpreters_teardown(tmp_path):
+    """Called by the main program's top level (the console script, python -m fedprox_cli), a
+    command ends its process once it has its exit code: every exit hook run, its output whole,
+    the modules not torn down (cli/commands.py). Where an exit hook was registered before the
+    command started (it would run after the command's), or called from Python (the caller's
+    process and exit code are its own), the process ends as usual."""
+    ended = {}
+    for caller in ("main program", "main program, a hook before", "in Python"):
+        folder = tmp_path / str(len(ended))
+        folder.mkdir()
+        p = subprocess.run(
+            [sys.executable, "-c", ENDING],
+            cwd=folder,
+            env=child_env(CALLER=caller),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        ended[caller] = (p.returncode, p.stdout, p.stderr, (folder / "torn down").exists())
+        assert (folder / "exit hook ran").exists(), caller
+    code, out, err, torn = ended["main program"]
+    assert (code, err, torn) == (0, "", False)
+    assert out.startswith("fedrun trains a model") and len(out) > 2000
+    assert ended["main program, a hook before"] == (0, out, "", True)
+    assert ended["in Python"] == (7, out + "caught 0\n", "", True)

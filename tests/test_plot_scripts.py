@@ -968,6 +968,45 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
     assert (run / "metrics.png").stat().st_size > 0
 
 
+TABLES = {
+    "numbers": "round,train_loss,test_acc\n0,2.3,0.1\n1,0.5,0.8\n",
+    "diverged": "round,train_loss,objective,test_acc\n0,2.3,2.3,0.1\n1,inf,-inf,0.1\n2,nan,nan,0.2\n",
+    "an empty cell": "round,train_loss,test_acc\n0,2.3,\n1,0.5,0.8\n",
+    "one column": "round\n0\n1\n",
+    "a column twice": "round,test_acc,test_acc\n0,0.1,0.2\n",
+    "spaces": "round,train_loss\n0, 2.5 \n",
+}
+BAD_TABLES = {
+    "cut": "round,train_loss\n0,2.3\n1\n",
+    "not a number": "round,train_loss\n0,abc\n",
+    "empty": "",
+    "no round": "train_loss\n0.5\n",
+    "no end of line": "round,train_loss\n0,2.3",
+}
+
+
+@pytest.mark.parametrize("text", TABLES.values(), ids=TABLES)
+def test_the_figures_reader_reads_metrics_as_the_tables_do(tmp_path, text):
+    """metrics.png's reader (numpy, no pandas: run_files.read_metric_columns) gives the numbers
+    read_metrics gives, model metrics blanked where the loss is not finite."""
+    (tmp_path / "metrics.csv").write_text(text)
+    table, columns = run_files.read_metrics(tmp_path), run_files.read_metric_columns(tmp_path)
+    assert list(columns) == list(dict.fromkeys(table.columns))
+    for c, values in columns.items():
+        expected = table[c] if table[c].ndim == 1 else table[c].iloc[:, -1]
+        np.testing.assert_array_equal(values, np.asarray(expected, float))
+
+
+@pytest.mark.parametrize("text", BAD_TABLES.values(), ids=BAD_TABLES)
+def test_the_figures_reader_refuses_what_the_tables_refuse(tmp_path, text):
+    (tmp_path / "metrics.csv").write_text(text)
+    with pytest.raises(run_files.RunFileError) as table:
+        run_files.read_metrics(tmp_path)
+    with pytest.raises(run_files.RunFileError) as columns:
+        run_files.read_metric_columns(tmp_path)
+    assert str(columns.value) == str(table.value)
+
+
 def test_per_seed_order_counts_each_seed_and_pair(tmp_path):
     """scripts/per_seed.py --order: an ordering that holds in the means but not in every seed."""
     ends = {

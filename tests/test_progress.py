@@ -44,6 +44,8 @@ def test_lines_come_at_the_first_evaluation_then_at_doubling_intervals(monkeypat
     for done in range(1, 4):
         every.evaluated(done, ROW)  # no time passes: every evaluation still gets its line
     assert len(said) == 3
+    every.evaluated(10, ROW)  # round T: the closing line follows and says it
+    assert len(said) == 3 and every.latest.startswith("round 3/10")
 
 
 def test_a_job_is_watched_only_where_its_stderr_is_the_watchers(monkeypatch, tmp_path):
@@ -84,6 +86,7 @@ def _check_lines(p, T: int) -> None:
         assert start in p.stderr.splitlines(), p.stderr
         lines = re.findall(rf"^fedrun: job {job}: {PROGRESS}$", p.stderr, re.M)
         assert lines and lines[0][1] == str(T), p.stderr
+        assert all(done != str(T) for done, _ in lines), p.stderr  # round T: the closing line
         closing = re.findall(
             rf"^fedrun: job {job}: summary: finished, {T}/{T} rounds", p.stdout, re.M
         )
@@ -92,7 +95,7 @@ def _check_lines(p, T: int) -> None:
     jobs = [ln for ln in p.stderr.splitlines() if ln.startswith("fedrun: job")]
     assert len(jobs) == len(set(jobs)), p.stderr  # each line once: not by the job and the watcher
     known = re.compile(
-        rf"^fedrun: (job \d: ({PROGRESS}|started, .*|resumed at .*)|engine: .*|compile: .*)$"
+        rf"^fedrun: job \d: ({PROGRESS}|started, .*|resumed at .*|engine: .*|compile: .*)$"
     )
     stray = [ln for ln in p.stderr.splitlines() if ln.strip() and not known.match(ln)]
     assert not stray, p.stderr

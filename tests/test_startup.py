@@ -20,18 +20,25 @@ from fedprox_cli.data import cache
 
 PROBE = """import json, sys
 sys.argv = ["fedrun", *sys.argv[1:]]
-from fedprox_cli.cli import main
+from fedprox_cli.cli import drawer, main
 plot_time = set(sys.modules)
+start, at_drawer = drawer.start, []
+def started():
+    at_drawer.extend(sys.modules)
+    start()
+drawer.start = started
 try:
     main.main()
 except SystemExit as e:
     code = e.code
-json.dump({"code": code, "loaded": sorted(sys.modules), "at_import": sorted(plot_time)}, sys.stderr)
+json.dump({"code": code, "loaded": sorted(sys.modules), "at_import": sorted(plot_time),
+           "at_drawer": sorted(at_drawer)}, sys.stderr)
 """
 
 
 def probe_run(tmp_path, name, *args) -> dict:
-    """The modules a fedrun process loaded (at the end, and after importing the CLI)."""
+    """The modules a fedrun process loaded (at the end, after importing the CLI, and as it
+    started its drawing process)."""
     p = subprocess.run(
         [sys.executable, "-c", PROBE, *args, f"hydra.run.dir={tmp_path / name}"],
         cwd=tmp_path,
@@ -59,11 +66,26 @@ def test_a_tiny_run_imports_only_what_it_uses(tmp_path):
     for unused in ("sklearn", "torchvision", "pandas", "scipy", "torch._dynamo", "matplotlib"):
         assert unused not in loaded, f"a tiny run imported {unused}"
     assert (tmp_path / "again" / "metrics.png").is_file()  # drawn by the drawing process
+    # the drawing process starts before torch loads: its imports and warm-up overlap torch's
+    assert again["at_drawer"] and "torch" not in again["at_drawer"]
     assert not {
         m
         for m in again["at_import"]
         if m.split(".")[0] in ("matplotlib", "pandas", "torchvision", "sklearn")
     }
+
+
+def test_a_runs_figure_is_drawn_without_pandas():
+    """The drawing process (cli/drawer.py) draws metrics.png reading metrics.csv with numpy:
+    pandas' import was most of its first figure's time."""
+    code = (
+        "import sys; from fedprox_cli.analysis import run_figures; run_figures.warm_up(); "
+        "print('matplotlib' in sys.modules, 'pandas' in sys.modules)"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], env=child_env(), capture_output=True, text=True, timeout=120
+    )
+    assert p.stdout.split() == ["True", "False"], p.stderr
 
 
 def test_loading_a_dataset_does_not_import_torchvision(tmp_path):

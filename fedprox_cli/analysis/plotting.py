@@ -388,7 +388,7 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     (log y) against round, each panel with its y label. A run with non-finite values (diverged)
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
-    df = {c: np.asarray(v, float) for c, v in run_files.read_metrics(run_dir).items()}
+    df = run_files.read_metric_columns(run_dir)
     rounds = df["round"]
     losses = [df[c] for c in ("train_loss", "objective") if c in df]
     bad = (

@@ -13,25 +13,47 @@ never changes the exit code). So from the first instant:
   and status) takes over once it runs;
 - a package that is not installed is one line naming it and how to install it, exit code 2
   (:func:`dependencies.missing`), as is memory that ran out while loading a library.
+
+And its last, where the command is the process's (called by the top level of its main
+program, the console script or ``python -m fedprox_cli``, before any exit hook was
+registered): once the command has its exit code, the process ends as Python ends it (its
+threads joined, every exit hook run: logging's, the temporary folders', torch's,
+multiprocessing's) except for the interpreter's teardown of its modules, which is skipped
+(:func:`_end`: 0.3-0.5 s of wall time with torch loaded, docs/performance.md "Start-up"). A caller
+in Python keeps its process and its exit as they are.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
 import sys
 
 from ..common import signals
 
+_CODE: list[int] = []  # the command's exit code, once it has one (read by _end)
+
 
 def _command(prog: str, module: str, function: str = "main") -> None:
     """Run ``function`` of ``module`` (in this package) as the command ``prog``; exit with the
-    code it returns. The handlers come first, before anything else is imported."""
+    code it returns (or exits with). The handlers come first, before anything else is imported."""
     signals.stops_interrupt()
+    caller = sys._getframe(2)  # the caller of fedrun(), report(), ...
+    process = (
+        caller.f_code.co_name == "<module>"
+        and caller.f_globals.get("__name__") == "__main__"
+        and not atexit._ncallbacks()  # a hook registered before would run after _end
+    )
+    if process:
+        atexit.register(_end)  # the first exit hook registered: the last to run
     try:
         from ..common import streams
 
         streams.guard()
         code = getattr(importlib.import_module(f"{__package__}.{module}"), function)()
+    except SystemExit as e:  # the command's own exit (fedrun's main)
+        code = e.code
     except KeyboardInterrupt:
         code = _fault(prog, "interrupted", "interrupted")
     except Exception as e:  # before the command's own handling: its imports
@@ -42,7 +64,22 @@ def _command(prog: str, module: str, function: str = "main") -> None:
         if line is None:
             raise  # a bug
         code = _fault(prog, f"error: {line}", "error")
+    if process and (isinstance(code, int) or code is None):
+        _CODE.append(code or 0)
     sys.exit(code)
+
+
+def _end() -> None:
+    """The process's last exit hook: with the command's exit code known, flush the output
+    streams and end the process now, without the interpreter's teardown of its modules (every
+    other hook has run, every thread not a daemon has ended). Without a code (the command
+    raised: a bug's traceback) Python ends it as usual."""
+    if not _CODE:
+        return
+    from ..common import streams
+
+    streams.flush()  # a closed or broken stream: never the exit code's concern
+    os._exit(_CODE[-1])
 
 
 def _fault(prog: str, line: str, status: str) -> int:

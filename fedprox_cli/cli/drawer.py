@@ -1,12 +1,13 @@
 """The end-of-run figures drawn beside the run. The ``fedrun`` command starts a drawing process
-(:func:`start`) as its run starts: that process imports matplotlib and the plotting code while
-the run composes its config, loads its data and trains, on another core, draws a throwaway
-figure (:func:`run_figures.warm_up`: the first figure's one-time costs), then waits. When the
-run ends, :func:`figures` hands it the run folder and the config and waits for the drawing
-alone. A fault of the drawing comes back as the exception it was (an ``OSError`` with its errno
-and file name, a :class:`UserError` with its line), so the run's status and line say it as if
-drawn in the run's own process -- which is where the figures are drawn when no drawing process
-answers (a caller in Python, a start that failed, a process that died)."""
+(:func:`start`) as its run starts, before torch loads: that process imports matplotlib and the
+plotting code while the run imports torch, composes its config, loads its data and trains, on
+another core, draws a throwaway figure (:func:`run_figures.warm_up`: the first figure's
+one-time costs), then waits. When the run ends, :func:`figures` hands it the run folder and the
+config and waits for the drawing alone. A fault of the drawing comes back as the exception it
+was (an ``OSError`` with its errno and file name, a :class:`UserError` with its line), so the
+run's status and line say it as if drawn in the run's own process -- which is where the
+figures are drawn when no drawing process answers (a caller in Python, a start that failed, a
+process that died)."""
 
 from __future__ import annotations
 

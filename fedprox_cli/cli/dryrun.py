@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -33,9 +33,11 @@ from ..common.errors import EXIT, UserError
 from ..common.package import CONF_DIR
 from ..config import extras, schedule
 from ..config.compose import reference_config
-from ..config.jobs import Job, jobs
 from ..runs.progress import duration
 from .jobtable import align, differing
+
+if TYPE_CHECKING:  # a job's config holds torch's types: torch loads when jobs are listed
+    from ..config.jobs import Job
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
 
@@ -146,9 +148,10 @@ def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str,
         return f"running now ({running}): refused", T
     composed = config()
     cfg = typed(composed)
-    start = run_folder.resume_point(cfg, Record.of(composed), folder)
+    held = run_folder.read(folder)
+    start = run_folder.resume_point(cfg, Record.of(composed), held)
     if start is True:
-        why = code_record.stale(folder, cfg)
+        why = code_record.stale(held.code, cfg)
         return (
             f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
             if why
@@ -235,6 +238,7 @@ def dry_run(overrides: list[str], multirun: bool, show_cfg: bool = False) -> int
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
+    from ..config.jobs import jobs
     from .faults import one_line
 
     try:

@@ -224,10 +224,12 @@ def text() -> str:
     out += textwrap.wrap(
         "Progress: a bar on a terminal, otherwise a line at the first evaluation, "
         "then 5 s later and at doubling intervals up to every progress_every_s "
-        "seconds (stderr and the run's fedrun.log); every run ends with a summary "
+        "seconds (stderr and the run's fedrun.log; round T's is left to the closing "
+        "line); every run ends with a summary "
         "line (status, test accuracy, objective, stationarity, training time, "
         "folder). A sweep's jobs, under any launcher: the launching process prints "
-        "each job's start, progress and summary lines (\"fedrun: job 3: ...\"), "
+        "each job's start, progress and summary lines, and whatever else a job says "
+        "carries its number (\"fedrun: job 3: ...\"), "
         "then its report and a table of its jobs.",
         100,
         break_on_hyphens=False,

@@ -117,16 +117,17 @@ def _job(composed: DictConfig) -> float:
     console.errors.clear()
     started, reason = time.time(), ""
     noted = len(signals.received)
-    try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
-        code = _run(hc, composed, out, progress=watch.bars(hc.launcher._target_))
-    except Exception as e:  # outside the run's own handling: one line, the sweep goes on
-        said = len(console.errors)
-        code = fault(e)
-        reason = console.errors[-1] if len(console.errors) > said else _crash_reason(e)
-    except KeyboardInterrupt:  # stopped before the run began (its modules loading): no folder
-        if not multirun:
-            _remove_made(out)
-        raise
+    with console.as_job(f"job {hc.job.num}" if multirun else ""):
+        try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
+            code = _run(hc, composed, out, progress=watch.bars(hc.launcher._target_))
+        except Exception as e:  # outside the run's own handling: one line, the sweep goes on
+            said = len(console.errors)
+            code = fault(e)
+            reason = console.errors[-1] if len(console.errors) > said else _crash_reason(e)
+        except KeyboardInterrupt:  # stopped before the run began (its modules loading): no folder
+            if not multirun:
+                _remove_made(out)
+            raise
     if not multirun:
         _remove_made(out)  # Hydra made it for a refused run: nothing was written
     if multirun:
@@ -432,7 +433,7 @@ def _fedrun(call: _Call) -> int:
     if early is not None:
         return early
     if call.command and not _NO_RUN.intersection(sys.argv[1:]):
-        drawer.start()  # its imports made while this process composes, loads and trains
+        drawer.start()  # its imports made while this process imports torch, composes, trains
     empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
     if empty:
         streams.err(

@@ -96,7 +96,7 @@ class _JobSide:
                 # job ran out of requeues (max_num_timeout)
                 handler(first, None)
             streams.err(
-                f"fedrun: job {job_num} stopped by {signal.Signals(first).name}; SLURM decides "
+                f"fedrun: job {job_num}: stopped by {signal.Signals(first).name}; SLURM decides "
                 "what follows (a requeued job resumes from its checkpoint)"
             )
             raise SystemExit(128 + first)  # no result file: the launcher goes by SLURM's state

@@ -16,13 +16,15 @@ from .clock import now
 from .files import open_file
 
 _logs: list[Path] = []
+_labels: list[str] = []  # the job saying it (a sweep's parallel jobs' lines interleave)
 errors: list[str] = []  # the messages said as errors (a sweep's job record takes the last)
 
 
 def say(message: str, kind: str = "", stream: TextIO | None = None) -> None:
-    """Print ``fedrun: [kind: ]message`` (stderr by default) and append it to the run's log; an
-    error said while an exception is handled gets its traceback first with ``FEDRUN_DEBUG=1``."""
-    line = f"fedrun: {kind}: {message}" if kind else f"fedrun: {message}"
+    """Print ``fedrun: [job N: ][kind: ]message`` (stderr by default; ``job N`` inside a job of
+    a sweep, :func:`as_job`) and append it to the run's log; an error said while an exception is
+    handled gets its traceback first with ``FEDRUN_DEBUG=1``."""
+    line = _prefixed(f"{kind}: {message}" if kind else message)
     handled = sys.exc_info()[1]
     if kind == "error" and handled is not None:  # said while handling it: FEDRUN_DEBUG's traceback
         streams.trace(handled)
@@ -33,8 +35,24 @@ def say(message: str, kind: str = "", stream: TextIO | None = None) -> None:
 
 
 def log_only(message: str) -> None:
-    """Append ``fedrun: message`` to the run's log without printing it (a terminal shows a bar)."""
-    _append(f"fedrun: {message}")
+    """Append ``fedrun: [job N: ]message`` to the run's log without printing it (a terminal
+    shows a bar, or the closing line says it)."""
+    _append(_prefixed(message))
+
+
+def _prefixed(message: str) -> str:
+    return f"fedrun: {_labels[-1]}: {message}" if _labels and _labels[-1] else f"fedrun: {message}"
+
+
+@contextmanager
+def as_job(label: str) -> Iterator[None]:
+    """Inside the block every line said carries ``label`` (``job 3``; ``""``: none), whichever
+    module says it."""
+    _labels.append(label)
+    try:
+        yield
+    finally:
+        _labels.pop()
 
 
 def _append(line: str) -> None:

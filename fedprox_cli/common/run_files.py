@@ -33,7 +33,7 @@ from __future__ import annotations
 import csv
 import io
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,13 +117,17 @@ def unfit_rows(table: Any) -> tuple[np.ndarray, list[str]]:
     return bad, [c for c in table if c not in COUNTERS and c not in losses]
 
 
-def model_metrics_only(df: pd.DataFrame) -> pd.DataFrame:
-    """A metrics table whose model metrics are blanked (NaN) in the rows of :func:`unfit_rows`.
-    The counters and the losses themselves (nan or inf, as recorded) stay."""
+def model_metrics_only(df: Any) -> Any:
+    """A metrics table (a DataFrame or a dict of columns) whose model metrics are blanked (NaN)
+    in the rows of :func:`unfit_rows`. The counters and the losses themselves (nan or inf, as
+    recorded) stay."""
     bad, models = unfit_rows(df)
-    if bad.any():
-        df = df.copy()
-        df.loc[bad, models] = np.nan
+    if not bad.any():
+        return df
+    if isinstance(df, dict):
+        return {c: np.where(bad, np.nan, v) if c in models else v for c, v in df.items()}
+    df = df.copy()
+    df.loc[bad, models] = np.nan
     return df
 
 
@@ -178,7 +182,9 @@ def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame
     return df
 
 
-def _metrics(folder: Path) -> pd.DataFrame:
+def _metrics(folder: Path, table: Callable[[bytes, list[str], Iterable[str]], Any] = _table) -> Any:
+    """``metrics.csv`` checked (:func:`_checked`) and read by ``table`` (default :func:`_table`:
+    a DataFrame), its model metrics blanked where the loss is not finite."""
     path = folder / METRICS
     try:
         data = guarded.read_bytes(path, guarded.TABLE_BYTES)
@@ -189,7 +195,7 @@ def _metrics(folder: Path) -> pd.DataFrame:
         header = _checked(guarded.lines(path, data))
         if "round" not in header:
             raise RunFileError(f"{METRICS} has no column 'round' (columns: {', '.join(header)})")
-        table = _table(data, header, guarded.lines(path, data))
+        read = table(data, header, guarded.lines(path, data))
     except (RunFileError, FileNotFoundError, NotADirectoryError):
         raise
     except guarded.Unreadable as e:
@@ -200,7 +206,7 @@ def _metrics(folder: Path) -> pd.DataFrame:
         raise RunFileError(
             f"{METRICS} holds a value that is not a number ({first_line(e)})"
         ) from None
-    return model_metrics_only(table)
+    return model_metrics_only(read)
 
 
 def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> pd.DataFrame:
@@ -217,6 +223,26 @@ def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> pd.Data
         if strict:
             raise
         return pd.DataFrame()
+
+
+def read_metric_columns(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """``metrics.csv`` as one float array per column, read and checked as :func:`read_metrics`
+    (strict) reads it, without pandas: a run's figure is drawn without loading it."""
+    columns: dict[str, np.ndarray] = _metrics(Path(folder), _columns)
+    return columns
+
+
+def _columns(data: bytes, header: list[str], lines: Iterable[str]) -> dict[str, np.ndarray]:
+    """The checked rows of a metrics.csv as float columns: numpy's C reader, or cell by cell
+    (``float``; an empty cell NaN) where it refuses a cell; a value that is not a number raises
+    ``ValueError``. A column named twice: its last."""
+    try:
+        table = np.loadtxt(lines, delimiter=",", skiprows=1, dtype=float, comments=None, ndmin=2)
+    except ValueError:
+        _, *rows = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
+        cells = [[float(c) if c.strip() else np.nan for c in row] for row in rows]
+        table = np.array(cells, dtype=float).reshape(len(cells), len(header))
+    return {c: table[:, i] for i, c in enumerate(header)}
 
 
 SUMMARY_TYPES = {

@@ -155,6 +155,13 @@ def err(text: str) -> None:
     line(sys.stderr, text)
 
 
+def flush() -> None:
+    """Flush stdout and stderr (a process that ends without Python's own flush at exit); never
+    raises."""
+    _safe(sys.stdout).flush()
+    _safe(sys.stderr).flush()
+
+
 def identity(stream: IO[str] | None = None) -> str:
     """``device:inode`` of the file, pipe or terminal behind ``stream`` (default: stderr; ``""``
     for none: closed, or not a file, as a capture in memory)."""

@@ -99,16 +99,10 @@ def mixed(records: list[dict]) -> list[str]:
     ]
 
 
-def stale(out, cfg) -> list[str]:
-    """:func:`changed` between the code recorded in ``out``'s summary.json and the code the
+def stale(recorded: dict | None, cfg) -> list[str]:
+    """:func:`changed` between the code ``recorded`` in a run's summary.json and the code the
     typed config ``cfg`` would run now: a finished run made by other code is stale."""
-    from ..common.run_files import read_summary
-
-    try:
-        recorded = read_summary(out).get("code")
-    except (OSError, ValueError):
-        return []
-    return changed(recorded, of_config(cfg))
+    return changed(recorded, of_config(cfg)) if recorded else []
 
 
 def stale_line(out, why: list[str]) -> str:

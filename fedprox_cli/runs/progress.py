@@ -8,9 +8,9 @@ evaluation), from then on every ``progress_every_s`` seconds (:class:`Progress`)
 
     fedrun: round 40/100, 1m12s elapsed, ~1m48s left; loss 0.3412, objective 0.3501, acc 0.9120
 
-(``fedrun: job 3: round ...`` in a job of a sweep). "elapsed" is the wall clock since the rounds
-began, evaluations and checkpoints included; the closing line's "training Ns (rounds only)" is
-metrics.csv's ``time_s``, the rounds' computation alone.
+(``fedrun: job 3: round ...`` in a job of a sweep: :func:`console.as_job`). "elapsed" is the
+wall clock since the rounds began, evaluations and checkpoints included; the closing line's
+"training Ns (rounds only)" is metrics.csv's ``time_s``, the rounds' computation alone.
 
 Each line goes to the run folder's ``fedrun.log`` and, as the run's latest, to its
 ``summary.json`` (``progress``); and to stderr through :func:`console.say`, unless a bar shows
@@ -56,20 +56,6 @@ def watched() -> bool:
     return bool(mark) and mark == streams.identity()
 
 
-def job_label() -> str:
-    """``job 3: `` inside a job of a Hydra multirun (parallel jobs' lines interleave), else
-    ``""``."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        mode = HydraConfig.get().mode if HydraConfig.initialized() else None
-        if mode is not None and mode.name == "MULTIRUN":
-            return f"job {HydraConfig.get().job.num}: "
-    except Exception:  # no Hydra config of a job (the Python API)
-        pass
-    return ""
-
-
 def progress_line(
     done: int, T: int, elapsed: float, left: float | None, row: dict, label: str = ""
 ) -> str:
@@ -85,9 +71,9 @@ def progress_line(
 
 class Progress:
     """Progress of rounds ``start``..``T``: a bar (``bar=True``) or not, and lines at the first
-    evaluation (but for the log only where that is round T: the closing line follows), then
-    after :data:`FIRST_S` seconds, doubling up to ``every_s``; ``latest``: the last line, None
-    before the first."""
+    evaluation, then after :data:`FIRST_S` seconds, doubling up to ``every_s``; one due at round
+    T goes to the log only (the closing line follows and says it); ``latest``: the last line
+    shown, None before the first."""
 
     def __init__(
         self, T: int, start: int, bar: bool, every_s: float, desc: str = "", label: str = ""
@@ -110,11 +96,12 @@ class Progress:
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{row['train_loss']:.4f}", acc=f"{row['test_acc']:.3f}")
         if self.latest is None or now - self.last >= self.wait:
-            # a run whose first evaluation is its last: the closing line says it all
-            first_is_last = self.latest is None and done >= self.T
-            self.latest = progress_line(done, self.T, elapsed, left, row, self.label)
-            shown = self.bar is None and not watched() and not first_is_last
-            (say if shown else log_only)(job_label() + self.latest)
+            line = progress_line(done, self.T, elapsed, left, row, self.label)
+            if done >= self.T:  # the closing line follows and says it all
+                log_only(line)
+                return
+            self.latest = line
+            (say if self.bar is None and not watched() else log_only)(line)
             self.last, self.wait = now, min(max(2 * self.wait, FIRST_S), self.every_s)
 
     def close(self) -> None:

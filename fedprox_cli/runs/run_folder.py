@@ -1,14 +1,15 @@
-"""A run's folder: whose it is (:func:`check_owned`), what it holds (a prior run to resume or
-keep, a start cut short), where a run in it starts (:func:`resume_point`: fresh, resumed,
-extended; rules in :mod:`checkpoint`), on the same data (:func:`fits`, :func:`same_data`), and
-the record that a run starts in it (:func:`begin`)."""
+"""A run's folder: whose it is (:func:`check_owned`), what it holds (:class:`Held`, read once:
+a prior run to resume or keep, a start cut short), where a run in it starts
+(:func:`resume_point`: fresh, resumed, extended; rules in :mod:`checkpoint`), on the same data
+(:func:`fits`, :func:`same_data`), and the record that a run starts in it (:func:`begin`)."""
 
 from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .. import data
 from ..algorithms import contract
@@ -27,31 +28,63 @@ from .experiment import Experiment, Record, split
 from .outputs import Summary, is_fedrun_summary
 
 
-def status_of(out: Path) -> str:
-    """A run folder's recorded status (``missing`` without a readable summary)."""
+@dataclass(frozen=True)
+class Held:
+    """What the run folder ``path`` holds, read once (:func:`read`; in a run's own folder after
+    :func:`recover`): its summary (``{}`` when missing or unreadable) and whether a config and
+    a checkpoint are there. A run's start decides on it; the folder is read again only for the
+    files a resume loads (the recorded config, the checkpoint)."""
+
+    path: Path
+    summary: dict[str, Any]
+    has_config: bool
+    has_checkpoint: bool
+
+    @property
+    def status(self) -> str:
+        """The recorded status (``missing`` without a readable summary)."""
+        return str(self.summary.get("status", "missing"))
+
+    @property
+    def cut_short(self) -> bool:
+        """Whether the folder holds only the start of a run that ended before it recorded its
+        config (killed, stopped): a summary ``running`` or ``interrupted``, no ``config.yaml``,
+        no checkpoint. Nothing of it trained, so a run into it starts it over. (A start refused
+        or failed, a full disk's included, says ``error``: no prior run either.)"""
+        return (
+            self.status in ("running", "interrupted")
+            and not self.has_config
+            and not self.has_checkpoint
+        )
+
+    @property
+    def prior(self) -> bool:
+        """Whether it holds a run to resume or keep: a checkpoint, or a summary whose status is
+        not ``error`` of a start that was not cut short."""
+        return self.has_checkpoint or (
+            self.status not in ("missing", "error") and not self.cut_short
+        )
+
+    @property
+    def data(self) -> dict | None:
+        """The fingerprint of the data its run trained on (:mod:`provenance`)."""
+        recorded = self.summary.get("data")
+        return recorded if isinstance(recorded, dict) else None
+
+    @property
+    def code(self) -> dict | None:
+        """The record of the code that made its run (:mod:`code_record`)."""
+        return self.summary.get("code")
+
+
+def read(out: Path) -> Held:
+    """What ``out`` holds now (:class:`Held`)."""
     try:
-        return read_summary(out)["status"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return "missing"
-
-
-def has_prior_run(out: Path) -> bool:
-    """Whether ``out`` holds a run to resume or keep: a checkpoint, or a summary whose status
-    is not ``error`` of a start that was not cut short (:func:`cut_short`)."""
-    return (out / run_files.CHECKPOINT).exists() or (
-        status_of(out) not in ("missing", "error") and not cut_short(out)
-    )
-
-
-def cut_short(out: Path) -> bool:
-    """Whether ``out`` holds only the start of a run that ended before it recorded its config
-    (killed, stopped): a summary ``running`` or ``interrupted``, no ``config.yaml``, no
-    checkpoint. Nothing of it trained, so a run into ``out`` starts it over. (A start refused
-    or failed, a full disk's included, says ``error``: no prior run either.)"""
-    return (
-        status_of(out) in ("running", "interrupted")
-        and not (out / run_files.CONFIG).exists()
-        and not (out / run_files.CHECKPOINT).exists()
+        summary = read_summary(out)
+    except (OSError, ValueError):
+        summary = {}
+    return Held(
+        out, summary, (out / run_files.CONFIG).exists(), (out / run_files.CHECKPOINT).exists()
     )
 
 
@@ -110,22 +143,24 @@ def check_owned(out: Path) -> None:
 
 
 def resume_point(
-    cfg: RunConfig, record: Record, out: Path
+    cfg: RunConfig, record: Record, held: Held
 ) -> checkpoint.Checkpoint | None | Literal[True]:
-    """How the run of ``cfg`` (its config's ``record``) starts in ``out`` (rules in
-    :mod:`checkpoint`): the checkpoint to continue from, ``None`` to start from round 0, or
-    ``True`` when the folder's run has already finished these T rounds. Refusals are
+    """How the run of ``cfg`` (its config's ``record``) starts in the folder that ``held`` read
+    (rules in :mod:`checkpoint`): the checkpoint to continue from, ``None`` to start from round
+    0, or ``True`` when the folder's run has already finished these T rounds. Refusals are
     :class:`UserError`; nothing is written."""
-    if not (cfg.resume and has_prior_run(out)):
+    if not (cfg.resume and held.prior):
         return None
+    out = held.path
     prior = checkpoint.check_same_run(out, record.resolved)
-    finished = status_of(out) == "finished"
+    finished = held.status == "finished"
     if finished and prior.get("T") == cfg.T:  # a checkpoint beside it is an extension's, stopped
         return True
-    path = out / run_files.CHECKPOINT
     ckpt = (
-        checkpoint.load(path, cfg.torch_device, checkpoint.digests(record.resolved))
-        if path.exists()
+        checkpoint.load(
+            out / run_files.CHECKPOINT, cfg.torch_device, checkpoint.digests(record.resolved)
+        )
+        if held.has_checkpoint
         else None
     )
     done = ckpt.round if ckpt else (prior["T"] if finished else 0)
@@ -137,15 +172,15 @@ def resume_point(
     if ckpt is None:
         say(f"no checkpoint in {out}; starting it over from round 0", "note")
     else:
-        _same_code(out, cfg, ckpt.round)
+        _same_code(held, cfg, ckpt.round)
     return ckpt
 
 
-def _same_code(out: Path, cfg: RunConfig, round: int) -> None:
-    """Refuse to continue the run in ``out`` from ``round`` with other code than made its rounds
+def _same_code(held: Held, cfg: RunConfig, round: int) -> None:
+    """Refuse to continue the run ``held`` from ``round`` with other code than made its rounds
     so far (:func:`code_record.stale`: an algorithm's, regularizer's, ... source changed), unless
     ``mixed_code=true``: then a note, and the run records both codes (:func:`code_history`)."""
-    why = code_record.stale(out, cfg)
+    out, why = held.path, code_record.stale(held.code, cfg)
     if not why:
         return
     require(
@@ -161,14 +196,11 @@ def _same_code(out: Path, cfg: RunConfig, round: int) -> None:
     )
 
 
-def code_history(out: Path, current: dict, round: int) -> list[dict]:
-    """The code records of the run in ``out`` continued from ``round`` by code ``current``:
+def code_history(held: Held, current: dict, round: int) -> list[dict]:
+    """The code records of the run ``held`` continued from ``round`` by code ``current``:
     ``[{"from_round": 0, "code": ...}, ...]``, one entry per code that made rounds, in order --
     one entry (its own) while the code never changed."""
-    try:
-        s = run_files.read_summary(out)
-    except (OSError, ValueError):
-        s = {}
+    s = held.summary
     history = s.get("code_history") or (
         [{"from_round": 0, "code": s["code"]}] if s.get("code") else []
     )
@@ -178,9 +210,10 @@ def code_history(out: Path, current: dict, round: int) -> list[dict]:
     return history
 
 
-def recover(out: Path) -> None:
+def recover(out: Path) -> Held:
     """Clear what a killed fedrun left in ``out``, whose lock this process holds: the attempt
-    on a finished run undone (:func:`keep.recover`), the temp files of its writes deleted."""
+    on a finished run undone (:func:`keep.recover`), the temp files of its writes deleted;
+    then what ``out`` holds, read (:func:`read`)."""
     if keep.recover(out):
         say(f"a killed attempt on the finished run in {out} was undone", "note")
     gone = clear_temps(out)
@@ -192,20 +225,22 @@ def recover(out: Path) -> None:
             f"{', ...' if len(gone) > 3 else ''})",
             "note",
         )
-    if cut_short(out):
+    held = read(out)
+    if held.cut_short:
         say(f"the run in {out} ended before it recorded its config; starting it over", "note")
+    return held
 
 
-def fits(exp: Experiment, out: Path, ckpt: checkpoint.Checkpoint | None) -> None:
-    """Refuse to continue the run in ``out`` (resumed, extended) on other data than it trained
+def fits(exp: Experiment, held: Held, ckpt: checkpoint.Checkpoint | None) -> None:
+    """Refuse to continue the run ``held`` (resumed, extended) on other data than it trained
     on (:func:`provenance.check`), or from a checkpoint that cannot continue ``exp``
     (:func:`checkpoint.check_fits`)."""
-    if exp.cfg.resume and has_prior_run(out):
-        recorded = ckpt.data if ckpt is not None and ckpt.data else _recorded_data(out)
-        provenance.check(recorded, exp.fingerprint, out)
+    if exp.cfg.resume and held.prior:
+        recorded = ckpt.data if ckpt is not None and ckpt.data else held.data
+        provenance.check(recorded, exp.fingerprint, held.path)
     if ckpt is not None:
         checkpoint.check_fits(
-            out / run_files.CHECKPOINT,
+            held.path / run_files.CHECKPOINT,
             ckpt,
             contract.init(exp.alg, exp.flat.flat(), exp.cfg.n),
             exp.cfg.T,
@@ -214,13 +249,13 @@ def fits(exp: Experiment, out: Path, ckpt: checkpoint.Checkpoint | None) -> None
 
 def same_data(
     cfg: RunConfig,
-    out: Path,
+    held: Held,
     dataset: data.Dataset | None = None,
     data_fingerprint: dict | None = None,
 ) -> None:
-    """Refuse a run that has finished already in ``out`` when the data of ``cfg`` (``dataset``,
+    """Refuse a run that has finished already (``held``) when the data of ``cfg`` (``dataset``,
     default: loaded now) differ from those it trained on (:func:`provenance.check`)."""
-    recorded = _recorded_data(out)
+    recorded = held.data
     if recorded is None:
         return
     ds = dataset or data.load_config(cfg)
@@ -228,30 +263,22 @@ def same_data(
         **(data_fingerprint or provenance.of_data(ds)),
         **provenance.of_partition(split(cfg, ds)),
     }
-    provenance.check(recorded, now, out)
-
-
-def _recorded_data(out: Path) -> dict | None:
-    """The fingerprint of the data the run in ``out`` trained on, from its summary."""
-    try:
-        recorded = read_summary(out).get("data")
-    except (OSError, ValueError):
-        return None
-    return recorded if isinstance(recorded, dict) else None
+    provenance.check(recorded, now, held.path)
 
 
 def begin(
     exp: Experiment,
-    out: Path,
+    held: Held,
     ckpt: checkpoint.Checkpoint | None,
     summary: Summary,
     hydra_record: dict[str, str] | None,
 ) -> None:
-    """Record in ``out`` that the run starts (or resumes): summary, ``.hydra/``, config and
-    partition; a previous run's leftovers go when starting over."""
-    keep.protect(out, status_of(out) == "finished")  # before the first write (see keep.py)
+    """Record in the folder ``held`` read that the run starts (or resumes): summary,
+    ``.hydra/``, config and partition; a previous run's leftovers go when starting over."""
+    out = held.path
+    keep.protect(out, held.status == "finished")  # before the first write (see keep.py)
     if ckpt is not None and summary.fields.get("code"):
-        history = code_history(out, summary.fields["code"], ckpt.round)
+        history = code_history(held, summary.fields["code"], ckpt.round)
         if len(history) > 1:  # made by more than one code (mixed_code=true)
             summary.fields["code_history"] = history
     summary.fields.update(

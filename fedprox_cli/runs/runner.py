@@ -68,10 +68,11 @@ class Ladder:
 
 @dataclass
 class Start:
-    """A run ready to train: built, with the checkpoint it continues from (None: round 0)."""
+    """A run ready to train: built, its folder as read when it started, with the checkpoint it
+    continues from (None: round 0)."""
 
     exp: Experiment
-    folder: Path
+    held: run_folder.Held
     ckpt: checkpoint.Checkpoint | None
 
 
@@ -150,18 +151,18 @@ def _claim(cfg: RunConfig, out: Path, held: ExitStack) -> list[Path]:
 
 def _finished(
     cfg: RunConfig,
-    folder: Path,
+    held: run_folder.Held,
     dataset: data.Dataset | None = None,
     fingerprint: dict | None = None,
 ) -> None:
-    """Say that the run in ``folder`` has finished these T rounds (or was made by other code),
-    once its data are checked the same (:func:`run_folder.same_data`)."""
-    run_folder.same_data(cfg, folder, dataset, fingerprint)
-    why = code_record.stale(folder, cfg)
+    """Say that the run ``held`` has finished these T rounds (or was made by other code), once
+    its data are checked the same (:func:`run_folder.same_data`)."""
+    run_folder.same_data(cfg, held, dataset, fingerprint)
+    why = code_record.stale(held.code, cfg)
     say(
-        code_record.stale_line(folder, why)
+        code_record.stale_line(held.path, why)
         if why
-        else f"the run in {folder} has already finished its {cfg.T} rounds; nothing to do",
+        else f"the run in {held.path} has already finished its {cfg.T} rounds; nothing to do",
         stream=sys.stdout,
     )
 
@@ -176,14 +177,13 @@ def _one(
 ) -> int:
     """The single run ``v`` in the locked folder ``out``: started (resumed with the engine it
     began with), then trained."""
-    run_folder.recover(out)
-    prior = run_folder.has_prior_run(out)
-    fresh = None if prior else Summary(out, **provenance(command), T=v.cfg.T)
+    held = run_folder.recover(out)
+    fresh = None if held.prior else Summary(out, **provenance(command), T=v.cfg.T)
     ladder = Ladder()
     with ladder.guard(out, fresh):
-        ckpt = run_folder.resume_point(v.cfg, v.record, out)
+        ckpt = run_folder.resume_point(v.cfg, v.record, held)
         if ckpt is True:
-            _finished(v.cfg, out)
+            _finished(v.cfg, held)
             ending.say_closing(out, "finished")
             return EXIT["finished"]
         recorded = ckpt.numerics if ckpt is not None else None
@@ -195,12 +195,12 @@ def _one(
             exp.oracle.engine_choice = {"engine": engine, "source": started}
         if compiled is not None:
             exp.oracle.compile_choice = {**exp.oracle.compile_choice, "source": started}
-        run_folder.fits(exp, out, ckpt)
+        run_folder.fits(exp, held, ckpt)
     if ladder.code is not None:
         return ladder.code
     summary = Summary(out, **provenance(command), T=exp.cfg.T, code=code_record.of_config(exp.cfg))
     try:  # the run proper, once everything is built: from here on the folder records it
-        run_folder.begin(exp, out, ckpt, summary, hydra_record)
+        run_folder.begin(exp, held, ckpt, summary, hydra_record)
         rows = training.train(exp, out, progress, ckpt, summary)
     except BaseException as e:  # noqa: BLE001 (conclude sorts them out; others re-raise)
         return ending.conclude(exp, out, summary, e, plot=plot)
@@ -232,21 +232,21 @@ def _start_batch(runs: list[Validated], folders: list[Path], out: Path) -> list[
     loaded once."""
     todo, finished = [], []
     for one, folder in zip(runs, folders):
-        run_folder.recover(folder)
-        ckpt = run_folder.resume_point(one.cfg, one.record, folder)
+        held = run_folder.recover(folder)
+        ckpt = run_folder.resume_point(one.cfg, one.record, held)
         if ckpt is True:
-            finished.append((one, folder))
+            finished.append((one, held))
         else:
-            todo.append((one, folder, ckpt))
+            todo.append((one, held, ckpt))
     cfg = runs[0].cfg
     numerics.resume_with(next((c.numerics for _, _, c in todo if c), None), cfg, out)  # threads
     dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
     fingerprint = of_data(dataset)
-    for one, folder in finished:
-        _finished(one.cfg, folder, dataset, fingerprint)
+    for one, held in finished:
+        _finished(one.cfg, held, dataset, fingerprint)
     starts = []
-    for one, folder, ckpt in todo:
+    for one, held, ckpt in todo:
         exp = experiment.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint)
-        run_folder.fits(exp, folder, ckpt)
-        starts.append(Start(exp, folder, ckpt))
+        run_folder.fits(exp, held, ckpt)
+        starts.append(Start(exp, held, ckpt))
     return starts

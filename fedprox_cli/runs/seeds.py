@@ -95,7 +95,8 @@ class _Batch:
 
     def __init__(self, starts: list, lockstep: Lockstep, command: str, plot) -> None:
         self.exps = [st.exp for st in starts]
-        self.outs, self.ckpts = [st.folder for st in starts], [st.ckpt for st in starts]
+        self.held, self.ckpts = [st.held for st in starts], [st.ckpt for st in starts]
+        self.outs = [h.path for h in self.held]
         self.lockstep, self.plot = lockstep, plot
         self.codes: list[int] = []
         self.live: dict[int, training.Training] = {}
@@ -119,7 +120,7 @@ class _Batch:
         not begun are left as they were) and returns the exit code; None: all began."""
         for r, exp in enumerate(self.exps):
             try:
-                run_folder.begin(exp, self.outs[r], self.ckpts[r], self.summaries[r], hydra_record)
+                run_folder.begin(exp, self.held[r], self.ckpts[r], self.summaries[r], hydra_record)
                 self.live[r] = training.Training(
                     exp,
                     self.outs[r],
