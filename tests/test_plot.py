@@ -292,3 +292,18 @@ def test_table_bolds_a_best_mean_only_beyond_the_spread(tmp_path):
     assert "beats the runner-up by more than the larger of their stds" in text
     assert table_cli.main([str(noisy), "--out", str(tmp_path / "t.tex")]) == 0
     assert "textbf" not in (tmp_path / "t.tex").read_text()
+
+
+def test_a_subscripted_symbol_reads_as_text_outside_the_drawing(tmp_path, kept, capsys):
+    for eta_g in (1.0, 2.0):
+        cfg = real(0, **{"algorithm.name": "fedcef"})
+        cfg["algorithm"] = {"name": "fedcef", "alpha": 0.1, "eta": 0.3, "eta_g": eta_g}
+        fake_run(tmp_path, f"fedcef_{eta_g}", cfg, train_loss=[2, 1, 0.5], test_acc=[0.1, 0.5, 0.7])
+    out = tmp_path / "f.png"
+    assert plot_cli.main([str(tmp_path), "--y", "test_acc", "--out", str(out)]) == 0
+    (fig,) = kept
+    printed = capsys.readouterr().out
+    assert "$" in legend(fig)[0]  # drawn in mathtext (the subscript)
+    assert "η_g = 1" in printed.splitlines() and "η = 0.3" in fig.caption
+    for text in (fig.caption, (tmp_path / "f.caption.txt").read_text(), printed):
+        assert "$" not in text and "\\eta" not in text

@@ -37,6 +37,7 @@ from .plotting import (
     clip_bands,
     figure_legend,
     mark_end,
+    plain,
     plt,
     readable_log_ticks,
     save_figure,
@@ -68,6 +69,15 @@ def style(i: int) -> dict:
 def write_caption(out: Path, text: str) -> None:
     """The caption beside the figure (:func:`plotting.caption_file`)."""
     atomic_write_text(caption_file(out), text + "\n")
+
+
+def _written(fig, out: Path, caption: str) -> str:
+    """Write ``fig`` to ``out`` with ``caption`` (drawn in mathtext) as plain text in its
+    metadata and beside it; returns that text."""
+    text = plain(caption)
+    save_figure(fig, out, caption=text)
+    write_caption(out, text)
+    return text
 
 
 def _figure(panels: int, panel_size) -> tuple:
@@ -263,9 +273,7 @@ def plot_groups(
     if title:
         fig.suptitle(title)
     figure_legend(fig, handles, labels, text if drawn_caption else "")
-    save_figure(fig, out, caption=text)
-    write_caption(out, text)
-    return labels, text
+    return [plain(label) for label in labels], _written(fig, out, text)
 
 
 def plot_slope(
@@ -293,9 +301,7 @@ def plot_slope(
     text = _slope_caption(runs, key, fits)
     names.check("figure", labels)
     figure_legend(fig, handles, labels, text)
-    save_figure(fig, out, caption=text)
-    write_caption(out, text)
-    return fits, text
+    return fits, _written(fig, out, text)
 
 
 def _slope_lines(ax, fits: list[dict], names: Renames) -> tuple[list, list[str]]:

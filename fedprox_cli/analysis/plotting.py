@@ -5,6 +5,7 @@ axes."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import matplotlib
@@ -266,6 +267,15 @@ def symbol(key: str) -> str:
     if not sub:
         return SYMBOLS.get(head, head)
     return f"${chr(92) + head if head in SYMBOLS else head}_{{{sub}}}$"
+
+
+_MATHTEXT = re.compile(r"\$\\?([A-Za-z]+)_\{([^}$]*)\}\$")
+
+
+def plain(text: str) -> str:
+    """``text`` outside a drawing (a caption's side file and metadata, a printed label): each
+    symbol :func:`symbol` writes in mathtext as plain text, ``$\\eta_{g}$`` -> ``η_g``."""
+    return _MATHTEXT.sub(lambda m: f"{SYMBOLS.get(m[1], m[1])}_{m[2]}", text)
 
 
 BYTE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "bytes"))
