@@ -91,10 +91,11 @@ def _private(name: str) -> bool:
 
 
 def _private_uses(name: str, path: Path):
-    """Another module's private names that ``path`` imports or reaches as ``module._name``."""
+    """Another module's private names that ``path`` imports or reaches as ``module._name`` (the
+    package's modules: the interpreter's own, as ``os._exit``, are documented functions)."""
     bound = {}
     for source, imported in _imports(name, path):
-        if imported is None and source != name:
+        if imported is None and source != name and source in MODULES:
             bound[source.rpartition(".")[2]] = source
         elif imported and _private(imported) and source in MODULES and source != name:
             yield f"{source}.{imported}"
