@@ -91,10 +91,11 @@ def _private(name: str) -> bool:
 
 
 def _private_uses(name: str, path: Path):
-    """Another module's private names that ``path`` imports or reaches as ``module._name``."""
+    """Another module's private names that ``path`` imports or reaches as ``module._name`` (the
+    package's modules: the interpreter's own, as ``os._exit``, are documented functions)."""
     bound = {}
     for source, imported in _imports(name, path):
-        if imported is None and source != name:
+        if imported is None and source != name and source in MODULES:
             bound[source.rpartition(".")[2]] = source
         elif imported and _private(imported) and source in MODULES and source != name:
             yield f"{source}.{imported}"
@@ -184,3 +185,40 @@ def test_the_layer_check_ranks_the_package_root():
         "fedprox_cli.config.validate -> fedprox_cli",
         "fedprox_cli.runs.outputs -> fedprox_cli.api",
     ]
+
+
+LOADS_TORCH = (
+    "import atexit, sys; atexit.register(lambda: print('torch loaded:', 'torch' in sys.modules)); "
+    "from fedprox_cli.cli import commands; sys.argv[0] = {prog!r}; commands.{command}()"
+)
+
+
+@pytest.mark.parametrize("command", ["table", "plot", "report"])
+def test_the_analysis_commands_load_no_torch(tmp_path, command):
+    """fedrun-table, -plot and -report print the methods' display names (FedCanon, FedMiD)
+    read from their classes' source, not from the classes imported with torch."""
+    import subprocess
+    import sys
+
+    from conftest import child_env
+    from test_plot_scripts import acc_run
+
+    acc_run(tmp_path / "runs", "c", 0.7)
+    acc_run(tmp_path / "runs", "m", 0.6, **{"algorithm.name": "fedmid"})
+    extra = ["--out", str(tmp_path / "fig.png")] if command == "plot" else []
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LOADS_TORCH.format(prog=f"fedrun-{command}", command=command),
+            str(tmp_path / "runs"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=300,
+    )
+    assert p.stdout.strip().endswith("torch loaded: False"), p.stdout + p.stderr
+    if command != "report":
+        assert "FedCanon" in p.stdout and "FedMiD" in p.stdout, p.stdout

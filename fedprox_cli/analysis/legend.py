@@ -13,10 +13,10 @@ whole label (:mod:`.renames`); the parameters a renamed label no longer shows go
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 
 from .groups import Group, differing, fmt, short
-from .names import algorithm_title
+from .names import algorithm_title, parameter_owner
 from .plotting import symbol
 from .run import CHOICE
 
@@ -26,23 +26,11 @@ NAME = "algorithm.name"
 
 def meaning(algorithm, key: str) -> str:
     """What parameter ``key`` (``algorithm.alpha``) of method ``algorithm`` is: the class that
-    declares the field (a subclass inheriting it means the same), or, where the method's class
-    cannot be found here, the method itself (parameters of two such methods never merge)."""
-    from ..common.errors import UserError
-
+    declares the field (a subclass inheriting it means the same, :func:`parameter_owner`), or,
+    where the method's class cannot be found here, the method itself (parameters of two such
+    methods never merge)."""
     name = key.removeprefix(ALGORITHM)
-    try:
-        from .. import algorithms
-
-        cls = algorithms.base.lookup(str(algorithm))
-    except (UserError, ImportError):
-        return f"{algorithm}.{name}"
-    if not (isinstance(cls, type) and is_dataclass(cls)) or name not in {
-        f.name for f in fields(cls)
-    }:
-        return f"{algorithm}.{name}"
-    owner = next(k for k in reversed(cls.__mro__) if name in getattr(k, "__annotations__", {}))
-    return f"{owner.__module__}.{owner.__qualname__}.{name}"
+    return parameter_owner(algorithm, name) or f"{algorithm}.{name}"
 
 
 def part(key: str, value, names) -> str:

@@ -43,7 +43,9 @@ def _command(prog: str, module: str, function: str = "main") -> None:
     process = (
         caller.f_code.co_name == "<module>"
         and caller.f_globals.get("__name__") == "__main__"
-        and not atexit._ncallbacks()  # a hook registered before would run after _end
+        # a hook registered before would run after _end (a coverage tool's, say); CPython's
+        # count of them (3.11-3.13), and where an interpreter lacks it, Python's own exit
+        and getattr(atexit, "_ncallbacks", lambda: 1)() == 0
     )
     if process:
         atexit.register(_end)  # the first exit hook registered: the last to run
