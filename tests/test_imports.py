@@ -222,3 +222,21 @@ def test_the_analysis_commands_load_no_torch(tmp_path, command):
     assert p.stdout.strip().endswith("torch loaded: False"), p.stdout + p.stderr
     if command != "report":
         assert "FedCanon" in p.stdout and "FedMiD" in p.stdout, p.stdout
+
+
+def test_the_fedrun_command_loads_torch_only_inside_its_handler():
+    """Importing fedrun's command module loads no torch: a library that fails to load (memory
+    running out) fails inside fedrun's handler, as its one line, not before it."""
+    import subprocess
+    import sys
+
+    from conftest import child_env
+
+    p = subprocess.run(
+        [sys.executable, "-c", "import sys, fedprox_cli.cli.main; print('torch' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert p.stdout.strip() == "False", p.stdout + p.stderr

@@ -12,10 +12,13 @@ Ray's) compose each job there as Hydra does."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from omegaconf import DictConfig, OmegaConf
 
-from .jobs import Composer
+if TYPE_CHECKING:  # its module loads torch: fedrun's import must not (a failure there is a run's)
+    from .jobs import Composer
 
 _HYDRAS = ConfigLoaderImpl.load_sweep_config
 _SWEEPS: list[tuple[DictConfig, Composer]] = []  # (master config, its jobs' composer)
