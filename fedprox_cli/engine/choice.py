@@ -79,6 +79,7 @@ def cache_key(oracle: Timed, clients: int) -> str:
         "device_name": device_name(oracle.device),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
+        "kinds": {name: e.kind for name, e in sorted(oracle.engines.items())},
     }
     return json.dumps(key, sort_keys=True)
 
