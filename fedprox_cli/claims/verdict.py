@@ -23,15 +23,6 @@ from .evidence import Evidence
 from .sensitivity import Choice, label
 from .units import Outcome
 
-WORDS = (
-    "reproduced",
-    "reproduced on a stand-in",
-    "partly",
-    "not reproduced",
-    "inconclusive",
-    "not run",
-)
-
 
 @dataclass(frozen=True)
 class Verdict:
