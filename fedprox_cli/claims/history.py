@@ -223,7 +223,8 @@ def read(root: Path) -> dict[tuple[str, int], Declared]:
             len(parts) == 8 and parts[7] in ORDERS and parts[1].isdigit(),
             f"{path}: not a declaration line: {line[:80]!r}",
         )
-        out[(parts[0], int(parts[1]))] = Declared(parts[0], int(parts[1]), *parts[2:7], parts[7])
+        name, n, fp, made, made_at, runs, runs_at, when = parts
+        out[(name, int(n))] = Declared(name, int(n), fp, made, made_at, runs, runs_at, when)
     return out
 
 

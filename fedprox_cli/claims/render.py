@@ -148,7 +148,7 @@ def row(r: Rendered) -> str:
         )
     if ev is not None and any(d for d, _ in ev.diverged.values()):
         ours += f"; {diverged(ev)}"
-    if deciding:
+    if ev is not None and deciding:
         ours += f"; {post_hoc(r, [ev.outcomes.index(o) + 1 for o in deciding])}"
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
