@@ -41,9 +41,10 @@ PNG_DPI = 150  # the report's PNGs: sharp on screen, small in the repository
 
 
 def _y_label(fig: Figure, y: str) -> str:
-    """``y``'s label (:mod:`common.metric_table`); stationarity in the figure's own symbol."""
+    """``y``'s label as the papers' figures print it (:mod:`common.metric_table`); stationarity
+    in the figure's own symbol."""
     m = mt.metric(y)
-    return m.label(fig.stationarity if m is mt.STATIONARITY else None)
+    return m.paper or m.label(fig.stationarity if m is mt.STATIONARITY else None)
 
 
 def paths(claim: Claim, root: Path) -> list[Path]:

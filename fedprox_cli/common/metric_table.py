@@ -49,6 +49,7 @@ class Metric:
     name: str
     words: str  # what it is, in words ("stationarity")
     symbol: str = ""  # the papers' symbol ("||G_s(x)||²"), if any
+    paper: str = ""  # the words the papers' figures print for it, where not the label
     lower_is_better: bool = False
     log: bool = False  # drawn on a log y axis, as the papers draw it
     fmt: str = ".4f"  # a number of it, as a table cell prints it
@@ -145,6 +146,7 @@ TRAIN_LOSS = _own(
         "train_loss",
         "train loss",
         "f(x)",
+        paper="training loss",
         lower_is_better=True,
         fmt=".4g",
         kind="loss",
@@ -187,7 +189,12 @@ STATIONARITY = _own(
     )
 )
 HOYER = _own(
-    Metric("hoyer", "Hoyer sparsity", help="(sqrt(d) - ||x||_1/||x||_2)/(sqrt(d) - 1): 1 sparsest")
+    Metric(
+        "hoyer",
+        "Hoyer sparsity",
+        paper="sparsity (Hoyer)",
+        help="(sqrt(d) - ||x||_1/||x||_2)/(sqrt(d) - 1): 1 sparsest",
+    )
 )
 NNZ_FRAC = _own(
     Metric(
