@@ -251,7 +251,7 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
             (no_acc, "metrics.csv has no column 'test_acc'"),
         ):
             (line,) = [x for x in p.stderr.splitlines() if str(run) + ":" in x]
-            assert line.startswith(f"{PROG[script]}: skipped {run}: {why}")
+            assert line.startswith(f"{PROG[script]}: skipped {run}: {run}/{why}")  # full path
 
 
 def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
