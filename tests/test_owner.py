@@ -65,7 +65,8 @@ def test_a_deleted_lock_lets_no_second_writer_in(held):
     (folder / ".fedrun.lock").unlink()
     with pytest.raises(UserError) as e:
         RunLock(folder).__enter__()
-    assert f"run folder {folder} is in use by pid {pid} on host {owner.HERE} (started " in str(e.value)
+    start = f"run folder {folder} is in use by pid {pid} on host {owner.HERE} (started "
+    assert start in str(e.value)
     assert "its lock file was deleted under it" in str(e.value)
     assert holder(folder).startswith(f"pid {pid} on host")  # fedrun-report: running, not dead
     (folder / "summary.json").write_text(json.dumps({"status": "running"}))
