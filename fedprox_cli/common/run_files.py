@@ -17,7 +17,8 @@ concurrent jobs never share one.
 - :data:`LOG` ``fedrun.log``: every line fedrun printed about this run; :data:`ERROR_LOG`
   ``error.log``: the traceback of an internal error
 - :data:`LOCK` ``.fedrun.lock``: held (``flock``) by the one process running in the folder
-  (``runs.lock``); :data:`KEPT` ``.kept/``: a finished run's files while it is extended
+  (``runs.lock``), whose :data:`OWNER` ``.fedrun.owner`` records that process (``runs.owner``);
+  :data:`KEPT` ``.kept/``: a finished run's files while it is extended
   (``runs.keep``)
 - ``seed_<s>/`` (:func:`seed_folder`): the run folders of a seed batch (``seeds=R``)
 
@@ -60,6 +61,7 @@ CLIENTS_FIGURE = "clients.png"
 LOG = "fedrun.log"
 ERROR_LOG = "error.log"
 LOCK = ".fedrun.lock"
+OWNER = ".fedrun.owner"
 KEPT = ".kept"
 HYDRA = ".hydra"
 HYDRA_CONFIG, HYDRA_RECORD, OVERRIDES = "config.yaml", "hydra.yaml", "overrides.yaml"
