@@ -251,7 +251,7 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
             (no_acc, "metrics.csv has no column 'test_acc'"),
         ):
             (line,) = [x for x in p.stderr.splitlines() if str(run) + ":" in x]
-            assert line.startswith(f"{PROG[script]}: skipped {run}: {why}")
+            assert line.startswith(f"{PROG[script]}: skipped {run}: {run}/{why}")  # full path
 
 
 def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
@@ -1068,7 +1068,7 @@ def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
 
 
 def test_per_seed_counts_a_higher_is_better_metric_upwards(tmp_path):
-    """Hoyer sparsity (not in LOWER_IS_BETTER): the best method is the highest, an ordering rises.
+    """Hoyer sparsity (higher is better: common.metric_table): the best method is the highest, an ordering rises.
     The same runs read through a lower-is-better column (stationarity) count the other way."""
     ends = {
         0: {"fednmap": 0.5048, "za1": 0.5033},
