@@ -15,6 +15,7 @@ from importlib import resources
 
 import yaml
 
+from ..common import metric_table as mt
 from ..common.errors import UserError, require
 
 PAPERS = ("fedcanon", "fedcef", "fednmap")
@@ -122,8 +123,8 @@ class Figure:
     panels: tuple
     curves: str
     caption: str
-    x: str = "round"
-    y: str = "test_acc"
+    x: str = mt.ROUND.name
+    y: str = mt.TEST_ACC.name
     logy: bool = False
     names: dict = field(default_factory=dict)
     label: str = ""
@@ -157,6 +158,8 @@ class Claim:
     trained_min: float = 0.0  # no evidence (nothing trained): inconclusive
     per_round: bool = False  # the tested numbers do not depend on T
     no_seeds: bool = False  # counts or a benchmark: one unit is the evidence
+    implementation: bool = False  # an implementation check (the code's counters against the
+    # formulas it implements): checked / check failed, never reproduced (verdict.as_check)
     note: str = ""
 
     @property
