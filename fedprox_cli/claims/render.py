@@ -189,12 +189,29 @@ def row(r: Rendered) -> str:
         ours += f"; {diverged(ev)}"
     if ev is not None and deciding:
         ours += f"; {post_hoc(r, [ev.outcomes.index(o) + 1 for o in deciding])}"
+    ours += "".join(f"; {other}" for other in others(r))
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (
         f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
         f"{basis(r)} | **{r.verdict.word}** | {fig} |"
     )
+
+
+def others(r: Rendered) -> list[str]:
+    """The other stand-ins' readings of the claim (a run set on other data, at the declared
+    setting): each primary test's count ("on FMNIST for MNIST: test 1: 2 of 3 seeds")."""
+    first = r.deciding
+    out, seen = [], {first.runset.data} if first is not None else set()
+    for ev in r.evidence[1:]:
+        rs = ev.runset
+        if rs.data in seen or rs.choices or not ev.present or not rs.folders:
+            continue
+        seen.add(rs.data)
+        tests = [f"test {ev.outcomes.index(o) + 1}: {state(o)[1]}" for o in primary(ev.outcomes)]
+        if tests:
+            out.append(f"on {data_of(rs)}: {'; '.join(tests)}")
+    return out
 
 
 def post_hoc(r: Rendered, tests: list[int]) -> str:

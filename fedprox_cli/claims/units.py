@@ -177,6 +177,19 @@ def budget(t: Test, runs: list[Run]) -> float:
     return min(ends) if ends else max(float(r.column("bytes")[-1]) for r in runs)
 
 
+def read_at(t: Test, runs: list[Run]) -> str:
+    """The equal-bytes budget of ``runs`` and the round each was read at ("budget 2.19 GB:
+    fedcef_top10 at round 65, za2 at round 12")."""
+    sent = budget(t, runs)
+    key = key_of(runs, t.compared)
+    at = []
+    for r in runs:
+        within = r.metrics["round"].to_numpy()[r.column("bytes") <= sent]
+        where_ = f"round {int(within[-1])}" if len(within) else "no round"
+        at.append(f"{value_name(t.compared, r.config.get(key))} at {where_}")
+    return f"budget {sent / 1e9:.3g} GB: {', '.join(at)}"
+
+
 def at_bytes(run: Run, metric: str, sent_max: float) -> float:
     """``metric`` at the run's last evaluation with at most ``sent_max`` bytes sent (up + down);
     non-finite when it had diverged by then."""
@@ -240,6 +253,10 @@ def _order_unit(t: Test, got: dict, claim: Claim, name: str) -> Unit:
         value = _order(t, runs)[0]
     left = [value_name(t.compared, t.values[i]) for i in range(len(runs)) if i not in keep]
     aside = f"{', '.join(left)} untrained: left out" if left and enough else ""
+    if t.at == "bytes":  # the budget, and the round each compared run was read at
+        aside = "; ".join(
+            x for x in (aside, read_at(t, [runs[i] for i in keep] if enough else runs)) if x
+        )
     gone = [value_name(t.compared, t.values[i]) for i in keep[1:] if runs[i].status == "diverged"]
     if holds and gone and runs[0].status != "diverged":  # a win over these is the rule's alone
         aside = "; ".join(x for x in (aside, f"over diverged {', '.join(gone)}") if x)
