@@ -208,10 +208,19 @@ def others(r: Rendered) -> list[str]:
         if rs.data in seen or rs.choices or not ev.present or not rs.folders:
             continue
         seen.add(rs.data)
-        tests = [f"test {ev.outcomes.index(o) + 1}: {state(o)[1]}" for o in primary(ev.outcomes)]
+        tests = [
+            f"test {ev.outcomes.index(o) + 1}: {state(o)[1]}"
+            + (f" ({k} over diverged runs only)" if (k := _over_diverged(o)) else "")
+            for o in primary(ev.outcomes)
+        ]
         if tests:
             out.append(f"on {data_of(rs)}: {'; '.join(tests)}")
     return out
+
+
+def _over_diverged(o: Outcome) -> int:
+    """How many units hold over diverged runs (a win the rule gives, not a comparison)."""
+    return sum(bool(u.holds) and "over diverged" in u.aside for u in o.units)
 
 
 def post_hoc(r: Rendered, tests: list[int]) -> str:
