@@ -551,12 +551,15 @@ def reasons(r: Rendered) -> list[str]:
     return out
 
 
-def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
+def report(rendered: list[Rendered], owner: dict[str, Claim], sources: str = "") -> str:
+    """The report (``sources``: the line of digests of what it was written from beyond the
+    runs, :func:`.digests.said`)."""
     head = [
         "# Reproduction report",
         "",
         RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
+        *([sources, ""] if sources else []),
         exemptions([r.claim for r in rendered]),
         "",
         "Stand-ins (the data a claim ran on in place of the paper's):",
