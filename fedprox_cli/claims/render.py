@@ -150,7 +150,8 @@ def over_seeds(o: Outcome) -> str:
     means = [float(np.mean(v)) for v in groups.values()]
     seeds = {len(v) for v in groups.values()}
     each = f", each the mean of {seeds.pop()} seeds" if seeds != {1} and len(seeds) == 1 else ""
-    return f"{num(min(means))}-{num(max(means))} over {len(groups)} {_spans(o, list(groups))}{each}"
+    span = num(min(means)) if min(means) == max(means) else f"{num(min(means))}-{num(max(means))}"
+    return f"{span} over {len(groups)} {_spans(o, list(groups))}{each}"
 
 
 def _spans(o: Outcome, names: list[str]) -> str:
