@@ -221,7 +221,7 @@ def test_a_claim_left_without_a_usable_run_is_named_and_the_others_still_checked
         *run_dir(copy, 0).parent.iterdir(),
         *(copy / "results/reproduction/fednmap_fig5_seeds12").iterdir(),
     ]:
-        if "eta_0.05" in (d / ".hydra" / "overrides.yaml").read_text():
+        if d.is_dir() and "eta_0.05" in (d / ".hydra" / "overrides.yaml").read_text():
             shutil.rmtree(d)
     capsys.readouterr()
     where = ["--results", str(copy / "results"), "--root", str(copy)]
