@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.run import Run
-from ..common.errors import require
+from ..common.errors import UserError
 from . import bench, sensitivity
 from .declare import Claim, RunSet, Test
 from .loading import (
@@ -28,6 +28,11 @@ from .loading import (
 )
 from .text import canon, num, value_name
 from .units import Outcome, Unit, noise, units
+
+
+class NoUsableRun(UserError):
+    """A claim's folders are there, but none holds a run it can use (damage: `check` names it
+    for that claim and goes on with the others)."""
 
 
 @dataclass
@@ -176,11 +181,11 @@ def gather(
     made = [r for r in runs if r.status in PRESENT]
     have = {(declared_key(placed(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
-    require(
-        made or not strict or rs.choices,
-        f"claim {claim.id}: no finished or diverged run of the claim under "
-        f"{', '.join(str(root / f) for f in rs.folders)}",
-    )
+    if not (made or not strict or rs.choices):
+        raise NoUsableRun(
+            f"claim {claim.id}: no finished or diverged run of the claim under "
+            f"{', '.join(str(root / f) for f in rs.folders)}"
+        )
     ev = Evidence(
         rs,
         len(declared & have),

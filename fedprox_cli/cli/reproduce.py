@@ -333,6 +333,7 @@ def _record(args) -> int:
 
 def _check(args) -> int:
     from ..claims import compare, digests, figures, history, render, tables
+    from ..claims.evidence import NoUsableRun
 
     claims = declare.select(declare.load(), args.claims)
     root = args.results / "reproduction"
@@ -340,7 +341,7 @@ def _check(args) -> int:
     for c in claims:  # a claim left without a usable run is one difference; the others go on
         try:
             rendered += build([c], root, strict=True)
-        except UserError as e:
+        except NoUsableRun as e:
             diffs.append(f"{c.id}: {e}")
     whole = not args.claims
     committed = _read(args.results / REPORT)
