@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import groups, stats
-from ..analysis.run import Run, direction
+from ..analysis.run import BYTES, Run
+from ..common import metric_table as mt
 from .declare import Claim, Test
 from .loading import is_ as is_value
 from .loading import key_of, where
@@ -93,9 +94,9 @@ def diverged_after(run: Run, metric: str) -> int | None:
     """The round of the run's first non-finite evaluation of ``metric`` or of its objective
     (its divergence), None if every evaluation is finite."""
     bad = ~np.isfinite(run.column(metric))
-    if run.has("objective"):
-        bad |= ~np.isfinite(run.column("objective"))
-    return int(run.metrics["round"].to_numpy()[bad][0]) if bad.any() else None
+    if run.has(mt.OBJECTIVE.name):
+        bad |= ~np.isfinite(run.column(mt.OBJECTIVE.name))
+    return int(run.column(mt.ROUND.name)[bad][0]) if bad.any() else None
 
 
 BLOWUP = 1e3  # a loss above this multiple of its start has left the scale of training
@@ -104,7 +105,8 @@ BLOWUP = 1e3  # a loss above this multiple of its start has left the scale of tr
 def blown_up(run: Run, metric: str) -> int | None:
     """The first round from which the run's loss (its objective, else its training loss, else
     ``metric``) stays above :data:`BLOWUP` times its first value, finite or not (None: never)."""
-    name = next((m for m in ("objective", "train_loss", metric) if run.has(m)), metric)
+    losses = (mt.OBJECTIVE.name, mt.TRAIN_LOSS.name, metric)
+    name = next((m for m in losses if run.has(m)), metric)
     v = np.abs(run.column(name))
     if not len(v) or not math.isfinite(v[0]) or v[0] == 0:
         return None
@@ -112,7 +114,7 @@ def blown_up(run: Run, metric: str) -> int | None:
     if not high[-1]:
         return None
     first = len(high) - int(np.argmin(high[::-1])) if not high.all() else 0
-    return int(run.metrics["round"].to_numpy()[first])
+    return int(run.column(mt.ROUND.name)[first])
 
 
 def _note(run: Run, metric: str) -> str:
@@ -173,8 +175,8 @@ def budget(t: Test, runs: list[Run]) -> float:
     smallest total a run that reached T sent (none did: the largest any sent)."""
     if t.budget is not None:
         return float(t.budget)
-    ends = [float(r.column("bytes")[-1]) for r in runs if r.status == "finished"]
-    return min(ends) if ends else max(float(r.column("bytes")[-1]) for r in runs)
+    ends = [float(r.column(BYTES)[-1]) for r in runs if r.status == "finished"]
+    return min(ends) if ends else max(float(r.column(BYTES)[-1]) for r in runs)
 
 
 def read_at(t: Test, runs: list[Run]) -> str:
@@ -184,7 +186,7 @@ def read_at(t: Test, runs: list[Run]) -> str:
     key = key_of(runs, t.compared)
     at = []
     for r in runs:
-        within = r.metrics["round"].to_numpy()[r.column("bytes") <= sent]
+        within = r.column(mt.ROUND.name)[r.column(BYTES) <= sent]
         where_ = f"round {int(within[-1])}" if len(within) else "no round"
         at.append(f"{value_name(t.compared, r.config.get(key))} at {where_}")
     return f"budget {sent / 1e9:.3g} GB: {', '.join(at)}"
@@ -193,7 +195,7 @@ def read_at(t: Test, runs: list[Run]) -> str:
 def at_bytes(run: Run, metric: str, sent_max: float) -> float:
     """``metric`` at the run's last evaluation with at most ``sent_max`` bytes sent (up + down);
     non-finite when it had diverged by then."""
-    sent, v = run.column("bytes"), run.column(metric)
+    sent, v = run.column(BYTES), run.column(metric)
     return float(v[sent <= sent_max][-1]) if (sent <= sent_max).any() else math.nan
 
 
@@ -201,7 +203,7 @@ def area(t: Test, run: Run) -> float:
     """The run's metric over its curve from ``t.from_round`` on: the geometric mean of its
     evaluations (the area under the curve on a log axis; the arithmetic mean where a value is not
     positive); non-finite where it diverged."""
-    rows = run.metrics["round"].to_numpy() >= t.from_round
+    rows = run.column(mt.ROUND.name) >= t.from_round
     v = run.column(t.metric)[rows]
     if not len(v) or not np.isfinite(v).all():
         return math.nan
@@ -212,7 +214,7 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
     """An ordering at every evaluation of the window, and its onset."""
     curves = []
     for r in runs:
-        rounds = r.metrics["round"].to_numpy()
+        rounds = r.metrics[mt.ROUND.name].to_numpy()
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
     ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
     last = math.inf if t.to_round is None else t.to_round
@@ -232,7 +234,7 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
 
 def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
     """The first run's number, whether ``runs`` (best first) hold the ordering, its onset."""
-    sign = direction(t.metric).sign
+    sign = mt.metric(t.metric).direction.sign
     if t.at in ("bytes", "area"):
         sent = budget(t, runs) if t.at == "bytes" else 0.0
         at = [at_bytes(r, t.metric, sent) if t.at == "bytes" else area(t, r) for r in runs]
@@ -283,7 +285,7 @@ def within(value: float, holds: dict) -> bool:
 
 def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit:
     """Points (x100) by which values[0] trails the best of the other (trained) values."""
-    sign = direction(t.metric).sign
+    sign = mt.metric(t.metric).direction.sign
     kept = [r for r in others if trained(claim, r)] or others
     value = 100 * (
         _worst(sign * got[0].final(t.metric, t.at))
