@@ -42,7 +42,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..cluster.launchers import release_pool_workers, sweep_value
+from ..cluster.launchers import sweep_value
+from ..cluster.pool import release_pool_workers, take_over_pool_workers
 from ..cluster.ray_jobs import plain_output
 from ..common import console, run_files, signals, streams
 from ..common.console import say
@@ -107,10 +108,16 @@ def _ran(code: int) -> None:
 def _job(composed: DictConfig) -> float:
     # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
     stops_interrupt()
-    if (
-        signals.received
-    ):  # this process was told to stop (a joblib worker, between jobs): no new job
-        raise KeyboardInterrupt
+    try:
+        signals.take_held()  # a pool worker: a Ctrl-C that came while it started, raised now
+        if signals.received:  # this process was told to stop (a worker, between jobs): no job
+            raise KeyboardInterrupt
+        return _job_in(composed)
+    finally:
+        signals.hold()  # a pool worker between jobs: signals wait for the next one
+
+
+def _job_in(composed: DictConfig) -> float:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = cast(RunMode, hc.mode).name == "MULTIRUN"
@@ -236,6 +243,8 @@ class SweepReport(Callback):
     def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
         call = _CALL.get()
         call.sweep = sweep.start(config, config_name or "config")
+        if "joblib" in str(config.hydra.launcher._target_):
+            take_over_pool_workers()
         call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
