@@ -291,6 +291,18 @@ def _parsed(argv: list[str]):
         return None
 
 
+def _composed_group(group: str, chosen: list[list[str]]) -> dict:
+    """The config group ``group`` as a run of the ``chosen`` options composes it (their YAMLs
+    over the classes' defaults): the values ``--help`` shows as defaults."""
+    from omegaconf import OmegaConf
+
+    from ..config.compose import compose
+
+    composed = compose([f"{g}={n}" for g, n in chosen])
+    values = OmegaConf.to_container(composed[group], resolve=True)
+    return values if isinstance(values, dict) else {}
+
+
 def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
@@ -307,7 +319,11 @@ def _preflight(argv: list[str]) -> int | None:
         ]
         try:
             streams.out(
-                ("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n")
+                (
+                    "\n\n".join(option_page(g, n, _composed_group(g, chosen)) for g, n in chosen)
+                    if chosen
+                    else text()
+                ).rstrip("\n")
             )
         except UserError as e:
             streams.err(f"fedrun: error: {e}")
