@@ -11,7 +11,6 @@ it works while a sweep runs and after its launcher died or was backgrounded.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import os
@@ -27,6 +26,7 @@ from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.recap import record, rounds
+from . import usage
 from .jobtable import align
 
 METRICS = tuple(m.name for m in mt.WATCHED)
@@ -127,10 +127,14 @@ def _cell(v) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="fedrun-report", description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+    p = usage.parser("fedrun-report", __doc__, epilog=False)
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="RUNS_OR_SWEEPS",
+        help="run folders, sweep folders, or folders holding them (searched recursively)",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="RUNS_OR_SWEEPS")
     p.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     args = p.parse_args(argv)
     problems: list[str] = []
