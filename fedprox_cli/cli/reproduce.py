@@ -333,16 +333,28 @@ def _record(args) -> int:
 
 def _check(args) -> int:
     from ..claims import compare, digests, figures, history, render, tables
+    from ..claims.evidence import NoUsableRun
 
     claims = declare.select(declare.load(), args.claims)
-    rendered = build(claims, args.results / "reproduction", strict=True)
+    root = args.results / "reproduction"
+    rendered, diffs = [], []
+    for c in claims:  # a claim left without a usable run is one difference; the others go on
+        try:
+            rendered += build([c], root, strict=True)
+        except NoUsableRun as e:
+            diffs.append(f"{c.id}: {e}")
     whole = not args.claims
-    diffs = compare.report(
-        _read(args.results / REPORT),
-        render.report(rendered, render.owners(declare.load())),
-        [c.id for c in claims],
+    committed = _read(args.results / REPORT)
+    diffs += compare.report(
+        committed,
+        render.report(rendered, render.owners(declare.load()), digests.said(_sources(root))),
+        [r.claim.id for r in rendered],
         whole,
     )
+    failed = {f"{d.split(':')[0]}: in the committed report, not declared" for d in diffs}
+    diffs = [d for d in diffs if d not in failed]
+    diffs += digests.edited(committed, _sources(root))
+    diffs += digests.outside(root, declare.load())
     for name, make in ((README, render.readme), (DOCS, render.docs)):
         diffs += compare.block(
             str(name),
@@ -372,8 +384,17 @@ def _check(args) -> int:
     return 1 if diffs else 0
 
 
+def _sources(root: Path) -> dict[str, str]:
+    """The digests of what the report is written from beyond the runs (the digest file, the
+    declaration record, the claims files and stand_ins.yaml)."""
+    from ..claims import digests, history
+
+    files = list(dict.fromkeys(history.source(c) for c in declare.load()))
+    return digests.sources(root, [*files, files[0].with_name("stand_ins.yaml")])
+
+
 def _report(args) -> int:
-    from ..claims import figures, render, tables
+    from ..claims import digests, figures, render, tables
 
     claims = declare.load()
     rendered = build(claims, args.results / "reproduction", strict=True)
@@ -383,7 +404,8 @@ def _report(args) -> int:
         figures.draw_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         tables.write_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         r.digest = digest(args.results, r.claim.figure)  # of the file as drawn now
-    texts = {args.results / REPORT: render.report(rendered, render.owners(claims))}
+    said = digests.said(_sources(args.results / "reproduction"))
+    texts = {args.results / REPORT: render.report(rendered, render.owners(claims), said)}
     for name, make in (
         (README, render.readme),
         (DOCS, render.docs),
