@@ -157,6 +157,8 @@ class Claim:
     trained_min: float = 0.0  # no evidence (nothing trained): inconclusive
     per_round: bool = False  # the tested numbers do not depend on T
     no_seeds: bool = False  # counts or a benchmark: one unit is the evidence
+    implementation: bool = False  # an implementation check (the code's counters against the
+    # formulas it implements): checked / check failed, never reproduced (verdict.as_check)
     note: str = ""
 
     @property

@@ -6,7 +6,8 @@
   fedrun-reproduce run CLAIM --paper device=cuda data.root=DIR   # the paper's own setting
   fedrun-reproduce check [CLAIM...] [--results DIR]   # recompute and compare: exit 0 equal, 1 not
   fedrun-reproduce report                        # write REPRODUCTION.md and the README/docs blocks
-  fedrun-reproduce record [CLAIM...]             # record the digests of the claims' evidence
+  fedrun-reproduce record [CLAIM...]             # record the digests of the claims' evidence and,
+                                                 # from git, when each test's bounds were declared
 
 The claims are declared in fedprox_cli/claims/*.yaml (one per figure or table of FedCanon,
 FedCEF and FedNMap). --results DIR holds REPRODUCTION.md and the run folders under
@@ -19,7 +20,8 @@ naming the folder and the key, and the run is left out (missing, never counted).
 those lines, one per difference (claim, number, committed, recomputed) and one per run whose
 files differ from the digests recorded when they were made (reproduction/EVIDENCE.sha256: edited,
 added, copied, moved, deleted; `run` records the folders it runs into, `record` the evidence of
-the claims named), and exits 1 on any; it names the runs without a Hydra record (unverified). `run` refuses an override that contradicts a setting the claim
+the claims named), one per test whose bounds differ from those whose declaration order `record`
+read from git (reproduction/DECLARED.tsv), and exits 1 on any; it names the runs without a Hydra record (unverified). `run` refuses an override that contradicts a setting the claim
 declares (exit 2). Bad input (an unknown claim, a results folder without a claim's runs) is one
 line and exit 2; an internal error exit 3. ``list`` and ``plan`` remember each claim's text and recompute
 only a claim whose declaration, run folders or code changed (:mod:`fedprox_cli.claims.cache`).
@@ -92,7 +94,10 @@ def parse(argv):
         "report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks"
     )
     rc = sub.add_parser(
-        "record", parents=[common], help="record the digests of the claims' evidence as it is"
+        "record",
+        parents=[common],
+        help="record the digests of the claims' evidence as it is, and from git when each "
+        "test's bounds were declared relative to its runs (pre-registered or post hoc)",
     )
     rc.add_argument("claims", nargs="*", metavar="CLAIM")
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -109,9 +114,10 @@ def build(
 ) -> list[render.Rendered]:
     """Each claim's evidence (one per run set that ran) and its word (``warn``: where what the
     reading notes goes, default stderr)."""
-    from ..claims import evidence, render, tables, verdict
+    from ..claims import evidence, history, render, tables, verdict
 
     warn = warn or globals()["warn"]
+    records = history.read(root)
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
@@ -127,6 +133,7 @@ def build(
                 verdict.across(c, found),
                 table=table,
                 digest=digest(root.parent, c.figure),
+                declared={i: history.of(records, c, i, t) for i, t in enumerate(c.tests, 1)},
             )
         )
     return out
@@ -306,7 +313,7 @@ def unverified(claims: list[declare.Claim], root: Path) -> str:
 
 
 def _record(args) -> int:
-    from ..claims import digests
+    from ..claims import digests, history
 
     root = args.results / "reproduction"
     claims = declare.select(declare.load(), args.claims)
@@ -315,11 +322,17 @@ def _record(args) -> int:
     streams.out(
         f"{PROG}: recorded {len(new)} files of {len(items)} folders and files in {root / digests.FILE}"
     )
+    orders = history.record(root, claims)
+    counts = {w: sum(d.order == w for d in orders) for w in history.ORDERS}
+    streams.out(
+        f"{PROG}: recorded when each of {len(orders)} tests' bounds were declared relative to its "
+        f"runs in {root / history.FILE}: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+    )
     return 0
 
 
 def _check(args) -> int:
-    from ..claims import compare, digests, figures, render, tables
+    from ..claims import compare, digests, figures, history, render, tables
 
     claims = declare.select(declare.load(), args.claims)
     rendered = build(claims, args.results / "reproduction", strict=True)
@@ -349,6 +362,7 @@ def _check(args) -> int:
         diffs += figures.stale(r.claim, r.evidence, args.results / "reproduction", warn)
         diffs += tables.stale(r.claim, r.evidence, args.results / "reproduction", warn)
     diffs += digests.changes(args.results / "reproduction", claims)
+    diffs += history.stale(history.read(args.results / "reproduction"), claims)
     for d in diffs:
         streams.out(f"{PROG}: check: {d}")
     if unchecked := unverified(claims, args.results / "reproduction"):
