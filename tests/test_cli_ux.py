@@ -50,8 +50,8 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     m = pd.read_csv(run / "metrics.csv").iloc[-1]
     (summary,) = [line for line in out.splitlines() if line.startswith("fedrun: summary:")]
     assert summary.startswith(
-        f"fedrun: summary: finished, 4/4 rounds: test acc {m['test_acc']:.4f}, "
-        f"objective {m['objective']:.4g}, stationarity {m['stationarity']:.4g}, "
+        f"fedrun: summary: finished, 4/4 rounds: test accuracy {m['test_acc']:.4f}, "
+        f"objective {m['objective']:.4g}, stationarity {m['stationarity']:.3g}, "
         f"training "
     )
     assert summary.endswith(f"; {run}")
@@ -189,7 +189,7 @@ def test_job_table_of_folders(tmp_path):
         ["2", "not", "started", "-", "-", "-", "-", "-", "-"],
     ]
     assert recap.closing_line(tmp_path / "1") == (
-        f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s (rounds only); "
+        f"interrupted, 4/5 rounds: test accuracy 0.2500, objective 1, stationarity 0.001, training 1m15s (rounds only); "
         f"{tmp_path / '1'}"
     )
 

@@ -1068,7 +1068,7 @@ def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
 
 
 def test_per_seed_counts_a_higher_is_better_metric_upwards(tmp_path):
-    """Hoyer sparsity (not in LOWER_IS_BETTER): the best method is the highest, an ordering rises.
+    """Hoyer sparsity (higher is better: common.metric_table): the best method is the highest, an ordering rises.
     The same runs read through a lower-is-better column (stationarity) count the other way."""
     ends = {
         0: {"fednmap": 0.5048, "za1": 0.5033},

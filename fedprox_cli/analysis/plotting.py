@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
 from ..common import guarded, run_files  # noqa: E402
+from ..common import metric_table as mt  # noqa: E402
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 
@@ -385,12 +386,11 @@ def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> N
         )
 
 
-RUN_PANELS = (  # (columns, y label, log y, scale)
-    (("train_loss", "objective"), "loss", True, 1.0),
-    (("test_acc",), "test accuracy", False, 1.0),
-    (("stationarity",), "stationarity ||G_s(x)||²", True, 1.0),
+RUN_PANELS = (  # (metrics, y label, log y, first colour): the losses share a panel (legend)
+    ((mt.TRAIN_LOSS, mt.OBJECTIVE), "loss", True, 0),
+    ((mt.TEST_ACC,), mt.TEST_ACC.label(), mt.TEST_ACC.log, 2),
+    ((mt.STATIONARITY,), mt.STATIONARITY.label(), mt.STATIONARITY.log, 0),
 )
-SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
 
 
 def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
@@ -399,8 +399,8 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     gets the finite part of every curve, an x at its last finite point and a dotted line at the
     first round with a non-finite loss."""
     df = run_files.read_metric_columns(run_dir)
-    rounds = df["round"]
-    losses = [df[c] for c in ("train_loss", "objective") if c in df]
+    rounds = df[mt.ROUND.name]
+    losses = [df[c] for c in mt.LOSSES if c in df]
     bad = (
         ~np.isfinite(np.column_stack(losses)).all(axis=1) if losses else np.zeros(len(rounds), bool)
     )
@@ -430,18 +430,18 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
 def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: dict) -> None:
     """One panel of :func:`plot_run`: its columns' curves against round (a diverged run's
     finite part, its end marked), its legend entries added to ``handles``."""
-    cols, ylabel, log, scale = panel
-    rounds = df["round"]
+    metrics, ylabel, log, first = panel
+    rounds = df[mt.ROUND.name]
     drawn = False
-    for i, c in enumerate(cols):
-        if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
-            continue
-        ys = scale * df[c]
+    for i, m in enumerate(metrics):
+        if m.name not in df or (i > 0 and (df[m.name] == df[metrics[0].name]).all()):
+            continue  # the objective equal to the loss: h = 0
+        ys = df[m.name]
         ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
-        color = "C2" if c == "test_acc" else f"C{i}"
+        color = f"C{first + i}"
         (line,) = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
-        if len(cols) > 1:  # the other panels' y labels name their one curve
-            handles.setdefault(SERIES[c], line)
+        if len(metrics) > 1:  # the other panels' y labels name their one curve
+            handles.setdefault(m.label(), line)
         if diverged_at is not None:
             mark_end(ax, rounds, ys, color)
         drawn = drawn or bool(np.isfinite(ys).any())
@@ -455,7 +455,7 @@ def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: d
         readable_log_ticks(ax)
     if not drawn:
         ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("round")
+    ax.set_xlabel(mt.ROUND.label())
     ax.set_ylabel(ylabel)
     at_data(ax, rounds)
     ax.grid(alpha=0.3)
@@ -499,11 +499,7 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     return out
 
 
-CLIENT_PANELS = (
-    ("train_acc", "client train accuracy"),
-    ("test_acc_rw", "client test accuracy\n(reweighted)"),
-    ("train_loss", "client train loss"),
-)
+CLIENT_PANELS = (mt.CLIENT_TRAIN_ACC, mt.CLIENT_TEST_ACC_RW, mt.CLIENT_TRAIN_LOSS)
 
 
 def plot_clients(summary_csv: Path, png_path: Path) -> None:
@@ -511,13 +507,13 @@ def plot_clients(summary_csv: Path, png_path: Path) -> None:
     mean over clients, a +- std band and the mean of the worst 10% of clients."""
     df = guarded.read_csv(summary_csv)
     fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
-    for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
-        r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]
+    for ax, m in zip(axes, CLIENT_PANELS):
+        r, mean, std = df[mt.ROUND.name], df[f"{m.name}_mean"], df[f"{m.name}_std"]
         (mean_line,) = ax.plot(r, mean, color="C0", marker=".")
         band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
-        (worst_line,) = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
-        ax.set_xlabel("round")
-        ax.set_ylabel(ylabel)
+        (worst_line,) = ax.plot(r, df[f"{m.name}_worst10"], color="C3", linestyle="--")
+        ax.set_xlabel(mt.ROUND.label())
+        ax.set_ylabel(m.label())
         at_data(ax, r)
         ax.grid(alpha=0.3)
     fig.legend(

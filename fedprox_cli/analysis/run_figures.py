@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ..common import metric_table as mt
 from ..common import run_files
 
 
@@ -22,11 +23,11 @@ def draw(composed, out: Path) -> None:
 # the warm-up's made-up rows: two loss curves (h != 0), accuracy and stationarity, log axes
 _WARM_UP_ROWS = [
     {
-        "round": t,
-        "train_loss": 2.0 / (t + 1),
-        "objective": 2.5 / (t + 1),
-        "test_acc": 0.3 * t,
-        "stationarity": 1.0 / (t + 1) ** 2,
+        mt.ROUND.name: t,
+        mt.TRAIN_LOSS.name: 2.0 / (t + 1),
+        mt.OBJECTIVE.name: 2.5 / (t + 1),
+        mt.TEST_ACC.name: 0.3 * t,
+        mt.STATIONARITY.name: 1.0 / (t + 1) ** 2,
     }
     for t in range(3)
 ]

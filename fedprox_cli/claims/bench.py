@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..common import metric_table as mt
 from ..common.errors import require
 from .declare import Claim, Test
 from .text import shown
@@ -15,7 +16,7 @@ from .units import Unit, within
 
 PROX_ROW = re.compile(r"^(\S+)\s+[\d,]+\s+[\d.]+\s+(.*)$")
 ROUND_ROW = re.compile(r"^\S+\s+(\S+)\s+K=(\d+)\s+finished\s+s_per_round\s+([\d.eE+-]+)")
-PER_ROUND = {"time_s": "s_per_round"}  # a test's metric -> the column a per-round file holds
+PER_ROUND = {mt.TIME.name: "s_per_round"}  # a test's metric -> the column a per-round file holds
 
 
 def _prox_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Unit]:

@@ -15,6 +15,7 @@ from importlib import resources
 
 import yaml
 
+from ..common import metric_table as mt
 from ..common.errors import UserError, require
 
 PAPERS = ("fedcanon", "fedcef", "fednmap")
@@ -122,8 +123,8 @@ class Figure:
     panels: tuple
     curves: str
     caption: str
-    x: str = "round"
-    y: str = "test_acc"
+    x: str = mt.ROUND.name
+    y: str = mt.TEST_ACC.name
     logy: bool = False
     names: dict = field(default_factory=dict)
     label: str = ""

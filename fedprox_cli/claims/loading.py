@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..analysis import groups, results
 from ..analysis.run import Run
+from ..common import metric_table as mt
 from ..common.errors import UserError, require
 from ..common.run_files import read_summary
 from . import validate
@@ -64,7 +65,7 @@ def minutes(run: Run) -> float:
             datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])
         ).total_seconds() / 60
     except (OSError, ValueError, KeyError, TypeError):
-        return float(run.metrics["time_s"].iloc[-1]) / 60 if "time_s" in run.metrics else 0.0
+        return run.final(mt.TIME.name) / 60 if run.has(mt.TIME.name) else 0.0
 
 
 def device(run: Run) -> str:

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import groups, stats
-from ..analysis.run import Run, direction
+from ..analysis.run import BYTES, Run
+from ..common import metric_table as mt
 from .declare import Claim, Test
 from .loading import is_ as is_value
 from .loading import key_of, where
@@ -66,9 +67,9 @@ def diverged_after(run: Run, metric: str) -> int | None:
     """The round of the run's first non-finite evaluation of ``metric`` or of its objective
     ("diverged after round r"), None if every evaluation is finite."""
     bad = ~np.isfinite(run.column(metric))
-    if run.has("objective"):
-        bad |= ~np.isfinite(run.column("objective"))
-    return int(run.metrics["round"].to_numpy()[bad][0]) if bad.any() else None
+    if run.has(mt.OBJECTIVE.name):
+        bad |= ~np.isfinite(run.column(mt.OBJECTIVE.name))
+    return int(run.column(mt.ROUND.name)[bad][0]) if bad.any() else None
 
 
 def _note(run: Run, metric: str) -> str:
@@ -122,14 +123,14 @@ def budget(t: Test, runs: list[Run]) -> float:
     smallest total a run that reached T sent (none did: the largest any sent)."""
     if t.budget is not None:
         return float(t.budget)
-    ends = [float(r.column("bytes")[-1]) for r in runs if r.status == "finished"]
-    return min(ends) if ends else max(float(r.column("bytes")[-1]) for r in runs)
+    ends = [float(r.column(BYTES)[-1]) for r in runs if r.status == "finished"]
+    return min(ends) if ends else max(float(r.column(BYTES)[-1]) for r in runs)
 
 
 def at_bytes(run: Run, metric: str, sent_max: float) -> float:
     """``metric`` at the run's last evaluation with at most ``sent_max`` bytes sent (up + down);
     non-finite when it had diverged by then."""
-    sent, v = run.column("bytes"), run.column(metric)
+    sent, v = run.column(BYTES), run.column(metric)
     return float(v[sent <= sent_max][-1]) if (sent <= sent_max).any() else math.nan
 
 
@@ -137,7 +138,7 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
     """An ordering at every evaluation of the window, and its onset."""
     curves = []
     for r in runs:
-        rounds = r.metrics["round"].to_numpy()
+        rounds = r.metrics[mt.ROUND.name].to_numpy()
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
     ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
     last = math.inf if t.to_round is None else t.to_round
@@ -157,7 +158,7 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
 
 def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
     """The first run's number, whether ``runs`` (best first) hold the ordering, its onset."""
-    sign = direction(t.metric).sign
+    sign = mt.metric(t.metric).direction.sign
     if t.at == "bytes":
         sent = budget(t, runs)
         at = [at_bytes(r, t.metric, sent) for r in runs]
@@ -204,7 +205,7 @@ def within(value: float, holds: dict) -> bool:
 
 def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit:
     """Points (x100) by which values[0] trails the best of the other (trained) values."""
-    sign = direction(t.metric).sign
+    sign = mt.metric(t.metric).direction.sign
     kept = [r for r in others if trained(claim, r)] or others
     value = 100 * (
         _worst(sign * got[0].final(t.metric, t.at))

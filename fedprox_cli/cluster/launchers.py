@@ -42,6 +42,7 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..analysis import jobrecords
+from ..common import metric_table as mt
 from ..common import signals, streams
 from ..common.errors import UserError
 
@@ -333,16 +334,16 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
     (interrupted, error)."""
     from ..common.run_files import read_summary
-    from ..runs.outputs import LOWER_IS_BETTER, runs_in
+    from ..runs.outputs import runs_in
 
-    metric = str(cfg.get("sweep_metric") or "objective")
+    metric = str(cfg.get("sweep_metric") or mt.OBJECTIVE.name)
     if isinstance(direction, Sequence) and not isinstance(
         direction, str
     ):  # multi-objective: the first
         direction = direction[0] if len(direction) else None
     direction = getattr(direction, "name", direction)  # Optuna's enum Direction.minimize
     if direction is None:
-        direction = "minimize" if metric in LOWER_IS_BETTER else "maximize"
+        direction = "minimize" if mt.metric(metric).lower_is_better else "maximize"
     direction = str(direction)
     if code == 1:
         return math.inf if direction.startswith("min") else -math.inf
