@@ -36,7 +36,7 @@ class Run:
     folder: Path
     status: str  # finished | diverged | error | internal | interrupted (the exit code's name)
     exit_code: int
-    summary: dict  # summary.json
+    summary: run_files.SummaryRecord | dict[int, run_files.SummaryRecord]  # summary.json(s)
     metrics: pd.DataFrame  # metrics.csv as numbers (empty if the run wrote none)
 
 
