@@ -181,7 +181,7 @@ def test_every_reader_goes_through_the_gate():
 # the lock, opened to be held, never read
 OWNED = {
     ("runs/run_folder.py", "checkpoint.load"),
-    ("analysis/plotting.py", "data.load_partition"),
+    ("analysis/run_plots.py", "data.load_partition"),
     ("runs/lock.py", "open_regular"),
 }
 

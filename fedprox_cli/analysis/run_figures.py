@@ -13,7 +13,8 @@ from ..common import run_files
 def draw(composed, out: Path) -> None:
     """The figures of a finished or diverged run in ``out`` (:func:`runs.ending.conclude` calls
     it), titled with its config ``composed`` (:func:`plotting.run_title`)."""
-    from .plotting import plot_clients, plot_run, run_title
+    from .plotting import run_title
+    from .run_plots import plot_clients, plot_run
 
     plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(composed))
     if (out / run_files.CLIENTS_SUMMARY).exists():
@@ -38,7 +39,7 @@ def warm_up() -> None:
     figure loads matplotlib's fonts and caches (most of its first draw's time), which the
     run's own figure then finds loaded. The drawing process does it while the run trains
     (:func:`cli.drawer.serve`); the run's figure is the same file either way."""
-    from .plotting import plot_run
+    from .run_plots import plot_run
 
     with tempfile.TemporaryDirectory(prefix="fedrun-warm-up-") as tmp:
         run_files.write_metrics(tmp, _WARM_UP_ROWS)

@@ -1,5 +1,5 @@
 """Tables of run groups (``fedrun-table``): final metrics, mean ± std over seeds, as Markdown,
-LaTeX (booktabs: one header row, the caption saying what is shown; :func:`_latex`) or CSV.
+LaTeX (booktabs: one header row, the caption saying what is shown; :func:`.latex.booktabs`) or CSV.
 
 One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grouping by name --
 ``rows`` (config keys; by default the keys that tell the groups apart) and an optional
@@ -29,6 +29,7 @@ from ..common import metric_table as mt
 from ..common.errors import require
 from .caption import listing
 from .groups import columns, config_key, fmt, group, is_number, label_keys, short, table_keys
+from .latex import booktabs
 from .names import method_names
 from .run import Run
 from .stats import Cell
@@ -343,7 +344,7 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
     if fmt_name == "csv":
         return build(runs, spec).tidy.to_csv(index=False)
     if fmt_name == "latex":
-        return _latex(build(runs, spec, pm=r"$\pm$"))
+        return booktabs(build(runs, spec, pm=r"$\pm$"))
     require(fmt_name == "md", f"format must be md, latex or csv, got {fmt_name!r}")
     b = build(runs, spec)
     shown = b.text.where(~b.bold, "**" + b.text + "**")
@@ -354,61 +355,6 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
         for k, vals in zip(b.index, shown.to_numpy().tolist())
     ]
     return markdown([*names, *heads], rows) + f"\n\n{b.note}\n"
-
-
-def _tex(text) -> str:
-    """Text escaped for LaTeX (a name, a header; cells are written by this module already)."""
-    out = str(text)
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-    ):
-        out = out.replace(a, b)
-    return out.replace("±", r"$\pm$")
-
-
-def _latex(b: Built) -> str:
-    """A booktabs table (``\\usepackage{booktabs}``): one header row naming the row keys and
-    the columns (under a row of metrics spanning their columns when there are several), bold
-    with ``\\textbf``, the caption saying what is shown (:func:`caption`)."""
-    names = [n for n in b.index.names if n is not None]
-    keys = len(names) if names else (0 if len(b.index) <= 1 else 1)
-    cols = list(b.columns)
-    spanning = isinstance(b.columns, pd.MultiIndex)
-    lines = [
-        "% needs \\usepackage{booktabs} in the preamble",
-        "\\begin{table}",
-        "\\centering",
-        f"\\caption{{{_tex(b.note)}}}",
-        f"\\begin{{tabular}}{{{'l' * keys}{'c' * len(cols)}}}",
-        "\\toprule",
-    ]
-    if spanning:
-        heads, rules, at = [""] * keys, [], keys + 1
-        for metric in dict.fromkeys(c[0] for c in cols):
-            width = sum(c[0] == metric for c in cols)
-            heads.append(f"\\multicolumn{{{width}}}{{c}}{{{_tex(metric)}}}")
-            rules.append(f"\\cmidrule(lr){{{at}-{at + width - 1}}}")
-            at += width
-        lines += [" & ".join(heads) + " \\\\", " ".join(rules)]
-    header = [_tex(n) for n in names] + [""] * (keys - len(names))
-    header += [_tex(c[1] if spanning else c) for c in cols]
-    lines += [" & ".join(header) + " \\\\", "\\midrule"]
-    for i, key in enumerate(b.index):
-        row = list(key) if isinstance(key, tuple) else ([key] if keys else [])
-        cells = [
-            f"\\textbf{{{t}}}" if bold and t else t
-            for t, bold in zip(b.text.iloc[i].tolist(), b.bold.iloc[i].tolist())
-        ]
-        lines.append(" & ".join([*map(_tex, row), *cells]) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(lines) + "\n"
 
 
 def output_format(out: Path | None, given: str | None) -> str:

@@ -42,12 +42,7 @@ PROG = "fedrun-plot"
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = options.parser(PROG, __doc__)
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
     p.add_argument("--x", choices=sorted(X_AXES), default=mt.ROUND.name)
     p.add_argument("--y", help=options.metrics_help(mt.TEST_ACC))
@@ -130,10 +125,10 @@ def panel_size(args) -> tuple[float, float] | None:
 
 def plot_partition(run: Path, out: Path) -> None:
     try:
-        from ..analysis.plotting import plot_partition as draw
+        from ..analysis.run_plots import plot_partition as draw
     except ImportError:
         raise UserError(
-            "--partition needs fedprox_cli.analysis.plotting.plot_partition, which this "
+            "--partition needs fedprox_cli.analysis.run_plots.plot_partition, which this "
             "installation does not have"
         ) from None
     draw(run, out)

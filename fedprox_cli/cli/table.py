@@ -39,12 +39,7 @@ PROG = "fedrun-table"
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = options.parser(PROG, __doc__)
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
