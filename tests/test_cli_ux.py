@@ -422,3 +422,64 @@ def test_a_run_refused_at_validation_leaves_no_folder_it_made(tmp_path):
     )
     p = fedrun(*TINY, "T=-1", "hydra.run.dir=a/b/c", cwd=tmp_path)
     assert p.returncode == 2 and not (tmp_path / "a").exists()
+
+
+def test_an_options_help_gives_the_composed_defaults_and_each_parameters_meaning(tmp_path):
+    """``fedrun algorithm=NAME --help``: the defaults a run of that option takes (its YAML over
+    the class's: FedCanon's alpha is 0.2, the class's 0.1), each parameter's meaning from the
+    comment of its declaration; every shipped option's every parameter has one."""
+    from dataclasses import fields
+
+    from fedprox_cli.config.plugin_defaults import lookup
+
+    p = fedrun("algorithm=fedcanon", "--help", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split()[0]: line for line in p.stdout.splitlines() if "algorithm." in line}
+    assert "default 0.2 " in rows["algorithm.alpha"], rows
+    assert "global step size alpha" in rows["algorithm.alpha"], rows
+    for group in ("algorithm", "regularizer", "compressor"):
+        for option in sorted((CONF_DIR / group).glob("*.yaml")):
+            cls = lookup(group)(option.stem)
+            meanings = help.field_meanings(cls)
+            assert not [f.name for f in fields(cls) if f.init and f.name not in meanings], option
+
+
+def test_help_lists_the_launchers():
+    names = [name for name, _ in help.launchers()]
+    assert names[:2] == ["basic", "joblib"] and {"slurm", "local", "ray"} <= set(names)
+    text = " ".join(help.text().split())
+    assert "Launchers of a sweep's jobs (fedrun -m hydra/launcher=NAME" in text
+    assert "joblib The jobs in parallel worker processes" in text
+
+
+@pytest.mark.parametrize(
+    "module, argv",
+    [
+        ("reproduce", []),
+        *[("reproduce", [c]) for c in ("list", "plan", "run", "check", "report", "record")],
+        ("status", []),
+        ("plot", []),
+        ("table", []),
+        ("check_algorithm", []),
+    ],
+)
+def test_every_help_page_is_plain_text_and_explains_each_argument(module, argv, capsys):
+    """No reStructuredText markup (double backquotes, :mod:`...`) in a command's --help; every
+    subcommand says what it does; every argument has a line of help."""
+    import importlib
+
+    m = importlib.import_module(f"fedprox_cli.cli.{module}")
+    entry = getattr(m, "parse", None) or m.main
+    with pytest.raises(SystemExit):
+        entry([*argv, "--help"])
+    page = capsys.readouterr().out
+    assert not re.search(r"``|:(mod|func|class|data|meth):`", page), page
+    usage, _, rest = page.partition("\n\n")
+    assert rest.split("\n\n")[0].strip(), page  # a description under the usage
+    blocks = [b for b in page.split("\n\n") if b.startswith(("positional arguments:", "options:"))]
+    lines = "\n".join(blocks).splitlines() + [""]
+    for line, after in zip(lines, lines[1:]):  # an argument's help: on its line, or the next
+        if re.match(r"^  \S", line):
+            assert "  " in line.strip() or after.startswith("     "), line
+    if argv == ["run"]:
+        assert usage.rstrip().endswith("CLAIM... [OVERRIDE...]") and "OVERRIDE...:" in page

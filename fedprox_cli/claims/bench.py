@@ -56,6 +56,15 @@ def _round_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Un
     return out
 
 
+def measures(t: Test, path: Path) -> bool:
+    """Whether the benchmark file ``path`` holds the number ``t`` reads: a prox table's
+    ratios for a test of the benchmark, a file of time per round for a ratio of times across the
+    whole run set (no panels: the file has none)."""
+    if t.source == "bench":
+        return True
+    return t.kind == "ratio" and t.metric in PER_ROUND and not t.panels and path.is_file()
+
+
 def units(t: Test, path: Path, claim: Claim) -> list[Unit]:
     """The units of ``t`` read from the benchmark file ``path`` (either kind, by its rows)."""
     require(path.is_file(), f"claim {claim.id}: no benchmark file {path}")

@@ -121,6 +121,18 @@ def load_runs(
     return kept, findings + found + more
 
 
+def fixed_runs(claim: Claim, rs: RunSet, root: Path) -> list[Run]:
+    """Every run in the folders of ``rs`` with the settings it fixes, at any point of its grid
+    or outside it (the repeats of a measurement a ratio's noise is read over: runs at the other
+    values of a key the run set selects on); unreadable folders hold none."""
+    folders = tuple(f for f in (root / x for x in rs.folders) if f.is_dir())
+    try:
+        runs = _read(folders)[0] if folders else []
+    except UserError:
+        return []
+    return validate.fixed(claim, rs, runs, is_)[0]
+
+
 @functools.lru_cache(maxsize=32)
 def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
     skipped: list[str] = []

@@ -44,6 +44,7 @@ from ..claims import (
 from ..common import streams
 from ..common.errors import EXIT, UserError, describe, require
 from ..common.files import atomic_write_text
+from . import usage
 from .faults import crash
 
 if TYPE_CHECKING:  # the claims' rendering loads when a command renders
@@ -55,51 +56,57 @@ README, DOCS = Path("README.md"), Path("docs/reproducing.md")
 
 
 def parse(argv):
-    doc = __doc__.split("\n\n", 1)
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description=doc[0].split(": ", 1)[1],
-        epilog=doc[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = usage.parser(PROG, __doc__)
+    sub = p.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of (COMMAND --help: its own)"
     )
-    sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--results",
         type=Path,
         default=Path("results"),
+        metavar="DIR",
         help="the folder holding REPRODUCTION.md and reproduction/ (default: results)",
     )
     common.add_argument(
         "--root",
         type=Path,
         default=Path("."),
+        metavar="DIR",
         help="the checkout whose README.md and docs/reproducing.md are compared or written",
     )
-    sub.add_parser("list", parents=[common], help="every claim with its word, one line each")
-    pl = sub.add_parser(
-        "plan", parents=[common], help="the missing runs per claim, commands and cost"
+
+    def command(name: str, about: str, **kwargs) -> argparse.ArgumentParser:
+        """A subcommand whose ``--help`` says what it does (``about``), as the list does."""
+        return sub.add_parser(name, parents=[common], help=about, description=about, **kwargs)
+
+    claim = "a claim's id (fedrun-reproduce list names them; none: every claim)"
+    command("list", "every claim with its word, one line each")
+    pl = command("plan", "the missing runs per claim, the commands that make them and their cost")
+    pl.add_argument("claims", nargs="*", metavar="CLAIM", help=claim)
+    pl.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="the device the runs would use"
     )
-    pl.add_argument("claims", nargs="*", metavar="CLAIM")
-    pl.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    rn = sub.add_parser(
-        "run", parents=[common], help="launch the missing runs of claims (fedrun -m)"
+    rn = command(
+        "run",
+        "launch the missing runs of claims (fedrun -m) into the claims' folders",
+        usage="%(prog)s [-h] [--results DIR] [--root DIR] [--paper] [--dry-run] CLAIM... "
+        "[OVERRIDE...]",
+        epilog="OVERRIDE...: KEY=VALUE passed on to fedrun -m (a launcher, device=cuda, "
+        "data.root=DIR); one that contradicts a setting the claim declares is refused",
     )
-    rn.add_argument("claims", nargs="+", metavar="CLAIM")
+    rn.add_argument("claims", nargs="+", metavar="CLAIM", help="a claim's id")
     rn.add_argument("--paper", action="store_true", help="run the paper's own setting instead")
     rn.add_argument("--dry-run", action="store_true", help="print the commands only")
-    ch = sub.add_parser("check", parents=[common], help="recompute every word and number; compare")
-    ch.add_argument("claims", nargs="*", metavar="CLAIM")
-    sub.add_parser(
-        "report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks"
-    )
-    rc = sub.add_parser(
+    ch = command("check", "recompute every word and number and compare: exit 0 equal, 1 not")
+    ch.add_argument("claims", nargs="*", metavar="CLAIM", help=claim)
+    command("report", "write REPRODUCTION.md and the README/docs blocks")
+    rc = command(
         "record",
-        parents=[common],
-        help="record the digests of the claims' evidence as it is, and from git when each "
+        "record the digests of the claims' evidence as it is, and from git when each "
         "test's bounds were declared relative to its runs (pre-registered or post hoc)",
     )
-    rc.add_argument("claims", nargs="*", metavar="CLAIM")
+    rc.add_argument("claims", nargs="*", metavar="CLAIM", help=claim)
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides = (
         [a for a in argv if "=" in a and not a.startswith("-")] if argv[:1] == ["run"] else []
@@ -333,16 +340,28 @@ def _record(args) -> int:
 
 def _check(args) -> int:
     from ..claims import compare, digests, figures, history, render, tables
+    from ..claims.evidence import NoUsableRun
 
     claims = declare.select(declare.load(), args.claims)
-    rendered = build(claims, args.results / "reproduction", strict=True)
+    root = args.results / "reproduction"
+    rendered, diffs = [], []
+    for c in claims:  # a claim left without a usable run is one difference; the others go on
+        try:
+            rendered += build([c], root, strict=True)
+        except NoUsableRun as e:
+            diffs.append(f"{c.id}: {e}")
     whole = not args.claims
-    diffs = compare.report(
-        _read(args.results / REPORT),
-        render.report(rendered, render.owners(declare.load())),
-        [c.id for c in claims],
+    committed = _read(args.results / REPORT)
+    diffs += compare.report(
+        committed,
+        render.report(rendered, render.owners(declare.load()), digests.said(_sources(root))),
+        [r.claim.id for r in rendered],
         whole,
     )
+    failed = {f"{d.split(':')[0]}: in the committed report, not declared" for d in diffs}
+    diffs = [d for d in diffs if d not in failed]
+    diffs += digests.edited(committed, _sources(root))
+    diffs += digests.outside(root, declare.load())
     for name, make in ((README, render.readme), (DOCS, render.docs)):
         diffs += compare.block(
             str(name),
@@ -372,8 +391,17 @@ def _check(args) -> int:
     return 1 if diffs else 0
 
 
+def _sources(root: Path) -> dict[str, str]:
+    """The digests of what the report is written from beyond the runs (the digest file, the
+    declaration record, the claims files and stand_ins.yaml)."""
+    from ..claims import digests, history
+
+    files = list(dict.fromkeys(history.source(c) for c in declare.load()))
+    return digests.sources(root, [*files, files[0].with_name("stand_ins.yaml")])
+
+
 def _report(args) -> int:
-    from ..claims import figures, render, tables
+    from ..claims import digests, figures, render, tables
 
     claims = declare.load()
     rendered = build(claims, args.results / "reproduction", strict=True)
@@ -383,7 +411,8 @@ def _report(args) -> int:
         figures.draw_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         tables.write_claim(r.claim, r.evidence, args.results / "reproduction", warn)
         r.digest = digest(args.results, r.claim.figure)  # of the file as drawn now
-    texts = {args.results / REPORT: render.report(rendered, render.owners(claims))}
+    said = digests.said(_sources(args.results / "reproduction"))
+    texts = {args.results / REPORT: render.report(rendered, render.owners(claims), said)}
     for name, make in (
         (README, render.readme),
         (DOCS, render.docs),

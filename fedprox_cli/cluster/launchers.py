@@ -31,7 +31,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -314,18 +313,6 @@ class SlurmSide(_JobSide, _LaunchSide):
 
 class LocalSide(_JobSide, _LaunchSide):
     """``hydra/launcher=local``: the same jobs as processes on this machine."""
-
-
-def release_pool_workers() -> None:
-    """End the worker processes of joblib's process pool (``hydra/launcher=joblib``, loky's
-    reusable executor) with the sweep that used them: loky keeps idle workers for 300 s, and
-    its manager thread would keep ``fedrun`` waiting or be noted as left running. Nothing
-    happens where joblib was not used (the module is not loaded)."""
-    if "joblib.externals.loky.reusable_executor" not in sys.modules:
-        return
-    from joblib.externals.loky import get_reusable_executor
-
-    get_reusable_executor().shutdown(wait=True, kill_workers=True)
 
 
 def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
