@@ -368,7 +368,8 @@ def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="fedrun-check-algorithm", description=usage.plain(__doc__.split("\n\n")[0])
+        prog="fedrun-check-algorithm",
+        description=usage.plain((__doc__ or "").split("\n\n")[0]) or None,
     )
     parser.add_argument(
         "algorithm",
