@@ -37,7 +37,7 @@ class Run:
     folder: Path
     status: str  # finished | diverged | error | internal | interrupted (the exit code's name)
     exit_code: int
-    summary: dict[str, Any] | dict[int, dict[str, Any]]  # summary.json (per seed)
+    summary: run_files.SummaryRecord | dict[int, run_files.SummaryRecord]  # summary.json(s)
     metrics: pd.DataFrame  # metrics.csv as numbers (empty if the run wrote none)
 
 

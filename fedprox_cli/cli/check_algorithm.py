@@ -93,7 +93,6 @@ def _from_yaml(path: Path) -> tuple[str, list[str]]:
     from dataclasses import fields
 
     from .. import algorithms
-    from ..common import guarded
     from ..common.errors import no_parameter, require
 
     try:
@@ -202,7 +201,7 @@ class Checker:
             "attributes "
             "set on self)",
         )
-        if "resuming" not in (out / run_files.LOG).read_text():
+        if "resuming" not in run_files.read_log(out):
             raise Failed(
                 "the run asked to extend to T = 4 did not resume from round 2's checkpoint"
             )
@@ -239,7 +238,7 @@ class Checker:
         alone = self.run("engine=vmap", "seed=1")
         batched = self.folder / "batched"
         for s, ref in ((0, self.reference), (1, alone)):
-            got = guarded.read_csv(batched / run_files.seed_folder(s) / run_files.METRICS).drop(
+            got = run_files.read_metrics(batched / run_files.seed_folder(s)).drop(
                 columns=mt.TIME.name
             )
             self.same(got, ref, f"seed {s} of seeds=2 differs from the run made alone")
