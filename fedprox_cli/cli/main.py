@@ -281,10 +281,10 @@ def _not_parsed(message: str):
 def _parsed(argv: list[str]):
     """The command line as Hydra's argument parser reads it, or None where it does not parse
     (Hydra's own parsing then says what is wrong)."""
-    from hydra._internal.utils import get_args_parser
+    from ..config.hydra_private import get_args_parser
 
     parser = get_args_parser()
-    parser.error = _not_parsed  # type: ignore[method-assign]  # silent here
+    setattr(parser, "error", _not_parsed)  # silent here: this parser's own, Hydra's untouched
     try:
         return parser.parse_intermixed_args(argv)
     except (ValueError, TypeError, SystemExit):

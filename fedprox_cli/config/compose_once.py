@@ -17,10 +17,10 @@ import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.hydra import Hydra
 from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
+
+from .hydra_private import ConfigLoaderImpl, Hydra, replace
 
 _MODE_OVERRIDE = "hydra.mode=RUN"  # what Hydra's _run_app appends for a run of no set mode
 _REFERENCE: list[DictConfig] = []  # the composed run's config before its overrides, in the block
@@ -39,6 +39,7 @@ def _before_overrides() -> Iterator[list[DictConfig]]:
     overrides' values are applied (``ConfigLoaderImpl._apply_overrides_to_config``)."""
     apply = ConfigLoaderImpl._apply_overrides_to_config
     kept: list[DictConfig] = []
+    name = "_apply_overrides_to_config"
 
     def keep_then_apply(overrides, cfg: DictConfig) -> None:
         before = copy.deepcopy(cfg)
@@ -47,11 +48,11 @@ def _before_overrides() -> Iterator[list[DictConfig]]:
         kept.append(before)
         apply(overrides, cfg)
 
-    ConfigLoaderImpl._apply_overrides_to_config = staticmethod(keep_then_apply)  # type: ignore[method-assign]
+    hydras = replace(ConfigLoaderImpl, name, staticmethod(keep_then_apply))
     try:
         yield kept
     finally:
-        ConfigLoaderImpl._apply_overrides_to_config = staticmethod(apply)  # type: ignore[method-assign]
+        replace(ConfigLoaderImpl, name, hydras)
 
 
 @contextmanager
@@ -83,11 +84,11 @@ def composed_once(multirun: bool = False) -> Iterator[None]:
         _REFERENCE.append(before[0])
         return None
 
-    Hydra.get_mode = get_mode  # type: ignore[method-assign]
+    hydras = replace(Hydra, "get_mode", get_mode)
     try:
         yield
     finally:
-        Hydra.get_mode = hydra_get_mode  # type: ignore[method-assign]
+        replace(Hydra, "get_mode", hydras)
         for loader in loaders:
             vars(loader).pop("load_configuration", None)
         _REFERENCE.clear()

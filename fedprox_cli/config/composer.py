@@ -211,7 +211,7 @@ class Composer:
         return self.bases[key]
 
     def _dirname(self, parsed, base: _Base) -> str:
-        from hydra._internal.config_loader_impl import get_overrides_dirname
+        from .hydra_private import get_overrides_dirname
 
         return get_overrides_dirname(
             overrides=parsed,
@@ -221,8 +221,9 @@ class Composer:
         )
 
     def __call__(self, job: list[str]) -> DictConfig:
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.types import RunMode
+
+        from .hydra_private import ConfigLoaderImpl
 
         parsed, values, key = self._split(job)
         if not values:
@@ -238,9 +239,10 @@ class Composer:
     def job(self, job: list[str], num: int) -> Job | None:
         """Job ``num`` of a sweep made from its base's scratch copy (class docstring); None
         where it must be composed whole."""
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.core.hydra_config import HydraConfig
         from hydra.core.override_parser.types import OverrideType
+
+        from .hydra_private import ConfigLoaderImpl
 
         parsed, values, key = self._split(job)
         if not values:
