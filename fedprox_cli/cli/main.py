@@ -163,9 +163,9 @@ def _say_written(composed: DictConfig, out: Path) -> None:
             f"{composed.seed}..{composed.seed + composed.seeds - 1}"
         )
     elif (out / run_files.METRICS).exists():
-        streams.out(
-            f"metrics: {out / run_files.METRICS}\nplot:    {out / run_files.METRICS_FIGURE}"
-        )
+        streams.out(f"metrics: {out / run_files.METRICS}")
+        if (out / run_files.METRICS_FIGURE).exists():  # not drawn: its own line said why
+            streams.out(f"plot:    {out / run_files.METRICS_FIGURE}")
 
 
 def _parents(argv: list[str]) -> dict[Path, bool]:
