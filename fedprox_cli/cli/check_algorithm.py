@@ -93,7 +93,6 @@ def _from_yaml(path: Path) -> tuple[str, list[str]]:
     from dataclasses import fields
 
     from .. import algorithms
-    from ..common import guarded
     from ..common.errors import no_parameter, require
 
     try:
@@ -135,10 +134,12 @@ class Checker:
         quiet = io.StringIO()
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
             r = fedprox_cli.run([*self.base, *overrides], folder=out)
-        if r.status != "finished":
+        if r.status != "finished":  # why: its summary's error, else the last error it said
+            said = [line for line in quiet.getvalue().splitlines() if "error: " in line]
+            why = r.summary.get("error") or (said[-1].split("error: ", 1)[1] if said else "")
             raise Failed(
                 f"the run with {' '.join(overrides) or 'the defaults'} ended {r.status}: "
-                f"{r.summary.get('error', '')}".rstrip(": ")
+                f"{why or 'without a reason recorded (its fedrun.log has its lines)'}"
             )
         return r.metrics.drop(columns=mt.TIME.name)
 
@@ -200,7 +201,7 @@ class Checker:
             "attributes "
             "set on self)",
         )
-        if "resuming" not in (out / run_files.LOG).read_text():
+        if "resuming" not in run_files.read_log(out):
             raise Failed(
                 "the run asked to extend to T = 4 did not resume from round 2's checkpoint"
             )
@@ -237,7 +238,7 @@ class Checker:
         alone = self.run("engine=vmap", "seed=1")
         batched = self.folder / "batched"
         for s, ref in ((0, self.reference), (1, alone)):
-            got = guarded.read_csv(batched / run_files.seed_folder(s) / run_files.METRICS).drop(
+            got = run_files.read_metrics(batched / run_files.seed_folder(s)).drop(
                 columns=mt.TIME.name
             )
             self.same(got, ref, f"seed {s} of seeds=2 differs from the run made alone")
@@ -369,7 +370,8 @@ def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="fedrun-check-algorithm", description=usage.plain(__doc__.split("\n\n")[0])
+        prog="fedrun-check-algorithm",
+        description=usage.plain((__doc__ or "").split("\n\n")[0]) or None,
     )
     parser.add_argument(
         "algorithm",
