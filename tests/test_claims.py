@@ -622,6 +622,39 @@ def test_open_choices_say_robust_or_what_the_word_depends_on():
     )
 
 
+def test_a_fixed_key_moved_off_the_papers_value_is_supporting_never_deciding():
+    from fedprox_cli.claims import sensitivity
+
+    rs = declare.RunSet(
+        data="d",
+        preset="p",
+        where={"algorithm": ["f"]},
+        grid={"algorithm": ["f"], "a.alpha": [0.1, 0.05], "a.eta": [0.1, 0.3]},
+        choices=("a.eta",),
+    )
+    assert sensitivity.combos(rs) == [
+        (("a.eta", e), ("a.alpha", a)) for e in (0.1, 0.3) for a in (0.1, 0.05)
+    ]
+    assert [sensitivity.supporting(rs, v) for v in sensitivity.combos(rs)] == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    C = sensitivity.Choice
+    words = {0.1: "reproduced", 0.05: "not reproduced"}
+    found = [
+        C((("a.eta", e), ("a.alpha", a)), words[a], 3, 3, 0, a != 0.1)
+        for e in (0.1, 0.3)
+        for a in (0.1, 0.05)
+    ]
+    text = sensitivity.summary(None, rs, found)
+    assert text.startswith("Open choices (eta): robust: **reproduced** at each of the 2")
+    assert "supporting, off the paper's fixed values (shown, never deciding): not reproduced" in (
+        text
+    )
+
+
 def test_a_listed_point_may_fix_a_key_the_others_lack():
     """FedCanon Fig. 2's SCAFFNEW is the point {algorithm: scaffnew, algorithm.p: 0.05}: its runs on
     another p are outside the declaration, and a method without p matches its point as declared."""

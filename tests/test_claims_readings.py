@@ -91,6 +91,12 @@ def test_a_win_over_a_diverged_run_names_it():
     ]
     (u,) = units.units(t, runs, claim([t]))
     assert u.holds and u.aside == "over diverged c"
+    o = units.Outcome(t, [u])
+    assert render._beaten(u) == ["c"] and render._over_diverged(o) == []  # b finished: beaten
+    runs[1] = _made("b", 0, [1, math.nan, math.nan], "diverged")
+    (only,) = units.units(t, runs, claim([t]))
+    assert render._over_diverged(units.Outcome(t, [only])) == [only]  # every win over diverged
+    runs[1] = _made("b", 0, [1, 0.6, 0.3], "finished")
     runs[0] = _made("a", 0, [1, 0.5, 0.4], "finished")  # b ahead: no win to qualify
     (u,) = units.units(t, runs, claim([t]))
     assert not u.holds and u.aside == ""

@@ -15,8 +15,8 @@ from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
 from .text import against, num, shown
-from .units import Outcome
-from .verdict import Verdict, primary, state
+from .units import Outcome, Unit
+from .verdict import Verdict, depends, primary, state
 from .verdict import choices as verdict_choices
 
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
@@ -191,6 +191,8 @@ def row(r: Rendered) -> str:
     if ev is not None and deciding:
         ours += f"; {post_hoc(r, [ev.outcomes.index(o) + 1 for o in deciding])}"
     ours += "".join(f"; {other}" for other in others(r))
+    if open_ := depends(c, r.evidence):  # the word the open-choice grid gives, per value
+        ours += f"; by the open choice's grid (never deciding): {open_}"
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (
@@ -211,17 +213,26 @@ def others(r: Rendered) -> list[str]:
         seen.add(rs.data)
         tests = [
             f"test {ev.outcomes.index(o) + 1}: {state(o)[1]}"
-            + (f" ({k} over diverged runs only)" if (k := _over_diverged(o)) else "")
+            + (f" ({k} with wins over diverged {gone} only)" if (k := len(only)) else "")
             for o in primary(ev.outcomes)
+            for only in [_over_diverged(o)]
+            for gone in [", ".join(dict.fromkeys(n for u in only for n in _beaten(u)))]
         ]
         if tests:
             out.append(f"on {data_of(rs)}: {'; '.join(tests)}")
     return out
 
 
-def _over_diverged(o: Outcome) -> int:
-    """How many units hold over diverged runs (a win the rule gives, not a comparison)."""
-    return sum(bool(u.holds) and "over diverged" in u.aside for u in o.units)
+def _over_diverged(o: Outcome) -> list[Unit]:
+    """The units (seeds) that hold with every win over a diverged run: each compared run
+    diverged, so the win is the rule's alone and compares nothing that converged."""
+    return [u for u in o.units if u.holds and len(_beaten(u)) == len(o.test.values) - 1]
+
+
+def _beaten(u: Unit) -> list[str]:
+    """The diverged runs a unit's win is over (its "over diverged a, b" aside)."""
+    said = [x for x in u.aside.split("; ") if x.startswith("over diverged ")]
+    return said[0].removeprefix("over diverged ").split(", ") if said else []
 
 
 def post_hoc(r: Rendered, tests: list[int]) -> str:

@@ -21,12 +21,24 @@ class Choice:
     present: int
     declared: int
     diverged: int = 0  # of the runs present
+    supporting: bool = False  # a grid value the paper fixes, moved off it: shown, never deciding
+
+
+def varied(rs: RunSet) -> list[str]:
+    """The grid keys read per value: the open choices, then the keys the paper fixes that the
+    grid also moves (outside ``where``; their first value is the paper's)."""
+    fixed = [k for k, vs in rs.grid.items() if k not in rs.choices and k not in rs.where]
+    return [*rs.choices, *(k for k in fixed if len(rs.grid[k]) > 1)]
 
 
 def combos(rs: RunSet) -> list[tuple]:
-    return [
-        tuple(zip(rs.choices, vs)) for vs in itertools.product(*(rs.grid[k] for k in rs.choices))
-    ]
+    keys = varied(rs)
+    return [tuple(zip(keys, vs)) for vs in itertools.product(*(rs.grid[k] for k in keys))]
+
+
+def supporting(rs: RunSet, values: tuple) -> bool:
+    """Whether ``values`` move a key the paper fixes off the paper's value (the grid's first)."""
+    return any(k not in rs.choices and v != rs.grid[k][0] for k, v in values)
 
 
 def label(values: tuple) -> str:
@@ -35,10 +47,24 @@ def label(values: tuple) -> str:
 
 def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
     """One sentence: robust (the same word at every combination, all run), what the word
-    depends on, or, while combinations are missing, the words so far and the missing ones."""
+    depends on, or, while combinations are missing, the words so far and the missing ones;
+    then the supporting combinations (a fixed value moved), each with its word, never deciding."""
+    text = _deciding(rs, [c for c in found if not c.supporting])
+    aside = [c for c in found if c.supporting]
+    if aside:
+        text += "; supporting, off the paper's fixed values (shown, never deciding): " + (
+            "; ".join(
+                f"{c.word} at {label(c.values)} ({c.diverged} of {c.present} runs diverged)"
+                for c in aside
+            )
+        )
+    names = " and ".join(k.rsplit(".", 1)[-1] for k in rs.choices)
+    return f"Open choices ({names}): {text}."
+
+
+def _deciding(rs: RunSet, found: list[Choice]) -> str:
     full = [c for c in found if c.present and c.present == c.declared]
     missing = [c for c in found if c.present < c.declared]
-    names = " and ".join(k.rsplit(".", 1)[-1] for k in rs.choices)
     words = {c.word for c in full}
     if not missing and len(words) == 1:
         text = (
@@ -70,7 +96,7 @@ def summary(claim: Claim, rs: RunSet, found: list[Choice]) -> str:
             + ")"
             for c in missing
         )
-    return f"Open choices ({names}): {text}."
+    return text
 
 
 def _diverged(full: list[Choice]) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .evidence import Evidence
-from .sensitivity import Choice, label
+from .sensitivity import Choice, label, supporting
 from .units import Outcome
 
 WORDS = (
@@ -215,6 +215,7 @@ def choices(claim, ev: Evidence) -> list[Choice]:
                 present,
                 declared,
                 diverged,
+                supporting(ev.runset, values),
             )
         )
     return out
@@ -309,7 +310,7 @@ def depends(claim, found: list[Evidence]) -> str:
     for ev in found:
         if not (ev.present and ev.runset.choices):
             continue
-        got = choices(claim, ev)
+        got = [c for c in choices(claim, ev) if not c.supporting]
         words = {c.word for c in got}
         if any(c.present < c.declared for c in got):
             continue
