@@ -168,6 +168,8 @@ class Claim:
     implementation: bool = False  # an implementation check (the code's counters against the
     # formulas it implements): checked / check failed, never reproduced (verdict.as_check)
     note: str = ""
+    revised: str = ""  # where a deciding test was replaced after its runs were read: the
+    # earlier reading and the word it gave, by commit (rendered as "Revised:" in the report)
 
     @property
     def title(self) -> str:

@@ -15,7 +15,7 @@ from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
 from .text import against, num, shown
-from .units import Outcome
+from .units import Outcome, timed
 from .verdict import Verdict, primary, state
 from .verdict import choices as verdict_choices
 
@@ -31,7 +31,9 @@ marked so, never deciding). The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
 unit, **not reproduced** when in none, **partly** in between or when an ordering read to the end
 holds from some round on only (over a window that ends, a speed test, it then does not hold); **partly run (k of m runs)** with declared runs missing; **not run** when nothing
-ran here. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
+ran here. A timing decides only outside its noise: a ratio whose margin to its bound lies inside
+the spread of its base's own repeated measurement, or whose noise is not measured (one
+measurement per setting, a benchmark file's single median), is no evidence. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
 rounds than the paper's T where they depend on T; the claim's other primary tests then decide
 (**not reproduced** if they hold in no unit, **inconclusive** if in every unit), and with none
 left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
@@ -151,23 +153,25 @@ def over_seeds(o: Outcome) -> str:
     seeds = {len(v) for v in groups.values()}
     each = f", each the mean of {seeds.pop()} seeds" if seeds != {1} and len(seeds) == 1 else ""
     span = num(min(means)) if min(means) == max(means) else f"{num(min(means))}-{num(max(means))}"
-    return f"{span} over {len(groups)} {_spans(o, list(groups))}{each}"
+    return f"{span} over {_spans(o, list(groups))}{each}"
 
 
 def _spans(o: Outcome, names: list[str]) -> str:
-    """What a test's groups of units differ in: the keys of their labels, methods or models."""
+    """What a test's groups of units differ in, with how many values of each: the keys of their
+    labels, methods or models ("2 methods x 3 partition values")."""
     parts = [n.split(", ") for n in names]
     keys = []
     for i in range(max(map(len, parts))):
         values = {p[i] if i < len(p) else "" for p in parts}
         if len(values) > 1:
             k = next(iter(values)).partition("=")
-            keys.append(
+            noun = (
                 f"{k[0]} values"
                 if k[1]
                 else ("models" if o.test.source == "bench" and i == 0 else "methods")
             )
-    return " x ".join(keys) or "groups"
+            keys.append(f"{len(values)} {noun}")
+    return " x ".join(keys) or f"{len(names)} groups"
 
 
 def row(r: Rendered) -> str:
@@ -261,8 +265,8 @@ def trained(c: Claim, ev: Evidence) -> str:
     if low and len(low) == len(ev.trained):
         text += (
             f" Below {c.trained_min:g} (untrained) in every run of every setting: on "
-            f"{data_of(ev.runset)} this model does not train, so the run set cannot test the "
-            f"claim (a limit of the data and model here, not a result of the methods)."
+            f"{data_of(ev.runset)} no run trains, so the run set cannot test the claim (whether "
+            f"the data, the model or the methods' settings cause it, no control run here says)."
         )
     elif low:
         text += (
@@ -391,11 +395,13 @@ def _test_lines(
 
 
 def noise(o: Outcome) -> str:
-    """A ratio's noise, where its test declares repeats of the base's measurement."""
+    """A timing's noise (:func:`.units.timed`): the base's spread over its repeats, or that it is
+    not measured here, so that its units decide nothing."""
     if o.noise is not None:
         return f" Noise: {o.noise.said(o.test.metric)}."
-    if o.test.repeats and not o.unmeasured and o.units:
-        return " Noise: not measured here (one measurement of the base per setting)."
+    if timed(o.test) and not o.unmeasured and o.units:
+        one = "one median per setting" if o.test.source == "bench" else "one of the base"
+        return f" Noise: not measured here ({one}), so no ratio of it decides."
     return ""
 
 
@@ -471,6 +477,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
         "",
         f"Paper: {c.setting}.",
         f"Chosen: {c.chosen}." if c.chosen else "",
+        f"Revised after the runs were read: {c.revised}." if c.revised else "",
         "",
     ]
     lines, table = _evidence(r, owner)
