@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import child_env, fedrun, job_folders, without
 
-from fedprox_cli.engine.metrics import COLUMNS
+from fedprox_cli.common.run_files import COLUMNS
 
 TINY = ["dataset=digits", "T=3", "K=2", "n=4", "B=8", "eval_every=1"]
 

@@ -12,7 +12,8 @@ import yaml
 from fedprox_cli import data
 from fedprox_cli.engine import models
 from fedprox_cli.engine.client_data import ClientData
-from fedprox_cli.engine.metrics import COLUMNS, evaluate, hoyer, prox_grad_mapping
+from fedprox_cli.common.run_files import COLUMNS
+from fedprox_cli.engine.metrics import evaluate, hoyer, prox_grad_mapping
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import Oracle
 from fedprox_cli.operators import regularizers

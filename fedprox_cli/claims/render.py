@@ -13,6 +13,7 @@ import numpy as np
 from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
+from .sources import Source, facts
 from .text import against, num, shown
 from .units import Outcome
 from .verdict import Verdict, primary, state
@@ -21,7 +22,7 @@ from .verdict import choices as verdict_choices
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
 
 RULES = """\
-Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
+Written by `fedrun-reproduce report` from the claims in {source} and the runs
 in `results/reproduction/`; `fedrun-reproduce check` recomputes it and names every change of the
 evidence since its digests were recorded (`reproduction/EVIDENCE.sha256`). Tests count units (a
 seed in a panel; a pair for ratios; a run for levels; a model for the prox benchmark). Each test
@@ -45,8 +46,7 @@ names it ("over diverged za2"). A level no run on a stand-in reaches (its best m
 below) decides nothing on it; the claim says what the best run reaches. A claim read on several
 devices or stand-ins gets a word for each where they differ; one whose word changes with a
 choice the paper leaves open (a sensitivity grid: holds at some values, not reproduced at
-others) is **inconclusive**, saying at which values it holds. Runs here: a 2-core CPU, one thread per job (device column);
-`fedrun-reproduce plan --device cuda` gives the papers' own settings."""
+others) is **inconclusive**, saying at which values it holds.{runs_here}"""
 
 
 @dataclass
@@ -251,6 +251,11 @@ def owners(claims: list[Claim]) -> dict[str, Claim]:
     return out
 
 
+def settings(rs: RunSet) -> str:
+    """A run set's settings as fedrun's arguments: its preset, then its overrides."""
+    return " ".join([*([f"experiment={rs.preset}"] if rs.preset else []), *rs.overrides])
+
+
 def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
     """The line saying where a run set's evidence comes from."""
     c, rs = r.claim, ev.runset
@@ -259,9 +264,7 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
         return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
     if rs.folders:
         return (
-            f"Ran on {data_of(rs)}: `experiment={rs.preset}"
-            + "".join(f" {o}" for o in rs.overrides)
-            + "` in "
+            f"Ran on {data_of(rs)}: `{settings(rs)}` in "
             + ", ".join(f"`{f}`" for f in rs.folders)
             + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
             + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
@@ -418,9 +421,10 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
-def stand_ins(rendered: list[Rendered]) -> str:
-    """What each stand-in a claim ran on is (declare.stand_ins), and what it stands for."""
-    facts = declare.stand_ins()
+def stand_ins(rendered: list[Rendered], facts: dict | None = None) -> str:
+    """What each stand-in a claim ran on is (``facts``, default :func:`.declare.stand_ins`),
+    and what it stands for."""
+    facts = declare.stand_ins() if facts is None else facts
     used: dict[str, dict[str, None]] = {}  # stand-in -> what it stands for (in order)
     for r in rendered:
         for ev in r.evidence:
@@ -442,16 +446,21 @@ def reasons(r: Rendered) -> list[str]:
     return out
 
 
-def report(rendered: list[Rendered], owner: dict[str, Claim]) -> str:
+def report(rendered: list[Rendered], owner: dict[str, Claim], origin: list[Source]) -> str:
+    """REPRODUCTION.md of the claims of the sources ``origin`` (named in its rule paragraph)."""
+    rules = RULES.format(
+        source=", ".join(s.name for s in origin),
+        runs_here="".join(dict.fromkeys(s.runs_here for s in origin)),
+    )
     head = [
         "# Reproduction report",
         "",
-        RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
+        rules + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
         exemptions([r.claim for r in rendered]),
         "",
         "Stand-ins (the data a claim ran on in place of the paper's):",
-        stand_ins(rendered),
+        stand_ins(rendered, facts(origin)),
         "",
         (
             "| claim | paper's number | ours (the test named, its number: mean ± std; holds in) | "
@@ -481,15 +490,7 @@ def docs(rendered: list[Rendered]) -> str:
     lines = [BEGIN, "| claim | at the paper's setting | ran here | word |", "|---|---|---|---|"]
     for r in rendered:
         c = r.claim
-        paper = (
-            (
-                f"`experiment={c.paper_runs.preset}"
-                + "".join(f" {o}" for o in c.paper_runs.overrides)
-                + f"` ({c.paper_runs.data})"
-            )
-            if c.paper_runs
-            else "—"
-        )
+        paper = f"`{settings(c.paper_runs)}` ({c.paper_runs.data})" if c.paper_runs else "—"
         here = (
             "; ".join(
                 f"{data_of(ev.runset)}: "

@@ -2,7 +2,7 @@
 atomically (:func:`files.atomic_write`): a reader never sees a half-written file, and
 concurrent jobs never share one.
 
-- :data:`METRICS` ``metrics.csv``: one row per evaluated round (``engine.metrics.COLUMNS``)
+- :data:`METRICS` ``metrics.csv``: one row per evaluated round (:data:`COLUMNS`)
 - :data:`CONFIG` ``config.yaml``: the resolved config
 - :data:`PARTITION` ``partition.npz``: per-client index arrays into the training set
 - :data:`SUMMARY` ``summary.json``: the run's record (``runs.outputs.Summary``)
@@ -47,6 +47,21 @@ if TYPE_CHECKING:  # pandas loads with the first table read
     import pandas as pd
 
 METRICS = "metrics.csv"
+COLUMNS = [  # METRICS' columns, in order (engine.metrics computes them)
+    "round",
+    "time_s",
+    "grad_evals",
+    "prox_calls",
+    "bytes_up",
+    "bytes_down",
+    "train_loss",
+    "objective",
+    "test_loss",
+    "test_acc",
+    "stationarity",
+    "hoyer",
+    "nnz_frac",
+]
 METRICS_FIGURE = "metrics.png"
 SUMMARY = "summary.json"
 CONFIG = "config.yaml"

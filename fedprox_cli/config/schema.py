@@ -27,8 +27,8 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig
 
 from ..common.errors import UserError, require
+from ..common.run_files import COLUMNS
 from ..engine.device import MATMUL_PRECISIONS, resolve_device
-from ..engine.metrics import COLUMNS
 from ..engine.oracle import ENGINES
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}

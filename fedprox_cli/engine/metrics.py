@@ -14,24 +14,9 @@ import math
 
 import torch
 
+from ..common.run_files import COLUMNS
 from ..operators.regularizers import Regularizer
 from .oracle import Oracle
-
-COLUMNS = [
-    "round",
-    "time_s",
-    "grad_evals",
-    "prox_calls",
-    "bytes_up",
-    "bytes_down",
-    "train_loss",
-    "objective",
-    "test_loss",
-    "test_acc",
-    "stationarity",
-    "hoyer",
-    "nnz_frac",
-]
 
 
 def prox_grad_mapping(
@@ -86,17 +71,4 @@ def evaluate(
         .cpu()
         .tolist()
     )
-    return dict(
-        zip(
-            [
-                "train_loss",
-                "objective",
-                "test_loss",
-                "test_acc",
-                "stationarity",
-                "hoyer",
-                "nnz_frac",
-            ],
-            vals,
-        )
-    )
+    return dict(zip(COLUMNS[COLUMNS.index("train_loss") :], vals, strict=True))
