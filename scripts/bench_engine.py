@@ -7,6 +7,7 @@
     python scripts/bench_engine.py --threads 1 --baseline   # fedrun vs a plain per-client loop
     python scripts/bench_engine.py --threads 1 --scaling    # client-steps/s at n = 10, 100, 1000
     python scripts/bench_engine.py --threads 1 --seeds 10   # 10 seed-batched runs vs 10 sequential
+    python scripts/bench_engine.py --threads 1 --profile    # one local step, op by op
 
 Prints one line per measurement, then markdown tables (docs/performance.md): per workload and
 engine steps/s, GFLOP/s, the fraction of the same-shape products' rate ("of roofline") and of
@@ -19,13 +20,17 @@ engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher 
 (load the server model into one module, K SGD steps with autograd and the correction c_i, send
 Delta_i; the server averages, takes the prox, updates the c_i), timed in turn in the same run.
 ``--scaling``: FedCanon rounds (K = 2, B = 64) at n = 10, 100, 1000 for the linear model and the
-MLP with each engine; client-steps/s and their ratio to n = 10 (the goal: >= 0.8)."""
+MLP with each engine; client-steps/s and their ratio to n = 10 (the goal: >= 0.8).
+``--profile``: the per-op account of one local step (:func:`profile`): torch.profiler over one
+round of each of :data:`PROFILED` per engine, each op's self microseconds per client-step (its
+median call's), split into matrix products (and convolutions) and everything else."""
 
 import argparse
 import copy
 import csv
 import math
 import os
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -282,6 +287,84 @@ def seed_batching(
     return rows
 
 
+PROFILED = {  # name: (model, shape, algorithm, n, K); B = 64 (K only sets how many steps)
+    "Fig. 2 MLP, FedAvg": ("mlp", "fmnist", "fedavg", 10, 20),
+    "Fig. 2 MLP, FedCanon": ("mlp", "fmnist", "fedcanon", 10, 20),
+    "FedNMap sigmoid MLP, n=100": ("sigmoid_mlp", "mnist", "fednmap", 100, 10),
+    "linear, n=100": ("linear", "mnist", "fedcanon", 100, 10),
+    "Fig. 3 CNN": ("cnn", "fmnist", "fedcanon", 10, 4),
+}
+PRODUCTS = {"mm", "addmm", "addmm_", "bmm", "baddbmm", "baddbmm_", "mkldnn_convolution"}
+PRODUCT_PREFIXES = ("_slow_conv2d", "convolution_backward", "mkldnn_convolution_backward")
+
+
+def is_product(op: str) -> bool:
+    """Whether an aten op is a matrix product or a convolution (the roofline's arithmetic)."""
+    name = op.removeprefix("aten::")
+    return name in PRODUCTS or name.startswith(PRODUCT_PREFIXES)
+
+
+def profile(device, engines: list[str], only: list[str] | None, top: int) -> list[dict]:
+    """Per workload and engine: one round under torch.profiler (after a warm-up round), each
+    op's self time per client-step -- its median call's times its calls, robust to the
+    preemptions of a shared machine (the profiler's clock is wall time) -- and, beside the
+    totals, the same round unprofiled (:func:`bench.best_time`); prints the ops and returns
+    the totals' rows. The profiler's own cost per op (a few microseconds) falls on every op."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    rows = []
+    for name, (model, shape, alg, n, K) in PROFILED.items():
+        if only and not any(o in name for o in only):
+            continue
+        w = bench.custom_workload(model, [alg], shape, n, K, 64)
+        setup = bench.Setup(w, device)
+        for e in engines:
+            timer = bench.RoundTimer(setup, alg, setup.oracle(e), 1)  # (its warm-up round)
+            chosen = timer.env.oracle.engine.name
+            plain = bench.best_time(timer, 3)
+            with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+                timer()
+            steps = n * K
+            calls: dict[str, list[float]] = {}
+            for ev in prof.events():
+                calls.setdefault(ev.key, []).append(ev.self_cpu_time_total)
+            ops = sorted(  # (op, calls per step, median call's us x calls per step)
+                (
+                    (op, len(us) / steps, statistics.median(us) * len(us) / steps)
+                    for op, us in calls.items()
+                    if statistics.median(us) > 0
+                ),
+                key=lambda r: -r[2],
+            )
+            products = sum(us for op, _, us in ops if is_product(op))
+            other = sum(us for op, _, us in ops if not is_product(op))
+            label = e + (f" ({chosen})" if e == "auto" else "")
+            print(f"\n## {name} ({model}, {alg}, n={n}, K={K}, B=64), engine {label}")
+            print("| op | calls/step | us/step | product |\n|---|---|---|---|")
+            for op, calls, us in ops[:top]:
+                print(f"| {op} | {calls:.3g} | {us:.1f} | {'yes' if is_product(op) else ''} |")
+            rest = ops[top:]
+            if rest:
+                print(
+                    f"| ({len(rest)} other ops) | {sum(c for _, c, _ in rest):.3g} | "
+                    f"{sum(u for _, _, u in rest):.1f} | |"
+                )
+            rows.append(
+                {
+                    "workload": name,
+                    "engine": label,
+                    "ops/step": sum(c for _, c, _ in ops),
+                    "products us/step": products,
+                    "other us/step": other,
+                    "products share": products / (products + other),
+                    "unprofiled us/step": 1e6 * plain / steps,
+                }
+            )
+            print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> int:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -348,6 +431,11 @@ def main() -> int:
         action="store_true",
         help="--seeds also from the command line (with start-up)",
     )
+    p.add_argument(
+        "--profile", action="store_true", help="the per-op account of one local step (only)"
+    )
+    p.add_argument("--profile-workloads", help="comma-separated parts of --profile workload names")
+    p.add_argument("--profile-top", type=int, default=25, help="ops listed per profile")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -401,6 +489,11 @@ def main() -> int:
                 )
             )
         )
+        return 0
+    if a.profile:
+        engines = [e for e in a.engines.split(",") if e != "vmap+compile"]
+        only = a.profile_workloads.split(",") if a.profile_workloads else None
+        print("\n" + table(profile(device, engines, only, a.profile_top)))
         return 0
     if a.baseline or a.scaling:
         rows = (

@@ -1,7 +1,9 @@
 import os
 import runpy
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -12,6 +14,18 @@ if sys.path[:1] != [str(ROOT)]:  # in-process runs use this checkout, as subproc
     sys.path.insert(0, str(ROOT))
 
 import in_process  # noqa: E402
+
+# Every cache the code under test reads or writes -- fedprox_cli's engine and compile records
+# and decoded datasets ($XDG_CACHE_HOME/fedprox_cli), matplotlib's font list and rc file
+# (MPLCONFIGDIR), the datasets' download folder ($FEDPROX_DATA, where the user gave none) --
+# in a folder of this test process, removed at its end: no test reads what the user's runs
+# measured, none leaves a record in the user's cache, and a fresh clone runs as any other.
+# Set at import, before a test module makes its environments; every subprocess inherits it.
+_CACHE = Path(tempfile.mkdtemp(prefix="fedprox-tests-cache-"))
+os.environ["XDG_CACHE_HOME"] = str(_CACHE / "xdg")
+os.environ["FEDPROX_CACHE"] = str(_CACHE / "decoded")
+os.environ["MPLCONFIGDIR"] = str(_CACHE / "matplotlib")
+os.environ.setdefault("FEDPROX_DATA", str(_CACHE / "data"))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of `pytest -n` (pyproject's addopts): tiny
     os.environ["OMP_NUM_THREADS"] = "1"  # problems gain nothing from threads, and the workers
@@ -64,6 +78,30 @@ class _GroupedIds:
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         config.pluginmanager.register(_GroupedIds(), "grouped_ids")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+def skip_reasons(reports) -> list[tuple[int, str]]:
+    """(count, reason) of the skipped tests' ``reports``, most frequent first."""
+    counts: dict[str, int] = {}
+    for r in reports:
+        reason = r.longrepr[2] if isinstance(r.longrepr, tuple) else str(r.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(((n, why) for why, n in counts.items()), key=lambda c: (-c[0], c[1]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """A closing line of why tests were skipped: each reason (it names what would run them)
+    with its count."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if r.skipped]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} skipped:")
+        for n, why in skip_reasons(skipped):
+            terminalreporter.write_line(f"  {n:4d}  {why}")
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -132,13 +170,6 @@ def fedrun_process(*args, cwd=None, timeout=600, env=None, path=()):
         text=True,
         timeout=timeout,
     )
-
-
-@pytest.fixture(autouse=True, scope="session")
-def decoded_data_cache(tmp_path_factory):
-    """The tests' decoded datasets (fedprox_cli.data.cache) in a folder of this session, not in
-    the user's cache; subprocesses inherit it."""
-    os.environ["FEDPROX_CACHE"] = str(tmp_path_factory.mktemp("decoded"))
 
 
 @pytest.fixture

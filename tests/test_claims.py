@@ -11,10 +11,20 @@ import pytest
 
 from fedprox_cli.analysis import results
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, digests, evidence, loading, schema, sources, units, verdict
-from fedprox_cli.common.errors import UserError
+from fedprox_cli.claims import (
+    declare,
+    digests,
+    evidence,
+    history,
+    loading,
+    schema,
+    sources,
+    units,
+    verdict,
+)
 from fedprox_cli.claims.declare import Claim
 from fedprox_cli.cli import reproduce
+from fedprox_cli.common.errors import UserError
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
 
@@ -181,6 +191,7 @@ def copy(tmp_path):
         shutil.copy(RESULTS / c.figure, tmp_path / "results" / c.figure)
     shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
     shutil.copy(RESULTS / "reproduction" / digests.FILE, tmp_path / "results" / "reproduction")
+    shutil.copy(RESULTS / "reproduction" / history.FILE, tmp_path / "results" / "reproduction")
     (tmp_path / "docs").mkdir()
     shutil.copy(REPO / "README.md", tmp_path)
     shutil.copy(REPO / "docs" / "reproducing.md", tmp_path / "docs")

@@ -149,7 +149,10 @@ def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
     ev = _ev("d1", [True] * 3)
     ev.outcomes[0].test = acc
     r = render.Rendered(both, [ev], verdict.Verdict("w", ""))
-    assert "| test 1, test_acc (last) at k=a: 0 ± 0; 3 of 3 seeds |" in render.row(r)
+    assert (
+        "| test 1, test_acc (last) at k=a: 0 ± 0; 3 of 3 seeds; bounds not recorded |"
+        in render.row(r)
+    )
 
 
 def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim():

@@ -1,6 +1,6 @@
 """The tutorial of docs/extending.md, "Claims of your own paper": the FedProx plugin's claims file
-(examples/fedprox_server/fedprox_server/claims/fedprox.yaml) listed, planned, run, reported and
-checked in a folder outside the repository, and a damaged copy of its results caught by check.
+(examples/fedprox_server/fedprox_server/claims/fedprox.yaml) listed, planned, run, recorded,
+reported and checked in a folder outside the repository, and a damaged copy of its results caught by check.
 Its T made small (6 rounds instead of 20) to keep the test short; its runs launched by
 ``fedrun-reproduce run`` as the tutorial's are."""
 
@@ -59,6 +59,8 @@ def test_the_tutorial_from_claims_to_a_checked_report(paper, capsys):
     ids = ["fedprox-mu0", "fedprox-slower"]
     assert reproduce.main(["run", *ids, *mine, "hydra/launcher=basic"]) == 0
     capsys.readouterr()
+    assert reproduce.main(["record", *mine]) == 0  # outside git: each test's order unknown
+    assert "2 tests' bounds were declared relative to its runs" in capsys.readouterr().out
     assert reproduce.main(["report", *mine]) == 0
     assert capsys.readouterr().out.strip() == "fedrun-reproduce: wrote results/REPRODUCTION.md"
     report = (paper / "results" / "REPRODUCTION.md").read_text()

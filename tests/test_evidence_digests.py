@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fedprox_cli.claims import declare, digests, sources
+from fedprox_cli.claims import declare, digests, history, sources
 from fedprox_cli.cli import reproduce
 
 REPO = Path(__file__).resolve().parent.parent
@@ -35,6 +35,7 @@ def copy(tmp_path):
             name = c.figure.removesuffix(".png") + suffix
             shutil.copy(RESULTS / name, tmp_path / "results" / name)
     shutil.copy(RESULTS / "reproduction" / digests.FILE, rep)
+    shutil.copy(RESULTS / "reproduction" / history.FILE, rep)
     shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
     (tmp_path / "docs").mkdir()
     shutil.copy(REPO / "README.md", tmp_path)

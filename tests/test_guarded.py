@@ -211,7 +211,7 @@ def test_readers_of_many_runs_skip_each_hostile_run_with_one_line(hostile, capsy
         ("deep", "summary.json is unreadable: nested more than 100 levels deep"),
         ("cut", "summary.json is unreadable: not JSON"),
     ):
-        assert f"skipped {hostile / name}: {why}" in err
+        assert f"skipped {hostile / name}: {hostile / name}/{why}" in err  # the file's full path
     assert plot_cli.main([str(hostile), "--out", str(hostile / "p.png")]) == 0
     assert "skipped" in capsys.readouterr().err
     with pytest.warns(UserWarning) as warned:

@@ -251,7 +251,7 @@ def test_a_broken_run_beside_good_ones_is_skipped_with_one_line(tmp_path):
             (no_acc, "metrics.csv has no column 'test_acc'"),
         ):
             (line,) = [x for x in p.stderr.splitlines() if str(run) + ":" in x]
-            assert line.startswith(f"{PROG[script]}: skipped {run}: {why}")
+            assert line.startswith(f"{PROG[script]}: skipped {run}: {run}/{why}")  # full path
 
 
 def test_no_runs_and_bad_input_are_one_line_and_exit_2(tmp_path):
@@ -735,14 +735,19 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
         tex.startswith("% needs \\usepackage{booktabs}") and tex.count(" \\\\\n") == 5
     )  # one header row
     csv = pd.read_csv(io.StringIO(table.render(runs, spec, "csv")))
-    assert list(csv.columns) == ["algorithm", "partition", "metric", "mean", "std", "n", "left_out"]
-    assert len(csv) == 8 and set(csv["n"]) == {3}
-    row = csv[(csv.algorithm == "fedcanon") & (csv.partition == "iid") & (csv.metric == "test_acc")]
-    assert row["mean"].item() == pytest.approx(0.81) and row["std"].item() == pytest.approx(sd)
+    assert list(csv.columns) == ["algorithm", "partition", *table.STATS]
+    assert len(csv) == 8 and set(csv["metric:seeds"]) == {3}
+    row = csv[
+        (csv.algorithm == "fedcanon")
+        & (csv.partition == "iid")
+        & (csv["metric:name"] == "test_acc")
+    ]
+    assert row["metric:mean"].item() == pytest.approx(0.81)
+    assert row["metric:std"].item() == pytest.approx(sd)
     # the same from the command line, format by --out's suffix
     for ext, head in (
         (".tex", "% needs \\usepackage{booktabs}"),
-        (".csv", "algorithm,partition,metric"),
+        (".csv", "algorithm,partition,metric:name"),
         (".md", "| algorithm"),
     ):
         out = tmp_path / f"t{ext}"

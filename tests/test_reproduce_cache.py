@@ -9,6 +9,12 @@ import pytest
 from fedprox_cli.claims import cache, declare, sources
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    """Each test's remembered texts in its own folder (the file is the user's cache)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+
+
 @pytest.fixture
 def claim(tmp_path):
     c = next(c for c in sources.claims() if c.ran and c.ran[0].folders)
@@ -53,10 +59,10 @@ def test_a_claim_is_computed_once_and_recomputed_when_its_inputs_change(tmp_path
 def test_a_code_change_recomputes_and_a_broken_cache_file_is_no_error(tmp_path, claim, monkeypatch):
     root = tmp_path / "root"
     said(root, claim)
-    monkeypatch.setattr(cache.Cache, "__init__", _with_code("another digest"))
-    assert said(root, claim)[2]
-    monkeypatch.undo()
-    (root / cache.FILE).write_text("{not json")
+    with monkeypatch.context() as m:
+        m.setattr(cache.Cache, "__init__", _with_code("another digest"))
+        assert said(root, claim)[2]
+    cache.path().write_text("{not json")
     assert said(root, claim)[2]
 
 
@@ -70,20 +76,35 @@ def _with_code(code):
     return init
 
 
-def test_a_copy_of_the_results_answers_from_their_remembered_file(tmp_path, claim):
+def test_a_copy_of_the_results_answers_from_the_remembered_file(tmp_path, claim):
     """Keys are contents, not paths or clocks: a fresh clone of the results (new paths, new
-    modification times) is answered without recomputing, and answering writes nothing."""
+    modification times) is answered without recomputing; answering writes nothing, and no
+    command writes into the results (a read leaves a repository's files as they were)."""
     import shutil
     import time
 
     root = tmp_path / "root"
+    files = sorted(p for p in root.rglob("*"))
     said(root, claim)
+    assert sorted(p for p in root.rglob("*")) == files and cache.path().is_file()
     time.sleep(0.01)
     copy = tmp_path / "clone"
     shutil.copytree(root, copy, copy_function=shutil.copy)  # new modification times
-    before = (copy / cache.FILE).read_bytes()
+    before = cache.path().read_bytes()
     assert said(copy, claim) == ("text 1", ["a note"], False)
-    assert (copy / cache.FILE).read_bytes() == before
+    assert cache.path().read_bytes() == before
+
+
+def test_the_file_keeps_the_entries_computed_last(tmp_path, claim, monkeypatch):
+    monkeypatch.setattr(cache, "KEEP", 2)
+    root = tmp_path / "root"
+    for n in range(3):
+        said(root, dataclasses.replace(claim, short=f"words {n}"))
+    import json
+
+    assert len(json.loads(cache.path().read_text())) == 2
+    assert not said(root, dataclasses.replace(claim, short="words 2"))[2]  # the last: kept
+    assert said(root, dataclasses.replace(claim, short="words 0"))[2]  # the first: dropped
 
 
 def test_a_text_naming_the_results_folder_names_the_asking_commands_own(tmp_path, claim):

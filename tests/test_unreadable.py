@@ -64,7 +64,7 @@ def test_an_unreadable_summary_is_unreadable_everywhere(finished, monkeypatch, e
         p = in_process.run(
             lambda _, c=cmd: getattr(commands, c)(), f"fedrun-{cmd}", [str(finished)], finished, ENV
         )
-        assert f"skipped {finished / 'r'}: summary.json is unreadable: {why}" in p.stderr, p.stderr
+        assert f"skipped {finished / 'r'}: {finished / 'r' / 'summary.json'} is unreadable: {why}" in p.stderr, p.stderr
         assert "no summary" not in p.stdout + p.stderr
     import fedprox_cli
 

@@ -134,7 +134,8 @@ def group(runs: list[Run], ignore=(), final: str | None = None, shown=()) -> lis
     keys = label_keys([g.config for g in out], given=shown)
     for g in out:
         g.label_values = {k: g.config[k] for k in keys if k in g.config}
-        g.label = ", ".join(f"{short(k)}={fmt(v)}" for k, v in g.label_values.items()) or "all runs"
+        name = columns(keys)
+        g.label = ", ".join(f"{name[k]}={fmt(v)}" for k, v in g.label_values.items()) or "all runs"
     return sorted(out, key=lambda g: order(g.config.get(k, "") for k in [*shown, *keys]))
 
 
@@ -203,6 +204,23 @@ def table_keys(configs: list[dict], column: str | None) -> tuple[list[str], list
 def short(key: str) -> str:
     key = key.removeprefix(CHOICE)
     return key.removesuffix(".name")
+
+
+def columns(keys, reserved=()) -> dict[str, str]:
+    """Each config key's column (or label) name in an output beside the ``reserved`` columns
+    (a table's statistics, a report's status): its :func:`short` name where that names it
+    alone, else the key in full (``choice:algorithm`` beside ``algorithm.name``), else
+    ``config:KEY``. No two keys, and no key and reserved column, share a name, so an output's
+    every column holds one thing's values (a config key ``n`` is never a seed count)."""
+    keys, reserved = list(keys), set(reserved)
+    shorts = [short(k) for k in keys]
+    out = {}
+    for k, s in zip(keys, shorts):
+        if shorts.count(s) == 1 and s not in reserved:
+            out[k] = s
+        else:
+            out[k] = k if k not in reserved else f"config:{k}"
+    return out
 
 
 def fmt(v) -> str:

@@ -100,8 +100,8 @@ def _status(run_dir: Path) -> tuple[str, str, dict, str]:
     :class:`run_files.RunFileError` for a summary.json that cannot be read."""
     try:
         summary = run_files.read_summary(run_dir)
-    except run_files.RunFileError as e:
-        raise run_files.RunFileError(f"{run_files.SUMMARY} is unreadable: {e.why}") from None
+    except run_files.RunFileError:
+        raise
     except (OSError, ValueError):
         summary = {}
     return (
@@ -181,7 +181,8 @@ def having(runs: list[Run], columns, warn: Callable[[str], None] = lambda _: Non
     for r in runs:
         missing = [c for c in columns if not r.has(c)]
         if missing:
-            warn(f"skipped {r.path}: metrics.csv has no column {', '.join(map(repr, missing))}")
+            names = ", ".join(map(repr, missing))
+            warn(f"skipped {r.path}: {Path(r.path) / run_files.METRICS} has no column {names}")
         else:
             kept.append(r)
     return kept

@@ -28,12 +28,14 @@ import pandas as pd
 from ..common.errors import require
 from ..runs.outputs import LOWER_IS_BETTER
 from .caption import listing
-from .groups import config_key, fmt, group, is_number, label_keys, short, table_keys
+from .groups import columns, config_key, fmt, group, is_number, label_keys, short, table_keys
 from .names import method_names
 from .run import LOG_Y, Run
 from .stats import Cell
 
 FORMATS = {".md": "md", ".tex": "latex", ".csv": "csv"}
+# The CSV's statistic columns: the ``:`` no config key has keeps them apart from the key columns
+STATS = ("metric:name", "metric:mean", "metric:std", "metric:seeds", "metric:left_out")
 BOLD = ("auto", "column", "row", "none")
 
 
@@ -167,7 +169,7 @@ def _index(first: Table, say) -> pd.Index:
             tuple(say(fmt(r[k])) if r[k] is not None else "" for k in first.row_keys)
             for r in first.rows
         ],
-        names=[say(short(k)) for k in first.row_keys],
+        names=[say(name) for name in columns(first.row_keys).values()],
     )
 
 
@@ -220,9 +222,10 @@ def caption(spec: Spec, first: Table, ns: Counter, uniform: bool, single: bool, 
     final = (
         "the mean of the last 10% of evaluations" if spec.final == "tail" else "the last evaluation"
     )
-    keys = [say(short(x)) for x in first.row_keys] + (
-        [say(short(spec.column))] if spec.column else []
-    )
+    keys = [
+        say(name)
+        for name in columns([*first.row_keys, *([spec.column] if spec.column else [])]).values()
+    ]
     per = f" per {listing(keys)}" if keys else ""
     what = listing([say(m) for m in spec.metrics])
     what = what[0].upper() + what[1:] if what.split()[0].isalpha() else what  # not test_acc
@@ -319,22 +322,19 @@ def _best(means: pd.DataFrame, stds: pd.DataFrame, spec: Spec) -> pd.DataFrame:
 
 
 def _tidy(tables: dict, spec: Spec) -> pd.DataFrame:
+    """One row per cell: the row keys' and the column key's values as the runs have them,
+    under names that no statistic column (:data:`STATS`) shares, then the statistics."""
+    first = next(iter(tables.values()))
+    keys = [*first.row_keys, *([spec.column] if spec.column else [])]
+    name = columns(keys, reserved=STATS)
     records = []
     for m, t in tables.items():
         for (i, c), cell in t.cells.items():
             left = "; ".join(f"{why} {k}" for why, k in sorted(cell.left_out.items()))
-            records.append(
-                {
-                    **{short(k): t.rows[i][k] for k in t.row_keys},
-                    **({short(spec.column): c} if spec.column else {}),
-                    "metric": m,
-                    "mean": cell.mean,
-                    "std": cell.std,
-                    "n": cell.n,
-                    "left_out": left,
-                }
-            )
-    return pd.DataFrame.from_records(records)
+            values = {**t.rows[i], **({spec.column: c} if spec.column else {})}
+            stats = (m, cell.mean, cell.std, cell.n, left)
+            records.append({**{name[k]: values[k] for k in keys}, **dict(zip(STATS, stats))})
+    return pd.DataFrame.from_records(records, columns=[*name.values(), *STATS])
 
 
 def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:

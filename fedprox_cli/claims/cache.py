@@ -12,11 +12,13 @@ An entry is keyed by everything its text can depend on, compared as digests:
   digest), and the files directly under the results root (benchmark files).
 
 Keys are digests of contents, never of a machine's paths or clocks, so the entries hold on any copy
-of the same results and code: they live beside the results, in ``reproduction/.remembered.json``
-(committed with them: a fresh clone answers at once), written atomically when a command computed
-something new; an unreadable or stale file is recomputed, never an error. A text names the results
-folder as the command was given it (plan's ``hydra.sweep.dir=...``, a finding's folder): it is
-remembered with that name replaced by a mark and said with the asking command's own.
+of the same results and code. They live in the user's cache (:func:`path`:
+``$XDG_CACHE_HOME/fedprox_cli/remembered.json``), never in the results: a command that reads
+leaves the repository as it was. The file is written atomically when a command computed something
+new, and keeps the :data:`KEEP` entries computed last; an unreadable file is recomputed, never an
+error. A text names the results folder as the command was given it (plan's
+``hydra.sweep.dir=...``, a finding's folder): it is remembered with that name replaced by a mark
+and said with the asking command's own.
 """
 
 from __future__ import annotations
@@ -24,17 +26,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..common import guarded
 from ..common.errors import UserError
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, cache_folder
 from ..common.package import PACKAGE
 from .declare import Claim
 
-FILE = ".remembered.json"
 ROOT = "<results root>"  # where a remembered text named the results folder it was computed on
+KEEP = 2000  # entries kept (the latest computed): a few KB each
+
+
+def path() -> Path:
+    """The file of remembered texts, in fedprox_cli's cache (never in the results)."""
+    return cache_folder() / "remembered.json"
 
 
 def _content(path: str) -> str:
@@ -44,8 +52,7 @@ def _content(path: str) -> str:
 
 def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, str]]:
     """(relative path, size, content digest) of every file under ``folder`` (directly under it
-    only, with ``files_only``; the remembered texts' own file left out), sorted; none if it does
-    not exist."""
+    only, with ``files_only``), sorted; none if it does not exist."""
     out: list[tuple[str, int, str]] = []
     if files_only:
         try:
@@ -53,7 +60,7 @@ def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, str]]
         except OSError:
             return out
         for e in entries:
-            if e.is_file(follow_symlinks=False) and e.name != FILE:
+            if e.is_file(follow_symlinks=False):
                 try:
                     out.append((e.name, e.stat(follow_symlinks=False).st_size, _content(e.path)))
                 except OSError:
@@ -85,7 +92,7 @@ class Cache:
 
     def __init__(self, root: Path, command: str):
         self.root, self.command = Path(root), command
-        self.file = self.root / FILE
+        self.file = path()
         self.code = _digest([s for s in _stats(Path(PACKAGE)) if s[0].endswith((".py", ".yaml"))])
         self.top = _digest(_stats(self.root, files_only=True))
         try:
@@ -135,19 +142,20 @@ class Cache:
         return entry["text"].replace(ROOT, here)
 
     def save(self) -> None:
-        """Keep this command's entries with the other commands' (stale ones dropped: an entry
-        of another command is kept, one of this command not used now is gone)."""
-        kept = {
-            k: v
-            for k, v in self.entries.items()
-            if isinstance(v, dict) and v.get("command") != self.command
-        }
-        for v in self.used.values():
-            v["command"] = self.command
-        new = {**kept, **self.used}
-        if new == self.entries:
-            return  # nothing computed anew: the file stays as it is
+        """Add the entries this command computed to the file (the :data:`KEEP` computed last
+        are kept); nothing computed anew: nothing is written."""
+        new = {k: v for k, v in self.used.items() if k not in self.entries}
+        if not new:
+            return
+        now = time.time()
+        for v in new.values():
+            v["computed"] = now
+        merged = sorted(
+            {**self.entries, **new}.items(),
+            key=lambda kv: kv[1].get("computed", 0) if isinstance(kv[1], dict) else 0,
+        )
         try:
-            atomic_write_text(self.file, json.dumps(new, indent=0, sort_keys=True) + "\n")
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.file, json.dumps(dict(merged[-KEEP:]), indent=0) + "\n")
         except OSError:
             pass  # a cache that cannot be written costs time, never the answer

@@ -157,8 +157,11 @@ class Claim:
     trained_min: float = 0.0  # no evidence (nothing trained): inconclusive
     per_round: bool = False  # the tested numbers do not depend on T
     no_seeds: bool = False  # counts or a benchmark: one unit is the evidence
+    implementation: bool = False  # an implementation check (the code's counters against the
+    # formulas it implements): checked / check failed, never reproduced (verdict.as_check)
     note: str = ""
     origin: str = field(default="", repr=False, compare=False)  # file:line of its declaration
+    file: str = field(default="", repr=False, compare=False)  # its claims file on disk
 
     @property
     def title(self) -> str:
@@ -219,9 +222,9 @@ def _drawn(d: dict) -> dict:
     return out
 
 
-def claim(d: dict, origin: str = "") -> Claim:
+def claim(d: dict, origin: str = "", file: str = "") -> Claim:
     """The typed claim of one checked declaration (``origin``: its file and line, said in its
-    errors)."""
+    errors; ``file``: the claims file's path)."""
     d = _drawn(d)
     at = f"{origin}: " if origin else ""
     require(
@@ -241,6 +244,7 @@ def claim(d: dict, origin: str = "") -> Claim:
                 "ran": tuple(map(_runset, d.get("ran", ()))),
                 "tests": tuple(_test({**flags, **t}) for t in d.get("tests", ())),
                 "origin": origin,
+                "file": file,
             },
         )
     except TypeError as e:

@@ -202,7 +202,7 @@ def text(claim: Claim, found: list[Sweep], verdict=None) -> str:
             "  nothing to run: every declared run is here"
             + (
                 f"; its word stays {word!r} because {because}"
-                if word and not word.startswith("reproduced")
+                if word and not word.startswith("reproduced") and word != "checked"
                 else ""
             )
         )

@@ -6,7 +6,7 @@ comes from a run folder or a benchmark file; nothing says who ran what when.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,7 +46,14 @@ names it ("over diverged za2"). A level no run on a stand-in reaches (its best m
 below) decides nothing on it; the claim says what the best run reaches. A claim read on several
 devices or stand-ins gets a word for each where they differ; one whose word changes with a
 choice the paper leaves open (a sensitivity grid: holds at some values, not reproduced at
-others) is **inconclusive**, saying at which values it holds.{runs_here}"""
+others) is **inconclusive**, saying at which values it holds. An implementation check (the
+code's own counters against the formulas it implements, not a measurement of what the paper
+claims) is **checked** when every test holds in every unit, **check failed** otherwise, and is
+never counted as reproduced. Each test says when its bounds (what it compares, where, and the
+bounds it reads against) were declared relative to the claim's runs, as git records them
+(`fedrun-reproduce record` reads it into `reproduction/DECLARED.tsv`): **pre-registered** when
+the commit declaring them precedes every commit of the runs, **post hoc** when some runs were
+committed before or with it (the bound could have been set after reading them).{runs_here}"""
 
 
 @dataclass
@@ -57,6 +64,8 @@ class Rendered:
     evidence: list  # Evidence per run set that ran
     verdict: Verdict
     table: str = ""  # the claim's table in the paper's layout, Markdown (claims.tables)
+    declared: dict = field(default_factory=dict)  # test number -> when its bounds were
+    # declared relative to its runs, in words (claims.history)
     digest: str = ""  # of the figure or table the report links (sha256, 12 digits; "missing")
 
     @property
@@ -139,11 +148,26 @@ def row(r: Rendered) -> str:
         )
     if ev is not None and any(d for d, _ in ev.diverged.values()):
         ours += f"; {diverged(ev)}"
+    if ev is not None and deciding:
+        ours += f"; {post_hoc(r, [ev.outcomes.index(o) + 1 for o in deciding])}"
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (
         f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
         f"{basis(r)} | **{r.verdict.word}** | {fig} |"
+    )
+
+
+def post_hoc(r: Rendered, tests: list[int]) -> str:
+    """Which of ``tests`` have bounds declared post hoc, pre-registered or in no record."""
+    per: dict[str, list[str]] = {}
+    for i in tests:
+        said = r.declared.get(i, "not recorded")
+        per.setdefault(said.split(":")[0].split(" (")[0], []).append(str(i))
+    if len(per) == 1:
+        return f"bounds {next(iter(per))}"
+    return "bounds " + ", ".join(
+        f"{w} (test{'s' * (len(t) > 1)} {', '.join(t)})" for w, t in per.items()
     )
 
 
@@ -275,10 +299,12 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
     return f"Measured on {rs.data}, {rs.device}: {', '.join(files)}{made}."
 
 
-def _test_lines(ev: Evidence, where: str, last_shown: str) -> tuple[list[str], list[str], str]:
+def _test_lines(
+    ev: Evidence, where: str, last_shown: str, declared: dict
+) -> tuple[list[str], list[str], str]:
     """A run set's numbered test lines, its rows of the per-seed table (each test's number
     followed by ``where``), and the last value word shown (one the test above shows is said
-    once)."""
+    once); each test's declaration order (``declared``, taken: said once per claim)."""
     out, table = [], []
     for i, o in enumerate(ev.outcomes, 1):
         name = f"{i}{where}"
@@ -287,8 +313,12 @@ def _test_lines(ev: Evidence, where: str, last_shown: str) -> tuple[list[str], l
         said = shown_ and shown_ != last_shown
         role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
         moot = f" Decides nothing here: {o.moot}." if o.moot else ""
+        order = f" Bounds {declared.pop(i)}." if i in declared else ""
         out.append(
-            f"{i}. {o.test.says}{paper}{role}" + (f"; shown: {shown_}." if said else ".") + moot
+            f"{i}. {o.test.says}{paper}{role}"
+            + (f"; shown: {shown_}." if said else ".")
+            + moot
+            + order
         )
         last_shown = shown_
         table += _rows(o, name)
@@ -308,6 +338,7 @@ def _choice_rows(c: Claim, ev: Evidence) -> list[str]:
 def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str]]:
     """The lines on each run set of the claim, and the rows of its per-seed table."""
     c, out, table, last_shown = r.claim, [], [], ""
+    declared = dict(r.declared)
     devices = len({ev.runset.device for ev in r.evidence}) > 1
     for ev in r.evidence:
         rs = ev.runset
@@ -318,7 +349,9 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         if ev.runset.choices:
             out.append(sensitivity.summary(c, ev.runset, verdict_choices(c, ev)))
             out += [reused(ev)] if ev.reused[0] else []
-        lines, rows, last_shown = _test_lines(ev, where if len(r.evidence) > 1 else "", last_shown)
+        lines, rows, last_shown = _test_lines(
+            ev, where if len(r.evidence) > 1 else "", last_shown, declared
+        )
         out += lines + [""]
         table += rows + _choice_rows(c, ev)
     return out, table

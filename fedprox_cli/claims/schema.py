@@ -33,8 +33,9 @@ CHOICES = {  # record field -> its allowed values
     ("Test", "source"): SOURCES,
     ("Figure", "x"): X,
 }
-RENAMED = {"Claim": {"figure_spec": None, "table_spec": "table", "origin": None}}  # field ->
-# its YAML key (None: made from another key, or from where the claim was read)
+RENAMED = {  # field -> its YAML key (None: made from another key, or from where it was read)
+    "Claim": {"figure_spec": None, "table_spec": "table", "origin": None, "file": None}
+}
 YAML_TYPES = {("Claim", "figure"): str | declare.Figure}  # a link, or the figure to draw
 NAMED = {"algorithm": "algorithms", "dataset": "datasets"}  # config group -> plugin group
 

@@ -135,7 +135,7 @@ def read(path: Path, shown: str) -> list[declare.Claim]:
         loader.dispose()
     schema.check(data, node, shown)
     assert isinstance(data, list)  # (checked)
-    return [declare.claim(d, schema.at(shown, node, (i,))) for i, d in enumerate(data)]
+    return [declare.claim(d, schema.at(shown, node, (i,)), str(path)) for i, d in enumerate(data)]
 
 
 def load(sources: list[Source]) -> list[declare.Claim]:

@@ -12,7 +12,11 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
 - every test holds in every unit: **reproduced** on the paper's data, **reproduced on a
   stand-in** on another dataset; every test in no unit: **not reproduced**; anything between,
   and an ordering read to the end that holds only from some round on ("holds from round r on
-  only"): **partly** (over a window that ends, a speed test, it does not hold: :func:`eventual`).
+  only"): **partly** (over a window that ends, a speed test, it does not hold: :func:`eventual`);
+- an implementation check (``implementation: true``: the code's own counters against the formulas
+  it implements, not a measurement of the paper's claim) is **checked** where every test holds in
+  every unit and **check failed** where one does not; it is never counted as reproduced
+  (:func:`as_check`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ WORDS = (
     "not reproduced",
     "inconclusive",
     "not run",
+    "checked",
+    "check failed",
 )
 
 
@@ -204,11 +210,23 @@ def primary(outcomes: list[Outcome]) -> list[Outcome]:
     return [o for o in outcomes if o.test.role == "primary" and not o.moot]
 
 
+def as_check(v: Verdict) -> Verdict:
+    """The word of an implementation check from the rule's: **checked** for reproduced,
+    **check failed** where a unit does not hold (partly, not reproduced); the others as they
+    are (inconclusive, not run, partly run)."""
+    if v.word.startswith("reproduced"):
+        return Verdict("checked", v.why or "an implementation check: not counted as reproduced")
+    if v.word in ("partly", "not reproduced"):
+        return Verdict("check failed", f"{v.word} by the rule" + (f": {v.why}" if v.why else ""))
+    return v
+
+
 def of(claim, ev: Evidence | None) -> Verdict:
-    """The word of ``claim`` on the evidence of one of its run sets (None: nothing ran)."""
+    """The word of ``claim`` on the evidence of one of its run sets (None: nothing ran); an
+    implementation check's by :func:`as_check`."""
     if ev is None:
         return word([], "", None, claim.paper_T, 0, 0, 0)
-    return word(
+    v = word(
         primary(ev.outcomes),
         ev.runset.stands_for,
         ev.T,
@@ -219,6 +237,7 @@ def of(claim, ev: Evidence | None) -> Verdict:
         claim.per_round,
         claim.no_seeds,
     )
+    return as_check(v) if claim.implementation else v
 
 
 def across(claim, found: list[Evidence]) -> Verdict:

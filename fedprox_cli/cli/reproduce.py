@@ -6,7 +6,8 @@
   fedrun-reproduce run CLAIM --paper device=cuda data.root=DIR   # the paper's own setting
   fedrun-reproduce check [CLAIM...] [--results DIR]   # recompute and compare: exit 0 equal, 1 not
   fedrun-reproduce report                        # write REPRODUCTION.md and the README/docs blocks
-  fedrun-reproduce record [CLAIM...]             # record the digests of the claims' evidence
+  fedrun-reproduce record [CLAIM...]             # record the digests of the claims' evidence and,
+                                                 # from git, when each test's bounds were declared
   fedrun-reproduce list --claims claims.yaml     # the claims of your own paper (any command)
 
 The claims come from sources: by default the three papers' (fedprox_cli/claims/*.yaml, one per
@@ -25,7 +26,8 @@ naming the folder and the key, and the run is left out (missing, never counted).
 those lines, one per difference (claim, number, committed, recomputed) and one per run whose
 files differ from the digests recorded when they were made (reproduction/EVIDENCE.sha256: edited,
 added, copied, moved, deleted; `run` records the folders it runs into, `record` the evidence of
-the claims named), and exits 1 on any; it names the runs without a Hydra record (unverified). `run` refuses an override that contradicts a setting the claim
+the claims named), one per test whose bounds differ from those whose declaration order `record`
+read from git (reproduction/DECLARED.tsv), and exits 1 on any; it names the runs without a Hydra record (unverified). `run` refuses an override that contradicts a setting the claim
 declares (exit 2). Bad input (an unknown claim, a results folder without a claim's runs) is one
 line and exit 2; an internal error exit 3. ``list`` and ``plan`` remember each claim's text and recompute
 only a claim whose declaration, run folders or code changed (:mod:`fedprox_cli.claims.cache`).
@@ -92,7 +94,10 @@ def parse(argv):
         "report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks"
     )
     rc = sub.add_parser(
-        "record", parents=[common], help="record the digests of the claims' evidence as it is"
+        "record",
+        parents=[common],
+        help="record the digests of the claims' evidence as it is, and from git when each "
+        "test's bounds were declared relative to its runs (pre-registered or post hoc)",
     )
     rc.add_argument("claims", nargs="*", metavar="CLAIM")
     argv = list(sys.argv[1:] if argv is None else argv)

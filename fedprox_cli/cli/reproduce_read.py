@@ -62,9 +62,10 @@ def build(
 ) -> list[render.Rendered]:
     """Each claim's evidence (one per run set that ran) and its word (``warn``: where what the
     reading notes goes, default stderr)."""
-    from ..claims import evidence, render, tables, verdict
+    from ..claims import evidence, history, render, tables, verdict
 
     warn = warn or globals()["warn"]
+    records = history.read(root)
     out = []
     for c in claims:
         found = [evidence.gather(c, rs, root, warn, strict) for rs in c.ran]
@@ -80,6 +81,7 @@ def build(
                 verdict.across(c, found),
                 table=table,
                 digest=digest(root.parent, c.figure),
+                declared={i: history.of(records, c, i, t) for i, t in enumerate(c.tests, 1)},
             )
         )
     return out

@@ -38,7 +38,7 @@ def _blocks(picked) -> list[tuple[Path, Path, Callable]]:
 
 
 def check(args) -> int:
-    from ..claims import compare, digests, figures, render, tables
+    from ..claims import compare, digests, figures, history, render, tables
 
     picked = chosen(args)
     claims, root = picked.claims, picked.reproduction
@@ -69,6 +69,7 @@ def check(args) -> int:
         diffs += figures.stale(r.claim, r.evidence, root, warn)
         diffs += tables.stale(r.claim, r.evidence, root, warn)
     diffs += digests.changes(root, claims)
+    diffs += history.stale(history.read(root), claims)
     for d in diffs:
         streams.out(f"{PROG}: check: {d}")
     if unchecked := unverified(claims, root):

@@ -106,7 +106,7 @@ def _made(root: Path, args: list[str]) -> None:
 
 
 def record(args) -> int:
-    from ..claims import digests
+    from ..claims import digests, history
 
     picked = chosen(args)
     root = picked.reproduction
@@ -115,5 +115,11 @@ def record(args) -> int:
     streams.out(
         f"{PROG}: recorded {len(new)} files of {len(items)} folders and files in "
         f"{root / digests.FILE}"
+    )
+    orders = history.record(root, picked.claims)
+    counts = {w: sum(d.order == w for d in orders) for w in history.ORDERS}
+    streams.out(
+        f"{PROG}: recorded when each of {len(orders)} tests' bounds were declared relative to its "
+        f"runs in {root / history.FILE}: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
     )
     return 0

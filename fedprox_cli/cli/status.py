@@ -27,6 +27,7 @@ from ..runs.recap import record, rounds
 from .jobtable import align
 
 METRICS = ("test_acc", "train_loss", "objective", "stationarity")
+OWN = ("run", "status", "rounds", *METRICS, "error", "code")  # the report's columns, not keys
 
 
 def _config(run_dir: Path, problems: list[str]) -> dict:
@@ -91,6 +92,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
     configs = {d: _config(d, problems) for d in runs}
     known = [c for c in configs.values() if c]  # jobs not started have no config yet
     keys = groups.label_keys(known) if len(known) > 1 else []
+    name = groups.columns(keys, reserved=OWN)
     out = []
     for d in runs:
         r, cfg = record(d), configs[d]
@@ -102,7 +104,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
             "rounds": rounds(r) if r.status != "not started" else "-",
         }
         row.update({m: r.final.get(m, "") for m in METRICS})
-        row.update({groups.short(k): cfg.get(k, "") for k in keys})
+        row.update({name[k]: cfg.get(k, "") for k in keys})
         if r.error:
             row["error"] = r.error
         if r.mixed:

@@ -44,6 +44,12 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
+def cache_folder() -> Path:
+    """fedprox_cli's own cache: ``$XDG_CACHE_HOME/fedprox_cli`` (default ``~/.cache``), which
+    holds the engine and compile records and the decoded datasets."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "fedprox_cli"
+
+
 def atomic_write(
     path: StrPath,
     write: Callable[[BinaryIO], object],

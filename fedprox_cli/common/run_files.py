@@ -103,18 +103,29 @@ def seed_folder(seed: int) -> str:
 
 class RunFileError(guarded.Unreadable):
     """A file of a run folder that is there but cannot be read as what it must be; the
-    message names the file and says why in a few words (``metrics.csv is cut (...)``)."""
+    message names the file by its full path and says what is wrong in a few words
+    (``/runs/a/metrics.csv is cut (...)``): made from ``path`` and ``what``, so that no
+    message can leave out where the file is."""
 
     def __init__(
         self,
-        message: str,
-        path: str | os.PathLike[str] = "",
+        path: str | os.PathLike[str],
+        what: str,
         why: str = "",
         os_error: OSError | None = None,
     ):
-        Exception.__init__(self, message)
+        Exception.__init__(self, f"{path} {what}")
         self.path = path
-        self.why, self.os_error = why or message, os_error
+        self.why, self.os_error = why or what, os_error
+
+    @classmethod
+    def unreadable(cls, path: str | os.PathLike[str], e: Exception) -> RunFileError:
+        """``PATH is unreadable: WHY`` for the failure ``e`` of reading ``path`` (a
+        :class:`guarded.Unreadable`'s reason, or the first line of any other error)."""
+        if isinstance(e, guarded.Unreadable):
+            return cls(path, f"is unreadable: {e.why}", e.why, e.os_error)
+        why = first_line(e)
+        return cls(path, f"is unreadable: {why}", why, e if isinstance(e, OSError) else None)
 
 
 COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
@@ -157,7 +168,7 @@ def _numbers(column: pd.Series) -> pd.Series:
         return column.map(lambda c: float(c) if c.strip() else np.nan)
 
 
-def _checked(lines: Iterable[str]) -> list[str]:
+def _checked(path: Path, lines: Iterable[str]) -> list[str]:
     """The header of a metrics.csv's ``lines`` once every row is checked to have its fields,
     row by row (no copy of the table is made: a file of a million rows is read in the memory
     of its numbers); :class:`RunFileError` for a cut row, no rows, a stray quote."""
@@ -168,12 +179,12 @@ def _checked(lines: Iterable[str]) -> list[str]:
         for n, row in enumerate(rows, 1):
             if len(row) != len(header):
                 raise RunFileError(
-                    f"{METRICS} is cut (line {n + 1} has {len(row)} of {len(header)} fields)"
+                    path, f"is cut (line {n + 1} has {len(row)} of {len(header)} fields)"
                 )
     except csv.Error as e:  # a cell over the csv module's field limit (128 KB), a stray quote
-        raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
+        raise RunFileError.unreadable(path, e) from None
     if not n:
-        raise RunFileError(f"{METRICS} has a header and no rows")
+        raise RunFileError(path, "has a header and no rows")
     return header
 
 
@@ -204,23 +215,19 @@ def _metrics(folder: Path, table: Callable[[bytes, list[str], Iterable[str]], An
     try:
         data = guarded.read_bytes(path, guarded.TABLE_BYTES)
         if not data.strip():
-            raise RunFileError(f"{METRICS} is empty")
+            raise RunFileError(path, "is empty")
         if not data.endswith(b"\n"):
-            raise RunFileError(f"{METRICS} is cut (no end of line after its last row)")
-        header = _checked(guarded.lines(path, data))
+            raise RunFileError(path, "is cut (no end of line after its last row)")
+        header = _checked(path, guarded.lines(path, data))
         if "round" not in header:
-            raise RunFileError(f"{METRICS} has no column 'round' (columns: {', '.join(header)})")
+            raise RunFileError(path, f"has no column 'round' (columns: {', '.join(header)})")
         read = table(data, header, guarded.lines(path, data))
     except (RunFileError, FileNotFoundError, NotADirectoryError):
         raise
-    except guarded.Unreadable as e:
-        raise RunFileError(f"{METRICS} is unreadable: {e.why}") from None
-    except OSError as e:
-        raise RunFileError(f"{METRICS} is unreadable ({first_line(e)})") from None
+    except (guarded.Unreadable, OSError) as e:
+        raise RunFileError.unreadable(path, e) from None
     except ValueError as e:
-        raise RunFileError(
-            f"{METRICS} holds a value that is not a number ({first_line(e)})"
-        ) from None
+        raise RunFileError(path, f"holds a value that is not a number ({first_line(e)})") from None
     return model_metrics_only(read)
 
 
@@ -289,10 +296,10 @@ def read_summary(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
         except RunFileError:
             raise
         except guarded.Unreadable as e:
-            raise RunFileError(str(e), path, e.why, e.os_error) from None
+            raise RunFileError.unreadable(path, e) from None
         if not isinstance(d, dict):
             why = f"not a JSON object (a {type(d).__name__})"
-            raise RunFileError(f"{path} is unreadable: {why}", path, why)
+            raise RunFileError(path, f"is unreadable: {why}", why)
     except (RunFileError, OSError):
         if strict:
             raise
@@ -311,15 +318,14 @@ def read_summary(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
 def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
     """``config.yaml`` as a nested dict, interpolations as written; strict: :class:`RunFileError`
     for a file that cannot be read, is empty or is no mapping; lenient: ``{}``."""
+    path = Path(folder) / CONFIG
     try:
         try:
-            cfg = guarded.read_mapping(Path(folder) / CONFIG)
-        except guarded.Unreadable as e:
-            raise RunFileError(f"{CONFIG} is unreadable: {e.why}") from None
+            cfg = guarded.read_mapping(path)
         except Exception as e:  # noqa: BLE001 -- yaml, OmegaConf and OS errors alike
-            raise RunFileError(f"{CONFIG} is unreadable ({first_line(e)})") from None
+            raise RunFileError.unreadable(path, e) from None
         if not isinstance(cfg, dict) or not cfg:
-            raise RunFileError(f"{CONFIG} is empty or not a mapping")
+            raise RunFileError(path, "is empty or not a mapping")
     except RunFileError:
         if strict:
             raise
@@ -339,10 +345,8 @@ def read_choices(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
             if not isinstance(choices, dict):
                 raise ValueError("hydra.runtime.choices is not a mapping")
             return dict(choices)
-        except guarded.Unreadable as e:
-            raise RunFileError(f"{HYDRA}/{HYDRA_RECORD} is unreadable: {e.why}") from None
         except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
-            raise RunFileError(f"{HYDRA}/{HYDRA_RECORD} is unreadable ({first_line(e)})") from None
+            raise RunFileError.unreadable(path, e) from None
     except RunFileError:
         if strict:
             raise
@@ -360,9 +364,9 @@ def read_overrides(folder: str | os.PathLike[str], strict: bool = True) -> list[
         except (guarded.Unreadable, OSError) as e:
             if isinstance(e, FileNotFoundError):
                 raise
-            raise RunFileError(f"{HYDRA}/{OVERRIDES} is unreadable ({first_line(e)})") from None
+            raise RunFileError.unreadable(path, e) from None
         if not isinstance(values, list):
-            raise RunFileError(f"{HYDRA}/{OVERRIDES} is not a list")
+            raise RunFileError(path, "is not a list")
     except (RunFileError, FileNotFoundError, NotADirectoryError):
         if strict:
             raise

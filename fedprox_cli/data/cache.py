@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from ..common.console import say
+from ..common.files import cache_folder
 
 VERSION = 1  # bump when a loader decodes differently
 
@@ -38,11 +39,7 @@ def folder() -> Path:
     explicit = os.environ.get("FEDPROX_CACHE")
     if explicit:
         return Path(explicit).expanduser()
-    return (
-        Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
-        / "fedprox_cli"
-        / "decoded"
-    )
+    return cache_folder() / "decoded"
 
 
 def key(name: str, sources: list[Path], packages: tuple[str, ...] = ()) -> str:

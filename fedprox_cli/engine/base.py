@@ -26,6 +26,11 @@ class Engine(ABC):
 
     name: ClassVar[str]
 
+    @property
+    def kind(self) -> str:
+        """How the engine computes its gradients (a timing of ``engine=auto`` is kept per kind)."""
+        return "autograd"
+
     @abstractmethod
     def grad(
         self, X: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None
@@ -51,7 +56,12 @@ def cross_entropy(logits: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> tor
     the numbers of ``F.cross_entropy(..., reduction="none")`` and of its gradient, bit for bit,
     but under vmap without ``nll_loss``'s Python decomposition (whose first call imports sympy,
     and which is Python work in every call)."""
-    return (w * -torch.log_softmax(logits, -1).gather(-1, y.unsqueeze(-1)).squeeze(-1)).sum()
+    return nll(torch.log_softmax(logits, -1), y, w)
+
+
+def nll(log_probs: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """sum_s w_s (-log_probs_s[y_s]): :func:`cross_entropy` from the log-softmax."""
+    return (w * -log_probs.gather(-1, y.unsqueeze(-1)).squeeze(-1)).sum()
 
 
 def shifted(g: torch.Tensor, s: torch.Tensor | float) -> torch.Tensor:

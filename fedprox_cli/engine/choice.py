@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any, Protocol, TypeGuard
 import torch
 
 from ..common import guarded
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, cache_folder
 from .base import Batch, Engine
 from .client_data import ClientData
 from .device import device_name
@@ -64,11 +63,7 @@ TIMED = ("loop", "vmap")
 
 
 def cache_file() -> Path:
-    return (
-        Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
-        / "fedprox_cli"
-        / "engine.json"
-    )
+    return cache_folder() / "engine.json"
 
 
 def cache_key(oracle: Timed, clients: int) -> str:
@@ -84,6 +79,7 @@ def cache_key(oracle: Timed, clients: int) -> str:
         "device_name": device_name(oracle.device),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
+        "kinds": {name: e.kind for name, e in sorted(oracle.engines.items())},
     }
     return json.dumps(key, sort_keys=True)
 

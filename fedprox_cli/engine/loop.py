@@ -1,4 +1,5 @@
-"""The ``loop`` engine: one client after another, with plain autograd on a working module.
+"""The ``loop`` engine: one client after another, with plain autograd on a working module, or,
+for a dense network, its gradient written out by hand (:mod:`dense`: the same numbers).
 
 The working module (:class:`FlatModule`) is a private copy of the model whose parameters are
 views of one flat buffer, so loading a client's state is one copy and there is no
@@ -13,7 +14,9 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from .base import Batch, Engine, Samples, cross_entropy, per_row, shifted
+from .base import Batch, Engine, cross_entropy, per_row, shifted
+from .client_data import ClientData
+from .dense import DenseNet, dense_activations
 from .models import FlatModel
 
 
@@ -43,19 +46,33 @@ class FlatModule:
 
 class LoopEngine(Engine):
     """Client by client through the working module ``work`` (shared with the oracle's
-    evaluation passes)."""
+    evaluation passes); a dense network's gradients by hand (:attr:`dense`)."""
 
     name = "loop"
 
-    def __init__(self, model: FlatModel, samples: Samples, work: FlatModule):
-        self.model, self.samples, self.work = model, samples, work
+    def __init__(self, model: FlatModel, data: ClientData, work: FlatModule):
+        self.model, self.samples, self.work = model, data.samples, work
+        acts = dense_activations(model.module)
+        self.dense = None if acts is None else DenseNet(model, acts, data.x, data.y)
+        self.views = list(model.params(work.w).values())  # the working parameters, no autograd
+        self.g = torch.empty_like(work.w)  # a local step's gradient (dense networks)
+        self.g_views = list(model.params(self.g).values())
+
+    @property
+    def kind(self) -> str:
+        return "autograd" if self.dense is None else "dense"
 
     def grad(
         self, X: torch.Tensor, ids: torch.Tensor, w: torch.Tensor, out: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        inputs, targets = self.samples(ids)
         G = torch.empty_like(X) if out is None else out
         L = X.new_empty(len(ids))
+        if self.dense is not None:
+            for i in range(len(ids)):
+                self.dense.grad(self._row(X[i]), ids[i], w[i], self._views(G[i]))
+                L[i] = self.dense.loss(w[i])
+            return G, L
+        inputs, targets = self.samples(ids)
         for i in range(len(ids)):
             self.work.load(X[i])
             L[i], grads = self.work.loss_grad(inputs[i], targets[i], w[i])
@@ -63,24 +80,45 @@ class LoopEngine(Engine):
                 g.copy_(gi)
         return G, L
 
+    def _views(self, row: torch.Tensor) -> list[torch.Tensor]:
+        return list(self.model.params(row).values())
+
+    def _row(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Parameter views of the state ``x`` (d,) to read: its own where it is contiguous, else
+        of the working buffer, loaded with it."""
+        if x.is_contiguous():
+            return self._views(x)
+        self.work.load(x)
+        return self.views
+
     def sgd_steps(
         self, X: torch.Tensor, batches: list[Batch], beta: float, shift: torch.Tensor | float
     ) -> None:
         """Client by client: x_i stays in the working module for all its steps, updated through
-        its parameter views, so its state, gradient and shift stay in cache."""
+        its parameter views, so its state, gradient and shift stay in cache. A dense network's
+        step is its gradient by hand into one flat buffer and one update of the flat state."""
         rows = shift if per_row(shift) else None  # one shift per row, or None: one for all
         for i in range(len(X)):
             si = rows[i] if rows is not None else shift
-            s_views: Iterable[torch.Tensor | float] = (
-                self.model.params(si).values()
-                if torch.is_tensor(si)
-                else [si] * len(self.work.params)
-            )
             self.work.load(X[i])
-            for ids, w in batches:
-                inputs, targets = self.samples(ids[i])
-                _, grads = self.work.loss_grad(inputs, targets, w[i])
-                with torch.no_grad():
-                    for p, g, sp in zip(self.work.params, grads, s_views):
-                        p.sub_(shifted(g, sp), alpha=beta)
+            if self.dense is not None:
+                for ids, w in batches:
+                    self.dense.grad(self.views, ids[i], w[i], self.g_views)
+                    self.work.w.sub_(shifted(self.g, si), alpha=beta)
+            else:
+                self._autograd_steps(batches, i, beta, si)
             X[i].copy_(self.work.w)
+
+    def _autograd_steps(
+        self, batches: list[Batch], i: int, beta: float, si: torch.Tensor | float
+    ) -> None:
+        """Client i's steps on the working module with autograd, parameter by parameter."""
+        s_views: Iterable[torch.Tensor | float] = (
+            self.model.params(si).values() if torch.is_tensor(si) else [si] * len(self.work.params)
+        )
+        for ids, w in batches:
+            inputs, targets = self.samples(ids[i])
+            _, grads = self.work.loss_grad(inputs, targets, w[i])
+            with torch.no_grad():
+                for p, g, sp in zip(self.work.params, grads, s_views):
+                    p.sub_(shifted(g, sp), alpha=beta)

@@ -78,7 +78,7 @@ class Oracle:
             model
         )  # the evaluation passes' (and the loop engine's) working module
         self.engines: dict[str, Engine] = {
-            "loop": LoopEngine(model, data.samples, self.work),
+            "loop": LoopEngine(model, data, self.work),
             "vmap": VmapEngine(model, data.samples, self.chunk),
         }
         self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings

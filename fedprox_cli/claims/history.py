@@ -1,0 +1,260 @@
+"""When each test's bounds were declared relative to its runs: pre-registered (the commit that
+declared them is an ancestor of every commit of the claim's runs) or post hoc (some of the runs
+were committed before, or with, the declaration), read from git by ``fedrun-reproduce record``
+and kept in ``reproduction/DECLARED.tsv`` under the results root, so a clone without the history
+renders the same words.
+
+A test's *bounds* are the fields that decide it (:data:`DECISIVE`: what it compares, where, how,
+and against which bounds); its declaration commit is the oldest commit from which the claims
+file holds, without a break to the present, a test of the claim with those same fields (a change
+of wording is no new declaration, a moved bound is). The runs' commit is the first that added a
+file under any of the claim's run folders or benchmark files. A record carries a fingerprint of
+the bounds it was read for: a bound moved since is named by :func:`stale` (``check``), and the
+report says the order is not recorded until ``record`` reads it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ..common.errors import require
+from ..common.files import atomic_write_text
+from .declare import Claim, Test
+
+FILE = "DECLARED.tsv"
+DECISIVE = (
+    "kind",
+    "metric",
+    "key",
+    "values",
+    "base",
+    "mode",
+    "panels",
+    "at",
+    "from_round",
+    "to_round",
+    "where",
+    "holds",
+    "budget",
+    "source",
+    "file",
+)
+ORDERS = ("pre-registered", "post hoc", "unknown")
+HEADER = "claim\ttest\tbounds\tdeclared\tdeclared_at\truns\truns_at\torder"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One test's record: its bounds' fingerprint, the commit (12 hex digits) and date of their
+    declaration and of the claim's first runs ("" where git has none), and the order."""
+
+    claim: str
+    test: int  # 1-based, as the report numbers tests
+    bounds: str
+    declared: str
+    declared_at: str
+    runs: str
+    runs_at: str
+    order: str
+
+    def said(self) -> str:
+        """The order in the report's words."""
+        if self.order == "unknown":
+            return "order unknown (the declaration or the runs are not in git)"
+        first = f"runs first committed {self.runs_at} ({self.runs})"
+        when = f"bounds declared {self.declared_at} ({self.declared})"
+        if self.order == "pre-registered":
+            return f"pre-registered: {when}, before its {first}"
+        return f"post hoc: {when}, with or after its {first}"
+
+
+def bounds(t: Test | dict) -> str:
+    """The fingerprint of a test's decisive fields (12 hex digits)."""
+    d = t if isinstance(t, dict) else t.__dict__
+    fields = {k: _plain(d.get(k, getattr(Test, k, None))) for k in DECISIVE}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _plain(v):
+    """A declared value in one form, whether read from YAML or from a :class:`Test`."""
+    if isinstance(v, (list, tuple)) and v:
+        return [_plain(x) for x in v]
+    if isinstance(v, dict) and v:
+        return {str(k): _plain(x) for k, x in sorted(v.items())}
+    if isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    return None if v in ((), [], {}, "") else v
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    """git's output in ``repo`` (None: no git, not a repository, or git failed)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def _versions(repo: Path, path: str) -> list[tuple[str, str, list]]:
+    """The claims file at ``path``, newest first: (commit, date, its parsed entries), following
+    renames."""
+    log = _git(repo, "log", "--follow", "--format=%H %cs", "--name-only", "--", path) or ""
+    out, head = [], None
+    for line in log.splitlines():
+        if not line.strip():
+            continue
+        if head is None:
+            head = line.split()
+            continue
+        text = _git(repo, "show", f"{head[0]}:{line.strip()}")
+        try:
+            entries = yaml.safe_load(text or "") or []
+        except yaml.YAMLError:
+            entries = []
+        out.append((head[0], head[1], entries if isinstance(entries, list) else []))
+        head = None
+    return out
+
+
+def _holds(entries: list, claim_id: str, fingerprint: str) -> bool:
+    for e in entries:
+        if isinstance(e, dict) and e.get("id") == claim_id:
+            return any(
+                bounds(t) == fingerprint for t in e.get("tests") or [] if isinstance(t, dict)
+            )
+    return False
+
+
+def declared(repo: Path, versions: list, claim_id: str, fingerprint: str) -> tuple[str, str]:
+    """(commit, date) from which the file holds the claim's test with these bounds without a
+    break ("", "" where its newest committed version does not)."""
+    found = ("", "")
+    for commit, date, entries in versions:
+        if not _holds(entries, claim_id, fingerprint):
+            break
+        found = (commit, date)
+    return found
+
+
+def first_runs(repo: Path, paths: list[str]) -> tuple[str, str]:
+    """(commit, date) of the first commit adding a file under ``paths`` ("", "": none)."""
+    if not paths:
+        return "", ""
+    log = _git(repo, "log", "--diff-filter=A", "--format=%H %cs", "--", *paths) or ""
+    lines = log.split("\n")
+    last = [x for x in lines if x.strip()]
+    return tuple(last[-1].split()) if last else ("", "")  # type: ignore[return-value]
+
+
+def order(repo: Path, declared_commit: str, runs_commit: str) -> str:
+    """pre-registered where the declaration is a strict ancestor of the runs' first commit; post
+    hoc where the runs' commit is the declaration's or one of its ancestors; else unknown."""
+    if not declared_commit or not runs_commit:
+        return "unknown"
+    if declared_commit == runs_commit:
+        return "post hoc"
+
+    def ancestor(a: str, b: str) -> bool:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "merge-base", "--is-ancestor", a, b],
+            capture_output=True,
+            check=False,
+        )
+        return done.returncode == 0
+
+    if ancestor(declared_commit, runs_commit):
+        return "pre-registered"
+    return "post hoc" if ancestor(runs_commit, declared_commit) else "unknown"
+
+
+def source(claim: Claim) -> Path:
+    """The claims file that declares ``claim`` (where its source read it, :mod:`.sources`)."""
+    return Path(claim.file)
+
+
+def evidence_paths(claim: Claim, results: Path) -> list[str]:
+    """The claim's run folders and benchmark files, as paths under the results root."""
+    items = []
+    for rs in claim.ran:
+        items += [*rs.folders, *([rs.bench] if rs.bench else [])]
+        if not rs.folders and not rs.bench:
+            items += [t.file for t in claim.tests if t.file]
+    return [str(results / i) for i in dict.fromkeys(items)]
+
+
+def read_from_git(claims: list[Claim], results: Path) -> list[Declared]:
+    """Every test's record, read from the history of its claims file and of its runs."""
+    out = []
+    cache: dict[Path, tuple[Path, list]] = {}
+    for c in claims:
+        path = source(c).resolve()
+        if path not in cache:
+            top = (_git(path.parent, "rev-parse", "--show-toplevel") or "").strip()
+            repo = Path(top) if top else path.parent
+            cache[path] = (repo, _versions(repo, str(path.relative_to(repo))) if top else [])
+        repo, versions = cache[path]
+        runs = first_runs(repo, [str(Path(p).resolve()) for p in evidence_paths(c, results)])
+        for i, t in enumerate(c.tests, 1):
+            fp = bounds(t)
+            made = declared(repo, versions, c.id, fp)
+            when = order(repo, made[0], runs[0])
+            out.append(Declared(c.id, i, fp, made[0][:12], made[1], runs[0][:12], runs[1], when))
+    return out
+
+
+def read(root: Path) -> dict[tuple[str, int], Declared]:
+    """The records under the results root ``root`` ({} without the file)."""
+    path = root / FILE
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines()[1:]:
+        parts = line.split("\t")
+        require(
+            len(parts) == 8 and parts[7] in ORDERS and parts[1].isdigit(),
+            f"{path}: not a declaration line: {line[:80]!r}",
+        )
+        name, n, fp, made, made_at, runs, runs_at, when = parts
+        out[(name, int(n))] = Declared(name, int(n), fp, made, made_at, runs, runs_at, when)
+    return out
+
+
+def record(root: Path, claims: list[Claim]) -> list[Declared]:
+    """Read the order of every test of ``claims`` from git and write it (the other claims'
+    records kept); the new records."""
+    new = read_from_git(claims, root)
+    kept = {k: v for k, v in read(root).items() if k[0] not in {c.id for c in claims}}
+    rows = sorted([*kept.values(), *new], key=lambda d: (d.claim, d.test))
+    atomic_write_text(
+        root / FILE,
+        "\n".join([HEADER, *("\t".join(map(str, d.__dict__.values())) for d in rows)]) + "\n",
+    )
+    return new
+
+
+def of(records: dict, claim: Claim, index: int, t: Test) -> str:
+    """What the report says of test ``index`` (1-based) of ``claim``: its order, or that it is
+    not recorded for these bounds."""
+    d = records.get((claim.id, index))
+    if d is None or d.bounds != bounds(t):
+        return "order not recorded for these bounds (`fedrun-reproduce record` reads it from git)"
+    return d.said()
+
+
+def stale(records: dict, claims: list[Claim]) -> list[str]:
+    """One line per test whose bounds differ from those its record was read for (``check``)."""
+    return [
+        f"{c.id}: test {i}'s bounds differ from those whose declaration {FILE} records "
+        f"(`fedrun-reproduce record {c.id}` reads their order from git)"
+        for c in claims
+        for i, t in enumerate(c.tests, 1)
+        if (d := records.get((c.id, i))) is None or d.bounds != bounds(t)
+    ]

@@ -1,0 +1,126 @@
+"""One client's gradient on a dense network written out by hand, without autograd: the loop
+engine's path for ``Sequential(Flatten(), Linear, (ReLU | Sigmoid, Linear)*)`` -- the models
+``linear``, ``mlp`` and ``sigmoid_mlp``.
+
+With autograd, most of such a step's time went to what surrounds its few matrix products
+(docs/performance.md, "Per-op account of a local step"): the graph's bookkeeping, a fresh tensor
+for every activation, gradient and gathered mini-batch, a copy of each gradient into its row.
+:class:`DenseNet` runs the kernels autograd runs for this model, in its order and on the same
+operands -- ``addmm`` forward, ``_log_softmax``, the ``gather`` backward's ``scatter_add_``
+into zeros, ``_log_softmax_backward_data``, ``mm(dz.t(), h)`` for a weight, ``dz.sum(0)`` for a
+bias, ``mm(dz, W)`` and ``threshold_backward`` / ``sigmoid_backward`` for the layer below
+(torch's ``mm_mat1_backward`` / ``mm_mat2_backward`` for ``linear``'s ``addmm`` with a
+transposed weight) -- into buffers allocated once per mini-batch size, the gradient written
+straight into its destination: the same numbers, bit for bit (``tests/test_dense.py``).
+
+Any other module -- other layers, these layers' subclasses, a plugin's own ``forward`` --
+goes through autograd.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import nn
+
+from .base import nll
+from .models import FlatModel
+
+Backward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""An activation's backward (grad of its output, its output, out) -> grad of its input."""
+
+ACTIVATIONS: dict[type[nn.Module], tuple[Callable[[torch.Tensor], torch.Tensor], Backward]] = {
+    nn.ReLU: (
+        torch.relu_,
+        lambda g, a, out: torch.ops.aten.threshold_backward.grad_input(g, a, 0, grad_input=out),
+    ),
+    nn.Sigmoid: (
+        torch.sigmoid_,
+        lambda g, a, out: torch.ops.aten.sigmoid_backward.grad_input(g, a, grad_input=out),
+    ),
+}
+
+
+def dense_activations(module: nn.Module) -> list[type[nn.Module]] | None:
+    """The activations between the linear layers of ``module`` where it is exactly
+    ``Sequential(Flatten(), Linear, (ReLU | Sigmoid, Linear)*)`` (these classes themselves,
+    the linear layers with biases), else None."""
+    if type(module) is not nn.Sequential or len(module) < 2:
+        return None
+    flatten, *body = list(module)
+    if type(flatten) is not nn.Flatten or (flatten.start_dim, flatten.end_dim) != (1, -1):
+        return None
+    linears, acts = body[0::2], body[1::2]
+    if len(body) % 2 != 1 or any(type(m) is not nn.Linear or m.bias is None for m in linears):
+        return None
+    if any(type(a) not in ACTIVATIONS for a in acts):
+        return None
+    return [type(a) for a in acts]
+
+
+class DenseNet:
+    """Gradients of one client's weighted loss on a dense network (module docstring), its
+    mini-batch gathered from the training set ``x``, ``y`` into a buffer of its own."""
+
+    def __init__(
+        self, model: FlatModel, acts: Sequence[type[nn.Module]], x: torch.Tensor, y: torch.Tensor
+    ) -> None:
+        self.acts = [ACTIVATIONS[a] for a in acts]
+        self.x, self.y = x, y
+        self.widths = [s[0] for s in model.shapes[0::2]]  # each linear layer's outputs
+        self._b = -1  # the mini-batch size the buffers are allocated for
+
+    def _new(self, *shape: int, dtype: torch.dtype | None = None) -> torch.Tensor:
+        return torch.empty(*shape, dtype=dtype or self.x.dtype, device=self.x.device)
+
+    def _buffers(self, b: int) -> None:
+        """The buffers of a mini-batch of ``b`` samples (allocated again only for another b)."""
+        if b == self._b:
+            return
+        new, classes = self._new, self.widths[-1]
+        self.inputs = new(b, *self.x.shape[1:])
+        self.targets = new(b, 1, dtype=self.y.dtype)
+        self.outs = [new(b, o) for o in self.widths]  # z_l, activated in place (but the logits)
+        self.dz = [new(b, o) for o in self.widths]  # gradients of the pre-activations
+        self.dh = [new(b, o) for o in self.widths[:-1]]  # gradients of the activations
+        self.lsm, self.dlsm, self.neg_w = new(b, classes), new(b, classes), new(b, 1)
+        self._b = b
+
+    def grad(
+        self,
+        params: Sequence[torch.Tensor],
+        ids: torch.Tensor,
+        w: torch.Tensor,
+        grads: Sequence[torch.Tensor],
+    ) -> None:
+        """The gradient of ``sum_s w_s CE(model(x_ids_s), y_ids_s)`` at the parameters
+        ``params`` (weight, bias, weight, ... : views), written into ``grads`` (views of the
+        same shapes)."""
+        self._buffers(len(ids))
+        torch.index_select(self.x, 0, ids, out=self.inputs)
+        torch.index_select(self.y, 0, ids, out=self.targets.view(-1))
+        h = self.inputs.view(len(ids), -1)
+        hs = [h]
+        for l, z in enumerate(self.outs):
+            torch.addmm(params[2 * l + 1], h, params[2 * l].t(), out=z)
+            if l < len(self.acts):
+                self.acts[l][0](z)
+            h = z
+            hs.append(z)
+        torch.ops.aten._log_softmax.out(h, -1, False, out=self.lsm)
+        torch.neg(w.view(-1, 1), out=self.neg_w)
+        dlsm = self.dlsm.zero_().scatter_add_(1, self.targets, self.neg_w)
+        dz = torch.ops.aten._log_softmax_backward_data.out(
+            dlsm, self.lsm, -1, self.lsm.dtype, out=self.dz[-1]
+        )
+        for l in range(len(self.outs) - 1, -1, -1):
+            torch.mm(dz.t(), hs[l], out=grads[2 * l])
+            torch.sum(dz, 0, out=grads[2 * l + 1])
+            if l:
+                torch.mm(dz, params[2 * l], out=self.dh[l - 1])
+                dz = self.acts[l - 1][1](self.dh[l - 1], hs[l], self.dz[l - 1])
+
+    def loss(self, w: torch.Tensor) -> torch.Tensor:
+        """The weighted loss of the last :meth:`grad`'s mini-batch (its weights ``w``)."""
+        return nll(self.lsm, self.targets.view(-1), w)
