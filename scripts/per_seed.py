@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Seed by seed: which method is best in a metric, per panel, or whether a metric improves along a
 setting (an ordering counts only where it holds in every seed), as markdown.
-Best is lowest for the metrics of ``runs.outputs.LOWER_IS_BETTER`` (losses, stationarity), highest for
+Best is lowest where lower is better (``common.metric_table``: losses, stationarity), highest for
 the others (test accuracy, Hoyer sparsity).
 
   python scripts/per_seed.py results/reproduction/fednmap_fig2_n50_100_K20_T200 --panels K n \\
@@ -37,8 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from fedprox_cli.analysis import groups, results, table
-from fedprox_cli.analysis.run import Run, direction, status_text
+from fedprox_cli.analysis.run import Run, status_text
 from fedprox_cli.cli import options
+from fedprox_cli.common import metric_table as mt
 from fedprox_cli.common.errors import require
 
 
@@ -67,7 +68,7 @@ def parse(argv):
     )
     p.add_argument(
         "--y",
-        default="stationarity",
+        default=mt.STATIONARITY.name,
         help="the metrics column (best: lowest for losses and stationarity, else highest; "
         "with --reach, the value to reach from below)",
     )
@@ -92,7 +93,7 @@ def panel_row(panel: tuple, runs: list[Run], methods: list[str], args) -> list[s
     if not seeds:
         return None
     last, leads, tails = 0, [], {m: [] for m in methods}
-    sign = direction(args.y).sign
+    sign = mt.metric(args.y).direction.sign
     for s in seeds:
         got = by_seed[s]
         rounds = got[args.best].metrics["round"].to_numpy()
@@ -146,7 +147,7 @@ def order_tables(runs: list[Run], args) -> str:
         finals.setdefault(seed_of(r), {})[r.config[key]] = r.final(args.y, args.final)
     values = sorted({v for got in finals.values() for v in got}, key=lambda v: groups.order((v,)))
     name = groups.short(key)
-    way = direction(args.y)
+    way = mt.metric(args.y).direction
     require(
         any(len(got) > 1 for got in finals.values()),
         f"no seed has runs at two values of {name}: nothing to order",
@@ -215,7 +216,7 @@ def order_tables(runs: list[Run], args) -> str:
 def reach_row(r: Run, args) -> list[str]:
     """One run's cells of ``--reach``: method, seed, how it ended, last and best --y, first reach."""
     y, x, rounds = r.column(args.y), r.column(args.x), r.metrics["round"].to_numpy()
-    ok = np.isfinite(y) & (np.isfinite(r.column("objective")) if r.has("objective") else True)
+    ok = np.isfinite(y) & (np.isfinite(r.column(o)) if r.has(o := mt.OBJECTIVE.name) else True)
     ended = status_text(r.status)
     if not ok.any():
         return [method_of(r, args.keys), seed_of(r), ended, "-", "-", "not reached"]
@@ -288,7 +289,7 @@ def run(args, warn) -> int:
         got = panel_row(panel, runs_of, methods, args)
         if got is not None:
             rows.append((panel, got))
-    best = direction(args.y).best
+    best = mt.metric(args.y).direction.best
     print(
         table.markdown(
             [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fedprox_cli.analysis.plotting import plot_partition  # noqa: E402
+from fedprox_cli.analysis.run_plots import plot_partition  # noqa: E402
 from fedprox_cli.common.errors import UserError  # noqa: E402
 
 

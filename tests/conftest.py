@@ -223,3 +223,11 @@ def without(tmp_path: Path, *modules: str) -> dict[str, str]:
     (site / "sitecustomize.py").write_text(_MISSING)
     env = child_env(FEDRUN_TEST_MISSING=",".join(modules), PYTHONUNBUFFERED="1")
     return {**env, "PYTHONPATH": os.pathsep.join([str(site), env["PYTHONPATH"]])}
+
+
+def processes_of_session(sid: int) -> list[int]:
+    """Live processes of the session ``sid`` (a ``start_new_session`` child's pid): what a
+    command left running, e.g. a joblib pool's workers."""
+    out = subprocess.run(["ps", "-o", "pid=,sid=,stat=", "-e"], capture_output=True, text=True)
+    rows = (line.split() for line in out.stdout.splitlines())
+    return [int(p) for p, s, stat in rows if int(s) == sid and not stat.startswith("Z")]

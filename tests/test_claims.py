@@ -593,7 +593,7 @@ def test_a_level_test_reads_each_value_and_names_a_divergence():
     )
     got = units.units(t, runs, claim([t]))
     assert [u.holds for u in got] == [True, False]
-    assert got[1].note == "diverged after round 5"
+    assert got[1].note == "first non-finite at round 5"
 
 
 def test_open_choices_say_robust_or_what_the_word_depends_on():

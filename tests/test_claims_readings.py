@@ -150,7 +150,7 @@ def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
     ev.outcomes[0].test = acc
     r = render.Rendered(both, [ev], verdict.Verdict("w", ""))
     assert (
-        "| test 1, test_acc (last) at k=a: 0 ± 0; 3 of 3 seeds; bounds not recorded |"
+        "| test 1, test_acc (last) at k=a: 0 ± 0 over 3 seeds; 3 of 3 seeds; bounds not recorded |"
         in render.row(r)
     )
 

@@ -8,9 +8,13 @@ import dataclasses
 import subprocess
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pytest
 import yaml
 
-from fedprox_cli.claims import declare, evidence, history, sources, units, verdict
+from fedprox_cli.analysis.run import Run
+from fedprox_cli.claims import declare, evidence, history, render, sources, units, verdict
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -63,9 +67,7 @@ def _commit(repo: Path, files: dict, message: str) -> str:
 
 def _claims(band: float, says: str = "within") -> str:
     test = {"kind": "ratio", "metric": "x", "key": "k", "values": [1], "base": 0}
-    return yaml.safe_dump(
-        [{"id": "c", "tests": [{**test, "holds": {"max": band}, "says": says}]}]
-    )
+    return yaml.safe_dump([{"id": "c", "tests": [{**test, "holds": {"max": band}, "says": says}]}])
 
 
 def _order(repo: Path, band: float = 1.1) -> str:
@@ -107,3 +109,90 @@ def test_the_committed_record_marks_fig1s_band_post_hoc_and_check_names_a_moved_
         "fedcanon-fig1: test 3's bounds differ from those whose declaration DECLARED.tsv "
         "records (`fedrun-reproduce record fedcanon-fig1` reads their order from git)"
     ]
+
+
+def _timed(method: str, partition: str, total: float) -> Run:
+    m = pd.DataFrame({"round": [0, 10], "time_s": [0.0, total]})
+    config = {"choice:algorithm": method, "choice:partition": partition, "seed": 0, "T": 10}
+    return Run(Path(f"/{method}/{partition}"), config, m, "finished")
+
+
+TIMED = Check(
+    kind="ratio",
+    metric="time_s",
+    says="the others slower",
+    key="algorithm",
+    values=("b",),
+    base="a",
+    where={"partition": "iid"},
+    holds={"min": 1.0},
+    repeats=("partition",),
+    no_seeds=True,
+    per_round=True,
+)
+
+
+def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
+    runs = [_timed("a", "iid", 100.0), _timed("a", "dir", 107.0), _timed("a", "dir2", 103.0)]
+    c = claim([TIMED])
+    spread = units.noise(TIMED, runs)
+    assert spread is not None and (spread.low, spread.high, spread.n) == (100.0, 107.0, 3)
+    near = units.units(TIMED, [*runs, _timed("b", "iid", 99.0)], c, spread)  # 1% below: noise
+    assert near[0].holds is None and near[0].undecided == "noise" and near[0].raw is False
+    out = units.Outcome(TIMED, near, noise=spread)
+    v = verdict.word([out], "", 10, 200, 1, 1, 1, True, True)
+    assert v.word == "inconclusive" and "inside the noise" in v.why
+    assert verdict.state(out)[1] == "inside the noise in 1 pairs"
+    assert "spans 100-107 over its 3 runs (7.0%)" in render.noise(out)
+    far = units.units(TIMED, [*runs, _timed("b", "iid", 80.0)], c, spread)  # 20% below: decides
+    assert far[0].holds is False
+    alone = units.units(TIMED, [runs[0], _timed("b", "iid", 99.0)], c, units.noise(TIMED, runs[:1]))
+    assert alone[0].holds is False  # no repeats measured: the ratio decides, and says so
+    said = render.noise(units.Outcome(TIMED, alone))
+    assert said == " Noise: not measured here (one measurement of the base per setting)."
+
+
+def test_a_same_as_claim_reads_every_device_its_source_reads():
+    claims = {c.id: c for c in sources.claims()}
+    fig3, table5 = claims["fedcanon-fig3"], claims["fedcanon-table5"]
+    h200 = [rs for rs in table5.ran if rs.device == "NVIDIA H200"]
+    assert h200 and all(rs in fig3.ran for rs in h200)
+    ev = evidence.gather(fig3, h200[0], RESULTS, lambda _: None)
+    unmeasured = [o.unmeasured for o in ev.outcomes]
+    assert unmeasured[0] == "test_acc is not measured in table5_time_per_round_h200.txt"
+    assert not unmeasured[1] and ev.outcomes[1].held == 2  # the H200's FedMiD over FedCanon
+    v = verdict.of(fig3, ev)  # holds where measured; the accuracy is not measured there
+    assert v.word == "inconclusive" and "not measured in" in v.why
+
+
+def test_a_divergence_says_where_it_left_the_scale_and_where_it_became_non_finite():
+    m = pd.DataFrame(
+        {
+            "round": [0, 5, 10, 15, 20],
+            "train_loss": [2.0, 1.0, 5e3, 1e9, float("nan")],
+            "test_acc": [0.1, 0.5, 0.1, 0.1, float("nan")],
+        }
+    )
+    gone = Run(Path("/b/0"), {"choice:algorithm": "b", "seed": 0, "T": 20}, m, "diverged")
+    assert units._note(gone, "test_acc") == (
+        "first non-finite at round 20; above 1e3 x its start from round 10"
+    )
+    sudden = Run(gone.path, gone.config, m.assign(train_loss=[2, 1, 1, 1, np.nan]), "diverged")
+    assert units._note(sudden, "test_acc") == "first non-finite at round 20"
+
+
+def test_a_curve_ordering_reads_the_whole_curve_not_its_tail():
+    area = dataclasses.replace(BEST, at="area", from_round=5)
+    late = [r for s in range(3) for r in (run("a", s, [1, 0.9, 0.1]), run("b", s, [1, 0.2, 0.2]))]
+    assert verdict.of(claim([BEST]), _evidence(claim([BEST]), late)).word == "reproduced"
+    assert verdict.of(claim([area]), _evidence(claim([area]), late)).word == "not reproduced"
+    assert units.area(area, late[0]) == pytest.approx(0.3)  # sqrt(0.9 x 0.1)
+
+
+def test_a_summary_number_pools_seeds_only_and_names_what_else_it_spans():
+    seeds = units.Outcome(BEST, [units.Unit(f"seed {s}", v, True) for s, v in enumerate([1, 3])])
+    assert render.over_seeds(seeds) == "2 ± 1.41 over 2 seeds"
+    panels = [units.Unit(f"partition={p}, seed 0", v, True) for p, v in (("iid", 1), ("dir", 3))]
+    assert render.over_seeds(units.Outcome(BEST, panels)) == "1-3 over 2 partition values"
+    pairs = [units.Unit(f"{m}, seed 0", v, True) for m, v in (("fedmid", 0.9), ("za1", 0.95))]
+    assert render.over_seeds(units.Outcome(BEST, pairs)) == "0.9-0.95 over 2 methods"

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import child_env, fedrun, job_folders, without
 
-from fedprox_cli.common.run_files import COLUMNS
+from fedprox_cli.common.metric_table import BUILT_IN as COLUMNS
 
 TINY = ["dataset=digits", "T=3", "K=2", "n=4", "B=8", "eval_every=1"]
 
@@ -18,8 +18,8 @@ def test_run_writes_complete_folder(run_fedrun, tmp_path):
     r = run_fedrun(*TINY, f"hydra.run.dir={out}")
     assert r.returncode == 0, r.stderr
     df = pd.read_csv(out / "metrics.csv")
-    assert list(df.columns) == COLUMNS and list(df["round"]) == [0, 1, 2, 3]
-    assert df[COLUMNS].notna().all().all()
+    assert list(df.columns) == list(COLUMNS) and list(df["round"]) == [0, 1, 2, 3]
+    assert df[list(COLUMNS)].notna().all().all()
     assert json.loads((out / "summary.json").read_text())["status"] == "finished"
     for f in ("config.yaml", "partition.npz", "metrics.png"):
         assert (out / f).stat().st_size > 0

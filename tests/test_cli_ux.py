@@ -50,8 +50,8 @@ def test_progress_lines_summary_and_resume_without_a_terminal(tmp_path):
     m = pd.read_csv(run / "metrics.csv").iloc[-1]
     (summary,) = [line for line in out.splitlines() if line.startswith("fedrun: summary:")]
     assert summary.startswith(
-        f"fedrun: summary: finished, 4/4 rounds: test acc {m['test_acc']:.4f}, "
-        f"objective {m['objective']:.4g}, stationarity {m['stationarity']:.4g}, "
+        f"fedrun: summary: finished, 4/4 rounds: test accuracy {m['test_acc']:.4f}, "
+        f"objective {m['objective']:.4g}, stationarity {m['stationarity']:.3g}, "
         f"training "
     )
     assert summary.endswith(f"; {run}")
@@ -189,7 +189,7 @@ def test_job_table_of_folders(tmp_path):
         ["2", "not", "started", "-", "-", "-", "-", "-", "-"],
     ]
     assert recap.closing_line(tmp_path / "1") == (
-        f"interrupted, 4/5 rounds: test acc 0.2500, objective 1, stationarity 0.001, training 1m15s (rounds only); "
+        f"interrupted, 4/5 rounds: test accuracy 0.2500, objective 1, stationarity 0.001, training 1m15s (rounds only); "
         f"{tmp_path / '1'}"
     )
 
@@ -422,3 +422,31 @@ def test_a_run_refused_at_validation_leaves_no_folder_it_made(tmp_path):
     )
     p = fedrun(*TINY, "T=-1", "hydra.run.dir=a/b/c", cwd=tmp_path)
     assert p.returncode == 2 and not (tmp_path / "a").exists()
+
+
+def test_an_options_help_gives_the_composed_defaults_and_each_parameters_meaning(tmp_path):
+    """``fedrun algorithm=NAME --help``: the defaults a run of that option takes (its YAML over
+    the class's: FedCanon's alpha is 0.2, the class's 0.1), each parameter's meaning from the
+    comment of its declaration; every shipped option's every parameter has one."""
+    from dataclasses import fields
+
+    from fedprox_cli.config.plugin_defaults import lookup
+
+    p = fedrun("algorithm=fedcanon", "--help", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split()[0]: line for line in p.stdout.splitlines() if "algorithm." in line}
+    assert "default 0.2 " in rows["algorithm.alpha"], rows
+    assert "global step size alpha" in rows["algorithm.alpha"], rows
+    for group in ("algorithm", "regularizer", "compressor"):
+        for option in sorted((CONF_DIR / group).glob("*.yaml")):
+            cls = lookup(group)(option.stem)
+            meanings = help.field_meanings(cls)
+            assert not [f.name for f in fields(cls) if f.init and f.name not in meanings], option
+
+
+def test_help_lists_the_launchers():
+    names = [name for name, _ in help.launchers()]
+    assert names[:2] == ["basic", "joblib"] and {"slurm", "local", "ray"} <= set(names)
+    text = " ".join(help.text().split())
+    assert "Launchers of a sweep's jobs (fedrun -m hydra/launcher=NAME" in text
+    assert "joblib The jobs in parallel worker processes" in text

@@ -161,11 +161,11 @@ def test_clients_csv_through_runs_seed_batches_and_resume(run_fedrun, tmp_path, 
 
 def _partition_plot_is_titled_by_its_setting(run, monkeypatch):
     """Not by the folder's name (a sweep's job folder is "0")."""
-    from fedprox_cli.analysis import plotting
+    from fedprox_cli.analysis import run_plots
 
     kept = []
-    monkeypatch.setattr(plotting, "save_figure", lambda fig, path, **kw: kept.append((fig, kw)))
-    plotting.plot_partition(run, run / "p.png")
+    monkeypatch.setattr(run_plots, "save_figure", lambda fig, path, **kw: kept.append((fig, kw)))
+    run_plots.plot_partition(run, run / "p.png")
     ((fig, kw),) = kept
     title = fig.axes[0].get_title()
     assert title.startswith("digits · partition dirichlet (alpha=0.5") and "4 clients" in title

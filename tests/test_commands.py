@@ -153,6 +153,7 @@ def test_ctrl_c_while_an_analysis_command_reads_runs_is_one_line(tmp_path, prog)
 
 ENDING = """
 import atexit, importlib.abc, os, sys
+atexit._clear()  # hooks of the site's start-up (a .pth file importing certifi) are not the test's
 from fedprox_cli.cli import commands
 class Torn:  # a module's object: deleted by the interpreter's teardown of the modules
     def __del__(self, open=open):  # builtins may be gone by then

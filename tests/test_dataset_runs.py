@@ -8,7 +8,7 @@ from conftest import child_env, script
 from data_fixtures import a9a_files, leaf_files
 from hydra import compose, initialize_config_dir
 
-from fedprox_cli.analysis.plotting import partition_counts
+from fedprox_cli.analysis.run_plots import partition_counts
 from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.data import load_partition
 from fedprox_cli.runs import runner

@@ -316,3 +316,30 @@ def test_the_engine_line_names_the_choice_and_both_timings():
         )
         == "vmap (engine=auto, measured: loop 0.8 ms, vmap 0.46 ms per client-step)"
     )
+
+
+@pytest.mark.parametrize("engine,chunk", [("loop", None), ("vmap", None), ("vmap", 4)])
+def test_local_steps_are_bitwise_k_whole_grad_calls_with_their_updates(digits, engine, chunk):
+    """Oracle.local_steps (client by client / chunk by chunk, gradients at at(rows, k)) computes
+    exactly what K calls of grad on all rows with the same update after each compute."""
+    oracle = make_oracle(digits, engine, chunk=chunk)
+    gen = torch.Generator().manual_seed(2)
+    X0 = oracle.model.flat() + 0.1 * torch.randn(
+        N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64
+    )
+    S = torch.randn(N_CLIENTS, oracle.model.d, generator=gen, dtype=torch.float64)
+    h = regularizers.build("l1", lam=1e-2)
+    at = lambda V, k: h.prox(V, 0.1 * (k + 1))  # noqa: E731
+    seen = []
+
+    def update(V, G, rows, k):
+        seen.append((rows.start, k))
+        V.sub_(G.add_(S[rows]).mul_(0.05))
+
+    ref = X0.clone()
+    for k in range(3):
+        ref.sub_(oracle.grad(at(ref, k), 4, k)[0].add_(S).mul_(0.05))
+    got = oracle.local_steps(X0.clone(), 4, 3, at, update, None)
+    assert torch.equal(got, ref)
+    block = oracle.engine.block
+    assert seen == [(a, k) for a in range(0, N_CLIENTS, block) for k in range(3)]

@@ -153,3 +153,89 @@ def test_record_makes_the_digests_of_evidence_made_otherwise(copy, capsys):
     code, out = check(copy, capsys)
     assert "evidence fednmap_fig5/99" not in out  # recorded: the duplicate is named instead
     assert "the same run (settings and seed)" in out and code == 1
+
+
+def _elsewhere(where: Path) -> Path:
+    return where / "elsewhere"
+
+
+def _link(where: Path, target: Path, name: Path) -> None:
+    shutil.move(name, target)
+    name.symlink_to(target, target_is_directory=True)
+
+
+def _edit_digest(where: Path, keep=None) -> None:
+    path = where / "results" / "reproduction" / digests.FILE
+    lines = path.read_text().splitlines(keepends=True)
+    if keep is not None:
+        path.write_text("".join(lines[:keep]))
+        return
+    i = next(i for i, x in enumerate(lines) if x.endswith("fednmap_fig5/3/metrics.csv\n"))
+    lines[i] = "0" * 16 + lines[i][16:]
+    path.write_text("".join(lines))
+
+
+LINKED = "refused: evidence must be the repository's own files"
+EDITED = f"reproduction/{digests.FILE}: the digest file itself was edited"
+NAMED = {
+    "run folder a link": (
+        lambda w: _link(w, _elsewhere(w), run_dir(w, 3)),
+        [f"evidence fednmap_fig5/3: a symbolic link to {{elsewhere}}, {LINKED}"],
+        "fednmap_fig5/3: metrics.csv",  # the files it replaced are not called deleted
+    ),
+    "claim folder a link": (
+        lambda w: _link(w, _elsewhere(w), run_dir(w, 3).parent),
+        [f"evidence fednmap_fig5: a symbolic link to {{elsewhere}}, {LINKED}"],
+        "deleted",
+    ),
+    "a digest line edited": (_edit_digest, [EDITED, "evidence fednmap_fig5/3: metrics.csv"], ""),
+    "the digest file cut to one line": (
+        lambda w: _edit_digest(w, keep=1),
+        [EDITED],
+        "",
+    ),
+    "a digest line outside every claim": (
+        lambda w: (
+            (w / "results" / "reproduction" / digests.FILE)
+            .open("a")
+            .write("0123456789abcdef  elsewhere/extra.csv\n")
+        ),
+        [f"{digests.FILE}: a line for elsewhere/extra.csv, outside the evidence of every claim"],
+        "",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NAMED))
+def test_check_names_the_damaged_thing_links_digest_edits_and_stray_lines(copy, capsys, case):
+    damage, said, never = NAMED[case]
+    damage(copy)
+    code, out = check(copy, capsys)
+    said = [s.format(elsewhere=_elsewhere(copy)) for s in said]
+    assert code == 1 and all(s in out for s in said), out
+    assert not never or never not in out, out
+
+
+def test_a_claim_left_without_a_usable_run_is_named_and_the_others_still_checked(copy, capsys):
+    for d in [
+        *run_dir(copy, 0).parent.iterdir(),
+        *(copy / "results/reproduction/fednmap_fig5_seeds12").iterdir(),
+    ]:
+        if d.is_dir() and "eta_0.05" in (d / ".hydra" / "overrides.yaml").read_text():
+            shutil.rmtree(d)
+    capsys.readouterr()
+    where = ["--results", str(copy / "results"), "--root", str(copy)]
+    code = reproduce.main(["check", "fednmap-fig5b", CLAIM, *where])
+    out = capsys.readouterr().out
+    assert code == 1 and f"check: {CLAIM}: claim {CLAIM}: no finished or diverged run" in out
+    assert "check: fednmap-fig5b:" not in out, out  # the other claim's words and numbers hold
+    assert "deleted" in out  # and the digests name what went
+
+
+def test_a_changed_claims_file_is_named_by_its_digest():
+    report = digests.said({"reproduction/EVIDENCE.sha256": "aaa", "fedprox_cli/claims/x.yaml": "b"})
+    now = {"reproduction/EVIDENCE.sha256": "aaa", "fedprox_cli/claims/x.yaml": "c"}
+    assert digests.edited(report, now) == [
+        "fedprox_cli/claims/x.yaml: changed since the report was written (b -> c)"
+    ]
+    assert digests.edited(report, {**now, "fedprox_cli/claims/x.yaml": "b"}) == []

@@ -27,7 +27,7 @@ from pathlib import Path
 import conftest
 import pytest
 import torch
-from conftest import child_env, job_folders
+from conftest import child_env, job_folders, processes_of_session
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
 
 from fedprox_cli.common.run_files import read_summary
@@ -1037,15 +1037,6 @@ def test_a_signal_at_any_phase_stops_the_sweep(phase, tmp_path):
     assert statuses[2] == "missing" and not {"running", "dead"} & set(statuses), statuses
 
 
-def _loky_workers_of(pid: int) -> list[int]:
-    """Live processes left over from the sweep ``pid`` (its session): loky's workers."""
-    out = subprocess.run(
-        ["ps", "-o", "pid=,sid=,stat=", "-e"], capture_output=True, text=True
-    ).stdout
-    rows = (line.split() for line in out.splitlines())
-    return [int(p) for p, sid, stat in rows if int(sid) == pid and not stat.startswith("Z")]
-
-
 def test_a_finished_joblib_sweep_leaves_no_worker_and_no_note(tmp_path):
     """loky keeps idle workers 300 s: they end with the sweep, and no note blames a plugin for
     a thread of the launcher's."""
@@ -1073,9 +1064,9 @@ def test_a_finished_joblib_sweep_leaves_no_worker_and_no_note(tmp_path):
     assert proc.returncode == 0, err
     assert "thread" not in err, err
     deadline = time.time() + 60
-    while _loky_workers_of(proc.pid) and time.time() < deadline:
+    while processes_of_session(proc.pid) and time.time() < deadline:
         time.sleep(0.5)
-    assert not _loky_workers_of(proc.pid)
+    assert not processes_of_session(proc.pid)
 
 
 def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
@@ -1120,9 +1111,9 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     assert statuses[:2] == ["interrupted"] * 2 and statuses[2:] == ["missing"] * 2, statuses
     # the pool's workers ended with the sweep (its resource trackers end as their pipe closes)
     deadline = time.time() + 60
-    while _loky_workers_of(proc.pid) and time.time() < deadline:
+    while processes_of_session(proc.pid) and time.time() < deadline:
         time.sleep(0.5)
-    assert not _loky_workers_of(proc.pid)
+    assert not processes_of_session(proc.pid)
 
 
 def _as_older(run: Path) -> None:

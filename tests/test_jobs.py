@@ -1,4 +1,4 @@
-"""A sweep's jobs composed once per set of config-group choices (``config/jobs.Composer``): each
+"""A sweep's jobs composed once per set of config-group choices (``config/composer.Composer``): each
 job's config, Hydra node included, equals Hydra's own composition of the job (what its launcher
 runs), for value overrides of every kind; a job made from its base's scratch copy (no copy per
 job) has Hydra's config, values, folder and Hydra record, whatever the job before it set; and a
@@ -20,7 +20,7 @@ from fedprox_cli.cli import dryrun
 from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.config import jobs as jobs_module
 from fedprox_cli.config import resolvers
-from fedprox_cli.config.jobs import Composer
+from fedprox_cli.config.composer import Composer
 
 PRE = ["hydra.sweep.dir=/tmp/fedrun-test-sweep"]
 JOBS = [

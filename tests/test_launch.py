@@ -1,6 +1,6 @@
 """A sweep launched composes each distinct set of config-group choices once, not each job
 (``config/launch``: Hydra's basic sweeper and launcher get each job's config from the check's
-``config/jobs.Composer``), and its launcher keeps no job's configs until the sweep ends."""
+``config/composer.Composer``), and its launcher keeps no job's configs until the sweep ends."""
 
 from __future__ import annotations
 

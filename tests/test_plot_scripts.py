@@ -20,7 +20,7 @@ import yaml
 from conftest import child_env, fedrun, script
 from omegaconf import OmegaConf
 
-from fedprox_cli.analysis import curves, groups, plotting, results, stats, table
+from fedprox_cli.analysis import curves, groups, plotting, results, run_plots, stats, table
 from fedprox_cli.cli import commands
 from fedprox_cli.common import run_files
 
@@ -310,6 +310,7 @@ def figures(monkeypatch):
 
     monkeypatch.setattr(curves, "save_figure", keep)
     monkeypatch.setattr(plotting, "save_figure", keep)
+    monkeypatch.setattr(run_plots, "save_figure", keep)
     return kept
 
 
@@ -567,7 +568,7 @@ def test_metrics_png_of_a_diverged_run(tmp_path, figures):
         test_acc=[0.1, 0.4, 0.1],
         stationarity=[1.0, 0.1, np.nan],
     )
-    plotting.plot_run(d, d / "metrics.png", title="t")
+    run_plots.plot_run(d, d / "metrics.png", title="t")
     (fig,) = figures
     loss, acc, stat = fig.axes
     assert [ax.get_ylabel() for ax in fig.axes] == [
@@ -583,7 +584,7 @@ def test_metrics_png_of_a_diverged_run(tmp_path, figures):
 
 def test_metrics_png_is_written(tmp_path):
     d = acc_run(tmp_path, "div", 0.2, "diverged")
-    plotting.plot_run(d, d / "metrics.png", title=plotting.run_title(REAL))
+    run_plots.plot_run(d, d / "metrics.png", title=plotting.run_title(REAL))
     assert (d / "metrics.png").read_bytes()[:8] == PNG
 
 
@@ -836,9 +837,9 @@ def test_panels_split_runs_by_a_key(sweep, tmp_path):
 
 
 def test_partition_plot_reports_a_missing_plotter(sweep, monkeypatch, capsys):
-    monkeypatch.delattr(plotting, "plot_partition", raising=False)
+    monkeypatch.delattr(run_plots, "plot_partition", raising=False)
     assert plot_script.main(["--partition", str(sweep / "0_0")]) == 2
-    assert "needs fedprox_cli.analysis.plotting.plot_partition" in capsys.readouterr().err
+    assert "needs fedprox_cli.analysis.run_plots.plot_partition" in capsys.readouterr().err
 
 
 def test_real_sweep_through_both_scripts(tmp_path):
@@ -969,7 +970,7 @@ def test_a_diverged_rows_model_metrics_are_not_numbers_of_a_model(tmp_path):
     m = run_files.read_metrics(run)
     assert m["bytes_up"].tolist() == [0, 10, 20] and m["test_acc"].iloc[1] == 0.8
     assert np.isnan(m["test_acc"].iloc[2])
-    plotting.plot_run(run, run / "metrics.png")  # draws the finite part only
+    run_plots.plot_run(run, run / "metrics.png")  # draws the finite part only
     assert (run / "metrics.png").stat().st_size > 0
 
 
@@ -1068,7 +1069,7 @@ def test_per_seed_best_counts_the_seeds_where_a_method_leads(tmp_path):
 
 
 def test_per_seed_counts_a_higher_is_better_metric_upwards(tmp_path):
-    """Hoyer sparsity (not in LOWER_IS_BETTER): the best method is the highest, an ordering rises.
+    """Hoyer sparsity (higher is better: common.metric_table): the best method is the highest, an ordering rises.
     The same runs read through a lower-is-better column (stationarity) count the other way."""
     ends = {
         0: {"fednmap": 0.5048, "za1": 0.5033},

@@ -15,6 +15,9 @@ import pytest
 from conftest import fedrun
 
 from fedprox_cli import algorithms
+from fedprox_cli.cli import plot as plot_cli
+from fedprox_cli.cli import table as table_cli
+from fedprox_cli.common import metric_table
 from fedprox_cli.common.errors import UserError
 from fedprox_cli.data import datasets
 from fedprox_cli.engine import models
@@ -32,6 +35,7 @@ from torch import nn
 
 from fedprox_cli import data
 from fedprox_cli.algorithms import Algorithm
+from fedprox_cli.common.metric_table import Metric
 from fedprox_cli.operators.compressors import Compressor
 from fedprox_cli.operators.regularizers import Regularizer
 
@@ -79,6 +83,10 @@ class ScaledSign(Compressor):
         return V.abs().mean(-1, keepdim=True) * V.sign(), len(V) * (4 + math.ceil(V.shape[-1] / 8))
 
 
+NORM = Metric("l2norm", "model norm", "||x||_2", lower_is_better=True, log=True, fmt=".3e",
+              help="the Euclidean norm of x", compute=lambda x, h: x.norm())
+
+
 def tiny(input_shape, num_classes, hidden=8):
     return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(input_shape), hidden), nn.ReLU(),
                          nn.Linear(hidden, num_classes))
@@ -95,6 +103,7 @@ ENTRY_POINTS = {
     "compressors": "scaled_sign = myplugins:ScaledSign",
     "models": "tiny = myplugins:tiny",
     "datasets": "digits_small = myplugins:digits_small",
+    "metrics": "l2norm = myplugins:NORM",
 }
 
 CONFIGS = {  # the user's config dir: one option per group
@@ -137,6 +146,7 @@ def plugin(tmp_path, monkeypatch):
         compressors._REGISTRY,
         models._REGISTRY,
         datasets._REGISTRY,
+        metric_table._REGISTRY,
     ]
     saved = [dict(r) for r in registries]
     yield tmp_path
@@ -212,6 +222,28 @@ def test_plugins_of_every_kind_from_the_command_line(plugin):
     assert _per_round(out, "bytes_down") == [n * d * 4]
     assert _per_round(out, "prox_calls") == [1]
     assert _per_round(out, "grad_evals") == [n]
+
+
+def test_a_plugin_metric_is_one_entry_recorded_plotted_and_tabled(plugin, capsys):
+    """A metric is one table entry plus its computation (docs/extending.md): an installed one is
+    a column of every run's metrics.csv, and fedrun-plot and fedrun-table read it by name, with
+    its label, direction, log scale and format from its entry."""
+    out = plugin / "run"
+    r = fedrun("dataset=digits", "model=linear", "n=4", "T=2", f"hydra.run.dir={out}",
+               path=[plugin / "site"])
+    assert r.returncode == 0, r.stderr
+    m = pd.read_csv(out / "metrics.csv")
+    assert list(m.columns) == [*metric_table.BUILT_IN, "l2norm"]
+    assert (m["l2norm"] > 0).all() and m["l2norm"].iloc[0] != m["l2norm"].iloc[-1]
+    entry = metric_table.metric("l2norm")
+    assert (entry.label(), entry.direction.best, entry.log) == ("model norm ||x||_2", "lowest", True)
+    with pytest.raises(SystemExit):
+        plot_cli.main(["--help"])
+    assert "l2norm (model norm ||x||_2)" in " ".join(capsys.readouterr().out.split())
+    assert plot_cli.main([str(out), "--y", "l2norm", "--out", str(plugin / "norm.png")]) == 0
+    assert (plugin / "norm.png").stat().st_size > 0
+    assert table_cli.main([str(out), "--metric", "l2norm", "--column", "none"]) == 0
+    assert f"{m['l2norm'].iloc[-1]:.3e}" in capsys.readouterr().out  # the entry's format
 
 
 def test_target_in_a_yaml_of_a_searchpath_config_dir(plugin):

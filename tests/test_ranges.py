@@ -96,11 +96,11 @@ def test_help_of_an_option_shows_its_declared_ranges_and_declarations():
     page = option_page("algorithm", "feddr").splitlines()
     assert page[0] == "algorithm feddr (fedprox_cli.algorithms.feddr.FedDR)"
     assert ["algorithm.alpha_dr", "in", "(0,", "2)", "default", "1.95"] in [
-        line.split() for line in page
+        line.split()[:6] for line in page
     ]
     assert ["partial_participation", "yes"] == [
         line.split()[:2] for line in page if line.strip().startswith("partial_participation")
     ][0]
     assert ["compressor.ratio", "in", "(0,", "1]", "default", "0.1"] in [
-        line.split() for line in option_page("compressor", "topk").splitlines()
+        line.split()[:6] for line in option_page("compressor", "topk").splitlines()
     ]

@@ -8,21 +8,31 @@ import torch
 
 from .base import Env
 
-Shift = torch.Tensor | float | Callable[[torch.Tensor], torch.Tensor]
+Shift = torch.Tensor | float | Callable[[torch.Tensor, slice], torch.Tensor]
+
+
+def rows_of(shift: torch.Tensor | float, rows: slice) -> torch.Tensor | float:
+    """The rows ``rows`` of a per-row shift (m, d); a scalar or one row (d,) as it is."""
+    return shift[rows] if torch.is_tensor(shift) and shift.dim() == 2 else shift
+
+
+def at_rows(V: torch.Tensor, k: int) -> torch.Tensor:
+    """Gradients taken at the rows themselves (:meth:`Env.local_steps`'s ``at``)."""
+    return V
 
 
 def local_sgd(env: Env, X: torch.Tensor, t: int, beta: float, shift: Shift = 0.0) -> torch.Tensor:
     """K corrected SGD steps on every row: X <- X - beta (G(X) + shift), where ``shift`` is a
-    constant (a scalar or rows) or a function of X (e.g. a proximal term (X - Y)/eta). A
-    constant shift runs fused, client by client (:meth:`Oracle.sgd_steps`)."""
+    constant (a scalar or rows) or a function of the rows and their slice (e.g. a proximal term
+    (V - Y[rows])/eta). Client by client (:meth:`Env.sgd_steps`, :meth:`Env.local_steps`)."""
     if not callable(shift):
         return env.sgd_steps(X.clone(), t, beta, shift)
-    X, G = X.clone(), torch.empty_like(X)
-    for k in range(env.K):
-        X.sub_(
-            env.grad(X, t, k, out=G).add_(shift(X)), alpha=beta
-        )  # in place: no (n, d) temporaries
-    return X
+    fn = shift
+
+    def update(V: torch.Tensor, G: torch.Tensor, rows: slice, k: int) -> None:
+        V.sub_(G.add_(fn(V, rows)), alpha=beta)
+
+    return env.local_steps(X.clone(), t, at_rows, update)
 
 
 def local_dual_sgd(
@@ -38,12 +48,15 @@ def local_dual_sgd(
         U = prox_{(elapsed + k step) h}(W);   W <- W - step (G(U) + shift)
 
     (prox_0 is the identity, so with elapsed = 0 the first gradient is taken at W itself).
-    K prox calls per row. Returns the final W and the sum of the K gradients."""
-    W, G, gsum = W.clone(), torch.empty_like(W), torch.zeros_like(W)
-    for k in range(env.K):
-        U = env.prox(W, elapsed + k * step)
-        gsum += env.grad(U, t, k, out=G)
-        W.sub_(G.add_(shift).mul_(step))  # W - step (G + shift), in place: no (n, d) temporaries
+    K prox calls per row, client by client (:meth:`Env.local_steps`). Returns the final W and
+    the sum of the K gradients."""
+    W, gsum = W.clone(), torch.zeros_like(W)
+
+    def update(V: torch.Tensor, G: torch.Tensor, rows: slice, k: int) -> None:
+        gsum[rows].add_(G)
+        V.sub_(G.add_(rows_of(shift, rows)).mul_(step))  # V - step (G + shift), in place
+
+    env.local_steps(W, t, lambda V, k: env.prox(V, elapsed + k * step), update)
     return W, gsum
 
 

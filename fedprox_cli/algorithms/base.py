@@ -21,6 +21,9 @@ An algorithm never touches modules, data loaders or devices. ``round(state, env,
 - ``env.grad(X, t, k, out=None)``: stochastic gradients at the rows of X (one row per
   participating client), written into ``out`` if given; ``env.sgd_steps(X, t, beta, shift)``:
   K corrected SGD steps on the rows of X in place, fused client by client;
+  ``env.local_steps(X, t, at, update)``: K steps whose gradients are taken at ``at(rows, k)``
+  and whose update ``update(rows, G, slice, k)`` reads each row's own numbers only, client by
+  client (or chunk by chunk) too;
 - ``env.prox(v, step, copies=1)``: prox_{step h}(v), counted per vector (a row = one client's
   call; ``copies`` = how many parties compute the same vector, computed once; step 0 = identity);
 - ``env.up(V)``: client-to-server messages (rows), compressed by the run's uplink compressor
@@ -49,6 +52,7 @@ from ..common import ranges
 from ..common.draws import generator, stream_seed, to_device
 from ..common.plugin_calls import calling, returned
 from ..common.registry import Registry, class_contract
+from ..engine.base import At, Update
 from ..engine.oracle import Oracle
 from ..operators.compressors import DENSE_BYTES, Compressor
 from ..operators.regularizers import Regularizer
@@ -158,6 +162,12 @@ class Env:
         """K corrected SGD steps X <- X - beta (G(X) + shift) in place (see
         :meth:`Oracle.sgd_steps`)."""
         return self.oracle.sgd_steps(X, t, self.K, beta, shift, self.clients)
+
+    def local_steps(self, X: torch.Tensor, t: int, at: At, update: Update) -> torch.Tensor:
+        """K local steps on the rows of X in place: step k takes the gradients at
+        ``at(rows, k)`` and calls ``update(rows, G, slice, k)`` (see
+        :meth:`Oracle.local_steps`): for updates of each row by its own numbers alone."""
+        return self.oracle.local_steps(X, t, self.K, at, update, self.clients)
 
     def prox(self, v: torch.Tensor, step: float, copies: int = 1) -> torch.Tensor:
         """prox_{step h}(v), counted once per row of v times ``copies`` (parties that compute

@@ -54,7 +54,7 @@ class FedADMM(Algorithm[FedADMMState]):
         z, S = state["z"], env.clients
         X, Lam, Xhat = state["X"].clone(), state["Lam"].clone(), state["Xhat"].clone()
         Lam_S = Lam[S]  # gathered once, not at every local step
-        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: Lam_S + (V - z) / self.eta)
+        X[S] = local_sgd(env, X[S], t, self.beta, lambda V, rows: Lam_S[rows] + (V - z) / self.eta)
         Lam[S] = Lam[S] + (X[S] - z) / self.eta
         Xhat[S] = env.up(X[S] + self.eta * Lam[S])
         z = env.prox(Xhat.mean(0), self.eta)

@@ -34,8 +34,9 @@ class FedCEF(Algorithm[FedCEFState]):
 
     beta = alpha eta_g K. Output z. Up: the compressed Delta_i; down d (ztilde).
     Prox per round: n K local (the k = 0 one is prox_0 = identity; the paper's x^{t,K} is
-    never used and not computed) + n + 1 for z = prox_{beta h}(ztilde): every client and the
-    server, which needs z for its next ztilde [I; docs/algorithms.md's table says n K + n].
+    never used and not computed) + n + 1 for z = prox_{beta h}(ztilde): every client (line 17;
+    Sec. III-B: "without server-side computation", n K + n in all) and [I] the
+    server, which needs z for its next ztilde.
     [I] c is kept once: the clients' reconstruction (z - ztilde)/beta equals the server's c
     in exact arithmetic. The paper does not give eta; the default is from a sweep (config)."""
 

@@ -52,7 +52,7 @@ class FedDR(Algorithm[FedDRState]):
         Y, X, Xhat = state["Y"].clone(), state["X"].clone(), state["Xhat"].clone()
         Y[S] = Y[S] + self.alpha_dr * (z - X[S])
         Y_S = Y[S]  # gathered once, not at every local step
-        X[S] = local_sgd(env, X[S], t, self.beta, lambda V: (V - Y_S) / self.eta)
+        X[S] = local_sgd(env, X[S], t, self.beta, lambda V, rows: (V - Y_S[rows]) / self.eta)
         Xhat[S] = env.up(2 * X[S] - Y[S])
         z = env.prox(Xhat.mean(0), self.eta)
         env.down(z)

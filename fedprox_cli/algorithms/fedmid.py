@@ -7,6 +7,7 @@ from typing import ClassVar, TypedDict
 
 import torch
 
+from ._local import at_rows
 from .base import Algorithm, Env, register
 
 
@@ -37,9 +38,11 @@ class FedMiD(Algorithm[FedMiDState]):
 
     def round(self, state: FedMiDState, env: Env, t: int) -> FedMiDState:
         z = state["z"]
-        X = z.expand(len(env.clients), -1)
-        for k in range(env.K):
-            X = env.prox(X - self.beta * env.grad(X, t, k), self.beta)
+
+        def update(V: torch.Tensor, G: torch.Tensor, rows: slice, k: int) -> None:
+            V.copy_(env.prox(V - self.beta * G, self.beta))
+
+        X = env.local_steps(z.expand(len(env.clients), -1).clone(), t, at_rows, update)
         step = self.alpha * env.K * self.beta
         z = env.prox(z + self.alpha * env.up(X - z).mean(0), step)
         env.down(z)

@@ -44,10 +44,12 @@ class FedNMap(Algorithm[FedNMapState]):
         z, C = state["z"], state["C"]
         x = env.prox(z, self.gamma, copies=env.n)
         shift = (z - x) / self.gamma + C
-        W = z.expand_as(C)
-        for k in range(env.K):
-            W = W - self.eta_a * (env.grad(env.prox(W, self.gamma), t, k) + shift)
-        Y = env.up((z - W) / (self.eta_a * env.K))
+
+        def update(V: torch.Tensor, G: torch.Tensor, rows: slice, k: int) -> None:
+            V.sub_(G.add_(shift[rows]).mul_(self.eta_a))  # V - eta_a (G + shift), in place
+
+        W = env.local_steps(z.expand_as(C).clone(), t, lambda V, k: env.prox(V, self.gamma), update)
+        Y = env.up(torch.sub(z, W, out=W).div_(self.eta_a * env.K))  # into W
         ybar = Y.mean(0)
         z = z - env.K * self.eta_s * self.eta_a * ybar
         env.down(z, ybar)

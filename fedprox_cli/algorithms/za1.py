@@ -30,8 +30,8 @@ class ZA1(Algorithm[ZA1State]):
         client i:  c_i <- (x - z)/etahat - (1/K) sum_l g_l  (old x, new z);  x <- x_new    (32)
 
     Output x. Up d, down d (z). Prox per round: n K local (l = 0 is prox_0 = identity; the
-    unused u^K is not computed) + n + 1 for x_new: the server, and every client recomputing it
-    from z [I; docs/algorithms.md's table says n K + 1]. The initial c_i = 0 as in the paper.
+    unused u^K is not computed) + n + 1 for x_new: the server (31; n K + 1 in all) and [I]
+    every client recomputing it from the z it receives. The initial c_i = 0 as in the paper.
     [I] Start: x^0 = z0, the initial model itself; reading (31)'s x_t = prox_{etahat h}(z_t) at
     t = 0 would give x^0 = prox_{etahat h}(z0) instead (the paper states no x^0). The two agree
     whenever prox(z0) = z0 (e.g. a zero init) and otherwise differ by one prox of the initial

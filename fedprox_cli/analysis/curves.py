@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
+from ..common import metric_table as mt
 from ..common.files import atomic_write_text
 from .caption import common_keys, sentence, what_lines_are
 from .groups import config_key, fmt, group, shared, short, split
@@ -44,17 +45,9 @@ from .plotting import (
     symbol,
 )
 from .renames import Renames
-from .run import LOG_Y, X_AXES, Run
+from .run import BYTES, X_AXES, Run
 from .stats import band, seed_interval, seeds, slope
 
-Y_LABELS = {
-    "stationarity": "stationarity ||G_s(x)||²",
-    "test_acc": "test accuracy",
-    "train_loss": "train loss f(x)",
-    "objective": "objective f(x) + h(x)",
-    "hoyer": "Hoyer sparsity",
-    "nnz_frac": "share of non-zero entries",
-}
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "v", "D", "P", "*", "h")
 END_MARKERS = {"diverged": "x"}  # other unfinished runs: ">"
@@ -186,8 +179,10 @@ def _panel(ax, panel_runs, groups, styles, x, y, scale, log, drawn: Drawn, warn,
 def _axes(ax, panel_runs, x, y, unit, scale, log, title) -> None:
     if log:
         readable_log_ticks(ax)
-    at_data(ax, np.concatenate([r.column(x) / scale for r in panel_runs]), integer=x == "round")
-    ax.set_xlabel(f"transmitted {unit} (up + down)" if x == "bytes" else X_AXES[x])
+    at_data(
+        ax, np.concatenate([r.column(x) / scale for r in panel_runs]), integer=x == mt.ROUND.name
+    )
+    ax.set_xlabel(f"transmitted {unit} (up + down)" if x == BYTES else X_AXES[x])
     ax.grid(alpha=0.3)
     ax.set_title(title)
 
@@ -225,8 +220,8 @@ def figure_caption(runs, groups, entries, names, leave, counts, banded, clipped)
 def plot_groups(
     runs: list[Run],
     out: Path,
-    x: str = "round",
-    y: str = "test_acc",
+    x: str = mt.ROUND.name,
+    y: str = mt.TEST_ACC.name,
     logy: bool | None = None,
     title: str = "",
     panels: Sequence[str] = (),
@@ -237,10 +232,11 @@ def plot_groups(
 ) -> tuple[list[str], str]:
     """Draw ``y`` against ``x`` (round | time | bytes), one line (mean over the group's finished
     runs) and band (+- std, with two or more) per group, one subplot per value of the ``panels``
-    keys (each ``panel_size`` inches); log y for the metrics in LOG_Y unless ``logy`` says
-    otherwise; ``title`` drawn above if given. Returns the legend's labels and the caption
-    (in the file's metadata and beside it; drawn under the legend if ``drawn_caption``). A
-    ``--label`` rename that names nothing here is refused before anything is written."""
+    keys (each ``panel_size`` inches); log y for the metrics the papers draw so
+    (:mod:`common.metric_table`) unless ``logy`` says otherwise; ``title`` drawn above if given.
+    Returns the legend's labels and the caption (in the file's metadata and beside it; drawn under
+    the legend if ``drawn_caption``). A ``--label`` rename that names nothing here is refused before
+    anything is written."""
     names = Renames.of(names)
     parts = split(runs, list(panels)) if panels else {"": runs}
     panel_keys = [config_key(runs, k) for k in panels]
@@ -253,18 +249,18 @@ def plot_groups(
     for ax in axes.flat[len(parts) :]:
         ax.set_visible(False)
     scale, unit = (
-        byte_unit(max(float(np.nanmax(r.column("bytes"), initial=0)) for r in runs))
-        if x == "bytes"
+        byte_unit(max(float(np.nanmax(r.column(BYTES), initial=0)) for r in runs))
+        if x == BYTES
         else (1.0, "")
     )
     drawn = Drawn()
-    log = y in LOG_Y if logy is None else logy
+    log = mt.metric(y).log if logy is None else logy
     for ax, (panel, panel_runs) in zip(axes.flat, parts.items()):
         _panel(ax, panel_runs, groups, styles, x, y, scale, log, drawn, warn, panel)
         heading = ", ".join(part(k, panel_runs[0].config.get(k, "-"), names) for k in panel_keys)
         _axes(ax, panel_runs, x, y, unit, scale, log, heading if panel else "")
     for ax in axes[:, 0]:
-        ax.set_ylabel(names.get(y) or Y_LABELS.get(y, y))
+        ax.set_ylabel(names.get(y) or mt.label(y))
     handles, labels, counts = _entries(drawn)
     text = figure_caption(
         runs, groups, entries, names, panel_keys, counts, drawn.banded, drawn.clipped
@@ -280,7 +276,7 @@ def plot_slope(
     runs: list[Run],
     key: str,
     out: Path,
-    metric: str = "stationarity",
+    metric: str = mt.STATIONARITY.name,
     final: str = "last",
     warn: Callable[[str], None] = lambda _: None,
     title: str = "",
@@ -341,7 +337,7 @@ def _slope_axes(ax, fits: list[dict], key: str, metric: str, final: str, names: 
     ax.xaxis.set_minor_formatter(NullFormatter())
     final_text = "mean of the last 10% of evaluations of" if final == "tail" else "final"
     ax.set_xlabel(f"{names.get(key) or symbol(key)} (log scale)")
-    ax.set_ylabel(f"{final_text} {Y_LABELS.get(metric, metric)}")
+    ax.set_ylabel(f"{final_text} {mt.label(metric)}")
     ax.grid(alpha=0.3, which="both")
 
 

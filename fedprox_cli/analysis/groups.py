@@ -225,18 +225,3 @@ def columns(keys, reserved=()) -> dict[str, str]:
 
 def fmt(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
-
-
-def relabel(label: str, names: dict[str, str]) -> str:
-    """A group's label ``k=v, k2=v2`` renamed by ``names``: a whole label, a part ``k=v``, a
-    value ``v`` (the part reads TEXT) or a key ``k`` (the part reads ``TEXT=v``)."""
-    if label in names:
-        return names[label]
-    parts = []
-    for part in label.split(", "):
-        k, eq, v = part.partition("=")
-        parts.append(
-            names.get(part)
-            or (names[v] if eq and v in names else f"{names[k]}={v}" if eq and k in names else part)
-        )
-    return ", ".join(parts)

@@ -1,10 +1,8 @@
-"""Figures of one run (``metrics.png``, the partition's clients x classes counts) and the pieces
-every figure shares: atomic saving, titles from configs, readable ticks, one legend below the
-axes."""
+"""The pieces every figure shares (a run's own: :mod:`.run_plots`; many runs': :mod:`.curves`):
+atomic saving, titles from configs, readable ticks, one legend below the axes."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -18,7 +16,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
 
-from ..common import guarded, run_files  # noqa: E402
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 
@@ -383,150 +380,3 @@ def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> N
             fontsize=0.9 * _px(plt.rcParams["legend.fontsize"]),
             color="0.25",
         )
-
-
-RUN_PANELS = (  # (columns, y label, log y, scale)
-    (("train_loss", "objective"), "loss", True, 1.0),
-    (("test_acc",), "test accuracy", False, 1.0),
-    (("stationarity",), "stationarity ||G_s(x)||²", True, 1.0),
-)
-SERIES = {"train_loss": "train loss f(x)", "objective": "objective f(x)+h(x)"}
-
-
-def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
-    """Loss (train loss, and the objective when h != 0; log y), test accuracy and stationarity
-    (log y) against round, each panel with its y label. A run with non-finite values (diverged)
-    gets the finite part of every curve, an x at its last finite point and a dotted line at the
-    first round with a non-finite loss."""
-    df = run_files.read_metric_columns(run_dir)
-    rounds = df["round"]
-    losses = [df[c] for c in ("train_loss", "objective") if c in df]
-    bad = (
-        ~np.isfinite(np.column_stack(losses)).all(axis=1) if losses else np.zeros(len(rounds), bool)
-    )
-    diverged_at = rounds[bad][0] if bad.any() else None
-    fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
-    handles: dict = {}
-    for ax, panel in zip(axes, RUN_PANELS):
-        _run_panel(ax, panel, df, diverged_at, handles)
-    # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
-    # once (tight_layout and a tight bounding box cost two more draws: ~40% of a small run's plot)
-    if handles:
-        fig.legend(
-            list(handles.values()),
-            list(handles),
-            loc="lower center",
-            fontsize=8,
-            frameon=False,
-            ncol=1 if max(map(len, handles)) > 45 else min(3, len(handles)),
-        )
-    fig.subplots_adjust(
-        left=0.055, right=0.99, wspace=0.3, top=0.82, bottom=0.24 if handles else 0.14
-    )
-    fig.suptitle(title, fontsize=9)
-    save_figure(fig, png_path, laid_out=True)
-
-
-def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: dict) -> None:
-    """One panel of :func:`plot_run`: its columns' curves against round (a diverged run's
-    finite part, its end marked), its legend entries added to ``handles``."""
-    cols, ylabel, log, scale = panel
-    rounds = df["round"]
-    drawn = False
-    for i, c in enumerate(cols):
-        if c not in df or (c == "objective" and (df["objective"] == df["train_loss"]).all()):
-            continue
-        ys = scale * df[c]
-        ys = np.where(np.isfinite(ys) & ((ys > 0) if log else True), ys, np.nan)
-        color = "C2" if c == "test_acc" else f"C{i}"
-        (line,) = ax.plot(rounds, ys, marker=".", color=color, linestyle="-" if i == 0 else "--")
-        if len(cols) > 1:  # the other panels' y labels name their one curve
-            handles.setdefault(SERIES[c], line)
-        if diverged_at is not None:
-            mark_end(ax, rounds, ys, color)
-        drawn = drawn or bool(np.isfinite(ys).any())
-    if diverged_at is not None:
-        handles.setdefault(
-            f"diverged (round {diverged_at:g}; x: last finite value)",
-            ax.axvline(diverged_at, color="red", linestyle=":"),
-        )
-    if log and drawn:
-        ax.set_yscale("log")
-        readable_log_ticks(ax)
-    if not drawn:
-        ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("round")
-    ax.set_ylabel(ylabel)
-    at_data(ax, rounds)
-    ax.grid(alpha=0.3)
-
-
-def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
-    """Counts (n, C): samples of class c held by client i, from a run folder's
-    ``partition.npz`` and the labels of the dataset named in its ``config.yaml``."""
-    from .. import data
-
-    run_dir = Path(run_dir)
-    cfg = guarded.read_config(run_dir / run_files.CONFIG)  # the record, not a typed run config
-    ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
-    y = ds.train_y.numpy()
-    return np.stack(
-        [
-            np.bincount(y[c], minlength=ds.num_classes)
-            for c in data.load_partition(run_dir / run_files.PARTITION)
-        ]
-    )
-
-
-def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
-    """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
-    (default ``RUN/partition.png``). Returns the path written."""
-    run_dir = Path(run_dir)
-    out = Path(out) if out else run_dir / run_files.PARTITION_FIGURE
-    counts = partition_counts(run_dir)
-    n, C = counts.shape
-    fig, ax = plt.subplots(figsize=(min(3 + 0.25 * C, 16), min(2 + 0.25 * n, 12)))
-    im = ax.imshow(counts, aspect="auto", cmap="viridis", interpolation="nearest")
-    fig.colorbar(im, ax=ax, label="samples")
-    ax.set_xlabel("class")
-    ax.set_ylabel("client")
-    for axis in (ax.xaxis, ax.yaxis):
-        integer_ticks(axis)
-    cfg = guarded.read_yaml(run_dir / run_files.CONFIG)
-    setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
-    ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
-    save_figure(fig, out, caption=f"{run_dir}: {setting}")
-    return out
-
-
-CLIENT_PANELS = (
-    ("train_acc", "client train accuracy"),
-    ("test_acc_rw", "client test accuracy\n(reweighted)"),
-    ("train_loss", "client train loss"),
-)
-
-
-def plot_clients(summary_csv: Path, png_path: Path) -> None:
-    """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
-    mean over clients, a +- std band and the mean of the worst 10% of clients."""
-    df = guarded.read_csv(summary_csv)
-    fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
-    for ax, (m, ylabel) in zip(axes, CLIENT_PANELS):
-        r, mean, std = df["round"], df[f"{m}_mean"], df[f"{m}_std"]
-        (mean_line,) = ax.plot(r, mean, color="C0", marker=".")
-        band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
-        (worst_line,) = ax.plot(r, df[f"{m}_worst10"], color="C3", linestyle="--")
-        ax.set_xlabel("round")
-        ax.set_ylabel(ylabel)
-        at_data(ax, r)
-        ax.grid(alpha=0.3)
-    fig.legend(
-        [mean_line, band, worst_line],
-        ["mean over clients", "± std over clients", "worst 10% of clients (mean)"],
-        loc="lower center",
-        ncol=3,
-        fontsize=8,
-        frameon=False,
-    )
-    fig.subplots_adjust(left=0.055, right=0.99, wspace=0.3, top=0.95, bottom=0.25)
-    save_figure(fig, png_path, laid_out=True)

@@ -12,39 +12,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from ..runs.outputs import LOWER_IS_BETTER
+from ..common import metric_table as mt
 
 CHOICE = "choice:"  # prefix of config-group choice keys (choice:algorithm)
+TIME, BYTES = "time", "bytes"  # the x axes besides the round: derived from the counters
 X_AXES = {
-    "round": "round",
-    "time": "wall time (s, training only)",
-    "bytes": "communication (bytes, up + down)",
+    mt.ROUND.name: mt.ROUND.label(),
+    TIME: mt.TIME.label(),
+    BYTES: "communication (bytes, up + down)",
 }
-X_COLUMNS = {"round": ("round",), "time": ("time_s",), "bytes": ("bytes_up", "bytes_down")}
-LOG_Y = {"stationarity"}  # metrics the papers draw on a log scale
+X_COLUMNS = {
+    mt.ROUND.name: (mt.ROUND.name,),
+    TIME: (mt.TIME.name,),
+    BYTES: (mt.BYTES_UP.name, mt.BYTES_DOWN.name),
+}
 FINALS = ("last", "tail")  # final value: the last evaluation, or the mean of the last 10%
-
-
-class Direction(NamedTuple):
-    """How a metric improves: the sign that makes better values smaller, and its words."""
-
-    sign: int
-    best: str  # "lowest"
-    improves: str  # "falls"
-    beyond: str  # "below": a better value lies below the other
-    ends: str  # "lower"
-
-
-def direction(metric: str) -> Direction:
-    """Lower is better for the metrics of :data:`LOWER_IS_BETTER`, higher for the others."""
-    if metric in LOWER_IS_BETTER:
-        return Direction(1, "lowest", "falls", "below", "lower")
-    return Direction(-1, "highest", "rises", "above", "higher")
 
 
 def status_text(status: str) -> str:
@@ -67,11 +53,7 @@ class Run:
     mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
 
     def column(self, name: str) -> np.ndarray:
-        if name == "bytes":
-            return (self.metrics["bytes_up"] + self.metrics["bytes_down"]).to_numpy(float)
-        if name == "time":
-            return self.metrics["time_s"].to_numpy(float)
-        return self.metrics[name].to_numpy(float)
+        return sum(self.metrics[c] for c in X_COLUMNS.get(name, (name,))).to_numpy(float)
 
     def has(self, name: str) -> bool:
         return all(c in self.metrics for c in X_COLUMNS.get(name, (name,)))

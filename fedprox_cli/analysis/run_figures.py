@@ -6,13 +6,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ..common import metric_table as mt
 from ..common import run_files
 
 
 def draw(composed, out: Path) -> None:
     """The figures of a finished or diverged run in ``out`` (:func:`runs.ending.conclude` calls
     it), titled with its config ``composed`` (:func:`plotting.run_title`)."""
-    from .plotting import plot_clients, plot_run, run_title
+    from .plotting import run_title
+    from .run_plots import plot_clients, plot_run
 
     plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(composed))
     if (out / run_files.CLIENTS_SUMMARY).exists():
@@ -22,11 +24,11 @@ def draw(composed, out: Path) -> None:
 # the warm-up's made-up rows: two loss curves (h != 0), accuracy and stationarity, log axes
 _WARM_UP_ROWS = [
     {
-        "round": t,
-        "train_loss": 2.0 / (t + 1),
-        "objective": 2.5 / (t + 1),
-        "test_acc": 0.3 * t,
-        "stationarity": 1.0 / (t + 1) ** 2,
+        mt.ROUND.name: t,
+        mt.TRAIN_LOSS.name: 2.0 / (t + 1),
+        mt.OBJECTIVE.name: 2.5 / (t + 1),
+        mt.TEST_ACC.name: 0.3 * t,
+        mt.STATIONARITY.name: 1.0 / (t + 1) ** 2,
     }
     for t in range(3)
 ]
@@ -37,7 +39,7 @@ def warm_up() -> None:
     figure loads matplotlib's fonts and caches (most of its first draw's time), which the
     run's own figure then finds loaded. The drawing process does it while the run trains
     (:func:`cli.drawer.serve`); the run's figure is the same file either way."""
-    from .plotting import plot_run
+    from .run_plots import plot_run
 
     with tempfile.TemporaryDirectory(prefix="fedrun-warm-up-") as tmp:
         run_files.write_metrics(tmp, _WARM_UP_ROWS)

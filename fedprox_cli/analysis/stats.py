@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..common import metric_table as mt
 from ..common.errors import require
 from .groups import fmt, group, is_number, order
 from .run import Run
@@ -79,10 +80,11 @@ def band(runs: list[Run], x: str, y: str) -> pd.DataFrame:
     Runs are aligned on the round column; rounds not reached by every run use the runs that
     reached them (count says how many)."""
     frames = [
-        pd.DataFrame({"round": r.column("round"), "x": r.column(x), "y": r.column(y)}) for r in runs
+        pd.DataFrame({mt.ROUND.name: r.column(mt.ROUND.name), "x": r.column(x), "y": r.column(y)})
+        for r in runs
     ]
     stacked = pd.concat(frames, keys=range(len(frames)))
-    agg = stacked.groupby("round").agg(
+    agg = stacked.groupby(mt.ROUND.name).agg(
         x=("x", "mean"), mean=("y", "mean"), std=("y", "std"), count=("y", "size")
     )
     return agg.fillna({"std": 0.0}).reset_index()
@@ -100,7 +102,7 @@ def fit_line(xs, ys) -> tuple[float, float, float]:
 def slope(
     runs: list[Run],
     key: str,
-    metric: str = "stationarity",
+    metric: str = mt.STATIONARITY.name,
     final: str = "last",
     warn: Callable[[str], None] = lambda _: None,
 ) -> list[dict]:

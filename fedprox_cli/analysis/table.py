@@ -1,5 +1,5 @@
 """Tables of run groups (``fedrun-table``): final metrics, mean ± std over seeds, as Markdown,
-LaTeX (booktabs: one header row, the caption saying what is shown; :func:`_latex`) or CSV.
+LaTeX (booktabs: one header row, the caption saying what is shown; :func:`.latex.booktabs`) or CSV.
 
 One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grouping by name --
 ``rows`` (config keys; by default the keys that tell the groups apart) and an optional
@@ -7,12 +7,12 @@ One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grou
 :func:`pivot` (a cell is exactly one group: nothing is pooled but seeds) and read
 ``0.8100 ± 0.0100`` at ``precision`` decimals; how many runs a cell holds is said once below
 the table when every cell holds as many, else in every cell (``(n=2)``), and runs left out are
-always named in their cell (``(2 seeds; diverged 1 of 3)``). The best mean is bold -- the
-highest, or the lowest for the metrics in :data:`LOWER_IS_BETTER` -- down each column, or across
-the ``column`` values of each row when there is a ``column`` (``bold``), only where it beats the
-runner-up by more than the larger of their stds (the spread over seeds), as the note under the
-table says; means equal at the precision shown are never bold. Methods read as the papers print
-them (:mod:`.names`). The papers' layouts are named presets of it (:data:`PRESETS`).
+always named in their cell (``(2 seeds; diverged 1 of 3)``). The best mean is bold -- the highest,
+or the lowest where lower is better (:mod:`common.metric_table`) -- down each column, or across the
+``column`` values of each row when there is a ``column`` (``bold``), only where it beats the
+runner-up by more than the larger of their stds (the spread over seeds), as the note under the table
+says; means equal at the precision shown are never bold. Methods read as the papers print them
+(:mod:`.names`). The papers' layouts are named presets of it (:data:`PRESETS`).
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..common import metric_table as mt
 from ..common.errors import require
-from ..runs.outputs import LOWER_IS_BETTER
 from .caption import listing
 from .groups import columns, config_key, fmt, group, is_number, label_keys, short, table_keys
+from .latex import booktabs
 from .names import method_names
-from .run import LOG_Y, Run
+from .run import Run
 from .stats import Cell
 
 FORMATS = {".md": "md", ".tex": "latex", ".csv": "csv"}
@@ -41,10 +42,10 @@ BOLD = ("auto", "column", "row", "none")
 
 @dataclass
 class Spec:
-    metrics: list[str] = field(default_factory=lambda: ["test_acc"])
+    metrics: list[str] = field(default_factory=lambda: [mt.TEST_ACC.name])
     column: str | None = "algorithm.name"
     rows: list[str] | None = None  # None: the keys that tell the groups apart
-    precision: int | None = None  # decimals; None: 4 (3 significant digits for LOG_Y metrics)
+    precision: int | None = None  # decimals; None: the metric's format (metric_table)
     bold: str = "auto"  # auto: across the column values if a column, else down columns
     ratio_to: str | None = None  # append each mean's ratio to this column value's, same row
     ratio_prev: bool = False  # ... and to the same column's mean in the previous row
@@ -53,9 +54,9 @@ class Spec:
 
 
 PRESETS = {  # the papers' layouts
-    "table6": Spec(metrics=["test_acc"], column="algorithm.name"),  # FedCanon Table VI
+    "table6": Spec(metrics=[mt.TEST_ACC.name], column="algorithm.name"),  # FedCanon Table VI
     "table5": Spec(
-        metrics=["time_s"],
+        metrics=[mt.TIME.name],
         column="algorithm.name",
         rows=["K"],  # FedCanon Table V
         precision=1,
@@ -153,7 +154,7 @@ class Built:
 def _spec(metric: str, precision: int | None) -> str:
     if precision is not None:
         return f".{precision}f"
-    return ".3g" if metric in LOG_Y else ".4f"
+    return mt.metric(metric).fmt
 
 
 def _value(cell: Cell, spec: str, pm: str) -> str:
@@ -301,7 +302,7 @@ def _best(means: pd.DataFrame, stds: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     for b, m in enumerate(spec.metrics):
         part = means.iloc[:, b * width : (b + 1) * width].to_numpy(float)
         spread = stds.iloc[:, b * width : (b + 1) * width].to_numpy(float)
-        sign = -1.0 if m in LOWER_IS_BETTER else 1.0
+        sign = -float(mt.metric(m).direction.sign)
         scored = np.where(np.isfinite(part), sign * part, -np.inf)
         lines = scored.T if how == "column" else scored
         spreads = spread.T if how == "column" else spread
@@ -343,7 +344,7 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
     if fmt_name == "csv":
         return build(runs, spec).tidy.to_csv(index=False)
     if fmt_name == "latex":
-        return _latex(build(runs, spec, pm=r"$\pm$"))
+        return booktabs(build(runs, spec, pm=r"$\pm$"))
     require(fmt_name == "md", f"format must be md, latex or csv, got {fmt_name!r}")
     b = build(runs, spec)
     shown = b.text.where(~b.bold, "**" + b.text + "**")
@@ -354,61 +355,6 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
         for k, vals in zip(b.index, shown.to_numpy().tolist())
     ]
     return markdown([*names, *heads], rows) + f"\n\n{b.note}\n"
-
-
-def _tex(text) -> str:
-    """Text escaped for LaTeX (a name, a header; cells are written by this module already)."""
-    out = str(text)
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("&", r"\&"),
-        ("%", r"\%"),
-        ("$", r"\$"),
-        ("#", r"\#"),
-        ("_", r"\_"),
-        ("{", r"\{"),
-        ("}", r"\}"),
-    ):
-        out = out.replace(a, b)
-    return out.replace("±", r"$\pm$")
-
-
-def _latex(b: Built) -> str:
-    """A booktabs table (``\\usepackage{booktabs}``): one header row naming the row keys and
-    the columns (under a row of metrics spanning their columns when there are several), bold
-    with ``\\textbf``, the caption saying what is shown (:func:`caption`)."""
-    names = [n for n in b.index.names if n is not None]
-    keys = len(names) if names else (0 if len(b.index) <= 1 else 1)
-    cols = list(b.columns)
-    spanning = isinstance(b.columns, pd.MultiIndex)
-    lines = [
-        "% needs \\usepackage{booktabs} in the preamble",
-        "\\begin{table}",
-        "\\centering",
-        f"\\caption{{{_tex(b.note)}}}",
-        f"\\begin{{tabular}}{{{'l' * keys}{'c' * len(cols)}}}",
-        "\\toprule",
-    ]
-    if spanning:
-        heads, rules, at = [""] * keys, [], keys + 1
-        for metric in dict.fromkeys(c[0] for c in cols):
-            width = sum(c[0] == metric for c in cols)
-            heads.append(f"\\multicolumn{{{width}}}{{c}}{{{_tex(metric)}}}")
-            rules.append(f"\\cmidrule(lr){{{at}-{at + width - 1}}}")
-            at += width
-        lines += [" & ".join(heads) + " \\\\", " ".join(rules)]
-    header = [_tex(n) for n in names] + [""] * (keys - len(names))
-    header += [_tex(c[1] if spanning else c) for c in cols]
-    lines += [" & ".join(header) + " \\\\", "\\midrule"]
-    for i, key in enumerate(b.index):
-        row = list(key) if isinstance(key, tuple) else ([key] if keys else [])
-        cells = [
-            f"\\textbf{{{t}}}" if bold and t else t
-            for t, bold in zip(b.text.iloc[i].tolist(), b.bold.iloc[i].tolist())
-        ]
-        lines.append(" & ".join([*map(_tex, row), *cells]) + " \\\\")
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(lines) + "\n"
 
 
 def output_format(out: Path | None, given: str | None) -> str:

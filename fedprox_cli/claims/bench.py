@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..common import metric_table as mt
 from ..common.errors import require
 from .declare import Claim, Test
 from .text import shown
@@ -15,7 +16,7 @@ from .units import Unit, within
 
 PROX_ROW = re.compile(r"^(\S+)\s+[\d,]+\s+[\d.]+\s+(.*)$")
 ROUND_ROW = re.compile(r"^\S+\s+(\S+)\s+K=(\d+)\s+finished\s+s_per_round\s+([\d.eE+-]+)")
-PER_ROUND = {"time_s": "s_per_round"}  # a test's metric -> the column a per-round file holds
+PER_ROUND = {mt.TIME.name: "s_per_round"}  # a test's metric -> the column a per-round file holds
 
 
 def _prox_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Unit]:
@@ -53,6 +54,15 @@ def _round_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Un
                 out.append(Unit(f"{shown(v)}, K={K}", value, within(value, t.holds)))
     require(out, f"claim {claim.id}: {path} has no {t.metric} of {shown(t.base)} and another")
     return out
+
+
+def measures(t: Test, path: Path) -> bool:
+    """Whether the benchmark file ``path`` holds the number ``t`` reads: a prox table's
+    ratios for a test of the benchmark, a file of time per round for a ratio of times across the
+    whole run set (no panels: the file has none)."""
+    if t.source == "bench":
+        return True
+    return t.kind == "ratio" and t.metric in PER_ROUND and not t.panels and path.is_file()
 
 
 def units(t: Test, path: Path, claim: Claim) -> list[Unit]:

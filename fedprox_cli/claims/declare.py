@@ -16,11 +16,12 @@ from importlib import resources
 
 import yaml
 
+from ..common import metric_table as mt
 from ..common.errors import UserError, require
 
 KINDS = ("order", "slope", "drop", "ratio", "level")
 ROLES = ("primary", "supporting")
-AT = ("last", "tail", "every", "bytes")
+AT = ("last", "tail", "every", "bytes", "area")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,10 @@ class Test:
     ``level``: final ``metric`` of each of ``values``. ``holds`` bounds the number of
     slope/drop/ratio/level (``min``, ``max``). ``at: bytes`` reads an ordering at equal transmitted
     bytes (a plot against communication cost): each run's last evaluation within ``budget``, by
-    default the smallest total (up + down) a compared run that reached T sent. ``same_as``: the
+    default the smallest total (up + down) a compared run that reached T sent. ``at: area`` reads an
+    ordering over the whole curve from ``from_round`` on: each run's geometric mean of the metric
+    over its evaluations (the area under the curve on a log axis; a diverged run the worst).
+    ``same_as``: the
     id of an earlier claim whose test of the same measurement this one is (one measurement, one
     word: its units and exemptions are that claim's). ``no_seeds`` / ``per_round``: the tested
     number is the same at every seed / per round (one seed, or fewer rounds than the paper's T,
@@ -61,6 +65,10 @@ class Test:
     same_as: str = ""
     no_seeds: bool = False
     per_round: bool = False
+    repeats: tuple = ()  # with ratio: config keys whose values repeat the base's measurement
+    # (time per round does not depend on the partition): the spread of the base's own value
+    # across them is the test's noise, and a ratio whose margin to its bound lies inside it
+    # decides nothing (units.noise)
 
     @property
     def compared(self) -> str:
@@ -122,8 +130,8 @@ class Figure:
     panels: tuple
     curves: str
     caption: str
-    x: str = "round"
-    y: str = "test_acc"
+    x: str = mt.ROUND.name
+    y: str = mt.TEST_ACC.name
     logy: bool = False
     names: dict = field(default_factory=dict)
     label: str = ""
@@ -169,7 +177,14 @@ class Claim:
 
 
 def _test(d: dict) -> Test:
-    return Test(**{**d, "values": tuple(d.get("values", ())), "panels": tuple(d.get("panels", ()))})
+    return Test(
+        **{
+            **d,
+            "values": tuple(d.get("values", ())),
+            "panels": tuple(d.get("panels", ())),
+            "repeats": tuple(d.get("repeats", ())),
+        }
+    )
 
 
 def _runset(d: dict) -> RunSet:
@@ -277,7 +292,7 @@ def shared(claims: list[Claim]) -> list[Claim]:
     the same measurement's exemptions; a measurement two claims test without ``same_as`` (two
     words for one measurement) is an error in the declarations."""
     seen: dict[tuple, tuple[Claim, Test]] = {}
-    out = []
+    out: list[Claim] = []
     for c in claims:
         tests = []
         for t in c.tests:
@@ -299,8 +314,20 @@ def shared(claims: list[Claim]) -> list[Claim]:
             for k in keys:
                 seen.setdefault(k, (c, t))
             tests.append(t)
-        out.append(replace(c, tests=tuple(tests)))
+        out.append(replace(c, tests=tuple(tests), ran=c.ran + _devices(c, tests, out)))
     return out
+
+
+def _devices(c: Claim, tests: list[Test], earlier: list[Claim]) -> tuple:
+    """The measurements on other devices (benchmark run sets) of the claims ``c``'s tests are
+    ``same_as``, which ``c`` does not declare itself: a same_as claim reads every device its
+    source reads."""
+    have = {rs.device for rs in c.ran}
+    sources = {t.same_as for t in tests if t.same_as}
+    found = [
+        rs for o in earlier if o.id in sources for rs in o.ran if rs.bench and rs.device not in have
+    ]
+    return tuple({repr(rs): rs for rs in found}.values())
 
 
 def select(claims: list[Claim], ids) -> list[Claim]:

@@ -45,17 +45,97 @@ def scope(claims: list[Claim]) -> list[str]:
 
 
 def current(root: Path, items: list[str]) -> dict[str, str]:
-    """path -> digest of every file under ``items`` (folders or files) of ``root``."""
+    """path -> digest of every file under ``items`` (folders or files) of ``root``; a symbolic
+    link is no evidence (:func:`links`), nor anything under it."""
     out = {}
     for item in items:
         p = root / item
+        if p.is_symlink():
+            continue
         if p.is_file():
             out[item] = digest(p)
         for dirpath, dirs, names in os.walk(p):
             dirs.sort()
             for n in names:
                 f = Path(dirpath) / n
-                out[f.relative_to(root).as_posix()] = digest(f)
+                if not f.is_symlink():
+                    out[f.relative_to(root).as_posix()] = digest(f)
+    return out
+
+
+def links(root: Path, items: list[str]) -> dict[str, str]:
+    """path -> target of every symbolic link at or under ``items``: evidence must be the
+    repository's own files (a clone of a link to a folder elsewhere holds a dangling link)."""
+    out = {}
+    for item in items:
+        p = root / item
+        if p.is_symlink():
+            out[item] = os.readlink(p)
+            continue
+        for dirpath, dirs, names in os.walk(p):
+            for n in sorted(dirs + names):
+                f = Path(dirpath) / n
+                if f.is_symlink():
+                    out[f.relative_to(root).as_posix()] = os.readlink(f)
+    return out
+
+
+def outside(root: Path, claims: list[Claim]) -> list[str]:
+    """One line per recorded digest of a path outside every claim's evidence (``claims``: every
+    declared claim)."""
+    items = scope(claims)
+    return [
+        f"{FILE}: a line for {p}, outside the evidence of every claim"
+        for p in read(root)
+        if not _under(p, items)
+    ]
+
+
+SOURCES = "Digests (sha256, 12 digits) of what this report was written from: "
+
+
+def sources(root: Path, files: list[tuple[Path, str]]) -> dict[str, str]:
+    """name -> the first 12 hex digits of the sha256 of each file the report is written from
+    beyond the runs: the digest file and the declaration record under the results root
+    ``root``, and ``files`` (the claims YAMLs, stand_ins.yaml: path and name,
+    :func:`.sources.written_from`); "missing" where absent."""
+    out = {}
+    record = [
+        (root / FILE, f"reproduction/{FILE}"),
+        (root / "DECLARED.tsv", "reproduction/DECLARED.tsv"),
+    ]
+    for f, name in [*record, *files]:
+        out[name] = (
+            hashlib.sha256(f.read_bytes().replace(b"\r\n", b"\n")).hexdigest()[:12]
+            if f.is_file()
+            else "missing"
+        )
+    return out
+
+
+def said(digests: dict[str, str]) -> str:
+    """The report's line of :func:`sources`."""
+    return SOURCES + ", ".join(f"`{n}` {d}" for n, d in digests.items()) + "."
+
+
+def edited(report: str, now: dict[str, str]) -> list[str]:
+    """One line per file whose digest differs from the one the committed ``report`` names
+    (the digest file's own edits named as such, a claims file's change by its name)."""
+    line = next((x for x in report.splitlines() if x.startswith(SOURCES)), "")
+    was = {}
+    for part in line[len(SOURCES) :].rstrip(".").split(", ") if line else []:
+        name, _, d = part.partition(" ")
+        was[name.strip("`")] = d
+    out = []
+    for n, d in now.items():
+        if was.get(n) != d:
+            what = (
+                "the digest file itself was edited (its own digest differs): differences of the "
+                "runs below may be edits of its lines"
+                if n.endswith(FILE)
+                else "changed"
+            )
+            out.append(f"{n}: {what} since the report was written ({was.get(n, 'none')} -> {d})")
     return out
 
 
@@ -137,9 +217,12 @@ def changes(root: Path, claims: list[Claim]) -> list[str]:
     now = current(root, items)
     if not was:
         return [f"no digests of the evidence in {root / FILE} (fedrun-reproduce record)"]
+    linked = links(root, items)
     known = set(was) | set(now)
     found: dict[tuple, list] = {}
     for p, cause, src in _causes(was, now):
+        if cause == "deleted" and _under(p, list(linked)):
+            continue  # said once, as the link that replaced it
         found.setdefault((run_of(p, known), cause), []).append((p, {run_of(q, known) for q in src}))
     out = []
     for (run, cause), files in found.items():
@@ -148,4 +231,8 @@ def changes(root: Path, claims: list[Claim]) -> list[str]:
         names = ", ".join(p[len(run) + 1 :] or p for p, _ in files)
         tail = " (not recorded: fedrun-reproduce record, if it is evidence)" * (cause == "added")
         out.append(f"evidence {run}: {names} {cause.format(source)}{tail}")
-    return out
+    return out + [
+        f"evidence {p}: a symbolic link to {target}, refused: evidence must be the repository's "
+        f"own files (a clone holds a dangling link)"
+        for p, target in linked.items()
+    ]

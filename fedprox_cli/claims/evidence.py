@@ -11,12 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.run import Run
-from ..common.errors import require
+from ..common.errors import UserError
 from . import bench, sensitivity
 from .declare import Claim, RunSet, Test
-from .loading import PRESENT, declared_key, device, is_, key_of, load_runs, minutes, placed, where
+from .loading import (
+    PRESENT,
+    declared_key,
+    device,
+    fixed_runs,
+    is_,
+    key_of,
+    load_runs,
+    minutes,
+    placed,
+    where,
+)
 from .text import canon, num, value_name
-from .units import Outcome, Unit, units
+from .units import Outcome, Unit, noise, units
+
+
+class NoUsableRun(UserError):
+    """A claim's folders are there, but none holds a run it can use (damage: `check` names it
+    for that claim and goes on with the others)."""
 
 
 @dataclass
@@ -61,20 +77,42 @@ def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
     )
 
 
-def outcomes(claim: Claim, rs: RunSet, runs: list[Run]) -> list[Outcome]:
+def outcomes(
+    claim: Claim, rs: RunSet, runs: list[Run], peers: list[Run] | None = None
+) -> list[Outcome]:
+    """Each test's units over ``runs``; a ratio's noise over ``peers`` (the runs its repeats
+    vary, :func:`repeated`; default ``runs``)."""
     out = []
     for t in claim.tests:
-        found = units(t, runs, claim)
-        out.append(Outcome(t, found, moot(rs, t, found)))
+        spread = noise(t, runs if peers is None else peers)
+        found = units(t, runs, claim, spread)
+        out.append(Outcome(t, found, moot(rs, t, found), noise=spread))
     return out
 
 
+def repeated(claim: Claim, rs: RunSet, root: Path, runs: list[Run]) -> list[Run]:
+    """The runs a ratio's noise is read over: ``runs``, and where the run set selects on a key
+    a test declares a repeat of its measurement (``repeats``), the run set's runs at the other
+    values of that key too."""
+    keys = {k for t in claim.tests for k in t.repeats if k in rs.where}
+    if not keys:
+        return runs
+    wider = where(fixed_runs(claim, rs, root), {k: v for k, v in rs.where.items() if k not in keys})
+    return [r for r in wider if r.status in PRESENT]
+
+
 def _bench(claim: Claim, rs: RunSet, root: Path, strict: bool) -> Evidence:
-    """The evidence of a benchmark run set: its file (``bench``, else each test's ``file``)."""
+    """The evidence of a benchmark run set: its file (``bench``, else each test's ``file``);
+    a test the file does not measure is unmeasured there (:func:`.bench.measures`)."""
     files = [root / (rs.bench or t.file) for t in claim.tests]
     if not strict and not all(f.is_file() for f in files):
         return Evidence(rs, 0, 1, devices=(rs.device,))
-    found = [Outcome(t, bench.units(t, f, claim)) for t, f in zip(claim.tests, files)]
+    found = [
+        Outcome(t, bench.units(t, f, claim))
+        if bench.measures(t, f)
+        else Outcome(t, [], unmeasured=f"{t.metric} is not measured in {f.name}")
+        for t, f in zip(claim.tests, files)
+    ]
     return Evidence(rs, 1, 1, outcomes=found, devices=(rs.device,))
 
 
@@ -143,11 +181,11 @@ def gather(
     made = [r for r in runs if r.status in PRESENT]
     have = {(declared_key(placed(r, runs, rs)), r.config.get("seed")) for r in made}
     missing = sorted(declared - have, key=lambda ps: (ps[1], ps[0]))
-    require(
-        made or not strict or rs.choices,
-        f"claim {claim.id}: no finished or diverged run of the claim under "
-        f"{', '.join(str(root / f) for f in rs.folders)}",
-    )
+    if not (made or not strict or rs.choices):
+        raise NoUsableRun(
+            f"claim {claim.id}: no finished or diverged run of the claim under "
+            f"{', '.join(str(root / f) for f in rs.folders)}"
+        )
     ev = Evidence(
         rs,
         len(declared & have),
@@ -164,5 +202,5 @@ def gather(
     if rs.choices:  # read per combination of the open choices, never as a whole
         _choices(claim, ev, made, runs, reused(claim, rs, root, warn, strict))
     elif not missing:
-        ev.outcomes = outcomes(claim, rs, made)
+        ev.outcomes = outcomes(claim, rs, made, repeated(claim, rs, root, made))
     return ev

@@ -18,7 +18,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import groups as grouping
-from ..analysis.curves import Y_LABELS, mean_curve, style
+from ..analysis.curves import mean_curve, style
 from ..analysis.names import method_names
 from ..analysis.plotting import (
     at_data,
@@ -31,19 +31,20 @@ from ..analysis.plotting import (
     styled,
     symbol,
 )
-from ..analysis.run import X_AXES, Run
+from ..analysis.run import BYTES, TIME, X_AXES, Run
 from ..analysis.stats import fit_line, seeds
+from ..common import metric_table as mt
 from .declare import Claim, Figure, RunSet
 
 FORMATS = ("png", "pdf")
 PNG_DPI = 150  # the report's PNGs: sharp on screen, small in the repository
-Y_PAPER = {
-    "stationarity": "stationarity {G}",
-    "train_loss": "training loss",
-    "test_acc": "test accuracy",
-    "hoyer": "sparsity (Hoyer)",
-    "objective": "objective f(x) + h(x)",
-}
+
+
+def _y_label(fig: Figure, y: str) -> str:
+    """``y``'s label as the papers' figures print it (:mod:`common.metric_table`); stationarity
+    in the figure's own symbol."""
+    m = mt.metric(y)
+    return m.paper or m.label(fig.stationarity if m is mt.STATIONARITY else None)
 
 
 def paths(claim: Claim, root: Path) -> list[Path]:
@@ -157,20 +158,19 @@ def _axes(ax, fig: Figure, panel: dict, runs: list[Run], x: str, y: str, scale, 
     """A curves panel's ticks and axis labels."""
     if log:
         readable_log_ticks(ax)
-    at_data(ax, np.concatenate([r.column(x) / scale for r in runs]), integer=x == "round")
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=x == "round"))
+    rounds = x == mt.ROUND.name
+    at_data(ax, np.concatenate([r.column(x) / scale for r in runs]), integer=rounds)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=rounds))
     ax.set_xlabel(
         f"transmitted bytes ({unit})"
-        if x == "bytes"
+        if x == BYTES
         else "training time (s)"
-        if x == "time"
+        if x == TIME
         else "communication round"
-        if x == "round"
+        if rounds
         else X_AXES[x]
     )
-    ax.set_ylabel(
-        panel.get("ylabel") or Y_PAPER.get(y, Y_LABELS.get(y, y)).format(G=fig.stationarity)
-    )
+    ax.set_ylabel(panel.get("ylabel") or _y_label(fig, y))
 
 
 def _curves_panel(
@@ -186,8 +186,8 @@ def _curves_panel(
     for r in runs:
         by.setdefault(grouping.fmt(_value(r, key)), []).append(r)
     scale, unit = (
-        byte_unit(max(float(np.nanmax(r.column("bytes"), initial=0)) for r in runs))
-        if x == "bytes"
+        byte_unit(max(float(np.nanmax(r.column(BYTES), initial=0)) for r in runs))
+        if x == BYTES
         else (1, "")
     )
     bands, finals = [], {}
@@ -265,7 +265,7 @@ def _slope_panel(
     ax.xaxis.set_minor_formatter(plt.NullFormatter())
     readable_log_ticks(ax, "y")
     ax.set_xlabel(f"{_notation(fig, key)} (log scale)")
-    ax.set_ylabel(f"final {Y_PAPER.get(y, y).format(G=fig.stationarity)}")
+    ax.set_ylabel(f"final {_y_label(fig, y)}")
 
 
 def facts(claim: Claim, rs: RunSet, runs: list[Run], fig: Figure) -> str:
@@ -350,7 +350,7 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
     paper = f"{claim.paper} {claim.where.split(', ')[-1]}: {fig.caption}"
     marks = "; dashed grey: the paper's number" if fig.marks else ""
     if fig.stationarity == Figure.stationarity and any(
-        p.get("y", fig.y) == "stationarity" for p in fig.panels
+        p.get("y", fig.y) == mt.STATIONARITY.name for p in fig.panels
     ):
         marks += "; ||G||² = ||G_s(x)||², the proximal gradient mapping at the algorithm's step s"
     if state["alone"]:

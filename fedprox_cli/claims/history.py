@@ -44,6 +44,7 @@ DECISIVE = (
     "budget",
     "source",
     "file",
+    "repeats",
 )
 ORDERS = ("pre-registered", "post hoc", "unknown")
 HEADER = "claim\ttest\tbounds\tdeclared\tdeclared_at\truns\truns_at\torder"

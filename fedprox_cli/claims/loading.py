@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..analysis import groups, results
 from ..analysis.run import Run
+from ..common import metric_table as mt
 from ..common.errors import UserError, require
 from ..common.run_files import read_summary
 from . import validate
@@ -64,7 +65,7 @@ def minutes(run: Run) -> float:
             datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])
         ).total_seconds() / 60
     except (OSError, ValueError, KeyError, TypeError):
-        return float(run.metrics["time_s"].iloc[-1]) / 60 if "time_s" in run.metrics else 0.0
+        return run.final(mt.TIME.name) / 60 if run.has(mt.TIME.name) else 0.0
 
 
 def device(run: Run) -> str:
@@ -119,6 +120,18 @@ def load_runs(
         claim, [r for r in runs if at[id(r)] is not None], lambda r: at[id(r)]
     )
     return kept, findings + found + more
+
+
+def fixed_runs(claim: Claim, rs: RunSet, root: Path) -> list[Run]:
+    """Every run in the folders of ``rs`` with the settings it fixes, at any point of its grid
+    or outside it (the repeats of a measurement a ratio's noise is read over: runs at the other
+    values of a key the run set selects on); unreadable folders hold none."""
+    folders = tuple(f for f in (root / x for x in rs.folders) if f.is_dir())
+    try:
+        runs = _read(folders)[0] if folders else []
+    except UserError:
+        return []
+    return validate.fixed(claim, rs, runs, is_)[0]
 
 
 @functools.lru_cache(maxsize=32)

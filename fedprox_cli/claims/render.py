@@ -6,6 +6,7 @@ comes from a run folder or a benchmark file; nothing says who ran what when.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,8 +38,9 @@ rounds than the paper's T where they depend on T; the claim's other primary test
 left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
 of evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
 (result in brackets); a value within 1% of its bound shows the digits that decide it and the
-bound. A diverged run (first non-finite evaluation at round r: "diverged after round r") is the
-worst in every comparison beyond its last finite evaluation and never shortens the window the
+bound. A diverged run ("first non-finite at round r; above 1e3 x its start from round r'": its
+first non-finite evaluation, and from where its loss stayed above 1e3 times its first value) is
+the worst in every comparison beyond its last finite evaluation and never shortens the window the
 others are read over (an equal-bytes budget comes from the runs that reached T). A run that did
 not train (chance accuracy) is left out of each compared pair it is in. Orderings compare each
 seed's runs (per-seed curves, not the mean curve the papers plot); a win over a diverged run
@@ -126,8 +128,46 @@ def headline(o: Outcome) -> str:
             + (f", {bad} diverged" if bad else "")
             + f"; {count}"
         )
-    spread = f" ± {num(float(np.std(finite, ddof=1)))}" if len(finite) > 1 else ""
-    return f"{num(float(np.mean(finite)))}{spread}; {count}"
+    base = f" (the base's own spread {o.noise.spread:.1%})" if o.noise is not None else ""
+    return f"{over_seeds(o)}{base}; {count}"
+
+
+def over_seeds(o: Outcome) -> str:
+    """A test's number pooled over seeds only: mean ± std over the seeds of its one group, or,
+    where its units are several methods, settings or models, each group's mean over its seeds as
+    a range that names what it spans ("0.784-0.825 over 3 partitions")."""
+    groups: dict[str, list[float]] = {}
+    for u in o.conclusive:
+        if math.isfinite(u.value):
+            name = u.label.rpartition("seed ")[0].rstrip(", ") if "seed " in u.label else u.label
+            groups.setdefault(name, []).append(u.value)
+    if len(groups) == 1:
+        (vals,) = groups.values()
+        spread = f" ± {num(float(np.std(vals, ddof=1)))}" if len(vals) > 1 else ""
+        return f"{num(float(np.mean(vals)))}{spread}" + (
+            f" over {len(vals)} seeds" if len(vals) > 1 else ""
+        )
+    means = [float(np.mean(v)) for v in groups.values()]
+    seeds = {len(v) for v in groups.values()}
+    each = f", each the mean of {seeds.pop()} seeds" if seeds != {1} and len(seeds) == 1 else ""
+    span = num(min(means)) if min(means) == max(means) else f"{num(min(means))}-{num(max(means))}"
+    return f"{span} over {len(groups)} {_spans(o, list(groups))}{each}"
+
+
+def _spans(o: Outcome, names: list[str]) -> str:
+    """What a test's groups of units differ in: the keys of their labels, methods or models."""
+    parts = [n.split(", ") for n in names]
+    keys = []
+    for i in range(max(map(len, parts))):
+        values = {p[i] if i < len(p) else "" for p in parts}
+        if len(values) > 1:
+            k = next(iter(values)).partition("=")
+            keys.append(
+                f"{k[0]} values"
+                if k[1]
+                else ("models" if o.test.source == "bench" and i == 0 else "methods")
+            )
+    return " x ".join(keys) or "groups"
 
 
 def row(r: Rendered) -> str:
@@ -150,12 +190,38 @@ def row(r: Rendered) -> str:
         ours += f"; {diverged(ev)}"
     if ev is not None and deciding:
         ours += f"; {post_hoc(r, [ev.outcomes.index(o) + 1 for o in deciding])}"
+    ours += "".join(f"; {other}" for other in others(r))
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (
         f"| [{c.title}](#{c.id}) ({c.where.split(', ')[0]}): {cell(c.short)} | {cell(c.numbers)} | {ours} | "
         f"{basis(r)} | **{r.verdict.word}** | {fig} |"
     )
+
+
+def others(r: Rendered) -> list[str]:
+    """The other stand-ins' readings of the claim (a run set on other data, at the declared
+    setting): each primary test's count ("on FMNIST for MNIST: test 1: 2 of 3 seeds")."""
+    first = r.deciding
+    out, seen = [], {first.runset.data} if first is not None else set()
+    for ev in r.evidence[1:]:
+        rs = ev.runset
+        if rs.data in seen or rs.choices or not ev.present or not rs.folders:
+            continue
+        seen.add(rs.data)
+        tests = [
+            f"test {ev.outcomes.index(o) + 1}: {state(o)[1]}"
+            + (f" ({k} over diverged runs only)" if (k := _over_diverged(o)) else "")
+            for o in primary(ev.outcomes)
+        ]
+        if tests:
+            out.append(f"on {data_of(rs)}: {'; '.join(tests)}")
+    return out
+
+
+def _over_diverged(o: Outcome) -> int:
+    """How many units hold over diverged runs (a win the rule gives, not a comparison)."""
+    return sum(bool(u.holds) and "over diverged" in u.aside for u in o.units)
 
 
 def post_hoc(r: Rendered, tests: list[int]) -> str:
@@ -313,6 +379,8 @@ def _test_lines(
         said = shown_ and shown_ != last_shown
         role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
         moot = f" Decides nothing here: {o.moot}." if o.moot else ""
+        moot += f" Not measured here: {o.unmeasured}." if o.unmeasured else ""
+        moot += noise(o)
         order = f" Bounds {declared.pop(i)}." if i in declared else ""
         out.append(
             f"{i}. {o.test.says}{paper}{role}"
@@ -323,6 +391,15 @@ def _test_lines(
         last_shown = shown_
         table += _rows(o, name)
     return out, table, last_shown
+
+
+def noise(o: Outcome) -> str:
+    """A ratio's noise, where its test declares repeats of the base's measurement."""
+    if o.noise is not None:
+        return f" Noise: {o.noise.said(o.test.metric)}."
+    if o.test.repeats and not o.unmeasured and o.units:
+        return " Noise: not measured here (one measurement of the base per setting)."
+    return ""
 
 
 def _choice_rows(c: Claim, ev: Evidence) -> list[str]:
@@ -479,8 +556,12 @@ def reasons(r: Rendered) -> list[str]:
     return out
 
 
-def report(rendered: list[Rendered], owner: dict[str, Claim], origin: list[Source]) -> str:
-    """REPRODUCTION.md of the claims of the sources ``origin`` (named in its rule paragraph)."""
+def report(
+    rendered: list[Rendered], owner: dict[str, Claim], origin: list[Source], written: str = ""
+) -> str:
+    """REPRODUCTION.md of the claims of the sources ``origin`` (named in its rule paragraph;
+    ``written``: the line of digests of what it was written from beyond the runs,
+    :func:`.digests.said`)."""
     rules = RULES.format(
         source=", ".join(s.name for s in origin),
         runs_here="".join(dict.fromkeys(s.runs_here for s in origin)),
@@ -490,6 +571,7 @@ def report(rendered: list[Rendered], owner: dict[str, Claim], origin: list[Sourc
         "",
         rules + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
+        *([written, ""] if written else []),
         exemptions([r.claim for r in rendered]),
         "",
         "Stand-ins (the data a claim ran on in place of the paper's):",

@@ -15,9 +15,9 @@ import typing
 from dataclasses import MISSING, fields
 from importlib.metadata import entry_points
 
+from ..common import metric_table
 from ..common.errors import UserError
 from ..common.package import CONF_DIR
-from ..common.run_files import COLUMNS
 from . import declare
 
 MODES = ("best", "chain")
@@ -199,8 +199,9 @@ def check(data, node, file: str) -> None:
 
 
 def _metric(c: _Check, name, path: tuple) -> None:
-    if name not in COLUMNS:
-        c.fail(path, f"unknown metric {name!r} (a column of metrics.csv)" + suggest(name, COLUMNS))
+    known = metric_table.names()
+    if name not in known:
+        c.fail(path, f"unknown metric {name!r} (a column of metrics.csv)" + suggest(name, known))
 
 
 def _test(c: _Check, t: dict, ran: list, path: tuple) -> None:

@@ -44,13 +44,25 @@ class Source:
     stand_ins: dict
     runs_here: str = ""
     blocks: bool = False
+    stand_ins_file: tuple[tuple[Path, str], ...] = ()  # its folder's stand_ins.yaml, if any
 
 
-def _folder(path: Path, shown: str) -> tuple[tuple[tuple[Path, str], ...], dict]:
+def _folder(path: Path, shown: str, **more) -> Source:
+    """The source of a folder of claims files (and its stand_ins.yaml), named ``shown``."""
+    shown = shown.rstrip("/")
     files = sorted(p for p in path.glob("*.yaml") if p.name != STAND_INS)
     require(bool(files), f"--claims {shown}: no claims file (*.yaml) in the folder")
-    facts = _stand_ins(path / STAND_INS, f"{shown.rstrip('/')}/{STAND_INS}")
-    return tuple((p, f"{shown.rstrip('/')}/{p.name}") for p in files), facts
+    return Source(
+        f"`{shown}/*.yaml`",
+        tuple((p, f"{shown}/{p.name}") for p in files),
+        _stand_ins(path / STAND_INS, f"{shown}/{STAND_INS}"),
+        stand_ins_file=_present(path / STAND_INS, f"{shown}/{STAND_INS}"),
+        **more,
+    )
+
+
+def _present(path: Path, shown: str) -> tuple[tuple[Path, str], ...]:
+    return ((path, shown),) if path.is_file() else ()
 
 
 def _stand_ins(path: Path, shown: str) -> dict:
@@ -76,9 +88,9 @@ def _package(name: str, module: str) -> Source:
     )
     assert spec is not None and spec.submodule_search_locations is not None
     folder = Path(next(iter(spec.submodule_search_locations)))
-    shown = f"{module.replace('.', '/')}"
-    files, facts = _folder(folder, shown)
-    return Source(f"`{shown}/*.yaml`", files, facts, RUNS_HERE.get(name, ""), blocks=name == PAPERS)
+    return _folder(
+        folder, module.replace(".", "/"), runs_here=RUNS_HERE.get(name, ""), blocks=name == PAPERS
+    )
 
 
 def installed() -> dict[str, str]:
@@ -93,10 +105,14 @@ def resolve(given: list[str] | None) -> list[Source]:
     for g in given or [PAPERS]:
         path = Path(g)
         if path.is_dir():
-            files, facts = _folder(path, g)
-            out.append(Source(f"`{g.rstrip('/')}/*.yaml`", files, facts))
+            out.append(_folder(path, g))
         elif path.is_file():
-            out.append(Source(f"`{g}`", ((path, g),), _stand_ins(path.parent / STAND_INS, g)))
+            beside = (path.parent / STAND_INS, str(Path(g).with_name(STAND_INS)))
+            out.append(
+                Source(
+                    f"`{g}`", ((path, g),), _stand_ins(*beside), stand_ins_file=_present(*beside)
+                )
+            )
         else:
             names = installed()
             if g not in names:
@@ -115,6 +131,15 @@ def facts(sources: list[Source]) -> dict[str, str]:
     for s in sources:
         merged.update(s.stand_ins)
     return merged
+
+
+def written_from(sources: list[Source]) -> list[tuple[Path, str]]:
+    """What a report of ``sources`` is written from beyond the runs (path, name): their claims
+    files, the package's stand_ins.yaml and each source's own."""
+    package = (Path(declare.__file__).with_name(STAND_INS), f"fedprox_cli/claims/{STAND_INS}")
+    files = [f for s in sources for f in s.files]
+    facts = [package, *(f for s in sources for f in s.stand_ins_file)]
+    return list({p.resolve(): (p, n) for p, n in [*files, *facts]}.values())
 
 
 def read(path: Path, shown: str) -> list[declare.Claim]:

@@ -22,8 +22,10 @@ from pathlib import Path
 
 from ..analysis import groups as grouping
 from ..analysis.names import method_names
+from ..analysis.run import BYTES
 from ..analysis.stats import Cell
 from ..common import guarded, run_files
+from ..common import metric_table as mt
 from ..common.files import atomic_write_text
 from .declare import Claim
 
@@ -79,10 +81,10 @@ def _counts(spec: dict, runs) -> dict[str, list[str]]:
     names = method_names([r.config for r in runs], grouping.config_key(runs, spec["column"]))
     for value, rs in _by(runs, spec["column"]).items():
         r = rs[0]
-        T, n = r.final("round"), r.config["n"]
+        T, n = r.final(mt.ROUND.name), r.config["n"]
         d = (guarded.read_json(r.path / run_files.SUMMARY) or {}).get("dimension")
-        prox = r.final("prox_calls") / T
-        floats = (r.final("bytes_up") + r.final("bytes_down")) / (4 * n * T * d) if d else math.nan
+        prox = r.final(mt.PROX_CALLS.name) / T
+        floats = r.final(BYTES) / (4 * n * T * d) if d else math.nan
         out[names.get(value, value)] = [
             f"{prox:g}",
             f"{floats:.3g}d" if math.isfinite(floats) else "–",
@@ -143,9 +145,7 @@ def _num(v: str):
 def _best(means: list[tuple], metric: str) -> list[bool]:
     """Bold the best mean where it beats the runner-up by more than the larger of their stds
     (one run has no std: nothing bold)."""
-    from ..runs.outputs import LOWER_IS_BETTER
-
-    sign = -1 if metric in LOWER_IS_BETTER else 1
+    sign = -mt.metric(metric).direction.sign
     ok = [i for i, (m, _) in enumerate(means) if math.isfinite(m)]
     out = [False] * len(means)
     if len(ok) < 2:

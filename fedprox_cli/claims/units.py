@@ -5,7 +5,8 @@ Definitions used by every claim (docs/reproducing.md, "Readings"):
 - *tail*: the mean of a run's last 10% of evaluations, at least one (``Run.final``);
 - a run that diverged (its objective or metric non-finite from some round on) counts as the
   worst in every comparison beyond its last finite evaluation, and never shortens the window the
-  others are read over; "diverged after round r" means the first non-finite evaluation is at r;
+  others are read over; it is said "first non-finite at round r; above 1e3 x its start from round
+  r'" (r': from where its loss stays above 1e3 times its first value, where that is earlier);
   a round a run lacks without having diverged is not compared (:mod:`.validate` names the run);
   an ordering that holds over diverged runs names them in its unit ("over diverged za2": that
   part of the win compares nothing that converged);
@@ -29,11 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import groups, stats
-from ..analysis.run import Run, direction
+from ..analysis.run import BYTES, Run
+from ..common import metric_table as mt
 from .declare import Claim, Test
 from .loading import is_ as is_value
 from .loading import key_of, where
-from .text import label, shown, value_name
+from .text import label, num, shown, value_name
 
 
 @dataclass
@@ -42,9 +44,32 @@ class Unit:
     value: float  # the unit's number: the first value's final metric, a slope, drop or ratio
     holds: bool | None  # None: no evidence (nothing trained)
     onset: int | None = None  # with at: every
-    note: str = ""  # shown instead of the value ("diverged after round 15")
+    note: str = ""  # shown instead of the value ("first non-finite at round 15")
     raw: bool | None = None  # the test's result where the unit is no evidence (holds None)
     aside: str = ""  # what the unit left out ("K=40 untrained: left out")
+    undecided: str = ""  # why a unit is no evidence where not for want of training
+    # ("inside the noise": a ratio whose margin to its bound lies inside its base's spread)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The spread of a ratio's base measured across its repeats (:func:`noise`): its smallest
+    and largest value over ``n`` runs, and their relative spread (max - min) / min."""
+
+    low: float
+    high: float
+    n: int
+
+    @property
+    def spread(self) -> float:
+        return (self.high - self.low) / self.low if self.low > 0 else math.inf
+
+    def said(self, metric: str) -> str:
+        return (
+            f"the base's own {metric} spans {num(self.low)}-{num(self.high)} over its {self.n} "
+            f"runs ({self.spread:.1%}); a ratio within {self.spread:.1%} of its bound decides "
+            f"nothing"
+        )
 
 
 @dataclass
@@ -52,6 +77,9 @@ class Outcome:
     test: Test
     units: list[Unit]
     moot: str = ""  # why this test decides nothing on this run set ("" : it decides)
+    unmeasured: str = ""  # why this run set does not measure the test (a benchmark file of
+    # another number): it cannot decide here, and leaves the word to the others
+    noise: Noise | None = None  # with repeats: the base's spread (None: not measured)
 
     @property
     def conclusive(self) -> list[Unit]:
@@ -64,16 +92,41 @@ class Outcome:
 
 def diverged_after(run: Run, metric: str) -> int | None:
     """The round of the run's first non-finite evaluation of ``metric`` or of its objective
-    ("diverged after round r"), None if every evaluation is finite."""
+    (its divergence), None if every evaluation is finite."""
     bad = ~np.isfinite(run.column(metric))
-    if run.has("objective"):
-        bad |= ~np.isfinite(run.column("objective"))
-    return int(run.metrics["round"].to_numpy()[bad][0]) if bad.any() else None
+    if run.has(mt.OBJECTIVE.name):
+        bad |= ~np.isfinite(run.column(mt.OBJECTIVE.name))
+    return int(run.column(mt.ROUND.name)[bad][0]) if bad.any() else None
+
+
+BLOWUP = 1e3  # a loss above this multiple of its start has left the scale of training
+
+
+def blown_up(run: Run, metric: str) -> int | None:
+    """The first round from which the run's loss (its objective, else its training loss, else
+    ``metric``) stays above :data:`BLOWUP` times its first value, finite or not (None: never)."""
+    losses = (mt.OBJECTIVE.name, mt.TRAIN_LOSS.name, metric)
+    name = next((m for m in losses if run.has(m)), metric)
+    v = np.abs(run.column(name))
+    if not len(v) or not math.isfinite(v[0]) or v[0] == 0:
+        return None
+    high = ~(v <= BLOWUP * v[0])  # non-finite counts as above
+    if not high[-1]:
+        return None
+    first = len(high) - int(np.argmin(high[::-1])) if not high.all() else 0
+    return int(run.column(mt.ROUND.name)[first])
 
 
 def _note(run: Run, metric: str) -> str:
+    """How a diverged run ended: "first non-finite at round r; above 1e3 x its start from
+    round r'" (the second where its loss left the scale before it was non-finite)."""
     r = diverged_after(run, metric)
-    return f"diverged after round {r}" if r is not None else ""
+    if r is None:
+        return ""
+    up = blown_up(run, metric)
+    return f"first non-finite at round {r}" + (
+        f"; above 1e3 x its start from round {up}" if up is not None and up < r else ""
+    )
 
 
 def _worst(v: float) -> float:
@@ -122,22 +175,46 @@ def budget(t: Test, runs: list[Run]) -> float:
     smallest total a run that reached T sent (none did: the largest any sent)."""
     if t.budget is not None:
         return float(t.budget)
-    ends = [float(r.column("bytes")[-1]) for r in runs if r.status == "finished"]
-    return min(ends) if ends else max(float(r.column("bytes")[-1]) for r in runs)
+    ends = [float(r.column(BYTES)[-1]) for r in runs if r.status == "finished"]
+    return min(ends) if ends else max(float(r.column(BYTES)[-1]) for r in runs)
+
+
+def read_at(t: Test, runs: list[Run]) -> str:
+    """The equal-bytes budget of ``runs`` and the round each was read at ("budget 2.19 GB:
+    fedcef_top10 at round 65, za2 at round 12")."""
+    sent = budget(t, runs)
+    key = key_of(runs, t.compared)
+    at = []
+    for r in runs:
+        within = r.column(mt.ROUND.name)[r.column(BYTES) <= sent]
+        where_ = f"round {int(within[-1])}" if len(within) else "no round"
+        at.append(f"{value_name(t.compared, r.config.get(key))} at {where_}")
+    return f"budget {sent / 1e9:.3g} GB: {', '.join(at)}"
 
 
 def at_bytes(run: Run, metric: str, sent_max: float) -> float:
     """``metric`` at the run's last evaluation with at most ``sent_max`` bytes sent (up + down);
     non-finite when it had diverged by then."""
-    sent, v = run.column("bytes"), run.column(metric)
+    sent, v = run.column(BYTES), run.column(metric)
     return float(v[sent <= sent_max][-1]) if (sent <= sent_max).any() else math.nan
+
+
+def area(t: Test, run: Run) -> float:
+    """The run's metric over its curve from ``t.from_round`` on: the geometric mean of its
+    evaluations (the area under the curve on a log axis; the arithmetic mean where a value is not
+    positive); non-finite where it diverged."""
+    rows = run.column(mt.ROUND.name) >= t.from_round
+    v = run.column(t.metric)[rows]
+    if not len(v) or not np.isfinite(v).all():
+        return math.nan
+    return float(np.exp(np.mean(np.log(v)))) if (v > 0).all() else float(np.mean(v))
 
 
 def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
     """An ordering at every evaluation of the window, and its onset."""
     curves = []
     for r in runs:
-        rounds = r.metrics["round"].to_numpy()
+        rounds = r.metrics[mt.ROUND.name].to_numpy()
         curves.append(dict(zip(rounds.tolist(), (sign * r.column(t.metric)).tolist())))
     ends = [max(c) if r.status == "diverged" else math.inf for c, r in zip(curves, runs)]
     last = math.inf if t.to_round is None else t.to_round
@@ -157,10 +234,10 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
 
 def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
     """The first run's number, whether ``runs`` (best first) hold the ordering, its onset."""
-    sign = direction(t.metric).sign
-    if t.at == "bytes":
-        sent = budget(t, runs)
-        at = [at_bytes(r, t.metric, sent) for r in runs]
+    sign = mt.metric(t.metric).direction.sign
+    if t.at in ("bytes", "area"):
+        sent = budget(t, runs) if t.at == "bytes" else 0.0
+        at = [at_bytes(r, t.metric, sent) if t.at == "bytes" else area(t, r) for r in runs]
         return at[0], _ordered([_worst(sign * v) for v in at], t.mode), None
     first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at == "every":
@@ -178,6 +255,10 @@ def _order_unit(t: Test, got: dict, claim: Claim, name: str) -> Unit:
         value = _order(t, runs)[0]
     left = [value_name(t.compared, t.values[i]) for i in range(len(runs)) if i not in keep]
     aside = f"{', '.join(left)} untrained: left out" if left and enough else ""
+    if t.at == "bytes":  # the budget, and the round each compared run was read at
+        aside = "; ".join(
+            x for x in (aside, read_at(t, [runs[i] for i in keep] if enough else runs)) if x
+        )
     gone = [value_name(t.compared, t.values[i]) for i in keep[1:] if runs[i].status == "diverged"]
     if holds and gone and runs[0].status != "diverged":  # a win over these is the rule's alone
         aside = "; ".join(x for x in (aside, f"over diverged {', '.join(gone)}") if x)
@@ -204,7 +285,7 @@ def within(value: float, holds: dict) -> bool:
 
 def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit:
     """Points (x100) by which values[0] trails the best of the other (trained) values."""
-    sign = direction(t.metric).sign
+    sign = mt.metric(t.metric).direction.sign
     kept = [r for r in others if trained(claim, r)] or others
     value = 100 * (
         _worst(sign * got[0].final(t.metric, t.at))
@@ -225,21 +306,49 @@ def _level_units(t: Test, got: dict, claim: Claim, name: str) -> list[Unit]:
     return out
 
 
-def _ratio_units(t: Test, got: dict, claim: Claim, name: str) -> list[Unit]:
-    """Each value's final metric over the base's, one unit per compared pair."""
+def _ratio_units(t: Test, got: dict, claim: Claim, name: str, spread: Noise | None) -> list[Unit]:
+    """Each value's final metric over the base's, one unit per compared pair; a pair whose
+    margin to the bound lies inside the base's own spread (``spread``) decides nothing."""
     base = got[-1].final(t.metric, t.at)
     out = []
     for i, v in enumerate(t.values):
         if i in got:
             value = got[i].final(t.metric, t.at) / base if base else math.inf
             pair = trained(claim, got[i]) and trained(claim, got[-1])
-            out.append(_measured(f"{shown(v)}, {name}", value, t, pair))
+            out.append(quiet(_measured(f"{shown(v)}, {name}", value, t, pair), t, spread))
     return out
 
 
-def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
+def quiet(u: Unit, t: Test, spread: Noise | None) -> Unit:
+    """``u`` as no evidence where its margin to a bound of ``t`` lies inside ``spread``."""
+    bounds = [b for b in (t.holds.get("min"), t.holds.get("max")) if b]
+    if spread is None or u.holds is None or not math.isfinite(u.value) or not bounds:
+        return u
+    margin = min(abs(u.value - b) / abs(b) for b in bounds)
+    if margin > spread.spread:
+        return u
+    return Unit(u.label, u.value, None, u.onset, u.note, u.holds, "inside the noise", "noise")
+
+
+def noise(t: Test, runs: list[Run]) -> Noise | None:
+    """The spread of the base's own final ``metric`` across the runs that differ from each
+    other only in ``t.repeats`` (and the seed): None without repeats or with fewer than two."""
+    if not t.repeats or t.base is None or not runs:
+        return None
+    runs = where(runs, {k: v for k, v in t.where.items() if k not in t.repeats})
+    key = key_of(runs, t.compared) if runs else t.compared
+    vals = [
+        r.final(t.metric, t.at)
+        for r in runs
+        if is_value(r.config.get(key), t.base) and r.status == "finished"
+    ]
+    vals = [v for v in vals if math.isfinite(v)]
+    return Noise(min(vals), max(vals), len(vals)) if len(vals) >= 2 else None
+
+
+def units(t: Test, runs: list[Run], claim: Claim, spread: Noise | None = None) -> list[Unit]:
     """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left
-    out)."""
+    out; ``spread``: a ratio's noise, :func:`noise`)."""
     if t.kind == "slope":
         return slope_units(t, runs, claim)
     need = {"order": range(len(t.values)), "drop": range(len(t.values)), "level": []}
@@ -257,7 +366,7 @@ def units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
         elif t.kind == "level":
             out += _level_units(t, got, claim, name)
         else:
-            out += _ratio_units(t, got, claim, name)
+            out += _ratio_units(t, got, claim, name, spread)
     return out
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from ..analysis import groups, jobrecords, results
 from ..analysis.run import CHOICE, Run, is_replicate
 from ..common import guarded, run_files
+from ..common import metric_table as mt
 from ..common.errors import squeeze
 from ..common.flatten import flatten
 from ..common.run_files import read_summary
@@ -55,10 +56,10 @@ def rows(run: Run) -> str | None:
         T, every = int(run.config["T"]), int(run.config.get("eval_every", 1))
     except (KeyError, TypeError, ValueError):
         return "config.yaml: T or eval_every is not a number"
-    got = run.metrics["round"].tolist()
+    got = run.metrics[mt.ROUND.name].tolist()
     want = schedule(T, every)
     values = run.metrics.drop(
-        columns=[c for c in ("round", "time_s") if c in run.metrics]
+        columns=[c for c in (mt.ROUND.name, mt.TIME.name) if c in run.metrics]
     ).to_numpy(float)
     bad = ~np.isfinite(values).all(axis=1)
     if run.status == "finished":

@@ -59,11 +59,9 @@ def state(o: Outcome) -> tuple[str, str]:
     """A test's state (all, late, some, none, undecided) and its count in words."""
     c = o.conclusive
     n, held = len(c), o.held
-    count = f"{held} of {n} {units_noun(o)}" + (
-        f" ({len(o.units) - n} no evidence)" if len(o.units) > n else ""
-    )
+    count = f"{held} of {n} {units_noun(o)}" + (f" ({_blind(o)})" if len(o.units) > n else "")
     if not c:
-        return "undecided", f"no evidence in {len(o.units)} {units_noun(o)}"
+        return "undecided", f"{_blind(o)} in {len(o.units)} {units_noun(o)}"
     if held == n:
         return "all", count
     onsets = [u.onset for u in c if u.onset is not None]
@@ -73,6 +71,17 @@ def state(o: Outcome) -> tuple[str, str]:
             f"({held} of {n} from round {o.test.from_round})"
         )
     return ("none" if held == 0 else "some"), count
+
+
+def _blind(o: Outcome) -> str:
+    """How many units are no evidence, and why: untrained ("no evidence"), or a ratio inside its
+    base's noise ("inside the noise")."""
+    noisy = sum(u.undecided == "noise" for u in o.units if u.holds is None)
+    other = len(o.units) - len(o.conclusive) - noisy
+    said = [f"{other} no evidence" if other else "", f"{noisy} inside the noise" if noisy else ""]
+    if not o.conclusive:  # "no evidence in 3 pairs", "inside the noise in 3 pairs"
+        return "; ".join(x for x in said if x).removeprefix(f"{len(o.units)} ")
+    return "; ".join(x for x in said if x)
 
 
 def eventual(t) -> bool:
@@ -85,7 +94,10 @@ def eventual(t) -> bool:
 
 def _gate(o: Outcome, T, paper_T, seeds: int, per_round: bool, no_seeds: bool) -> str:
     """Why a test cannot decide on this evidence ("" where it can): one seed where its numbers
-    differ by seed, fewer rounds than the paper's T where they depend on T."""
+    differ by seed, fewer rounds than the paper's T where they depend on T; a test the run set
+    does not measure (a benchmark file of another number)."""
+    if o.unmeasured:
+        return o.unmeasured
     if not (no_seeds or o.test.no_seeds) and seeds < 2:
         return "one seed cannot order the runs"
     if not (per_round or o.test.per_round) and paper_T and T is not None and T < paper_T:
@@ -99,8 +111,12 @@ def _decided(outcomes: list[Outcome], stand_in: str) -> Verdict:
     kinds = {s for s, _ in states}
     blind = sum(len(o.units) - len(o.conclusive) for o in outcomes)
     if kinds == {"undecided"}:
+        noisy = all(u.undecided == "noise" for o in outcomes for u in o.units)
         return Verdict(
-            "inconclusive", "no unit is evidence: in every seed a compared run ends untrained"
+            "inconclusive",
+            "every ratio lies inside the noise of its base's own measurement"
+            if noisy
+            else "no unit is evidence: in every seed a compared run ends untrained",
         )
     if kinds == {"all"} and not blind:
         return Verdict("reproduced on a stand-in" if stand_in else "reproduced", "")

@@ -41,6 +41,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..common import guarded, run_files, streams
+from ..common import metric_table as mt
 from ..common.errors import EXIT, UserError
 
 BASE = [
@@ -138,7 +139,7 @@ class Checker:
                 f"the run with {' '.join(overrides) or 'the defaults'} ended {r.status}: "
                 f"{r.summary.get('error', '')}".rstrip(": ")
             )
-        return r.metrics.drop(columns="time_s")
+        return r.metrics.drop(columns=mt.TIME.name)
 
     @staticmethod
     def same(a, b, what: str, rtol: float = 0.0) -> None:
@@ -158,7 +159,7 @@ class Checker:
             if not close.all():
                 i = int(np.argmin(close))
                 raise Failed(
-                    f"{what} (first in {col} at round {int(a['round'].iloc[i])}: {x[i]:.6g} "
+                    f"{what} (first in {col} at round {int(a[mt.ROUND.name].iloc[i])}: {x[i]:.6g} "
                     f"against {y[i]:.6g})"
                 )
 
@@ -236,7 +237,7 @@ class Checker:
         batched = self.folder / "batched"
         for s, ref in ((0, self.reference), (1, alone)):
             got = guarded.read_csv(batched / run_files.seed_folder(s) / run_files.METRICS).drop(
-                columns="time_s"
+                columns=mt.TIME.name
             )
             self.same(got, ref, f"seed {s} of seeds=2 differs from the run made alone")
         return "seeds=2 in one process equals the two runs made alone"
@@ -251,7 +252,8 @@ class Checker:
         return "the loop and vmap engines agree (rtol 1e-4)"
 
     def messages(self) -> str:
-        per_round = self.reference[["bytes_up", "bytes_down", "grad_evals"]].diff().dropna()
+        per_round = self.reference[[mt.BYTES_UP.name, mt.BYTES_DOWN.name, mt.GRAD_EVALS.name]]
+        per_round = per_round.diff().dropna()
         for col in per_round:
             if not (per_round[col] > 0).all():
                 raise Failed(
@@ -276,7 +278,7 @@ class Checker:
             except UserError as e:
                 return f"declared; regularizer=l1 refused ({e})"
             raise Failed("declares smooth_only but a run with regularizer=l1 was not refused")
-        prox = self.reference["prox_calls"].iloc[-1]
+        prox = self.reference[mt.PROX_CALLS.name].iloc[-1]
         if prox == 0:
             raise Failed(
                 "with regularizer=l1 it never calls env.prox: it ignores h; apply the prox or "

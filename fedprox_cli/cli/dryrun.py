@@ -37,7 +37,7 @@ from ..runs.progress import duration
 from .jobtable import align, differing
 
 if TYPE_CHECKING:  # a job's config holds torch's types: torch loads when jobs are listed
-    from ..config.jobs import Job
+    from ..config.composer import Job
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..common.errors import EXIT
@@ -197,6 +197,34 @@ def _rows(rows: Sequence[tuple[str, ...]], indent: int = 2, width: int | None = 
     return lines
 
 
+HYDRA_LAUNCHERS = {  # launchers whose configs come with Hydra's plugins, not conf/hydra/launcher/
+    "basic": "The jobs one after another in this process (the default).",
+    "joblib": "The jobs in parallel worker processes on this machine (hydra.launcher.n_jobs=N); "
+    "Ctrl-C stops them all within seconds.",
+}
+
+
+def launchers() -> list[tuple[str, str]]:
+    """``(name, description)`` of every launcher: Hydra's basic and joblib ones and fedrun's
+    (conf/hydra/launcher/), each with the extra it needs (:data:`extras.NEEDS`)."""
+    from ..config.extras import NEEDS
+
+    named = dict(HYDRA_LAUNCHERS)
+    named |= {p.stem: describe(p) for p in sorted((CONF_DIR / "hydra" / "launcher").glob("*.yaml"))}
+    return [
+        (
+            name,
+            what
+            + (
+                f" Needs the [{NEEDS[key][1]}] extra."
+                if (key := f"hydra/launcher/{name}") in NEEDS
+                else ""
+            ),
+        )
+        for name, what in named.items()
+    ]
+
+
 def text() -> str:
     defaults = _defaults()
     out = [ABOUT, "", "Usage:", USAGE, "", "Top-level keys (conf/config.yaml; KEY=VALUE):"]
@@ -207,6 +235,8 @@ def text() -> str:
         options = group_options(g)
         options += [(o, d) for o, d in plugin_options(g) if o not in {name for name, _ in options}]
         out += _rows([(("*" if defaults.get(g) == o else " ") + o, d) for o, d in options], 4)
+    out += ["", "Launchers of a sweep's jobs (fedrun -m hydra/launcher=NAME ...; docs/cluster.md):"]
+    out += _rows(launchers())
     out += [
         "",
         "Presets (fedrun -m experiment=NAME; each has a _quick variant that runs on 2 CPU "
@@ -244,9 +274,34 @@ DECLARATIONS = {
 }
 
 
-def option_page(group: str, name: str) -> str:
+def field_meanings(cls: type) -> dict[str, str]:
+    """Each dataclass field's meaning: the comment ending its declaration in the class's source
+    (``alpha: float = 0.1  # global step size alpha (eq. 7e)``, or after the ``)`` closing a
+    declaration over several lines), the subclass's first; a field without one is left out."""
+    import ast
+    import inspect
+
+    out: dict[str, str] = {}
+    for c in cls.__mro__:
+        try:
+            lines = textwrap.dedent(inspect.getsource(c)).splitlines()
+        except (OSError, TypeError):  # a builtin, a class made at run time
+            continue
+        body = ast.parse("\n".join(lines)).body
+        for stmt in body[0].body if body and isinstance(body[0], ast.ClassDef) else []:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                _, hash_, doc = lines[(stmt.end_lineno or stmt.lineno) - 1].partition("  # ")
+                if hash_:
+                    out.setdefault(stmt.target.id, doc.strip())
+    return out
+
+
+def option_page(group: str, name: str, values: Mapping[str, object] | None = None) -> str:
     """``fedrun algorithm=NAME --help``: the option's class, its parameters with their declared
-    ranges and defaults (:mod:`common.ranges`), and, for an algorithm, what it declares."""
+    ranges (:mod:`common.ranges`), their defaults -- ``values``, the composed config's group
+    (what a run of ``GROUP=NAME`` takes: the option's YAML over the class's defaults), else the
+    class's -- and their meanings (:func:`field_meanings`), and, for an algorithm, what it
+    declares."""
     from dataclasses import MISSING, fields
 
     from ..common import ranges
@@ -267,16 +322,21 @@ def option_page(group: str, name: str) -> str:
         "",
         "Parameters (KEY=VALUE):",
     ]
-    declared = ranges.declared(cls, group)
-    rows = [
-        (
-            f"{group}.{f.name}",
-            str(declared.get(f.name, "any value")),
-            "" if f.default is MISSING else f"default {f.default!r}",
+    declared, meanings = ranges.declared(cls, group), field_meanings(cls)
+    rows = []
+    for f in fields(cls):
+        if not f.init:
+            continue
+        default = (values or {}).get(f.name, f.default)
+        given = "" if default is MISSING else f"default {default!r}"
+        rows.append(
+            (
+                f"{group}.{f.name}",
+                str(declared.get(f.name, "any value")),
+                given,
+                meanings.get(f.name, ""),
+            )
         )
-        for f in fields(cls)
-        if f.init
-    ]
     out += _rows(rows) if rows else ["  none"]
     if group == "algorithm":
         out += ["", "Declares (class attributes):"]

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..common import metric_table as mt
 from ..common import run_files
 from ..common.run_files import read_summary
 from ..runs.progress import duration
-from ..runs.recap import RunRecord, number, record, rounds
+from ..runs.recap import RunRecord, record, rounds
 
 
 def differing(overrides: list[list[str]]) -> list[list[str]]:
@@ -102,9 +103,7 @@ def table(
         "job",
         "status",
         "rounds",
-        "test_acc",
-        "objective",
-        "stationarity",
+        *(m.name for m in mt.SHOWN),
         "time",
         "gpu",
         "overrides",
@@ -122,10 +121,8 @@ def table(
                 name,
                 r.status,
                 rounds(r) if r.status != "not started" else "-",
-                number(f.get("test_acc"), ".4f"),
-                number(f.get("objective"), ".4g"),
-                number(f.get("stationarity"), ".4g"),
-                duration(f["time_s"]) if "time_s" in f else "-",
+                *(m.number(f.get(m.name)) for m in mt.SHOWN),
+                duration(f[mt.TIME.name]) if mt.TIME.name in f else "-",
                 gpu(r.folder) if r.status != "not started" else "-",
                 " ".join(diff),
             ]

@@ -42,7 +42,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..cluster.launchers import release_pool_workers, sweep_value
+from ..cluster.launchers import sweep_value
+from ..cluster.pool import release_pool_workers, take_over_pool_workers
 from ..cluster.ray_jobs import plain_output
 from ..common import console, run_files, signals, streams
 from ..common.console import say
@@ -107,10 +108,16 @@ def _ran(code: int) -> None:
 def _job(composed: DictConfig) -> float:
     # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
     stops_interrupt()
-    if (
-        signals.received
-    ):  # this process was told to stop (a joblib worker, between jobs): no new job
-        raise KeyboardInterrupt
+    try:
+        signals.take_held()  # a pool worker: a Ctrl-C that came while it started, raised now
+        if signals.received:  # this process was told to stop (a worker, between jobs): no job
+            raise KeyboardInterrupt
+        return _job_in(composed)
+    finally:
+        signals.hold()  # a pool worker between jobs: signals wait for the next one
+
+
+def _job_in(composed: DictConfig) -> float:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = cast(RunMode, hc.mode).name == "MULTIRUN"
@@ -236,6 +243,8 @@ class SweepReport(Callback):
     def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
         call = _CALL.get()
         call.sweep = sweep.start(config, config_name or "config")
+        if "joblib" in str(config.hydra.launcher._target_):
+            take_over_pool_workers()
         call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
@@ -282,6 +291,18 @@ def _parsed(argv: list[str]):
         return None
 
 
+def _composed_group(group: str, chosen: list[list[str]]) -> dict:
+    """The config group ``group`` as a run of the ``chosen`` options composes it (their YAMLs
+    over the classes' defaults): the values ``--help`` shows as defaults."""
+    from omegaconf import OmegaConf
+
+    from ..config.compose import compose
+
+    composed = compose([f"{g}={n}" for g, n in chosen])
+    values = OmegaConf.to_container(composed[group], resolve=True)
+    return values if isinstance(values, dict) else {}
+
+
 def _preflight(argv: list[str]) -> int | None:
     """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
     ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
@@ -298,7 +319,11 @@ def _preflight(argv: list[str]) -> int | None:
         ]
         try:
             streams.out(
-                ("\n\n".join(option_page(*c) for c in chosen) if chosen else text()).rstrip("\n")
+                (
+                    "\n\n".join(option_page(g, n, _composed_group(g, chosen)) for g, n in chosen)
+                    if chosen
+                    else text()
+                ).rstrip("\n")
             )
         except UserError as e:
             streams.err(f"fedrun: error: {e}")

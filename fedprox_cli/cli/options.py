@@ -4,14 +4,27 @@ line per error, never a traceback)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis.renames import Renames, from_arguments
 from ..analysis.run import FINALS
 from ..common import guarded, streams
+from ..common import metric_table as mt
 from ..common.dependencies import missing
 from ..common.errors import UserError, describe, first_line, require
+
+
+def parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """A command's parser from its module docstring ``doc``: the first paragraph's text after
+    ``prog: `` is the description, the rest the epilog, printed as written."""
+    return argparse.ArgumentParser(
+        prog=prog,
+        description=doc.split("\n\n")[0].split(": ", 1)[1],
+        epilog=doc.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def add_arguments(p) -> None:
@@ -33,9 +46,19 @@ def add_arguments(p) -> None:
     )
 
 
+def metrics_help(default: mt.Metric) -> str:
+    """The help of a metric option: the metrics.csv columns a figure or a table reads (the
+    installed plugins' included), the default, and the one ``--slope`` reads."""
+    shown = ", ".join(f"{m.name} ({m.label()})" for m in map(mt.metric, mt.names()))
+    return (
+        f"a metrics.csv column: {shown}; default {default.name}, with --slope "
+        f"{mt.STATIONARITY.name}"
+    )
+
+
 def add_label_arguments(p, what: str) -> None:
     """``--label KEY=TEXT`` and ``--labels FILE``: renames of ``what`` (see
-    :func:`..analysis.groups.relabel`)."""
+    :class:`..analysis.renames.Renames`)."""
     p.add_argument(
         "--label",
         action="append",

@@ -33,29 +33,19 @@ from ..analysis import results, stats
 from ..analysis.curves import plot_groups, plot_slope
 from ..analysis.plotting import plt, styled
 from ..analysis.run import X_AXES
+from ..common import metric_table as mt
 from ..common import run_files, streams
 from ..common.errors import UserError, require
 from . import options
 
 PROG = "fedrun-plot"
 
-METRICS = ("test_acc", "train_loss", "objective", "test_loss", "stationarity", "hoyer", "nnz_frac")
-
 
 def parse(argv):
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = options.parser(PROG, __doc__)
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
-    p.add_argument("--x", choices=sorted(X_AXES), default="round")
-    p.add_argument(
-        "--y",
-        help=f"a metrics.csv column ({', '.join(METRICS)}, ...); default test_acc, "
-        "with --slope stationarity",
-    )
+    p.add_argument("--x", choices=sorted(X_AXES), default=mt.ROUND.name)
+    p.add_argument("--y", help=options.metrics_help(mt.TEST_ACC))
     options.add_arguments(p)
     p.add_argument(
         "--panels",
@@ -68,7 +58,9 @@ def parse(argv):
         "--logy",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="log-scale y (default: for stationarity only, as the papers)",
+        help="log-scale y (default: for "
+        + ", ".join(n for n in mt.names() if mt.metric(n).log)
+        + " only, as the papers)",
     )
     p.add_argument(
         "--slope",
@@ -133,10 +125,10 @@ def panel_size(args) -> tuple[float, float] | None:
 
 def plot_partition(run: Path, out: Path) -> None:
     try:
-        from ..analysis.plotting import plot_partition as draw
+        from ..analysis.run_plots import plot_partition as draw
     except ImportError:
         raise UserError(
-            "--partition needs fedprox_cli.analysis.plotting.plot_partition, which this "
+            "--partition needs fedprox_cli.analysis.run_plots.plot_partition, which this "
             "installation does not have"
         ) from None
     draw(run, out)
@@ -156,7 +148,7 @@ def draw(args, warn) -> int:
     runs = results.load(args.results, args.where, warn)
     base = args.results[0] if args.results[0].is_dir() else Path(".")
     if args.slope:
-        metric = args.y or "stationarity"
+        metric = args.y or mt.STATIONARITY.name
         runs = results.having(runs, [metric], warn)
         results.note_runs(runs, metric, args.final, warn)
         out = args.out or base / f"slope_{metric}_vs_{args.slope}.png"
@@ -178,7 +170,7 @@ def draw(args, warn) -> int:
                 f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")")
             )
     else:
-        y = args.y or "test_acc"
+        y = args.y or mt.TEST_ACC.name
         runs = results.having(runs, [args.x, y], warn)
         results.note_runs(runs, None, None, warn)
         out = args.out or base / f"plot_{y}_vs_{args.x}.png"

@@ -39,17 +39,29 @@ def _blocks(picked) -> list[tuple[Path, Path, Callable]]:
 
 def check(args) -> int:
     from ..claims import compare, digests, figures, history, render, tables
+    from ..claims.evidence import NoUsableRun
 
     picked = chosen(args)
     claims, root = picked.claims, picked.reproduction
-    rendered = build(claims, root, strict=True)
+    rendered, diffs = [], []
+    for c in claims:  # a claim left without a usable run is one difference; the others go on
+        try:
+            rendered += build([c], root, strict=True)
+        except NoUsableRun as e:
+            diffs.append(f"{c.id}: {e}")
     whole = not args.claims
-    diffs = compare.report(
-        _read(picked.results / REPORT),
-        render.report(rendered, render.owners(picked.every), picked.sources),
-        [c.id for c in claims],
+    committed = _read(picked.results / REPORT)
+    written = _written(picked)
+    diffs += compare.report(
+        committed,
+        render.report(rendered, render.owners(picked.every), picked.sources, digests.said(written)),
+        [r.claim.id for r in rendered],
         whole,
     )
+    failed = {f"{d.split(':')[0]}: in the committed report, not declared" for d in diffs}
+    diffs = [d for d in diffs if d not in failed]
+    diffs += digests.edited(committed, written)
+    diffs += digests.outside(root, picked.every)
     for name, path, make in _blocks(picked):
         diffs += compare.block(
             str(name),
@@ -79,8 +91,16 @@ def check(args) -> int:
     return 1 if diffs else 0
 
 
+def _written(picked) -> dict[str, str]:
+    """The digests of what the report is written from beyond the runs (the digest file, the
+    declaration record, the claims files and the stand-ins' descriptions)."""
+    from ..claims import digests, sources
+
+    return digests.sources(picked.reproduction, sources.written_from(picked.sources))
+
+
 def report(args) -> int:
-    from ..claims import figures, render, tables
+    from ..claims import digests, figures, render, tables
 
     picked = chosen(args)
     claims, root = picked.every, picked.reproduction
@@ -89,8 +109,11 @@ def report(args) -> int:
         figures.draw_claim(r.claim, r.evidence, root, warn)
         tables.write_claim(r.claim, r.evidence, root, warn)
         r.digest = digest(picked.results, r.claim.figure)  # of the file as drawn now
+    said = digests.said(_written(picked))
     texts = {
-        picked.results / REPORT: render.report(rendered, render.owners(claims), picked.sources)
+        picked.results / REPORT: render.report(
+            rendered, render.owners(claims), picked.sources, said
+        )
     }
     for _, path, make in _blocks(picked):  # all checked before any is written
         new = render.replace_between(_read(path), make(rendered))

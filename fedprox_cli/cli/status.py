@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..analysis import groups
 from ..common import guarded, run_files, streams
+from ..common import metric_table as mt
 from ..common.containers import as_dict
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
@@ -26,7 +27,7 @@ from ..config.keys import complete
 from ..runs.recap import record, rounds
 from .jobtable import align
 
-METRICS = ("test_acc", "train_loss", "objective", "stationarity")
+METRICS = tuple(m.name for m in mt.WATCHED)
 OWN = ("run", "status", "rounds", *METRICS, "error", "code")  # the report's columns, not keys
 
 

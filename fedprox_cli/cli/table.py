@@ -30,6 +30,7 @@ import argparse
 from pathlib import Path
 
 from ..analysis import groups, results, stats, table
+from ..common import metric_table as mt
 from ..common import streams
 from ..common.files import atomic_write_text
 from . import options
@@ -38,12 +39,7 @@ PROG = "fedrun-table"
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = options.parser(PROG, __doc__)
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
@@ -58,7 +54,7 @@ def parse(argv):
         "--metric",
         action="append",
         metavar="M",
-        help="a metrics.csv column (default test_acc; with --slope stationarity); repeatable",
+        help=options.metrics_help(mt.TEST_ACC) + "; repeatable",
     )
     p.add_argument(
         "--column",
@@ -143,7 +139,7 @@ def spec(args) -> table.Spec:
 def run(args, warn) -> int:
     runs = results.load(args.results, args.where, warn)
     if args.slope:
-        metric = (args.metric or ["stationarity"])[0]
+        metric = (args.metric or [mt.STATIONARITY.name])[0]
         runs = results.having(runs, [metric], warn)
         results.note_runs(runs, metric, args.final, warn)
         text = (

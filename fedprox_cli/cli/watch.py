@@ -5,7 +5,7 @@ every run keeps up to date with its status, its rounds and its latest progress l
 
     fedrun: job 1: started, 300 rounds (seed=1)
     fedrun: job 1: round 5/300, 0.3s elapsed, ~17s left; loss 0.4012, objective 0.4123, acc 0.9011
-    fedrun: job 1: summary: finished, 300/300 rounds: test acc 0.9583, ...; <folder>
+    fedrun: job 1: summary: finished, 300/300 rounds: test accuracy 0.9583, ...; <folder>
 
 (the start and progress lines on stderr, the closing line on stdout), all before the sweep's
 report. A job started or resumed in the sweep counts, one a prior sweep left alone does not.

@@ -31,7 +31,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +41,7 @@ from hydra.core.utils import JobReturn, JobStatus, filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ..analysis import jobrecords
+from ..common import metric_table as mt
 from ..common import signals, streams
 from ..common.errors import UserError
 
@@ -315,34 +315,22 @@ class LocalSide(_JobSide, _LaunchSide):
     """``hydra/launcher=local``: the same jobs as processes on this machine."""
 
 
-def release_pool_workers() -> None:
-    """End the worker processes of joblib's process pool (``hydra/launcher=joblib``, loky's
-    reusable executor) with the sweep that used them: loky keeps idle workers for 300 s, and
-    its manager thread would keep ``fedrun`` waiting or be noted as left running. Nothing
-    happens where joblib was not used (the module is not loaded)."""
-    if "joblib.externals.loky.reusable_executor" not in sys.modules:
-        return
-    from joblib.externals.loky import get_reusable_executor
-
-    get_reusable_executor().shutdown(wait=True, kill_workers=True)
-
-
 def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     """The number a job hands to a Hydra sweeper: ``sweep_metric`` (default ``objective``) of
     the run's last metrics row, averaged over the runs of ``seeds=R``; for a diverged run the
     worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
     (interrupted, error)."""
     from ..common.run_files import read_summary
-    from ..runs.outputs import LOWER_IS_BETTER, runs_in
+    from ..runs.outputs import runs_in
 
-    metric = str(cfg.get("sweep_metric") or "objective")
+    metric = str(cfg.get("sweep_metric") or mt.OBJECTIVE.name)
     if isinstance(direction, Sequence) and not isinstance(
         direction, str
     ):  # multi-objective: the first
         direction = direction[0] if len(direction) else None
     direction = getattr(direction, "name", direction)  # Optuna's enum Direction.minimize
     if direction is None:
-        direction = "minimize" if metric in LOWER_IS_BETTER else "maximize"
+        direction = "minimize" if mt.metric(metric).lower_is_better else "maximize"
     direction = str(direction)
     if code == 1:
         return math.inf if direction.startswith("min") else -math.inf

@@ -1,13 +1,14 @@
 """The registries of names a config may choose, open to code outside the package.
 
-Every registry (algorithms, regularizers, compressors, models, datasets, partitions) is a
-:class:`Registry`: the package's own entries register on import; a user's entries come
+Every registry (algorithms, regularizers, compressors, models, datasets, partitions, metrics)
+is a :class:`Registry`: the package's own entries register on import; a user's entries come
 
 - from a Python entry point of the group ``fedprox_cli.<plural>`` (``fedprox_cli.algorithms``,
   ``fedprox_cli.regularizers``, ``fedprox_cli.compressors``, ``fedprox_cli.models``,
-  ``fedprox_cli.datasets``, ``fedprox_cli.partitions``) whose name is the config name and whose
-  value is the object (an ``Algorithm``/``Regularizer``/``Compressor`` class, a model builder, a
-  dataset loader or a partition scheme) or a module that registers it on import; loaded when a
+  ``fedprox_cli.datasets``, ``fedprox_cli.partitions``, ``fedprox_cli.metrics``) whose name is
+  the config name and whose value is the object (an ``Algorithm``/``Regularizer``/``Compressor``
+  class, a model builder, a dataset loader, a partition scheme or a
+  :class:`~.metric_table.Metric`) or a module that registers it on import; loaded when a
   name is not found and when the names are listed, so an installed plugin costs nothing until it
   is chosen;
 - or from ``_target_`` in the group's YAML (``name: mine`` with ``_target_: my_module.Mine``):

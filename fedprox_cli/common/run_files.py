@@ -2,7 +2,7 @@
 atomically (:func:`files.atomic_write`): a reader never sees a half-written file, and
 concurrent jobs never share one.
 
-- :data:`METRICS` ``metrics.csv``: one row per evaluated round (:data:`COLUMNS`)
+- :data:`METRICS` ``metrics.csv``: one row per evaluated round (``common.metric_table.names()``)
 - :data:`CONFIG` ``config.yaml``: the resolved config
 - :data:`PARTITION` ``partition.npz``: per-client index arrays into the training set
 - :data:`SUMMARY` ``summary.json``: the run's record (``runs.outputs.Summary``)
@@ -12,12 +12,13 @@ concurrent jobs never share one.
   (``engine.clients``)
 - :data:`CHECKPOINT` ``checkpoint.pt``: the state to resume from (``runs.checkpoint``);
   :data:`TRACKER` ``tracker.json``: an experiment tracker's run id (``runs.trackers``)
-- :data:`HYDRA` ``.hydra/``: Hydra's record of the command (:data:`HYDRA_FILES`: config, hydra
-  config, overrides)
+- :data:`HYDRA` ``.hydra/``: Hydra's record of the command (its config,
+  Hydra's config and the overrides: :data:`HYDRA_CONFIG`, :data:`HYDRA_RECORD`, :data:`OVERRIDES`)
 - :data:`LOG` ``fedrun.log``: every line fedrun printed about this run; :data:`ERROR_LOG`
   ``error.log``: the traceback of an internal error
 - :data:`LOCK` ``.fedrun.lock``: held (``flock``) by the one process running in the folder
-  (``runs.lock``); :data:`KEPT` ``.kept/``: a finished run's files while it is extended
+  (``runs.lock``), whose :data:`OWNER` ``.fedrun.owner`` records that process (``runs.owner``);
+  :data:`KEPT` ``.kept/``: a finished run's files while it is extended
   (``runs.keep``)
 - ``seed_<s>/`` (:func:`seed_folder`): the run folders of a seed batch (``seeds=R``)
 
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import guarded
+from . import guarded, metric_table
 from .errors import first_line
 from .files import atomic_write_text
 
@@ -47,21 +48,6 @@ if TYPE_CHECKING:  # pandas loads with the first table read
     import pandas as pd
 
 METRICS = "metrics.csv"
-COLUMNS = [  # METRICS' columns, in order (engine.metrics computes them)
-    "round",
-    "time_s",
-    "grad_evals",
-    "prox_calls",
-    "bytes_up",
-    "bytes_down",
-    "train_loss",
-    "objective",
-    "test_loss",
-    "test_acc",
-    "stationarity",
-    "hoyer",
-    "nnz_frac",
-]
 METRICS_FIGURE = "metrics.png"
 SUMMARY = "summary.json"
 CONFIG = "config.yaml"
@@ -75,10 +61,10 @@ CLIENTS_FIGURE = "clients.png"
 LOG = "fedrun.log"
 ERROR_LOG = "error.log"
 LOCK = ".fedrun.lock"
+OWNER = ".fedrun.owner"
 KEPT = ".kept"
 HYDRA = ".hydra"
 HYDRA_CONFIG, HYDRA_RECORD, OVERRIDES = "config.yaml", "hydra.yaml", "overrides.yaml"
-HYDRA_FILES = (HYDRA_CONFIG, HYDRA_RECORD, OVERRIDES)  # what HYDRA holds
 SEED_PREFIX = "seed_"
 
 # the files of a run's record, which a finished run keeps while it is extended (runs.keep)
@@ -128,19 +114,16 @@ class RunFileError(guarded.Unreadable):
         return cls(path, f"is unreadable: {why}", why, e if isinstance(e, OSError) else None)
 
 
-COUNTERS = ("round", "time_s", "grad_evals", "prox_calls", "bytes_up", "bytes_down")
-
-
 def unfit_rows(table: Any) -> tuple[np.ndarray, list[str]]:
     """The rows of a metrics table (a DataFrame or a dict of columns) whose loss is not finite,
     and its model metrics (the columns other than counters and losses): a diverged run's model
     in those rows holds NaN or inf, so its accuracy (the argmax of NaN logits, i.e. class 0),
     sparsity and stationarity describe no model."""
-    losses = [c for c in ("train_loss", "objective") if c in table]
+    losses = [c for c in metric_table.LOSSES if c in table]
     if not losses:
         return np.zeros(0, bool), []
     bad = ~np.isfinite(np.column_stack([np.asarray(table[c], float) for c in losses])).all(axis=1)
-    return bad, [c for c in table if c not in COUNTERS and c not in losses]
+    return bad, [c for c in table if c not in metric_table.COUNTERS and c not in losses]
 
 
 def model_metrics_only(df: Any) -> Any:
@@ -219,8 +202,8 @@ def _metrics(folder: Path, table: Callable[[bytes, list[str], Iterable[str]], An
         if not data.endswith(b"\n"):
             raise RunFileError(path, "is cut (no end of line after its last row)")
         header = _checked(path, guarded.lines(path, data))
-        if "round" not in header:
-            raise RunFileError(path, f"has no column 'round' (columns: {', '.join(header)})")
+        if (t := metric_table.ROUND.name) not in header:
+            raise RunFileError(path, f"has no column '{t}' (columns: {', '.join(header)})")
         read = table(data, header, guarded.lines(path, data))
     except (RunFileError, FileNotFoundError, NotADirectoryError):
         raise

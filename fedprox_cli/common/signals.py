@@ -170,3 +170,43 @@ def deferred() -> Iterator[None]:
             signal.signal(s, signal.SIG_DFL if handler is None else handler)
         for s in held:
             signal.raise_signal(s)
+
+
+HELD = (signal.SIGINT,)  # what a terminal's Ctrl-C sends to its whole process group
+
+
+@contextmanager
+def held_from_children() -> Iterator[None]:
+    """:data:`HELD` blocked in this thread inside the block: a process started in it (a pool's
+    worker) starts with it blocked -- blocked signals stay blocked across ``exec`` -- so a
+    Ctrl-C to the terminal's process group waits in that process until fedrun's handlers are
+    in place (:func:`take_held`) instead of raising in whatever it is importing. SIGTERM keeps
+    its default action there: it ends such a process at once, quietly."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+_started_held = False  # this process started with HELD blocked (a pool's worker)
+
+
+def take_held() -> None:
+    """Unblock :data:`HELD` in a process started with them blocked (:func:`held_from_children`),
+    once its handlers are installed (:func:`stops_interrupt`): a signal that came meanwhile is
+    delivered now (``KeyboardInterrupt`` from here). :func:`hold` blocks them again when the
+    job is over, so that an idle worker waits for its next job, or its end, quietly."""
+    global _started_held
+    if set(HELD) & signal.pthread_sigmask(signal.SIG_BLOCK, []):
+        _started_held = True
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD)
+
+
+def hold() -> None:
+    """In a process that started with :data:`HELD` blocked (a pool's worker, between jobs):
+    block it again and give SIGTERM its default action back (it ends the idle worker, quietly:
+    how :mod:`cluster.pool` ends it); elsewhere nothing."""
+    if _started_held:
+        signal.pthread_sigmask(signal.SIG_BLOCK, HELD)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

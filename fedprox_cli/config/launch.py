@@ -1,4 +1,4 @@
-"""A checked sweep's jobs composed by its :class:`jobs.Composer` in the launching process.
+"""A checked sweep's jobs composed by its :class:`composer.Composer` in the launching process.
 
 Hydra's basic sweeper (checking a batch before launching it) and its basic launcher (before
 running each job) ask the config loader for each job's config with ``load_sweep_config``: one
@@ -18,7 +18,7 @@ from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from omegaconf import DictConfig, OmegaConf
 
 if TYPE_CHECKING:  # its module loads torch: fedrun's import must not (a failure there is a run's)
-    from .jobs import Composer
+    from .composer import Composer
 
 _HYDRAS = ConfigLoaderImpl.load_sweep_config
 _SWEEPS: list[tuple[DictConfig, Composer]] = []  # (master config, its jobs' composer)

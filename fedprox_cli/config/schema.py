@@ -26,8 +26,8 @@ import torch
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig
 
+from ..common import metric_table
 from ..common.errors import UserError, require
-from ..common.run_files import COLUMNS
 from ..engine.device import MATMUL_PRECISIONS, resolve_device
 from ..engine.oracle import ENGINES
 
@@ -180,7 +180,10 @@ class RunConfig(Checked):
     mixed_code: bool = key("true or false")
     progress_every_s: float = key("a number of seconds >= 0", lambda v: v >= 0)
     dry_run: bool = key("true or false")
-    sweep_metric: str = key(f"a metrics.csv column ({', '.join(COLUMNS)})", lambda v: v in COLUMNS)
+    sweep_metric: str = key(
+        f"a metrics.csv column ({', '.join(metric_table.BUILT_IN)} or a plugin's)",
+        lambda v: v in metric_table.names(),
+    )
     data: Data = MISSING
     oracle: Oracle = MISSING
     metrics: Metrics = MISSING

@@ -18,6 +18,10 @@ import torch
 Batch = tuple[torch.Tensor, torch.Tensor]  # sample ids (m, b) and their weights (m, b)
 Samples = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # ids -> inputs, targets
 GradCall = Callable[..., tuple[torch.Tensor, torch.Tensor]]  # (X, inputs, targets, w) -> G, losses
+At = Callable[[torch.Tensor, int], torch.Tensor]  # (rows, k) -> where step k takes their gradients
+Update = Callable[[torch.Tensor, torch.Tensor, slice, int], None]
+"""(rows, their gradients G, the rows' slice of the whole, k): step k's update of the rows, in
+place (G may be overwritten)."""
 
 
 class Engine(ABC):
@@ -25,6 +29,7 @@ class Engine(ABC):
     mini-batch the samples ``ids[i]`` with weights ``w[i]`` (loss = sum of weighted losses)."""
 
     name: ClassVar[str]
+    block: int  # rows of X whose K local steps :meth:`local_steps` takes before the next rows
 
     @property
     def kind(self) -> str:
@@ -44,6 +49,20 @@ class Engine(ABC):
     ) -> None:
         """One corrected SGD step x_i <- x_i - beta (g_i(x_i) + s_i) per batch, in place, with
         ``shift`` s a scalar, one row (d,) or rows (m, d)."""
+
+    def local_steps(self, X: torch.Tensor, batches: list[Batch], at: At, update: Update) -> None:
+        """For k = 0..K-1: G = the gradients at ``at(rows, k)`` on ``batches[k]``, then
+        ``update(rows, G, slice, k)``; all K steps of :attr:`block` rows before the next rows,
+        so their states stay in cache and no (m, d) temporary is made. Each gradient is the one
+        :meth:`grad` gives on all of X (its calls are per client or per chunk alike)."""
+        G = X.new_empty(min(self.block, len(X)), X.shape[1])
+        for a in range(0, len(X), self.block):
+            rows = slice(a, a + self.block)
+            Xb = X[rows]
+            Gb = G[: len(Xb)]
+            for k, (ids, w) in enumerate(batches):
+                self.grad(at(Xb, k), ids[rows], w[rows], out=Gb)
+                update(Xb, Gb, rows, k)
 
 
 def per_row(shift: torch.Tensor | float) -> TypeGuard[torch.Tensor]:

@@ -29,14 +29,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..common import metric_table as mt
 from .oracle import Oracle
 
 if TYPE_CHECKING:  # pandas loads with the first per-client table, not with every run
     import pandas as pd
 
-COLUMNS = ["round", "client", "train_loss", "train_acc", "test_loss_rw", "test_acc_rw"]
-METRICS = COLUMNS[2:]
-STATS = ("mean", "std", "worst10")
+METRICS = [m.name for m in mt.CLIENT]
+COLUMNS = [mt.ROUND.name, "client", *METRICS]
 WORST_SHARE = 0.1
 
 
@@ -102,7 +102,8 @@ def rows(t: int, values: dict[str, np.ndarray]) -> list[dict[str, float]]:
     """The ``clients.csv`` rows of round t."""
     n = len(values[METRICS[0]])
     return [
-        {"round": t, "client": i, **{m: float(values[m][i]) for m in METRICS}} for i in range(n)
+        {mt.ROUND.name: t, "client": i, **{m: float(values[m][i]) for m in METRICS}}
+        for i in range(n)
     ]
 
 
@@ -119,11 +120,12 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
     out = {}
-    for t, g in table.groupby("round", sort=True):
+    for t, g in table.groupby(mt.ROUND.name, sort=True):
         row = {}
-        for m in METRICS:
+        for c in mt.CLIENT:
+            m = c.name
             row[f"{m}_mean"] = g[m].mean()
             row[f"{m}_std"] = g[m].std(ddof=1) if len(g) > 1 else 0.0
-            row[f"{m}_worst10"] = worst(g[m], higher_is_worse="loss" in m)
+            row[f"{m}_worst10"] = worst(g[m], higher_is_worse=c.lower_is_better)
         out[t] = row
-    return pd.DataFrame.from_dict(out, orient="index").rename_axis("round").reset_index()
+    return pd.DataFrame.from_dict(out, orient="index").rename_axis(mt.ROUND.name).reset_index()

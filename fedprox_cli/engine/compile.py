@@ -36,16 +36,22 @@ client-steps and the choice.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import logging
+import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeGuard
 
 import torch
 
+from ..common.console import say
 from ..common.errors import UserError
-from ..common.files import atomic_write_text
+from ..common.files import atomic_write_text, open_regular
 from . import choice as engine_choice
 from .base import GradCall
 from .choice import Record, Timed
@@ -173,17 +179,7 @@ def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record)
     record.update(client_steps=client_steps, cache=str(cache_file()))
     eager = oracle.engine.name
     if _valid(cache.get(key)):
-        record.update(cache[key], source="cache")
-        times = record["s_per_client_step"]
-        if (
-            times["compiled"] < times[eager]
-            if client_steps is None  # the compile time not counted
-            else pays(times[eager], times["compiled"], record["compile_s"], client_steps)
-        ):
-            fast = _fast(oracle)
-            _warm_up(oracle, fast, clients)  # compiled now, not in round 1's time
-            return _use(oracle, fast, {**record, "compiled": True})
-        return {**record, "compiled": False}
+        return _recorded(oracle, clients, client_steps, {**record, **cache[key]})
     eager_s = _eager_s(oracle, clients)
     p = prior(engine_key, cache)
     if client_steps is not None and p is not None and not may_pay(eager_s, client_steps, p):
@@ -194,16 +190,66 @@ def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record)
             "s_per_client_step": {eager: eager_s},
             "prior": p,
         }
-    fast = _fast(oracle)
-    record.update(_measure(oracle, fast, clients), source="measured")
-    _store(
-        key,
-        {k: record[k] for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")},
-    )
+    with _trial(key):  # one trial per key at a time: a sweep's jobs of one shape share it
+        cache = engine_choice.read_cache(cache_file())
+        if _valid(cache.get(key)):  # measured by another run while this one waited
+            return _recorded(oracle, clients, client_steps, {**record, **cache[key]})
+        about = f"about {p['compile_s']:.0f} s" if p is not None else "its time unknown here"
+        say(f"trying compiled rounds, {about} (a trial, once for this model and shapes)", "compile")
+        fast = _fast(oracle)
+        record.update(_measure(oracle, fast, clients), source="measured")
+        _store(
+            key,
+            {
+                k: record[k]
+                for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")
+            },
+        )
     times = record["s_per_client_step"]
     if times["compiled"] < times[eager]:
         return _use(oracle, fast, {**record, "compiled": True})
     return {**record, "compiled": False}
+
+
+def _recorded(oracle: Timed, clients: int, client_steps: int | None, record: Record) -> Record:
+    """``compile=auto`` from compile.json's ``record`` of the run's key: compiled rounds where
+    they repay the compile (:func:`pays`; faster steps, where ``client_steps`` is None)."""
+    record["source"] = "cache"
+    times = record["s_per_client_step"]
+    eager = oracle.engine.name
+    if (
+        times["compiled"] < times[eager]
+        if client_steps is None  # the compile time not counted
+        else pays(times[eager], times["compiled"], record["compile_s"], client_steps)
+    ):
+        fast = _fast(oracle)
+        _warm_up(oracle, fast, clients)  # compiled now, not in round 1's time
+        return _use(oracle, fast, {**record, "compiled": True})
+    return {**record, "compiled": False}
+
+
+@contextmanager
+def _trial(key: str) -> Iterator[None]:
+    """Held while this process runs the trial compile of ``key``: an exclusive lock on a file of
+    the key beside compile.json, so runs started together (a sweep's jobs) trial each shape
+    once; one that waits says so. Without a lock file (an unwritable cache), no waiting."""
+    folder = cache_file().with_name("compile.locks")
+    name = hashlib.sha1(key.encode()).hexdigest()[:16]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = open_regular(folder / name, os.O_RDWR | os.O_CREAT)
+    except OSError:  # NotRegular too: a link or a folder in its place
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("waiting for another run's trial compile of the same model and shapes", "compile")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _eager_s(oracle: Timed, clients: int) -> float:

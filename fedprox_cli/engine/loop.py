@@ -49,6 +49,7 @@ class LoopEngine(Engine):
     evaluation passes); a dense network's gradients by hand (:attr:`dense`)."""
 
     name = "loop"
+    block = 1
 
     def __init__(self, model: FlatModel, data: ClientData, work: FlatModule):
         self.model, self.samples, self.work = model, data.samples, work

@@ -11,10 +11,12 @@ entries
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 
-from ..common.run_files import COLUMNS
+from ..common import metric_table as mt
+from ..common.plugin_calls import calling
 from ..operators.regularizers import Regularizer
 from .oracle import Oracle
 
@@ -38,7 +40,7 @@ def hoyer(x: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def _model_stats(x: torch.Tensor, h: Regularizer) -> dict[str, torch.Tensor]:
-    return {"hoyer": hoyer(x), "nnz_frac": (x != 0).float().mean(), "h": h.value(x)}
+    return {mt.HOYER.name: hoyer(x), mt.NNZ_FRAC.name: (x != 0).float().mean(), "h": h.value(x)}
 
 
 def evaluate(
@@ -48,27 +50,29 @@ def evaluate(
     s: float,
     test_x: torch.Tensor,
     test_y: torch.Tensor,
+    plugins: Sequence[mt.Metric] = (),
 ) -> dict[str, float]:
-    """All model metrics of x, computed on the device and moved to the host once."""
+    """All model metrics of x (:data:`metric_table.COMPUTED`), computed on the device and moved
+    to the host once; then each of ``plugins`` (:func:`metric_table.plugins`) by its own
+    ``compute(x, h)``."""
     f, g = oracle.full(x, with_grad=True)
     test_loss, test_acc = oracle.test(x, test_x, test_y)
     stats = _model_stats(x, h)
     with torch.no_grad():
         G = prox_grad_mapping(x, g, h, s)
-    vals = (
-        torch.stack(
-            [
-                f,
-                f + stats["h"],
-                test_loss,
-                test_acc,
-                G.square().sum(),
-                stats["hoyer"],
-                stats["nnz_frac"],
-            ]
-        )
-        .double()
-        .cpu()
-        .tolist()
-    )
-    return dict(zip(COLUMNS[COLUMNS.index("train_loss") :], vals, strict=True))
+    values = {
+        mt.TRAIN_LOSS.name: f,
+        mt.OBJECTIVE.name: f + stats["h"],
+        mt.TEST_LOSS.name: test_loss,
+        mt.TEST_ACC.name: test_acc,
+        mt.STATIONARITY.name: G.square().sum(),
+        **stats,
+    }
+    names = [m.name for m in mt.COMPUTED]
+    row = dict(zip(names, torch.stack([values[n] for n in names]).double().cpu().tolist()))
+    for m in plugins:
+        compute = m.compute
+        assert compute is not None  # the registry's contract
+        with calling(compute, "metric", "compute(x, h)", m.name), torch.no_grad():
+            row[m.name] = float(torch.as_tensor(compute(x, h)).double())
+    return row

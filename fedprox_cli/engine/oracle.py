@@ -37,7 +37,7 @@ from ..common.errors import UserError, require
 from . import choice as engine_choice
 from . import compile as compile_choice
 from . import memory
-from .base import Batch, Engine, cross_entropy
+from .base import At, Batch, Engine, Update, cross_entropy
 from .client_data import ClientData
 from .loop import FlatModule, LoopEngine
 from .models import FlatModel
@@ -154,6 +154,19 @@ class Oracle:
         batches = [self.batches(t, k, clients) for k in range(K)]
         self.grad_evals += K * len(clients)
         self.engine.sgd_steps(X, batches, beta, shift)
+        return X
+
+    def local_steps(
+        self, X: torch.Tensor, t: int, K: int, at: At, update: Update, clients: torch.Tensor | None
+    ) -> torch.Tensor:
+        """K local steps on the rows of X, in place: at step k of round t the gradients at
+        ``at(rows, k)`` on step k's mini-batches, then ``update(rows, G, slice, k)``, client by
+        client or chunk by chunk (:meth:`base.Engine.local_steps`): the numbers of K
+        :meth:`grad` calls on all rows with the same updates after each."""
+        clients = self._listed(clients)
+        batches = [self.batches(t, k, clients) for k in range(K)]
+        self.grad_evals += K * len(clients)
+        self.engine.local_steps(X, batches, at, update)
         return X
 
     @overload

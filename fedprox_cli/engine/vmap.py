@@ -25,6 +25,7 @@ class VmapEngine(Engine):
 
     def __init__(self, model: FlatModel, samples: Samples, chunk: int) -> None:
         self.model, self.samples, self.chunk = model, samples, chunk
+        self.block = chunk  # local_steps: one batched call's rows at a time
         self.call: GradCall = batched_grad(
             self._flat_loss
         )  # (X, inputs, targets, w) -> G (m, d), losses (m,)

@@ -102,7 +102,7 @@ class RandK(_Sparsifier):
     replace them)."""
 
     name: ClassVar[str] = "randk"
-    scaled: bool = False
+    scaled: bool = False  # multiply the kept entries by d/k: unbiased, not contractive
 
     def __call__(self, V: torch.Tensor, seed: int = 0) -> tuple[torch.Tensor, int]:
         d = V.shape[-1]
@@ -126,7 +126,7 @@ class QSGD(Compressor):
     bit-packed (no entropy coding)."""
 
     name: ClassVar[str] = "qsgd"
-    levels: int = 16
+    levels: int = 16  # quantization levels s per entry
 
     def row_bytes(self, d: int) -> int:
         return DENSE_BYTES + math.ceil(d * (1 + math.ceil(math.log2(self.levels + 1))) / 8)

@@ -133,7 +133,7 @@ class L1(Regularizer):
     lam."""
 
     name: ClassVar[str] = "l1"
-    lam: float = 1e-5
+    lam: float = 1e-5  # weight lam of ||x||_1
 
     def _value(self, x: torch.Tensor) -> torch.Tensor:
         return self.lam * x.abs().sum(-1)
@@ -149,8 +149,8 @@ class ElasticNet(Regularizer):
     prox is the soft threshold at step * l1 shrunk by 1 / (1 + 2 step l2)."""
 
     name: ClassVar[str] = "elastic_net"
-    l1: float = 1e-3
-    l2: float = 1e-2
+    l1: float = 1e-3  # weight of ||x||_1 (FedNMap's nu_1)
+    l2: float = 1e-2  # weight of ||x||_2^2 (FedNMap's nu_2)
 
     def _value(self, x: torch.Tensor) -> torch.Tensor:
         return self.l1 * x.abs().sum(-1) + self.l2 * x.square().sum(-1)
@@ -168,8 +168,8 @@ class MCP(Regularizer):
     soft(x, step lam) / (1 - step/theta) up to |x| = theta lam, x beyond."""
 
     name: ClassVar[str] = "mcp"
-    lam: float = 1e-5
-    theta: float = param(3.0, gt=0)
+    lam: float = 1e-5  # penalty level lam (the slope at 0)
+    theta: float = param(3.0, gt=0)  # concavity theta: the penalty is flat beyond theta lam
 
     @property
     def rho(self) -> float:
@@ -198,8 +198,8 @@ class SCAD(Regularizer):
     piece is (a-1)/(a-1-step) soft(x, step a lam / (a-1)), as |x| > step a lam / (a-1) there."""
 
     name: ClassVar[str] = "scad"
-    lam: float = 1e-5
-    a: float = param(3.7, gt=2)
+    lam: float = 1e-5  # penalty level lam (the slope at 0)
+    a: float = param(3.7, gt=2)  # shape a > 2: the penalty is flat beyond a lam (Fan and Li: 3.7)
 
     @property
     def rho(self) -> float:
@@ -241,7 +241,7 @@ class L2Ball(Regularizer):
     x min(1, radius / ||x||_2)."""
 
     name: ClassVar[str] = "l2_ball"
-    radius: float = param(10.0, gt=0)
+    radius: float = param(10.0, gt=0)  # radius of the ball
 
     def _value(self, x: torch.Tensor) -> torch.Tensor:
         inside = x.norm(dim=-1) <= self.radius * (1 + _slack(x))
@@ -258,8 +258,8 @@ class Box(Regularizer):
     """Indicator of the box {x : lo <= x_j <= hi for all j}; prox is the clamp to [lo, hi]."""
 
     name: ClassVar[str] = "box"
-    lo: float = param(-1.0)
-    hi: float = param(1.0)
+    lo: float = param(-1.0)  # lower bound of every coordinate
+    hi: float = param(1.0)  # upper bound of every coordinate
 
     def validate(self) -> None:
         super().validate()

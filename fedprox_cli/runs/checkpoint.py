@@ -33,6 +33,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from ..common import guarded, run_files
+from ..common import metric_table as mt
 from ..common.console import say
 from ..common.errors import UserError, require
 from ..common.files import atomic_write
@@ -68,7 +69,7 @@ def variants(flat: dict) -> list[dict]:
     ]
 
 
-COUNTERS = ("grad_evals", "bytes_up", "bytes_down", "prox_calls")
+COUNTERS = (mt.GRAD_EVALS.name, mt.PROX_CALLS.name, mt.BYTES_UP.name, mt.BYTES_DOWN.name)
 
 
 @dataclass
@@ -85,17 +86,13 @@ class Checkpoint:
 
 def counters(env) -> dict[str, int]:
     """The cumulative counters of an :class:`~fedprox_cli.algorithms.Env` and its oracle."""
-    return {
-        "grad_evals": env.oracle.grad_evals,
-        "bytes_up": env.bytes_up,
-        "bytes_down": env.bytes_down,
-        "prox_calls": env.prox_calls,
-    }
+    return dict(
+        zip(COUNTERS, (env.oracle.grad_evals, env.prox_calls, env.bytes_up, env.bytes_down))
+    )
 
 
 def restore_counters(env, c: dict[str, int]) -> None:
-    env.oracle.grad_evals = c["grad_evals"]
-    env.bytes_up, env.bytes_down, env.prox_calls = c["bytes_up"], c["bytes_down"], c["prox_calls"]
+    env.oracle.grad_evals, env.prox_calls, env.bytes_up, env.bytes_down = (c[k] for k in COUNTERS)
 
 
 def save(path: Path, ckpt: Checkpoint) -> None:
@@ -260,7 +257,9 @@ def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
         and all(isinstance(v, int) for v in ckpt.counters.values())
         and isinstance(ckpt.rows, list)
         and len(ckpt.rows) > 0
-        and all(isinstance(r, dict) and r.get("round", T + 1) <= ckpt.round for r in ckpt.rows)
+        and all(
+            isinstance(r, dict) and r.get(mt.ROUND.name, T + 1) <= ckpt.round for r in ckpt.rows
+        )
     )
     require(
         ok,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import guarded, run_files
+from ..common import guarded, metric_table, run_files
 from ..common.files import atomic_write_text
 from ..engine import clients
 
@@ -25,7 +25,7 @@ class Log:
         path = self.out / run_files.CLIENTS
         if resumed_at is not None and path.exists():
             old = guarded.read_csv(path)
-            self.table = old[old["round"] <= resumed_at]
+            self.table = old[old[metric_table.ROUND.name] <= resumed_at]
 
     def add(self, t: int, values: dict[str, np.ndarray]) -> None:
         import pandas as pd

@@ -5,7 +5,7 @@ environment."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .. import algorithms, data
 from ..algorithms import contract
+from ..common import metric_table
 from ..common.errors import UserError, no_parameter, require
 from ..common.files import inside
 from ..config.compose import option_file
@@ -55,6 +56,7 @@ class Experiment:
     digest: str  # of the config that determines the numbers (checkpoint.digest)
     fingerprint: dict  # of the data and partition it trains on (provenance)
     numerics: dict  # what its numbers depend on beyond the config (numerics.of_run)
+    metrics: list[metric_table.Metric] = field(default_factory=metric_table.plugins)  # plugins'
 
     @property
     def oracle(self) -> Oracle:

@@ -45,15 +45,6 @@ SLURM_VARS = {
 }
 
 
-LOWER_IS_BETTER = {
-    "train_loss",
-    "objective",
-    "test_loss",
-    "stationarity",
-    "time_s",
-}  # the rest: higher
-
-
 @functools.cache
 def git_commit() -> str | None:
     """The commit of the checkout fedprox_cli runs from, or None (an installed copy)."""

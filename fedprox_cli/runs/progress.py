@@ -27,6 +27,7 @@ import time
 
 from tqdm import tqdm
 
+from ..common import metric_table as mt
 from ..common import streams
 from ..common.console import log_only, say
 
@@ -44,6 +45,7 @@ def duration(seconds: float) -> str:
 
 
 FIRST_S = 5.0  # the interval before the second line; each next one doubles, up to progress_every_s
+SHOWN = (("loss", mt.TRAIN_LOSS), (mt.OBJECTIVE.words, mt.OBJECTIVE), ("acc", mt.TEST_ACC))
 WATCHED = "FEDRUN_WATCHED"  # set by a sweep's launching process that prints its jobs' lines
 
 
@@ -62,10 +64,8 @@ def progress_line(
     """The text of a progress line after ``done`` of ``T`` rounds (``label``: e.g. ``seed 3: ``;
     a sweep's job number is added where the line is printed)."""
     eta = f", ~{duration(left)} left" if left is not None else ""
-    return (
-        f"{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; loss "
-        f"{row['train_loss']:.4g}, "
-        f"objective {row['objective']:.4g}, acc {row['test_acc']:.4f}"
+    return f"{label}round {done}/{T}, {duration(elapsed)} elapsed{eta}; " + ", ".join(
+        f"{short} {m.number(row[m.name])}" for short, m in SHOWN
     )
 
 
@@ -94,7 +94,7 @@ class Progress:
         elapsed = now - self.t0
         left = elapsed / (done - self.start) * (self.T - done) if done > self.start else None
         if self.bar is not None:
-            self.bar.set_postfix(loss=f"{row['train_loss']:.4f}", acc=f"{row['test_acc']:.3f}")
+            self.bar.set_postfix({short: m.number(row[m.name]) for short, m in SHOWN[::2]})
         if self.latest is None or now - self.last >= self.wait:
             line = progress_line(done, self.T, elapsed, left, row, self.label)
             if done >= self.T:  # the closing line follows and says it all

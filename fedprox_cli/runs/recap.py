@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..common import metric_table as mt
 from ..common import run_files
 from .code_record import mixed_line
 from .outputs import effective_status
@@ -70,27 +71,21 @@ def _unreadable(folder: Path) -> str:
     return ""
 
 
-def number(v, fmt: str) -> str:
-    """``v`` in ``fmt``, or ``-`` where it is no number."""
-    return format(v, fmt) if isinstance(v, (int, float)) and not isinstance(v, bool) else "-"
-
-
 def rounds(r: RunRecord) -> str:
     """``done/T`` (``?`` where the record has no number)."""
     return f"{r.round if r.round is not None else '?'}/{r.T if r.T is not None else '?'}"
 
 
 def closing_line(folder: Path, status: str | None = None) -> str:
-    """``finished, 3/3 rounds: test acc 0.8972, objective 0.331, stationarity 1.221e-03,
+    """``finished, 3/3 rounds: test accuracy 0.8972, objective 0.331, stationarity 0.00122,
     training 0.9s (rounds only); FOLDER`` -- the line a run ends with. Its clock is metrics.csv's
     ``time_s``: the rounds' computation alone, without the evaluations, checkpoints and start-up
     that the progress line's wall-clock "elapsed" includes."""
     r = record(folder, status)
     f = r.final
     return (
-        f"{r.status}, {rounds(r)} rounds: test acc {number(f.get('test_acc'), '.4f')}, "
-        f"objective {number(f.get('objective'), '.4g')}, "
-        f"stationarity {number(f.get('stationarity'), '.4g')}, "
-        f"training {duration(f['time_s']) + ' (rounds only)' if 'time_s' in f else '-'}; {r.folder}"
-        + (f" ({r.mixed})" if r.mixed else "")
+        f"{r.status}, {rounds(r)} rounds: "
+        + "".join(f"{m.words} {m.number(f.get(m.name))}, " for m in mt.SHOWN)
+        + f"training {duration(f[t]) + ' (rounds only)' if (t := mt.TIME.name) in f else '-'}; "
+        f"{r.folder}" + (f" ({r.mixed})" if r.mixed else "")
     )

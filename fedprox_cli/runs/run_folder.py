@@ -91,6 +91,7 @@ def read(out: Path) -> Held:
 SCAFFOLD = {
     run_files.HYDRA,
     run_files.LOCK,
+    run_files.OWNER,
     run_files.LOG,
     run_files.ERROR_LOG,
 }  # what fedrun leaves before a run starts

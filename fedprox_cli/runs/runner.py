@@ -24,6 +24,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .. import data
+from ..common import signals
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
 from ..config.schema import RunConfig
@@ -58,7 +59,10 @@ class Ladder:
         except KeyboardInterrupt:
             if folder is None:
                 raise
+            by = f" by {signals.name(signals.received[-1])}" if signals.received else ""
             say(f"interrupted before {what} started")
+            if fresh is not None:  # the folder says so, not "running" or nothing
+                ending.end(fresh, "interrupted", error=f"stopped{by} before {what} started")
             self.code = EXIT["interrupted"]
         except Exception as e:  # a bug
             if folder is None:

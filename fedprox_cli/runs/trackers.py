@@ -25,6 +25,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from ..common import guarded, run_files
+from ..common import metric_table as mt
 from ..common.errors import UserError
 from ..common.files import atomic_write_text, folder, remove
 
@@ -208,15 +209,16 @@ class Series:
             return {}
 
     def log(self, row: dict) -> None:
-        if self.tracker is None or row["round"] <= self.state["last_round"]:
+        t = row[mt.ROUND.name]
+        if self.tracker is None or t <= self.state["last_round"]:
             return
         metrics = {
             k: float(v)
             for k, v in row.items()
-            if k != "round" and isinstance(v, (int, float)) and math.isfinite(v)
+            if k != mt.ROUND.name and isinstance(v, (int, float)) and math.isfinite(v)
         }
-        self.tracker.log(metrics, int(row["round"]))
-        self.state["last_round"] = row["round"]
+        self.tracker.log(metrics, int(t))
+        self.state["last_round"] = t
         atomic_write_text(self.out / run_files.TRACKER, json.dumps(self.state) + "\n")
 
     def __enter__(self) -> Series:

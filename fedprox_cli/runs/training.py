@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from ..algorithms import contract
+from ..common import metric_table as mt
 from ..common import run_files
 from ..common.errors import is_overflow, squeeze
 from ..common.signals import StopAfterRound
@@ -65,16 +66,18 @@ def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
     x = contract.output(exp.alg, state, exp.flat.d)
     with overflow_is_divergence(exp, f"the evaluation of round {t}", t):
         m = evaluate(
-            x, exp.oracle, exp.h, exp.stationarity_step, exp.dataset.test_x, exp.dataset.test_y
+            x,
+            exp.oracle,
+            exp.h,
+            exp.stationarity_step,
+            exp.dataset.test_x,
+            exp.dataset.test_y,
+            exp.metrics,
         )
-    env = exp.env
     return {
-        "round": t,
-        "time_s": train_time,
-        "grad_evals": exp.oracle.grad_evals,
-        "prox_calls": env.prox_calls,
-        "bytes_up": env.bytes_up,
-        "bytes_down": env.bytes_down,
+        mt.ROUND.name: t,
+        mt.TIME.name: train_time,
+        **checkpoint.counters(exp.env),
         **m,
     }
 
@@ -172,12 +175,12 @@ class Training:
             if self.clients is not None:
                 self._evaluate_clients(done)
             self.tracker.log(self.rows[-1])
-            if not (
-                math.isfinite(self.rows[-1]["train_loss"])
-                and math.isfinite(self.rows[-1]["objective"])
-            ):  # before a progress line: the run's one line is the divergence's
+            last_row = self.rows[-1]
+            if not all(math.isfinite(last_row[c]) for c in mt.LOSSES):
+                # before a progress line: the run's one line is the divergence's
                 raise Diverged(
-                    f"objective is {self.rows[-1]['objective']} after round {done}", done
+                    f"{mt.OBJECTIVE.name} is {last_row[mt.OBJECTIVE.name]} after round {done}",
+                    done,
                 )
             self.bar.evaluated(done, self.rows[-1])
             self.beat(force=True, round=done, progress=self.bar.latest)

@@ -31,7 +31,7 @@ if _at:
         "build": ("fedprox_cli.engine.models", "build"),
         "training": ("fedprox_cli.runs.training", "Training.round"),
         "evaluation": ("fedprox_cli.runs.training", "evaluate"),
-        "plotting": ("fedprox_cli.analysis.plotting", "plot_run"),
+        "plotting": ("fedprox_cli.analysis.run_plots", "plot_run"),
         "between": ("fedprox_cli.cli.main", "sweep_value"),
     }.get(phase)
     if where:
