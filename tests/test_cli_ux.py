@@ -450,3 +450,36 @@ def test_help_lists_the_launchers():
     text = " ".join(help.text().split())
     assert "Launchers of a sweep's jobs (fedrun -m hydra/launcher=NAME" in text
     assert "joblib The jobs in parallel worker processes" in text
+
+
+@pytest.mark.parametrize(
+    "module, argv",
+    [
+        ("reproduce", []),
+        *[("reproduce", [c]) for c in ("list", "plan", "run", "check", "report", "record")],
+        ("status", []),
+        ("plot", []),
+        ("table", []),
+        ("check_algorithm", []),
+    ],
+)
+def test_every_help_page_is_plain_text_and_explains_each_argument(module, argv, capsys):
+    """No reStructuredText markup (double backquotes, :mod:`...`) in a command's --help; every
+    subcommand says what it does; every argument has a line of help."""
+    import importlib
+
+    m = importlib.import_module(f"fedprox_cli.cli.{module}")
+    entry = getattr(m, "parse", None) or m.main
+    with pytest.raises(SystemExit):
+        entry([*argv, "--help"])
+    page = capsys.readouterr().out
+    assert not re.search(r"``|:(mod|func|class|data|meth):`", page), page
+    usage, _, rest = page.partition("\n\n")
+    assert rest.split("\n\n")[0].strip(), page  # a description under the usage
+    blocks = [b for b in page.split("\n\n") if b.startswith(("positional arguments:", "options:"))]
+    lines = "\n".join(blocks).splitlines() + [""]
+    for line, after in zip(lines, lines[1:]):  # an argument's help: on its line, or the next
+        if re.match(r"^  \S", line):
+            assert "  " in line.strip() or after.startswith("     "), line
+    if argv == ["run"]:
+        assert usage.rstrip().endswith("CLAIM... [OVERRIDE...]") and "OVERRIDE...:" in page

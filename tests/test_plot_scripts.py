@@ -1199,11 +1199,17 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
 
 
 def test_a_job_recorded_where_its_sweep_ran_is_found_where_the_sweep_is_now(tmp_path):
-    """A results folder cloned or copied elsewhere keeps its sweeps' launch order."""
-    from fedprox_cli.analysis.results import moved_job
+    """A results folder cloned or copied elsewhere keeps its sweeps' launch order; a job folder
+    outside a moved sweep is none of its folders."""
+    from fedprox_cli.analysis.jobrecords import JobRecord, located
 
     sweep = tmp_path / "clone" / "results" / "reproduction" / "fig6"
-    assert (
-        moved_job(sweep, "/work/other/results/reproduction/fig6/3/seed_1") == sweep / "3" / "seed_1"
-    )
-    assert moved_job(sweep, "/elsewhere/sweep/3") == Path("/elsewhere/sweep/3")  # not of this sweep
+    (sweep / "3" / "seed_1").mkdir(parents=True)
+    old = JobRecord(3, [], "/work/other/results/reproduction/fig7/3/seed_1")  # no sweep recorded
+    assert located(sweep, old) == sweep / "3" / "seed_1"  # the end of its path that is here
+    assert located(sweep, JobRecord(3, [], "/elsewhere/sweep/4")) is None  # not of this sweep
+    new = JobRecord(3, [], "/work/other/S/3", sweep="/work/other/S")
+    assert located(sweep, new) == sweep / "3"  # renamed on the way: its record says where it ran
+    out = JobRecord(3, [], "/work/jobs/3", sweep="/work/other/S")
+    assert located(sweep, out) is None
+    assert located(Path("/work/other/S"), out) == Path("/work/jobs/3")  # not moved: anywhere

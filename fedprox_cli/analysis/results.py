@@ -21,8 +21,8 @@ from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.code_record import mixed, mixed_line
 from ..runs.outputs import status_in
+from . import jobrecords, scan
 from .groups import config_key, is_run_control, matches, once
-from .jobrecords import records
 from .run import CHOICE, Run, status_text
 
 PROGRESS_RUNS, PROGRESS_S = 100, 5.0  # more runs than this: a line every PROGRESS_S while read
@@ -38,26 +38,30 @@ def _choices(run_dir: Path) -> dict:
     }
 
 
+PRUNE = (run_files.HYDRA, run_files.KEPT, ".fedrun", ".submitit")  # folders that hold no run
+
+
 def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
-    """Run folders among ``paths``: each is a run folder or a folder searched recursively. A
-    folder with a ``summary.json`` or ``config.yaml`` but no ``metrics.csv`` (a run that stopped
-    before its first evaluation) is named through ``warn``."""
+    """Run folders among ``paths``: each is a run folder or a folder searched recursively
+    (:func:`.scan.walk`: a folder that cannot be listed is named through ``warn`` and the others
+    read). A folder with a ``summary.json`` or ``config.yaml`` but no ``metrics.csv`` (a run that
+    stopped before its first evaluation) is named through ``warn``."""
     found = []
+    marks = {run_files.METRICS, run_files.SUMMARY}
     for p in map(Path, paths):
-        require(p.exists(), f"no such results folder: {p}")
-        if (p / run_files.METRICS).exists() or (p / run_files.SUMMARY).exists():
-            dirs = [p]
+        require(os.path.lexists(p), f"no such results folder: {p}")
+        held = scan.walk([p], warn, PRUNE)
+        top = next(held, None)
+        if top is None:  # named in the line walk gave
+            continue
+        if top[1] & marks:
+            dirs = [top]
         else:
-            dirs = sorted(
-                {
-                    m.parent
-                    for name in (run_files.METRICS, run_files.SUMMARY)
-                    for m in p.rglob(name)
-                },
-                key=launch_order(p),
-            )
-        for d in dirs:
-            if (d / run_files.METRICS).exists():
+            below = [top, *held]
+            order = launch_order([d for d, names in below if ".fedrun" in names], warn)
+            dirs = sorted(((d, n) for d, n in below if n & marks), key=lambda dn: order(dn[0]))
+        for d, names in dirs:
+            if run_files.METRICS in names:
                 found.append(d)
             else:
                 warn(f"skipped {d}: no metrics.csv (status: {status_text(_status(d)[0])})")
@@ -66,23 +70,12 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
     return found
 
 
-def moved_job(sweep: Path, recorded: str) -> Path:
-    """Where a job folder recorded as ``recorded`` (an absolute path where the sweep ran) is now
-    that its sweep is ``sweep``: the part below the sweep's own name, under ``sweep`` -- so a
-    copied or cloned results folder keeps its launch order."""
-    parts = Path(recorded).parts
-    at = [k for k, p in enumerate(parts) if p == sweep.name]
-    return Path(os.path.abspath(sweep.joinpath(*parts[at[-1] + 1 :]))) if at else Path(recorded)
-
-
-def launch_order(folder: Path) -> Callable[[Path], tuple]:
-    """A sort key for the run folders under ``folder``: a sweep's jobs named by config in the
-    order its last command launched them (its job records, :mod:`.jobrecords`; a ``seed_<s>``
+def launch_order(sweeps: list[Path], warn: Callable[[str], None]) -> Callable[[Path], tuple]:
+    """A sort key for run folders: a sweep's jobs (of ``sweeps``) named by config in the order
+    its last command launched them (its job records, :func:`.jobrecords.held`; a ``seed_<s>``
     run by its job's), the others after them by path."""
     num = {
-        moved_job(m.parent, r.folder): r.num
-        for m in Path(folder).rglob(".fedrun")
-        for r in records(m.parent)
+        Path(os.path.abspath(where)): r.num for s in sweeps for r, where in jobrecords.held(s, warn)
     }
 
     def key(run_dir: Path) -> tuple:
@@ -99,7 +92,7 @@ def _status(run_dir: Path) -> tuple[str, str, dict, str]:
     its record says of a change of code (:func:`code_record.mixed_line`);
     :class:`run_files.RunFileError` for a summary.json that cannot be read."""
     try:
-        summary = run_files.read_summary(run_dir)
+        summary = run_files.read_summary(run_dir, typed=True)
     except run_files.RunFileError:
         raise
     except (OSError, ValueError):

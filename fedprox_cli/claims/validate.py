@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analysis import groups, jobrecords, results
+from ..analysis import groups, jobrecords
 from ..analysis.run import CHOICE, Run, is_replicate
 from ..common import guarded, run_files
 from ..common import metric_table as mt
@@ -162,7 +162,8 @@ def overridden(run: Run) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _jobs(sweep: str) -> dict:
     """Job folder (where it is now) -> its job record, of the sweep ``sweep``."""
-    return {results.moved_job(Path(sweep), r.folder): r for r in jobrecords.records(Path(sweep))}
+    here = Path(os.path.abspath(sweep))
+    return {where: r for r, where in jobrecords.held(here, lambda _: None)}
 
 
 def forget() -> None:

@@ -43,6 +43,7 @@ from pathlib import Path
 from ..common import guarded, run_files, streams
 from ..common import metric_table as mt
 from ..common.errors import EXIT, UserError
+from . import usage
 
 BASE = [
     "dataset=digits",
@@ -368,7 +369,7 @@ def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="fedrun-check-algorithm", description=__doc__.split("\n\n")[0]
+        prog="fedrun-check-algorithm", description=usage.plain(__doc__.split("\n\n")[0])
     )
     parser.add_argument(
         "algorithm",

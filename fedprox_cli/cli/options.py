@@ -4,7 +4,6 @@ line per error, never a traceback)."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,17 +13,6 @@ from ..common import guarded, streams
 from ..common import metric_table as mt
 from ..common.dependencies import missing
 from ..common.errors import UserError, describe, first_line, require
-
-
-def parser(prog: str, doc: str) -> argparse.ArgumentParser:
-    """A command's parser from its module docstring ``doc``: the first paragraph's text after
-    ``prog: `` is the description, the rest the epilog, printed as written."""
-    return argparse.ArgumentParser(
-        prog=prog,
-        description=doc.split("\n\n")[0].split(": ", 1)[1],
-        epilog=doc.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
 
 
 def add_arguments(p) -> None:

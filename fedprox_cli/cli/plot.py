@@ -36,15 +36,22 @@ from ..analysis.run import X_AXES
 from ..common import metric_table as mt
 from ..common import run_files, streams
 from ..common.errors import UserError, require
-from . import options
+from . import options, usage
 
 PROG = "fedrun-plot"
 
 
 def parse(argv):
-    p = options.parser(PROG, __doc__)
+    p = usage.parser(PROG, __doc__)
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
-    p.add_argument("--x", choices=sorted(X_AXES), default=mt.ROUND.name)
+    p.add_argument(
+        "--x",
+        choices=sorted(X_AXES),
+        default=mt.ROUND.name,
+        help="the x axis: "
+        + ", ".join(f"{x} ({label})" for x, label in sorted(X_AXES.items()))
+        + f"; default {mt.ROUND.name}",
+    )
     p.add_argument("--y", help=options.metrics_help(mt.TEST_ACC))
     options.add_arguments(p)
     p.add_argument(

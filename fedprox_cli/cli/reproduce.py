@@ -40,31 +40,29 @@ import sys
 from pathlib import Path
 
 from ..common.errors import EXIT, UserError, describe
-from . import reproduce_report, reproduce_runs
+from . import reproduce_report, reproduce_runs, usage
 from .faults import crash
 from .reproduce_read import PROG, warn
 
 
 def parse(argv):
-    doc = __doc__.split("\n\n", 1)
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description=doc[0].split(": ", 1)[1],
-        epilog=doc[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = usage.parser(PROG, __doc__)
+    sub = p.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="one of (COMMAND --help: its own)"
     )
-    sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--results",
         type=Path,
         default=Path("results"),
+        metavar="DIR",
         help="the folder holding REPRODUCTION.md and reproduction/ (default: results)",
     )
     common.add_argument(
         "--root",
         type=Path,
         default=None,
+        metavar="DIR",
         help="the checkout whose README.md and docs/reproducing.md blocks are compared or "
         "written (default: the current folder for the papers' claims, none for other sources)",
     )
@@ -76,30 +74,38 @@ def parse(argv):
         help="a claims file, a folder of them, or an installed source's name (repeatable; "
         "default: papers, the three papers' claims)",
     )
-    sub.add_parser("list", parents=[common], help="every claim with its word, one line each")
-    pl = sub.add_parser(
-        "plan", parents=[common], help="the missing runs per claim, commands and cost"
+
+    def command(name: str, about: str, **kwargs) -> argparse.ArgumentParser:
+        """A subcommand whose ``--help`` says what it does (``about``), as the list does."""
+        return sub.add_parser(name, parents=[common], help=about, description=about, **kwargs)
+
+    claim = "a claim's id (fedrun-reproduce list names them; none: every claim)"
+    command("list", "every claim with its word, one line each")
+    pl = command("plan", "the missing runs per claim, the commands that make them and their cost")
+    pl.add_argument("claims", nargs="*", metavar="CLAIM", help=claim)
+    pl.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="the device the runs would use"
     )
-    pl.add_argument("claims", nargs="*", metavar="CLAIM")
-    pl.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    rn = sub.add_parser(
-        "run", parents=[common], help="launch the missing runs of claims (fedrun -m)"
+    rn = command(
+        "run",
+        "launch the missing runs of claims (fedrun -m) into the claims' folders",
+        usage="%(prog)s [-h] [--results DIR] [--root DIR] [--claims FILE|DIR|NAME] [--paper] "
+        "[--dry-run] CLAIM... [OVERRIDE...]",
+        epilog="OVERRIDE...: KEY=VALUE passed on to fedrun -m (a launcher, device=cuda, "
+        "data.root=DIR); one that contradicts a setting the claim declares is refused",
     )
-    rn.add_argument("claims", nargs="+", metavar="CLAIM")
+    rn.add_argument("claims", nargs="+", metavar="CLAIM", help="a claim's id")
     rn.add_argument("--paper", action="store_true", help="run the paper's own setting instead")
     rn.add_argument("--dry-run", action="store_true", help="print the commands only")
-    ch = sub.add_parser("check", parents=[common], help="recompute every word and number; compare")
-    ch.add_argument("claims", nargs="*", metavar="CLAIM")
-    sub.add_parser(
-        "report", parents=[common], help="write REPRODUCTION.md and the README/docs blocks"
-    )
-    rc = sub.add_parser(
+    ch = command("check", "recompute every word and number and compare: exit 0 equal, 1 not")
+    ch.add_argument("claims", nargs="*", metavar="CLAIM", help=claim)
+    command("report", "write REPRODUCTION.md and the README/docs blocks")
+    rc = command(
         "record",
-        parents=[common],
-        help="record the digests of the claims' evidence as it is, and from git when each "
+        "record the digests of the claims' evidence as it is, and from git when each "
         "test's bounds were declared relative to its runs (pre-registered or post hoc)",
     )
-    rc.add_argument("claims", nargs="*", metavar="CLAIM")
+    rc.add_argument("claims", nargs="*", metavar="CLAIM", help=claim)
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides = (
         [a for a in argv if "=" in a and not a.startswith("-")] if argv[:1] == ["run"] else []

@@ -11,13 +11,14 @@ it works while a sweep runs and after its launcher died or was backgrounded.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from ..analysis import groups
+from ..analysis import groups, jobrecords, results, scan
 from ..common import guarded, run_files, streams
 from ..common import metric_table as mt
 from ..common.containers import as_dict
@@ -25,6 +26,7 @@ from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.recap import record, rounds
+from . import usage
 from .jobtable import align
 
 METRICS = tuple(m.name for m in mt.WATCHED)
@@ -43,14 +45,19 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
     return {}
 
 
-def find(paths) -> list[Path]:
-    """Run folders under ``paths`` (each a run folder or a folder searched recursively)."""
+def find(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Run folders under ``paths`` (each a run folder or a folder searched recursively,
+    :func:`..analysis.scan.walk`: a folder that cannot be listed is one ``warn`` line), and the
+    jobs a sweep among them recorded or planned that have no folder yet."""
     found = []
+    marks = {run_files.SUMMARY, run_files.CONFIG}
     for p in map(Path, paths):
-        require(p.exists(), f"no such run or sweep folder: {p}")
-        marks = [m.parent for pat in (run_files.SUMMARY, run_files.CONFIG) for m in p.rglob(pat)]
-        found += [d for d in marks if run_files.HYDRA not in d.parts and ".submitit" not in d.parts]
-        found += [job for m in p.rglob("multirun.yaml") for job in _planned(m)]
+        require(os.path.lexists(p), f"no such run or sweep folder: {p}")
+        for d, names in scan.walk([p], warn, results.PRUNE):
+            if names & marks:
+                found.append(d)
+            if "multirun.yaml" in names:
+                found += _planned(d, warn)
     require(
         found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}"
     )
@@ -59,29 +66,22 @@ def find(paths) -> list[Path]:
     )
 
 
-def _planned(multirun_yaml: Path) -> list[Path]:
+def _planned(sweep: Path, warn: Callable[[str], None]) -> list[Path]:
     """The job folders a sweep will have (started or not): from its job records
-    (:mod:`..analysis.jobrecords`), or for a sweep of numbered folders (before those records) from
-    its
-    multirun.yaml."""
-    from ..analysis.jobrecords import records
+    (:func:`..analysis.jobrecords.held`: where they are now, nothing outside a moved sweep), or
+    for a sweep of numbered folders (before those records) from its multirun.yaml."""
     from ..config.compose import sweep_jobs
 
-    sweep = multirun_yaml.parent
-    recorded = [Path(r.folder) for r in records(sweep)]
-    if recorded:  # named as the sweep folder was given, when they are in it
-        return [
-            sweep / f.relative_to(sweep.absolute()) if f.is_relative_to(sweep.absolute()) else f
-            for f in recorded
-        ]
-
+    recorded = jobrecords.held(sweep, warn)
+    if recorded:
+        return [where for _, where in recorded]
     try:
-        config = guarded.read_config(multirun_yaml)
+        config = guarded.read_config(sweep / "multirun.yaml")
         jobs = sweep_jobs(config)
         numbered = as_dict(config.hydra.sweep)["subdir"] == "${hydra.job.num}"
     except Exception:  # not a sweep record this version can read: list what is on disk
         return []
-    return [multirun_yaml.parent / str(i) for i in range(len(jobs))] if jobs and numbered else []
+    return [sweep / str(i) for i in range(len(jobs))] if jobs and numbered else []
 
 
 def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict]]:
@@ -89,7 +89,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
     one line in ``problems`` (the run's row stays, its status ``unreadable`` when it is the
     summary)."""
     problems = [] if problems is None else problems
-    runs = find(paths)
+    runs = find(paths, problems.append)
     configs = {d: _config(d, problems) for d in runs}
     known = [c for c in configs.values() if c]  # jobs not started have no config yet
     keys = groups.label_keys(known) if len(known) > 1 else []
@@ -127,10 +127,14 @@ def _cell(v) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="fedrun-report", description=__doc__.split("\n\n")[0].split(": ", 1)[1]
+    p = usage.parser("fedrun-report", __doc__, epilog=False)
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="RUNS_OR_SWEEPS",
+        help="run folders, sweep folders, or folders holding them (searched recursively)",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="RUNS_OR_SWEEPS")
     p.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     args = p.parse_args(argv)
     problems: list[str] = []

@@ -33,13 +33,13 @@ from ..analysis import groups, results, stats, table
 from ..common import metric_table as mt
 from ..common import streams
 from ..common.files import atomic_write_text
-from . import options
+from . import options, usage
 
 PROG = "fedrun-table"
 
 
 def parse(argv):
-    p = options.parser(PROG, __doc__)
+    p = usage.parser(PROG, __doc__)
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(

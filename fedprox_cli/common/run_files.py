@@ -42,7 +42,7 @@ import numpy as np
 
 from . import guarded, metric_table
 from .errors import first_line
-from .files import atomic_write_text
+from .files import atomic_write_text, open_regular
 
 if TYPE_CHECKING:  # pandas loads with the first table read
     import pandas as pd
@@ -151,6 +151,31 @@ def _numbers(column: pd.Series) -> pd.Series:
         return column.map(lambda c: float(c) if c.strip() else np.nan)
 
 
+MAX_COLUMNS = 10_000  # a metrics table has tens of columns; a wider file is refused unread
+_HEADER_BYTES = 1 << 20
+
+
+def _width(path: Path) -> None:
+    """Refuse a metrics.csv wider than :data:`MAX_COLUMNS` from its first line alone, before the
+    file is read (a table of millions of columns would take all memory to parse)."""
+    fd = open_regular(path)
+    try:
+        head = os.read(fd, _HEADER_BYTES)
+    finally:
+        os.close(fd)
+    line, end, _ = head.partition(b"\n")
+    if not end and len(head) == _HEADER_BYTES:
+        raise RunFileError(
+            path, f"is too wide: its header is longer than {_HEADER_BYTES:,} bytes; not read"
+        )
+    if line.count(b",") + 1 > MAX_COLUMNS:
+        raise RunFileError(
+            path,
+            f"is too wide: {line.count(b',') + 1:,} columns, more than the {MAX_COLUMNS:,} a "
+            f"metrics table may have; not read",
+        )
+
+
 def _checked(path: Path, lines: Iterable[str]) -> list[str]:
     """The header of a metrics.csv's ``lines`` once every row is checked to have its fields,
     row by row (no copy of the table is made: a file of a million rows is read in the memory
@@ -196,6 +221,7 @@ def _metrics(folder: Path, table: Callable[[bytes, list[str], Iterable[str]], An
     a DataFrame), its model metrics blanked where the loss is not finite."""
     path = folder / METRICS
     try:
+        _width(path)
         data = guarded.read_bytes(path, guarded.TABLE_BYTES)
         if not data.strip():
             raise RunFileError(path, "is empty")
@@ -266,12 +292,16 @@ SUMMARY_TYPES = {
 }
 
 
-def read_summary(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
+def read_summary(
+    folder: str | os.PathLike[str], strict: bool = True, typed: bool = False
+) -> dict[str, Any]:
     """``summary.json``: a JSON object whose fields of :data:`SUMMARY_TYPES` have their types (a
     field of another type is left out, as if absent: any file, fedrun's or another tool's,
     reads without surprises); strict: :class:`RunFileError` for a file that cannot be read as
-    a JSON object (cut short, too large, nested too deep); lenient: ``{}`` for those and for a
-    missing file."""
+    a JSON object (cut short, too large, nested too deep), and with ``typed`` (the readers that
+    report runs) for a field of another type too (``is corrupt: its field 'status' is a int,
+    not a str``: never a run "not started"); lenient: ``{}`` for those and for a missing
+    file."""
     path = Path(folder) / SUMMARY
     try:
         try:
@@ -283,19 +313,20 @@ def read_summary(folder: str | os.PathLike[str], strict: bool = True) -> dict[st
         if not isinstance(d, dict):
             why = f"not a JSON object (a {type(d).__name__})"
             raise RunFileError(path, f"is unreadable: {why}", why)
+        wrong = next((k for k in SUMMARY_TYPES if k in d and not _typed(k, d[k])), None)
+        if wrong is not None and strict and typed:
+            why = f"its field {wrong!r} is a {type(d[wrong]).__name__}, not a "
+            raise RunFileError(path, f"is corrupt: {why}{SUMMARY_TYPES[wrong].__name__}")
     except (RunFileError, OSError):
         if strict:
             raise
         return {}
-    return {
-        k: v
-        for k, v in d.items()
-        if k not in SUMMARY_TYPES
-        or (
-            isinstance(v, SUMMARY_TYPES[k])
-            and not (SUMMARY_TYPES[k] is int and isinstance(v, bool))
-        )
-    }
+    return {k: v for k, v in d.items() if k not in SUMMARY_TYPES or _typed(k, v)}
+
+
+def _typed(key: str, value: Any) -> bool:
+    t = SUMMARY_TYPES[key]
+    return isinstance(value, t) and not (t is int and isinstance(value, bool))
 
 
 def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:

@@ -40,6 +40,8 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
     earlier run, gets no numbers from the folder)."""
     folder = Path(folder)
     own = effective_status(folder)
+    if own == "missing" and _unreadable(folder):  # a summary of wrong types: corrupt
+        own = "unreadable"
     st = status or own
     if st == "missing" or own == "missing":
         return RunRecord(folder, "not started" if st == "missing" else st)
@@ -63,11 +65,14 @@ def record(folder: Path, status: str | None = None) -> RunRecord:
 
 
 def _unreadable(folder: Path) -> str:
-    """The line saying why ``folder``'s summary.json cannot be read."""
+    """The line saying why ``folder``'s summary.json cannot be read (its fields' types
+    included), "" when it can or is not there."""
     try:
-        run_files.read_summary(folder)
+        run_files.read_summary(folder, typed=True)
     except ValueError as e:
         return str(e)
+    except OSError:
+        pass
     return ""
 
 
