@@ -14,6 +14,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -36,11 +37,11 @@ class Run:
     folder: Path
     status: str  # finished | diverged | error | internal | interrupted (the exit code's name)
     exit_code: int
-    summary: dict  # summary.json
+    summary: run_files.SummaryRecord | dict[int, run_files.SummaryRecord]  # summary.json(s)
     metrics: pd.DataFrame  # metrics.csv as numbers (empty if the run wrote none)
 
 
-def _value(v) -> str:
+def _value(v: object) -> str:
     """A Python value as Hydra's override grammar reads it."""
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -53,7 +54,7 @@ def _value(v) -> str:
     return repr(v)
 
 
-def overrides_of(config: dict | list[str] | tuple[str, ...]) -> list[str]:
+def overrides_of(config: dict[str, Any] | list[str] | tuple[str, ...]) -> list[str]:
     """Command-line overrides from a list (as typed after ``fedrun``) or a dict of dotted keys
     (``{"dataset": "digits", "algorithm.beta": 0.01}``)."""
     if isinstance(config, dict):
@@ -96,8 +97,8 @@ def _default_folder(composed: DictConfig) -> Path:
 
 
 def run(
-    config: list[str] | tuple[str, ...] | dict | DictConfig = (),
-    folder: str | os.PathLike | None = None,
+    config: list[str] | tuple[str, ...] | dict[str, Any] | DictConfig = (),
+    folder: str | os.PathLike[str] | None = None,
     progress: bool = False,
 ) -> Run:
     """Run one config into ``folder`` and return its :class:`Run`, e.g.
@@ -118,7 +119,7 @@ def run(
     return _run_overrides(overrides_of(config), folder, progress)
 
 
-def _run_composed(config: DictConfig, folder: str | os.PathLike | None, progress: bool) -> Run:
+def _run_composed(config: DictConfig, folder: str | os.PathLike[str] | None, progress: bool) -> Run:
     """:func:`run` of a whole composed config, as it is."""
     from .analysis import run_figures
     from .runs import runner
@@ -132,7 +133,7 @@ def _run_composed(config: DictConfig, folder: str | os.PathLike | None, progress
     return _result(out, code)
 
 
-def _run_overrides(given: list[str], folder: str | os.PathLike | None, progress: bool) -> Run:
+def _run_overrides(given: list[str], folder: str | os.PathLike[str] | None, progress: bool) -> Run:
     """:func:`run` of ``fedrun``'s overrides, composed and checked as ``fedrun`` does."""
     from hydra import initialize_config_dir
     from hydra.core.hydra_config import HydraConfig
@@ -163,7 +164,7 @@ def _run_overrides(given: list[str], folder: str | os.PathLike | None, progress:
     return _result(job.folder, code)
 
 
-def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
+def load_runs(folder: str | os.PathLike[str]) -> pd.DataFrame:
     """Every run under ``folder`` (runs, sweeps, the ``seed_<s>/`` runs of ``seeds=R``), one
     row each: ``folder``, ``status``, the run's flattened config keys (``algorithm.name``,
     ``K``, ...; ``choice:<group>`` for the config-group options chosen) and the final row of
@@ -178,7 +179,7 @@ def load_runs(folder: str | os.PathLike) -> pd.DataFrame:
     return _frame(rows)
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """``rows`` as a DataFrame; a column holding text that is no Unicode (a folder name's
     undecodable bytes, which pandas' string dtype cannot hold) is kept as Python strings."""
     odd = {k for r in rows for k, v in r.items() if isinstance(v, str) and escaped(v) != v}

@@ -176,6 +176,50 @@ def test_every_reader_goes_through_the_gate():
     assert not bad, bad
 
 
+# run files opened by their own format's owner: the state a run resumes from (torch) and the
+# clients' index arrays (numpy; fedprox_cli.data.load_partition), both through guarded.opened;
+# the lock, opened to be held, never read
+OWNED = {
+    ("runs/run_folder.py", "checkpoint.load"),
+    ("analysis/run_plots.py", "data.load_partition"),
+    ("runs/lock.py", "open_regular"),
+}
+
+
+def test_a_run_file_is_read_in_run_files_only():
+    """Outside common/run_files.py no call that reads, loads or opens names a run folder's file
+    (``run_files.SUMMARY``, ``run_files.CONFIG``, ...): every read of a run file is one of
+    run_files' readers (but for the files of OWNED)."""
+    bad = []
+    for path in PKG.rglob("*.py"):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == "common/run_files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            name = ast.unparse(node.func)
+            verb = name.rsplit(".", 1)[-1]
+            if name.startswith("run_files.") or not any(
+                w in verb for w in ("read", "load", "open")
+            ):
+                continue
+            inside = [*node.args, *(kw.value for kw in node.keywords)]
+            if isinstance(node.func, ast.Attribute):
+                inside.append(node.func.value)
+            named = {
+                ast.unparse(n)
+                for arg in inside
+                for n in ast.walk(arg)
+                if isinstance(n, ast.Attribute)
+                and ast.unparse(n.value) == "run_files"
+                and n.attr.isupper()
+            }
+            if named and (rel, name) not in OWNED:
+                bad.append(f"{rel}:{node.lineno} {name} {sorted(named)}")
+    assert not bad, bad
+
+
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A parent folder of four copies of one finished TINY run: one intact, one with a

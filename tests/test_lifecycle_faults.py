@@ -511,7 +511,9 @@ def test_a_seed_batch_checks_each_runs_data(tmp_path, monkeypatch, capsys):
     assert run(out, "seeds=2") == 2  # both finished already
     assert "seed_0 trained on (training labels changed)" in capsys.readouterr().err
     assert run(out, "seeds=3") == 2  # seed 2 would be new; the finished ones refuse
-    assert files_of(out) == before and not (out / "seed_2" / "summary.json").exists()
+    new = read_summary(out / "seed_2")  # a new folder says why it holds no run, as for one run
+    assert new["status"] == "error" and "seed_0 trained on" in new["error"]
+    assert {k: v for k, v in files_of(out).items() if not k.startswith("seed_2")} == before
 
 
 def test_a_data_root_without_the_data_never_falls_back_to_another_copy(tmp_path, capsys):

@@ -307,3 +307,29 @@ def test_a_subscripted_symbol_reads_as_text_outside_the_drawing(tmp_path, kept, 
     assert "η_g = 1" in printed.splitlines() and "η = 0.3" in fig.caption
     for text in (fig.caption, (tmp_path / "f.caption.txt").read_text(), printed):
         assert "$" not in text and "\\eta" not in text
+
+
+def test_a_caption_gives_the_setting_in_words_one_meaning_per_symbol():
+    """The partition's concentration and the model's size in words, never as a method's symbol
+    (alpha) or a config key (min_size, hidden); LaTeX gets Greek letters in math mode."""
+    from fedprox_cli.analysis.caption import setting
+    from fedprox_cli.analysis.latex import tex
+
+    words = ", ".join(
+        setting(
+            {
+                "dataset.name": "digits",
+                "model.name": "mlp",
+                "model.hidden": 200,
+                "n": 10,
+                "partition.name": "dirichlet",
+                "partition.alpha": 0.5,
+                "partition.min_size": 10,
+            }
+        )
+    )
+    assert words == (
+        "on digits, MLP (200 hidden units), n = 10 clients, Dirichlet label skew (concentration "
+        "0.5, at least 10 samples a client)"
+    )
+    assert tex("FedCanon (α = 0.2), λ = 1e-05") == r"FedCanon ($\alpha$ = 0.2), $\lambda$ = 1e-05"

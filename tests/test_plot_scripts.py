@@ -134,7 +134,8 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
         ["0.1", "0.8000"],
     ]
     assert (
-        "test_acc at the last evaluation per " in p.stdout and "one run (seed) per cell" in p.stdout
+        "Test accuracy at the last evaluation per " in p.stdout
+        and "one run (seed) per cell" in p.stdout
     )
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
     assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
@@ -672,9 +673,10 @@ def test_accuracy_table_numbers_and_bold_best(sweep):
     sd = np.std([0, 0.01, 0.02], ddof=1)
     assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
     assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
-    assert lines[-1].startswith(
-        "test_acc at the last evaluation per partition and algorithm: mean ± std over 3 seeds per "
-        "cell. Bold: the best"
+    assert lines[-1].startswith("FedCanon and FedAvg, K = 10 local steps. ")  # the shared setting
+    assert (
+        "Test accuracy at the last evaluation per partition and algorithm: mean ± std over 3 seeds "
+        "per cell. Bold: the best" in lines[-1]
     )
 
 
@@ -729,9 +731,10 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
     assert f"\\textbf{{0.81 $\\pm$ {sd:.2f}}}" in tex
     assert tex.count("\\textbf") == 1
     assert (
-        "\\caption{test\\_acc and stationarity at the last evaluation per algorithm and partition: mean $\\pm$ std over 3 seeds per cell."
-        in tex
+        "Test accuracy and stationarity at the last evaluation per algorithm and partition: "
+        "mean $\\pm$ std over 3 seeds per cell." in tex
     )
+    assert "\\label{tab:test_acc-stationarity}" in tex  # \ref-able, as a paper takes it
     assert (
         tex.startswith("% needs \\usepackage{booktabs}") and tex.count(" \\\\\n") == 5
     )  # one header row

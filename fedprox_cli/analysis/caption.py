@@ -1,12 +1,15 @@
 """A figure's caption as a sentence in the papers' notation: the methods with their own
 parameters, then the setting every curve shares, then what a line and a band are::
 
-    FedAvg (α = 1, β = 0.02) and FedProx (β = 0.02, μ = 0.01) on digits, model mlp (hidden =
-    200), n = 10 clients, partition dirichlet (α = 0.5, min_size = 10), K = 10 local steps, B =
-    64, T = 30 rounds, no regularizer (h = 0). Lines: mean of 3 seeds; bands: ± 1 std.
+    FedAvg (α = 1, β = 0.02) and FedProx (β = 0.02, μ = 0.01) on digits, MLP (200 hidden
+    units), n = 10 clients, Dirichlet label skew (concentration 0.5, at least 10 samples a
+    client), K = 10 local steps, B = 64, T = 30 rounds, no regularizer (h = 0). Lines: mean of 3
+    seeds; bands: ± 1 std.
 
 Only settings all curves share are in it (what differs is in the legend); each part is left out
-when the runs do not share it. Parameters read as the papers' symbols (:func:`plotting.symbol`).
+when the runs do not share it. A method's parameters read as the papers' symbols
+(:func:`plotting.symbol`), next to their method; the setting's options and parameters in words
+(:data:`NAMES`, :data:`WORDS`), so that a symbol means one thing in a caption.
 """
 
 from __future__ import annotations
@@ -25,18 +28,45 @@ def listing(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+# Options and parameters of the setting's groups in a paper's words, not their config names: the
+# partition's Dirichlet concentration is not the methods' alpha, min_size is no word of prose.
+NAMES = {
+    "partition.dirichlet": "Dirichlet label skew",
+    "partition.dirichlet_writers": "writer-level Dirichlet skew",
+    "partition.iid": "IID split",
+    "partition.sorted_shards": "label-sorted shards",
+    "model.mlp": "MLP",
+    "model.sigmoid_mlp": "sigmoid MLP",
+    "model.linear": "linear model",
+    "model.cnn": "CNN",
+    "model.cnn4": "4-layer CNN",
+    "model.mnist_cnn": "MNIST CNN",
+    "model.resnet18": "ResNet-18",
+    "model.mobilenetv3_small": "MobileNetV3-Small",
+}
+WORDS = {
+    "partition.alpha": "concentration {}",
+    "partition.min_size": "at least {} samples a client",
+    "model.hidden": "{} hidden units",
+    "model.gn_groups": "{} GroupNorm groups",
+}
+
+
 def _option(flat: dict, group: str, skip=("name", "seed")) -> str | None:
-    """``NAME (p = v, ...)`` of a shared config group (``init = default`` left out), or None."""
+    """``NAME (p = v, ...)`` of a shared config group (``init = default`` left out), or None:
+    the option and its parameters in words (:data:`NAMES`, :data:`WORDS`) where they have
+    them, else as symbols (:func:`plotting.symbol`)."""
     if f"{group}.name" not in flat:
         return None
     params = [
-        f"{symbol(k.split('.', 1)[1])} = {fmt(v)}"
+        WORDS[k].format(fmt(v)) if k in WORDS else f"{symbol(k.split('.', 1)[1])} = {fmt(v)}"
         for k, v in flat.items()
         if k.startswith(f"{group}.")
         and k.split(".", 1)[1] not in skip
         and not (k == f"{group}.init" and v == "default")
     ]
-    return f"{flat[f'{group}.name']}" + (f" ({', '.join(params)})" if params else "")
+    name = flat[f"{group}.name"]
+    return NAMES.get(f"{group}.{name}", f"{name}") + (f" ({', '.join(params)})" if params else "")
 
 
 def common_keys(shared: dict, configs: list[dict]) -> set:
@@ -60,12 +90,14 @@ def setting(shared: dict) -> list[str]:
         parts.append(f"on {flat['dataset.name']}")
     model = _option(flat, "model")
     if model:
-        parts.append(f"model {model}")
+        parts.append(model if f"model.{flat['model.name']}" in NAMES else f"model {model}")
     for key, unit in COUNTS:
         if key in flat:
             parts.append(f"{key} = {fmt(flat[key])}" + (f" {unit}" if unit else ""))
-        if key == "n" and _option(flat, "partition"):
-            parts.append(f"partition {_option(flat, 'partition')}")
+        partition = _option(flat, "partition") if key == "n" else None
+        if partition:
+            known = f"partition.{flat['partition.name']}" in NAMES
+            parts.append(partition if known else f"partition {partition}")
     if "participation" in flat and flat["participation"] != 1:
         parts.append(f"{fmt(flat['participation'])} of the clients a round")
     reg = _option(flat, "regularizer")
@@ -117,4 +149,4 @@ def sentence(methods: list[str], shared: dict, common: set, leave=()) -> str:
     if not parts:
         return ""
     text = ", ".join(parts).replace(", on ", " on ", 1)
-    return text[0].upper() + text[1:] + "."
+    return (text[0].upper() if text[0].isascii() else text[0]) + text[1:] + "."  # not α -> Α

@@ -6,6 +6,19 @@ from typing import Protocol
 
 import pandas as pd
 
+GREEK = {  # the letters captions and names print (analysis.plotting.SYMBOLS's), by LaTeX name
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "eta": "η",
+    "theta": "θ",
+    "lambda": "λ",
+    "mu": "μ",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+}
+
 
 class Shown(Protocol):
     """What a table shows (:class:`.table.Built`): its rows, columns, cell texts, which are
@@ -32,13 +45,17 @@ def tex(text) -> str:
         ("}", r"\}"),
     ):
         out = out.replace(a, b)
-    return out.replace("±", r"$\pm$")
+    out = out.replace("±", r"$\pm$")
+    for name, letter in GREEK.items():  # pdfLaTeX has no Greek letters in text: math mode
+        out = out.replace(letter, f"$\\{name}$")
+    return out.replace("²", "$^2$").replace("‖", r"$\|$")
 
 
-def booktabs(b: Shown) -> str:
+def booktabs(b: Shown, label: str = "") -> str:
     """A booktabs table (``\\usepackage{booktabs}``): one header row naming the row keys and
     the columns (under a row of metrics spanning their columns when there are several), bold
-    with ``\\textbf``, the caption saying what is shown (:func:`.table.caption`)."""
+    with ``\\textbf``, the caption saying what is shown (:func:`.table.caption`) and, given
+    one, its ``label`` for ``\\ref``."""
     names = [n for n in b.index.names if n is not None]
     keys = len(names) if names else (0 if len(b.index) <= 1 else 1)
     cols = list(b.columns)
@@ -48,6 +65,7 @@ def booktabs(b: Shown) -> str:
         "\\begin{table}",
         "\\centering",
         f"\\caption{{{tex(b.note)}}}",
+        *([f"\\label{{{label}}}"] if label else []),
         f"\\begin{{tabular}}{{{'l' * keys}{'c' * len(cols)}}}",
         "\\toprule",
     ]

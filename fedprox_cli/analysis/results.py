@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ..common import run_files
 from ..common.errors import require
@@ -41,11 +42,29 @@ def _choices(run_dir: Path) -> dict:
 PRUNE = (run_files.HYDRA, run_files.KEPT, ".fedrun", ".submitit")  # folders that hold no run
 
 
-def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
+class Skipped(NamedTuple):
+    """A folder that :func:`load` leaves out: its path, why (a few words), and for a run that
+    wrote no ``metrics.csv`` its status (:func:`outputs.status_in`; None: it cannot be read)."""
+
+    path: Path
+    why: str
+    status: str | None = None
+
+    def line(self) -> str:
+        return f"skipped {self.path}: {self.why}"
+
+
+def find_runs(
+    paths,
+    warn: Callable[[str], None] = lambda _: None,
+    skipped: Callable[[Skipped], None] | None = None,
+) -> list[Path]:
     """Run folders among ``paths``: each is a run folder or a folder searched recursively
     (:func:`.scan.walk`: a folder that cannot be listed is named through ``warn`` and the others
     read). A folder with a ``summary.json`` or ``config.yaml`` but no ``metrics.csv`` (a run that
-    stopped before its first evaluation) is named through ``warn``."""
+    stopped before its first evaluation) goes to ``skipped`` (default: its line through
+    ``warn``)."""
+    skip = skipped or (lambda s: warn(s.line()))
     found = []
     marks = {run_files.METRICS, run_files.SUMMARY}
     for p in map(Path, paths):
@@ -64,7 +83,8 @@ def find_runs(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]
             if run_files.METRICS in names:
                 found.append(d)
             else:
-                warn(f"skipped {d}: no metrics.csv (status: {status_text(_status(d)[0])})")
+                status = _status(d)[0]
+                skip(Skipped(d, f"no metrics.csv (status: {status_text(status)})", status))
     found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
     return found
@@ -127,18 +147,20 @@ def load(
     where: Sequence[str] = (),
     warn: Callable[[str], None] = lambda _: None,
     count_once: bool = True,
+    skipped: Callable[[Skipped], None] | None = None,
 ) -> list[Run]:
     """All readable runs under ``paths`` whose config matches every ``KEY=VALUE`` in ``where``;
-    each unreadable one is skipped with one ``warn`` line naming it. ``count_once``: folders
-    holding the same run count once (:func:`.groups.once`; for figures and tables), else every
-    folder is listed."""
-    runs, found = [], find_runs(paths, warn)
+    each folder left out goes to ``skipped`` (:class:`Skipped`; default: one ``warn`` line
+    naming it). ``count_once``: folders holding the same run count once (:func:`.groups.once`;
+    for figures and tables), else every folder is listed."""
+    skip = skipped or (lambda s: warn(s.line()))
+    runs, found = [], find_runs(paths, warn, skip)
     started = last = time.monotonic()
     for i, p in enumerate(found, 1):
         try:
             runs.append(load_run(p))
         except run_files.RunFileError as e:
-            warn(f"skipped {p}: {e}")
+            skip(Skipped(p, str(e)))
         now = time.monotonic()
         if len(found) > PROGRESS_RUNS and now - last >= PROGRESS_S:
             warn(f"read {i} of {len(found)} run folders ({now - started:.0f} s)")

@@ -18,7 +18,7 @@ def draw(composed, out: Path) -> None:
 
     plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(composed))
     if (out / run_files.CLIENTS_SUMMARY).exists():
-        plot_clients(out / run_files.CLIENTS_SUMMARY, out / run_files.CLIENTS_FIGURE)
+        plot_clients(out, out / run_files.CLIENTS_FIGURE)
 
 
 # the warm-up's made-up rows: two loss curves (h != 0), accuracy and stationarity, log axes

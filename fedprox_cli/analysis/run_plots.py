@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import guarded, run_files
 from ..common import metric_table as mt
+from ..common import run_files
 from .plotting import (
     at_data,
     integer_ticks,
@@ -102,7 +102,7 @@ def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
     from .. import data
 
     run_dir = Path(run_dir)
-    cfg = guarded.read_config(run_dir / run_files.CONFIG)  # the record, not a typed run config
+    cfg = run_files.read_config_node(run_dir)  # the record, not a typed run config
     ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
     y = ds.train_y.numpy()
     return np.stack(
@@ -127,7 +127,7 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
     ax.set_ylabel("client")
     for axis in (ax.xaxis, ax.yaxis):
         integer_ticks(axis)
-    cfg = guarded.read_yaml(run_dir / run_files.CONFIG)
+    cfg = run_files.read_config(run_dir)
     setting = run_title({k: cfg[k] for k in ("dataset", "partition") if k in cfg})
     ax.set_title(f"{setting}\n{n} clients, {counts.sum()} samples", fontsize="small")
     save_figure(fig, out, caption=f"{run_dir}: {setting}")
@@ -137,10 +137,10 @@ def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = N
 CLIENT_PANELS = (mt.CLIENT_TRAIN_ACC, mt.CLIENT_TEST_ACC_RW, mt.CLIENT_TRAIN_LOSS)
 
 
-def plot_clients(summary_csv: Path, png_path: Path) -> None:
-    """The spread of the per-client metrics over rounds (``clients_summary.csv``): per panel the
-    mean over clients, a +- std band and the mean of the worst 10% of clients."""
-    df = guarded.read_csv(summary_csv)
+def plot_clients(run_dir: Path, png_path: Path) -> None:
+    """The spread of the per-client metrics over rounds (the run's ``clients_summary.csv``): per
+    panel the mean over clients, a +- std band and the mean of the worst 10% of clients."""
+    df = run_files.read_clients(run_dir, run_files.CLIENTS_SUMMARY)
     fig, axes = plt.subplots(1, len(CLIENT_PANELS), figsize=(13, 3.6))
     for ax, m in zip(axes, CLIENT_PANELS):
         r, mean, std = df[mt.ROUND.name], df[f"{m.name}_mean"], df[f"{m.name}_std"]

@@ -27,9 +27,20 @@ import pandas as pd
 
 from ..common import metric_table as mt
 from ..common.errors import require
-from .caption import listing
-from .groups import columns, config_key, fmt, group, is_number, label_keys, short, table_keys
+from .caption import common_keys, listing, sentence
+from .groups import (
+    columns,
+    config_key,
+    fmt,
+    group,
+    is_number,
+    label_keys,
+    shared,
+    short,
+    table_keys,
+)
 from .latex import booktabs
+from .legend import NAME
 from .names import method_names
 from .run import Run
 from .stats import Cell
@@ -228,7 +239,9 @@ def caption(spec: Spec, first: Table, ns: Counter, uniform: bool, single: bool, 
         for name in columns([*first.row_keys, *([spec.column] if spec.column else [])]).values()
     ]
     per = f" per {listing(keys)}" if keys else ""
-    what = listing([say(m) for m in spec.metrics])
+    what = listing(  # a metric in words (test accuracy), not its column name, unless renamed
+        [spec.names.get(m) or (mt.metric(m).words if m in mt.names() else m) for m in spec.metrics]
+    )
     what = what[0].upper() + what[1:] if what.split()[0].isalpha() else what  # not test_acc
     text = f"{what} at {final}{per}: {runs}."
     if _how(spec) != "none":
@@ -265,6 +278,15 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     means = cells.map(lambda c: c.mean if c is not None and c.n else math.nan)
     text = _texts(cells, first, spec, means, uniform, pm)
     note = caption(spec, first, ns, uniform, any(c.n == 1 for c in every), say)
+    common = shared(runs)
+    told = [NAME, *([config_key(runs, spec.column)] if spec.column else [])]
+    told += [config_key(runs, k) for k in spec.rows or []]
+    named = method_names([r.config for r in runs], NAME)
+    methods = list(dict.fromkeys(named.get(str(r.config.get(NAME)), "") for r in runs))
+    where = sentence(
+        [m for m in methods if m], common, common_keys(common, [r.config for r in runs]), told
+    )
+    note = f"{where} {note}" if where else note  # the setting all cells share, then what they show
     return Built(
         index, columns, cells, text, _bold(cells, means, first, spec), note, _tidy(tables, spec)
     )
@@ -338,13 +360,14 @@ def _tidy(tables: dict, spec: Spec) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=[*name.values(), *STATS])
 
 
-def render(runs: list[Run], spec: Spec, fmt_name: str = "md") -> str:
+def render(runs: list[Run], spec: Spec, fmt_name: str = "md", label: str = "") -> str:
     """The table as ``md`` (Markdown, the note as a line below), ``latex`` (booktabs, bold with
-    ``\\textbf``, the note as the caption) or ``csv`` (one row per cell, numbers)."""
+    ``\\textbf``, the note as the caption, ``label`` its ``\\label``: by default ``tab:`` and
+    the metrics) or ``csv`` (one row per cell, numbers)."""
     if fmt_name == "csv":
         return build(runs, spec).tidy.to_csv(index=False)
     if fmt_name == "latex":
-        return booktabs(build(runs, spec, pm=r"$\pm$"))
+        return booktabs(build(runs, spec, pm=r"$\pm$"), label or "tab:" + "-".join(spec.metrics))
     require(fmt_name == "md", f"format must be md, latex or csv, got {fmt_name!r}")
     b = build(runs, spec)
     shown = b.text.where(~b.bold, "**" + b.text + "**")

@@ -5,7 +5,6 @@ per process: claims share folders), each placed at its declared grid point and v
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -138,13 +137,11 @@ def fixed_runs(claim: Claim, rs: RunSet, root: Path) -> list[Run]:
 def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
     skipped: list[str] = []
 
-    def note(m: str) -> None:  # a folder that cannot be read; not a run that stopped before rows
-        if m.startswith("skipped ") and not re.search(
-            r"no metrics.csv \(status: (?!finished|diverged)", m
-        ):
-            skipped.append(m[len("skipped ") :])
+    def note(s: results.Skipped) -> None:  # a folder that cannot be read, or a run that ended
+        if s.status in (None, "finished", "diverged"):  # without rows; not one that stopped early
+            skipped.append(f"{s.path}: {s.why}")
 
-    return results.load(folders, warn=note, count_once=False), skipped
+    return results.load(folders, count_once=False, skipped=note), skipped
 
 
 def _read(folders: tuple) -> tuple[list[Run], list[str]]:

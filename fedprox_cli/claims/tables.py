@@ -82,7 +82,7 @@ def _counts(spec: dict, runs) -> dict[str, list[str]]:
     for value, rs in _by(runs, spec["column"]).items():
         r = rs[0]
         T, n = r.final(mt.ROUND.name), r.config["n"]
-        d = (guarded.read_json(r.path / run_files.SUMMARY) or {}).get("dimension")
+        d = run_files.read_summary(r.path, strict=False).get("dimension")
         prox = r.final(mt.PROX_CALLS.name) / T
         floats = r.final(BYTES) / (4 * n * T * d) if d else math.nan
         out[names.get(value, value)] = [

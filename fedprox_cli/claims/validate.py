@@ -91,13 +91,10 @@ def _few(xs: list) -> str:
 
 def recorded(run: Run) -> str | None:
     """A key on which config.yaml and Hydra's record of the run (.hydra/config.yaml) disagree."""
-    path = Path(run.path) / run_files.HYDRA / run_files.HYDRA_CONFIG
-    if not path.is_file():
-        return None
     try:
-        hydra = flatten(guarded.read_mapping(path))
-    except Exception as e:  # noqa: BLE001 -- any unreadable record is one finding
-        return f".hydra/config.yaml is unreadable ({squeeze(str(e), 120)})"
+        hydra = flatten(run_files.read_hydra_config(run.path))
+    except run_files.RunFileError as e:  # an unreadable record is one finding
+        return f".hydra/config.yaml is unreadable ({squeeze(e.why, 120)})"
     for k, v in hydra.items():
         if (
             k in run.config
@@ -135,15 +132,14 @@ def overridden(run: Run) -> str | None:
     """An override of the run's Hydra record (``.hydra/overrides.yaml``) or of its sweep's job
     record that its config.yaml contradicts (a seed batch's records: all but the seed, which is
     the batch's first)."""
-    path = Path(run.path) / run_files.HYDRA / run_files.OVERRIDES
     sources = []
-    if path.is_file():
-        try:
-            listed = guarded.read_yaml(path)
-        except guarded.Unreadable as e:
-            return f".hydra/overrides.yaml is unreadable ({e.why})"
-        if not isinstance(listed, list):
-            return ".hydra/overrides.yaml is not a list of overrides"
+    try:
+        listed = run_files.read_overrides(run.path)
+    except FileNotFoundError:
+        listed = None
+    except run_files.RunFileError as e:
+        return f".hydra/overrides.yaml is unreadable ({e.why})"
+    if listed is not None:
         alone = str(run.config.get("seeds", 1)) in ("1", "None")  # a seed batch's record: its first
         sources.append((".hydra/overrides.yaml", listed, alone))
     here = Path(os.path.abspath(run.path))

@@ -93,7 +93,6 @@ def _from_yaml(path: Path) -> tuple[str, list[str]]:
     from dataclasses import fields
 
     from .. import algorithms
-    from ..common import guarded
     from ..common.errors import no_parameter, require
 
     try:
@@ -200,7 +199,7 @@ class Checker:
             "attributes "
             "set on self)",
         )
-        if "resuming" not in (out / run_files.LOG).read_text():
+        if "resuming" not in run_files.read_log(out):
             raise Failed(
                 "the run asked to extend to T = 4 did not resume from round 2's checkpoint"
             )
@@ -237,7 +236,7 @@ class Checker:
         alone = self.run("engine=vmap", "seed=1")
         batched = self.folder / "batched"
         for s, ref in ((0, self.reference), (1, alone)):
-            got = guarded.read_csv(batched / run_files.seed_folder(s) / run_files.METRICS).drop(
+            got = run_files.read_metrics(batched / run_files.seed_folder(s)).drop(
                 columns=mt.TIME.name
             )
             self.same(got, ref, f"seed {s} of seeds=2 differs from the run made alone")
@@ -369,7 +368,8 @@ def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="fedrun-check-algorithm", description=usage.plain(__doc__.split("\n\n")[0])
+        prog="fedrun-check-algorithm",
+        description=usage.plain((__doc__ or "").split("\n\n")[0]) or None,
     )
     parser.add_argument(
         "algorithm",

@@ -1,10 +1,12 @@
 """How a fault outside a run becomes one line: Hydra's, OmegaConf's and the OS's messages
-squeezed (:func:`one_line`), and an internal error's traceback kept in :data:`CRASH_LOG`
+squeezed (:func:`one_line`), and an internal error's traceback kept in :func:`crash_log`
 (:func:`crash`). The fault contract is in :mod:`cli`."""
 
 from __future__ import annotations
 
 import difflib
+import getpass
+import os
 import tempfile
 import traceback
 from collections.abc import Iterator
@@ -27,7 +29,18 @@ from ..common.files import atomic_write_text
 from ..config import extras, plugin_defaults
 from .help import plugin_options
 
-CRASH_LOG = Path(tempfile.gettempdir()) / "fedrun-error.log"  # an internal error outside a run
+
+def crash_log() -> Path | None:
+    """Where an internal error outside a run folder keeps its traceback: the temp folder's
+    ``fedrun-error-<uid>.log``, one per user (users sharing a machine never overwrite each
+    other's); None without a usable temp folder. Asked when needed, never at import."""
+    try:
+        folder = tempfile.gettempdir()
+    except OSError:  # no temp folder that can be written
+        return None
+    who = os.getuid() if hasattr(os, "getuid") else getpass.getuser()
+    return Path(folder) / f"fedrun-error-{who}.log"
+
 
 _DROP = (
     "full_key:",
@@ -137,7 +150,7 @@ def did_you_mean(exc: BaseException) -> str:
 
 
 def crash(e: BaseException) -> int:
-    """An internal error outside a run folder: one line, the traceback in :data:`CRASH_LOG`;
+    """An internal error outside a run folder: one line, the traceback in :func:`crash_log`;
     memory that ran out (at an import, say) and a package that is not installed are the
     environment's fault: their line, exit 2."""
     if exhausted(e) or missing(e):
@@ -145,10 +158,12 @@ def crash(e: BaseException) -> int:
         return EXIT["error"]
     if streams.debugging():
         raise e
+    log, where = crash_log(), ""
     try:
-        atomic_write_text(CRASH_LOG, traceback.format_exc())
-        where = f"; traceback in {CRASH_LOG}"
+        if log is not None:
+            atomic_write_text(log, traceback.format_exc())
+            where = f"; traceback in {log}"
     except OSError:
-        where = ""
+        pass
     say(f"internal error: {type(e).__name__}: {squeeze(str(e))}{where}")
     return EXIT["internal"]

@@ -260,7 +260,8 @@ def text() -> str:
         "folder). A sweep's jobs, under any launcher: the launching process prints "
         "each job's start, progress and summary lines, and whatever else a job says "
         "carries its number (\"fedrun: job 3: ...\"), "
-        "then its report and a table of its jobs.",
+        "then its report and a table of its jobs. Words the help and the docs use "
+        "(vmap, lockstep, [I], F_nat^gamma, Hoyer, TF32/bf16): docs/glossary.md.",
         100,
         break_on_hyphens=False,
     )

@@ -5,7 +5,7 @@ and an exit code
 of :data:`errors.EXIT` -- 2 for bad input and faults of data or files (Hydra's own error
 printing is bypassed: HYDRA_FULL_ERROR is set for the call, and its messages are squeezed into
 one line), 3 for an internal error (a bug: the traceback goes to the run folder's
-``error.log``, or to :data:`faults.CRASH_LOG` outside a run), 1 for a diverged run, 130 for an
+``error.log``, or to :func:`faults.crash_log` outside a run), 1 for a diverged run, 130 for an
 interrupted one. Set FEDRUN_DEBUG=1 to see tracebacks instead.
 
 A multirun goes through :mod:`sweep`: :class:`SweepReport` (a Hydra callback, run in the

@@ -37,10 +37,11 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
     """The run's config, flattened; {} when it has none yet, or (noted in ``problems``) one that
     cannot be read: the row shows what the summary has."""
     try:
-        return complete(flatten(guarded.read_mapping(run_dir / run_files.CONFIG)))
-    except guarded.Unreadable as e:
-        problems.append(str(e))
-    except Exception:  # noqa: BLE001 -- missing, or not a config of this version
+        return complete(flatten(run_files.read_config(run_dir)))
+    except run_files.RunFileError as e:
+        if not isinstance(e.os_error, FileNotFoundError):
+            problems.append(str(e))
+    except Exception:  # noqa: BLE001 -- not a config of this version
         pass
     return {}
 

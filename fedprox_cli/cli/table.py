@@ -151,7 +151,8 @@ def run(args, warn) -> int:
         runs = results.having(runs, s.metrics, warn)
         for m in s.metrics:
             results.note_runs(runs, m, args.final, warn)
-        text = table.render(runs, s, table.output_format(args.out, args.format))
+        label = f"tab:{args.out.stem}" if args.out is not None else ""
+        text = table.render(runs, s, table.output_format(args.out, args.format), label)
     if args.out is None:
         streams.out(text.removesuffix("\n"))
     else:

@@ -17,14 +17,15 @@ def plain(text: str) -> str:
     return _CODE.sub(r"\1", _LITERAL.sub(r"\1", _ROLE.sub(r"\1", text)))
 
 
-def parser(prog: str, doc: str, epilog: bool = True) -> argparse.ArgumentParser:
+def parser(prog: str, doc: str | None, epilog: bool = True) -> argparse.ArgumentParser:
     """A command's parser from its module docstring ``doc`` (:func:`plain`): the first
     paragraph's text after ``prog: `` is the description, the rest (``epilog``) the epilog,
-    printed as written."""
-    head, _, rest = doc.partition("\n\n")
+    printed as written. Without docstrings (``python -OO``, ``PYTHONOPTIMIZE=2``) the parser
+    has no description; the options' help is the same."""
+    head, _, rest = (doc or "").partition("\n\n")
     return argparse.ArgumentParser(
         prog=prog,
-        description=plain(head.split(": ", 1)[-1]),
+        description=plain(head.split(": ", 1)[-1]) or None,
         epilog=plain(rest) if epilog and rest else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..analysis.jobrecords import JobRecord
 from ..common import streams
-from ..common.run_files import SEED_PREFIX, read_summary
+from ..common.run_files import SEED_PREFIX, SummaryRecord, read_summary
 from ..runs.outputs import runs_in
 from ..runs.progress import WATCHED
 from ..runs.recap import closing_line
@@ -50,16 +50,12 @@ class _Run:
     begun: bool = False  # started (or resumed) during the sweep
 
 
-def _started(summary: dict) -> tuple:
+def _started(summary: SummaryRecord) -> tuple:
     return summary.get("started"), summary.get("pid")
 
 
-def _read(run: Path) -> dict:
-    try:
-        s = read_summary(run)
-    except (OSError, ValueError):
-        return {}
-    return s if isinstance(s, dict) else {}
+def _read(run: Path) -> SummaryRecord:
+    return read_summary(run, strict=False)
 
 
 class Watch:

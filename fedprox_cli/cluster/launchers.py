@@ -47,6 +47,7 @@ from ..common.errors import UserError
 
 if TYPE_CHECKING:
     from hydra.types import HydraContext
+    from submitit import Job
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +74,19 @@ def _stop_signals() -> tuple[int, ...]:
 class _JobSide:
     """What runs inside the job (submitit calls the pickled launcher)."""
 
-    def __call__(self, sweep_overrides, job_dir_key, job_num, job_id, singleton_state) -> JobReturn:
+    def __call__(
+        self,
+        sweep_overrides: list[str],
+        job_dir_key: str,
+        job_num: int,
+        job_id: str,
+        singleton_state: dict[type, Singleton],
+    ) -> JobReturn | None:
         submitit_handlers = {s: signal.getsignal(s) for s in _stop_signals()}
         signals.received.clear()
         for s in submitit_handlers:  # before and after training; during it, StopAfterRound's
             signal.signal(s, signals.note_and_interrupt)
+        ret: JobReturn | None
         try:
             ret = super().__call__(  # type: ignore[misc]  # a mixin: the submitit launcher's
                 sweep_overrides, job_dir_key, job_num, job_id, singleton_state
@@ -168,7 +177,7 @@ class _LaunchSide:
             raise
         return [self._outcome(j, a[0], a[2], sweep_dir, submitted) for j, a in zip(jobs, args)]
 
-    def _wait(self, jobs) -> None:
+    def _wait(self, jobs: list[Job[Any]]) -> None:
         pending = list(jobs)
         while pending:
             states = self._states(pending)
@@ -183,20 +192,20 @@ class _LaunchSide:
             if pending:
                 time.sleep(POLL_S)
 
-    def _states(self, jobs) -> dict[str, str] | None:
+    def _states(self, jobs: list[Job[Any]]) -> dict[str, str] | None:
         """Job states from the scheduler, None when it did not answer."""
         return {}
 
-    def _ended(self, job, states: dict[str, str]) -> bool:
-        return job.done()
+    def _ended(self, job: Job[Any], states: dict[str, str]) -> bool:
+        return bool(job.done())
 
     def _outcome(
-        self, job, overrides: list[str], num: int, sweep_dir: Path, submitted: float
+        self, job: Job[Any], overrides: list[str], num: int, sweep_dir: Path, submitted: float
     ) -> JobReturn:
         why = ""
         if job.paths.result_pickle.exists():
             try:
-                ret = job.results()[0]
+                ret: JobReturn = job.results()[0]
                 if ret.status != JobStatus.FAILED:
                     return ret
                 e = ret._return_value  # what the task raised; a sweeper would re-raise it
@@ -230,7 +239,7 @@ class _LaunchSide:
             cfg.hydra.job.num = num
         return job_folder(cfg)
 
-    def _state_now(self, job) -> str:
+    def _state_now(self, job: Job[Any]) -> str:
         """What the scheduler says of a job that ended, as ``"... ; "`` or ``""`` (submitit's
         local state says FINISHED for a killed job: nothing)."""
         return ""
@@ -277,7 +286,7 @@ def lost_job(
     return ret
 
 
-def _squeue(jobs) -> dict[str, str] | None:
+def _squeue(jobs: list[Job[Any]]) -> dict[str, str] | None:
     """``job id -> state`` for ``jobs`` as SLURM's controller knows them (array tasks one by
     one); jobs it has forgotten (MinJobAge after they ended) are absent; None when squeue
     did not answer (the controller restarting, say)."""
@@ -299,14 +308,14 @@ def _squeue(jobs) -> dict[str, str] | None:
 class SlurmSide(_JobSide, _LaunchSide):
     """``hydra/launcher=slurm`` (the class itself is in hydra_plugins/, where Hydra wants it)."""
 
-    def _states(self, jobs) -> dict[str, str] | None:
+    def _states(self, jobs: list[Job[Any]]) -> dict[str, str] | None:
         return _squeue(jobs)
 
-    def _ended(self, job, states: dict[str, str]) -> bool:
+    def _ended(self, job: Job[Any], states: dict[str, str]) -> bool:
         state = states.get(job.job_id)
         return state is None or state.split()[0] in ENDED  # None: the controller forgot it
 
-    def _state_now(self, job) -> str:
+    def _state_now(self, job: Job[Any]) -> str:
         state = (self._states([job]) or {}).get(job.job_id, "unknown: the controller forgot it")
         return f"SLURM state {state}; "
 

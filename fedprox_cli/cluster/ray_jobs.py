@@ -56,6 +56,10 @@ from ..common.errors import UserError
 from .launchers import job_folder, lost_job
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
+
+    Launched = tuple[ObjectRef[JobReturn], list[str], int, Path | None, Path]
+    """A job on Ray: its result's reference, overrides, number, folder, and started mark."""
     from hydra.types import HydraContext, TaskFunction
 
 log = logging.getLogger(__name__)
@@ -65,7 +69,7 @@ OBJECT_STORE_BYTES = (
     78_643_200  # a Ray started here: the plugin's 75 MB (jobs pass configs, not tensors)
 )
 LOCAL_ONLY = ("num_cpus", "num_gpus", "resources", "object_store_memory", "include_dashboard")
-_started: dict | None = (
+_started: dict[str, Any] | None = (
     None  # the ray.init arguments of the Ray this process started, while it runs
 )
 
@@ -77,10 +81,10 @@ class Placed:
     takes as a stop after the current round (``ray.cancel`` does not reliably reach a running
     task, and its ``KeyboardInterrupt`` would not reach one on another node any better)."""
 
-    def __init__(self, task_function, env: dict[str, str], stop: str, started: str):
+    def __init__(self, task_function: TaskFunction, env: dict[str, str], stop: str, started: str):
         self.task_function, self.env, self.stop, self.started = task_function, env, stop, started
 
-    def __call__(self, cfg):
+    def __call__(self, cfg: DictConfig) -> Any:  # the task function's result
         if os.path.exists(self.stop):
             raise KeyboardInterrupt
         Path(self.started).touch()
@@ -107,11 +111,11 @@ def marks(sweep_dir: Path, launch: str, num: int) -> tuple[Path, Path]:
     return folder / f"stopped-{launch}", folder / f"started-{launch}-{num}"
 
 
-def _plain(node: Any) -> dict:
+def _plain(node: Any) -> dict[str, Any]:
     return as_dict(node, resolve=True) if isinstance(node, DictConfig) else dict(node or {})
 
 
-def init_args(init: Any) -> dict:
+def init_args(init: Any) -> dict[str, Any]:
     """``ray.init``'s arguments from ``hydra.launcher.ray.init`` (null values left out): a Ray
     started here gets a small object store and no dashboard unless set; resources are declared
     only for a Ray started here (a running cluster's are its own)."""
@@ -172,7 +176,7 @@ def no_auth_notice(local: bool) -> Iterator[None]:
         notices.setLevel(before)
 
 
-def start(args: dict) -> float:
+def start(args: dict[str, Any]) -> float:
     """Start Ray with ``args`` (or connect to the cluster they name), unless this process
     already started the same; the seconds it took."""
     plain_output()  # before Ray reads its settings (at its import)
@@ -197,7 +201,7 @@ def start(args: dict) -> float:
     return time.perf_counter() - began
 
 
-def remote_options(remote: Any, job_cfg: DictConfig, gpus_here: float) -> dict:
+def remote_options(remote: Any, job_cfg: DictConfig, gpus_here: float) -> dict[str, Any]:
     """The ``ray.remote`` options of one job: ``hydra.launcher.ray.remote`` with ``num_gpus:
     auto`` made 1 where Ray has GPUs (``gpus_here``) and 0 where not, and 0 for ``device=cpu``."""
     opts = {k: v for k, v in _plain(remote).items() if v is not None}
@@ -245,11 +249,12 @@ class RaySide:
             )
         from ..engine.device import PLACED_BY  # torch: not when Hydra scans the launcher plugins
 
-        gpus_here = float(ray.cluster_resources().get("GPU", 0))
+        gpus_here = float(ray.cluster_resources().get("GPU", 0))  # type: ignore[no-untyped-call]
         env = {PLACED_BY: "ray", LAUNCH: os.environ.get(LAUNCH, "")}
         launch = env[LAUNCH] or str(time.time_ns())
         (sweep_dir / ".fedrun").mkdir(exist_ok=True)
-        submitted, jobs = time.time(), []
+        jobs: list[Launched] = []
+        submitted = time.time()
         for num, overrides in enumerate(job_overrides, start=initial_job_idx):
             cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
             with open_dict(cfg):
@@ -273,14 +278,14 @@ class RaySide:
                 started.unlink(missing_ok=True)
 
     def _collect(
-        self, jobs: list, sweep_dir: Path, submitted: float, stop: Path
+        self, jobs: list[Launched], sweep_dir: Path, submitted: float, stop: Path
     ) -> list[JobReturn]:
         """Wait for every job (``(ref, overrides, num, folder, started)``); a stop (Ctrl-C
         here, an interrupted job) stops the others (:meth:`_stop`)."""
         import ray
 
         results: dict[Any, JobReturn] = {}
-        pending = {ref: job for ref, *job in jobs}
+        pending = {job[0]: job[1:] for job in jobs}
         stopped = False
         while pending:
             try:
@@ -316,7 +321,11 @@ class RaySide:
         return [results[ref] for ref, *_ in jobs]
 
     @staticmethod
-    def _stop(pending: dict, why: str, stop: Path) -> bool:
+    def _stop(
+        pending: dict[ObjectRef[JobReturn], tuple[list[str], int, Path | None, Path]],
+        why: str,
+        stop: Path,
+    ) -> bool:
         """Stop the ``pending`` jobs (``why``: what stopped the sweep): the stop file, which the
         running jobs watch and the others read as they start, then a cancel for each job not
         started yet (so that Ray drops it from its queue)."""

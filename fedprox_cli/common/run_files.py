@@ -22,9 +22,17 @@ concurrent jobs never share one.
   (``runs.keep``)
 - ``seed_<s>/`` (:func:`seed_folder`): the run folders of a seed batch (``seeds=R``)
 
-Each file that is read back has one reader here, strict or lenient by argument: strict, a file
-that is there but cannot be read as what it must be is one :class:`RunFileError` (a missing one
-the OS's ``FileNotFoundError``); lenient, either is the empty value. :func:`write` and
+Each file that is read back has one reader here, and no other module reads a run file
+(``tests/test_guarded.py``; the checkpoint and the partition, binary state, are read by their
+formats' owners, ``runs.checkpoint`` and ``data.partition``): ``summary.json`` typed
+(:func:`read_summary`: :class:`SummaryRecord`, every field), ``config.yaml``
+(:func:`read_config`, :func:`read_config_node`), ``metrics.csv`` (:func:`read_metrics`,
+:func:`read_metric_columns`; its numbers: :mod:`metrics_csv`), Hydra's record
+(:func:`read_hydra_config`, :func:`read_choices`, :func:`read_overrides`), the per-client
+tables (:func:`read_clients`), ``tracker.json`` (:func:`read_tracker`) and ``fedrun.log``
+(:func:`read_log`). Strict or lenient by argument: strict, a file that is there but cannot be
+read as what it must be is one :class:`RunFileError` (a missing one the OS's
+``FileNotFoundError``); lenient, either is the empty value. :func:`write` and
 :func:`write_metrics` are the writers (atomic). The records that read runs back (the API's
 ``Run``, ``analysis.run.Run``, ``runs.recap.RunRecord``) are views made with these readers.
 """
@@ -36,11 +44,13 @@ import io
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import UnionType
+from typing import TYPE_CHECKING, Any, TypedDict, Union, cast, get_args, get_origin, get_type_hints
 
 import numpy as np
+from omegaconf import DictConfig, OmegaConf
 
-from . import guarded, metric_table
+from . import guarded, metric_table, metrics_csv
 from .errors import first_line
 from .files import atomic_write_text, open_regular
 
@@ -114,43 +124,6 @@ class RunFileError(guarded.Unreadable):
         return cls(path, f"is unreadable: {why}", why, e if isinstance(e, OSError) else None)
 
 
-def unfit_rows(table: Any) -> tuple[np.ndarray, list[str]]:
-    """The rows of a metrics table (a DataFrame or a dict of columns) whose loss is not finite,
-    and its model metrics (the columns other than counters and losses): a diverged run's model
-    in those rows holds NaN or inf, so its accuracy (the argmax of NaN logits, i.e. class 0),
-    sparsity and stationarity describe no model."""
-    losses = [c for c in metric_table.LOSSES if c in table]
-    if not losses:
-        return np.zeros(0, bool), []
-    bad = ~np.isfinite(np.column_stack([np.asarray(table[c], float) for c in losses])).all(axis=1)
-    return bad, [c for c in table if c not in metric_table.COUNTERS and c not in losses]
-
-
-def model_metrics_only(df: Any) -> Any:
-    """A metrics table (a DataFrame or a dict of columns) whose model metrics are blanked (NaN)
-    in the rows of :func:`unfit_rows`. The counters and the losses themselves (nan or inf, as
-    recorded) stay."""
-    bad, models = unfit_rows(df)
-    if not bad.any():
-        return df
-    if isinstance(df, dict):
-        return {c: np.where(bad, np.nan, v) if c in models else v for c, v in df.items()}
-    df = df.copy()
-    df.loc[bad, models] = np.nan
-    return df
-
-
-def _numbers(column: pd.Series) -> pd.Series:
-    """A column of number strings as numbers; ``nan`` and ``inf`` (a diverged run's last row, as
-    ``repr`` writes them), which ``pd.to_numeric`` refuses, through ``float``; an empty cell NaN."""
-    import pandas as pd
-
-    try:
-        return pd.to_numeric(column)
-    except ValueError:
-        return column.map(lambda c: float(c) if c.strip() else np.nan)
-
-
 MAX_COLUMNS = 10_000  # a metrics table has tens of columns; a wider file is refused unread
 _HEADER_BYTES = 1 << 20
 
@@ -196,29 +169,12 @@ def _checked(path: Path, lines: Iterable[str]) -> list[str]:
     return header
 
 
-def _table(data: bytes, header: list[str], lines: Iterable[str]) -> pd.DataFrame:
-    """The checked rows of a metrics.csv as numbers: pandas' C reader, every cell as written
-    (no "NA" taken for missing); a column it leaves as text (``nan``, ``inf``, or not numbers)
-    through :func:`_numbers`. A header naming a column twice: cell by cell."""
-    import pandas as pd
-
-    if len(set(header)) != len(header):
-        header, *rows = list(csv.reader(lines))
-        return pd.DataFrame(rows, columns=header).apply(_numbers)
-    df = guarded.parse_csv(data, keep_default_na=False, na_values=[])
-    text = [
-        c
-        for c, t in df.dtypes.items()
-        if not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_bool_dtype(t)
-    ]  # from the dtypes: a column taken out (df[c]) stays cached in the table, and in memory
-    for c in text:
-        df[c] = _numbers(df[c].astype(str))
-    return df
-
-
-def _metrics(folder: Path, table: Callable[[bytes, list[str], Iterable[str]], Any] = _table) -> Any:
-    """``metrics.csv`` checked (:func:`_checked`) and read by ``table`` (default :func:`_table`:
-    a DataFrame), its model metrics blanked where the loss is not finite."""
+def _metrics(
+    folder: Path, table: Callable[[bytes, list[str], Iterable[str]], Any] = metrics_csv.table
+) -> Any:
+    """``metrics.csv`` checked (:func:`_checked`) and read by ``table`` (default
+    :func:`metrics_csv.table`: a DataFrame), its model metrics blanked where the loss is not
+    finite."""
     path = folder / METRICS
     try:
         _width(path)
@@ -237,15 +193,15 @@ def _metrics(folder: Path, table: Callable[[bytes, list[str], Iterable[str]], An
         raise RunFileError.unreadable(path, e) from None
     except ValueError as e:
         raise RunFileError(path, f"holds a value that is not a number ({first_line(e)})") from None
-    return model_metrics_only(read)
+    return metrics_csv.model_metrics_only(read)
 
 
 def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> pd.DataFrame:
     """``metrics.csv`` as numbers (model metrics blanked where the loss is not finite:
-    :func:`model_metrics_only`), read in about the memory of its bytes and its numbers. Strict:
-    :class:`RunFileError` if it is empty, cut (a row with fewer fields than the header, or no
-    end of line after the last row) or not numbers; lenient: an empty table for those and for a
-    missing file."""
+    :func:`metrics_csv.model_metrics_only`), read in about the memory of its bytes and its
+    numbers. Strict: :class:`RunFileError` if it is empty, cut (a row with fewer fields than the
+    header, or no end of line after the last row) or not numbers; lenient: an empty table for
+    those and for a missing file."""
     import pandas as pd
 
     try:
@@ -259,44 +215,67 @@ def read_metrics(folder: str | os.PathLike[str], strict: bool = True) -> pd.Data
 def read_metric_columns(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """``metrics.csv`` as one float array per column, read and checked as :func:`read_metrics`
     (strict) reads it, without pandas: a run's figure is drawn without loading it."""
-    columns: dict[str, np.ndarray] = _metrics(Path(folder), _columns)
+    columns: dict[str, np.ndarray] = _metrics(Path(folder), metrics_csv.columns)
     return columns
 
 
-def _columns(data: bytes, header: list[str], lines: Iterable[str]) -> dict[str, np.ndarray]:
-    """The checked rows of a metrics.csv as float columns: numpy's C reader, or cell by cell
-    (``float``; an empty cell NaN) where it refuses a cell; a value that is not a number raises
-    ``ValueError``. A column named twice: its last."""
-    try:
-        table = np.loadtxt(lines, delimiter=",", skiprows=1, dtype=float, comments=None, ndmin=2)
-    except ValueError:
-        _, *rows = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
-        cells = [[float(c) if c.strip() else np.nan for c in row] for row in rows]
-        table = np.array(cells, dtype=float).reshape(len(cells), len(header))
-    return {c: table[:, i] for i, c in enumerate(header)}
+class SummaryRecord(TypedDict, total=False):
+    """``summary.json``, every field typed (what each means: ``runs.outputs``). A field that a
+    file holds with another type is left out by :func:`read_summary`, as if absent."""
+
+    status: str  # running, finished, diverged, interrupted, error (sweeps: planned)
+    error: str
+    exit_code: int
+    round: int
+    T: int
+    started_round: int
+    final: dict[str, float]
+    progress: str | None
+    pid: int
+    host: str
+    started: str
+    ended: str
+    heartbeat: str
+    slurm: dict[str, str]
+    git_commit: str | None
+    command: str
+    versions: dict[str, str]
+    device: str
+    hardware: dict[str, Any]
+    dimension: int
+    engine: dict[str, Any]
+    compile: dict[str, Any]
+    data_source: str
+    data: dict[str, Any]
+    numerics: dict[str, Any]
+    code: dict[str, Any]
+    code_history: list[dict[str, Any]]
 
 
-SUMMARY_TYPES = {
-    "status": str,
-    "error": str,
-    "exit_code": int,
-    "round": int,
-    "T": int,
-    "final": dict,
-    "versions": dict,
-    "heartbeat": str,
-    "started": str,
-    "ended": str,
-    "command": str,
-    "code": dict,
-}
+def _classes(hint: Any) -> tuple[type, ...]:
+    """The classes a value of the type ``hint`` is an instance of (``dict[str, int]``: dict)."""
+    if get_origin(hint) in (Union, UnionType):
+        return tuple(c for a in get_args(hint) for c in _classes(a))
+    return (get_origin(hint) or hint,)
+
+
+SUMMARY_TYPES = {k: _classes(t) for k, t in get_type_hints(SummaryRecord).items()}
+
+
+def _typed(key: str, value: Any) -> bool:
+    """Whether ``value`` has the type of summary field ``key`` (a bool is no int); a field not
+    of :class:`SummaryRecord` (another tool's) is kept as it is."""
+    classes = SUMMARY_TYPES.get(key)
+    if classes is None:
+        return True
+    return isinstance(value, classes) and not (isinstance(value, bool) and bool not in classes)
 
 
 def read_summary(
     folder: str | os.PathLike[str], strict: bool = True, typed: bool = False
-) -> dict[str, Any]:
-    """``summary.json``: a JSON object whose fields of :data:`SUMMARY_TYPES` have their types (a
-    field of another type is left out, as if absent: any file, fedrun's or another tool's,
+) -> SummaryRecord:
+    """``summary.json``: a JSON object whose fields of :class:`SummaryRecord` have their types
+    (a field of another type is left out, as if absent: any file, fedrun's or another tool's,
     reads without surprises); strict: :class:`RunFileError` for a file that cannot be read as
     a JSON object (cut short, too large, nested too deep), and with ``typed`` (the readers that
     report runs) for a field of another type too (``is corrupt: its field 'status' is a int,
@@ -316,17 +295,15 @@ def read_summary(
         wrong = next((k for k in SUMMARY_TYPES if k in d and not _typed(k, d[k])), None)
         if wrong is not None and strict and typed:
             why = f"its field {wrong!r} is a {type(d[wrong]).__name__}, not a "
-            raise RunFileError(path, f"is corrupt: {why}{SUMMARY_TYPES[wrong].__name__}")
+            wanted = " or ".join(
+                "null" if c is type(None) else c.__name__ for c in SUMMARY_TYPES[wrong]
+            )
+            raise RunFileError(path, f"is corrupt: {why}{wanted}")
     except (RunFileError, OSError):
         if strict:
             raise
         return {}
-    return {k: v for k, v in d.items() if k not in SUMMARY_TYPES or _typed(k, v)}
-
-
-def _typed(key: str, value: Any) -> bool:
-    t = SUMMARY_TYPES[key]
-    return isinstance(value, t) and not (t is int and isinstance(value, bool))
+    return cast(SummaryRecord, {k: v for k, v in d.items() if _typed(k, v)})
 
 
 def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
@@ -345,6 +322,62 @@ def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str
             raise
         return {}
     return cfg
+
+
+def read_config_node(folder: str | os.PathLike[str], strict: bool = True) -> DictConfig:
+    """``config.yaml`` as a ``DictConfig`` (:func:`read_config`; its interpolations resolvable,
+    its ``_target_`` nodes instantiable); lenient: an empty one."""
+    cfg = read_config(folder, strict)
+    try:
+        return OmegaConf.create(cfg)
+    except Exception as e:  # noqa: BLE001 -- OmegaConf's own refusals (a key it cannot hold)
+        if strict:
+            raise RunFileError.unreadable(Path(folder) / CONFIG, e) from None
+        return OmegaConf.create()
+
+
+def read_hydra_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:
+    """The config of Hydra's record (``.hydra/config.yaml``) as a nested dict, ``{}`` without
+    one; strict: :class:`RunFileError` for a record that cannot be read as a mapping; lenient:
+    ``{}``."""
+    path = Path(folder) / HYDRA / HYDRA_CONFIG
+    if not path.is_file():
+        return {}
+    try:
+        return guarded.read_mapping(path)
+    except Exception as e:  # noqa: BLE001 -- any unreadable record is one broken run
+        if strict:
+            raise RunFileError.unreadable(path, e) from None
+        return {}
+
+
+def read_tracker(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """An experiment tracker's record of the run (``tracker.json``: its target and run id);
+    ``{}`` without one or for one that cannot be read (the tracker starts a new series)."""
+    try:
+        state = guarded.read_json(Path(folder) / TRACKER)
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def read_clients(folder: str | os.PathLike[str], name: str = CLIENTS) -> pd.DataFrame:
+    """A per-client table of the run: ``clients.csv`` (each client's rows) or, ``name`` =
+    :data:`CLIENTS_SUMMARY`, their spread per round; :class:`RunFileError` for one that cannot
+    be read (the OS's ``FileNotFoundError`` for a missing one)."""
+    path = Path(folder) / name
+    try:
+        return guarded.read_csv(path)
+    except guarded.Unreadable as e:
+        raise RunFileError.unreadable(path, e) from None
+
+
+def read_log(folder: str | os.PathLike[str]) -> str:
+    """What fedrun printed about the run (``fedrun.log``); ``""`` without one."""
+    try:
+        return guarded.read_text(Path(folder) / LOG, guarded.TABLE_BYTES)
+    except (OSError, ValueError):
+        return ""
 
 
 def read_choices(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:

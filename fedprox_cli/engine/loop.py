@@ -46,7 +46,7 @@ class FlatModule:
 
 class LoopEngine(Engine):
     """Client by client through the working module ``work`` (shared with the oracle's
-    evaluation passes); a dense network's gradients by hand (:attr:`dense`)."""
+    evaluation passes); a dense network's gradients by hand on the CPU (:attr:`dense`)."""
 
     name = "loop"
     block = 1
@@ -54,7 +54,9 @@ class LoopEngine(Engine):
     def __init__(self, model: FlatModel, data: ClientData, work: FlatModule):
         self.model, self.samples, self.work = model, data.samples, work
         acts = dense_activations(model.module)
-        self.dense = None if acts is None else DenseNet(model, acts, data.x, data.y)
+        # by hand on the CPU, where it is tested bit for bit against autograd (no GPU has run it)
+        on_cpu = data.x.device.type == "cpu"
+        self.dense = DenseNet(model, acts, data.x, data.y) if acts is not None and on_cpu else None
         self.views = list(model.params(work.w).values())  # the working parameters, no autograd
         self.g = torch.empty_like(work.w)  # a local step's gradient (dense networks)
         self.g_views = list(model.params(self.g).values())

@@ -25,12 +25,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import os
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import torch
 from torch import nn
+
+from ..common import cgroup
 
 ACT_COPIES = 3
 # Largest vmap call oracle.chunk=auto plans on the CPU, whatever memory_gb allows: larger calls
@@ -104,11 +105,12 @@ def plan(
     return chunk or n, eval_batch
 
 
-def available_bytes(device: torch.device) -> int:
-    """The memory of ``device``: the GPU's, or the machine's physical memory."""
+def available_bytes(device: torch.device) -> tuple[int, str]:
+    """The memory of ``device`` and, where it is less than the hardware's, what sets it: the
+    GPU's, or the machine's physical memory or its cgroup's limit (:mod:`..common.cgroup`)."""
     if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).total_memory
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return torch.cuda.get_device_properties(device).total_memory, ""
+    return cgroup.available()
 
 
 def least_parameters(name: str, params: dict[str, Any]) -> int:
@@ -172,13 +174,14 @@ def check_sizes(s: RunSizes, model: str, model_params: dict[str, Any], runs: int
     item = torch.tensor([], dtype=s.torch_dtype).element_size()
     d = least_parameters(model, model_params)
     need = runs * s.n * (item * d + 20 * (s.batch or 0))
-    have = available_bytes(s.torch_device)
+    have, what = available_bytes(s.torch_device)
     require(
         need <= have,
         f"the run needs at least {need / 2**30:,.0f} GiB (n={s.n} clients x "
         f"(d >= {d:,} parameters of model {model} + B={s.B} mini-batch draws)"
         f"{f' x {runs} runs' if runs > 1 else ''}), more than the "
-        f"{have / 2**30:,.0f} GiB of {s.torch_device}; reduce n, B or the model",
+        f"{have / 2**30:,.0f} GiB of {s.torch_device}{f' ({what})' if what else ''}; reduce n, B "
+        f"or the model",
     )
 
 

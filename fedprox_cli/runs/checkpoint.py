@@ -286,12 +286,11 @@ def check_same_run(out: Path, resolved: dict) -> dict:
     """The folder's prior config; refuses (:class:`UserError`) when ``resolved`` (a resolved
     config) differs from it in more than :func:`may_differ`."""
     try:
-        old = cast(dict, OmegaConf.to_container(guarded.read_config(out / run_files.CONFIG)))
-    except Exception as e:  # missing or unparsable
-        why = e.why if isinstance(e, guarded.Unreadable) else type(e).__name__
-        now = (
-            isinstance(e, guarded.Unreadable) and e.os_error is not None
-        )  # EIO, EACCES: the file may be fine
+        old = run_files.read_config(out)
+    except run_files.RunFileError as e:  # missing or unparsable
+        missing = isinstance(e.os_error, FileNotFoundError)
+        why = "there is none" if missing else e.why
+        now = e.os_error is not None and not missing  # EIO, EACCES: the file may be fine
         raise UserError(
             f"run folder {out} holds a run whose config.yaml cannot be read ({why}); "
             + (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..common import guarded, metric_table, run_files
+from ..common import metric_table, run_files
 from ..common.files import atomic_write_text
 from ..engine import clients
 
@@ -22,9 +22,8 @@ class Log:
 
         self.out = Path(out)
         self.table = pd.DataFrame(columns=clients.COLUMNS)
-        path = self.out / run_files.CLIENTS
-        if resumed_at is not None and path.exists():
-            old = guarded.read_csv(path)
+        if resumed_at is not None and (self.out / run_files.CLIENTS).exists():
+            old = run_files.read_clients(self.out)
             self.table = old[old[metric_table.ROUND.name] <= resumed_at]
 
     def add(self, t: int, values: dict[str, np.ndarray]) -> None:

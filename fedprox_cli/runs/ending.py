@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..common import run_files, signals, streams
@@ -74,16 +74,16 @@ def _not_recorded(summary: Summary, status: str, e: OSError) -> bool:
     return False
 
 
-def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
-    """A bug: one line on stderr, the traceback in ``out/error.log``, status error, exit 3
-    (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug but the environment's
-    fault (:func:`out_of_memory`), as is a package that is not installed (a plugin's, imported
-    as the run builds): status error, exit 2."""
+def internal_error(out: Path, e: BaseException, summaries: Sequence[Summary] = ()) -> int:
+    """A bug: one line on stderr, the traceback in ``out/error.log``, status error (in each of
+    ``summaries``), exit 3 (``FEDRUN_DEBUG=1`` re-raises). An allocation that failed is no bug
+    but the environment's fault (:func:`out_of_memory`), as is a package that is not installed
+    (a plugin's, imported as the run builds): status error, exit 2."""
     if exhausted(e):
-        return out_of_memory(e, summary)
+        return out_of_memory(e, summaries)
     absent = missing(e)
     if absent:
-        if summary is not None:
+        for summary in summaries:
             end(summary, "error", error=absent)
         say(absent, "error")
         return EXIT["error"]
@@ -93,7 +93,7 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     except OSError:
         where = None
     message = f"internal error: {type(e).__name__}: {squeeze(str(e))}"
-    if summary is not None:
+    for summary in summaries:
         end(summary, "error", EXIT["internal"], error=message)
     say(message + (f"; traceback in {where}" if where else ""))
     if streams.debugging():
@@ -101,7 +101,7 @@ def internal_error(out: Path, e: BaseException, summary: Summary | None) -> int:
     return EXIT["internal"]
 
 
-def out_of_memory(e: BaseException, summary: Summary | None) -> int:
+def out_of_memory(e: BaseException, summaries: Sequence[Summary] = ()) -> int:
     """The machine's or the GPU's memory ran out (:func:`errors.exhausted`): one line naming
     it, status error, exit 2. What the failed allocation held is released first, so that the
     record and the line need no memory the run lacked."""
@@ -109,7 +109,7 @@ def out_of_memory(e: BaseException, summary: Summary | None) -> int:
     e.__traceback__ = None  # the frames hold the run's tensors
     del e
     gc.collect()
-    if summary is not None:
+    for summary in summaries:
         end(summary, "error", error=message)
     say(message, "error")
     return EXIT["error"]
@@ -172,7 +172,7 @@ def _conclude(
     except (Interrupted, KeyboardInterrupt) as e:
         return _interrupted(out, summary, e)
     except Exception as e:  # a bug, or memory that ran out
-        return internal_error(out, e, summary)
+        return internal_error(out, e, [summary])
     code = _ended(out, summary, "finished", None, "", final=(rows or [{}])[-1], round=exp.cfg.T)
     if code == EXIT["finished"] and not exp.cfg.keep_checkpoint:  # ~1 GB for ResNet-18, n = 10
         try:

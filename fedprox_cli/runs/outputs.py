@@ -125,7 +125,7 @@ def runs_in(folder: Path) -> list[Path]:
     )
 
 
-def is_fedrun_summary(s: dict) -> bool:
+def is_fedrun_summary(s: run_files.SummaryRecord) -> bool:
     return isinstance(s, dict) and "status" in s and "fedprox_cli" in s.get("versions", {})
 
 
@@ -144,7 +144,7 @@ def effective_status(run_dir: Path) -> str:
     return status_in(run_dir, summary)
 
 
-def status_in(run_dir: Path, summary: dict) -> str:
+def status_in(run_dir: Path, summary: run_files.SummaryRecord) -> str:
     """:func:`effective_status` of the run in ``run_dir`` whose summary.json, already read, is
     ``summary`` (``{}``: none)."""
     status = summary.get("status")

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from .. import data
 from ..algorithms import contract
@@ -36,7 +36,7 @@ class Held:
     files a resume loads (the recorded config, the checkpoint)."""
 
     path: Path
-    summary: dict[str, Any]
+    summary: run_files.SummaryRecord
     has_config: bool
     has_checkpoint: bool
 

@@ -6,17 +6,18 @@ one (seed, folder) pair, ``seeds=R`` is R of them (``RUN/seed_<s>/``, :mod:`seed
 2. the folders claimed: checked as ours, made and locked (:mod:`lock`), nothing else written
    -- a refused or failed start leaves a prior run's files byte for byte as they were, and a
    new run refused at validation no folder;
-3. each run started: recovered, resumed or extended where its folder says so, finished ones
-   left alone, everything built (:mod:`experiment`, :mod:`run_folder`);
-4. trained (:mod:`training`; a batch's runs in lockstep, :func:`seeds.train`) and concluded
-   (:mod:`ending`), each folder recording its own end.
+3. each run started (:func:`_start`, one path for one run and for R): recovered, resumed or
+   extended where its folder says so, finished ones left alone, everything built on the data
+   loaded once (:mod:`experiment`, :mod:`run_folder`);
+4. trained (:mod:`training`; a batch's runs in lockstep) and concluded (:mod:`ending`), each
+   folder recording its own end (:func:`lives.train`).
 
 Every step before training ends by one error ladder (:class:`Ladder`)."""
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,9 @@ from ..common import signals
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
 from ..config.schema import RunConfig
-from . import checkpoint, code_record, ending, experiment, numerics, run_folder, seeds, training
-from .experiment import Experiment, Validated
+from . import code_record, ending, experiment, lives, numerics, run_folder, seeds
+from .experiment import Validated
+from .lives import Start
 from .lock import RunLock
 from .outputs import Summary, provenance
 from .provenance import of_data
@@ -38,46 +40,37 @@ from .provenance import of_data
 @dataclass
 class Ladder:
     """The error ladder of a run's steps before training, written once: bad input or a file
-    fault is one line and exit code 2 (recorded in ``fresh``, a new folder's summary, if any);
-    an interrupt exit code 130; a bug exit code 3 with its traceback in ``folder``'s error.log
-    (:func:`ending.internal_error`). Without ``folder`` (nothing of the run's yet), only bad
-    input and file faults are caught. ``code``: how the guarded step ended, None if it went on."""
+    fault is one line and exit code 2 (recorded in ``fresh``, the summaries of new folders, as
+    many as it holds when the step fails); an interrupt exit code 130; a bug exit code 3 with
+    its traceback in ``folder``'s error.log (:func:`ending.internal_error`). Without ``folder``
+    (nothing of the run's yet), only bad input and file faults are caught. ``code``: how the
+    guarded step ended, None if it went on."""
 
     code: int | None = None
 
     @contextmanager
     def guard(
-        self, folder: Path | None = None, fresh: Summary | None = None, what: str = "the run"
+        self, folder: Path | None = None, fresh: Sequence[Summary] = (), what: str = "the run"
     ) -> Iterator[None]:
         try:
             yield
         except (UserError, OSError) as e:
             say(describe(e), "error")
-            if fresh is not None:  # nothing to keep: the folder says why it holds no run
-                ending.end(fresh, "error", error=describe(e))
+            for summary in fresh:  # nothing to keep: each folder says why it holds no run
+                ending.end(summary, "error", error=describe(e))
             self.code = EXIT["error"]
         except KeyboardInterrupt:
             if folder is None:
                 raise
             by = f" by {signals.name(signals.received[-1])}" if signals.received else ""
             say(f"interrupted before {what} started")
-            if fresh is not None:  # the folder says so, not "running" or nothing
-                ending.end(fresh, "interrupted", error=f"stopped{by} before {what} started")
+            for summary in fresh:  # each folder says so, not "running" or nothing
+                ending.end(summary, "interrupted", error=f"stopped{by} before {what} started")
             self.code = EXIT["interrupted"]
         except Exception as e:  # a bug
             if folder is None:
                 raise
             self.code = ending.internal_error(folder, e, fresh)
-
-
-@dataclass
-class Start:
-    """A run ready to train: built, its folder as read when it started, with the checkpoint it
-    continues from (None: round 0)."""
-
-    exp: Experiment
-    held: run_folder.Held
-    ckpt: checkpoint.Checkpoint | None
 
 
 def run(
@@ -116,9 +109,14 @@ def run(
         if ladder.code is not None:
             return ladder.code
         with logging_to(out):
-            if first.seeds != 1:
-                return _batch(runs, folders, out, command, hydra_record, plot)
-            return _one(runs[0], out, progress, command, hydra_record, plot)
+            fresh: list[Summary] = []
+            with ladder.guard(out, fresh, "the runs" if len(folders) > 1 else "the run"):
+                starts = _start(runs, folders, out, command, fresh)
+            if ladder.code is not None:
+                return ladder.code
+            if not starts:
+                return EXIT["finished"]
+            return lives.train(starts, progress, command, hydra_record, plot)
 
 
 def validated(composed: DictConfig, reference: DictConfig | None = None) -> list[Validated]:
@@ -160,7 +158,7 @@ def _finished(
     fingerprint: dict | None = None,
 ) -> None:
     """Say that the run ``held`` has finished these T rounds (or was made by other code), once
-    its data are checked the same (:func:`run_folder.same_data`)."""
+    its data are checked the same (:func:`run_folder.same_data`), and its closing line."""
     run_folder.same_data(cfg, held, dataset, fingerprint)
     why = code_record.stale(held.code, cfg)
     say(
@@ -169,88 +167,54 @@ def _finished(
         else f"the run in {held.path} has already finished its {cfg.T} rounds; nothing to do",
         stream=sys.stdout,
     )
+    ending.say_closing(held.path, "finished")
 
 
-def _one(
-    v: Validated,
-    out: Path,
-    progress: bool,
-    command: str,
-    hydra_record: dict[str, str] | None,
-    plot: ending.Plot | None,
-) -> int:
-    """The single run ``v`` in the locked folder ``out``: started (resumed with the engine it
-    began with), then trained."""
-    held = run_folder.recover(out)
-    fresh = None if held.prior else Summary(out, **provenance(command), T=v.cfg.T)
-    ladder = Ladder()
-    with ladder.guard(out, fresh):
-        ckpt = run_folder.resume_point(v.cfg, v.record, held)
-        if ckpt is True:
-            _finished(v.cfg, held)
-            ending.say_closing(out, "finished")
-            return EXIT["finished"]
-        recorded = ckpt.numerics if ckpt is not None else None
-        engine = numerics.resume_with(recorded, v.cfg, out)
-        compiled = numerics.compiled_on_resume(recorded, v.cfg)
-        exp = experiment.build(v, engine=engine, compiled=compiled)
-        started = "recorded when the run started"  # auto's choices then, not ones made again now
-        if engine:
-            exp.oracle.engine_choice = {"engine": engine, "source": started}
-        if compiled is not None:
-            exp.oracle.compile_choice = {**exp.oracle.compile_choice, "source": started}
-        run_folder.fits(exp, held, ckpt)
-    if ladder.code is not None:
-        return ladder.code
-    summary = Summary(out, **provenance(command), T=exp.cfg.T, code=code_record.of_config(exp.cfg))
-    try:  # the run proper, once everything is built: from here on the folder records it
-        run_folder.begin(exp, held, ckpt, summary, hydra_record)
-        rows = training.train(exp, out, progress, ckpt, summary)
-    except BaseException as e:  # noqa: BLE001 (conclude sorts them out; others re-raise)
-        return ending.conclude(exp, out, summary, e, plot=plot)
-    return ending.conclude(exp, out, summary, None, rows, plot)
-
-
-def _batch(
-    runs: list[Validated],
-    folders: list[Path],
-    out: Path,
-    command: str,
-    hydra_record: dict[str, str] | None,
-    plot: ending.Plot | None,
-) -> int:
-    """The runs of a seed batch in their locked folders: each started (the data loaded once
-    for all), those not finished trained together (:func:`seeds.train`)."""
-    ladder, starts = Ladder(), []
-    with ladder.guard(folders[0], what="the runs"):
-        starts = _start_batch(runs, folders, out)
-    if ladder.code is not None:
-        return ladder.code
-    if not starts:
-        return EXIT["finished"]
-    return seeds.train(starts, runs[0].cfg.seeds, command, hydra_record, plot)
-
-
-def _start_batch(runs: list[Validated], folders: list[Path], out: Path) -> list[Start]:
-    """Each run of the batch recovered; those finished said so, the others built on the data
-    loaded once."""
+def _start(
+    runs: list[Validated], folders: list[Path], out: Path, command: str, fresh: list[Summary]
+) -> list[Start]:
+    """Each run in its locked folder: recovered (``fresh`` gets the summary of each folder that
+    holds no prior run, to record a start that fails); those finished said so, the others
+    built on the data loaded once, a resume with the engine and compile choice its run
+    started with (:mod:`numerics`)."""
+    helds = [run_folder.recover(folder) for folder in folders]
+    fresh += [
+        Summary(h.path, **provenance(command), T=v.cfg.T)
+        for v, h in zip(runs, helds)
+        if not h.prior
+    ]
     todo, finished = [], []
-    for one, folder in zip(runs, folders):
-        held = run_folder.recover(folder)
+    for one, held in zip(runs, helds):
         ckpt = run_folder.resume_point(one.cfg, one.record, held)
         if ckpt is True:
             finished.append((one, held))
         else:
             todo.append((one, held, ckpt))
     cfg = runs[0].cfg
-    numerics.resume_with(next((c.numerics for _, _, c in todo if c), None), cfg, out)  # threads
-    dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
-    fingerprint = of_data(dataset)
+    recorded = next((c.numerics for _, _, c in todo if c is not None), None)
+    engine = numerics.resume_with(recorded, cfg, out)  # the threads too
+    compiled = numerics.compiled_on_resume(recorded, cfg)
+    dataset = fingerprint = None
+    if todo or any(held.data is not None for _, held in finished):
+        dataset = data.load_config(cfg)  # once for all runs, fingerprinted before a build moves it
+        fingerprint = of_data(dataset)
     for one, held in finished:
         _finished(one.cfg, held, dataset, fingerprint)
     starts = []
     for one, held, ckpt in todo:
-        exp = experiment.build(one, dataset=dataset, runs=len(todo), data_fingerprint=fingerprint)
+        exp = experiment.build(
+            one,
+            dataset=dataset,
+            runs=len(todo),
+            data_fingerprint=fingerprint,
+            engine=engine,
+            compiled=compiled,
+        )
+        started = "recorded when the run started"  # auto's choices then, not ones made again now
+        if engine:
+            exp.oracle.engine_choice = {"engine": engine, "source": started}
+        if compiled is not None:
+            exp.oracle.compile_choice = {**exp.oracle.compile_choice, "source": started}
         run_folder.fits(exp, held, ckpt)
         starts.append(Start(exp, held, ckpt))
     return starts

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from ..common import guarded, run_files
 from ..common import metric_table as mt
+from ..common import run_files
 from ..common.errors import UserError
 from ..common.files import atomic_write_text, folder, remove
 
@@ -167,8 +167,7 @@ class Series:
     def __init__(self, out: Path, start_round: int, rows: list[dict]):
         self.out = Path(out)
         self.tracker = None
-        path = self.out / run_files.CONFIG
-        recorded = guarded.read_config(path) if path.exists() else {}
+        recorded = run_files.read_config_node(self.out, strict=False)
         spec = recorded.get("logger")
         if spec is None or str(spec.get("_target_", "")).endswith("trackers.Null"):
             return
@@ -203,10 +202,7 @@ class Series:
             self.log(row)
 
     def _state(self) -> dict:
-        try:
-            return guarded.read_json(self.out / run_files.TRACKER)
-        except (OSError, ValueError):
-            return {}
+        return run_files.read_tracker(self.out)
 
     def log(self, row: dict) -> None:
         t = row[mt.ROUND.name]

@@ -6,7 +6,6 @@ diverges raises :class:`Diverged`, one stopped by a signal :class:`Interrupted`.
 from __future__ import annotations
 
 import math
-import time
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from ..algorithms import contract
 from ..common import metric_table as mt
 from ..common import run_files
 from ..common.errors import is_overflow, squeeze
-from ..common.signals import StopAfterRound
 from ..config import schedule
 from ..engine import clients
 from ..engine.metrics import evaluate
@@ -114,8 +112,8 @@ class Training:
     rounds, when stopped by a signal and, with ``keep_checkpoint``, after the last round, the
     progress bar or lines (:mod:`progress`) and the ``summary``'s heartbeat (refreshed at each of
     these and at least every minute; at an evaluation with the latest progress line, which a
-    sweep's launching process prints: :mod:`fedprox_cli.cli.watch`). :func:`train` runs one;
-    :mod:`seeds` interleaves several."""
+    sweep's launching process prints: :mod:`fedprox_cli.cli.watch`). :mod:`lives` runs one
+    alone, or a seed batch's in lockstep."""
 
     def __init__(
         self,
@@ -223,23 +221,3 @@ class Training:
 
     def close(self) -> None:
         self._open.close()
-
-
-def train(
-    exp: Experiment,
-    out: Path,
-    progress: bool = True,
-    ckpt: checkpoint.Checkpoint | None = None,
-    summary: Summary | None = None,
-) -> list[dict]:
-    """Run rounds up to T (from ``ckpt`` if given; see :class:`Training`) and return the
-    metrics rows. Raises :class:`Diverged` or :class:`Interrupted`."""
-    run = Training(exp, out, progress, ckpt, summary)
-    with StopAfterRound() as stop, closing(run):
-        while not run.done:
-            start = time.perf_counter()
-            run.round()
-            if run.evaluates():  # the evaluation reads the device's results
-                sync(exp.cfg.torch_device)
-            run.after(time.perf_counter() - start, stop.signum)
-    return run.rows
