@@ -113,6 +113,27 @@ def test_fednmap_without_h_is_scaffold():
         torch.testing.assert_close(sa["C"], sb["c"] - sb["C"], rtol=0, atol=1e-10)
 
 
+def test_za2_and_fedcanon_at_fedcefs_steps_are_scaffold_option_ii_without_h():
+    """With h = 0, FedCEF's two control-variate baselines at the steps of its comparison (ZA2:
+    eta_g = 1; FedCanon: alpha = beta K) are SCAFFOLD option II with server step 1: z <- mean_i
+    x_i, ZA2's c_i = SCAFFOLD's c_i (each client's average gradient over the previous round's
+    path), FedCanon's c_i = SCAFFOLD's c - c_i. Their divergence at FedCEF's local step is one
+    phenomenon (the claim fedcef-fig3's note)."""
+    common = ("regularizer=none", "B=8")
+    _, s = trajectory(
+        "algorithm=scaffold", "algorithm.beta=0.05", "algorithm.alpha=1.0", *common, T=6
+    )
+    _, z2 = trajectory("algorithm=za2", "algorithm.alpha=0.05", "algorithm.eta_g=1.0", *common, T=6)
+    _, fc = trajectory(
+        "algorithm=fedcanon", "algorithm.beta=0.05", "algorithm.alpha=0.15", *common, T=6
+    )
+    for ss, sz, sf in zip(s, z2, fc):  # K = 3: FedCanon's alpha = beta K = 0.15
+        torch.testing.assert_close(sz["z"], ss["z"], rtol=0, atol=1e-12)
+        torch.testing.assert_close(sz["C"], ss["C"], rtol=0, atol=1e-10)
+        torch.testing.assert_close(sf["z"], ss["z"], rtol=0, atol=1e-12)
+        torch.testing.assert_close(sf["C"], ss["c"] - ss["C"], rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("participation", [1.0, 0.5])
 def test_fedadmm_is_feddr_with_alpha_dr_1(participation):
     """y_i := z - eta lam_i turns FedADMM's steps into FedDR's with alpha_dr = 1."""

@@ -44,6 +44,37 @@ def verdicts(text: str) -> dict[str, str]:
     return {line[6:].split(":")[0]: line[:4].strip() for line in lines[:-1]}
 
 
+def test_a_failing_line_names_the_plugins_line_at_fault_and_why(
+    tmp_path, monkeypatch, capsys, registry
+):
+    """A state-key typo names round's return statement, a shape error the line that raised it
+    (not ``def round``); a seed batch's run says why it ended too."""
+    from fedprox_cli.cli.check_algorithm import check
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, shape, fault in (("faulty_key", 1, '"cc"'), ("faulty_shape", 3, "torch.ones(")):
+        module = tmp_path / f"{name}.py"
+        module.write_text(
+            HEAD.replace('"broken"', f'"{name}"')
+            + f"""
+    def init(self, z0, n):
+        return {{"z": z0.clone(), "c": torch.zeros_like(z0)}}
+
+    def round(self, state, env, t):
+        z = state["z"]
+        X = env.sgd_steps(z.expand(len(env.clients), -1).clone(), t, self.beta)
+        z = env.up(X).mean(0) * torch.ones({shape})
+        env.down(z)
+        return {{"z": z, "cc": state["c"]}}
+"""
+        )
+        line = next(i for i, s in enumerate(module.read_text().splitlines(), 1) if fault in s)
+        at = f"returned at {module}:{line}" if shape == 1 else f"(at {module}:{line})"
+        assert check(f"{name}.Broken", only=("state", "seeds=R")) == 1
+        out = capsys.readouterr().out.splitlines()
+        assert len(out) == 3 and all(at in x and "ended error: " in x for x in out[:2]), out
+
+
 def test_a_builtin_keeps_every_contract(capsys):
     assert main(["fedmid"]) == 0
     out = capsys.readouterr().out
@@ -183,8 +214,9 @@ def test_a_plugin_breaking_a_declaration_fails_naming_its_line(
 def test_a_plugin_in_a_deep_folder_is_named_at_its_own_line(
     tmp_path, monkeypatch, capsys, registry
 ):
-    """However long the plugin's path, its failure line ends on the method at fault (init, where
-    the float32 buffer is made), not on another method's line added for want of the file."""
+    """However long the plugin's path, its failure line ends on the line at fault (init's
+    return, which hands back the float32 buffer), not on another method's line added for want
+    of the file."""
     folder = tmp_path.joinpath(*["a_folder_with_a_long_name_for_the_plugin"] * 5)
     folder.mkdir(parents=True)
     module = folder / "deep_float64.py"
@@ -194,8 +226,9 @@ def test_a_plugin_in_a_deep_folder_is_named_at_its_own_line(
 
     assert check("deep_float64.Broken", only=("float64",)) == 1
     line = capsys.readouterr().out.splitlines()[0]
-    init = next(i for i, s in enumerate(module.read_text().splitlines(), 1) if "def init" in s)
-    assert line.endswith(f"(init at {module}:{init})"), line
+    lines = module.read_text().splitlines()
+    init = next(i for i, s in enumerate(lines, 1) if "def init" in s)
+    assert line.endswith(f"(returned at {module}:{init + 1})"), line  # init's return
 
 
 def test_an_options_yaml_is_checked_and_a_typo_named_as_fedrun_names_it(tmp_path, capsys, registry):

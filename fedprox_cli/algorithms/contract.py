@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ..common.plugin_calls import PluginError, calling, origin, returned, source_line
+from ..common.plugin_calls import PluginError, calling, handed_back, origin, returned
 from .base import Algorithm, Env, State
 
 
@@ -39,7 +39,7 @@ def _layout(v: object) -> str:
 def _broken(alg: Algorithm[Any], method: str, what: str, fix: str) -> PluginError:
     return PluginError(
         f"algorithm plugin {alg.name!r} ({origin(alg)}) breaks the state contract: {what}; {fix} "
-        f"({method} at {source_line(alg, method)})"
+        f"({handed_back(alg, method)})"
     )
 
 

@@ -134,10 +134,12 @@ class Checker:
         quiet = io.StringIO()
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
             r = fedprox_cli.run([*self.base, *overrides], folder=out)
-        if r.status != "finished":
+        if r.status != "finished":  # why: its summary's error, else the last error it said
+            said = [line for line in quiet.getvalue().splitlines() if "error: " in line]
+            why = r.summary.get("error") or (said[-1].split("error: ", 1)[1] if said else "")
             raise Failed(
                 f"the run with {' '.join(overrides) or 'the defaults'} ended {r.status}: "
-                f"{r.summary.get('error', '')}".rstrip(": ")
+                f"{why or 'without a reason recorded (its fedrun.log has its lines)'}"
             )
         return r.metrics.drop(columns=mt.TIME.name)
 

@@ -93,6 +93,40 @@ def source_line(obj: object, method: str) -> str:
     return "?"
 
 
+def return_lines(obj: object, method: str) -> str | None:
+    """``file:line`` of the ``return`` statements of the plugin's ``method`` (``file:l1, l2``
+    for several; those of functions nested in it left out): where a value it returned was
+    handed back. None where its source cannot be read."""
+    import ast
+    import textwrap
+
+    cls = obj if isinstance(obj, type) else type(obj)
+    try:
+        target = inspect.unwrap(getattr(cls, method))
+        lines, start = inspect.getsourcelines(target)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        file = inspect.getsourcefile(target)
+    except (AttributeError, TypeError, OSError, SyntaxError):
+        return None
+    found: list[int] = []
+    todo = list(ast.iter_child_nodes(tree.body[0])) if tree.body else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Return):
+            found.append(node.lineno + start - 1)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return f"{file}:{', '.join(map(str, sorted(found)))}" if found and file else None
+
+
+def handed_back(obj: object, method: str) -> str:
+    """Where a value the plugin's ``method`` returned was handed back: ``returned at FILE:LINE``
+    (its ``return`` statements, :func:`return_lines`), else ``METHOD at FILE:LINE`` (where it
+    is defined)."""
+    back = return_lines(obj, method)
+    return f"returned at {back}" if back else f"{method} at {source_line(obj, method)}"
+
+
 def shown(value: object) -> str:
     """A value in a contract line: a tensor by its shape, dtype and device (never its numbers),
     a dict by its entries so described, anything else by a short repr."""
@@ -145,18 +179,15 @@ def returned(
 ) -> T:
     """``value`` if ``ok``, else a :class:`PluginError`: the plugin's ``what`` (``round(state,
     env, t)``, its method named first) returned ``value`` (:func:`shown`) instead of ``expected``
-    (``name``: as in :func:`calling`); the line names where the method is defined."""
+    (``name``: as in :func:`calling`); the line names where the value was handed back
+    (:func:`handed_back`)."""
     if not ok:
         method = what.split("(")[0]
-        at = (
-            source_line(obj, method)
-            if hasattr(obj if isinstance(obj, type) else type(obj), method)
-            else None
-        )
+        defined = hasattr(obj if isinstance(obj, type) else type(obj), method)
+        at = handed_back(obj, method) if defined else ""
         raise PluginError(
             f"{kind} plugin {name or getattr(obj, 'name', '?')!r} ({origin(obj)}) breaks its "
             f"contract: "
-            f"{what} must return {expected}, got {shown(value)}"
-            + (f" ({method} at {at})" if at else "")
+            f"{what} must return {expected}, got {shown(value)}" + (f" ({at})" if at else "")
         )
     return value

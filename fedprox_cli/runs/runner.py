@@ -25,7 +25,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from .. import data
-from ..common import signals
+from ..common import run_files, signals
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
 from ..config.schema import RunConfig
@@ -158,7 +158,17 @@ def _finished(
     fingerprint: dict | None = None,
 ) -> None:
     """Say that the run ``held`` has finished these T rounds (or was made by other code), once
-    its data are checked the same (:func:`run_folder.same_data`), and its closing line."""
+    its data are checked the same (:func:`run_folder.same_data`) and its metrics.csv reads as
+    the readers of its evidence read it (strict: a damaged record is never "nothing to do"),
+    and its closing line."""
+    try:
+        run_files.read_metrics(held.path)
+    except (run_files.RunFileError, FileNotFoundError) as e:
+        damage = str(e) if isinstance(e, run_files.RunFileError) else f"{e.filename} is missing"
+        raise UserError(
+            f"the run in {held.path} has finished its {cfg.T} rounds, but its record is "
+            f"damaged: {damage}; it is kept as it is: to run it again, add resume=false"
+        ) from None
     run_folder.same_data(cfg, held, dataset, fingerprint)
     why = code_record.stale(held.code, cfg)
     say(
