@@ -126,8 +126,9 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
     ``hydra.sweeper.params`` and the command line), or None for other sweepers."""
     if not str(config.hydra.sweeper._target_).endswith("BasicSweeper"):
         return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .hydra_private import BasicSweeper
 
     as_typed = as_dict(config.hydra)  # an interpolation stays one
     params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.hydra import Hydra
 from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
+
+from .hydra_private import ConfigLoaderImpl, Hydra, replace
 
 if TYPE_CHECKING:
     from hydra.core.config_loader import ConfigLoader
@@ -44,6 +44,7 @@ def _before_overrides() -> Iterator[list[DictConfig]]:
     overrides' values are applied (``ConfigLoaderImpl._apply_overrides_to_config``)."""
     apply = ConfigLoaderImpl._apply_overrides_to_config
     kept: list[DictConfig] = []
+    name = "_apply_overrides_to_config"
 
     def keep_then_apply(overrides: list[Override], cfg: DictConfig) -> None:
         before = copy.deepcopy(cfg)
@@ -52,11 +53,11 @@ def _before_overrides() -> Iterator[list[DictConfig]]:
         kept.append(before)
         apply(overrides, cfg)
 
-    ConfigLoaderImpl._apply_overrides_to_config = staticmethod(keep_then_apply)  # type: ignore[method-assign]
+    hydras = replace(ConfigLoaderImpl, name, staticmethod(keep_then_apply))
     try:
         yield kept
     finally:
-        ConfigLoaderImpl._apply_overrides_to_config = staticmethod(apply)  # type: ignore[method-assign]
+        replace(ConfigLoaderImpl, name, hydras)
 
 
 @contextmanager
@@ -88,11 +89,11 @@ def composed_once(multirun: bool = False) -> Iterator[None]:
         _REFERENCE.append(before[0])
         return None
 
-    Hydra.get_mode = get_mode  # type: ignore[method-assign]
+    hydras = replace(Hydra, "get_mode", get_mode)
     try:
         yield
     finally:
-        Hydra.get_mode = hydra_get_mode  # type: ignore[method-assign]
+        replace(Hydra, "get_mode", hydras)
         for loader in loaders:
             vars(loader).pop("load_configuration", None)
         _REFERENCE.clear()
@@ -117,4 +118,4 @@ def _hand_over(
             return cfg
         return compose(*args, **kwargs)
 
-    loader.load_configuration = load_configuration  # type: ignore[method-assign]
+    vars(loader)["load_configuration"] = load_configuration  # this loader's own, until popped

@@ -20,10 +20,10 @@ from .jobdir import identity_of
 from .validate import Resolved, resolve
 
 if TYPE_CHECKING:
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.hydra import Hydra
     from hydra.core.override_parser.types import Override
     from hydra.types import RunMode
+
+    from .hydra_private import ConfigLoaderImpl, Hydra
 
 
 @dataclass(eq=False)
@@ -220,7 +220,7 @@ class Composer:
         return self.bases[key]
 
     def _dirname(self, parsed: list[Override], base: _Base) -> str:
-        from hydra._internal.config_loader_impl import get_overrides_dirname
+        from .hydra_private import get_overrides_dirname
 
         return get_overrides_dirname(
             overrides=parsed,
@@ -230,8 +230,9 @@ class Composer:
         )
 
     def __call__(self, job: list[str]) -> DictConfig:
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.types import RunMode
+
+        from .hydra_private import ConfigLoaderImpl
 
         parsed, values, key = self._split(job)
         if not values:
@@ -247,9 +248,10 @@ class Composer:
     def job(self, job: list[str], num: int) -> Job | None:
         """Job ``num`` of a sweep made from its base's scratch copy (class docstring); None
         where it must be composed whole."""
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.core.hydra_config import HydraConfig
         from hydra.core.override_parser.types import OverrideType
+
+        from .hydra_private import ConfigLoaderImpl
 
         parsed, values, key = self._split(job)
         if not values:

@@ -19,7 +19,7 @@ from .slurm import check_time_limit
 from .validate import resolve
 
 if TYPE_CHECKING:
-    from hydra._internal.hydra import Hydra
+    from .hydra_private import Hydra
 
 
 def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> Iterator[Job]:

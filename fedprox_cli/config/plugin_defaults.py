@@ -24,9 +24,8 @@ from ..common.errors import UserError
 from ..common.package import CONF_DIR
 
 if TYPE_CHECKING:
-    from hydra._internal.config_repository import ConfigRepository
-
     from ..common.registry import Lookup
+    from .hydra_private import ConfigRepository
 
 GROUPS = {
     "algorithm": "algorithms",
@@ -95,8 +94,7 @@ def by_path(group: str, target: str) -> dict[str, Any]:
 def _repository(overrides: list[str], config_dir: str | None) -> ConfigRepository:
     """Hydra's config repository for fedrun's search path plus ``config_dir`` and the
     overrides' ``hydra.searchpath``."""
-    from hydra._internal.config_repository import ConfigRepository
-    from hydra._internal.utils import create_config_search_path
+    from .hydra_private import ConfigRepository, create_config_search_path
 
     path = create_config_search_path(str(CONF_DIR))
     extra = [f"file://{config_dir}"] if config_dir else []
