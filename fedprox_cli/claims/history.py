@@ -21,8 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write_text
 from .declare import Claim, Test
@@ -117,8 +116,8 @@ def _versions(repo: Path, path: str) -> list[tuple[str, str, list]]:
             continue
         text = _git(repo, "show", f"{head[0]}:{line.strip()}")
         try:
-            entries = yaml.safe_load(text or "") or []
-        except yaml.YAMLError:
+            entries = guarded.parse_yaml(text or "", f"{head[0]}:{line.strip()}") or []
+        except guarded.Unreadable:
             entries = []
         out.append((head[0], head[1], entries if isinstance(entries, list) else []))
         head = None
