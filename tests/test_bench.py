@@ -92,3 +92,27 @@ def test_profile_run_accounts_for_a_runs_whole_wall_time(tmp_path):
     )
     assert all(v > 0 for k, v in seconds.items() if k != "other")
     assert sum(seconds.values()) == pytest.approx(got["total"])
+
+
+def test_profile_accounts_a_step_op_by_op_products_apart(monkeypatch, capsys):
+    """scripts/bench_engine.py --profile: per engine, each op's microseconds per client-step,
+    the matrix products counted apart from everything else."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "scripts" / "bench_engine.py"
+    spec = importlib.util.spec_from_file_location("bench_engine", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.is_product("aten::addmm") and script.is_product("aten::mkldnn_convolution")
+    assert not script.is_product("aten::index_select") and not script.is_product("aten::sum")
+    monkeypatch.setattr(script, "PROFILED", {"tiny": ("mlp", "digits", "fedavg", 3, 2)})
+    rows = script.profile(torch.device("cpu"), ["loop", "vmap"], None, top=5)
+    assert [r["engine"] for r in rows] == ["loop", "vmap"]
+    for r in rows:
+        assert r["products us/step"] > 0 and r["other us/step"] > 0 and r["ops/step"] > 1
+        assert r["products share"] == pytest.approx(
+            r["products us/step"] / (r["products us/step"] + r["other us/step"])
+        )
+    out = capsys.readouterr().out
+    assert "| aten::mm |" in out and "engine loop" in out and "engine vmap" in out

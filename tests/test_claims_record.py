@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, history, render, units, verdict
+from fedprox_cli.claims import declare, evidence, history, render, sources, units, verdict
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -46,7 +46,7 @@ def test_an_implementation_check_is_checked_never_reproduced():
     assert got.word == "checked" and "not counted as reproduced" in got.why
     failed = verdict.of(check, _evidence(check, trail))
     assert failed.word == "check failed" and failed.why.startswith("not reproduced by the rule")
-    table3 = declare.select(declare.load(), ["fedcanon-table3"])[0]
+    table3 = declare.select(sources.claims(), ["fedcanon-table3"])[0]
     assert table3.implementation and "checked" in verdict.WORDS
 
 
@@ -98,7 +98,7 @@ def test_bounds_set_after_the_runs_are_post_hoc_before_them_pre_registered(tmp_p
 
 def test_the_committed_record_marks_fig1s_band_post_hoc_and_check_names_a_moved_bound():
     records = history.read(RESULTS)
-    fig1 = declare.select(declare.load(), ["fedcanon-fig1"])[0]
+    fig1 = declare.select(sources.claims(), ["fedcanon-fig1"])[0]
     assert records[("fedcanon-fig1", 3)].order == "post hoc"
     assert history.of(records, fig1, 3, fig1.tests[2]).startswith("post hoc: bounds declared")
     assert "declared before the runs" not in fig1.note
@@ -164,7 +164,7 @@ def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
 
 
 def test_a_same_as_claim_reads_every_device_its_source_reads():
-    claims = {c.id: c for c in declare.load()}
+    claims = {c.id: c for c in sources.claims()}
     fig3, table5 = claims["fedcanon-fig3"], claims["fedcanon-table5"]
     h200 = [rs for rs in table5.ran if rs.device == "NVIDIA H200"]
     assert h200 and all(rs in fig3.ran for rs in h200)

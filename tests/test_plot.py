@@ -304,7 +304,7 @@ def test_a_subscripted_symbol_reads_as_text_outside_the_drawing(tmp_path, kept, 
     (fig,) = kept
     printed = capsys.readouterr().out
     assert "$" in legend(fig)[0]  # drawn in mathtext (the subscript)
-    assert "η_g = 1" in printed.splitlines() and "η = 0.3" in fig.caption
+    assert "legend: η_g = 1; " in printed and "η = 0.3" in fig.caption
     for text in (fig.caption, (tmp_path / "f.caption.txt").read_text(), printed):
         assert "$" not in text and "\\eta" not in text
 

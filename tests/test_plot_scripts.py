@@ -1193,7 +1193,7 @@ def test_legends_name_every_difference_with_display_names_and_the_band(tmp_path,
     pdf = tmp_path / "fig.pdf"
     assert plot_script.main([str(tmp_path / "runs"), "--out", str(pdf)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["FedCanon", "FedMiD"]
+    assert out[0] == "legend: FedCanon; FedMiD"
     caption = (tmp_path / "fig.caption.txt").read_text().strip()
     assert f"caption: {caption}" in out and "Lines: mean of 2 seeds; bands: ± 1 std" in caption
     assert "β = 0.01" in caption.split(" and FedMiD (")[0] and "β = 0.02" in caption

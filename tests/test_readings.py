@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, text, units, verdict
+from fedprox_cli.claims import declare, evidence, sources, text, units, verdict
 from fedprox_cli.claims.declare import Claim, RunSet
 from fedprox_cli.common.errors import UserError
 
@@ -132,13 +132,13 @@ def test_one_measurement_in_two_claims_gets_one_gate_and_must_say_so():
             "base": "a", "holds": {"min": 2.87}, "says": "b slower"}  # fmt: skip
     table = ([time], {"no_seeds": True, "per_round": True})
     with pytest.raises(UserError, match="same measurement as claim c0's; declare it same_as"):
-        declare._shared([declare._claim("fedcanon", d) for d in _claims(table, ([time], {}))])
+        declare.shared([declare.claim({**d, "paper": "FedCanon"}) for d in _claims(table, ([time], {}))])
     linked = {**time, "holds": {"min": 1.0}, "same_as": "c0"}
-    shared = declare._shared(
-        [declare._claim("fedcanon", d) for d in _claims(table, ([linked], {}))]
+    shared = declare.shared(
+        [declare.claim({**d, "paper": "FedCanon"}) for d in _claims(table, ([linked], {}))]
     )
     assert shared[1].tests[0].no_seeds and shared[1].tests[0].per_round
-    fig3 = declare.select(declare.load(), ["fedcanon-fig3"])[0]  # its time half is Table V's
+    fig3 = declare.select(sources.claims(), ["fedcanon-fig3"])[0]  # its time half is Table V's
     assert [t.no_seeds for t in fig3.tests if t.role == "primary"] == [False, True]
 
 

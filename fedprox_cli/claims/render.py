@@ -14,6 +14,7 @@ import numpy as np
 from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
+from .sources import Source, facts
 from .text import against, num, shown
 from .units import Outcome, timed
 from .verdict import Verdict, primary, state
@@ -22,7 +23,7 @@ from .verdict import choices as verdict_choices
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
 
 RULES = """\
-Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
+Written by `fedrun-reproduce report` from the claims in {source} and the runs
 in `results/reproduction/`; `fedrun-reproduce check` recomputes it and names every change of the
 evidence since its digests were recorded (`reproduction/EVIDENCE.sha256`). Tests count units (a
 seed in a panel; a pair for ratios; a run for levels; a model for the prox benchmark). Each test
@@ -56,8 +57,7 @@ never counted as reproduced. Each test says when its bounds (what it compares, w
 bounds it reads against) were declared relative to the claim's runs, as git records them
 (`fedrun-reproduce record` reads it into `reproduction/DECLARED.tsv`): **pre-registered** when
 the commit declaring them precedes every commit of the runs, **post hoc** when some runs were
-committed before or with it (the bound could have been set after reading them). Runs here: a 2-core CPU, one thread per job (device column);
-`fedrun-reproduce plan --device cuda` gives the papers' own settings."""
+committed before or with it (the bound could have been set after reading them).{runs_here}"""
 
 
 @dataclass
@@ -345,6 +345,11 @@ def owners(claims: list[Claim]) -> dict[str, Claim]:
     return out
 
 
+def settings(rs: RunSet) -> str:
+    """A run set's settings as fedrun's arguments: its preset, then its overrides."""
+    return " ".join([*([f"experiment={rs.preset}"] if rs.preset else []), *rs.overrides])
+
+
 def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
     """The line saying where a run set's evidence comes from."""
     c, rs = r.claim, ev.runset
@@ -353,9 +358,7 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
         return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
     if rs.folders:
         return (
-            f"Ran on {data_of(rs)}: `experiment={rs.preset}"
-            + "".join(f" {o}" for o in rs.overrides)
-            + "` in "
+            f"Ran on {data_of(rs)}: `{settings(rs)}` in "
             + ", ".join(f"`{f}`" for f in rs.folders)
             + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
             + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
@@ -535,9 +538,10 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
-def stand_ins(rendered: list[Rendered]) -> str:
-    """What each stand-in a claim ran on is (declare.stand_ins), and what it stands for."""
-    facts = declare.stand_ins()
+def stand_ins(rendered: list[Rendered], facts: dict | None = None) -> str:
+    """What each stand-in a claim ran on is (``facts``, default :func:`.declare.stand_ins`),
+    and what it stands for."""
+    facts = declare.stand_ins() if facts is None else facts
     used: dict[str, dict[str, None]] = {}  # stand-in -> what it stands for (in order)
     for r in rendered:
         for ev in r.evidence:
@@ -559,19 +563,26 @@ def reasons(r: Rendered) -> list[str]:
     return out
 
 
-def report(rendered: list[Rendered], owner: dict[str, Claim], sources: str = "") -> str:
-    """The report (``sources``: the line of digests of what it was written from beyond the
-    runs, :func:`.digests.said`)."""
+def report(
+    rendered: list[Rendered], owner: dict[str, Claim], origin: list[Source], written: str = ""
+) -> str:
+    """REPRODUCTION.md of the claims of the sources ``origin`` (named in its rule paragraph;
+    ``written``: the line of digests of what it was written from beyond the runs,
+    :func:`.digests.said`)."""
+    rules = RULES.format(
+        source=", ".join(s.name for s in origin),
+        runs_here="".join(dict.fromkeys(s.runs_here for s in origin)),
+    )
     head = [
         "# Reproduction report",
         "",
-        RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
+        rules + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
-        *([sources, ""] if sources else []),
+        *([written, ""] if written else []),
         exemptions([r.claim for r in rendered]),
         "",
         "Stand-ins (the data a claim ran on in place of the paper's):",
-        stand_ins(rendered),
+        stand_ins(rendered, facts(origin)),
         "",
         (
             "| claim | paper's number | ours (the test named, its number: mean ± std; holds in) | "
@@ -601,15 +612,7 @@ def docs(rendered: list[Rendered]) -> str:
     lines = [BEGIN, "| claim | at the paper's setting | ran here | word |", "|---|---|---|---|"]
     for r in rendered:
         c = r.claim
-        paper = (
-            (
-                f"`experiment={c.paper_runs.preset}"
-                + "".join(f" {o}" for o in c.paper_runs.overrides)
-                + f"` ({c.paper_runs.data})"
-            )
-            if c.paper_runs
-            else "—"
-        )
+        paper = f"`{settings(c.paper_runs)}` ({c.paper_runs.data})" if c.paper_runs else "—"
         here = (
             "; ".join(
                 f"{data_of(ev.runset)}: "

@@ -22,6 +22,8 @@ Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry ru
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import sys
@@ -274,19 +276,14 @@ def quote_paths(args: list[str]) -> list[str]:
     return out
 
 
-def _not_parsed(message: str):
-    raise ValueError(message)
-
-
 def _parsed(argv: list[str]):
     """The command line as Hydra's argument parser reads it, or None where it does not parse
-    (Hydra's own parsing then says what is wrong)."""
-    from hydra._internal.utils import get_args_parser
+    (silent here: Hydra's own parsing then says what is wrong)."""
+    from ..config.hydra_private import get_args_parser
 
-    parser = get_args_parser()
-    parser.error = _not_parsed  # type: ignore[method-assign]  # silent here
     try:
-        return parser.parse_intermixed_args(argv)
+        with contextlib.redirect_stderr(io.StringIO()):
+            return get_args_parser().parse_intermixed_args(argv)
     except (ValueError, TypeError, SystemExit):
         return None
 

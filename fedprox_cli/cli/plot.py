@@ -194,8 +194,7 @@ def draw(args, warn) -> int:
             panel_size(args),
             drawn_caption=args.caption,
         )
-        for label in labels:
-            streams.out(label)
+        streams.out("legend: " + "; ".join(labels))  # what each curve is, said as such
     streams.out(f"caption: {text}")
     streams.out(f"wrote {out}")
     return 0

@@ -147,6 +147,7 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
         return None
     saved = HydraConfig.instance().cfg
     gh = GlobalHydra.instance().hydra
+    assert gh is not None, "Hydra is not initialized"  # the sweep's own, running
     compose = composer(gh, config_name, master)
     try:
         listed = compose_jobs(gh, config_name, master, task, compose)

@@ -6,6 +6,7 @@ files, the command line rebuilt from Hydra's overrides)."""
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING, Any
 
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
@@ -15,6 +16,9 @@ from ..common import run_files
 from ..common.containers import as_dict, as_list
 from ..common.errors import UserError
 from ..common.package import CONF_DIR
+
+if TYPE_CHECKING:
+    from hydra.conf import HydraConf
 
 
 def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
@@ -31,7 +35,7 @@ def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
         return hydra_compose("config", overrides=list(overrides))
 
 
-def reference_config(choices: dict) -> DictConfig | None:
+def reference_config(choices: dict[str, Any]) -> DictConfig | None:
     """The config of the same group choices without any other override: what a key's default
     and the set of valid keys are (:func:`config.validate.check_keys`)."""
     from hydra import compose
@@ -51,7 +55,7 @@ def reference_config(choices: dict) -> DictConfig | None:
 
 def reference_for(
     cfg: DictConfig,
-    choices: dict,
+    choices: dict[str, Any],
     overrides: list[str],
     before_overrides: DictConfig | None = None,
 ) -> DictConfig | None:
@@ -80,7 +84,7 @@ def reference_for(
     )
 
 
-def command(hc) -> str:
+def command(hc: DictConfig | HydraConf) -> str:
     """The user's command for this run, rebuilt from Hydra's overrides (not ``sys.argv``, which
     is a launcher's own under submitit), with where its configs came from (``--config-dir``,
     ``hydra.searchpath``), so that it re-runs as recorded."""
@@ -101,13 +105,13 @@ def command(hc) -> str:
     )
 
 
-def overrides(hc) -> list[str]:
+def overrides(hc: DictConfig | HydraConf) -> list[str]:
     """The command line's overrides as typed (an interpolation in one, ``a=${calc:1/0}``, is
     text here: the run's validation resolves it and refuses what fails)."""
     return as_list(hc.overrides.task)
 
 
-def hydra_files(cfg: DictConfig, hc) -> dict[str, str]:
+def hydra_files(cfg: DictConfig, hc: DictConfig | HydraConf) -> dict[str, str]:
     """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
     run has started, so a refused re-run leaves the folder's record alone)."""
     return {
@@ -122,8 +126,9 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
     ``hydra.sweeper.params`` and the command line), or None for other sweepers."""
     if not str(config.hydra.sweeper._target_).endswith("BasicSweeper"):
         return None
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from .hydra_private import BasicSweeper
 
     as_typed = as_dict(config.hydra)  # an interpolation stays one
     params = [f"{k}={v}" for k, v in (as_typed["sweeper"].get("params") or {}).items()]
@@ -131,7 +136,7 @@ def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
     return BasicSweeper.split_arguments(overrides, None)[0]
 
 
-def one_of_a_sweep(hc) -> str | None:
+def one_of_a_sweep(hc: DictConfig) -> str | None:
     """For a run without ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep
     (``hc``: its Hydra node): the note that it runs one config and what ``-m`` would run; None
     for any other run."""
@@ -153,7 +158,7 @@ def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
     seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
     each job's overrides (None: a sweeper that chooses them itself)."""
 
-    def value(job: list[str], key: str, default):
+    def value(job: list[str], key: str, default: object) -> object:
         return next(
             (o.split("=", 1)[1] for o in reversed(job) if o.lstrip("+").split("=", 1)[0] == key),
             default,
@@ -163,7 +168,7 @@ def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
     batched = {str(value(job, "seeds", composed.seeds)) for job in jobs or []} - {"1"}
     if len(swept) > 1 and batched:
         raise UserError(
-            f"seeds={min(batched)} with a sweep over seed ({','.join(swept)}) would run "
+            f"seeds={min(batched)} with a sweep over seed ({','.join(map(str, swept))}) would run "
             f"overlapping seeds in its jobs; give one seed (seed=0 seeds=R runs seeds "
             f"0..R-1 in each job) or sweep seed without seeds"
         )

@@ -16,11 +16,16 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
-from hydra._internal.hydra import Hydra
 from hydra.types import RunMode
 from omegaconf import DictConfig, open_dict
+
+from .hydra_private import ConfigLoaderImpl, Hydra, replace
+
+if TYPE_CHECKING:
+    from hydra.core.config_loader import ConfigLoader
+    from hydra.core.override_parser.types import Override
 
 _MODE_OVERRIDE = "hydra.mode=RUN"  # what Hydra's _run_app appends for a run of no set mode
 _REFERENCE: list[DictConfig] = []  # the composed run's config before its overrides, in the block
@@ -39,19 +44,20 @@ def _before_overrides() -> Iterator[list[DictConfig]]:
     overrides' values are applied (``ConfigLoaderImpl._apply_overrides_to_config``)."""
     apply = ConfigLoaderImpl._apply_overrides_to_config
     kept: list[DictConfig] = []
+    name = "_apply_overrides_to_config"
 
-    def keep_then_apply(overrides, cfg: DictConfig) -> None:
+    def keep_then_apply(overrides: list[Override], cfg: DictConfig) -> None:
         before = copy.deepcopy(cfg)
         with open_dict(before):
             del before["hydra"]
         kept.append(before)
         apply(overrides, cfg)
 
-    ConfigLoaderImpl._apply_overrides_to_config = staticmethod(keep_then_apply)  # type: ignore[method-assign]
+    hydras = replace(ConfigLoaderImpl, name, staticmethod(keep_then_apply))
     try:
         yield kept
     finally:
-        ConfigLoaderImpl._apply_overrides_to_config = staticmethod(apply)  # type: ignore[method-assign]
+        replace(ConfigLoaderImpl, name, hydras)
 
 
 @contextmanager
@@ -62,9 +68,9 @@ def composed_once(multirun: bool = False) -> Iterator[None]:
         yield
         return
     hydra_get_mode = Hydra.get_mode
-    loaders: list = []  # the loaders handed a config, their own method restored at the end
+    loaders: list[Any] = []  # the loaders handed a config, their own method restored at the end
 
-    def get_mode(self: Hydra, config_name: str | None, overrides: list[str]):
+    def get_mode(self: Hydra, config_name: str | None, overrides: list[str]) -> RunMode | None:
         loader = self.config_loader
         try:
             with _before_overrides() as before:
@@ -72,9 +78,9 @@ def composed_once(multirun: bool = False) -> Iterator[None]:
                     config_name=config_name, overrides=list(overrides), run_mode=RunMode.RUN
                 )
         except Exception:  # noqa: BLE001 -- Hydra's own composition says what is wrong
-            return hydra_get_mode(self, config_name, overrides)
+            return cast("RunMode | None", hydra_get_mode(self, config_name, overrides))
         if cfg.hydra.mode is not None or len(before) != 1:
-            return hydra_get_mode(self, config_name, overrides)
+            return cast("RunMode | None", hydra_get_mode(self, config_name, overrides))
         with open_dict(cfg.hydra):
             cfg.hydra.mode = RunMode.RUN
             cfg.hydra.overrides.hydra.append(_MODE_OVERRIDE)
@@ -83,22 +89,24 @@ def composed_once(multirun: bool = False) -> Iterator[None]:
         _REFERENCE.append(before[0])
         return None
 
-    Hydra.get_mode = get_mode  # type: ignore[method-assign]
+    hydras = replace(Hydra, "get_mode", get_mode)
     try:
         yield
     finally:
-        Hydra.get_mode = hydra_get_mode  # type: ignore[method-assign]
+        replace(Hydra, "get_mode", hydras)
         for loader in loaders:
             vars(loader).pop("load_configuration", None)
         _REFERENCE.clear()
 
 
-def _hand_over(loader, config_name: str | None, overrides: list[str], cfg) -> None:
+def _hand_over(
+    loader: ConfigLoader, config_name: str | None, overrides: list[str], cfg: DictConfig
+) -> None:
     """``loader``'s next ``load_configuration`` call, if it asks for ``overrides`` of
     ``config_name`` in run mode, returns ``cfg``; any call ends the hand-over."""
     compose = loader.load_configuration
 
-    def load_configuration(*args, **kwargs):
+    def load_configuration(*args: Any, **kwargs: Any) -> DictConfig:
         vars(loader).pop("load_configuration", None)
         if (
             not args
@@ -110,4 +118,4 @@ def _hand_over(loader, config_name: str | None, overrides: list[str], cfg) -> No
             return cfg
         return compose(*args, **kwargs)
 
-    loader.load_configuration = load_configuration
+    vars(loader)["load_configuration"] = load_configuration  # this loader's own, until popped

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
@@ -19,14 +19,20 @@ from . import jobdir
 from .jobdir import identity_of
 from .validate import Resolved, resolve
 
+if TYPE_CHECKING:
+    from hydra.core.override_parser.types import Override
+    from hydra.types import RunMode
+
+    from .hydra_private import ConfigLoaderImpl, Hydra
+
 
 @dataclass(eq=False)
 class Job:
     num: int
     overrides: list[str]
     folder: Path
-    choices: dict
-    plain: dict  # the job's config as composed (the hydra node left out), interpolations as typed
+    choices: dict[str, Any]
+    plain: dict[str, Any]  # the job's config as composed (no hydra node), interpolations as typed
     resolved: Resolved  # its values resolved, or why they cannot be
     note: str | None = (
         None  # a run without -m of a preset that defines a sweep (compose.one_of_a_sweep)
@@ -42,7 +48,7 @@ class Job:
         return self.composed if self.composed is not None else OmegaConf.create(self.plain)
 
 
-def where(values: dict, launcher: DictConfig, num: int | None) -> str:
+def where(values: dict[str, Any], launcher: DictConfig, num: int | None) -> str:
     """Where a job (number ``num``; None: a single run; ``values``: its config, resolved) would
     run: the GPU share Ray would give it under ``hydra/launcher=ray`` (Ray places it when it
     starts), else the device by fedrun's rule (:func:`fedprox_cli.engine.device.placement`) on
@@ -61,7 +67,7 @@ def where(values: dict, launcher: DictConfig, num: int | None) -> str:
     return placement(device, num)
 
 
-def compose_config(gh, config_name: str, overrides: list[str], mode):
+def compose_config(gh: Hydra, config_name: str, overrides: list[str], mode: RunMode) -> DictConfig:
     return gh.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
 
 
@@ -82,7 +88,7 @@ def _per_sweep(pattern: str) -> bool:
     )
 
 
-def _interpolations(plain) -> Iterator[str]:
+def _interpolations(plain: object) -> Iterator[str]:
     if isinstance(plain, dict):
         for v in plain.values():
             yield from _interpolations(v)
@@ -136,7 +142,7 @@ class _Base:
         hc.set_config(self.scratch)  # its copy of the Hydra node, into the scratch's config
         self.current, hc.cfg = hc.cfg, previous
 
-    def at(self, key: str):
+    def at(self, key: str) -> Any:  # a config value
         """The value of the dotted ``key`` in :attr:`plain` (KeyError: not a value there)."""
         node = self.plain
         for part in key.split("."):
@@ -146,7 +152,7 @@ class _Base:
         return node
 
 
-def _with(plain: dict, key: str, value) -> dict:
+def _with(plain: dict[str, Any], key: str, value: object) -> dict[str, Any]:
     """``plain`` with the dotted ``key`` set to ``value``: the dicts on its path copied, the
     rest shared."""
     head, _, rest = key.partition(".")
@@ -166,7 +172,9 @@ class Composer:
     the values resolved there, its folder named from them (:func:`jobdir.name`). A job with
     an override Hydra treats otherwise (a Hydra key, a group, a dict value) is composed whole."""
 
-    def __init__(self, gh, config_name: str, pre: list[str], master: DictConfig | None = None):
+    def __init__(
+        self, gh: Hydra, config_name: str, pre: list[str], master: DictConfig | None = None
+    ):
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         self.gh, self.config_name, self.pre, self.master = gh, config_name, pre, master
@@ -175,10 +183,10 @@ class Composer:
         self._parse_one = functools.lru_cache(maxsize=4096)(self._parse_line)
         self._groups: dict[str, bool] = {}  # whether a key names a config group
 
-    def _parse_line(self, line: str):
+    def _parse_line(self, line: str) -> Override:
         return self.parser.parse_overrides([line])[0]
 
-    def _is_value(self, o) -> bool:
+    def _is_value(self, o: Override) -> bool:
         """Whether Hydra applies override ``o`` after composing (``config_overrides``)."""
         return (
             not o.is_hydra_override()
@@ -188,17 +196,18 @@ class Composer:
 
     def _group(self, key: str) -> bool:
         if key not in self._groups:
-            self._groups[key] = self.gh.config_loader.repository.group_exists(key)
+            loader = cast("ConfigLoaderImpl", self.gh.config_loader)
+            self._groups[key] = loader.repository.group_exists(key)
         return self._groups[key]
 
     def sets_hydra(self, job: list[str]) -> bool:
         """Whether job ``job`` overrides a Hydra key (``hydra.*``)."""
         return any(self._parse_one(line).is_hydra_override() for line in job)
 
-    def _split(self, job: list[str]):
+    def _split(self, job: list[str]) -> tuple[list[Override], list[Override], tuple[str, ...]]:
         parsed = [self._parse_one(line) for line in job]
         values = [o for o in parsed if self._is_value(o)]
-        key = tuple(o.input_line for o in parsed if not self._is_value(o))
+        key = tuple(cast(str, o.input_line) for o in parsed if not self._is_value(o))
         return parsed, values, key
 
     def _base(self, key: tuple[str, ...]) -> _Base:
@@ -210,8 +219,8 @@ class Composer:
             self.bases[key] = _Base(composed, self.master)
         return self.bases[key]
 
-    def _dirname(self, parsed, base: _Base) -> str:
-        from hydra._internal.config_loader_impl import get_overrides_dirname
+    def _dirname(self, parsed: list[Override], base: _Base) -> str:
+        from .hydra_private import get_overrides_dirname
 
         return get_overrides_dirname(
             overrides=parsed,
@@ -221,8 +230,9 @@ class Composer:
         )
 
     def __call__(self, job: list[str]) -> DictConfig:
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.types import RunMode
+
+        from .hydra_private import ConfigLoaderImpl
 
         parsed, values, key = self._split(job)
         if not values:
@@ -231,16 +241,17 @@ class Composer:
         cfg = copy.deepcopy(base.cfg)
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         h = cfg.hydra
-        h.overrides.task = [o.input_line for o in parsed]
+        h.overrides.task = [cast(str, o.input_line) for o in parsed]
         h.job.override_dirname = self._dirname(parsed, base)
         return cfg
 
     def job(self, job: list[str], num: int) -> Job | None:
         """Job ``num`` of a sweep made from its base's scratch copy (class docstring); None
         where it must be composed whole."""
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
         from hydra.core.hydra_config import HydraConfig
         from hydra.core.override_parser.types import OverrideType
+
+        from .hydra_private import ConfigLoaderImpl
 
         parsed, values, key = self._split(job)
         if not values:
@@ -251,7 +262,7 @@ class Composer:
         for o in values:
             if o.type != OverrideType.CHANGE or isinstance(o.value(), (dict, list)):
                 return None
-            if isinstance(o.value(), str) and _INTO_HYDRA.search(o.value()):
+            if isinstance(v := o.value(), str) and _INTO_HYDRA.search(v):
                 return None
             try:
                 base.at(o.key_or_group)
@@ -269,7 +280,7 @@ class Composer:
         plain = base.plain
         for k in mine:
             plain = _with(plain, k, _stored(scratch, k))
-        task = [o.input_line for o in parsed]
+        task = [cast(str, o.input_line) for o in parsed]
         hc = HydraConfig.instance()
         hc.cfg = base.current
         h = cast(DictConfig, base.current).hydra
@@ -295,7 +306,7 @@ class Composer:
         )
 
 
-def _stored(cfg: DictConfig, key: str):
+def _stored(cfg: DictConfig, key: str) -> Any:  # a config value, an interpolation as typed
     """The value of the dotted ``key`` as ``cfg`` holds it (an interpolation as typed)."""
     parent, _, leaf = key.rpartition(".")
     node = OmegaConf.select(cfg, parent) if parent else cfg

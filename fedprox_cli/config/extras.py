@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from typing import Any
 
 from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
 
 from ..common.errors import UserError, refuse_in_callback
 
@@ -53,7 +55,7 @@ def message(option: str) -> str | None:
     )
 
 
-def check(choices: dict) -> None:
+def check(choices: dict[str, Any]) -> None:
     """Refuse group choices (Hydra's ``runtime.choices``) whose extra is missing."""
     for group, choice in choices.items():
         why = message(f"{group}/{choice}")
@@ -75,8 +77,8 @@ class Check(Callback):
     """Hydra callback (conf/config.yaml): :func:`check` a run's or a sweep's choices before
     Hydra builds its sweeper or launcher."""
 
-    def on_run_start(self, config, **kwargs) -> None:
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_in_callback(check, config.hydra.runtime.choices)
 
-    def on_multirun_start(self, config, **kwargs) -> None:
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         refuse_in_callback(check, config.hydra.runtime.choices)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import Any
 
 from omegaconf import Container, DictConfig, OmegaConf
 
@@ -26,15 +27,17 @@ def _kept(key: str) -> bool:
 
 def identity(root: DictConfig) -> str:
     """A fingerprint of a job's config (:func:`identity_of` its values and choices)."""
-    resolved = {}
+    resolved: dict[str, Any] = {}
     for k in root:
         if k != "hydra":
             v = root[k]
-            resolved[k] = OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
+            resolved[str(k)] = (
+                OmegaConf.to_container(v, resolve=True) if isinstance(v, Container) else v
+            )
     return identity_of(resolved, as_dict(root.hydra.runtime.choices))
 
 
-def identity_of(resolved: dict, choices: dict) -> str:
+def identity_of(resolved: dict[str, Any], choices: dict[str, Any]) -> str:
     """A fingerprint of a job's config: every ``resolved`` key but run control's (the layout key
     ``seeds`` kept; values :func:`keys.canonical`), and the config-group ``choices``."""
     kept = {k: v for k, v in sorted(canonical(flatten(resolved)).items()) if _kept(k)}

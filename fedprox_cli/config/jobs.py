@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -17,6 +18,9 @@ from .composer import Composer, Job, compose_config, planned, where
 from .slurm import check_time_limit
 from .validate import resolve
 
+if TYPE_CHECKING:
+    from .hydra_private import Hydra
+
 
 def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> Iterator[Job]:
     """Every job the command would run, composed one at a time (Hydra must be initialized)."""
@@ -24,6 +28,7 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> I
     from hydra.types import RunMode
 
     gh = GlobalHydra.instance().hydra
+    assert gh is not None, "Hydra is not initialized"  # by the command or the API
     if not multirun:
         return compose_jobs(gh, config_name, None, [overrides])
     master = compose_config(gh, config_name, overrides, RunMode.MULTIRUN)
@@ -43,7 +48,7 @@ def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
     return planned(cfg.hydra.run)
 
 
-def composer(gh, config_name: str, master: DictConfig | None) -> Composer:
+def composer(gh: Hydra, config_name: str, master: DictConfig | None) -> Composer:
     """The :class:`Composer` of the jobs of sweep ``master`` (None: of one run): the sweep's
     Hydra overrides, unresolved, before each job's."""
     pre = [] if master is None else as_list(master.hydra.overrides.hydra)
@@ -51,7 +56,7 @@ def composer(gh, config_name: str, master: DictConfig | None) -> Composer:
 
 
 def compose_jobs(
-    gh,
+    gh: Hydra,
     config_name: str,
     master: DictConfig | None,
     task: list[list[str]],
@@ -82,13 +87,26 @@ def _current(cfg: DictConfig) -> None:
     HydraConfig.instance().set_config(cfg)
 
 
-def _composed(gh, config_name, master, task, compose: Composer) -> Iterator[Job]:
+def _composed(
+    gh: Hydra,
+    config_name: str,
+    master: DictConfig | None,
+    task: list[list[str]],
+    compose: Composer,
+) -> Iterator[Job]:
     for num, job in enumerate(task):
         made = compose.job(job, num) if master is not None else None
         yield made if made is not None else _whole(gh, config_name, master, job, num, compose)
 
 
-def _whole(gh, config_name, master, job: list[str], num: int, compose: Composer) -> Job:
+def _whole(
+    gh: Hydra,
+    config_name: str,
+    master: DictConfig | None,
+    job: list[str],
+    num: int,
+    compose: Composer,
+) -> Job:
     """Job ``num`` (``master`` None: the one run) composed whole."""
     from hydra.types import RunMode
 

@@ -4,6 +4,8 @@ the reports never split groups of runs by them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 RUN_CONTROL = frozenset(
     {
         "checkpoint_every",
@@ -50,7 +52,7 @@ ADDED = {
 SAME_AS = {"compile": {"auto": False}}
 
 
-def canonical(flat: dict) -> dict:
+def canonical(flat: dict[str, Any]) -> dict[str, Any]:
     """A flattened config with each :data:`SAME_AS` value replaced by the one it computes as."""
     return {
         k: SAME_AS[k].get(v, v) if k in SAME_AS and isinstance(v, str) else v
@@ -58,6 +60,6 @@ def canonical(flat: dict) -> dict:
     }
 
 
-def complete(flat: dict) -> dict:
+def complete(flat: dict[str, Any]) -> dict[str, Any]:
     """A flattened recorded config with the :data:`ADDED` keys it lacks, :func:`canonical`."""
     return canonical({**ADDED, **flat})

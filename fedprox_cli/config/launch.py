@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from omegaconf import DictConfig, OmegaConf
+
+from .hydra_private import ConfigLoaderImpl, replace
 
 if TYPE_CHECKING:  # its module loads torch: fedrun's import must not (a failure there is a run's)
     from .composer import Composer
@@ -40,10 +41,10 @@ def _load_sweep_config(
 def use(master: DictConfig, composer: Composer) -> None:
     """From now on, the jobs of ``master`` are ``composer``'s (module docstring)."""
     _SWEEPS.append((master, composer))
-    ConfigLoaderImpl.load_sweep_config = _load_sweep_config  # type: ignore[method-assign]
+    replace(ConfigLoaderImpl, "load_sweep_config", _load_sweep_config)
 
 
 def done() -> None:
     """Every sweep's jobs composed by Hydra again (the end of a ``fedrun -m`` call)."""
     _SWEEPS.clear()
-    ConfigLoaderImpl.load_sweep_config = _HYDRAS  # type: ignore[method-assign]
+    replace(ConfigLoaderImpl, "load_sweep_config", _HYDRAS)

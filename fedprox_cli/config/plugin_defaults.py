@@ -17,10 +17,15 @@ import inspect
 import re
 from dataclasses import MISSING, fields, is_dataclass
 from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, cast
 
 from ..common.dotted import dotted, located
 from ..common.errors import UserError
 from ..common.package import CONF_DIR
+
+if TYPE_CHECKING:
+    from ..common.registry import Lookup
+    from .hydra_private import ConfigRepository
 
 GROUPS = {
     "algorithm": "algorithms",
@@ -38,7 +43,7 @@ _CHOICE = re.compile(r"^(?P<group>\w+)=(?P<values>.+)$")
 _SEARCHPATH = re.compile(r"^\+*hydra\.searchpath=\[(?P<paths>.*)\]$")
 
 
-def lookup(group: str):
+def lookup(group: str) -> Lookup[Any]:
     """The registry lookup ``(name, target=None) -> object`` of a config group (imported here:
     torch loads only when one is needed)."""
     from importlib import import_module
@@ -50,10 +55,10 @@ def lookup(group: str):
         "model": "fedprox_cli.engine.models",
         "dataset": "fedprox_cli.data.datasets",
     }[group]
-    return import_module(module).lookup
+    return cast("Lookup[Any]", import_module(module).lookup)
 
 
-def defaults(group: str, name: str, obj) -> dict:
+def defaults(group: str, name: str, obj: Any) -> dict[str, Any]:  # a plugin's class or function
     """The option's config from the plugin's own defaults (module docstring)."""
     if group == "dataset":
         return {"name": name}
@@ -77,7 +82,7 @@ def defaults(group: str, name: str, obj) -> dict:
     return {"name": name, **({"init": "default"} if group == "model" else {}), **params}
 
 
-def by_path(group: str, target: str) -> dict:
+def by_path(group: str, target: str) -> dict[str, Any]:
     """The option ``GROUP=package.module.Class`` (:func:`common.dotted.dotted`): the class's
     defaults under its own ``name``, with ``_target_`` its path; the class contract checked at
     the door (a broken one is one line naming it)."""
@@ -86,11 +91,10 @@ def by_path(group: str, target: str) -> dict:
     return {**defaults(group, cls.name, cls), "_target_": target}
 
 
-def _repository(overrides: list[str], config_dir: str | None):
+def _repository(overrides: list[str], config_dir: str | None) -> ConfigRepository:
     """Hydra's config repository for fedrun's search path plus ``config_dir`` and the
     overrides' ``hydra.searchpath``."""
-    from hydra._internal.config_repository import ConfigRepository
-    from hydra._internal.utils import create_config_search_path
+    from .hydra_private import ConfigRepository, create_config_search_path
 
     path = create_config_search_path(str(CONF_DIR))
     extra = [f"file://{config_dir}"] if config_dir else []

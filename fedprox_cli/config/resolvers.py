@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import operator
 import os
+from collections.abc import Callable
+from typing import cast
 
 from omegaconf import OmegaConf
 
@@ -23,15 +25,15 @@ MAX_BASE = 2**64  # |a| of a ** b
 MAX_EXPONENT = 1024  # |b| of a ** b
 
 
-def _pow(a, b):
+def _pow(a: float, b: float) -> float:
     if abs(a) > MAX_BASE or abs(b) > MAX_EXPONENT:
         raise ValueError(
             f"calc: {a!r} ** {b!r} is outside |base| <= 2**64, |exponent| <= {MAX_EXPONENT}"
         )
-    return operator.pow(a, b)
+    return cast(float, operator.pow(a, b))
 
 
-def _apply(op, *args):
+def _apply(op: Callable[..., float], *args: float) -> float:
     try:
         return op(*args)
     except ZeroDivisionError:
@@ -40,7 +42,7 @@ def _apply(op, *args):
         raise ValueError("calc: the result is too large") from None
 
 
-_OPS = {
+_OPS: dict[type[ast.AST], Callable[..., float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,

@@ -35,25 +35,25 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 GROUPS = ("dataset", "partition", "model", "regularizer", "compressor", "algorithm")
 
 
-def is_int(v) -> bool:
+def is_int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def is_number(v) -> bool:
+def is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def positive_int(v) -> bool:
+def positive_int(v: Any) -> bool:
     return is_int(v) and v > 0
 
 
-def key(must: str, ok: Callable[[Any], bool] = lambda v: True):
+def key(must: str, ok: Callable[[Any], bool] = lambda v: True) -> Any:
     """A schema field: no default (the YAML has it), the value's test beyond its type, and
     what the value must be (the one-line error ``KEY must be MUST, got VALUE``)."""
     return field(default=MISSING, metadata={"must": must, "ok": ok})
 
 
-def _fits(tp, v) -> bool:
+def _fits(tp: Any, v: object) -> bool:
     """Whether ``v`` is of the annotated type ``tp``, strictly (no bool for an int, no string
     for a number: OmegaConf would convert ``"5"`` and ``"yes"``)."""
     if tp is Any:
@@ -70,12 +70,12 @@ def _fits(tp, v) -> bool:
 
 
 @cache
-def _hints(cls) -> dict:
+def _hints(cls: type) -> dict[str, Any]:
     """The type hints of a schema class (evaluated once: each config checked reads them)."""
     return typing.get_type_hints(cls)
 
 
-def check(cls, values: dict, at: str = "") -> None:
+def check(cls: type, values: dict[str, Any], at: str = "") -> None:
     """Refuse the first value of ``values`` (a section of the config, as a dict) that does not
     fit its field of the schema ``cls``: of its type and passing its test. Nested sections are
     checked field by field; fields without a test (the config groups) are left to
@@ -86,7 +86,7 @@ def check(cls, values: dict, at: str = "") -> None:
             continue
         v, tp, name = values[f.name], hints[f.name], at + f.name
         if is_dataclass(tp):
-            check(tp, v if isinstance(v, dict) else vars(v), name + ".")
+            check(cast(type, tp), v if isinstance(v, dict) else vars(v), name + ".")
         elif "must" in f.metadata:
             require(
                 _fits(tp, v) and f.metadata["ok"](v),
@@ -148,7 +148,7 @@ class Choice:
     name: str
     params: Dict[str, Any]
 
-    def without(self, *keys: str) -> dict:
+    def without(self, *keys: str) -> dict[str, Any]:
         """The parameters but ``keys``."""
         return {k: v for k, v in self.params.items() if k not in keys}
 
@@ -195,7 +195,7 @@ class RunConfig(Checked):
     algorithm: Any = MISSING
     logger: Any = MISSING  # the tracker's settings (runs.trackers reads them)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         super().__post_init__()
         require(
             not (self.compile is True and self.engine == "loop"),
@@ -248,13 +248,13 @@ def sweep_job() -> int | None:
     )
 
 
-def finite(key: str, v) -> None:
+def finite(key: str, v: object) -> None:
     """Refuse NaN, infinities and integers beyond int64 (every integer of a config is one)."""
     require(
         not (isinstance(v, float) and not math.isfinite(v)),
         f"{key} must be a finite number, got {v!r}",
     )
-    if is_int(v) and abs(v) >= 2**63:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 2**63:
         raise UserError(
             f"{key} must lie within +-2**63 (an int64), got a number of {len(str(abs(v)))} digits"
         )

@@ -38,7 +38,7 @@ from .schema import (
 )
 
 
-def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict:
+def params(group: DictConfig, drop: tuple[str, ...] = ("name",)) -> dict[str, Any]:
     """A config group's entries as keyword arguments (without its ``name``)."""
     d = as_dict(group, resolve=True)
     return {k: v for k, v in d.items() if k not in drop}
@@ -57,7 +57,9 @@ GROUP_RANGES = {
 SECTIONS = {"data": Data, "oracle": Oracle, "metrics": Metrics}
 
 
-def resolved(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = None) -> dict:
+def resolved(
+    cfg: DictConfig, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The whole config (but its ``skip`` keys) with every interpolation resolved; one that fails
     (``${calc:1/0}``, an unset ``${oc.env:...}``, a missing key) is a :class:`UserError` naming
     its key. ``given``: the values of top-level keys known already (a value with no
@@ -67,7 +69,7 @@ def resolved(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = N
         if not skip and not given:
             return as_dict(cfg, resolve=True)
         return {
-            k: given[k]
+            str(k): given[k]
             if k in given
             else OmegaConf.to_container(cfg[k], resolve=True)
             if isinstance(cfg[k], Container)
@@ -87,12 +89,14 @@ class Resolved:
     them cannot be resolved), every value (None when some interpolation fails) and that
     failure."""
 
-    top: dict | None
-    values: dict | None
+    top: dict[str, Any] | None
+    values: dict[str, Any] | None
     error: UserError | None = None
 
 
-def resolve(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = None) -> Resolved:
+def resolve(
+    cfg: DictConfig, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None
+) -> Resolved:
     """:class:`Resolved` of ``cfg`` (but its ``skip`` keys; ``given``: :func:`resolved`)."""
     names = [k for k in RunConfig.__dataclass_fields__ if k not in GROUPS and k != "logger"]
     try:
@@ -105,7 +109,7 @@ def resolve(cfg: DictConfig, skip: tuple[str, ...] = (), given: dict | None = No
     return Resolved({k: values[k] for k in names if k in values}, values)
 
 
-def _top_level(cfg: DictConfig, names: list[str]) -> dict:
+def _top_level(cfg: DictConfig, names: list[str]) -> dict[str, Any]:
     """The schema's top-level keys and sections, resolved (not the groups)."""
     try:
         return {
@@ -131,11 +135,11 @@ class Reference:
         self.cfg = cfg
 
     @cached_property
-    def keys(self) -> dict:
+    def keys(self) -> dict[str, Any]:
         return flatten(as_dict(self.cfg, resolve=False))
 
     @cached_property
-    def defaults(self) -> dict:
+    def defaults(self) -> dict[str, Any]:
         return flatten(as_dict(self.cfg, resolve=True))
 
     @classmethod
@@ -153,7 +157,9 @@ def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
     return typed_resolved(None, resolve(cfg), against)
 
 
-def typed_resolved(keys: dict | None, config: Resolved, reference: Reference | None) -> RunConfig:
+def typed_resolved(
+    keys: dict[str, Any] | None, config: Resolved, reference: Reference | None
+) -> RunConfig:
     """:func:`typed` of a config given as its keys as composed (flat; None: not checked against
     the reference) and its :class:`Resolved` values."""
     if keys is not None and reference is not None:
@@ -164,7 +170,7 @@ def typed_resolved(keys: dict | None, config: Resolved, reference: Reference | N
     check(RunConfig, top)
     if config.error is not None:
         raise config.error
-    values = cast(dict, config.values)
+    values = cast(dict[str, Any], config.values)
     for key, v in sorted(
         flatten(values).items(), key=lambda kv: "." in kv[0]
     ):  # top-level keys first
@@ -183,7 +189,7 @@ def typed_resolved(keys: dict | None, config: Resolved, reference: Reference | N
     )
 
 
-def _check_groups(values: dict, defaults: dict) -> None:
+def _check_groups(values: dict[str, Any], defaults: dict[str, Any]) -> None:
     """Each group's values of its defaults' types (``defaults``: the reference's values, flat; a
     number where a number stands, a boolean where a boolean stands) and in
     :data:`GROUP_RANGES`."""
@@ -202,7 +208,7 @@ def _check_groups(values: dict, defaults: dict) -> None:
             require(ok(flat[key]), f"{key} must be {what}, got {flat[key]!r}")
 
 
-def check_keys(have: dict, want: dict) -> None:
+def check_keys(have: dict[str, Any], want: dict[str, Any]) -> None:
     """Refuse keys a config has (``have``: flat, as composed) beyond its reference's (``want``:
     the same group choices composed without overrides; what ``+key=value`` or ``++key=value``
     added), naming the closest one it has, and keys it lacks (``~key``)."""

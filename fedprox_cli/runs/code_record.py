@@ -15,6 +15,7 @@ import functools
 import hashlib
 import inspect
 from importlib.metadata import packages_distributions, version
+from pathlib import Path
 
 from ..config import plugin_defaults
 
@@ -42,7 +43,7 @@ def of_object(obj) -> dict:
     try:
         source = inspect.getsourcefile(obj)
         digest = (
-            hashlib.sha256(open(source, "rb").read()).hexdigest()[:DIGEST_CHARS] if source else None
+            hashlib.sha256(Path(source).read_bytes()).hexdigest()[:DIGEST_CHARS] if source else None
         )
     except (OSError, TypeError):
         digest = None
@@ -99,6 +100,9 @@ def mixed(records: list[dict]) -> list[str]:
     ]
 
 
+UNRECORDED = "an older version of fedprox_cli, which recorded no code"  # a folder without one
+
+
 def stale(recorded: dict | None, cfg) -> list[str]:
     """:func:`changed` between the code ``recorded`` in a run's summary.json and the code the
     typed config ``cfg`` would run now: a finished run made by other code is stale."""
@@ -120,9 +124,13 @@ def mixed_line(history) -> str | None:
     if not isinstance(history, list) or len(history) < 2:
         return None
     steps = [
-        f"{'; '.join(changed(a.get('code'), b.get('code')) or ['other code'])} after round "
+        f"{'; '.join(changed(a.get('code'), b.get('code')) or [_other(a)])} after round "
         f"{b.get('from_round')}"
         for a, b in zip(history, history[1:])
         if isinstance(a, dict) and isinstance(b, dict)
     ]
     return f"mixed code: {', then '.join(steps)}"
+
+
+def _other(entry: dict) -> str:
+    return "other code" if entry.get("code") else f"code of {UNRECORDED} -> this code"

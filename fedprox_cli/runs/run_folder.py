@@ -182,6 +182,8 @@ def _same_code(held: Held, cfg: RunConfig, round: int) -> None:
     so far (:func:`code_record.stale`: an algorithm's, regularizer's, ... source changed), unless
     ``mixed_code=true``: then a note, and the run records both codes (:func:`code_history`)."""
     out, why = held.path, code_record.stale(held.code, cfg)
+    if not held.code and round > 0:  # rounds made before runs recorded their code
+        why = [code_record.UNRECORDED]
     if not why:
         return
     require(
@@ -202,11 +204,9 @@ def code_history(held: Held, current: dict, round: int) -> list[dict]:
     ``[{"from_round": 0, "code": ...}, ...]``, one entry per code that made rounds, in order --
     one entry (its own) while the code never changed."""
     s = held.summary
-    history = s.get("code_history") or (
-        [{"from_round": 0, "code": s["code"]}] if s.get("code") else []
-    )
+    history = s.get("code_history") or [{"from_round": 0, "code": s.get("code") or None}]
     history = [h for h in history if h.get("from_round", 0) < round]
-    if not history or code_record.changed(history[-1]["code"], current):
+    if not history or not history[-1]["code"] or code_record.changed(history[-1]["code"], current):
         history.append({"from_round": round, "code": current})
     return history
 
