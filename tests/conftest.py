@@ -1,4 +1,5 @@
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -138,6 +139,13 @@ def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
         Path(cwd or ROOT),
         env,
     )
+
+
+def said(stderr: str) -> list[str]:
+    """The lines of ``stderr`` but the progress lines a slow check prints every few seconds
+    (``fedrun: checked N jobs (...)``, cli/dryrun.PROGRESS_S): on a loaded machine they come."""
+    progress = re.compile(r"fedrun: checked \d+ jobs \(")
+    return [line for line in stderr.splitlines() if line.strip() and not progress.match(line)]
 
 
 def script(name: str, *args, cwd=None, env=None) -> subprocess.CompletedProcess:

@@ -11,9 +11,20 @@ import pytest
 
 from fedprox_cli.analysis import results
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, digests, evidence, history, loading, units, verdict
+from fedprox_cli.claims import (
+    declare,
+    digests,
+    evidence,
+    history,
+    loading,
+    schema,
+    sources,
+    units,
+    verdict,
+)
 from fedprox_cli.claims.declare import Claim
 from fedprox_cli.cli import reproduce
+from fedprox_cli.common.errors import UserError
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
 
@@ -158,7 +169,7 @@ def test_a_diverged_run_is_the_worst():
 
 
 def test_the_declarations_cover_every_figure_and_table():
-    claims = declare.load()
+    claims = sources.claims()
     assert {c.id for c in claims} == IDS
     for c in claims:
         assert c.quote and c.setting and (c.tests or not c.ran), c.id
@@ -175,7 +186,7 @@ def copy(tmp_path):
     for f in (*FIG5, "figures"):  # the runs and the figures the report links
         shutil.copytree(RESULTS / "reproduction" / f, tmp_path / "results" / "reproduction" / f)
     for c in declare.select(
-        declare.load(), ["fednmap-fig5b", "fednmap-fig5c"]
+        sources.claims(), ["fednmap-fig5b", "fednmap-fig5c"]
     ):  # the figures the report links
         shutil.copy(RESULTS / c.figure, tmp_path / "results" / c.figure)
     shutil.copy(RESULTS / "REPRODUCTION.md", tmp_path / "results")
@@ -317,7 +328,7 @@ def test_run_makes_the_missing_runs_and_the_word_follows(tmp_path, monkeypatch, 
         (tiny,),
         (test,),
     )
-    monkeypatch.setattr(declare, "load", lambda: [c])
+    monkeypatch.setattr(sources, "load", lambda found: [c])
     results = ["--results", str(tmp_path / "results")]
     assert reproduce.main(["list", *results]) == 0
     assert "not run" in capsys.readouterr().out
@@ -482,8 +493,8 @@ def test_malformed_metrics_are_one_line_each(copy, capsys, damage):
 
 @pytest.mark.parametrize("damage", ["swap", "edit", "delete"])
 def test_a_figure_the_report_links_is_part_of_its_record(copy, capsys, damage):
-    fig = copy / "results" / declare.select(declare.load(), ["fednmap-fig5c"])[0].figure
-    other = copy / "results" / declare.select(declare.load(), ["fednmap-fig5b"])[0].figure
+    fig = copy / "results" / declare.select(sources.claims(), ["fednmap-fig5c"])[0].figure
+    other = copy / "results" / declare.select(sources.claims(), ["fednmap-fig5b"])[0].figure
     if damage == "swap":
         shutil.copy(other, fig)
     elif damage == "edit":
@@ -532,8 +543,10 @@ def test_a_supporting_test_never_decides_the_word():
     c2 = claim([BEST, primary])
     ev.outcomes = [units.Outcome(t, units.units(t, runs, c2)) for t in c2.tests]
     assert verdict.of(c2, ev).word == "partly"
-    with pytest.raises(Exception, match="role"):
-        declare._test({"kind": "order", "metric": "x", "says": "s", "role": "side"})
+    side = {"kind": "order", "metric": "test_acc", "says": "s", "role": "side"}
+    mine = {"id": "c", "paper": "P", "where": "w", "short": "s", "quote": "q", "tests": [side]}
+    with pytest.raises(UserError, match=r"f.yaml:1: claim c: tests\[0\].role: must be one of pri"):
+        schema.check([mine], None, "f.yaml")
 
 
 def test_an_ordering_at_equal_bytes_reads_each_run_within_the_smallest_total():

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, render, tables, units, verdict
+from fedprox_cli.claims import declare, evidence, render, sources, tables, units, verdict
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -165,15 +165,16 @@ def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim
     c = dataclasses.replace(claim([], "test_acc"), trained_min=0.2)
     ev = _ev("digits", [])
     ev.trained = {"n=20, a": [0.1, 0.098], "n=50, a": [0.1, 0.1]}
-    assert "on digits for MNIST this model does not train" in render.trained(c, ev)
+    text = render.trained(c, ev)
+    assert "on digits for MNIST no run trains" in text and "no control run here says" in text
     ev.trained["n=50, a"] = [0.9, 0.91]
     text = render.trained(c, ev)
-    assert "does not train" not in text and "in every run: n=20, a -- a result" in text
+    assert "no run trains" not in text and "in every run: n=20, a -- a result" in text
 
 
 def test_every_stand_in_has_its_facts_declared_and_the_report_lists_them():
     facts = declare.stand_ins()
-    used = {rs.data for c in declare.load() for rs in c.ran if rs.stands_for}
+    used = {rs.data for c in sources.claims() for rs in c.ran if rs.stands_for}
     assert used <= set(facts)
     ev = _ev("mnist5k", [True] * 3)
     text = render.stand_ins([render.Rendered(claim([]), [ev], verdict.Verdict("w", ""))])

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, history, render, units, verdict
+from fedprox_cli.claims import declare, evidence, history, render, sources, units, verdict
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -46,7 +46,7 @@ def test_an_implementation_check_is_checked_never_reproduced():
     assert got.word == "checked" and "not counted as reproduced" in got.why
     failed = verdict.of(check, _evidence(check, trail))
     assert failed.word == "check failed" and failed.why.startswith("not reproduced by the rule")
-    table3 = declare.select(declare.load(), ["fedcanon-table3"])[0]
+    table3 = declare.select(sources.claims(), ["fedcanon-table3"])[0]
     assert table3.implementation and "checked" in verdict.WORDS
 
 
@@ -98,7 +98,7 @@ def test_bounds_set_after_the_runs_are_post_hoc_before_them_pre_registered(tmp_p
 
 def test_the_committed_record_marks_fig1s_band_post_hoc_and_check_names_a_moved_bound():
     records = history.read(RESULTS)
-    fig1 = declare.select(declare.load(), ["fedcanon-fig1"])[0]
+    fig1 = declare.select(sources.claims(), ["fedcanon-fig1"])[0]
     assert records[("fedcanon-fig1", 3)].order == "post hoc"
     assert history.of(records, fig1, 3, fig1.tests[2]).startswith("post hoc: bounds declared")
     assert "declared before the runs" not in fig1.note
@@ -146,22 +146,35 @@ def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
     assert "spans 100-107 over its 3 runs (7.0%)" in render.noise(out)
     far = units.units(TIMED, [*runs, _timed("b", "iid", 80.0)], c, spread)  # 20% below: decides
     assert far[0].holds is False
-    alone = units.units(TIMED, [runs[0], _timed("b", "iid", 99.0)], c, units.noise(TIMED, runs[:1]))
-    assert alone[0].holds is False  # no repeats measured: the ratio decides, and says so
-    said = render.noise(units.Outcome(TIMED, alone))
-    assert said == " Noise: not measured here (one measurement of the base per setting)."
+    one = units.noise(TIMED, runs[:1])  # no repeats measured: 20% below decides nothing
+    alone = units.units(TIMED, [runs[0], _timed("b", "iid", 80.0)], c, one)
+    alone = units.read_noise(TIMED, alone, one)
+    assert alone[0].holds is None and alone[0].undecided == "unmeasured"
+    assert alone[0].raw is False and alone[0].aside == "noise not measured"
+    out = units.Outcome(TIMED, alone)
+    said = render.noise(out)
+    assert said == " Noise: not measured here (one of the base), so no ratio of it decides."
+    assert verdict.state(out)[1] == "noise not measured in 1 pairs"
+    v = verdict.word([out], "", 10, 200, 1, 1, 1, True, True)
+    assert v.word == "inconclusive" and v.why == "every ratio has no measured noise"
+    bench = dataclasses.replace(TIMED, repeats=(), source="bench", file="prox_bench.txt")
+    assert units.read_noise(bench, [units.Unit("resnet18", 1.46, True)], None)[0].holds is None
+    plain = dataclasses.replace(TIMED, repeats=())  # not a timing: its units stay as they are
+    assert units.read_noise(plain, far, None) == far
 
 
 def test_a_same_as_claim_reads_every_device_its_source_reads():
-    claims = {c.id: c for c in declare.load()}
+    claims = {c.id: c for c in sources.claims()}
     fig3, table5 = claims["fedcanon-fig3"], claims["fedcanon-table5"]
     h200 = [rs for rs in table5.ran if rs.device == "NVIDIA H200"]
     assert h200 and all(rs in fig3.ran for rs in h200)
     ev = evidence.gather(fig3, h200[0], RESULTS, lambda _: None)
     unmeasured = [o.unmeasured for o in ev.outcomes]
     assert unmeasured[0] == "test_acc is not measured in table5_time_per_round_h200.txt"
-    assert not unmeasured[1] and ev.outcomes[1].held == 2  # the H200's FedMiD over FedCanon
-    v = verdict.of(fig3, ev)  # holds where measured; the accuracy is not measured there
+    timed = ev.outcomes[1]  # the H200's FedMiD over FedCanon: read, one timing per K
+    assert not unmeasured[1] and [u.raw for u in timed.units] == [True, True]
+    assert {u.undecided for u in timed.units} == {"unmeasured"}  # no noise: decides nothing
+    v = verdict.of(fig3, ev)  # the accuracy is not measured there
     assert v.word == "inconclusive" and "not measured in" in v.why
 
 
@@ -196,3 +209,9 @@ def test_a_summary_number_pools_seeds_only_and_names_what_else_it_spans():
     assert render.over_seeds(units.Outcome(BEST, panels)) == "1-3 over 2 partition values"
     pairs = [units.Unit(f"{m}, seed 0", v, True) for m, v in (("fedmid", 0.9), ("za1", 0.95))]
     assert render.over_seeds(units.Outcome(BEST, pairs)) == "0.9-0.95 over 2 methods"
+    grid = [  # 2 methods x 3 partitions: each key counted by its own values
+        units.Unit(f"{m}, partition={p}, seed 0", 401, True)
+        for m in ("fedmid", "fedda")
+        for p in ("iid", "dir/1", "dir/0.2")
+    ]
+    assert render.over_seeds(units.Outcome(BEST, grid)) == "401 over 2 methods x 3 partition values"

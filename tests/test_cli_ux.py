@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import child_env, fedrun, job_folders
+from conftest import child_env, fedrun, job_folders, said
 
 from fedprox_cli.cli import help, jobtable
 from fedprox_cli.common.errors import EXIT
@@ -301,7 +301,7 @@ def test_dry_run_names_every_bad_job(tmp_path):
         "-m", *SWEEP, "K=1,2,3,0,5,6", "dry_run=true", f"hydra.sweep.dir={sweep}", cwd=tmp_path
     )
     assert p.returncode == 2 and p.stdout == ""
-    lines = [line for line in p.stderr.splitlines() if line.strip()]
+    lines = said(p.stderr)
     assert lines == [
         f"fedrun: error: job {j} (dataset=digits model=linear n=4 K=0 B=8 T=3 seed={s} "
         "dry_run=True): K must be a positive integer, got 0"

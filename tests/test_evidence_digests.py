@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fedprox_cli.claims import declare, digests, history
+from fedprox_cli.claims import declare, digests, history, sources
 from fedprox_cli.cli import reproduce
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,7 +30,7 @@ def copy(tmp_path):
     for f in FIG5:
         shutil.copytree(RESULTS / "reproduction" / f, rep / f)
     (rep / "figures").mkdir()
-    for c in declare.select(declare.load(), ["fednmap-fig5b", CLAIM]):
+    for c in declare.select(sources.claims(), ["fednmap-fig5b", CLAIM]):
         for suffix in (".png", ".pdf"):
             name = c.figure.removesuffix(".png") + suffix
             shutil.copy(RESULTS / name, tmp_path / "results" / name)
@@ -131,8 +131,8 @@ def test_each_change_is_named_with_file_run_and_cause_also_after_report(
     code, out = check(copy, capsys)
     assert code == 1 and all(s in out for s in said), out
     if case in ("copied", "summary edited"):  # the report rewritten from the damaged evidence
-        mine = declare.select(declare.load(), ["fednmap-fig5b", CLAIM])
-        monkeypatch.setattr(declare, "load", lambda: mine)  # the copy holds these claims' runs
+        mine = declare.select(sources.claims(), ["fednmap-fig5b", CLAIM])
+        monkeypatch.setattr(sources, "load", lambda found: mine)  # the copy holds their runs
         where = ["--results", str(copy / "results"), "--root", str(copy)]
         assert reproduce.main(["report", *where]) == 0
         code, out = check(copy, capsys)

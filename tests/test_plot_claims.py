@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, figures, tables
+from fedprox_cli.claims import declare, figures, sources, tables
 
 
 def claim(cid: str) -> declare.Claim:
-    return next(c for c in declare.load() if c.id == cid)
+    return next(c for c in sources.claims() if c.id == cid)
 
 
 def run(tmp: Path, name: str, status="finished", **config) -> Run:
@@ -48,7 +48,7 @@ def run(tmp: Path, name: str, status="finished", **config) -> Run:
 
 
 def test_every_claim_with_runs_declares_its_figure_or_table():
-    for c in declare.load():
+    for c in sources.claims():
         if any(rs.folders for rs in c.ran) or c.id == "fedcanon-table1":
             assert c.figure_spec is not None or c.table_spec, c.id
     fig3 = claim("fednmap-fig3").figure_spec
@@ -60,7 +60,7 @@ def test_every_claim_with_runs_declares_its_figure_or_table():
         "text": "paper: slope −1.436",
     } in fig3.marks
     assert claim("fednmap-fig5b").figure_spec.notation == {"K": "Q"}
-    assert {t.id for t in declare.load() if t.table_spec} == {
+    assert {t.id for t in sources.claims() if t.table_spec} == {
         "fedcanon-table1",
         "fedcanon-table3",
         "fedcanon-table5",

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, text, units, verdict
+from fedprox_cli.claims import declare, evidence, sources, text, units, verdict
 from fedprox_cli.claims.declare import Claim, RunSet
 from fedprox_cli.common.errors import UserError
 
@@ -132,13 +132,13 @@ def test_one_measurement_in_two_claims_gets_one_gate_and_must_say_so():
             "base": "a", "holds": {"min": 2.87}, "says": "b slower"}  # fmt: skip
     table = ([time], {"no_seeds": True, "per_round": True})
     with pytest.raises(UserError, match="same measurement as claim c0's; declare it same_as"):
-        declare._shared([declare._claim("fedcanon", d) for d in _claims(table, ([time], {}))])
+        declare.shared([declare.claim({**d, "paper": "FedCanon"}) for d in _claims(table, ([time], {}))])
     linked = {**time, "holds": {"min": 1.0}, "same_as": "c0"}
-    shared = declare._shared(
-        [declare._claim("fedcanon", d) for d in _claims(table, ([linked], {}))]
+    shared = declare.shared(
+        [declare.claim({**d, "paper": "FedCanon"}) for d in _claims(table, ([linked], {}))]
     )
     assert shared[1].tests[0].no_seeds and shared[1].tests[0].per_round
-    fig3 = declare.select(declare.load(), ["fedcanon-fig3"])[0]  # its time half is Table V's
+    fig3 = declare.select(sources.claims(), ["fedcanon-fig3"])[0]  # its time half is Table V's
     assert [t.no_seeds for t in fig3.tests if t.role == "primary"] == [False, True]
 
 
@@ -176,6 +176,8 @@ def test_a_claim_on_two_devices_says_each_word():
     [
         (1.1012, {"max": 1.1}, "1.101 (max 1.1)"),
         (1.0999, {"max": 1.1}, "1.0999 (max 1.1)"),
+        (1.1059, {"max": 1.1}, "1.106 (max 1.1)"),  # not "1.11": its margin, not 2x it
+        (1.1052, {"max": 1.1}, "1.105 (max 1.1)"),
         (0.9904, {"min": 1.0}, "0.99 (min 1)"),
         (1.05, {"max": 1.1}, "1.05"),
         (401.0, {"min": 401, "max": 401}, "401"),

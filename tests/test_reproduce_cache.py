@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from fedprox_cli.claims import cache, declare
+from fedprox_cli.claims import cache, declare, sources
 
 
 @pytest.fixture(autouse=True)
@@ -17,7 +17,7 @@ def own_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def claim(tmp_path):
-    c = next(c for c in declare.load() if c.ran and c.ran[0].folders)
+    c = next(c for c in sources.claims() if c.ran and c.ran[0].folders)
     rs = dataclasses.replace(c.ran[0], folders=("runs",), into="")
     (tmp_path / "root" / "runs" / "a").mkdir(parents=True)
     (tmp_path / "root" / "runs" / "a" / "metrics.csv").write_text("round\n0\n")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, fedrun, job_folders
+from conftest import ROOT, fedrun, job_folders, said
 from omegaconf import OmegaConf
 
 from fedprox_cli.common.errors import EXIT
@@ -126,7 +126,7 @@ def test_a_sweep_with_bad_jobs_is_refused_with_one_line_each_and_writes_nothing(
     base = [a for a in BASE if not a.startswith(("regularizer", "K="))]
     p = fedrun("-m", *args, *base, f"hydra.sweep.dir={tmp_path / 'S'}", cwd=tmp_path)
     assert p.returncode == EXIT["error"], p.stderr
-    lines = p.stderr.splitlines()
+    lines = said(p.stderr)
     assert len(lines) == len(bad) + 1 and "Traceback" not in p.stderr and p.stdout == ""
     for line, start in zip(lines, bad):
         assert line.startswith(f"fedrun: error: {start}"), line

@@ -5,8 +5,8 @@ and the runs still to make (:mod:`.plan`). The command is ``fedrun-reproduce``
 (:mod:`fedprox_cli.cli.reproduce`); from Python::
 
     from pathlib import Path
-    from fedprox_cli.claims import declare, evidence, verdict
-    claim = declare.select(declare.load(), ["fednmap-fig4"])[0]
+    from fedprox_cli.claims import declare, evidence, sources, verdict
+    claim = declare.select(sources.claims(), ["fednmap-fig4"])[0]
     ev = evidence.gather(claim, claim.ran[0], Path("results/reproduction"), print)
     verdict.of(claim, ev).word          # 'partly'
     [(u.label, u.value, u.holds) for u in ev.outcomes[0].units]

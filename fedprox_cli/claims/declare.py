@@ -1,5 +1,6 @@
-"""The claims of the three papers as typed records, loaded from the package's YAML declarations
-(``fedprox_cli/claims/<paper>.yaml``, one entry per figure or table).
+"""Claims as typed records: the declarations of a claims file (one entry per figure or table;
+the three papers' in ``fedprox_cli/claims/<paper>.yaml``, any other source's where
+:mod:`.sources` finds it), checked by :mod:`.schema` before they are typed here.
 
 A :class:`Claim` holds the paper's words and setting, the :class:`RunSet` at the paper's setting
 (``paper``) and the run sets that ran here (``ran``, the paper's data or a stand-in, each with its
@@ -18,7 +19,6 @@ import yaml
 from ..common import metric_table as mt
 from ..common.errors import UserError, require
 
-PAPERS = ("fedcanon", "fedcef", "fednmap")
 KINDS = ("order", "slope", "drop", "ratio", "level")
 ROLES = ("primary", "supporting")
 AT = ("last", "tail", "every", "bytes", "area")
@@ -86,7 +86,7 @@ class RunSet:
     product of ``grid`` (or the listed ``points`` times the rest of the grid) and ``seeds``."""
 
     data: str
-    preset: str
+    preset: str = ""  # a preset of conf/experiment ("": the overrides say everything)
     overrides: tuple = ()
     stands_for: str = ""  # the paper's dataset this one stands in for ("": the paper's own)
     folders: tuple = ()
@@ -150,14 +150,14 @@ class Claim:
     where: str
     short: str
     quote: str
-    numbers: str  # the paper's numbers, as it states them
-    setting: str  # the paper's setting, in words
-    chosen: str  # what the declaration chose where the paper is silent
-    paper_T: int | None
-    paper_seeds: int | None
-    paper_runs: RunSet | None
-    ran: tuple  # RunSet, the first with runs decides the word
-    tests: tuple  # Test
+    numbers: str = ""  # the paper's numbers, as it states them
+    setting: str = ""  # the paper's setting, in words
+    chosen: str = ""  # what the declaration chose where the paper is silent
+    paper_T: int | None = None
+    paper_seeds: int | None = None
+    paper_runs: RunSet | None = None
+    ran: tuple = ()  # RunSet, the first with runs decides the word
+    tests: tuple = ()  # Test
     figure: str = ""
     figure_spec: Figure | None = None  # the figure drawn from the runs (figure: as a mapping)
     table_spec: dict | None = None  # the paper's table (table: ; claims.tables)
@@ -168,6 +168,10 @@ class Claim:
     implementation: bool = False  # an implementation check (the code's counters against the
     # formulas it implements): checked / check failed, never reproduced (verdict.as_check)
     note: str = ""
+    revised: str = ""  # where a deciding test was replaced after its runs were read: the
+    # earlier reading and the word it gave, by commit (rendered as "Revised:" in the report)
+    origin: str = field(default="", repr=False, compare=False)  # file:line of its declaration
+    file: str = field(default="", repr=False, compare=False)  # its claims file on disk
 
     @property
     def title(self) -> str:
@@ -175,12 +179,6 @@ class Claim:
 
 
 def _test(d: dict) -> Test:
-    require(d.get("kind") in KINDS, f"test kind must be one of {KINDS}, got {d.get('kind')!r}")
-    require(d.get("at", "last") in AT, f"test 'at' must be one of {AT}, got {d.get('at')!r}")
-    require(
-        d.get("role", "primary") in ROLES,
-        f"test role must be one of {ROLES}, got {d.get('role')!r}",
-    )
     return Test(
         **{
             **d,
@@ -241,52 +239,39 @@ def _drawn(d: dict) -> dict:
     return out
 
 
-def _claim(paper: str, d: dict) -> Claim:
+def claim(d: dict, origin: str = "", file: str = "") -> Claim:
+    """The typed claim of one checked declaration (``origin``: its file and line, said in its
+    errors; ``file``: the claims file's path)."""
     d = _drawn(d)
+    at = f"{origin}: " if origin else ""
     require(
-        bool(d.get("tests")) or not d.get("ran"), f"claim {d.get('id')!r} declares runs but no test"
+        bool(d.get("tests")) or not d.get("ran"),
+        f"{at}claim {d.get('id')!r} declares runs but no test",
     )
     require(
         not d.get("tests") or any(t.get("role", "primary") == "primary" for t in d["tests"]),
-        f"claim {d.get('id')!r} has no primary test (one decides its word)",
+        f"{at}claim {d.get('id')!r} has no primary test (one decides its word)",
     )
     flags = {k: True for k in ("no_seeds", "per_round") if d.get(k)}
     try:
         return Claim(
-            paper={"fedcanon": "FedCanon", "fedcef": "FedCEF", "fednmap": "FedNMap"}[paper],
             **{
                 **d,
                 "paper_runs": _runset(d["paper_runs"]) if d.get("paper_runs") else None,
                 "ran": tuple(map(_runset, d.get("ran", ()))),
                 "tests": tuple(_test({**flags, **t}) for t in d.get("tests", ())),
+                "origin": origin,
+                "file": file,
             },
         )
     except TypeError as e:
-        raise UserError(f"claim {d.get('id')!r}: {e}") from None
-
-
-def load() -> list[Claim]:
-    """Every declared claim, in the papers' order."""
-    claims = []
-    for paper in PAPERS:
-        text = resources.files(__package__).joinpath(f"{paper}.yaml").read_text()
-        claims += [_claim(paper, d) for d in yaml.safe_load(text)]
-    ids = [c.id for c in claims]
-    require(len(set(ids)) == len(ids), "two claims share an id")
-    facts = stand_ins()
-    for c in claims:
-        for rs in c.ran:
-            require(
-                not rs.stands_for or rs.data in facts,
-                f"claim {c.id}: stand-in {rs.data!r} has no entry in claims/stand_ins.yaml",
-            )
-    return _shared(claims)
+        raise UserError(f"{at}claim {d.get('id')!r}: {e}") from None
 
 
 def stand_ins() -> dict[str, str]:
     """Each stand-in dataset's facts (size, split, what it stands for), from ``stand_ins.yaml``;
-    every run set's data with a ``stands_for`` must have an entry (:func:`load` refuses
-    otherwise)."""
+    every run set's data with a ``stands_for`` must have an entry (loading refuses otherwise;
+    a claims folder's own ``stand_ins.yaml`` adds entries, :mod:`.sources`)."""
     return yaml.safe_load(resources.files(__package__).joinpath("stand_ins.yaml").read_text())
 
 
@@ -304,7 +289,7 @@ def _measurement(rs: RunSet, t: Test) -> tuple:
     )
 
 
-def _shared(claims: list[Claim]) -> list[Claim]:
+def shared(claims: list[Claim]) -> list[Claim]:
     """The claims, each test declared ``same_as`` an earlier claim given that claim's test of
     the same measurement's exemptions; a measurement two claims test without ``same_as`` (two
     words for one measurement) is an error in the declarations."""
@@ -317,13 +302,14 @@ def _shared(claims: list[Claim]) -> list[Claim]:
             owner = next((seen[k] for k in keys if k in seen and seen[k][0] is not c), None)
             require(
                 owner is None or t.same_as == owner[0].id,
-                f"claim {c.id}: a test of {t.metric} reads the same measurement as claim "
-                f"{owner[0].id if owner else ''}'s; declare it same_as: that claim (one word)",
+                f"{c.origin}: claim {c.id}: a test of {t.metric} reads the same measurement "
+                f"as claim {owner[0].id if owner else ''}'s; declare it same_as: that claim "
+                "(one word)",
             )
             if t.same_as:
                 if owner is None:
                     raise UserError(
-                        f"claim {c.id}: same_as {t.same_as}, which has no "
+                        f"{c.origin}: claim {c.id}: same_as {t.same_as}, which has no "
                         f"primary test of the same measurement before it"
                     )
                 t = replace(t, no_seeds=owner[1].no_seeds, per_round=owner[1].per_round)

@@ -94,13 +94,17 @@ def outside(root: Path, claims: list[Claim]) -> list[str]:
 SOURCES = "Digests (sha256, 12 digits) of what this report was written from: "
 
 
-def sources(root: Path, files: list[Path]) -> dict[str, str]:
+def sources(root: Path, files: list[tuple[Path, str]]) -> dict[str, str]:
     """name -> the first 12 hex digits of the sha256 of each file the report is written from
     beyond the runs: the digest file and the declaration record under the results root
-    ``root``, and ``files`` (the claims YAMLs, stand_ins.yaml), by name; "missing" where absent."""
+    ``root``, and ``files`` (the claims YAMLs, stand_ins.yaml: path and name,
+    :func:`.sources.written_from`); "missing" where absent."""
     out = {}
-    for f in [root / FILE, root / "DECLARED.tsv", *files]:
-        name = f"reproduction/{f.name}" if f.parent == root else f"fedprox_cli/claims/{f.name}"
+    record = [
+        (root / FILE, f"reproduction/{FILE}"),
+        (root / "DECLARED.tsv", "reproduction/DECLARED.tsv"),
+    ]
+    for f, name in [*record, *files]:
         out[name] = (
             hashlib.sha256(f.read_bytes().replace(b"\r\n", b"\n")).hexdigest()[:12]
             if f.is_file()

@@ -27,7 +27,7 @@ from .loading import (
     where,
 )
 from .text import canon, num, value_name
-from .units import Outcome, Unit, noise, units
+from .units import Outcome, Unit, noise, read_noise, units
 
 
 class NoUsableRun(UserError):
@@ -85,7 +85,7 @@ def outcomes(
     out = []
     for t in claim.tests:
         spread = noise(t, runs if peers is None else peers)
-        found = units(t, runs, claim, spread)
+        found = read_noise(t, units(t, runs, claim, spread), spread)
         out.append(Outcome(t, found, moot(rs, t, found), noise=spread))
     return out
 
@@ -108,7 +108,7 @@ def _bench(claim: Claim, rs: RunSet, root: Path, strict: bool) -> Evidence:
     if not strict and not all(f.is_file() for f in files):
         return Evidence(rs, 0, 1, devices=(rs.device,))
     found = [
-        Outcome(t, bench.units(t, f, claim))
+        Outcome(t, read_noise(t, bench.units(t, f, claim), None))
         if bench.measures(t, f)
         else Outcome(t, [], unmeasured=f"{t.metric} is not measured in {f.name}")
         for t, f in zip(claim.tests, files)

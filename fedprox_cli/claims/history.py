@@ -19,11 +19,9 @@ import hashlib
 import json
 import subprocess
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-import yaml
-
+from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write_text
 from .declare import Claim, Test
@@ -118,8 +116,8 @@ def _versions(repo: Path, path: str) -> list[tuple[str, str, list]]:
             continue
         text = _git(repo, "show", f"{head[0]}:{line.strip()}")
         try:
-            entries = yaml.safe_load(text or "") or []
-        except yaml.YAMLError:
+            entries = guarded.parse_yaml(text or "", f"{head[0]}:{line.strip()}") or []
+        except guarded.Unreadable:
             entries = []
         out.append((head[0], head[1], entries if isinstance(entries, list) else []))
         head = None
@@ -178,8 +176,8 @@ def order(repo: Path, declared_commit: str, runs_commit: str) -> str:
 
 
 def source(claim: Claim) -> Path:
-    """The claims file that declares ``claim``."""
-    return Path(str(resources.files(__package__).joinpath(f"{claim.paper.lower()}.yaml")))
+    """The claims file that declares ``claim`` (where its source read it, :mod:`.sources`)."""
+    return Path(claim.file)
 
 
 def evidence_paths(claim: Claim, results: Path) -> list[str]:

@@ -31,6 +31,11 @@ def _own(overrides, keys) -> list[str]:
     return [o for o in overrides if o.split("=", 1)[0] not in keys]
 
 
+def _preset(rs: RunSet) -> list[str]:
+    """``experiment=PRESET`` of a run set with a preset (none: its overrides say everything)."""
+    return [f"experiment={rs.preset}"] if rs.preset else []
+
+
 def _sweeps_of(rs: RunSet, missing: list, root: str, device: str) -> list[tuple[list, int]]:
     """fedrun arguments covering exactly ``missing`` ((point, seed) pairs): seeds with the same
     missing points share a sweep; a whole grid is swept, single points one by one."""
@@ -43,7 +48,7 @@ def _sweeps_of(rs: RunSet, missing: list, root: str, device: str) -> list[tuple[
     keys = {k for p in rs.points for k in p} | set(rs.grid) | {"seed", "seeds"}
     base = [
         *LAUNCHER,
-        f"experiment={rs.preset}",
+        *_preset(rs),
         *_own(rs.overrides, keys),
         *([f"device={device}"] if device == "cuda" else []),
     ]
@@ -113,7 +118,7 @@ def _paper(claim: Claim, pr: RunSet, evidence: list, device: str) -> Sweep:
             )
         )
     seeds = [f"seed={','.join(map(str, pr.seeds))}"] if len(pr.seeds) > 1 else []
-    args = [f"experiment={pr.preset}", *pr.overrides, *seeds, f"device={device}"]
+    args = [*_preset(pr), *pr.overrides, *seeds, f"device={device}"]
     return Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis)
 
 
@@ -168,7 +173,7 @@ def contradicts(claim: Claim, override: str, paper: bool = False) -> str | None:
         if key in rs.grid or key in ("seed", "seeds"):
             return f"its declared {key} (the sweep sets {key} for each of its runs)"
         declared = {
-            "experiment": rs.preset,
+            "experiment": rs.preset or None,
             "T": rs.T,
             **rs.fixed,
             **dict(o.split("=", 1) for o in rs.overrides if "=" in o),

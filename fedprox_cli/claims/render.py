@@ -14,15 +14,16 @@ import numpy as np
 from . import declare, sensitivity
 from .declare import Claim, RunSet
 from .evidence import Evidence
+from .sources import Source, facts
 from .text import against, num, shown
-from .units import Outcome, Unit
+from .units import Outcome, Unit, timed
 from .verdict import Verdict, depends, primary, state
 from .verdict import choices as verdict_choices
 
 BEGIN, END = "<!-- claims:begin (fedrun-reproduce report writes this) -->", "<!-- claims:end -->"
 
 RULES = """\
-Written by `fedrun-reproduce report` from the claims in `fedprox_cli/claims/*.yaml` and the runs
+Written by `fedrun-reproduce report` from the claims in {source} and the runs
 in `results/reproduction/`; `fedrun-reproduce check` recomputes it and names every change of the
 evidence since its digests were recorded (`reproduction/EVIDENCE.sha256`). Tests count units (a
 seed in a panel; a pair for ratios; a run for levels; a model for the prox benchmark). Each test
@@ -31,7 +32,9 @@ marked so, never deciding). The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
 unit, **not reproduced** when in none, **partly** in between or when an ordering read to the end
 holds from some round on only (over a window that ends, a speed test, it then does not hold); **partly run (k of m runs)** with declared runs missing; **not run** when nothing
-ran here. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
+ran here. A timing decides only outside its noise: a ratio whose margin to its bound lies inside
+the spread of its base's own repeated measurement, or whose noise is not measured (one
+measurement per setting, a benchmark file's single median), is no evidence. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
 rounds than the paper's T where they depend on T; the claim's other primary tests then decide
 (**not reproduced** if they hold in no unit, **inconclusive** if in every unit), and with none
 left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
@@ -54,8 +57,7 @@ never counted as reproduced. Each test says when its bounds (what it compares, w
 bounds it reads against) were declared relative to the claim's runs, as git records them
 (`fedrun-reproduce record` reads it into `reproduction/DECLARED.tsv`): **pre-registered** when
 the commit declaring them precedes every commit of the runs, **post hoc** when some runs were
-committed before or with it (the bound could have been set after reading them). Runs here: a 2-core CPU, one thread per job (device column);
-`fedrun-reproduce plan --device cuda` gives the papers' own settings."""
+committed before or with it (the bound could have been set after reading them).{runs_here}"""
 
 
 @dataclass
@@ -151,23 +153,25 @@ def over_seeds(o: Outcome) -> str:
     seeds = {len(v) for v in groups.values()}
     each = f", each the mean of {seeds.pop()} seeds" if seeds != {1} and len(seeds) == 1 else ""
     span = num(min(means)) if min(means) == max(means) else f"{num(min(means))}-{num(max(means))}"
-    return f"{span} over {len(groups)} {_spans(o, list(groups))}{each}"
+    return f"{span} over {_spans(o, list(groups))}{each}"
 
 
 def _spans(o: Outcome, names: list[str]) -> str:
-    """What a test's groups of units differ in: the keys of their labels, methods or models."""
+    """What a test's groups of units differ in, with how many values of each: the keys of their
+    labels, methods or models ("2 methods x 3 partition values")."""
     parts = [n.split(", ") for n in names]
     keys = []
     for i in range(max(map(len, parts))):
         values = {p[i] if i < len(p) else "" for p in parts}
         if len(values) > 1:
             k = next(iter(values)).partition("=")
-            keys.append(
+            noun = (
                 f"{k[0]} values"
                 if k[1]
                 else ("models" if o.test.source == "bench" and i == 0 else "methods")
             )
-    return " x ".join(keys) or "groups"
+            keys.append(f"{len(values)} {noun}")
+    return " x ".join(keys) or f"{len(names)} groups"
 
 
 def row(r: Rendered) -> str:
@@ -272,8 +276,8 @@ def trained(c: Claim, ev: Evidence) -> str:
     if low and len(low) == len(ev.trained):
         text += (
             f" Below {c.trained_min:g} (untrained) in every run of every setting: on "
-            f"{data_of(ev.runset)} this model does not train, so the run set cannot test the "
-            f"claim (a limit of the data and model here, not a result of the methods)."
+            f"{data_of(ev.runset)} no run trains, so the run set cannot test the claim (whether "
+            f"the data, the model or the methods' settings cause it, no control run here says)."
         )
     elif low:
         text += (
@@ -352,6 +356,11 @@ def owners(claims: list[Claim]) -> dict[str, Claim]:
     return out
 
 
+def settings(rs: RunSet) -> str:
+    """A run set's settings as fedrun's arguments: its preset, then its overrides."""
+    return " ".join([*([f"experiment={rs.preset}"] if rs.preset else []), *rs.overrides])
+
+
 def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
     """The line saying where a run set's evidence comes from."""
     c, rs = r.claim, ev.runset
@@ -360,9 +369,7 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
         return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
     if rs.folders:
         return (
-            f"Ran on {data_of(rs)}: `experiment={rs.preset}"
-            + "".join(f" {o}" for o in rs.overrides)
-            + "` in "
+            f"Ran on {data_of(rs)}: `{settings(rs)}` in "
             + ", ".join(f"`{f}`" for f in rs.folders)
             + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
             + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
@@ -402,11 +409,13 @@ def _test_lines(
 
 
 def noise(o: Outcome) -> str:
-    """A ratio's noise, where its test declares repeats of the base's measurement."""
+    """A timing's noise (:func:`.units.timed`): the base's spread over its repeats, or that it is
+    not measured here, so that its units decide nothing."""
     if o.noise is not None:
         return f" Noise: {o.noise.said(o.test.metric)}."
-    if o.test.repeats and not o.unmeasured and o.units:
-        return " Noise: not measured here (one measurement of the base per setting)."
+    if timed(o.test) and not o.unmeasured and o.units:
+        one = "one median per setting" if o.test.source == "bench" else "one of the base"
+        return f" Noise: not measured here ({one}), so no ratio of it decides."
     return ""
 
 
@@ -482,6 +491,7 @@ def section(r: Rendered, owner: dict[str, Claim]) -> str:
         "",
         f"Paper: {c.setting}.",
         f"Chosen: {c.chosen}." if c.chosen else "",
+        f"Revised after the runs were read: {c.revised}." if c.revised else "",
         "",
     ]
     lines, table = _evidence(r, owner)
@@ -539,9 +549,10 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
-def stand_ins(rendered: list[Rendered]) -> str:
-    """What each stand-in a claim ran on is (declare.stand_ins), and what it stands for."""
-    facts = declare.stand_ins()
+def stand_ins(rendered: list[Rendered], facts: dict | None = None) -> str:
+    """What each stand-in a claim ran on is (``facts``, default :func:`.declare.stand_ins`),
+    and what it stands for."""
+    facts = declare.stand_ins() if facts is None else facts
     used: dict[str, dict[str, None]] = {}  # stand-in -> what it stands for (in order)
     for r in rendered:
         for ev in r.evidence:
@@ -563,19 +574,26 @@ def reasons(r: Rendered) -> list[str]:
     return out
 
 
-def report(rendered: list[Rendered], owner: dict[str, Claim], sources: str = "") -> str:
-    """The report (``sources``: the line of digests of what it was written from beyond the
-    runs, :func:`.digests.said`)."""
+def report(
+    rendered: list[Rendered], owner: dict[str, Claim], origin: list[Source], written: str = ""
+) -> str:
+    """REPRODUCTION.md of the claims of the sources ``origin`` (named in its rule paragraph;
+    ``written``: the line of digests of what it was written from beyond the runs,
+    :func:`.digests.said`)."""
+    rules = RULES.format(
+        source=", ".join(s.name for s in origin),
+        runs_here="".join(dict.fromkeys(s.runs_here for s in origin)),
+    )
     head = [
         "# Reproduction report",
         "",
-        RULES + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
+        rules + (f"\n{elsewhere(rendered)}" if elsewhere(rendered) else ""),
         "",
-        *([sources, ""] if sources else []),
+        *([written, ""] if written else []),
         exemptions([r.claim for r in rendered]),
         "",
         "Stand-ins (the data a claim ran on in place of the paper's):",
-        stand_ins(rendered),
+        stand_ins(rendered, facts(origin)),
         "",
         (
             "| claim | paper's number | ours (the test named, its number: mean ± std; holds in) | "
@@ -605,15 +623,7 @@ def docs(rendered: list[Rendered]) -> str:
     lines = [BEGIN, "| claim | at the paper's setting | ran here | word |", "|---|---|---|---|"]
     for r in rendered:
         c = r.claim
-        paper = (
-            (
-                f"`experiment={c.paper_runs.preset}"
-                + "".join(f" {o}" for o in c.paper_runs.overrides)
-                + f"` ({c.paper_runs.data})"
-            )
-            if c.paper_runs
-            else "—"
-        )
+        paper = f"`{settings(c.paper_runs)}` ({c.paper_runs.data})" if c.paper_runs else "—"
         here = (
             "; ".join(
                 f"{data_of(ev.runset)}: "

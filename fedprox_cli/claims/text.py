@@ -51,7 +51,9 @@ NEAR = 0.01  # a value within 1% of a threshold is printed with the digits that 
 
 def against(v: float, holds: dict) -> str:
     """``v`` as :func:`num` prints it, or, within 1% of a bound of ``holds`` (``min``, ``max``),
-    with as many digits as tell it from the bound and the bound beside it ("1.101 (max 1.1)")."""
+    with the digits that decide it and the bound beside it ("1.101 (max 1.1)"): the fewest (3 at
+    least) whose rounding moves ``v`` by less than half its distance to the bound, so the printed
+    margin is the measured one's sign and size (1.1059 against 1.1 prints 1.106, not 1.11)."""
     text = num(v)
     for side in ("min", "max"):
         bound = holds.get(side)
@@ -63,9 +65,7 @@ def against(v: float, holds: dict) -> str:
         ):
             continue
         digits = 3
-        while (
-            digits < 12 and float(f"{v:.{digits}g}") == float(f"{bound:.{digits}g}") and v != bound
-        ):
+        while digits < 12 and abs(float(f"{v:.{digits}g}") - v) >= abs(v - bound) / 2:
             digits += 1
         return f"{v:.{digits}g} ({side} {bound:g})"
     return text

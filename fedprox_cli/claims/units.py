@@ -47,8 +47,9 @@ class Unit:
     note: str = ""  # shown instead of the value ("first non-finite at round 15")
     raw: bool | None = None  # the test's result where the unit is no evidence (holds None)
     aside: str = ""  # what the unit left out ("K=40 untrained: left out")
-    undecided: str = ""  # why a unit is no evidence where not for want of training
-    # ("inside the noise": a ratio whose margin to its bound lies inside its base's spread)
+    undecided: str = ""  # why a unit is no evidence where not for want of training: "noise"
+    # (a ratio whose margin to its bound lies inside its base's spread), "unmeasured" (a timing
+    # whose noise is not measured: :func:`read_noise`)
 
 
 @dataclass(frozen=True)
@@ -328,6 +329,27 @@ def quiet(u: Unit, t: Test, spread: Noise | None) -> Unit:
     if margin > spread.spread:
         return u
     return Unit(u.label, u.value, None, u.onset, u.note, u.holds, "inside the noise", "noise")
+
+
+def timed(t: Test) -> bool:
+    """Whether ``t`` reads a timing (a benchmark file, or a ratio whose base's measurement
+    repeats: ``repeats``), whose margin to its bound means something only against its noise."""
+    return t.source == "bench" or bool(t.repeats)
+
+
+def read_noise(t: Test, found: list[Unit], spread: Noise | None) -> list[Unit]:
+    """``found`` as they are, or, for a timing whose noise is not measured here (no repeats of
+    its base, or a benchmark file of one median per setting), each unit as no evidence ("noise
+    not measured"): a margin whose noise is unknown decides nothing."""
+    if spread is not None or not timed(t):
+        return found
+    said = "noise not measured"
+    return [
+        u
+        if u.holds is None
+        else Unit(u.label, u.value, None, u.onset, u.note, u.holds, said, "unmeasured")
+        for u in found
+    ]
 
 
 def noise(t: Test, runs: list[Run]) -> Noise | None:

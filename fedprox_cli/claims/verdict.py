@@ -8,7 +8,8 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
   unit: **not reproduced** (a claim is the conjunction of its tests); in every unit:
   **inconclusive**; else **partly** (the gate is a property of the test, so one measurement that
   two claims test gets one word);
-- no unit of any test is evidence (nothing trained): **inconclusive**;
+- no unit of any test is evidence (nothing trained; a timing inside its base's noise, or whose
+  noise is not measured): **inconclusive**;
 - every test holds in every unit: **reproduced** on the paper's data, **reproduced on a
   stand-in** on another dataset; every test in no unit: **not reproduced**; anything between,
   and an ordering read to the end that holds only from some round on ("holds from round r on
@@ -73,14 +74,20 @@ def state(o: Outcome) -> tuple[str, str]:
     return ("none" if held == 0 else "some"), count
 
 
+WHY = {"noise": "inside the noise", "unmeasured": "noise not measured"}  # Unit.undecided
+
+
 def _blind(o: Outcome) -> str:
-    """How many units are no evidence, and why: untrained ("no evidence"), or a ratio inside its
-    base's noise ("inside the noise")."""
-    noisy = sum(u.undecided == "noise" for u in o.units if u.holds is None)
-    other = len(o.units) - len(o.conclusive) - noisy
-    said = [f"{other} no evidence" if other else "", f"{noisy} inside the noise" if noisy else ""]
+    """How many units are no evidence, and why: untrained ("no evidence"), a ratio inside its
+    base's noise ("inside the noise"), or a timing whose noise is not measured ("noise not
+    measured")."""
+    blind = [u for u in o.units if u.holds is None]
+    why = {k: sum(u.undecided == k for u in blind) for k in WHY}
+    other = len(blind) - sum(why.values())
+    said = [f"{other} no evidence" if other else ""]
+    said += [f"{n} {WHY[k]}" if n else "" for k, n in why.items()]
     if not o.conclusive:  # "no evidence in 3 pairs", "inside the noise in 3 pairs"
-        return "; ".join(x for x in said if x).removeprefix(f"{len(o.units)} ")
+        return "; ".join(x for x in said if x).removeprefix(f"{len(o.units)} ")  # one reason
     return "; ".join(x for x in said if x)
 
 
@@ -111,11 +118,15 @@ def _decided(outcomes: list[Outcome], stand_in: str) -> Verdict:
     kinds = {s for s, _ in states}
     blind = sum(len(o.units) - len(o.conclusive) for o in outcomes)
     if kinds == {"undecided"}:
-        noisy = all(u.undecided == "noise" for o in outcomes for u in o.units)
+        why = {u.undecided for o in outcomes for u in o.units}
+        said = {
+            "noise": "lies inside the noise of its base's own measurement",
+            "unmeasured": "has no measured noise",
+        }
         return Verdict(
             "inconclusive",
-            "every ratio lies inside the noise of its base's own measurement"
-            if noisy
+            f"every ratio {' or '.join(said[k] for k in said if k in why)}"
+            if why <= set(said)
             else "no unit is evidence: in every seed a compared run ends untrained",
         )
     if kinds == {"all"} and not blind:

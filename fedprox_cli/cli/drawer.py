@@ -45,14 +45,23 @@ def start() -> None:
 
 
 def stop() -> None:
-    """End the drawing process: its input closed, it ends by itself (not waited for)."""
+    """End the drawing process and wait for it: its pipes closed and the process killed (idle,
+    it has nothing to write; asked for a figure before a stop signal cut the wait short, it
+    must not write it later), so nothing it draws is written after this returns -- while the
+    run still holds its folder's lock."""
     while _PROCESS:
+        p = _PROCESS.pop()
+        for pipe in (p.stdin, p.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass  # it has ended already
         try:
-            stdin = _PROCESS.pop().stdin
-            assert stdin is not None  # started with its input a pipe
-            stdin.close()
+            p.kill()
         except OSError:
-            pass  # it has ended already
+            pass
+        p.wait()
 
 
 def figures(composed, out: Path) -> None:

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import inspect
 from importlib.metadata import packages_distributions, version
+from pathlib import Path
 
 from ..config import plugin_defaults
 
@@ -42,7 +43,7 @@ def of_object(obj) -> dict:
     try:
         source = inspect.getsourcefile(obj)
         digest = (
-            hashlib.sha256(open(source, "rb").read()).hexdigest()[:DIGEST_CHARS] if source else None
+            hashlib.sha256(Path(source).read_bytes()).hexdigest()[:DIGEST_CHARS] if source else None
         )
     except (OSError, TypeError):
         digest = None
