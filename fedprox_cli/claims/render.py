@@ -31,7 +31,7 @@ is *primary* (it tests the quoted words or a number the paper states) or *suppor
 marked so, never deciding). The word, from the primary tests alone, by one rule:
 **reproduced** (the paper's data) or **reproduced on a stand-in** when every test holds in every
 unit, **not reproduced** when in none, **partly** in between or when an ordering read to the end
-holds from some round on only (over a window that ends, a speed test, it then does not hold); **partly run (k of m runs)** with declared runs missing; **not run** when nothing
+holds from some round on only, in every unit (over a window that ends, a speed test, it then does not hold; where some unit never holds, a unit holding from some round on only, "✗ from r", counts as not holding); **partly run (k of m runs)** with declared runs missing; **not run** when nothing
 ran here. A timing decides only outside its noise: a ratio whose margin to its bound lies inside
 the spread of its base's own repeated measurement, or whose noise is not measured (one
 measurement per setting, a benchmark file's single median), is no evidence. A test cannot decide with one seed where its numbers differ by seed, nor with fewer

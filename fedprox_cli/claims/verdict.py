@@ -12,8 +12,9 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
   noise is not measured): **inconclusive**;
 - every test holds in every unit: **reproduced** on the paper's data, **reproduced on a
   stand-in** on another dataset; every test in no unit: **not reproduced**; anything between,
-  and an ordering read to the end that holds only from some round on ("holds from round r on
-  only"): **partly** (over a window that ends, a speed test, it does not hold: :func:`eventual`);
+  and an ordering read to the end that holds only from some round on in every unit ("holds from
+  round r on only"; where some unit never holds, a late unit counts as not holding): **partly**
+  (over a window that ends, a speed test, it does not hold: :func:`eventual`);
 - an implementation check (``implementation: true``: the code's own counters against the formulas
   it implements, not a measurement of the paper's claim) is **checked** where every test holds in
   every unit and **check failed** where one does not; it is never counted as reproduced

@@ -28,6 +28,9 @@ from typing import Any
 
 from ..common import signals
 
+# The semaphore tracker (multiprocessing's, started with the pool and inheriting this process's
+# environment) frees what ended workers held, and warns of it as a leak: not the user's concern.
+QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 GRACE_S = 8.0  # how long a worker in a job gets to record its end before it is killed
 POLL_S = 0.05
 
@@ -93,6 +96,9 @@ def take_over_pool_workers() -> None:
     from joblib.externals.loky import process_executor
     from joblib.externals.loky.backend import fork_exec as spawning
 
+    said = os.environ.get("PYTHONWARNINGS", "")
+    if QUIET_TRACKER not in said:
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (said, QUIET_TRACKER)))
     plain = spawning.fork_exec
     if getattr(plain, "fedrun", False):
         return
