@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from ..common import guarded
 from ..common.errors import UserError, require
 from . import declare, schema
 
@@ -68,7 +69,7 @@ def _present(path: Path, shown: str) -> tuple[tuple[Path, str], ...]:
 def _stand_ins(path: Path, shown: str) -> dict:
     if not path.is_file():
         return {}
-    facts = yaml.safe_load(path.read_text())
+    facts = guarded.read_yaml(path)
     require(
         isinstance(facts, dict) and all(isinstance(v, str) for v in facts.values()),
         f"{shown}: a mapping of stand-in dataset -> what it is (text)",
