@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import declare, sensitivity
+from ..analysis import groups
+from . import declare, sensitivity, tuning
 from .declare import Claim, RunSet
 from .evidence import Evidence
 from .sources import Source, facts
@@ -223,7 +224,8 @@ def others(r: Rendered) -> list[str]:
             for gone in [", ".join(dict.fromkeys(n for u in only for n in _beaten(u)))]
         ]
         if tests:
-            out.append(f"on {data_of(rs)}: {'; '.join(tests)}")
+            aside = " (a supporting run set, never deciding)" if rs.role != "primary" else ""
+            out.append(f"on {data_of(rs)}{aside}: {'; '.join(tests)}")
     return out
 
 
@@ -438,6 +440,9 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         rs = ev.runset
         where = f" ({rs.data}, {rs.device})" if devices else f" ({rs.data})"
         out.append(_ran(r, ev, owner))
+        out += [picked(ev, r.declared.get(0, ""))] if ev.picks else []
+        if rs.role != "primary":
+            out.append("A supporting run set: shown, never deciding the word.")
         if ev.trained and not ev.runset.choices:
             out.append(trained(c, ev))
         if ev.runset.choices:
@@ -449,6 +454,22 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         out += lines + [""]
         table += rows + _choice_rows(c, ev)
     return out, table
+
+
+def picked(ev: Evidence, order: str) -> str:
+    """A tuned run set's protocol, what it chose (:mod:`.tuning`) and when it was declared
+    relative to its tuning runs (``order``, :func:`.history.protocol_of`)."""
+    t = tuning.of(ev.runset)
+    grid = ", ".join(groups.fmt(x) for x in t.grid)
+    return (
+        f"Tuned by the declared protocol: each tuned method's step on the grid {{{grid}}}, the one "
+        f"whose run on the tuning seed {t.seed} reached T without diverging with the best last "
+        f"{t.metric} (a tie to the larger step); the tests read seeds {seed_list(ev.runset.seeds)} "
+        f"at the chosen steps, never the tuning seed: "
+        + "; ".join(p.said(t.metric) for p in ev.picks)
+        + "."
+        + (f" Protocol {order}." if order else "")
+    )
 
 
 def reused(ev: Evidence) -> str:
