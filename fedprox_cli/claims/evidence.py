@@ -172,12 +172,13 @@ def _tuned(claim: Claim, rs: RunSet, root: Path, warn, strict: bool) -> Evidence
     first; once all are here, each method's step by the rule, and the tests read on the run
     set's seeds at the chosen steps (without the methods that have none). The counts are of
     both; the seeds are the verdict's."""
-    trials = tuning.trials(rs)
+    trials, t = tuning.trials(rs), tuning.of(rs)
     first = gather(claim, trials, root, warn, strict=False)
+    known = {t.seed, *(s for other in claim.ran for s in other.seeds)}  # the folders are shared
     if first.missing:  # the verdict's runs are declared, at steps not chosen yet
         first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
+        first.extra = [s for s in first.extra if s not in known]
         return first
-    t = tuning.of(rs)
     runs = load_runs(claim, trials, root, warn, strict=False)[0]
     tried = [r for r in runs if r.config.get("seed") == t.seed and r.status in PRESENT]
     picks = [tuning.pick(t, m, tried) for m in t.steps]
@@ -188,6 +189,7 @@ def _tuned(claim: Claim, rs: RunSet, root: Path, warn, strict: bool) -> Evidence
     ev.present, ev.declared = ev.present + first.present, ev.declared + first.declared
     ev.minutes += first.minutes
     ev.findings = first.findings + ev.findings
+    ev.extra = [s for s in ev.extra if s not in known]
     return ev
 
 

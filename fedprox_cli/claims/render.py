@@ -367,15 +367,18 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
     """The line saying where a run set's evidence comes from."""
     c, rs = r.claim, ev.runset
     first = owner.get(repr(rs), c)
+    aside = " A supporting run set: shown, never deciding the word." * (rs.role != "primary")
     if rs.folders and first.id != c.id:
-        return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
+        return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).{aside}"
     if rs.folders:
+        new = (rs.into,) if rs.tuning and rs.into not in rs.folders else ()  # its new runs
         return (
             f"Ran on {data_of(rs)}: `{settings(rs)}` in "
-            + ", ".join(f"`{f}`" for f in rs.folders)
+            + ", ".join(f"`{f}`" for f in (*rs.folders, *new))
             + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
             + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
             + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
+            + aside
         )
     files = [rs.bench] if rs.bench else list(dict.fromkeys(t.file for t in c.tests))
     made = f" ({rs.provenance})" if rs.provenance else ""
@@ -441,8 +444,6 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         where = f" ({rs.data}, {rs.device})" if devices else f" ({rs.data})"
         out.append(_ran(r, ev, owner))
         out += [picked(ev, r.declared.get(0, ""))] if ev.picks else []
-        if rs.role != "primary":
-            out.append("A supporting run set: shown, never deciding the word.")
         if ev.trained and not ev.runset.choices:
             out.append(trained(c, ev))
         if ev.runset.choices:
