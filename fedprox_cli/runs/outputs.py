@@ -29,11 +29,13 @@ import subprocess
 import time
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any, Unpack
 
 from ..common import guarded, run_files
 from ..common.clock import now
 from ..common.files import write_text_in_place
 from ..common.package import PACKAGE, VERSION
+from ..common.run_files import SummaryRecord
 from .lock import is_held
 
 HEARTBEAT_S = 60.0  # the heartbeat is at most this old while a run is alive
@@ -63,7 +65,7 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def provenance(command: str) -> dict:
+def provenance(command: str) -> dict[str, Any]:
     """Where and what runs: pid, host, SLURM ids, git commit, versions, the command."""
     slurm = {k: os.environ[v] for k, v in SLURM_VARS.items() if v in os.environ}
     return {
@@ -83,30 +85,34 @@ def provenance(command: str) -> dict:
 class Summary:
     """The run's ``summary.json``, rewritten atomically on every change."""
 
-    def __init__(self, run_dir: Path, **fields):
+    def __init__(self, run_dir: Path, **fields: Unpack[SummaryRecord]):
         self.path = Path(run_dir) / run_files.SUMMARY
-        self.fields = fields
+        self.fields: SummaryRecord = fields
         self._beat = 0.0
 
-    def write(self, status: str, **fields) -> None:
-        self.fields.update(fields, heartbeat=now())
-        self.fields = {"status": status, **{k: v for k, v in self.fields.items() if k != "status"}}
+    def write(self, status: str, /, **fields: Unpack[SummaryRecord]) -> None:
+        self.fields.update(fields)
+        self.fields["heartbeat"] = now()
+        self.fields.pop("status", None)
+        self.fields = {"status": status, **self.fields}
         self._beat = time.monotonic()
         write_text_in_place(self.path, json.dumps(self.fields, indent=2, default=str) + "\n")
 
-    def start(self, **fields) -> None:
+    def start(self, **fields: Unpack[SummaryRecord]) -> None:
         self.fields.pop("error", None)
-        self.write("running", started=now(), **fields)
+        record: SummaryRecord = {"started": now(), **fields}
+        self.write("running", **record)
 
-    def beat(self, force: bool = False, **fields) -> None:
+    def beat(self, force: bool = False, **fields: Unpack[SummaryRecord]) -> None:
         """Note ``fields`` (the rounds done: a later end records them even when no beat was
         written since) and refresh the file if forced or :data:`HEARTBEAT_S` has passed."""
         self.fields.update(fields)
         if force or time.monotonic() - self._beat >= HEARTBEAT_S:
             self.write("running")
 
-    def end(self, status: str, **fields) -> None:
-        self.write(status, ended=now(), **fields)
+    def end(self, status: str, /, **fields: Unpack[SummaryRecord]) -> None:
+        record: SummaryRecord = {"ended": now(), **fields}
+        self.write(status, **record)
 
 
 def runs_in(folder: Path) -> list[Path]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..common import metric_table as mt
 from ..common import run_files
@@ -22,13 +23,13 @@ class RunRecord:
     status: str  # outputs.effective_status, "not started" without a summary
     round: int | None = None  # rounds done
     T: int | None = None
-    final: dict = field(default_factory=dict)  # the last metrics row
+    final: dict[str, Any] = field(default_factory=dict)  # the last metrics row
     overrides: list[str] = field(default_factory=list)
     error: str = ""  # the summary's one-line reason, unless finished
     mixed: str = ""  # a run continued with other code: :func:`code_record.mixed_line`
 
 
-def _last_row(folder: Path) -> dict:
+def _last_row(folder: Path) -> dict[str, Any]:
     """The last row of ``metrics.csv`` (``{}`` without a readable one)."""
     table = run_files.read_metrics(folder, strict=False)
     return {k: float(v) for k, v in table.iloc[-1].items()} if len(table) else {}

@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .. import data
 from ..algorithms import contract
@@ -66,13 +66,13 @@ class Held:
         )
 
     @property
-    def data(self) -> dict | None:
+    def data(self) -> dict[str, Any] | None:
         """The fingerprint of the data its run trained on (:mod:`provenance`)."""
         recorded = self.summary.get("data")
         return recorded if isinstance(recorded, dict) else None
 
     @property
-    def code(self) -> dict | None:
+    def code(self) -> dict[str, Any] | None:
         """The record of the code that made its run (:mod:`code_record`)."""
         return self.summary.get("code")
 
@@ -199,7 +199,7 @@ def _same_code(held: Held, cfg: RunConfig, round: int) -> None:
     )
 
 
-def code_history(held: Held, current: dict, round: int) -> list[dict]:
+def code_history(held: Held, current: dict[str, Any], round: int) -> list[dict[str, Any]]:
     """The code records of the run ``held`` continued from ``round`` by code ``current``:
     ``[{"from_round": 0, "code": ...}, ...]``, one entry per code that made rounds, in order --
     one entry (its own) while the code never changed."""
@@ -252,7 +252,7 @@ def same_data(
     cfg: RunConfig,
     held: Held,
     dataset: data.Dataset | None = None,
-    data_fingerprint: dict | None = None,
+    data_fingerprint: dict[str, Any] | None = None,
 ) -> None:
     """Refuse a run that has finished already (``held``) when the data of ``cfg`` (``dataset``,
     default: loaded now) differ from those it trained on (:func:`provenance.check`)."""
@@ -283,14 +283,16 @@ def begin(
         if len(history) > 1:  # made by more than one code (mixed_code=true)
             summary.fields["code_history"] = history
     summary.fields.update(
-        device=str(exp.cfg.torch_device),
-        hardware=hardware(exp.cfg.torch_device),
-        dimension=exp.flat.d,
-        engine=exp.oracle.engine_choice,
-        compile=exp.oracle.compile_choice,
-        data_source=exp.dataset.source,
-        data=exp.fingerprint,
-        numerics=exp.numerics,
+        {
+            "device": str(exp.cfg.torch_device),
+            "hardware": hardware(exp.cfg.torch_device),
+            "dimension": exp.flat.d,
+            "engine": exp.oracle.engine_choice,
+            "compile": exp.oracle.compile_choice,
+            "data_source": exp.dataset.source,
+            "data": exp.fingerprint,
+            "numerics": exp.numerics,
+        }
     )
     if ckpt is None:
         for name in (
