@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..common import run_files
 from ..common.errors import require
+from ..common.files import StrPath
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs import view
@@ -53,7 +54,7 @@ class Skipped(NamedTuple):
 
 
 def find_runs(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: Sequence[StrPath],
     warn: Callable[[str], None] = lambda _: None,
     skipped: Callable[[Skipped], None] | None = None,
 ) -> list[Path]:
@@ -80,7 +81,9 @@ def find_runs(
     return found
 
 
-def launch_order(sweeps: list[Path], warn: Callable[[str], None]) -> Callable[[Path], tuple]:
+def launch_order(
+    sweeps: list[Path], warn: Callable[[str], None]
+) -> Callable[[Path], tuple[float, Path]]:
     """A sort key for run folders: a sweep's jobs (of ``sweeps``) named by config in the order
     its last command launched them (its job records, :func:`.jobrecords.held`; a ``seed_<s>``
     run by its job's), the others after them by path."""
@@ -88,7 +91,7 @@ def launch_order(sweeps: list[Path], warn: Callable[[str], None]) -> Callable[[P
         Path(os.path.abspath(where)): r.num for s in sweeps for r, where in jobrecords.held(s, warn)
     }
 
-    def key(run_dir: Path) -> tuple:
+    def key(run_dir: Path) -> tuple[float, Path]:
         here = Path(os.path.abspath(run_dir))
         n = next((num[a] for a in (here, *here.parents) if a in num), math.inf)
         return (n, run_dir)
@@ -118,7 +121,7 @@ def load_run(run_dir: Path) -> Run:
 
 
 def load(
-    paths,
+    paths: Sequence[StrPath],
     where: Sequence[str] = (),
     warn: Callable[[str], None] = lambda _: None,
     count_once: bool = True,
@@ -157,7 +160,9 @@ def load(
     return runs
 
 
-def having(runs: list[Run], columns, warn: Callable[[str], None] = lambda _: None) -> list[Run]:
+def having(
+    runs: list[Run], columns: Iterable[str], warn: Callable[[str], None] = lambda _: None
+) -> list[Run]:
     """The runs whose ``metrics.csv`` has every column in ``columns`` (``round``/``time``/
     ``bytes`` or a metric); the others are skipped with a ``warn`` line each. None having one
     is a user error."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,16 +48,18 @@ def is_replicate(key: str) -> bool:
 @dataclass(eq=False)
 class Run:
     path: Path
-    config: dict  # flat: dotted keys -> scalars, plus choice:<group> keys
+    config: dict[str, Any]  # flat: dotted keys -> scalars, plus choice:<group> keys
     metrics: pd.DataFrame
     status: str  # the run's status (runs.view.RunView.status)
     error: str = ""  # summary.json's error message, if any
-    code: dict = field(default_factory=dict)  # summary.json's code record (runs.code_record)
+    code: dict[str, Any] = field(
+        default_factory=dict
+    )  # summary.json's code record (runs.code_record)
     mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
     summary: SummaryRecord = field(default_factory=SummaryRecord)  # its summary.json
 
     def column(self, name: str) -> np.ndarray:
-        return sum(self.metrics[c] for c in X_COLUMNS.get(name, (name,))).to_numpy(float)
+        return np.asarray(sum(self.metrics[c] for c in X_COLUMNS.get(name, (name,))), float)
 
     def has(self, name: str) -> bool:
         return all(c in self.metrics for c in X_COLUMNS.get(name, (name,)))
@@ -77,5 +80,5 @@ class Run:
         return None
 
     @property
-    def seed(self) -> tuple:
+    def seed(self) -> tuple[tuple[str, Any], ...]:
         return tuple(sorted((k, v) for k, v in self.config.items() if is_replicate(k)))
