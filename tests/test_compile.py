@@ -99,7 +99,7 @@ def stubbed(tmp_path, monkeypatch):
             {v: stub["compile_s"] if v == "compiled" else 0.0 for v in variants},
         )
 
-    monkeypatch.setattr(engine_choice, "time_steps", timer)
+    monkeypatch.setattr(engine_choice, "time_rounds", timer)
     return stub
 
 

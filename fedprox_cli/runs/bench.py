@@ -212,13 +212,26 @@ class Setup:
         self.data = ClientData.build(x, y, clients, device)
         self.w, self.device = w, device
 
-    def oracle(self, engine: str, chunk: int | None = None) -> Oracle:
-        """An oracle of ``engine``: loop, vmap or auto, or ``vmap+compile`` (compile=true)."""
+    def oracle(self, engine: str, chunk: int | None = None, alg: str | None = None) -> Oracle:
+        """An oracle of ``engine``: loop, vmap or auto, or ``vmap+compile`` (compile=true);
+        ``auto`` times rounds of the algorithm ``alg`` (as a run of it does), else of plain
+        local SGD."""
         name, plus, extra = engine.partition("+")
         if plus and extra != "compile":
             raise UserError(f"engine {engine!r}: the only suffix is +compile (e.g. vmap+compile)")
+        probe = None
+        if alg is not None:
+            a, h = _algorithm(alg, self.w.regularizer, self.w.overrides)
+            probe = algorithms.TimedRound(a, h, compressors.build("identity"), self.w.K, 10**6)
         return Oracle(
-            self.flat, self.data, self.w.B, seed=0, engine=name, chunk=chunk, compile=bool(plus)
+            self.flat,
+            self.data,
+            self.w.B,
+            seed=0,
+            engine=name,
+            chunk=chunk,
+            compile=bool(plus),
+            probe=probe,
         )
 
     def client_step(self) -> None:
@@ -285,7 +298,9 @@ def bench_workload(
     roof = Roofline(setup.client_step, times=w.n * w.K)
     rows: list[Row] = []
     for alg_name in w.algorithms:
-        timers = {e: RoundTimer(setup, alg_name, setup.oracle(e), rounds) for e in engines}
+        timers = {
+            e: RoundTimer(setup, alg_name, setup.oracle(e, alg=alg_name), rounds) for e in engines
+        }
         chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
         best = {e: math.inf for e in engines}
         best_roof = math.inf
@@ -322,7 +337,7 @@ def bench_eval(
     pass) at the algorithm's output, and its share of run time at eval_every 1 and 10."""
     setup = Setup(w, device)
     alg_name = w.algorithms[0]
-    timer = RoundTimer(setup, alg_name, setup.oracle("auto"), 1)
+    timer = RoundTimer(setup, alg_name, setup.oracle("auto", alg=alg_name), 1)
     oracle, h = timer.env.oracle, timer.h
     x = timer.alg.output(timer.state)
     step = timer.alg.stationarity_step(w.K)

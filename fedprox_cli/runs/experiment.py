@@ -197,7 +197,8 @@ def build(
         device, dtype
     )
     flat = FlatModel(module)
-    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine, compiled)
+    probe = algorithms.TimedRound(alg, h, comp, cfg.K, cfg.T, cfg.seed)  # what engine=auto times
+    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine, compiled, probe)
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(
@@ -227,10 +228,11 @@ def _oracle(
     runs: int,
     engine: str | None,
     compiled: bool | None,
+    probe: algorithms.TimedRound,
 ) -> Oracle:
     """The run's gradient oracle over its clients' data, its calls planned for the memory at
     hand (:func:`memory.plan`; ``runs`` sharing one vmap call); ``engine``, ``compiled``: see
-    :func:`build`."""
+    :func:`build`; ``probe``: the run's round, which ``engine=auto`` times."""
     device, dtype = cfg.torch_device, cfg.torch_dtype
     cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
@@ -254,6 +256,7 @@ def _oracle(
         train_samples=cfg.metrics.train_samples,
         compile=False if batched else cfg.compile if compiled is None else compiled,
         client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
+        probe=probe,
     )
 
 
