@@ -21,6 +21,7 @@ from ..common.errors import require
 from ..common.flatten import flatten
 from ..config.keys import complete
 from ..runs.code_record import mixed, mixed_line
+from ..runs.lock import is_held
 from ..runs.outputs import status_in
 from . import jobrecords, scan
 from .groups import config_key, is_run_control, matches, once
@@ -61,46 +62,79 @@ def find_runs(
 ) -> list[Path]:
     """Run folders among ``paths``: each is a run folder or a folder searched recursively
     (:func:`.scan.walk`: a folder that cannot be listed is named through ``warn`` and the others
-    read). A folder with a ``summary.json`` or ``config.yaml`` but no ``metrics.csv`` (a run that
-    stopped before its first evaluation) goes to ``skipped`` (default: its line through
-    ``warn``)."""
+    read). Every run folder without a ``metrics.csv`` goes to ``skipped`` (default: its line
+    through ``warn``, :func:`_without_rows`): a run that stopped before its first evaluation, a
+    sweep's job that never started (its folder holds a lock and a log but no ``summary.json``,
+    or nothing at all)."""
     skip = skipped or (lambda s: warn(s.line()))
     found = []
-    marks = {run_files.METRICS, run_files.SUMMARY}
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such results folder: {p}")
         held = scan.walk([p], warn, PRUNE)
         top = next(held, None)
         if top is None:  # named in the line walk gave
             continue
-        if top[1] & marks:
-            dirs = [top]
-        else:
-            below = [top, *held]
-            order = launch_order([d for d, names in below if ".fedrun" in names], warn)
-            dirs = sorted(((d, n) for d, n in below if n & marks), key=lambda dn: order(dn[0]))
+        dirs = [top] if top[1] & MARKS else _run_folders([top, *held], warn)
         for d, names in dirs:
-            if run_files.METRICS in names:
+            if names is not None and run_files.METRICS in names:
                 found.append(d)
             else:
-                status = _status(d)[0]
-                skip(Skipped(d, f"no metrics.csv (status: {status_text(status)})", status))
+                skip(_without_rows(d, names))
     found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
     return found
 
 
-def launch_order(sweeps: list[Path], warn: Callable[[str], None]) -> Callable[[Path], tuple]:
-    """A sort key for run folders: a sweep's jobs (of ``sweeps``) named by config in the order
-    its last command launched them (its job records, :func:`.jobrecords.held`; a ``seed_<s>``
-    run by its job's), the others after them by path."""
-    num = {
-        Path(os.path.abspath(where)): r.num for s in sweeps for r, where in jobrecords.held(s, warn)
-    }
+Held = tuple[Path, frozenset[str] | None]  # a folder and what it holds (None: no such folder)
+MARKS = {run_files.METRICS, run_files.SUMMARY, run_files.LOCK}  # what only a run folder holds
+
+
+def _run_folders(below: list[Held], warn: Callable[[str], None]) -> list[Held]:
+    """The run folders among the folders ``below`` (:func:`.scan.walk`'s), with the jobs the
+    sweeps among them recorded that hold no run (never started: a seed batch's job holds its
+    runs below it), in launch order (:func:`launch_order`)."""
+    recorded = [
+        (r.num, where)
+        for s in (d for d, names in below if names and ".fedrun" in names)
+        for r, where in jobrecords.held(s, warn)
+    ]
+    runs: list[Held] = [(d, n) for d, n in below if n and n & MARKS]
+    seen = {_abs(d): n for d, n in below}
+    holding = {a for d, _ in runs for a in (_abs(d), *_abs(d).parents)}  # folders holding a run
+    runs += [(where, seen.get(_abs(where))) for _, where in recorded if _abs(where) not in holding]
+    order = launch_order({_abs(where): num for num, where in recorded})
+    return sorted(runs, key=lambda dn: order(dn[0]))
+
+
+def _abs(p: Path) -> Path:
+    return Path(os.path.abspath(p))
+
+
+def _without_rows(run_dir: Path, names: frozenset[str] | None) -> Skipped:
+    """A run folder (``names``: what it holds; None: a sweep's job without a folder) without
+    ``metrics.csv``, and why: a run that stopped before its first evaluation (its status), or
+    a sweep's job that never started."""
+    if names is not None and run_files.SUMMARY in names:
+        status = _status(run_dir)[0]
+        return Skipped(run_dir, f"no metrics.csv (status: {status_text(status)})", status)
+    if names and run_files.LOCK in names and is_held(run_dir):
+        return Skipped(run_dir, "starting: no summary.json yet (its lock is held)", "missing")
+    holds = (
+        "no folder"
+        if names is None
+        else f"its folder holds {', '.join(sorted(names)) if names else 'nothing'}"
+    )
+    return Skipped(run_dir, f"never started: no summary.json ({holds})", "missing")
+
+
+def launch_order(jobs: dict[Path, int]) -> Callable[[Path], tuple]:
+    """A sort key for run folders: a sweep's jobs (``jobs``: each job's folder, absolute, and
+    its number from its sweep's records, :func:`.jobrecords.held`; a ``seed_<s>`` run by its
+    job's) in the order its last command launched them, the others after them by path."""
 
     def key(run_dir: Path) -> tuple:
-        here = Path(os.path.abspath(run_dir))
-        n = next((num[a] for a in (here, *here.parents) if a in num), math.inf)
+        here = _abs(run_dir)
+        n = next((jobs[a] for a in (here, *here.parents) if a in jobs), math.inf)
         return (n, run_dir)
 
     return key

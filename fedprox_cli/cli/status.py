@@ -1,12 +1,12 @@
 """``fedrun-report RUNS_OR_SWEEPS... [--csv]``: where every run of a sweep stands.
 
-One row per run folder (a folder with ``summary.json`` or ``config.yaml``, found recursively
-under each argument): its status as :func:`outputs.effective_status` tells it (finished,
-diverged, interrupted, error, running -- or dead when the summary says running but no process
-holds the run folder's lock; "not started" for a job of a
-sweep's job records without a summary yet, e.g. queued on SLURM), rounds done of T, the
-final metrics, and the config keys that tell the runs apart. It reads only the run folders, so
-it works while a sweep runs and after its launcher died or was backgrounded.
+One row per run folder (a folder with ``summary.json``, ``config.yaml`` or a run's lock, found
+recursively under each argument): its status as :func:`outputs.effective_status` tells it
+(finished, diverged, interrupted, error, running -- or dead when the summary says running but
+no process holds the run folder's lock; "not started" for a job of a sweep's job records
+without a summary yet, e.g. queued on SLURM, or a folder with a lock but no summary), rounds
+done of T, the final metrics, and the config keys that tell the runs apart. It reads only the
+run folders, so it works while a sweep runs and after its launcher died or was backgrounded.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def find(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
     :func:`..analysis.scan.walk`: a folder that cannot be listed is one ``warn`` line), and the
     jobs a sweep among them recorded or planned that have no folder yet."""
     found = []
-    marks = {run_files.SUMMARY, run_files.CONFIG}
+    marks = {run_files.SUMMARY, run_files.CONFIG, run_files.LOCK}  # a lock: a job not started
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such run or sweep folder: {p}")
         for d, names in scan.walk([p], warn, results.PRUNE):
