@@ -105,7 +105,10 @@ def baseline(device, repeats: int, rounds: int, engines: list[str]) -> list[dict
     w = bench.WORKLOADS[1]
     setup = bench.Setup(w, device)
     alg, h = bench._algorithm("fedcanon", w.regularizer, w.overrides)
-    timers = {e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e), rounds) for e in engines}
+    timers = {
+        e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e, alg="fedcanon"), rounds)
+        for e in engines
+    }
     plain = plain_fedcanon(setup, w.K, w.B, alg.alpha, alg.beta, h.lam)
     plain()  # warm-up
     run_plain = lambda: [plain() for _ in range(rounds)]  # noqa: E731
@@ -143,7 +146,7 @@ def scaling(
             )
             chunk = memory.plan(fp, n, w.B, "auto", 4096, 4)[0]
             timers = {
-                e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e, chunk), 1)
+                e: bench.RoundTimer(setup, "fedcanon", setup.oracle(e, chunk, "fedcanon"), 1)
                 for e in ("loop", "vmap", "auto")
             }
             best = {e: math.inf for e in timers}
@@ -320,7 +323,7 @@ def profile(device, engines: list[str], only: list[str] | None, top: int) -> lis
         w = bench.custom_workload(model, [alg], shape, n, K, 64)
         setup = bench.Setup(w, device)
         for e in engines:
-            timer = bench.RoundTimer(setup, alg, setup.oracle(e), 1)  # (its warm-up round)
+            timer = bench.RoundTimer(setup, alg, setup.oracle(e, alg=alg), 1)  # (its warm-up round)
             chosen = timer.env.oracle.engine.name
             plain = bench.best_time(timer, 3)
             with torch_profile(activities=[ProfilerActivity.CPU]) as prof:

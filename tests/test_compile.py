@@ -99,7 +99,7 @@ def stubbed(tmp_path, monkeypatch):
             {v: stub["compile_s"] if v == "compiled" else 0.0 for v in variants},
         )
 
-    monkeypatch.setattr(engine_choice, "time_steps", timer)
+    monkeypatch.setattr(engine_choice, "time_rounds", timer)
     return stub
 
 
@@ -300,11 +300,15 @@ def test_compile_auto_computes_as_compile_false_for_a_runs_identity():
     to float rounding, as another chunk's): one identity with compile=false, for the resume
     check's digest and the reports' groups; compile=true stays another."""
     from fedprox_cli.config.keys import complete
+    from fedprox_cli.config.validate import resolved
     from fedprox_cli.runs import checkpoint
 
-    digest = {c: checkpoint.digest(compose([*SHAPES, f"compile={c}"])) for c in ("auto", "false")}
+    def digest_of(compile: str) -> str:
+        return checkpoint.digest(resolved(compose([*SHAPES, f"compile={compile}"])))
+
+    digest = {c: digest_of(c) for c in ("auto", "false")}
     assert digest["auto"] == digest["false"]
-    assert checkpoint.digest(compose([*SHAPES, "compile=true"])) != digest["false"]
+    assert digest_of("true") != digest["false"]
     assert complete({"compile": "auto"})["compile"] is False and complete({})["compile"] is False
 
 

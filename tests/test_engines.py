@@ -234,6 +234,80 @@ def test_timing_runs_both_engines_and_leaves_the_oracle_as_it_was(digits):
     assert o.engine.name == "vmap" and o.grad_evals == 0
 
 
+def fednmap_probe(K=10):
+    h = regularizers.build("l1", lam=1e-3)
+    alg = algorithms.build("fednmap", eta_a=0.05)
+    return algorithms.TimedRound(alg, h, compressors.build("identity"), K, 5)
+
+
+@pytest.mark.parametrize("slow", ["loop", "vmap"])
+def test_auto_times_the_algorithms_round_not_a_gradient_step(digits, tmp_path, monkeypatch, slow):
+    """A fake clock that advances only in the local steps of the algorithm's round (FedNMap's:
+    its prox and update between gradients), by more with one engine: auto takes the other.
+    A gradient step alone (the engines' grad) costs nothing on this clock, so timing it could
+    not tell the engines apart."""
+    from fedprox_cli.engine import choice as engine_choice
+    from fedprox_cli.engine.loop import LoopEngine
+    from fedprox_cli.engine.vmap import VmapEngine
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    now = [0.0]
+    monkeypatch.setattr(engine_choice, "_clock", lambda device: lambda: now[0])
+    for cls in (LoopEngine, VmapEngine):
+
+        def timed(self, X, batches, at, update, real=cls.local_steps):
+            now[0] += (2.0 if self.name == slow else 1.0) * len(X) * len(batches)
+            return real(self, X, batches, at, update)
+
+        monkeypatch.setattr(cls, "local_steps", timed)
+    o = make_oracle(digits, "loop")
+    o = Oracle(o.model, o.data, 16, seed=3, engine="auto", probe=fednmap_probe())
+    fast = "vmap" if slow == "loop" else "loop"
+    assert o.engine.name == fast and o.engine_choice["source"] == "measured"
+    assert o.engine_choice["s_per_client_step"] == {slow: 2.0, fast: 1.0}
+    assert o.engine_choice["timed"] == "fednmap (h l1, uplink identity) rounds, K=4"
+    assert o.grad_evals == 0  # the timing leaves the counters as they were
+
+
+def test_the_cache_key_holds_the_round_timed(digits):
+    """Rounds of another algorithm, or of fewer local steps, are another measurement."""
+    from fedprox_cli.engine import choice as engine_choice
+
+    o = make_oracle(digits, "loop")
+    keys = set()
+    for probe in (fednmap_probe(10), fednmap_probe(2), engine_choice.LocalSGD()):
+        o.probe = probe
+        keys.add(engine_choice.cache_key(o, 3))
+    assert len(keys) == 3
+    assert json.loads(engine_choice.cache_key(o, 3))["round"] == "local sgd"
+
+
+def test_a_run_with_engine_auto_times_its_own_algorithms_rounds(tmp_path, monkeypatch):
+    from fedprox_cli.config.compose import compose
+    from fedprox_cli.runs import experiment
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    exp = experiment.build(
+        compose(
+            [
+                "dataset=digits",
+                "model=linear",
+                "algorithm=fednmap",
+                "n=3",
+                "K=2",
+                "T=1",
+                "device=cpu",
+                "engine=auto",
+                "compile=false",
+            ]
+        )
+    )
+    rec = exp.oracle.engine_choice
+    assert rec["source"] == "measured" and rec["timed"].startswith("fednmap (h l1")
+    assert rec["timed"].endswith("rounds, K=2") and exp.oracle.grad_evals == 0
+    assert exp.env.prox_calls == 0 and exp.env.bytes_up == 0  # the run's counters untouched
+
+
 @pytest.mark.parametrize("engine,chunk", [("loop", None), ("vmap", None), ("vmap", 4)])
 @pytest.mark.parametrize("shift", ["rows", "row", "scalar"])
 def test_fused_sgd_steps_are_bitwise_the_step_by_step_loop(digits, engine, chunk, shift):
@@ -315,6 +389,17 @@ def test_the_engine_line_names_the_choice_and_both_timings():
             }
         )
         == "vmap (engine=auto, measured: loop 0.8 ms, vmap 0.46 ms per client-step)"
+    )
+    assert line(
+        {
+            "engine": "loop",
+            "source": "measured",
+            "s_per_client_step": {"vmap": 1e-3, "loop": 0.5e-3},
+            "timed": "fednmap (h l1, uplink identity) rounds, K=4",
+        }
+    ) == (
+        "loop (engine=auto, measured: loop 0.5 ms, vmap 1 ms per client-step of fednmap "
+        "(h l1, uplink identity) rounds, K=4)"
     )
 
 

@@ -187,7 +187,7 @@ def test_the_jobs_of_a_sweep_that_never_started_are_named_by_every_analysis_comm
 ):
     """A job stopped before it started leaves a folder with a lock and a log but no
     summary.json, or no folder at all: fedrun-table and fedrun-plot skip it with a line naming
-    it and why, fedrun-report shows it as a row ``not started`` (recorded or not)."""
+    it and why, fedrun-report shows it as a row ``not started``."""
     from fedprox_cli.cli import plot, table
 
     s = sweep(tmp_path / "S")
@@ -196,14 +196,10 @@ def test_the_jobs_of_a_sweep_that_never_started_are_named_by_every_analysis_comm
         (s / "n=5" / name).write_text("")
     jobrecords.write(s, JobRecord(2, ["n=5"], os.path.abspath(s / "n=5")))
     jobrecords.write(s, JobRecord(3, ["n=6"], os.path.abspath(s / "n=6")))
-    (s / "unrecorded").mkdir()
-    (s / "unrecorded" / run_files.LOCK).write_text("")
     skipped = [
-        f"skipped {s / 'n=5'}: never started: no summary.json (its folder holds .fedrun.lock, "
+        f"skipped {s / 'n=5'}: not started: no summary.json (its folder holds .fedrun.lock, "
         f"fedrun.log)",
-        f"skipped {s / 'n=6'}: never started: no summary.json (no folder)",
-        f"skipped {s / 'unrecorded'}: never started: no summary.json (its folder holds "
-        f".fedrun.lock)",
+        f"skipped {s / 'n=6'}: not started: no summary.json (no folder)",
     ]
     warned: list[str] = []
     assert [r.path for r in results.load([s], warn=warned.append)] == [s / "n=3", s / "n=4"]
@@ -220,6 +216,5 @@ def test_the_jobs_of_a_sweep_that_never_started_are_named_by_every_analysis_comm
         (str(s / "n=4"), "finished"),
         (str(s / "n=5"), "not started"),
         (str(s / "n=6"), "not started"),
-        (str(s / "unrecorded"), "not started"),
     ]
     assert lines == []

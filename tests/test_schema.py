@@ -12,7 +12,7 @@ from fedprox_cli.common.errors import UserError
 from fedprox_cli.common.package import CONF_DIR
 from fedprox_cli.config import schema
 from fedprox_cli.config.compose import compose
-from fedprox_cli.config.validate import typed
+from fedprox_cli.config.validate import resolved, typed
 from fedprox_cli.runs.checkpoint import digest
 
 PRESETS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
@@ -39,7 +39,7 @@ def test_typed_values_and_the_record_untouched():
     cfg = compose(
         ["dataset=digits", "participation=1", "B=full", "algorithm=fedavg", "oracle.memory_gb=2"]
     )
-    before = (OmegaConf.to_yaml(cfg), digest(cfg))
+    before = (OmegaConf.to_yaml(cfg), digest(resolved(cfg)))
     s = typed(cfg, compose(["dataset=digits", "algorithm=fedavg"]))
     assert isinstance(s, schema.RunConfig) and isinstance(s.oracle, schema.Oracle)
     assert s.participation == 1.0 and isinstance(s.participation, float)  # the schema's type
@@ -51,7 +51,7 @@ def test_typed_values_and_the_record_untouched():
     assert s.partition.params["seed"] == s.seed  # interpolations resolved
     assert (
         OmegaConf.to_yaml(cfg),
-        digest(cfg),
+        digest(resolved(cfg)),
     ) == before  # the recorded config (and digest) as composed
 
 

@@ -9,10 +9,11 @@ triple over tensors (see :mod:`fedprox_cli.algorithms.base`). To add one, write
 import importlib
 import pkgutil
 
+from ._timed_round import TimedRound
 from .base import Algorithm, Env, State, build, names, register
 
 for _m in pkgutil.iter_modules(__path__):
     if _m.name != "base":
         importlib.import_module(f"{__name__}.{_m.name}")
 
-__all__ = ["Algorithm", "Env", "State", "build", "names", "register"]
+__all__ = ["Algorithm", "Env", "State", "TimedRound", "build", "names", "register"]

@@ -12,40 +12,38 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..common import run_files
 from ..common.errors import require
+from ..common.files import StrPath
 from ..common.flatten import flatten
 from ..config.keys import complete
+from ..runs import view
 from ..runs.code_record import mixed, mixed_line
-from ..runs.lock import is_held
-from ..runs.outputs import status_in
-from . import jobrecords, scan
+from . import jobrecords
 from .groups import config_key, is_run_control, matches, once
 from .run import CHOICE, Run, status_text
 
 PROGRESS_RUNS, PROGRESS_S = 100, 5.0  # more runs than this: a line every PROGRESS_S while read
 
 
-def _choices(run_dir: Path) -> dict:
+def _choices(run: view.RunView) -> dict[str, Any]:
     """The config groups chosen, as ``choice:<group>`` keys (a group with no option chosen, a
     Hydra group and a run-control group left out)."""
     return {
         f"{CHOICE}{g}": c
-        for g, c in run_files.read_choices(run_dir).items()
+        for g, c in run.choices().items()
         if c is not None and not g.startswith("hydra/") and not is_run_control(g)
     }
 
 
-PRUNE = (run_files.HYDRA, run_files.KEPT, ".fedrun", ".submitit")  # folders that hold no run
-
-
 class Skipped(NamedTuple):
     """A folder that :func:`load` leaves out: its path, why (a few words), and for a run that
-    wrote no ``metrics.csv`` its status (:func:`outputs.status_in`; None: it cannot be read)."""
+    wrote no ``metrics.csv`` its status (:attr:`runs.view.RunView.status`; None: it cannot be
+    read)."""
 
     path: Path
     why: str
@@ -56,26 +54,35 @@ class Skipped(NamedTuple):
 
 
 def find_runs(
-    paths,
+    paths: Sequence[StrPath],
     warn: Callable[[str], None] = lambda _: None,
     skipped: Callable[[Skipped], None] | None = None,
 ) -> list[Path]:
-    """Run folders among ``paths``: each is a run folder or a folder searched recursively
-    (:func:`.scan.walk`: a folder that cannot be listed is named through ``warn`` and the others
-    read). Every run folder without a ``metrics.csv`` goes to ``skipped`` (default: its line
-    through ``warn``, :func:`_without_rows`): a run that stopped before its first evaluation, a
-    sweep's job that never started (its folder holds a lock and a log but no ``summary.json``,
-    or nothing at all)."""
+    """Run folders among ``paths``, each a run folder or a folder searched recursively
+    (:func:`runs.view.find`: a folder that cannot be listed is named through ``warn`` and the
+    others read), a sweep's jobs in the order it launched them (:func:`launch_order`). Every
+    run folder without a ``metrics.csv`` (a run that stopped before its first evaluation) and
+    every job a sweep recorded that holds no run (not started: a lock and a log but no
+    ``summary.json``, or no folder) goes to ``skipped`` (default: its line through ``warn``,
+    :func:`_without_rows`)."""
     skip = skipped or (lambda s: warn(s.line()))
-    found = []
+    found: list[Path] = []
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such results folder: {p}")
-        held = scan.walk([p], warn, PRUNE)
-        top = next(held, None)
-        if top is None:  # named in the line walk gave
-            continue
-        dirs = [top] if top[1] & MARKS else _run_folders([top, *held], warn)
-        for d, names in dirs:
+        held = list(view.find([p], warn))
+        recorded = [
+            (r.num, where)
+            for s, names in held
+            if view.is_sweep(names)
+            for r, where in jobrecords.held(s, warn)
+        ]
+        runs: list[tuple[Path, frozenset[str] | None]] = [
+            (d, names) for d, names in held if view.is_run(names)
+        ]
+        holding = {a for d, _ in runs for a in (_abs(d), *_abs(d).parents)}  # hold a run
+        runs += [(where, _listed(where)) for _, where in recorded if _abs(where) not in holding]
+        order = launch_order({_abs(where): num for num, where in recorded})
+        for d, names in sorted(runs, key=lambda dn: order(dn[0])):
             if names is not None and run_files.METRICS in names:
                 found.append(d)
             else:
@@ -85,54 +92,39 @@ def find_runs(
     return found
 
 
-Held = tuple[Path, frozenset[str] | None]  # a folder and what it holds (None: no such folder)
-MARKS = {run_files.METRICS, run_files.SUMMARY, run_files.LOCK}  # what only a run folder holds
-
-
-def _run_folders(below: list[Held], warn: Callable[[str], None]) -> list[Held]:
-    """The run folders among the folders ``below`` (:func:`.scan.walk`'s), with the jobs the
-    sweeps among them recorded that hold no run (never started: a seed batch's job holds its
-    runs below it), in launch order (:func:`launch_order`)."""
-    recorded = [
-        (r.num, where)
-        for s in (d for d, names in below if names and ".fedrun" in names)
-        for r, where in jobrecords.held(s, warn)
-    ]
-    runs: list[Held] = [(d, n) for d, n in below if n and n & MARKS]
-    seen = {_abs(d): n for d, n in below}
-    holding = {a for d, _ in runs for a in (_abs(d), *_abs(d).parents)}  # folders holding a run
-    runs += [(where, seen.get(_abs(where))) for _, where in recorded if _abs(where) not in holding]
-    order = launch_order({_abs(where): num for num, where in recorded})
-    return sorted(runs, key=lambda dn: order(dn[0]))
-
-
 def _abs(p: Path) -> Path:
     return Path(os.path.abspath(p))
 
 
+def _listed(folder: Path) -> frozenset[str] | None:
+    """What ``folder`` holds (None: no such folder, or one that cannot be listed)."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return None
+
+
 def _without_rows(run_dir: Path, names: frozenset[str] | None) -> Skipped:
-    """A run folder (``names``: what it holds; None: a sweep's job without a folder) without
+    """A run folder (``names``: what it holds; None: a recorded job without a folder) without
     ``metrics.csv``, and why: a run that stopped before its first evaluation (its status), or
-    a sweep's job that never started."""
-    if names is not None and run_files.SUMMARY in names:
-        status = _status(run_dir)[0]
+    a sweep's job not started (stopped before it began, or not yet begun)."""
+    if names is not None and view.is_run(names):
+        status = view.read(run_dir).status
         return Skipped(run_dir, f"no metrics.csv (status: {status_text(status)})", status)
-    if names and run_files.LOCK in names and is_held(run_dir):
-        return Skipped(run_dir, "starting: no summary.json yet (its lock is held)", "missing")
     holds = (
         "no folder"
         if names is None
         else f"its folder holds {', '.join(sorted(names)) if names else 'nothing'}"
     )
-    return Skipped(run_dir, f"never started: no summary.json ({holds})", "missing")
+    return Skipped(run_dir, f"{view.NOT_STARTED}: no summary.json ({holds})", view.MISSING)
 
 
-def launch_order(jobs: dict[Path, int]) -> Callable[[Path], tuple]:
+def launch_order(jobs: dict[Path, int]) -> Callable[[Path], tuple[float, Path]]:
     """A sort key for run folders: a sweep's jobs (``jobs``: each job's folder, absolute, and
     its number from its sweep's records, :func:`.jobrecords.held`; a ``seed_<s>`` run by its
     job's) in the order its last command launched them, the others after them by path."""
 
-    def key(run_dir: Path) -> tuple:
+    def key(run_dir: Path) -> tuple[float, Path]:
         here = _abs(run_dir)
         n = next((jobs[a] for a in (here, *here.parents) if a in jobs), math.inf)
         return (n, run_dir)
@@ -140,44 +132,29 @@ def launch_order(jobs: dict[Path, int]) -> Callable[[Path], tuple]:
     return key
 
 
-def _status(run_dir: Path) -> tuple[str, str, dict, str]:
-    """The run's effective status (``dead`` for a recorded ``running`` whose process
-    is gone: :func:`outputs.status_in`), its error message, its code record and what
-    its record says of a change of code (:func:`code_record.mixed_line`);
-    :class:`run_files.RunFileError` for a summary.json that cannot be read."""
-    try:
-        summary = run_files.read_summary(run_dir, typed=True)
-    except run_files.RunFileError:
-        raise
-    except (OSError, ValueError):
-        summary = {}
-    return (
-        status_in(run_dir, summary),
-        str(summary.get("error", "")),
-        summary.get("code", {}),
-        mixed_line(summary.get("code_history")) or "",
-    )
-
-
 def load_run(run_dir: Path) -> Run:
-    """One run folder, a view of its files (:mod:`common.run_files`);
-    :class:`run_files.RunFileError` when its config or metrics cannot be read."""
-    cfg = run_files.read_config(run_dir)
-    metrics = run_files.read_metrics(run_dir)
-    status, error, code, mixed_code = _status(run_dir)
+    """One run folder, a view of its files (:mod:`runs.view`); :class:`run_files.RunFileError`
+    when its config, metrics or summary cannot be read (a summary holding a field of another
+    type included: corrupt)."""
+    run = view.read(run_dir)
+    cfg = run.config()
+    metrics = run.metrics()
+    if run.fault is not None:
+        raise run.fault
     return Run(
         run_dir,
-        {**complete(flatten(cfg)), **_choices(run_dir)},
+        {**complete(flatten(cfg)), **_choices(run)},
         metrics,
-        status,
-        error,
-        code,
-        mixed_code,
+        run.status,
+        run.error,
+        run.summary.get("code", {}),
+        mixed_line(run.summary.get("code_history")) or "",
+        run.summary,
     )
 
 
 def load(
-    paths,
+    paths: Sequence[StrPath],
     where: Sequence[str] = (),
     warn: Callable[[str], None] = lambda _: None,
     count_once: bool = True,
@@ -216,7 +193,9 @@ def load(
     return runs
 
 
-def having(runs: list[Run], columns, warn: Callable[[str], None] = lambda _: None) -> list[Run]:
+def having(
+    runs: list[Run], columns: Iterable[str], warn: Callable[[str], None] = lambda _: None
+) -> list[Run]:
     """The runs whose ``metrics.csv`` has every column in ``columns`` (``round``/``time``/
     ``bytes`` or a metric); the others are skipped with a ``warn`` line each. None having one
     is a user error."""

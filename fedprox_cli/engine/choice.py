@@ -1,18 +1,27 @@
-"""``engine=auto``: pick the gradient engine by timing both on the run's own model, shapes and
-device, and remember the choice.
+"""``engine=auto``: pick the gradient engine by timing the run's own rounds with each engine on
+its model, shapes and device, and remember the choice.
 
-At start-up :func:`choose` times a few real gradient steps of each engine -- on
-``min(n, chunk, MAX_CLIENTS)`` clients, one warm-up step each, then steps of both engines in
-turn until each has :data:`REPEATS` timings or :data:`BUDGET_S` has passed, keeping each
-engine's best -- and picks the faster. The choice and the timings are cached in
-``$XDG_CACHE_HOME/fedprox_cli/engine.json`` (default ``~/.cache``) under a key of everything
-the timing depends on: the model's architecture, the number of parameters, the input shape, the
-mini-batch size, the clients timed, dtype, device and its name (CPU model or GPU), threads and
-the torch version. A later run with the same key reuses the choice without timing, and the
-first choice written for a key stays (a run that measured while another wrote it takes the
-written one), so runs of one config on one machine use one engine. The record
-(``Oracle.engine_choice``) says which engine runs, whether it was ``measured``, read from the
-``cache`` or ``forced`` (``engine=loop|vmap``), and the seconds per client-step of each engine.
+What is timed is a round as the run takes it (:class:`Probe`): the local steps of the clients
+*and* what the algorithm does around them -- its corrections, prox calls and updates between
+steps, which an engine may run row by row (loop) or chunk by chunk (vmap) -- not a gradient
+step alone, which misses them (FedNMap's round is faster with ``loop`` while its gradient step
+alone is faster with ``vmap``). The run's probe (``algorithms.TimedRound``) runs its
+algorithm's round from the initial state; without one, the oracle times rounds of plain local
+SGD (:class:`LocalSGD`). At start-up :func:`choose` runs, on ``min(n, chunk, MAX_CLIENTS)``
+clients, a warm-up round of one local step per engine, then rounds of ``probe.K`` local steps
+(the run's K, at most :data:`PROBE_K`) with both engines in turn until each has
+:data:`REPEATS` timings or :data:`BUDGET_S` has passed, keeping each engine's best, and picks
+the faster. The choice and the timings (seconds per client-step of such a round) are cached
+in ``$XDG_CACHE_HOME/fedprox_cli/engine.json`` (default ``~/.cache``) under a key of everything
+the timing depends on: the round timed (the algorithm, regularizer and uplink: the probe's
+``name``) and its local steps, the model's architecture, the number of parameters, the input
+shape, the mini-batch size, the clients timed, dtype, device and its name (CPU model or GPU),
+threads, the torch version and how each engine computes. A later run with the same key reuses
+the choice without timing, and the first choice written for a key stays (a run that measured
+while another wrote it takes the written one), so runs of one config on one machine use one
+engine. The record (``Oracle.engine_choice``) says which engine runs, whether it was
+``measured``, read from the ``cache`` or ``forced`` (``engine=loop|vmap``), the round timed and
+the seconds per client-step of each engine.
 
 Neither engine has a start-up cost worth weighing: the vmap engine's first call takes a few
 milliseconds (:mod:`batched`: it does not import ``torch._dynamo``).
@@ -24,6 +33,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard
 
@@ -52,14 +62,49 @@ class Timed(Protocol):
     engines: dict[str, Engine]
     engine: Engine
     engine_choice: Record
+    probe: Probe
+    grad_evals: int
 
     def batches(self, t: int, k: int, clients: torch.Tensor) -> Batch: ...
 
 
-MAX_CLIENTS = 32  # clients per timed step (the engines' per-client costs are flat beyond this)
-REPEATS = 3  # timed steps per engine (best kept)
-BUDGET_S = 2.0  # stop timing after this long (at least one timed step per engine)
+class Probe(Protocol):
+    """The round ``engine=auto`` times: ``name`` says what it runs (the cache key holds it),
+    ``K`` its local steps (:data:`PROBE_K` at most)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def K(self) -> int: ...
+
+    def start(self, oracle: Timed, m: int, K: int) -> Callable[[], object]:
+        """Round 0 on the first ``m`` clients with ``K`` local steps through ``oracle`` (its
+        engine as set), from the initial state: made here, run by the call returned."""
+        ...
+
+
+MAX_CLIENTS = 32  # clients per timed round (the engines' per-client costs are flat beyond this)
+PROBE_K = 4  # local steps per timed round, at most (a round's steps are alike)
+REPEATS = 3  # timed rounds per engine (best kept)
+BUDGET_S = 2.0  # stop timing after this long (at least one timed round per engine)
 TIMED = ("loop", "vmap")
+BETA = 1e-3  # the step of :class:`LocalSGD`'s rounds (its numbers are not kept)
+
+
+@dataclass(frozen=True)
+class LocalSGD:
+    """Rounds of ``K`` plain local SGD steps from the initial model, mini-batches drawn as the
+    oracle draws them: the probe of an oracle made without an algorithm's round."""
+
+    K: int = PROBE_K
+    name: str = "local sgd"
+
+    def start(self, oracle: Timed, m: int, K: int) -> Callable[[], object]:
+        ids = torch.arange(m, device=oracle.device)
+        X = oracle.model.flat().expand(m, -1).contiguous()
+        engine = oracle.engine
+        return lambda: engine.sgd_steps(X, [oracle.batches(0, k, ids) for k in range(K)], BETA, 0.0)
 
 
 def cache_file() -> Path:
@@ -69,6 +114,8 @@ def cache_file() -> Path:
 def cache_key(oracle: Timed, clients: int) -> str:
     data = oracle.data
     key = {
+        "round": oracle.probe.name,
+        "K_timed": oracle.probe.K,
         "model": hashlib.sha1(repr(oracle.model.module).encode()).hexdigest()[:16],
         "d": oracle.model.d,
         "input": list(data.x.shape[1:]),
@@ -95,45 +142,49 @@ def _clock(device: torch.device) -> Callable[[], float]:
 
 
 def time_engines(oracle: Timed, clients: int) -> dict[str, float]:
-    """Best seconds per client-step of each engine: a gradient step on the first ``clients``
-    clients at the initial model, engines interleaved."""
-    return time_steps(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
+    """Best seconds per client-step of each engine in the rounds of ``oracle.probe`` on the
+    first ``clients`` clients, engines interleaved."""
+    return time_rounds(oracle, clients, {e: oracle.engines[e] for e in TIMED})[0]
 
 
-def time_steps(
+def time_rounds(
     oracle: Timed, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Time a gradient step as ``Oracle.grad`` takes it (the mini-batches drawn, then the
-    engine's call) on the first ``clients`` clients at the initial model with each variant (an
-    engine: eager, or vmap with a compiled call), interleaved: the best seconds per client-step
-    of ``repeats`` steps (or as many as :data:`BUDGET_S` allows, at least one), and the wall
-    seconds of each variant's first, warm-up step (first-call costs: a compiled call compiles).
-    The oracle's counters are not touched."""
-    ids = torch.arange(clients, device=oracle.device)
-    X = oracle.model.flat().expand(clients, -1).contiguous()
-    G = torch.empty_like(X)
-    clock = _clock(oracle.device)
+    """Time the round ``oracle.probe`` runs on the first ``clients`` clients with each variant
+    (an engine: eager, or vmap with a compiled call) as the oracle's engine, interleaved: the
+    best seconds per client-step of ``repeats`` rounds of ``probe.K`` local steps (or as many
+    as :data:`BUDGET_S` allows, at least one), and the wall seconds of each variant's first,
+    warm-up round of one local step (first-call costs: a compiled call compiles). Each round
+    starts from the initial state, made before its clock starts. The oracle's engine and
+    counters are left as they were."""
+    probe, clock = oracle.probe, _clock(oracle.device)
     sync: Callable[[], None] = (
         torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None
     )
+    engine, grad_evals = oracle.engine, oracle.grad_evals
 
-    def step(variant: str, k: int, clock: Callable[[], float] = clock) -> float:
+    def run(variant: str, K: int, clock: Callable[[], float] = clock) -> float:
+        oracle.engine = variants[variant]
+        go = probe.start(oracle, clients, K)
         sync()
         start = clock()
-        variants[variant].grad(X, *oracle.batches(0, k, ids), out=G)
+        go()
         sync()
         return clock() - start
 
-    first = {
-        v: step(v, 0, time.perf_counter) for v in variants
-    }  # wall: a compiler runs as child processes
-    best, start = {v: float("inf") for v in variants}, time.perf_counter()
-    for r in range(repeats):
-        if r and time.perf_counter() - start > BUDGET_S:
-            break
-        for v in variants:
-            best[v] = min(best[v], step(v, r + 1))
-    return {v: s / clients for v, s in best.items()}, first
+    try:
+        first = {
+            v: run(v, 1, time.perf_counter) for v in variants
+        }  # wall: a compiler runs as child processes
+        best, start = {v: float("inf") for v in variants}, time.perf_counter()
+        for r in range(repeats):
+            if r and time.perf_counter() - start > BUDGET_S:
+                break
+            for v in variants:
+                best[v] = min(best[v], run(v, probe.K))
+    finally:
+        oracle.engine, oracle.grad_evals = engine, grad_evals
+    return {v: s / (clients * probe.K) for v, s in best.items()}, first
 
 
 def read_cache(path: Path) -> dict[str, Any]:
@@ -157,6 +208,7 @@ def choose(oracle: Timed, engine: str) -> Record:
     record = {
         "engine": min(TIMED, key=timings.__getitem__),
         "s_per_client_step": timings,
+        "timed": f"{oracle.probe.name} rounds, K={oracle.probe.K}",
         "clients_timed": clients,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
@@ -190,7 +242,8 @@ def line(record: Record) -> str | None:
         if record["source"] == "measured"
         else f"from the cache (measured {record.get('measured_at', '?')})"
     )
-    return f"{record['engine']} (engine=auto, {how}: {times} per client-step)"
+    rounds = f" of {record['timed']}" if "timed" in record else ""
+    return f"{record['engine']} (engine=auto, {how}: {times} per client-step{rounds})"
 
 
 def _valid(record: object) -> TypeGuard[Record]:

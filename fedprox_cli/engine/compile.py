@@ -254,7 +254,7 @@ def _trial(key: str) -> Iterator[None]:
 
 def _eager_s(oracle: Timed, clients: int) -> float:
     """Seconds per client-step of the run's eager engine: ``engine=auto``'s timing (this run's,
-    or cached by an earlier run of the same key for a forced engine), else one step timed now."""
+    or cached by an earlier run of the same key for a forced engine), else one round timed now."""
     name = oracle.engine.name
     timed: dict[str, float] = oracle.engine_choice.get("s_per_client_step", {})
     if name not in timed:
@@ -264,7 +264,7 @@ def _eager_s(oracle: Timed, clients: int) -> float:
         if isinstance(found, dict) and isinstance(found.get(name), (int, float)):
             timed = found
         else:
-            timed = engine_choice.time_steps(oracle, c, {name: oracle.engine}, repeats=1)[0]
+            timed = engine_choice.time_rounds(oracle, c, {name: oracle.engine}, repeats=1)[0]
     return timed[name]
 
 
@@ -315,14 +315,15 @@ def _use(oracle: Timed, fast: VmapEngine, record: Record) -> Record:
 
 
 def _warm_up(oracle: Timed, fast: VmapEngine, clients: int) -> float:
-    """Seconds of the first compiled call (the compilation) at the run's row count."""
-    return engine_choice.time_steps(oracle, clients, {"compiled": fast}, repeats=0)[1]["compiled"]
+    """Seconds of the first round with the compiled call (its compilation) at the run's row
+    count."""
+    return engine_choice.time_rounds(oracle, clients, {"compiled": fast}, repeats=0)[1]["compiled"]
 
 
 def _measure(oracle: Timed, fast: VmapEngine, clients: int) -> Record:
     variants = {e: oracle.engines[e] for e in _engines(oracle)}
     variants["compiled"] = fast
-    best, first = engine_choice.time_steps(oracle, clients, variants)
+    best, first = engine_choice.time_rounds(oracle, clients, variants)
     return {
         "s_per_client_step": best,
         "compile_s": first["compiled"],

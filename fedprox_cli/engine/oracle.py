@@ -13,9 +13,11 @@ participation, resumption or the device (see :mod:`device`).
 ``B = None`` ("full") gives exact local gradients.
 
 Engines (:class:`base.Engine`): ``loop`` (:mod:`loop`) evaluates one client after another,
-``vmap`` (:mod:`vmap`) chunks of clients at once; ``auto`` times both on the run's model, shapes
-and device at start-up and caches the choice (:mod:`choice`). The engine is chosen once, when
-the oracle is built (``Oracle.engine``); ``Oracle.engine_choice`` records how.
+``vmap`` (:mod:`vmap`) chunks of clients at once; ``auto`` times both on the run's model,
+shapes and device at start-up -- rounds as ``probe`` runs them: the run's algorithm's (given
+by the runs layer), else plain local SGD -- and caches the choice (:mod:`choice`). The engine
+is chosen once, when the oracle is built (``Oracle.engine``); ``Oracle.engine_choice``
+records how.
 
 ``compile`` (true | false | auto) compiles the vmap engine's batched call with torch.compile
 (:mod:`compile`; ``client_steps``, the run's planned client-steps, weighs the compile time for
@@ -64,6 +66,7 @@ class Oracle:
         train_samples: int | None = None,
         compile: bool | str = False,
         client_steps: int | None = None,
+        probe: engine_choice.Probe | None = None,
     ) -> None:
         require(engine in ENGINES, f"engine must be one of {', '.join(ENGINES)}, got '{engine}'")
         self.model, self.data, self.B, self.seed = model, data, B, seed
@@ -81,6 +84,8 @@ class Oracle:
             "loop": LoopEngine(model, data, self.work),
             "vmap": VmapEngine(model, data.samples, self.chunk),
         }
+        self.probe = probe or engine_choice.LocalSGD()  # the round engine=auto times
+        self.engine: Engine = self.engines["vmap"]  # until chosen
         self.engine_choice = engine_choice.choose(self, engine)  # engine, how chosen, timings
         self.engine = self.engines[self.engine_choice["engine"]]
         self.compile_choice = compile_choice.choose(

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
+from torch._ops import OpOverload
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 from torch.utils.flop_counter import FlopCounterMode, flop_registry
@@ -33,6 +36,10 @@ from ..engine.metrics import evaluate
 from ..engine.models import FlatModel
 from ..engine.oracle import Oracle
 from ..operators import compressors, regularizers
+
+Row = dict[str, str | float]  # a table row: a workload's name and its timings
+# an aten call recorded: the operator, its args and kwargs
+_Call = tuple[OpOverload, tuple[object, ...], dict[str, object]]
 
 SHAPES = {
     "fmnist": ((1, 28, 28), 10, 60000, 10000),
@@ -53,7 +60,7 @@ class Workload:
     B: int
     algorithms: list[str]
     cuda_only: bool = False
-    model_params: dict = field(default_factory=dict)
+    model_params: dict[str, Any] = field(default_factory=dict)
     regularizer: str = (
         "l1"  # a conf/regularizer option (its defaults); h = 0 for smooth-only methods
     )
@@ -79,14 +86,14 @@ WORKLOADS = {
 }
 
 
-def clock():
+def clock() -> float:
     """CPU time of this process when it runs one CPU thread (robust to other processes on a
     shared machine), else wall time."""
-    one_thread = torch.get_num_threads() == 1 and not torch.cuda.is_initialized()
+    one_thread = torch.get_num_threads() == 1 and not _cuda_initialized()
     return time.process_time() if one_thread else time.perf_counter()
 
 
-def best_time(fn, repeats: int = 1) -> float:
+def best_time(fn: Callable[[], object], repeats: int = 1) -> float:
     """Smallest time (:func:`clock`) of ``repeats`` calls of ``fn`` (device synchronized)."""
     best = math.inf
     for _ in range(repeats):
@@ -98,20 +105,30 @@ def best_time(fn, repeats: int = 1) -> float:
     return best
 
 
-def _sync():
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+def _sync() -> None:
+    if torch.cuda.is_available() and _cuda_initialized():
         torch.cuda.synchronize()
 
 
-class _RecordProducts(TorchDispatchMode):
+def _cuda_initialized() -> bool:
+    return bool(torch.cuda.is_initialized())  # type: ignore[no-untyped-call]  # torch: untyped
+
+
+class _RecordProducts(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch: untyped
     """Records every FLOP-counted aten call (matrix products, convolutions) with its arguments'
     shapes, to replay them alone."""
 
-    def __init__(self):
-        super().__init__()
-        self.calls = []
+    def __init__(self) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # torch: untyped
+        self.calls: list[_Call] = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self,
+        func: OpOverload,
+        types: object,
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+    ) -> object:
         kwargs = kwargs or {}
         if func.overloadpacket in flop_registry:
             spec = lambda a: (a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else a  # noqa: E731
@@ -123,7 +140,7 @@ class Roofline:
     """The products of one client step (forward + backward), replayed ``times`` times on random
     operands."""
 
-    def __init__(self, step_fn, times: int = 1):
+    def __init__(self, step_fn: Callable[[], object], times: int = 1):
         self.times = times
         with _RecordProducts() as rec:
             step_fn()
@@ -137,24 +154,26 @@ class Roofline:
             self.replay()
         self.flops = counter.get_total_flops()
 
-    def replay(self):
+    def replay(self) -> None:
         for _ in range(self.times):
             for f, a, k in self.calls:
                 f(*a, **k)
 
 
-def _is_spec(a) -> bool:
+def _is_spec(a: object) -> bool:
     return isinstance(a, tuple) and len(a) == 3 and isinstance(a[0], torch.Size)
 
 
-def count_flops(fn) -> int:
+def count_flops(fn: Callable[[], object]) -> int:
     counter = FlopCounterMode(display=False)
     with counter:
         fn()
     return counter.get_total_flops()
 
 
-def _algorithm(name: str, regularizer: str, overrides: list[str]):
+def _algorithm(
+    name: str, regularizer: str, overrides: list[str]
+) -> tuple[algorithms.Algorithm[Any], regularizers.Regularizer]:
     """An algorithm and a regularizer with their config defaults and ``overrides`` (h = 0 for
     smooth-only methods)."""
     cfg = compose([f"algorithm={name}", f"regularizer={regularizer}", *overrides])
@@ -193,13 +212,26 @@ class Setup:
         self.data = ClientData.build(x, y, clients, device)
         self.w, self.device = w, device
 
-    def oracle(self, engine: str, chunk: int | None = None) -> Oracle:
-        """An oracle of ``engine``: loop, vmap or auto, or ``vmap+compile`` (compile=true)."""
+    def oracle(self, engine: str, chunk: int | None = None, alg: str | None = None) -> Oracle:
+        """An oracle of ``engine``: loop, vmap or auto, or ``vmap+compile`` (compile=true);
+        ``auto`` times rounds of the algorithm ``alg`` (as a run of it does), else of plain
+        local SGD."""
         name, plus, extra = engine.partition("+")
         if plus and extra != "compile":
             raise UserError(f"engine {engine!r}: the only suffix is +compile (e.g. vmap+compile)")
+        probe = None
+        if alg is not None:
+            a, h = _algorithm(alg, self.w.regularizer, self.w.overrides)
+            probe = algorithms.TimedRound(a, h, compressors.build("identity"), self.w.K, 10**6)
         return Oracle(
-            self.flat, self.data, self.w.B, seed=0, engine=name, chunk=chunk, compile=bool(plus)
+            self.flat,
+            self.data,
+            self.w.B,
+            seed=0,
+            engine=name,
+            chunk=chunk,
+            compile=bool(plus),
+            probe=probe,
         )
 
     def client_step(self) -> None:
@@ -255,18 +287,20 @@ def bench_workload(
     engines: list[str],
     repeats: int,
     rounds: int,
-    report,
+    report: Callable[[Row], object],
     peak: float | None = None,
-) -> list[dict]:
+) -> list[Row]:
     """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s, the
     fraction of the roofline and of the device's peak (:func:`peak_flops`), and the compile
     seconds of a compiled engine."""
     setup = Setup(w, device)
     step_flops = count_flops(setup.client_step)
     roof = Roofline(setup.client_step, times=w.n * w.K)
-    rows = []
+    rows: list[Row] = []
     for alg_name in w.algorithms:
-        timers = {e: RoundTimer(setup, alg_name, setup.oracle(e), rounds) for e in engines}
+        timers = {
+            e: RoundTimer(setup, alg_name, setup.oracle(e, alg=alg_name), rounds) for e in engines
+        }
         chosen = timers["auto"].env.oracle.engine.name if "auto" in timers else None
         best = {e: math.inf for e in engines}
         best_roof = math.inf
@@ -296,12 +330,14 @@ def bench_workload(
     return rows
 
 
-def bench_eval(w: Workload, device: torch.device, repeats: int, report) -> dict:
+def bench_eval(
+    w: Workload, device: torch.device, repeats: int, report: Callable[[Row], object]
+) -> Row:
     """Achieved FLOP/s of one evaluation (exact train loss + gradient for stationarity, test
     pass) at the algorithm's output, and its share of run time at eval_every 1 and 10."""
     setup = Setup(w, device)
     alg_name = w.algorithms[0]
-    timer = RoundTimer(setup, alg_name, setup.oracle("auto"), 1)
+    timer = RoundTimer(setup, alg_name, setup.oracle("auto", alg=alg_name), 1)
     oracle, h = timer.env.oracle, timer.h
     x = timer.alg.output(timer.state)
     step = timer.alg.stationarity_step(w.K)
@@ -312,7 +348,7 @@ def bench_eval(w: Workload, device: torch.device, repeats: int, report) -> dict:
         t_eval = min(t_eval, best_time(run_eval))
         t_round = min(t_round, best_time(timer))
     train_rate = w.n * w.K * count_flops(setup.client_step) / t_round
-    row = {
+    row: Row = {
         "workload": w.name,
         "eval s": t_eval,
         "eval GFLOP/s": flops / t_eval / 1e9,
@@ -341,7 +377,7 @@ def custom_workload(
     n: int,
     K: int,
     B: int,
-    model_params: dict | None = None,
+    model_params: dict[str, Any] | None = None,
     regularizer: str = "l1",
     overrides: list[str] | None = None,
 ) -> Workload:
@@ -368,11 +404,12 @@ def run(
     repeats: int,
     rounds: int,
     with_eval: bool,
-    report=print,
-    note=print,
+    report: Callable[[Row], object] = print,
+    note: Callable[[str], object] = print,
     peak: float | None = None,
-) -> tuple[list[dict], list[dict]]:
-    rows, evals = [], []
+) -> tuple[list[Row], list[Row]]:
+    rows: list[Row] = []
+    evals: list[Row] = []
     for w in workloads:
         why = _available(w, device)
         if why:

@@ -27,11 +27,11 @@ import itertools
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
 
+from ..algorithms import Env, State
 from ..common import guarded, run_files
 from ..common import metric_table as mt
 from ..common.console import say
@@ -40,6 +40,7 @@ from ..common.files import atomic_write
 from ..common.flatten import flatten
 from ..common.package import VERSION
 from ..common.run_files import read_summary
+from ..config.forms import Plain
 from ..config.keys import ADDED, canonical, complete, is_run_control
 
 FORMAT = 2  # 2: with the config digest
@@ -55,7 +56,7 @@ def may_differ(key: str) -> bool:
 BATCHED = {"engine": ("auto", "vmap"), "compile": (False, "auto")}
 
 
-def variants(flat: dict) -> list[dict]:
+def variants(flat: dict[str, Any]) -> list[dict[str, Any]]:
     """A flattened resolved config and, for a seed-batched one, the same with every other
     :data:`BATCHED` value: the configs that compute what it computes."""
     seeds = flat.get("seeds", 1)
@@ -75,23 +76,27 @@ COUNTERS = (mt.GRAD_EVALS.name, mt.PROX_CALLS.name, mt.BYTES_UP.name, mt.BYTES_D
 @dataclass
 class Checkpoint:
     round: int  # rounds done
-    state: dict  # the algorithm's state after that round
+    state: State  # the algorithm's state after that round
     counters: dict[str, int]  # COUNTERS after that round
     train_time: float
-    rows: list[dict]  # metrics rows logged so far
+    rows: list[dict[str, float]]  # metrics rows logged so far
     digest: str  # of the config that determines the numbers (:func:`digest`)
-    data: dict | None = None  # the fingerprint of the data it trained on (:mod:`provenance`)
-    numerics: dict | None = None  # what its numbers depend on beyond the config (:mod:`numerics`)
+    data: dict[str, Any] | None = (
+        None  # the fingerprint of the data it trained on (:mod:`provenance`)
+    )
+    numerics: dict[str, Any] | None = (
+        None  # what its numbers depend on beyond the config (:mod:`numerics`)
+    )
 
 
-def counters(env) -> dict[str, int]:
+def counters(env: Env) -> dict[str, int]:
     """The cumulative counters of an :class:`~fedprox_cli.algorithms.Env` and its oracle."""
     return dict(
         zip(COUNTERS, (env.oracle.grad_evals, env.prox_calls, env.bytes_up, env.bytes_down))
     )
 
 
-def restore_counters(env, c: dict[str, int]) -> None:
+def restore_counters(env: Env, c: dict[str, int]) -> None:
     env.oracle.grad_evals, env.prox_calls, env.bytes_up, env.bytes_down = (c[k] for k in COUNTERS)
 
 
@@ -100,25 +105,25 @@ def save(path: Path, ckpt: Checkpoint) -> None:
     atomic_write(path, lambda f: torch.save({"format": FORMAT, **asdict(ckpt)}, f), fsync=True)
 
 
-def digest(config: DictConfig | dict) -> str:
+def digest(config: Plain) -> str:
     """A fingerprint of a resolved config without :func:`may_differ`: two runs with the same
     digest compute the same numbers, so a checkpoint of one can continue the other."""
-    return _digest(flatten(_resolved(config)))
+    return _digest(flatten(config))
 
 
-def digests(config: DictConfig | dict) -> dict[str, tuple[str, ...]]:
+def digests(config: Plain) -> dict[str, tuple[str, ...]]:
     """The :func:`digest` of every config that computes what ``config`` does (:func:`variants`),
     also as an older fedprox_cli recorded it (:func:`as_older`): a checkpoint with one of them
     continues a run of ``config``. Each digest maps to the added keys its config lacks
     (none: this version's own)."""
     out: dict[str, tuple[str, ...]] = {}
-    for lacking, flat in as_older(flatten(_resolved(config))):
+    for lacking, flat in as_older(flatten(config)):
         for v in variants(flat):
             out.setdefault(_digest(v), lacking)
     return out
 
 
-def as_older(flat: dict) -> list[tuple[tuple[str, ...], dict]]:
+def as_older(flat: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     """``flat`` (a flattened resolved config), then the same without each set of the keys added
     since runs were recorded (:data:`keys.ADDED`) that hold their default value here: the config
     as a version of fedprox_cli before those keys recorded it. Each with the keys it lacks."""
@@ -130,13 +135,7 @@ def as_older(flat: dict) -> list[tuple[tuple[str, ...], dict]]:
     ]
 
 
-def _resolved(config: DictConfig | dict) -> dict:
-    if isinstance(config, dict):
-        return config
-    return cast(dict, OmegaConf.to_container(config, resolve=True))
-
-
-def _digest(flat: dict) -> str:
+def _digest(flat: dict[str, Any]) -> str:
     kept = {k: v for k, v in sorted(canonical(flat).items()) if not may_differ(k)}
     return hashlib.sha256(json.dumps(kept, default=str).encode()).hexdigest()[:16]
 
@@ -232,12 +231,12 @@ def _writer(path: Path) -> str | None:
     return None if v == VERSION else f"fedprox_cli {v}"
 
 
-def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
+def check_fits(path: Path, ckpt: Checkpoint, template: State, T: int) -> None:
     """Refuse (:class:`UserError`) a checkpoint that cannot continue this run although its
     digest matches (a file edited or forged): its round outside 0..T, its state's keys, shapes
     or dtypes unlike ``template`` (the algorithm's initial state), counters or rows missing."""
 
-    def shape(state):
+    def shape(state: object) -> dict[str, object] | None:
         return (
             {
                 k: (tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else type(v).__name__
@@ -268,7 +267,7 @@ def check_fits(path: Path, ckpt: Checkpoint, template: dict, T: int) -> None:
     )
 
 
-def differences(old: dict, new: dict) -> list[str]:
+def differences(old: Plain, new: Plain) -> list[str]:
     """``key: old -> new`` for every key of two resolved configs that differs, run-control
     keys excepted; none when ``old`` is one of ``new``'s :func:`variants`."""
     a, b = complete(flatten(old)), complete(flatten(new))
@@ -282,7 +281,7 @@ def differences(old: dict, new: dict) -> list[str]:
     ]
 
 
-def check_same_run(out: Path, resolved: dict) -> dict:
+def check_same_run(out: Path, resolved: Plain) -> Plain:
     """The folder's prior config; refuses (:class:`UserError`) when ``resolved`` (a resolved
     config) differs from it in more than :func:`may_differ`."""
     try:

@@ -17,7 +17,7 @@ class Log:
     (atomically) at every evaluation. A resumed run keeps the rows of the rounds up to its
     checkpoint (those after it are evaluated again), as ``metrics.csv`` does."""
 
-    def __init__(self, out, resumed_at: int | None):
+    def __init__(self, out: Path, resumed_at: int | None):
         import pandas as pd
 
         self.out = Path(out)

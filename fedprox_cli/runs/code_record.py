@@ -14,10 +14,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
+from collections.abc import Callable
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..config import plugin_defaults
+
+if TYPE_CHECKING:  # the schema loads torch; the analysis commands read code records without it
+    from ..config.schema import RunConfig
 
 GROUPS = tuple(plugin_defaults.GROUPS)  # algorithm, regularizer, compressor, model, dataset
 DIGEST_CHARS = 16
@@ -29,7 +34,7 @@ def _distributions() -> dict[str, list[str]]:
     return dict(packages_distributions())
 
 
-def of_object(obj) -> dict:
+def of_object(obj: type[object] | Callable[..., object]) -> dict[str, Any]:
     """``{"object", "package", "version", "digest"}`` of a class or function."""
     module = inspect.getmodule(obj)
     top = (module.__name__ if module else obj.__module__).split(".")[0]
@@ -55,7 +60,7 @@ def of_object(obj) -> dict:
     }
 
 
-def record(choices: dict) -> dict:
+def record(choices: dict[str, tuple[str, str | None]]) -> dict[str, Any]:
     """The code record of a run: ``choices`` maps each group to ``(name, target or None)``."""
     return {
         g: {"name": name, **of_object(plugin_defaults.lookup(g)(name, target))}
@@ -63,14 +68,14 @@ def record(choices: dict) -> dict:
     }
 
 
-def of_config(cfg) -> dict:
+def of_config(cfg: RunConfig) -> dict[str, Any]:
     """The code record of a typed run config (:class:`config.schema.RunConfig`)."""
     return record(
         {g: (getattr(cfg, g).name, getattr(cfg, g).params.get("_target_")) for g in GROUPS}
     )
 
 
-def changed(recorded: dict | None, current: dict | None) -> list[str]:
+def changed(recorded: dict[str, Any] | None, current: dict[str, Any] | None) -> list[str]:
     """What differs between a recorded code record and the current one, one phrase per group
     (``algorithm fedprox: code 1a2b3c4d5e6f7a8b -> 9c0d1e2f3a4b5c6d``); empty when either has
     no record."""
@@ -84,7 +89,7 @@ def changed(recorded: dict | None, current: dict | None) -> list[str]:
     return out
 
 
-def mixed(records: list[dict]) -> list[str]:
+def mixed(records: list[dict[str, Any]]) -> list[str]:
     """The plugins that ``records`` (of runs put side by side) say were made by different code:
     one phrase each (``algorithm fedprox: 2 versions of its code (1a2b..., 9c0d...)``)."""
     seen: dict[tuple[str, str], set[str]] = {}
@@ -103,13 +108,13 @@ def mixed(records: list[dict]) -> list[str]:
 UNRECORDED = "an older version of fedprox_cli, which recorded no code"  # a folder without one
 
 
-def stale(recorded: dict | None, cfg) -> list[str]:
+def stale(recorded: dict[str, Any] | None, cfg: RunConfig) -> list[str]:
     """:func:`changed` between the code ``recorded`` in a run's summary.json and the code the
     typed config ``cfg`` would run now: a finished run made by other code is stale."""
     return changed(recorded, of_config(cfg)) if recorded else []
 
 
-def stale_line(out, why: list[str]) -> str:
+def stale_line(out: Path, why: list[str]) -> str:
     """What fedrun says of a finished run made by other code instead of "already finished"."""
     return (
         f"the run in {out} is stale: it was made by other code ({'; '.join(why)}); it is kept "
@@ -117,7 +122,7 @@ def stale_line(out, why: list[str]) -> str:
     )
 
 
-def mixed_line(history) -> str | None:
+def mixed_line(history: object) -> str | None:
     """What a run's ``code_history`` (summary.json, written when a run was continued with
     ``mixed_code=true``) says: ``mixed code: algorithm fedavg: code 1a2b... -> 9c0d... after
     round 5``; None for a run made by one code."""
@@ -132,5 +137,5 @@ def mixed_line(history) -> str | None:
     return f"mixed code: {', then '.join(steps)}"
 
 
-def _other(entry: dict) -> str:
+def _other(entry: dict[str, Any]) -> str:
     return "other code" if entry.get("code") else f"code of {UNRECORDED} -> this code"

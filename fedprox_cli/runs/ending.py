@@ -10,29 +10,34 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Unpack
 
 from ..common import run_files, signals, streams
 from ..common.console import log_only, say
 from ..common.dependencies import missing
 from ..common.errors import EXIT, UserError, describe, exhausted, exhausted_line, squeeze
 from ..common.files import atomic_write_text, remove
-from ..common.run_files import read_summary
+from ..common.run_files import SummaryRecord, read_summary
+from ..config.forms import Plain
 from . import keep, lock, recap
 from .experiment import Experiment
 from .outputs import Summary
 from .progress import watched
 from .training import Diverged, Interrupted
 
-Plot = Callable[[dict, Path], None]  # draws a run's figures from its resolved config and folder
+Plot = Callable[[Plain, Path], None]  # draws a run's figures from its resolved config and folder
 
 
-def end(summary: Summary, status: str, code: int | None = None, **fields) -> bool:
+def end(
+    summary: Summary, status: str, code: int | None = None, /, **fields: Unpack[SummaryRecord]
+) -> bool:
     """Record the run's end (exit ``code``, by default the status's) in its summary, atomically
     or, when that fails, in place (:func:`files.write_text_in_place`). When nothing can be
     written, one line says so with the path and what the file still says; returns whether the
     end is recorded (the caller's exit code must then not be 0)."""
     try:
-        summary.end(status, exit_code=EXIT[status] if code is None else code, **fields)
+        record: SummaryRecord = {"exit_code": EXIT[status] if code is None else code, **fields}
+        summary.end(status, **record)
         return True
     except FileNotFoundError as e:  # the folder renamed or moved while the run held it
         now = lock.moved(summary.path.parent)
@@ -120,7 +125,7 @@ def conclude(
     out: Path,
     summary: Summary,
     error: BaseException | None,
-    rows: list[dict] | None = None,
+    rows: list[dict[str, float]] | None = None,
     plot: Plot | None = None,
 ) -> int:
     """Record how the run in ``out`` ended -- ``error`` None: finished with these metrics
@@ -149,7 +154,7 @@ def conclude(
     return code
 
 
-def _no_plot(resolved: dict, out: Path) -> None:
+def _no_plot(resolved: Plain, out: Path) -> None:
     """A run without figures (no ``plot`` given)."""
 
 
@@ -158,7 +163,7 @@ def _conclude(
     out: Path,
     summary: Summary,
     error: BaseException | None,
-    rows: list[dict] | None,
+    rows: list[dict[str, float]] | None,
     plot: Plot,
 ) -> int:
     try:
@@ -211,10 +216,12 @@ def _diverged(exp: Experiment, out: Path, summary: Summary, e: Diverged, plot: P
 def _interrupted(out: Path, summary: Summary, e: Interrupted | KeyboardInterrupt) -> int:
     """An interrupted run: the round it stopped after and the signal that stopped it, how to go
     on; status interrupted, exit code 130."""
-    after = {"round": e.round} if isinstance(e, Interrupted) else {}
+    record: SummaryRecord = {"round": e.round} if isinstance(e, Interrupted) else {}
     signum = e.signum if isinstance(e, Interrupted) else (signals.received or [0])[-1]
     by = signals.name(signum) if signum else None
-    at = f" after round {after['round']}" if after else ""
+    at = f" after round {record['round']}" if "round" in record else ""
+    if by:
+        record["error"] = f"stopped by {by}"
     line = (
         f"interrupted{at}; "
         + (
@@ -230,12 +237,19 @@ def _interrupted(out: Path, summary: Summary, e: Interrupted | KeyboardInterrupt
         "interrupted",
         line,
         "",
-        **after,
-        **({"error": f"stopped by {by}"} if by else {}),
+        **record,
     )
 
 
-def _ended(out: Path, summary: Summary, status: str, line: str | None, kind: str, **fields) -> int:
+def _ended(
+    out: Path,
+    summary: Summary,
+    status: str,
+    line: str | None,
+    kind: str,
+    /,
+    **fields: Unpack[SummaryRecord],
+) -> int:
     """Record ``status`` (:func:`end`), say ``line`` and the closing line; the exit code: the
     status's, or :data:`EXIT` ``error`` for a finished run whose end could not be recorded."""
     recorded = end(summary, status, **fields)

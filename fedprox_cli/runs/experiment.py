@@ -6,17 +6,20 @@ environment."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from .. import algorithms, data
 from ..algorithms import contract
 from ..common import metric_table
 from ..common.errors import UserError, no_parameter, require
 from ..common.files import inside
+from ..common.registry import Lookup
 from ..config.compose import option_file
+from ..config.forms import Composed, Plain
 from ..config.schema import RunConfig
 from ..config.validate import resolved, typed
 from ..engine import memory, models
@@ -34,11 +37,11 @@ class Record:
     holds (``text``), what its digests (:func:`checkpoint.digests`), the comparison with a prior
     run (:func:`checkpoint.check_same_run`) and its figures' title read (``resolved``)."""
 
-    resolved: dict
+    resolved: Plain
     text: str
 
     @classmethod
-    def of(cls, composed: DictConfig) -> Record:
+    def of(cls, composed: Composed) -> Record:
         return cls(resolved(composed), OmegaConf.to_yaml(composed, resolve=True))
 
 
@@ -50,12 +53,12 @@ class Experiment:
     clients: list[np.ndarray]
     flat: FlatModel
     h: regularizers.Regularizer
-    alg: algorithms.Algorithm
+    alg: algorithms.Algorithm[Any]
     env: algorithms.Env
     stationarity_step: float
     digest: str  # of the config that determines the numbers (checkpoint.digest)
-    fingerprint: dict  # of the data and partition it trains on (provenance)
-    numerics: dict  # what its numbers depend on beyond the config (numerics.of_run)
+    fingerprint: dict[str, Any]  # of the data and partition it trains on (provenance)
+    numerics: dict[str, Any]  # what its numbers depend on beyond the config (numerics.of_run)
     metrics: list[metric_table.Metric] = field(default_factory=metric_table.plugins)  # plugins'
 
     @property
@@ -70,13 +73,13 @@ class Validated:
 
     cfg: RunConfig
     record: Record
-    alg: algorithms.Algorithm
+    alg: algorithms.Algorithm[Any]
     h: regularizers.Regularizer
     comp: compressors.Compressor
     stationarity_step: float
 
 
-def validate(composed: DictConfig, reference: DictConfig | None = None) -> Validated:
+def validate(composed: Composed, reference: Composed | None = None) -> Validated:
     """Every check that needs no data (:class:`UserError`), shared by the run and the dry run:
     the config typed (:func:`config.validate.typed`: keys against ``reference``, the same group
     choices without overrides; types and ranges), then :func:`checks`."""
@@ -86,7 +89,7 @@ def validate(composed: DictConfig, reference: DictConfig | None = None) -> Valid
 
 def checks(
     cfg: RunConfig,
-) -> tuple[algorithms.Algorithm, regularizers.Regularizer, compressors.Compressor, float]:
+) -> tuple[algorithms.Algorithm[Any], regularizers.Regularizer, compressors.Compressor, float]:
     """The checks of a typed config: the sizes against the device's memory
     (:func:`memory.check_sizes`), the algorithm, regularizer and compressor with their
     parameters, and every prox parameter against h; returns the algorithm, h, the compressor
@@ -130,7 +133,9 @@ def checks(
     return alg, h, comp, stat_step
 
 
-def known_parameters(group: str, lookup, name: str, params: dict) -> None:
+def known_parameters(
+    group: str, lookup: Lookup[type[Any]], name: str, params: dict[str, Any]
+) -> None:
     """Refuse a parameter the option's class does not take, in the words the command line
     gets (:func:`errors.no_parameter`: what it takes, did you mean), naming the YAML it was
     set in (a ``--config-dir`` file: a key given on the command line is refused before)."""
@@ -162,11 +167,11 @@ def check_stationarity_step(step: float, dtype: torch.dtype, natural: bool = Fal
 
 
 def build(
-    run: DictConfig | Validated,
-    reference: DictConfig | None = None,
+    run: Composed | Validated,
+    reference: Composed | None = None,
     dataset: data.Dataset | None = None,
     runs: int = 1,
-    data_fingerprint: dict | None = None,
+    data_fingerprint: dict[str, Any] | None = None,
     engine: str | None = None,
     compiled: bool | None = None,
 ) -> Experiment:
@@ -192,7 +197,8 @@ def build(
         device, dtype
     )
     flat = FlatModel(module)
-    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine, compiled)
+    probe = algorithms.TimedRound(alg, h, comp, cfg.K, cfg.T, cfg.seed)  # what engine=auto times
+    oracle = _oracle(cfg, ds, clients, module, flat, runs, engine, compiled, probe)
     env = algorithms.Env(oracle, h, comp, cfg.n, cfg.K, cfg.T, cfg.participation, cfg.seed)
     ds.test_x, ds.test_y = ds.test_x.to(device, dtype), ds.test_y.to(device)
     return Experiment(
@@ -222,10 +228,11 @@ def _oracle(
     runs: int,
     engine: str | None,
     compiled: bool | None,
+    probe: algorithms.TimedRound,
 ) -> Oracle:
     """The run's gradient oracle over its clients' data, its calls planned for the memory at
     hand (:func:`memory.plan`; ``runs`` sharing one vmap call); ``engine``, ``compiled``: see
-    :func:`build`."""
+    :func:`build`; ``probe``: the run's round, which ``engine=auto`` times."""
     device, dtype = cfg.torch_device, cfg.torch_dtype
     cd = ClientData.build(ds.train_x.to(dtype), ds.train_y, clients, device)
     fp = memory.footprint(module, flat.d, ds.input_shape, dtype, device)
@@ -249,6 +256,7 @@ def _oracle(
         train_samples=cfg.metrics.train_samples,
         compile=False if batched else cfg.compile if compiled is None else compiled,
         client_steps=cfg.T * cfg.K * max(1, round(cfg.participation * cfg.n)),
+        probe=probe,
     )
 
 

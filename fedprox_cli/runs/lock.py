@@ -95,7 +95,7 @@ class RunLock:
                 raise _in_use(folder, other.text(), why=_fooled(folder, locks, other, me))
         raise _in_use(folder, "another process")
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._fd is not None:
             folder = self.path.parent
             _held.pop(folder, None)

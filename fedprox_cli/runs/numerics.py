@@ -13,6 +13,7 @@ one line, with what the run does: it goes on, its later rows computed there.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -21,7 +22,7 @@ from ..config.schema import RunConfig
 from ..engine.device import device_name
 
 
-def of_run(engine: str, cfg: RunConfig, compiled: bool = False) -> dict:
+def of_run(engine: str, cfg: RunConfig, compiled: bool = False) -> dict[str, Any]:
     """The record of a run computing with ``engine`` (its call ``compiled`` or not) under
     ``cfg``, in this process."""
     return {
@@ -34,7 +35,7 @@ def of_run(engine: str, cfg: RunConfig, compiled: bool = False) -> dict:
     }
 
 
-def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
+def resume_with(recorded: dict[str, Any] | None, cfg: RunConfig, out: Path) -> str | None:
     """Before a resume of the run in ``out`` is built: torch's thread count set to the
     ``recorded`` one (:func:`of_run`, from the checkpoint), saying so when it differs; the
     engine to build with (the recorded one, for ``engine=auto``; None: as configured); one line
@@ -66,7 +67,7 @@ def resume_with(recorded: dict | None, cfg: RunConfig, out: Path) -> str | None:
     return engine if cfg.engine == "auto" and engine in ("loop", "vmap") else None
 
 
-def compiled_on_resume(recorded: dict | None, cfg: RunConfig) -> bool | None:
+def compiled_on_resume(recorded: dict[str, Any] | None, cfg: RunConfig) -> bool | None:
     """Whether a resume of a ``compile=auto`` run compiles: as it did when it started
     (``recorded``, from the checkpoint); None where the config decides (another setting, or a
     record without the choice)."""

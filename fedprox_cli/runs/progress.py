@@ -59,7 +59,7 @@ def watched() -> bool:
 
 
 def progress_line(
-    done: int, T: int, elapsed: float, left: float | None, row: dict, label: str = ""
+    done: int, T: int, elapsed: float, left: float | None, row: dict[str, float], label: str = ""
 ) -> str:
     """The text of a progress line after ``done`` of ``T`` rounds (``label``: e.g. ``seed 3: ``;
     a sweep's job number is added where the line is printed)."""
@@ -88,7 +88,7 @@ class Progress:
         if self.bar is not None:
             self.bar.update(1)
 
-    def evaluated(self, done: int, row: dict) -> None:
+    def evaluated(self, done: int, row: dict[str, float]) -> None:
         """After the evaluation of round ``done`` (``row``: its metrics)."""
         now = time.monotonic()
         elapsed = now - self.t0

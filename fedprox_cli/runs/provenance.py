@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,6 +25,7 @@ from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write_text
 from ..data import cache
+from ..data.datasets import Dataset
 
 # what each part of the fingerprint is called in the line that names a change
 PARTS = {
@@ -36,7 +38,7 @@ PARTS = {
 }
 
 
-def digest(a: torch.Tensor | np.ndarray) -> dict:
+def digest(a: torch.Tensor | np.ndarray) -> dict[str, Any]:
     """The shape, dtype and a SHA-256 of the bytes of an array (on the CPU), hashed once."""
     a = a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
     a = np.ascontiguousarray(a)
@@ -47,7 +49,7 @@ def digest(a: torch.Tensor | np.ndarray) -> dict:
     }
 
 
-def of_data(ds) -> dict:
+def of_data(ds: Dataset) -> dict[str, Any]:
     """The fingerprint of a loaded :class:`data.Dataset` (before anything moves it to a device);
     for data with an ``origin`` (read back from the decoded-data cache), computed once and kept
     in :func:`cache_file` under it."""
@@ -75,25 +77,25 @@ def cache_file() -> Path:
     return cache.folder() / "fingerprints.json"
 
 
-def _of_arrays(ds) -> dict:
+def _of_arrays(ds: Dataset) -> dict[str, Any]:
     parts = {"train_x": ds.train_x, "train_y": ds.train_y, "test_x": ds.test_x, "test_y": ds.test_y}
     if ds.groups is not None:
         parts["groups"] = ds.groups
     return {k: digest(v) for k, v in parts.items()}
 
 
-def of_partition(clients: list[np.ndarray]) -> dict:
+def of_partition(clients: list[np.ndarray]) -> dict[str, Any]:
     """The fingerprint of a partition: every client's sample ids, in order."""
     sizes = np.array([len(c) for c in clients], np.int64)
     joined = np.concatenate([sizes, *[np.asarray(c, np.int64) for c in clients]])
     return {"partition": {**digest(joined), "clients": len(clients)}}
 
 
-def _size(d: dict) -> str:
+def _size(d: dict[str, Any]) -> str:
     return "x".join(map(str, d.get("shape", []))) or "?"
 
 
-def changes(recorded: dict, now: dict) -> list[str]:
+def changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
     """What differs between two fingerprints, in words (``training labels changed``, ``test
     images 10000x1x28x28 -> 9000x1x28x28``); the partition only when the data are the same.
     Parts one of them lacks (recorded by an older version) are not compared."""
@@ -113,7 +115,7 @@ def changes(recorded: dict, now: dict) -> list[str]:
     return out
 
 
-def check(recorded: dict | None, now: dict, out: Path) -> None:
+def check(recorded: dict[str, Any] | None, now: dict[str, Any], out: Path) -> None:
     """Refuse (:class:`UserError`) data that differ from those the run in ``out`` trained on
     (``recorded``: its fingerprint; None for a run recorded without one)."""
     diff = changes(recorded, now) if isinstance(recorded, dict) else []

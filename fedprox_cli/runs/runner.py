@@ -21,13 +21,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-from omegaconf import DictConfig
+from typing import Any
 
 from .. import data
 from ..common import run_files, signals
 from ..common.console import logging_to, say
 from ..common.errors import EXIT, UserError, describe
+from ..config.forms import Composed
 from ..config.schema import RunConfig
 from . import code_record, ending, experiment, lives, numerics, run_folder, seeds
 from .experiment import Validated
@@ -75,12 +75,12 @@ class Ladder:
 
 
 def run(
-    composed: DictConfig | list[Validated],
+    composed: Composed | list[Validated],
     out: Path,
     progress: bool = True,
     command: str = "fedrun",
     hydra_record: dict[str, str] | None = None,
-    reference: DictConfig | None = None,
+    reference: Composed | None = None,
     plot: ending.Plot | None = None,
 ) -> int:
     """Run ``composed`` into folder ``out`` -- continuing the run already there when it is the
@@ -120,7 +120,7 @@ def run(
             return lives.train(starts, progress, command, hydra_record, plot)
 
 
-def validated(composed: DictConfig, reference: DictConfig | None = None) -> list[Validated]:
+def validated(composed: Composed, reference: Composed | None = None) -> list[Validated]:
     """``composed`` validated once (:func:`experiment.validate`; bad input, an interpolation
     that fails included, is a :class:`UserError` naming the first problem in validation's
     order): the run, or with ``seeds=R`` each seed's run (:func:`seeds.with_seed`; the first
@@ -156,7 +156,7 @@ def _finished(
     cfg: RunConfig,
     held: run_folder.Held,
     dataset: data.Dataset | None = None,
-    fingerprint: dict | None = None,
+    fingerprint: dict[str, Any] | None = None,
 ) -> None:
     """Say that the run ``held`` has finished these T rounds (or was made by other code), once
     its data are checked the same (:func:`run_folder.same_data`) and its metrics.csv reads as

@@ -22,10 +22,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import cast
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from ..common import run_files
 from ..common.errors import require
+from ..config.forms import Composed
 from ..config.schema import RunConfig
 from ..engine.lockstep import Lockstep
 from . import run_folder
@@ -37,11 +38,11 @@ def folders(cfg: RunConfig, out: Path) -> list[Path]:
     return [Path(out) / run_files.seed_folder(s) for s in range(cfg.seed, cfg.seed + cfg.seeds)]
 
 
-def with_seed(composed: DictConfig, seed: int) -> DictConfig:
+def with_seed(composed: Composed, seed: int) -> Composed:
     """``composed`` with ``seed`` (keys that follow ``${seed}``, e.g. partition.seed, follow it)."""
     one = OmegaConf.create(OmegaConf.to_container(composed, resolve=False))
     one.seed = seed
-    return cast(DictConfig, one)
+    return cast(Composed, one)
 
 
 def check_container(out: Path) -> None:

@@ -21,13 +21,27 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
 
 from omegaconf import OmegaConf
 
 from ..common import metric_table as mt
 from ..common import run_files
 from ..common.errors import UserError
-from ..common.files import atomic_write_text, folder, remove
+from ..common.files import StrPath, atomic_write_text, folder, remove
+from ..config.forms import Plain
+
+
+class Tracker(Protocol):
+    """What a ``logger`` option's class is: a series (``run_id``, kept to continue it on
+    resume) that logs metrics rows and is closed at the run's end."""
+
+    run_id: str | None
+
+    def log(self, metrics: dict[str, float], step: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class Null:
@@ -35,17 +49,17 @@ class Null:
 
     run_id = None
 
-    def __init__(self, **_):
+    def __init__(self, **_: object):
         pass
 
-    def log(self, metrics: dict, step: int) -> None:
+    def log(self, metrics: dict[str, float], step: int) -> None:
         pass
 
     def close(self) -> None:
         pass
 
 
-def _need(option: str, module: str):
+def _need(option: str, module: str) -> ModuleType:
     """``module``, or the refusal naming the extra that ``option`` needs (:mod:`extras`)."""
     import importlib
 
@@ -62,7 +76,13 @@ class TensorBoard:
 
     run_id = None
 
-    def __init__(self, run_dir, run_id=None, run_config=None, subdir: str = "tensorboard"):
+    def __init__(
+        self,
+        run_dir: StrPath,
+        run_id: str | None = None,
+        run_config: Plain | None = None,
+        subdir: str = "tensorboard",
+    ):
         tb = _need("logger/tensorboard", "torch.utils.tensorboard")
         path = folder(run_dir, subdir)  # inside the run folder, no link
         if run_id is None:  # a new series: a previous run's events would mix with this one's
@@ -71,7 +91,7 @@ class TensorBoard:
         self.writer = tb.SummaryWriter(log_dir=str(path))
         self.run_id = "events"
 
-    def log(self, metrics: dict, step: int) -> None:
+    def log(self, metrics: dict[str, float], step: int) -> None:
         for k, v in metrics.items():
             self.writer.add_scalar(k, v, step)
         self.writer.flush()  # visible while the run goes on, and kept if it is killed
@@ -85,9 +105,9 @@ class MLflow:
 
     def __init__(
         self,
-        run_dir,
-        run_id=None,
-        run_config=None,
+        run_dir: StrPath,
+        run_id: str | None = None,
+        run_config: Plain | None = None,
         tracking_uri: str | None = None,
         experiment: str = "fedrun",
         run_name: str | None = None,
@@ -110,7 +130,7 @@ class MLflow:
                 self.client.log_param(run_id, k, v)
         self.run_id = run_id
 
-    def log(self, metrics: dict, step: int) -> None:
+    def log(self, metrics: dict[str, float], step: int) -> None:
         for k, v in metrics.items():
             self.client.log_metric(self.run_id, k, v, step=step)
 
@@ -123,9 +143,9 @@ class WandB:
 
     def __init__(
         self,
-        run_dir,
-        run_id=None,
-        run_config=None,
+        run_dir: StrPath,
+        run_id: str | None = None,
+        run_config: Plain | None = None,
         project: str = "fedrun",
         entity: str | None = None,
         mode: str = "offline",
@@ -148,14 +168,14 @@ class WandB:
         )
         self.run_id = self.run.id
 
-    def log(self, metrics: dict, step: int) -> None:
+    def log(self, metrics: dict[str, float], step: int) -> None:
         self.run.log(metrics, step=step)
 
     def close(self) -> None:
         self.run.finish()
 
 
-def _flat_params(config: dict) -> dict:
+def _flat_params(config: dict[str, Any]) -> dict[str, Any]:
     from ..common.flatten import flatten
 
     return {k: str(v)[:250] for k, v in flatten(config).items()}
@@ -164,9 +184,9 @@ def _flat_params(config: dict) -> dict:
 class Series:
     """The run folder's tracker, logging each metrics row once (see the module doc)."""
 
-    def __init__(self, out: Path, start_round: int, rows: list[dict]):
+    def __init__(self, out: Path, start_round: int, rows: list[dict[str, float]]):
         self.out = Path(out)
-        self.tracker = None
+        self.tracker: Tracker | None = None
         recorded = run_files.read_config_node(self.out, strict=False)
         spec = recorded.get("logger")
         if spec is None or str(spec.get("_target_", "")).endswith("trackers.Null"):
@@ -201,10 +221,10 @@ class Series:
         for row in rows:
             self.log(row)
 
-    def _state(self) -> dict:
+    def _state(self) -> dict[str, Any]:
         return run_files.read_tracker(self.out)
 
-    def log(self, row: dict) -> None:
+    def log(self, row: dict[str, float]) -> None:
         t = row[mt.ROUND.name]
         if self.tracker is None or t <= self.state["last_round"]:
             return
@@ -220,12 +240,12 @@ class Series:
     def __enter__(self) -> Series:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.tracker is not None:
             self.tracker.close()
 
 
-def open(out: Path, start_round: int, rows: list[dict]) -> Series:  # noqa: A001 (module API)
+def open(out: Path, start_round: int, rows: list[dict[str, float]]) -> Series:  # noqa: A001 (module API)
     """The tracker of run folder ``out`` (chosen by its config.yaml), for a run starting at
     ``start_round`` whose metrics rows so far are ``rows`` (those not yet logged are logged)."""
     return Series(out, start_round, rows)

@@ -6,12 +6,13 @@ diverges raises :class:`Diverged`, one stopped by a signal :class:`Interrupted`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from pathlib import Path
 
 import torch
 
-from ..algorithms import contract
+from ..algorithms import State, contract
 from ..common import metric_table as mt
 from ..common import run_files
 from ..common.errors import is_overflow, squeeze
@@ -42,7 +43,7 @@ class Interrupted(Exception):
 
 
 @contextmanager
-def overflow_is_divergence(exp: Experiment, where: str, round: int):
+def overflow_is_divergence(exp: Experiment, where: str, round: int) -> Iterator[None]:
     """Arithmetic that overflows inside the block -- a finite step too large for the run's
     number type (torch: "value cannot be converted to type float without overflow"), a Python
     :class:`OverflowError` -- is :class:`Diverged` in ``round`` (``where``: ``round 3``, ``the
@@ -58,7 +59,7 @@ def overflow_is_divergence(exp: Experiment, where: str, round: int):
         ) from None
 
 
-def _row(exp: Experiment, state: dict, t: int, train_time: float) -> dict:
+def _row(exp: Experiment, state: State, t: int, train_time: float) -> dict[str, float]:
     """The metrics row of round ``t``: the model's metrics (:func:`metrics.evaluate`) and the
     counters (gradient evaluations, prox calls, bytes)."""
     x = contract.output(exp.alg, state, exp.flat.d)
