@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import child_env, fedrun, script
-from omegaconf import OmegaConf
 
 from fedprox_cli.analysis import curves, groups, plotting, results, run_plots, stats, table
 from fedprox_cli.cli import commands
@@ -552,7 +551,6 @@ def test_run_title_names_steps_regularizer_data_and_partition():
         "(alpha=0.5, min_size=10)"
     )
     assert plotting.run_title(REAL) == want
-    assert plotting.run_title(OmegaConf.create(REAL)) == want
     assert "compressor topk (r=0.1)" in plotting.run_title(
         real(**{"compressor.name": "topk", "compressor.r": 0.1})
     )

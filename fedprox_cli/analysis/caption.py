@@ -14,6 +14,9 @@ when the runs do not share it. A method's parameters read as the papers' symbols
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from typing import Any
+
 from ..common.flatten import flatten
 from .groups import fmt
 from .legend import ALGORITHM, NAME, meaning
@@ -52,7 +55,9 @@ WORDS = {
 }
 
 
-def _option(flat: dict, group: str, skip=("name", "seed")) -> str | None:
+def _option(
+    flat: dict[str, Any], group: str, skip: Collection[str] = ("name", "seed")
+) -> str | None:
     """``NAME (p = v, ...)`` of a shared config group (``init = default`` left out), or None:
     the option and its parameters in words (:data:`NAMES`, :data:`WORDS`) where they have
     them, else as symbols (:func:`plotting.symbol`)."""
@@ -69,10 +74,10 @@ def _option(flat: dict, group: str, skip=("name", "seed")) -> str | None:
     return NAMES.get(f"{group}.{name}", f"{name}") + (f" ({', '.join(params)})" if params else "")
 
 
-def common_keys(shared: dict, configs: list[dict]) -> set:
+def common_keys(shared: dict[str, Any], configs: list[dict[str, Any]]) -> set[str]:
     """The keys all runs share that mean one thing in all of them: a method parameter of the
     same name but declared by different classes (:func:`legend.meaning`) is each method's own."""
-    out = set()
+    out: set[str] = set()
     for k in shared:
         if k.startswith(ALGORITHM) and k != NAME:
             if len({meaning(c.get(NAME), k) for c in configs}) > 1:
@@ -81,7 +86,7 @@ def common_keys(shared: dict, configs: list[dict]) -> set:
     return out
 
 
-def setting(shared: dict) -> list[str]:
+def setting(shared: dict[str, Any]) -> list[str]:
     """The shared setting in words: dataset, model, clients and partition, K, B, T, the
     regularizer and (unless identity) the compressor."""
     flat = flatten(shared) if any(isinstance(v, dict) for v in shared.values()) else shared
@@ -109,9 +114,9 @@ def setting(shared: dict) -> list[str]:
     return parts
 
 
-def what_lines_are(counts, banded: bool, clipped: bool, points: bool = False) -> str:
+def what_lines_are(given: Iterable[int], banded: bool, clipped: bool, points: bool = False) -> str:
     """``Lines: mean of 3 seeds; bands: ± 1 std`` (``points``: a slope figure's words)."""
-    counts = set(counts)
+    counts = set(given)
     noun = "Points" if points else "Lines"
     text = (
         f"{noun}: mean of {seeds(min(counts))}"
@@ -125,7 +130,9 @@ def what_lines_are(counts, banded: bool, clipped: bool, points: bool = False) ->
     return text + "."
 
 
-def sentence(methods: list[str], shared: dict, common: set, leave=()) -> str:
+def sentence(
+    methods: list[str], shared: dict[str, Any], common: set[str], leave: Collection[str] = ()
+) -> str:
     """The methods clause and the shared setting as one sentence (module docstring); the
     method parameters all runs share with one meaning are said once, for all methods."""
     kept = {k: v for k, v in shared.items() if k in common and k not in leave}

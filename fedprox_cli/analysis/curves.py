@@ -22,9 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.ticker import NullFormatter
+from matplotlib.typing import LineStyleType
 
 from ..common import metric_table as mt
 from ..common.files import atomic_write_text
@@ -46,14 +49,32 @@ from .plotting import (
 )
 from .renames import Renames
 from .run import BYTES, X_AXES, Run
-from .stats import band, seed_interval, seeds, slope
+from .stats import Fit, band, seed_interval, seeds, slope
 
-LINESTYLES = ("-", "--", "-.", ":")
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .groups import Group
+    from .legend import Entry
+    from .plotting import Band
+
+
+class Style(TypedDict):
+    """A curve's look: colour, line style, marker."""
+
+    color: str
+    linestyle: LineStyleType
+    marker: str
+
+
+LINESTYLES: tuple[LineStyleType, ...] = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "v", "D", "P", "*", "h")
 END_MARKERS = {"diverged": "x"}  # other unfinished runs: ">"
 
 
-def style(i: int) -> dict:
+def style(i: int) -> Style:
     """The i-th curve's colour, line style and marker (cycles of 10, 4 and 8: no two of the
     first 40 curves look alike)."""
     return {"color": f"C{i % 10}", "linestyle": LINESTYLES[i % 4], "marker": MARKERS[i % 8]}
@@ -64,7 +85,7 @@ def write_caption(out: Path, text: str) -> None:
     atomic_write_text(caption_file(out), text + "\n")
 
 
-def _written(fig, out: Path, caption: str) -> str:
+def _written(fig: Figure, out: Path, caption: str) -> str:
     """Write ``fig`` to ``out`` with ``caption`` (drawn in mathtext) as plain text in its
     metadata and beside it; returns that text."""
     text = plain(caption)
@@ -73,7 +94,7 @@ def _written(fig, out: Path, caption: str) -> str:
     return text
 
 
-def _figure(panels: int, panel_size) -> tuple:
+def _figure(panels: int, panel_size: tuple[float, float] | None) -> tuple[Figure, np.ndarray]:
     cols = min(3, panels)
     rows = -(-panels // cols)
     w, h = panel_size or (5.6, 4.2)
@@ -81,32 +102,49 @@ def _figure(panels: int, panel_size) -> tuple:
     return fig, axes
 
 
-def _same(a, b) -> bool:
-    return len(a) == len(b) and np.allclose(a, b, rtol=1e-6, atol=1e-12, equal_nan=True)
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return len(a) == len(b) and bool(np.allclose(a, b, rtol=1e-6, atol=1e-12, equal_nan=True))
+
+
+@dataclass
+class Mean:
+    """A legend label's mean line: its handle, the run counts it averaged, its note."""
+
+    handle: Artist
+    counts: set[int] = field(default_factory=set)
+    note: str = ""
+
+
+@dataclass
+class Alone:
+    """Runs drawn alone under one label (``label: why``): the handle of their kind, how many."""
+
+    handle: Artist
+    count: int = 0
 
 
 @dataclass
 class Drawn:
-    """What the panels drew: per legend label its handle, run counts and note; the runs drawn
-    alone (label: why -> handle, count); whether bands were drawn and clipped."""
+    """What the panels drew: per legend label its mean line (:class:`Mean`); the runs drawn
+    alone (:class:`Alone`); whether bands were drawn and clipped."""
 
-    means: dict = field(default_factory=dict)
-    alone: dict = field(default_factory=dict)
+    means: dict[str, Mean] = field(default_factory=dict)
+    alone: dict[str, Alone] = field(default_factory=dict)
     banded: bool = False
     clipped: bool = False
 
 
 def mean_curve(
-    ax,
+    ax: Axes,
     ok: list[Run],
     x: str,
     y: str,
     scale: float,
     log: bool,
-    st: dict,
+    st: Style,
     marks: int = 10,
     markersize: float | None = None,
-):
+) -> tuple[Line2D, np.ndarray, np.ndarray, Band | None]:
     """The mean line of runs ``ok`` (about ``marks`` markers; non-positive values left out on a
     log axis): the line, its x and mean, and its band's (x, low, high, colour) with two or more
     runs, else None."""
@@ -122,7 +160,7 @@ def mean_curve(
     return line, xs, mean, (xs, mean - std, mean + std, st["color"]) if len(ok) > 1 else None
 
 
-def _alone(ax, r: Run, x: str, y: str, scale: float, st: dict):
+def _alone(ax: Axes, r: Run, x: str, y: str, scale: float, st: Style) -> Line2D:
     """A run left out of its group's mean, drawn up to its last finite point and marked there;
     the legend handle of its kind."""
     xs, ys = r.column(x) / scale, r.column(y)
@@ -136,7 +174,7 @@ def _alone(ax, r: Run, x: str, y: str, scale: float, st: dict):
     )
     mark = END_MARKERS.get(r.status, ">")
     mark_end(ax, xs, ys, st["color"], mark)
-    return plt.Line2D(
+    return Line2D(
         [],
         [],
         color=st["color"],
@@ -147,10 +185,23 @@ def _alone(ax, r: Run, x: str, y: str, scale: float, st: dict):
     )
 
 
-def _panel(ax, panel_runs, groups, styles, x, y, scale, log, drawn: Drawn, warn, panel) -> None:
+def _panel(
+    ax: Axes,
+    panel_runs: list[Run],
+    groups: list[Group],
+    styles: dict[str, Style],
+    x: str,
+    y: str,
+    scale: float,
+    log: bool,
+    drawn: Drawn,
+    warn: Callable[[str], None],
+    panel: str,
+) -> None:
     """Every group's curves in one panel; curves identical to float precision noted."""
     inside = {id(r) for r in panel_runs}
-    curves, bands = [], []
+    curves: list[tuple[str, np.ndarray, np.ndarray]] = []
+    bands: list[Band] = []
     if log:
         ax.set_yscale("log")
     for g in groups:
@@ -158,25 +209,34 @@ def _panel(ax, panel_runs, groups, styles, x, y, scale, log, drawn: Drawn, warn,
         ok = [r for r in rs if r.problem() is None]
         st = styles[g.label]
         if ok:
-            line, xs, mean, b = mean_curve(ax, ok, x, y, scale, log, st)
-            bands += [b] if b else []
-            drawn.banded = drawn.banded or b is not None
-            drawn.means.setdefault(g.label, [line, set(), ""])[1].add(len(ok))
+            line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st)
+            bands += [spread] if spread else []
+            drawn.banded = drawn.banded or spread is not None
+            drawn.means.setdefault(g.label, Mean(line)).counts.add(len(ok))
             curves.append((g.label, xs, mean))
         for r in rs:
             why = r.problem()
             if why is not None:
                 handle = _alone(ax, r, x, y, scale, st)
-                drawn.alone.setdefault(f"{g.label}: {why}", [handle, 0])[1] += 1
+                drawn.alone.setdefault(f"{g.label}: {why}", Alone(handle)).count += 1
     for (a, xa, ya), (b, xb, yb) in combinations(curves, 2):
         if _same(xa, xb) and _same(ya, yb):
             where = f" in panel {panel}" if panel else ""
             warn(f"note: curves {a!r} and {b!r}{where} are identical to float precision")
-            drawn.means[b][2] = f"; identical to {a}"
+            drawn.means[b].note = f"; identical to {a}"
     drawn.clipped = clip_bands(ax, bands) or drawn.clipped
 
 
-def _axes(ax, panel_runs, x, y, unit, scale, log, title) -> None:
+def _axes(
+    ax: Axes,
+    panel_runs: list[Run],
+    x: str,
+    y: str,
+    unit: str,
+    scale: float,
+    log: bool,
+    title: str,
+) -> None:
     if log:
         readable_log_ticks(ax)
     at_data(
@@ -187,25 +247,34 @@ def _axes(ax, panel_runs, x, y, unit, scale, log, title) -> None:
     ax.set_title(title)
 
 
-def _entries(drawn: Drawn) -> tuple[list, list[str], set]:
+def _entries(drawn: Drawn) -> tuple[list[Artist], list[str], set[int]]:
     """The legend's handles and labels: a seed count only where the curves differ in it."""
-    counts = {k for _, c, _ in drawn.means.values() for k in c}
+    counts = {k for m in drawn.means.values() for k in m.counts}
 
-    def entry(label: str, c: set, note: str) -> str:
+    def entry(label: str, c: set[int], note: str) -> str:
         extra = [seeds(min(c)) + (f"-{max(c)}" if len(c) > 1 else "")] if len(counts) > 1 else []
         extra += [note.removeprefix("; ")] if note else []
         return label + (f" ({'; '.join(extra)})" if extra else "")
 
-    labels = [entry(label, c, note) for label, (_, c, note) in drawn.means.items()]
+    labels = [entry(label, m.counts, m.note) for label, m in drawn.means.items()]
     labels += [
-        f"{label} ({k} run{'s' * (k > 1)}, not in the mean; marked at its end)"
-        for label, (_, k) in drawn.alone.items()
+        f"{label} ({a.count} run{'s' * (a.count > 1)}, not in the mean; marked at its end)"
+        for label, a in drawn.alone.items()
     ]
-    handles = [e[0] for e in (*drawn.means.values(), *drawn.alone.values())]
+    handles = [m.handle for m in drawn.means.values()] + [a.handle for a in drawn.alone.values()]
     return handles, labels, counts
 
 
-def figure_caption(runs, groups, entries, names, leave, counts, banded, clipped) -> str:
+def figure_caption(
+    runs: list[Run],
+    groups: list[Group],
+    entries: list[Entry],
+    names: Renames,
+    leave: list[str],
+    counts: set[int],
+    banded: bool,
+    clipped: bool,
+) -> str:
     """The caption (:mod:`.caption`): the methods with their own parameters, the shared
     setting, what a line and a band are."""
     shared_settings = shared(runs)
@@ -282,7 +351,7 @@ def plot_slope(
     title: str = "",
     names: dict[str, str] | None = None,
     panel_size: tuple[float, float] | None = None,
-) -> tuple[list[dict], str]:
+) -> tuple[list[Fit], str]:
     """Final ``metric`` (mean +- std over seeds) against ``key`` on log-log axes with the
     least-squares line of log(metric) on log(key) (FedNMap Figs. 3b, 4b), its slope, R^2 and,
     with several seeds, the spread of the per-seed slopes. Returns the fits and the caption."""
@@ -300,10 +369,11 @@ def plot_slope(
     return fits, _written(fig, out, text)
 
 
-def _slope_lines(ax, fits: list[dict], names: Renames) -> tuple[list, list[str]]:
+def _slope_lines(ax: Axes, fits: list[Fit], names: Renames) -> tuple[list[Artist], list[str]]:
     """Each fit of :func:`plot_slope` drawn: its points with their spread and its line; the
     lines and their legend labels (slope, R^2, the per-seed slopes)."""
-    handles, labels = [], []
+    handles: list[Artist] = []
+    labels: list[str] = []
     for i, f in enumerate(fits):
         st = style(i)
         v = np.array([p[0] for p in f["points"]], float)
@@ -326,7 +396,9 @@ def _slope_lines(ax, fits: list[dict], names: Renames) -> tuple[list, list[str]]
     return handles, labels
 
 
-def _slope_axes(ax, fits: list[dict], key: str, metric: str, final: str, names: Renames) -> None:
+def _slope_axes(
+    ax: Axes, fits: list[Fit], key: str, metric: str, final: str, names: Renames
+) -> None:
     """:func:`plot_slope`'s log-log axes, ticked at the swept values of ``key``."""
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -341,7 +413,7 @@ def _slope_axes(ax, fits: list[dict], key: str, metric: str, final: str, names: 
     ax.grid(alpha=0.3, which="both")
 
 
-def _slope_caption(runs: list[Run], key: str, fits: list[dict]) -> str:
+def _slope_caption(runs: list[Run], key: str, fits: list[Fit]) -> str:
     """:func:`plot_slope`'s caption: the settings the runs share, what the points are, and
     what the bars and lines show."""
     shared_settings = shared(runs)

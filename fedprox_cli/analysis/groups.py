@@ -15,23 +15,26 @@ into its folder under an older folder layout, a copy) are one run (:func:`once`)
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeGuard
 
 from ..common.errors import require
 from ..config import keys
 from .run import CHOICE, Run, is_replicate
 
+Settings = tuple[tuple[str, Any], ...]  # a run's config keys that decide its numbers, sorted
+
 
 @dataclass
 class Group:
-    key: tuple  # the config without replicate / run-control keys, sorted (key, value)
+    key: Settings  # the config without replicate / run-control keys, sorted (key, value)
     runs: list[Run]
     label: str = ""
-    label_values: dict = field(default_factory=dict)
+    label_values: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def config(self) -> dict:
+    def config(self) -> dict[str, Any]:
         return dict(self.key)
 
 
@@ -43,7 +46,7 @@ def is_run_control(key: str, final: str | None = None) -> bool:
     return keys.is_run_control(key) or (final == "last" and key == "eval_every")
 
 
-def settings(run: Run, final: str | None = None, ignore=()) -> dict:
+def settings(run: Run, final: str | None = None, ignore: Collection[str] = ()) -> dict[str, Any]:
     """The config keys of ``run`` that decide its numbers (no replicate, run-control or
     ``ignore`` keys)."""
     return {
@@ -53,13 +56,13 @@ def settings(run: Run, final: str | None = None, ignore=()) -> dict:
     }
 
 
-def identity(run: Run) -> tuple:
+def identity(run: Run) -> tuple[object, ...]:
     """What makes a run the run it is: its :func:`settings` and its seeds. Two folders with one
     identity hold the same run (a sweep re-run into another folder layout, a copied folder)."""
     return tuple(sorted(settings(run).items())) + run.seed
 
 
-def _preference(run: Run) -> tuple:
+def _preference(run: Run) -> tuple[bool, int, str]:
     return (run.status != "finished", -len(run.metrics), str(run.path))
 
 
@@ -67,7 +70,7 @@ def once(runs: list[Run], warn: Callable[[str], None] = lambda _: None) -> list[
     """``runs`` with each run counted once: of the folders of one :func:`identity` the one kept
     is finished if one is, else the one with the most evaluations (then the first by path);
     one ``warn`` line names each folder left out."""
-    by_id: dict[tuple, list[Run]] = {}
+    by_id: dict[tuple[object, ...], list[Run]] = {}
     for r in runs:
         by_id.setdefault(identity(r), []).append(r)
     kept = {id(min(same, key=_preference)) for same in by_id.values()}
@@ -92,7 +95,7 @@ def split(runs: list[Run], keys: list[str]) -> dict[str, list[Run]]:
     keys = [config_key(runs, k) for k in keys]
     for k in keys:
         require(any(k in r.config for r in runs), f"no run has a config key {short(k)!r}")
-    out: dict[tuple, list[Run]] = {}
+    out: dict[tuple[Any, ...], list[Run]] = {}
     for r in runs:
         out.setdefault(tuple(r.config.get(k, "-") for k in keys), []).append(r)
     return {
@@ -101,16 +104,16 @@ def split(runs: list[Run], keys: list[str]) -> dict[str, list[Run]]:
     }
 
 
-def order(values) -> tuple:
+def order(values: Iterable[object]) -> tuple[tuple[int, float, str], ...]:
     """A sort key for tuples of config values: numbers by size, before strings."""
     return tuple((0, v, "") if is_number(v) else (1, 0, str(v)) for v in values)
 
 
-def is_number(v) -> bool:
+def is_number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def matches(value, text: str) -> bool:
+def matches(value: object, text: str) -> bool:
     """``value`` is ``text``, or one of its comma-separated alternatives (``K=10,20,40``)."""
     if "," in text:
         return any(matches(value, t) for t in text.split(","))
@@ -122,11 +125,16 @@ def matches(value, text: str) -> bool:
     return str(value) == text
 
 
-def group(runs: list[Run], ignore=(), final: str | None = None, shown=()) -> list[Group]:
+def group(
+    runs: list[Run],
+    ignore: Collection[str] = (),
+    final: str | None = None,
+    shown: Sequence[str] = (),
+) -> list[Group]:
     """Runs grouped by :func:`settings` (so only seeds and run control differ within a group),
     labelled by the keys that tell the groups apart beyond the ``shown`` ones (a figure's
     panel keys). ``final`` as in :func:`is_run_control`."""
-    groups: dict[tuple, Group] = {}
+    groups: dict[Settings, Group] = {}
     for r in runs:
         key = tuple(sorted(settings(r, final, ignore).items(), key=lambda kv: kv[0]))
         groups.setdefault(key, Group(key, [])).runs.append(r)
@@ -139,7 +147,7 @@ def group(runs: list[Run], ignore=(), final: str | None = None, shown=()) -> lis
     return sorted(out, key=lambda g: order(g.config.get(k, "") for k in [*shown, *keys]))
 
 
-def _priority(key: str) -> tuple:
+def _priority(key: str) -> tuple[int, str]:
     if key.startswith(CHOICE):
         return (3, key)
     if "." not in key:
@@ -147,16 +155,16 @@ def _priority(key: str) -> tuple:
     return (0 if key.endswith(".name") else 2, key)
 
 
-def differing(configs: list[dict]) -> list[str]:
+def differing(configs: list[dict[str, Any]]) -> list[str]:
     keys = {k for c in configs for k in c}
     return [k for k in keys if len({repr(c.get(k)) for c in configs}) > 1]
 
 
-def _classes(configs: list[dict], keys) -> int:
+def _classes(configs: list[dict[str, Any]], keys: Sequence[str]) -> int:
     return len({tuple(repr(c.get(k)) for k in keys) for c in configs})
 
 
-def shared(runs: list[Run]) -> dict:
+def shared(runs: list[Run]) -> dict[str, Any]:
     """The :func:`settings` all ``runs`` share (a figure's caption)."""
     first = {k: repr(v) for k, v in settings(runs[0]).items()}
     for r in runs[1:]:  # each run's settings made once
@@ -165,7 +173,11 @@ def shared(runs: list[Run]) -> dict:
     return {k: v for k, v in settings(runs[0]).items() if k in first}
 
 
-def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]:
+def label_keys(
+    configs: list[dict[str, Any]],
+    given: Sequence[str] = (),
+    last: Callable[[str], bool] = lambda k: False,
+) -> list[str]:
     """The keys that tell ``configs`` apart beyond the ``given`` ones: names first, then
     top-level keys, then the rest, then group choices (keys for which ``last`` holds after
     all of them); a key is kept only if it splits configs the kept keys do not."""
@@ -176,7 +188,7 @@ def label_keys(configs: list[dict], given=(), last=lambda k: False) -> list[str]
     return kept
 
 
-def _function_of(configs: list[dict], key: str, keys) -> bool:
+def _function_of(configs: list[dict[str, Any]], key: str, keys: Sequence[str]) -> bool:
     """Whether ``key``'s value is fixed by the values of ``keys`` across ``configs``."""
     return _classes(configs, [*keys, key]) == _classes(configs, keys)
 
@@ -185,14 +197,17 @@ def _namespace(key: str) -> str:
     return key.removeprefix(CHOICE).split(".")[0]
 
 
-def table_keys(configs: list[dict], column: str | None) -> tuple[list[str], list[str]]:
+def table_keys(configs: list[dict[str, Any]], column: str | None) -> tuple[list[str], list[str]]:
     """A table's row keys and header keys: the keys that, with ``column``, tell ``configs``
     apart. The column's own parameters (keys in its namespace, e.g. ``algorithm.*`` for
     ``algorithm.name``) name no rows when the column and the row keys fix them; another key
     fixed by the column alone is a header key; any other difference is a row key of its own."""
     given = [column] if column else []
     ns = _namespace(column) if column else None
-    own = lambda k: _namespace(k) == ns  # noqa: E731
+
+    def own(k: str) -> bool:
+        return _namespace(k) == ns
+
     rows, header = label_keys(configs, given=given, last=own), list[str]()
     for k in sorted(set(differing(configs)) - {column, *rows}, key=_priority):
         if own(k) or _function_of(configs, k, rows):
@@ -206,7 +221,7 @@ def short(key: str) -> str:
     return key.removesuffix(".name")
 
 
-def columns(keys, reserved=()) -> dict[str, str]:
+def columns(keys: Iterable[str], reserved: Iterable[str] = ()) -> dict[str, str]:
     """Each config key's column (or label) name in an output beside the ``reserved`` columns
     (a table's statistics, a report's status): its :func:`short` name where that names it
     alone, else the key in full (``choice:algorithm`` beside ``algorithm.name``), else
@@ -223,5 +238,5 @@ def columns(keys, reserved=()) -> dict[str, str]:
     return out
 
 
-def fmt(v) -> str:
+def fmt(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)

@@ -31,7 +31,7 @@ class Shown(Protocol):
     note: str
 
 
-def tex(text) -> str:
+def tex(text: object) -> str:
     """Text escaped for LaTeX (a name, a header; cells are written by this module already)."""
     out = str(text)
     for a, b in (

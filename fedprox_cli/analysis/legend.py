@@ -13,18 +13,21 @@ whole label (:mod:`.renames`); the parameters a renamed label no longer shows go
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from .groups import Group, differing, fmt, short
 from .names import algorithm_title, parameter_owner
 from .plotting import symbol
+from .renames import Renames
 from .run import CHOICE
 
 ALGORITHM = "algorithm."
 NAME = "algorithm.name"
 
 
-def meaning(algorithm, key: str) -> str:
+def meaning(algorithm: object, key: str) -> str:
     """What parameter ``key`` (``algorithm.alpha``) of method ``algorithm`` is: the class that
     declares the field (a subclass inheriting it means the same, :func:`parameter_owner`), or,
     where the method's class cannot be found here, the method itself (parameters of two such
@@ -33,7 +36,7 @@ def meaning(algorithm, key: str) -> str:
     return parameter_owner(algorithm, name) or f"{algorithm}.{name}"
 
 
-def part(key: str, value, names) -> str:
+def part(key: str, value: object, names: Renames) -> str:
     """One ``key = value`` of a label, renamed by ``names``: the whole part (``K=10``), the value
     (``dir/0.1``), or the key (``algorithm.beta``, ``beta``); a parameter reads as its symbol."""
     k, v = short(key), fmt(value)
@@ -50,7 +53,7 @@ def part(key: str, value, names) -> str:
     return f"{name} = {v}"
 
 
-def method(name, names) -> str:
+def method(name: object, names: Renames) -> str:
     """A method as the legend prints it (its class's ``display_name``, renamed by ``names``)."""
     shown = algorithm_title(name)
     return names.get(str(name)) or names.get(shown) or shown
@@ -61,12 +64,12 @@ class Entry:
     """A curve's legend label and the keys it states (none when a rename replaced it whole)."""
 
     label: str
-    states: frozenset
+    states: frozenset[str]
 
 
-def _parameter_classes(configs: list[dict]) -> dict[tuple, set]:
+def _parameter_classes(configs: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
     """(key, meaning) -> the values the configs give that parameter."""
-    out: dict[tuple, set] = {}
+    out: dict[tuple[str, str], set[str]] = {}
     for c in configs:
         for k in c:
             if k.startswith(ALGORITHM) and k != NAME:
@@ -74,7 +77,9 @@ def _parameter_classes(configs: list[dict]) -> dict[tuple, set]:
     return out
 
 
-def varying_parameters(c: dict, classes: dict[tuple, set], shown=()) -> list[str]:
+def varying_parameters(
+    c: dict[str, Any], classes: dict[tuple[str, str], set[str]], shown: Collection[str] = ()
+) -> list[str]:
     """The method parameters of config ``c`` whose value differs between the curves in which
     they mean the same (beyond the ``shown`` panel keys)."""
     return sorted(
@@ -87,7 +92,9 @@ def varying_parameters(c: dict, classes: dict[tuple, set], shown=()) -> list[str
     )
 
 
-def _entry(c: dict, names, several: bool, params: list[str], rest: list[str]) -> tuple[str, set]:
+def _entry(
+    c: dict[str, Any], names: Renames, several: bool, params: list[str], rest: list[str]
+) -> tuple[str, set[str]]:
     head = method(c[NAME], names) if several and NAME in c else ""
     inner = ", ".join(part(k, c[k], names) for k in params)
     head = f"{head} ({inner})" if head and inner else head or inner
@@ -96,7 +103,7 @@ def _entry(c: dict, names, several: bool, params: list[str], rest: list[str]) ->
     return label, {*params, *others}
 
 
-def curve_labels(groups: list[Group], names, shown=()) -> list[Entry]:
+def curve_labels(groups: list[Group], names: Renames, shown: Collection[str] = ()) -> list[Entry]:
     """Each group's legend entry (module docstring); a group choice joins only where nothing
     else tells two curves apart; ``names`` may rename a whole label (old form ``k=v, k2=v2``
     too)."""
@@ -120,7 +127,9 @@ def curve_labels(groups: list[Group], names, shown=()) -> list[Entry]:
     return out
 
 
-def method_settings(groups: list[Group], entries: list[Entry], common: set, names) -> list[str]:
+def method_settings(
+    groups: list[Group], entries: list[Entry], common: set[str], names: Renames
+) -> list[str]:
     """Per method, in the curves' order, ``FedAvg (α = 1, β = 0.02)``: its parameters that
     every run does not share (``common``: said once in the caption) and that no entry of its
     curves states -- each method's own setting, so every parameter is on the figure. A curve

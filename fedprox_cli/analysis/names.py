@@ -16,6 +16,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from .run import CHOICE
 
@@ -143,7 +144,7 @@ def _chain(cls: _Class) -> list[_Class] | None:
     return chain
 
 
-def parameter_owner(algorithm, name: str) -> str | None:
+def parameter_owner(algorithm: object, name: str) -> str | None:
     """``module.Class.name`` of the class that declares parameter ``name`` of method
     ``algorithm`` (its most basic class declaring it), read from the sources; None where it is
     not one of its parameters or the class is not found here (a plugin not installed)."""
@@ -187,7 +188,7 @@ def _imported(name: str) -> str:
         return name
 
 
-def algorithm_title(name) -> str:
+def algorithm_title(name: object) -> str:
     """An algorithm's printed name: its class's ``display_name`` (module docstring), or
     ``name`` if it cannot be found here (a plugin not installed where the figure is drawn)."""
     cls = _index()[0].get(str(name))
@@ -196,14 +197,14 @@ def algorithm_title(name) -> str:
     return _imported(str(name)) if cls.display is _UNREAD else str(cls.display)
 
 
-def method_names(configs: list[dict], key: str) -> dict[str, str]:
+def method_names(configs: list[dict[str, Any]], key: str) -> dict[str, str]:
     """Printed names for the values of ``key`` when it names the method: ``algorithm.name``'s
     values, or the values of a group choice (``algorithm=fedcanon_fig2/fedavg``) that each hold
     one method no other value holds (two choices of one method keep their own text). Empty for
     any other key."""
     if key not in ("algorithm.name", f"{CHOICE}algorithm"):
         return {}
-    by_value: dict[str, set] = {}
+    by_value: dict[str, set[str]] = {}
     for c in configs:
         if key in c and "algorithm.name" in c:
             by_value.setdefault(str(c[key]), set()).add(str(c["algorithm.name"]))

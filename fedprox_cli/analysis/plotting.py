@@ -4,7 +4,9 @@ atomic saving, titles from configs, readable ticks, one legend below the axes.""
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -15,9 +17,18 @@ matplotlib.rcParams.update(
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+from numpy.typing import ArrayLike  # noqa: E402
 
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure
+
+__all__ = ["plt"]  # pyplot, configured here (Agg, TrueType): the figure modules draw with it
 
 METADATA_KEY = {
     "png": "Description",
@@ -33,7 +44,7 @@ def caption_file(path: Path) -> Path:
 
 
 def save_figure(
-    fig,
+    fig: Figure,
     path: Path,
     laid_out: bool = False,
     caption: str = "",
@@ -52,7 +63,7 @@ def save_figure(
         fig.tight_layout()
     fmt = path.suffix.lstrip(".").lower() or "png"
     crop = not laid_out if crop is None else crop
-    tight = (
+    tight: dict[str, Any] = (  # savefig's keywords
         {"bbox_inches": "tight", "pad_inches": 0.03} if crop else {}
     )  # "tight" draws the figure twice
     dpi = plt.rcParams["savefig.dpi"]
@@ -96,7 +107,9 @@ def style_sheet(name: str) -> str:
     return name
 
 
-def styled(style: str | None = None, font_size: float | None = None):
+def styled(
+    style: str | None = None, font_size: float | None = None
+) -> AbstractContextManager[None]:
     """A context in which figures are drawn with ``style`` (:func:`style_sheet`) and, if given,
     ``font_size`` points as the base font size."""
     sheets = [style_sheet(style)] if style else []
@@ -104,23 +117,16 @@ def styled(style: str | None = None, font_size: float | None = None):
     return plt.style.context([*sheets, rc])
 
 
-def _fmt(v) -> str:
+def _fmt(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def run_title(cfg) -> str:
+def run_title(cfg: dict[str, Any]) -> str:
     """Two lines naming a run's setting: the algorithm with its step sizes, the regularizer
     and (unless identity) the compressor with their parameters; then dataset, model, n, K, B,
-    T and the partition. ``cfg`` is a resolved config (DictConfig, nested dict as in
-    ``config.yaml``, or a flat dotted dict); missing parts are left out, so a config holding
-    only the settings several runs share gives the caption of a figure of them."""
-    if not isinstance(cfg, dict):
-        from omegaconf import OmegaConf
-
-        try:
-            cfg = OmegaConf.to_container(cfg, resolve=True)
-        except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: show it unresolved
-            cfg = OmegaConf.to_container(cfg, resolve=False)
+    T and the partition. ``cfg`` is a resolved config (nested as in ``config.yaml``, or a flat
+    dotted dict); missing parts are left out, so a config holding only the settings several
+    runs share gives the caption of a figure of them."""
     flat = flatten(cfg)
 
     def section(name: str, prefix: str = "") -> str | None:
@@ -160,15 +166,15 @@ def run_title(cfg) -> str:
     ).strip()
 
 
-def integer_ticks(axis) -> None:
+def integer_ticks(axis: Axis) -> None:
     """Ticks on whole numbers only (rounds)."""
     axis.set_major_locator(MaxNLocator(integer=True))
 
 
-def at_data(ax, xs, integer: bool = True) -> None:
+def at_data(ax: Axes, given: ArrayLike, integer: bool = True) -> None:
     """x limits at the data's first and last finite value (no margin: ticks stop at T); with
     ``integer`` (rounds), ticks at the rounds the curves were evaluated at (:func:`round_ticks`)."""
-    xs = np.asarray(xs, float)
+    xs = np.asarray(given, float)
     xs = xs[np.isfinite(xs)]
     if len(xs) and xs.min() < xs.max():
         ax.set_xlim(xs.min(), xs.max())
@@ -179,7 +185,7 @@ def at_data(ax, xs, integer: bool = True) -> None:
 TICKS = 8  # at most about this many labelled ticks on a round axis
 
 
-def round_ticks(axis, xs) -> None:
+def round_ticks(axis: Axis, xs: np.ndarray) -> None:
     """Ticks on a round axis at multiples of the evaluation step (the most common gap between
     evaluated rounds: eval_every), every 1, 2, 5, 10, ... of them so that about :data:`TICKS`
     fit; whole numbers where the data give no step."""
@@ -202,7 +208,7 @@ def round_ticks(axis, xs) -> None:
     axis.set_major_locator(MultipleLocator(step * every))
 
 
-def readable_log_ticks(ax, which: str = "y") -> None:
+def readable_log_ticks(ax: Axes, which: str = "y") -> None:
     """Log-axis tick labels as plain numbers (0.01, 2, 500), with labels between the decades
     when the data spans fewer than two (at 2 and 5; at every digit below a factor of 3), so a
     short log axis is never left with one label or none."""
@@ -219,7 +225,9 @@ def readable_log_ticks(ax, which: str = "y") -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def mark_end(ax, xs, ys, color, marker: str = "x") -> bool:
+def mark_end(
+    ax: Axes, xs: np.ndarray, ys: np.ndarray, color: str | tuple[float, ...], marker: str = "x"
+) -> bool:
     """Draw a big ``marker`` at the last finite point of (xs, ys) (where a run diverged or
     stopped); False if there is none."""
     ok = np.isfinite(xs) & np.isfinite(ys)
@@ -275,6 +283,9 @@ def plain(text: str) -> str:
     return _MATHTEXT.sub(lambda m: f"{SYMBOLS.get(m[1], m[1])}_{m[2]}", text)
 
 
+# a band: x, its low and high edges, its colour
+Band = tuple[np.ndarray, np.ndarray, np.ndarray, Any]
+
 BYTE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "bytes"))
 
 
@@ -284,7 +295,7 @@ def byte_unit(largest: float) -> tuple[float, str]:
     return next(((d, u) for d, u in BYTE_UNITS if largest >= d), BYTE_UNITS[-1])
 
 
-def clip_bands(ax, bands: list[tuple], alpha: float = 0.15) -> bool:
+def clip_bands(ax: Axes, bands: list[Band], alpha: float = 0.15) -> bool:
     """Draw each band (x, low, high, colour) on ``ax``; on a log y axis the limits are the
     curves' positive range and a low edge at or below 0 ends at the axis's bottom instead of
     reaching for 0. True if some band was clipped."""
@@ -306,7 +317,7 @@ def clip_bands(ax, bands: list[tuple], alpha: float = 0.15) -> bool:
     return clipped
 
 
-def _px(size) -> float:
+def _px(size: float | str) -> float:
     from matplotlib.font_manager import FontProperties
 
     return FontProperties(size=size).get_size_in_points()
@@ -325,7 +336,7 @@ def balanced_fill(text: str, chars: int) -> str:
     return textwrap.fill(glued, width).replace("\0=\0", " = ")
 
 
-def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> None:
+def figure_legend(fig: Figure, handles: list[Artist], labels: list[str], caption: str = "") -> None:
     """One legend for the whole figure below the axes, in as many columns as fit the figure's
     width (a label too long for one column is wrapped), and ``caption`` (the settings every curve
     shares, what a line and a band are) wrapped to the width below it: the figure says what it
@@ -333,10 +344,10 @@ def figure_legend(fig, handles: list, labels: list[str], caption: str = "") -> N
     import textwrap
 
     fig.tight_layout()
-    r = fig.canvas.get_renderer()
+    r = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg's canvas (above) has it
     to_fig = fig.transFigure.inverted()
-    shown = [ax for ax in fig.axes if ax.get_visible()]
-    y = min(to_fig.transform(ax.get_tightbbox(r))[0][1] for ax in shown) - 0.01 if shown else 0.0
+    boxes = [b for ax in fig.axes if ax.get_visible() and (b := ax.get_tightbbox(r)) is not None]
+    y = min(to_fig.transform(b)[0][1] for b in boxes) - 0.01 if boxes else 0.0
     width = fig.bbox.width
     size = _px(plt.rcParams["legend.fontsize"]) * fig.dpi / 72
     if handles:

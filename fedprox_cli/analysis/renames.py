@@ -7,29 +7,35 @@ file."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from ..common.errors import UserError, require
 
 
-class Renames(dict):
+class Renames(dict[str, str]):
     """Text -> new text, remembering which texts were looked up and found (:meth:`get`,
     ``[]``); ``required``: the ``--label`` keys, each of which must be used."""
 
-    def __init__(self, entries=(), required=()):
+    def __init__(
+        self,
+        entries: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+        required: Iterable[str] = (),
+    ):
         super().__init__(entries)
         self.required = list(required)
         self.used: set[str] = set()
 
     @classmethod
-    def of(cls, names) -> Renames:
+    def of(cls, names: Mapping[str, str] | None) -> Renames:
         """``names`` itself if it is one, else its entries (none were required)."""
         return names if isinstance(names, Renames) else cls(names or {})
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> str:
         value = super().__getitem__(key)
         self.used.add(key)
         return value
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         if key in self:
             return self[key]
         return default

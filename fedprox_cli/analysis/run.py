@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..common import metric_table as mt
+from ..common.run_files import SummaryRecord
+from ..runs import view
 
 CHOICE = "choice:"  # prefix of config-group choice keys (choice:algorithm)
 TIME, BYTES = "time", "bytes"  # the x axes besides the round: derived from the counters
@@ -35,7 +38,7 @@ FINALS = ("last", "tail")  # final value: the last evaluation, or the mean of th
 
 def status_text(status: str) -> str:
     """A summary status as a cell shows it (``missing`` -> ``no summary``)."""
-    return "no summary" if status == "missing" else status
+    return "no summary" if status == view.MISSING else status
 
 
 def is_replicate(key: str) -> bool:
@@ -45,15 +48,18 @@ def is_replicate(key: str) -> bool:
 @dataclass(eq=False)
 class Run:
     path: Path
-    config: dict  # flat: dotted keys -> scalars, plus choice:<group> keys
+    config: dict[str, Any]  # flat: dotted keys -> scalars, plus choice:<group> keys
     metrics: pd.DataFrame
-    status: str  # summary.json's status; "missing" without a readable summary
+    status: str  # the run's status (runs.view.RunView.status)
     error: str = ""  # summary.json's error message, if any
-    code: dict = field(default_factory=dict)  # summary.json's code record (runs.code_record)
+    code: dict[str, Any] = field(
+        default_factory=dict
+    )  # summary.json's code record (runs.code_record)
     mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
+    summary: SummaryRecord = field(default_factory=SummaryRecord)  # its summary.json
 
     def column(self, name: str) -> np.ndarray:
-        return sum(self.metrics[c] for c in X_COLUMNS.get(name, (name,))).to_numpy(float)
+        return np.asarray(sum(self.metrics[c] for c in X_COLUMNS.get(name, (name,))), float)
 
     def has(self, name: str) -> bool:
         return all(c in self.metrics for c in X_COLUMNS.get(name, (name,)))
@@ -74,5 +80,5 @@ class Run:
         return None
 
     @property
-    def seed(self) -> tuple:
+    def seed(self) -> tuple[tuple[str, Any], ...]:
         return tuple(sorted((k, v) for k, v in self.config.items() if is_replicate(k)))

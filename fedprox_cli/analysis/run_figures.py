@@ -8,15 +8,16 @@ from pathlib import Path
 
 from ..common import metric_table as mt
 from ..common import run_files
+from ..config.forms import Plain
 
 
-def draw(composed, out: Path) -> None:
+def draw(resolved: Plain, out: Path) -> None:
     """The figures of a finished or diverged run in ``out`` (:func:`runs.ending.conclude` calls
-    it), titled with its config ``composed`` (:func:`plotting.run_title`)."""
+    it), titled with its resolved config ``resolved`` (:func:`plotting.run_title`)."""
     from .plotting import run_title
     from .run_plots import plot_clients, plot_run
 
-    plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(composed))
+    plot_run(out, out / run_files.METRICS_FIGURE, title=run_title(resolved))
     if (out / run_files.CLIENTS_SUMMARY).exists():
         plot_clients(out, out / run_files.CLIENTS_FIGURE)
 

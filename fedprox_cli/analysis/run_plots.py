@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
 
 from ..common import metric_table as mt
 from ..common import run_files
@@ -21,7 +26,8 @@ from .plotting import (
     save_figure,
 )
 
-RUN_PANELS = (  # (metrics, y label, log y, first colour): the losses share a panel (legend)
+Panel = tuple[tuple[mt.Metric, ...], str, bool, int]  # metrics, y label, log y, first colour
+RUN_PANELS: tuple[Panel, ...] = (  # the losses share a panel (legend)
     ((mt.TRAIN_LOSS, mt.OBJECTIVE), "loss", True, 0),
     ((mt.TEST_ACC,), mt.TEST_ACC.label(), mt.TEST_ACC.log, 2),
     ((mt.STATIONARITY,), mt.STATIONARITY.label(), mt.STATIONARITY.log, 0),
@@ -41,7 +47,7 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     )
     diverged_at = rounds[bad][0] if bad.any() else None
     fig, axes = plt.subplots(1, len(RUN_PANELS), figsize=(13, 4.0))
-    handles: dict = {}
+    handles: dict[str, Artist] = {}
     for ax, panel in zip(axes, RUN_PANELS):
         _run_panel(ax, panel, df, diverged_at, handles)
     # a fixed layout with the legend inside the figure, below the axes: metrics.png is drawn
@@ -62,7 +68,13 @@ def plot_run(run_dir: Path, png_path: Path, title: str = "") -> None:
     save_figure(fig, png_path, laid_out=True)
 
 
-def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: dict) -> None:
+def _run_panel(
+    ax: Axes,
+    panel: Panel,
+    df: dict[str, np.ndarray],
+    diverged_at: float | None,
+    handles: dict[str, Artist],
+) -> None:
     """One panel of :func:`plot_run`: its columns' curves against round (a diverged run's
     finite part, its end marked), its legend entries added to ``handles``."""
     metrics, ylabel, log, first = panel
@@ -96,24 +108,26 @@ def _run_panel(ax, panel: tuple, df: dict, diverged_at: float | None, handles: d
     ax.grid(alpha=0.3)
 
 
-def partition_counts(run_dir: str | os.PathLike) -> np.ndarray:
+def partition_counts(run_dir: str | os.PathLike[str]) -> np.ndarray:
     """Counts (n, C): samples of class c held by client i, from a run folder's
     ``partition.npz`` and the labels of the dataset named in its ``config.yaml``."""
     from .. import data
 
-    run_dir = Path(run_dir)
-    cfg = run_files.read_config_node(run_dir)  # the record, not a typed run config
+    folder = Path(run_dir)
+    cfg = run_files.read_config_node(folder)  # the record, not a typed run config
     ds = data.load(cfg.dataset.name, cfg.data.root, cfg.dataset.get("_target_"))
     y = ds.train_y.numpy()
     return np.stack(
         [
             np.bincount(y[c], minlength=ds.num_classes)
-            for c in data.load_partition(run_dir / run_files.PARTITION)
+            for c in data.load_partition(folder / run_files.PARTITION)
         ]
     )
 
 
-def plot_partition(run_dir: str | os.PathLike, out: str | os.PathLike | None = None) -> Path:
+def plot_partition(
+    run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
+) -> Path:
     """Heatmap of the clients x classes count matrix of a run's partition; written to ``out``
     (default ``RUN/partition.png``). Returns the path written."""
     run_dir = Path(run_dir)

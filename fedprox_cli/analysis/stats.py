@@ -9,13 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ..common import metric_table as mt
 from ..common.errors import require
-from .groups import fmt, group, is_number, order
+from .groups import Group, fmt, group, is_number, order
 from .run import Run
 
 
@@ -90,13 +92,27 @@ def band(runs: list[Run], x: str, y: str) -> pd.DataFrame:
     return agg.fillna({"std": 0.0}).reset_index()
 
 
-def fit_line(xs, ys) -> tuple[float, float, float]:
+def fit_line(xs: ArrayLike, ys: ArrayLike) -> tuple[float, float, float]:
     """Least-squares slope, intercept and R^2 of ``ys`` on ``xs``."""
-    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
-    b, a = np.polyfit(xs, ys, 1)
-    ss = float(((ys - ys.mean()) ** 2).sum())
-    r2 = 1.0 - float(((ys - (a + b * xs)) ** 2).sum()) / ss if ss > 0 else 1.0
+    x, y = np.asarray(xs, float), np.asarray(ys, float)
+    b, a = np.polyfit(x, y, 1)
+    ss = float(((y - y.mean()) ** 2).sum())
+    r2 = 1.0 - float(((y - (a + b * x)) ** 2).sum()) / ss if ss > 0 else 1.0
     return float(b), float(a), r2
+
+
+Point = tuple[float, float, float, int, str]  # a key's value, mean, std, runs, the cell's text
+
+
+class Fit(TypedDict):
+    """A fit of :func:`slope`: the group's label, the line, its points, the per-seed slopes."""
+
+    label: str
+    slope: float
+    intercept: float
+    r2: float
+    points: list[Point]
+    seed_slopes: list[float]
 
 
 def slope(
@@ -105,7 +121,7 @@ def slope(
     metric: str = mt.STATIONARITY.name,
     final: str = "last",
     warn: Callable[[str], None] = lambda _: None,
-) -> list[dict]:
+) -> list[Fit]:
     """Least-squares slope of log(final metric) against log(key) (FedNMap Figs. 3b, 4b), one fit
     per group of the other keys, on the means over seeds; with R^2, and with several seeds
     a fit per seed (``seed_slopes``: the slopes of the seeds present at two or more values of
@@ -120,7 +136,7 @@ def slope(
     ]
 
 
-def _fit(curve, key: str, metric: str, final: str, warn: Callable[[str], None]) -> dict:
+def _fit(curve: Group, key: str, metric: str, final: str, warn: Callable[[str], None]) -> Fit:
     """:func:`slope`'s fit of one group of runs (``curve``): on the means over seeds, and per
     seed."""
     pts, per_seed = _points(curve.runs, key, metric, final, warn)
@@ -147,11 +163,11 @@ def _fit(curve, key: str, metric: str, final: str, warn: Callable[[str], None]) 
 
 def _points(
     runs: list[Run], key: str, metric: str, final: str, warn: Callable[[str], None]
-) -> tuple[list, dict]:
+) -> tuple[list[Point], dict[tuple[object, ...], list[tuple[float, float]]]]:
     """The points of :func:`slope`'s fit, value by value of ``key``: ``(value, mean, std, n,
     text)`` of the runs that count, and each seed's ``(value, final)`` pairs."""
-    pts: list = []
-    per_seed: dict = {}
+    pts: list[Point] = []
+    per_seed: dict[tuple[object, ...], list[tuple[float, float]]] = {}
     for v, rs in sorted(_by(runs, key).items(), key=lambda kv: order([kv[0]])):
         cell = Cell.of(rs, metric, final)
         if cell.n == 0:
@@ -169,7 +185,7 @@ def _points(
     return pts, per_seed
 
 
-def seed_interval(fit: dict) -> str:
+def seed_interval(fit: Fit) -> str:
     """``-1.44 ± 0.02 (min -1.46, max -1.42; 3 seeds)`` from a fit's per-seed slopes, or ``""``."""
     s = np.array(fit["seed_slopes"])
     if len(s) < 2:
@@ -193,8 +209,8 @@ def determined_by(runs: list[Run], key: str) -> list[str]:
     )
 
 
-def _by(runs: list[Run], key: str) -> dict:
-    out: dict = {}
+def _by(runs: list[Run], key: str) -> dict[Any, list[Run]]:  # a config value -> its runs
+    out: dict[Any, list[Run]] = {}
     for r in runs:
         out.setdefault(r.config.get(key), []).append(r)
     return out

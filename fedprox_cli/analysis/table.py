@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,6 +51,7 @@ FORMATS = {".md": "md", ".tex": "latex", ".csv": "csv"}
 # The CSV's statistic columns: the ``:`` no config key has keeps them apart from the key columns
 STATS = ("metric:name", "metric:mean", "metric:std", "metric:seeds", "metric:left_out")
 BOLD = ("auto", "column", "row", "none")
+Say = Callable[[str], str]  # a shown text as printed: renamed, or a method's printed name
 
 
 @dataclass
@@ -61,7 +64,9 @@ class Spec:
     ratio_to: str | None = None  # append each mean's ratio to this column value's, same row
     ratio_prev: bool = False  # ... and to the same column's mean in the previous row
     final: str = "last"
-    names: dict = field(default_factory=dict)  # renames of shown values, keys, metrics (not in CSV)
+    names: dict[str, str] = field(
+        default_factory=dict
+    )  # renames of shown values, keys, metrics (not in CSV)
 
 
 PRESETS = {  # the papers' layouts
@@ -80,10 +85,10 @@ PRESETS = {  # the papers' layouts
 @dataclass
 class Table:
     row_keys: list[str]  # the config keys naming the rows
-    rows: list[dict]  # per row: its values of row_keys
-    cols: list  # the values of the column key
+    rows: list[dict[str, Any]]  # per row: its values of row_keys
+    cols: list[Any]  # the values of the column key (config values)
     headers: list[str]  # per column: its value, plus keys fixed by it alone
-    cells: dict  # (row index, column value) -> Cell (absent: no such runs)
+    cells: dict[tuple[int, Any], Cell]  # (row index, column value) -> Cell (absent: no such runs)
 
 
 def pivot(
@@ -172,7 +177,7 @@ def _value(cell: Cell, spec: str, pm: str) -> str:
     return f"{cell.mean:{spec}}" + (f" {pm} {cell.std:{spec}}" if cell.n > 1 else "")
 
 
-def _index(first: Table, say) -> pd.Index:
+def _index(first: Table, say: Say) -> pd.Index:
     """The rows: a MultiIndex of the row keys' values (printed names), or one unnamed row."""
     if not first.row_keys:
         return pd.Index([""] * len(first.rows))
@@ -185,7 +190,7 @@ def _index(first: Table, say) -> pd.Index:
     )
 
 
-def _columns(first: Table, spec: Spec, say) -> pd.Index:
+def _columns(first: Table, spec: Spec, say: Say) -> pd.Index:
     """(metric, header) pairs, the headers of one metric, or the metrics (no column key)."""
     headers = [say(fmt(c)) + h[len(fmt(c)) :] for c, h in zip(first.cols, first.headers)]
     metrics = [say(m) for m in spec.metrics]
@@ -196,7 +201,9 @@ def _columns(first: Table, spec: Spec, say) -> pd.Index:
     return pd.MultiIndex.from_tuples([(m, h) for m in metrics for h in headers])
 
 
-def _texts(cells: pd.DataFrame, first: Table, spec: Spec, means, uniform: bool, pm: str):
+def _texts(
+    cells: pd.DataFrame, first: Table, spec: Spec, means: pd.DataFrame, uniform: bool, pm: str
+) -> pd.DataFrame:
     """Each cell as text (``0.8100 ± 0.0100``, its runs said in it unless ``uniform``)."""
     text = pd.DataFrame("", index=cells.index, columns=cells.columns)
     for j, (m, c) in enumerate((m, c) for m in spec.metrics for c in first.cols):
@@ -220,7 +227,9 @@ def _bold(cells: pd.DataFrame, means: pd.DataFrame, first: Table, spec: Spec) ->
     return _best(shown, stds, spec)
 
 
-def caption(spec: Spec, first: Table, ns: Counter, uniform: bool, single: bool, say) -> str:
+def caption(
+    spec: Spec, first: Table, ns: Counter[int], uniform: bool, single: bool, say: Say
+) -> str:
     """What the table shows, as sentences: the metrics at which evaluation, per what (the row
     and column keys), how many seeds a cell holds, and what bold means."""
     k = next(iter(ns)) if uniform else 0
@@ -259,10 +268,14 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     require(spec.bold in BOLD, f"bold must be one of {', '.join(BOLD)}, got {spec.bold!r}")
     tables = {m: pivot(runs, m, spec.column, spec.final, spec.rows) for m in spec.metrics}
     first = next(iter(tables.values()))
-    printed = {}  # methods as the papers print them, in the column's or a row key's values
+    # methods as the papers print them, in the column's or a row key's values
+    printed: dict[str, str] = {}
     for key in [*([spec.column] if spec.column else []), *(spec.rows or [])]:
         printed.update(method_names([r.config for r in runs], config_key(runs, key)))
-    say = lambda v: spec.names.get(v, printed.get(v, v))  # noqa: E731
+
+    def say(v: str) -> str:
+        return spec.names.get(v, printed.get(v, v))
+
     index, columns = _index(first, say), _columns(first, spec, say)
     cells = pd.DataFrame(
         [
@@ -293,7 +306,14 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
 
 
 def _ratios(
-    spec: Spec, means: pd.DataFrame, cols: list, i: int, j: int, c, m: str, row_keys
+    spec: Spec,
+    means: pd.DataFrame,
+    cols: list[Any],
+    i: int,
+    j: int,
+    c: object,
+    m: str,
+    row_keys: list[str],
 ) -> str:
     notes = []
     here = means.iat[i, j]
@@ -344,7 +364,7 @@ def _best(means: pd.DataFrame, stds: pd.DataFrame, spec: Spec) -> pd.DataFrame:
     return pd.DataFrame(bold, index=means.index, columns=means.columns)
 
 
-def _tidy(tables: dict, spec: Spec) -> pd.DataFrame:
+def _tidy(tables: dict[str, Any], spec: Spec) -> pd.DataFrame:
     """One row per cell: the row keys' and the column key's values as the runs have them,
     under names that no statistic column (:data:`STATS`) shares, then the statistics."""
     first = next(iter(tables.values()))
@@ -365,7 +385,7 @@ def render(runs: list[Run], spec: Spec, fmt_name: str = "md", label: str = "") -
     ``\\textbf``, the note as the caption, ``label`` its ``\\label``: by default ``tab:`` and
     the metrics) or ``csv`` (one row per cell, numbers)."""
     if fmt_name == "csv":
-        return build(runs, spec).tidy.to_csv(index=False)
+        return str(build(runs, spec).tidy.to_csv(index=False))
     if fmt_name == "latex":
         return booktabs(build(runs, spec, pm=r"$\pm$"), label or "tab:" + "-".join(spec.metrics))
     require(fmt_name == "md", f"format must be md, latex or csv, got {fmt_name!r}")
@@ -393,6 +413,6 @@ def output_format(out: Path | None, given: str | None) -> str:
     return FORMATS[out.suffix]
 
 
-def preset(name: str, **changes) -> Spec:
+def preset(name: str, **changes: Any) -> Spec:  # changes: Spec's fields, None: the preset's
     require(name in PRESETS, f"unknown preset {name!r} (presets: {', '.join(PRESETS)})")
     return replace(PRESETS[name], **{k: v for k, v in changes.items() if v is not None})

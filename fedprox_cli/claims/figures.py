@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from ..analysis import groups as grouping
-from ..analysis.curves import mean_curve, style
+from ..analysis.curves import Style, mean_curve, style
 from ..analysis.names import method_names
 from ..analysis.plotting import (
     at_data,
@@ -113,14 +114,14 @@ def _num(v: str) -> bool:
         return False
 
 
-def _mean_curve(ax, ok: list[Run], x: str, y: str, scale: float, log: bool, st: dict):
+def _mean_curve(ax, ok: list[Run], x: str, y: str, scale: float, log: bool, st: Style):
     """The mean curve of ``ok`` (its line; the band of one std where there are two or more;
     its x and mean), drawn as fedrun-plot draws one (:func:`analysis.curves.mean_curve`)."""
     line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st, marks=8, markersize=3)
     return line, spread, (xs, mean)
 
 
-def _alone(ax, claim: Claim, r: Run, x: str, y: str, scale: float, log: bool, st: dict, state):
+def _alone(ax, claim: Claim, r: Run, x: str, y: str, scale: float, log: bool, st: Style, state):
     """A run outside the mean (diverged, collapsed, unfinished): dotted, its end marked."""
     why = (
         f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
@@ -199,7 +200,7 @@ def _curves_panel(
             handles.setdefault(name, line)
             bands += [spread] if spread else []
         else:  # no run in the mean: the curve is still named, by its style
-            handles.setdefault(name, plt.Line2D([], [], **{**st, "markersize": 3}))
+            handles.setdefault(name, Line2D([], [], **st, markersize=3))
         for r in by[v]:
             _alone(ax, claim, r, x, y, scale, log, st, state)
     state["clipped"] = clip_bands(ax, bands) or state["clipped"]

@@ -98,7 +98,7 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
     options.add_label_arguments(p, "shown values, keys and metrics (not in CSV)")
 
 
-def slope_table(fits: list[dict], key: str, metric: str) -> str:
+def slope_table(fits: list[stats.Fit], key: str, metric: str) -> str:
     body = [
         [
             f["label"],
