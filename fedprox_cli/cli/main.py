@@ -1,4 +1,5 @@
-"""The ``fedrun`` command: Hydra composes the config, :func:`runner.run` does the work.
+"""The ``fedrun`` command: Hydra composes the config, the runs layer does the work
+(:func:`runs.face.run_job`).
 
 The fault contract (docs/robustness.md, "Faults and exit codes"): every fault is one line on stderr
 and an exit code
@@ -14,7 +15,7 @@ ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the 
 from those records lists every job that did not finish, including those that never started,
 then the table of its jobs (:mod:`jobtable`); while the jobs run, this process prints their
 start, progress and closing lines (:mod:`watch`). A single run of a preset that defines a sweep
-says so (:func:`_run`).
+says so (:func:`runs.face.run_job`).
 
 Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
 ``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
@@ -53,7 +54,7 @@ from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import compose_once, launch, plugin_defaults, resolvers
-from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
+from ..runs import face
 from . import drawer, sweep, watch
 from .faults import crash, one_line
 
@@ -128,7 +129,7 @@ def _job_in(composed: DictConfig) -> float:
     noted = len(signals.received)
     with console.as_job(f"job {hc.job.num}" if multirun else ""):
         try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
-            code = _run(hc, composed, out, progress=watch.bars(hc.launcher._target_))
+            code = face.run_job(hc, composed, out, watch.bars(hc.launcher._target_), drawer.figures)
         except Exception as e:  # outside the run's own handling: one line, the sweep goes on
             said = len(console.errors)
             code = fault(e)
@@ -206,35 +207,6 @@ def _remove_made(out: Path) -> None:
             p = p.parent
     except OSError:
         pass  # another process wrote there meanwhile, or it cannot be removed: it stays
-
-
-def _run(hc, composed: DictConfig, out: Path, progress: bool) -> int:
-    """The job's run into ``out``: its config validated once (:func:`runner.validated`, bad
-    input ending by the run's own error ladder), then run (:func:`runner.run`). A run without
-    ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep first says, once its
-    config is valid, that it runs one config (the preset's own values) and what ``-m`` would
-    run."""
-    from ..runs import runner  # here, so that config errors are reported before torch loads
-
-    reference = reference_for(
-        composed, dict(hc.runtime.choices), overrides(hc), compose_once.reference()
-    )
-    ladder = runner.Ladder()
-    with ladder.guard():
-        runs = runner.validated(composed, reference)
-    if ladder.code is not None:
-        return ladder.code
-    note = one_of_a_sweep(hc) if hc.mode.name != "MULTIRUN" else None
-    if note:
-        say(note, "note")
-    return runner.run(
-        runs,
-        out,
-        progress=progress,
-        command=command(hc),
-        hydra_record=hydra_files(composed, hc),
-        plot=drawer.figures,
-    )
 
 
 class SweepReport(Callback):
