@@ -104,6 +104,9 @@ class RunSet:
     provenance: str = ""  # where a file measured elsewhere came from (commit, device, command)
     unreachable: dict = field(default_factory=dict)  # metric -> why a level's bound is out of
     # reach on this stand-in, said where no run here reaches it (then it decides nothing here)
+    tuning: dict = field(default_factory=dict)  # a declared tuning protocol for the steps the
+    # paper does not give: seed, grid, steps (method -> its step's key), metric (.tuning)
+    role: str = "primary"  # primary (may decide the word) or supporting (shown, never deciding)
 
     def declared(self) -> list[tuple[tuple, int]]:
         """Every declared run as ((key, value) pairs, seed)."""

@@ -154,22 +154,44 @@ class StopAfterRound:
 
 
 @contextmanager
+def _only(handler: Callable[[int, FrameType | None], Any]) -> Iterator[None]:
+    """Inside the block ``handler`` handles :data:`SIGNALS` (:func:`_install`); the handlers in
+    force before come back as it ends (main thread only; elsewhere signals do not arrive in
+    Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = _install(handler)
+    try:
+        yield
+    finally:
+        for s, before in old.items():
+            signal.signal(s, signal.SIG_DFL if before is None else before)
+
+
+@contextmanager
 def deferred() -> Iterator[None]:
     """Hold :data:`SIGNALS` inside the block (a file being written) and deliver them, to the
     handlers in force before it, as it ends (main thread only; elsewhere signals do not
     arrive in Python)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     held: list[int] = []
-    old = _install(lambda signum, frame: held.append(signum))
     try:
-        yield
+        with _only(lambda signum, frame: held.append(signum)):
+            yield
     finally:
-        for s, handler in old.items():
-            signal.signal(s, signal.SIG_DFL if handler is None else handler)
         for s in held:
             signal.raise_signal(s)
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """A stop under way: inside the block (a stopped run recording its end) every stop signal
+    is noted in :data:`received` and nothing more -- the stop it asks for is being made, and a
+    ``KeyboardInterrupt`` raised in the middle would leave the run's folder without its end (a
+    sweep's worker gets the user's Ctrl-C and, an instant later, the launching process's own
+    signal: :mod:`cluster.pool`). The handlers in force before come back as it ends."""
+    with _only(lambda signum, frame: received.append(signum)):
+        yield
 
 
 HELD = (signal.SIGINT,)  # what a terminal's Ctrl-C sends to its whole process group
