@@ -50,9 +50,8 @@ class Run:
     metrics: pd.DataFrame
     status: str  # summary.json's status; "missing" without a readable summary
     error: str = ""  # summary.json's error message, if any
-    code: dict[str, Any] = field(
-        default_factory=dict
-    )  # summary.json's code record (runs.code_record)
+    # summary.json's code record (runs.code_record)
+    code: dict[str, Any] = field(default_factory=dict)
     mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
 
     def column(self, name: str) -> np.ndarray:
