@@ -23,7 +23,7 @@ from .common import run_files
 from .common.errors import EXIT
 from .common.package import CONF_DIR
 from .common.streams import escaped
-from .runs.outputs import runs_in
+from .runs import view
 
 _STATUS = {code: status for status, code in EXIT.items()}
 _PLAIN = re.compile(r"^[\w.:/+-]+$")  # a string Hydra's override grammar takes unquoted
@@ -62,28 +62,20 @@ def overrides_of(config: dict[str, Any] | list[str] | tuple[str, ...]) -> list[s
     return list(config)
 
 
-def _metrics(folder: Path) -> pd.DataFrame:
-    return run_files.read_metrics(folder, strict=False)
-
-
 def _result(folder: Path, code: int) -> Run:
-    """The :class:`Run` of a finished call of :func:`runner.run` into ``folder``."""
-    folders = [f for f in runs_in(folder) if f != folder]
-    if not folders:  # one run (or none written)
-        summary = run_files.read_summary(folder) if (folder / run_files.SUMMARY).exists() else {}
-        return Run(folder, _STATUS.get(code, "error"), code, summary, _metrics(folder))
-    seeds = [int(f.name.split("_")[-1]) for f in folders]
+    """The :class:`Run` of a finished call of :func:`runner.run` into ``folder``, made from the
+    views of the runs it wrote (:mod:`.runs.view`)."""
+    runs = [view.read(f) for f in view.runs_in(folder)]
+    status = _STATUS.get(code, "error")
+    if [r.path for r in runs] in ([], [folder]):  # one run (or none written)
+        summary = runs[0].summary if runs else {}
+        return Run(folder, status, code, summary, view.read(folder).metrics(strict=False))
+    seeds = [int(r.path.name.removeprefix(run_files.SEED_PREFIX)) for r in runs]
     metrics = pd.concat(
-        [_metrics(f).assign(seed=s) for s, f in zip(seeds, folders)], ignore_index=True
+        [r.metrics(strict=False).assign(seed=s) for s, r in zip(seeds, runs)], ignore_index=True
     )
     metrics = metrics[["seed", *[c for c in metrics.columns if c != "seed"]]]
-    return Run(
-        folder,
-        _STATUS.get(code, "error"),
-        code,
-        {s: run_files.read_summary(f) for s, f in zip(seeds, folders)},
-        metrics,
-    )
+    return Run(folder, status, code, {s: r.summary for s, r in zip(seeds, runs)}, metrics)
 
 
 def _default_folder(composed: DictConfig) -> Path:

@@ -188,11 +188,11 @@ NAMED = {
         [f"evidence fednmap_fig5: a symbolic link to {{elsewhere}}, {LINKED}"],
         "deleted",
     ),
-    "a digest line edited": (_edit_digest, [EDITED, "evidence fednmap_fig5/3: metrics.csv"], ""),
+    "a digest line edited": (_edit_digest, [EDITED], "evidence fednmap_fig5/3"),
     "the digest file cut to one line": (
         lambda w: _edit_digest(w, keep=1),
         [EDITED],
-        "",
+        "added",
     ),
     "a digest line outside every claim": (
         lambda w: (
@@ -239,3 +239,11 @@ def test_a_changed_claims_file_is_named_by_its_digest():
         "fedprox_cli/claims/x.yaml: changed since the report was written (b -> c)"
     ]
     assert digests.edited(report, {**now, "fedprox_cli/claims/x.yaml": "b"}) == []
+
+
+@pytest.mark.parametrize("keep", [None, 1])
+def test_an_edited_digest_file_is_one_line_naming_it_and_blames_no_run(copy, capsys, keep):
+    _edit_digest(copy, keep=keep)
+    code, out = check(copy, capsys)
+    said = [x for x in out.splitlines() if ": check: " in x and ": check: note: " not in x]
+    assert code == 1 and len(said) == 1 and EDITED in said[0], out

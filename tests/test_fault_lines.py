@@ -11,8 +11,8 @@ import sys
 import pytest
 from conftest import child_env, fedrun
 
+from fedprox_cli.runs import view
 from fedprox_cli.runs.lock import RunLock
-from fedprox_cli.runs.outputs import effective_status
 
 TINY = ["dataset=digits", "model=linear", "n=4", "K=2", "T=3"]
 ENV = child_env(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
@@ -61,11 +61,11 @@ def test_a_locked_run_is_running_whatever_the_readers_clock_says(tmp_path):
     (tmp_path / "summary.json").write_text(
         json.dumps({"status": "running", "heartbeat": "2001-01-01T00:00:00+00:00"})
     )
-    assert effective_status(tmp_path) == "dead"
+    assert view.status(tmp_path) == "dead"
     with RunLock(
         tmp_path
     ):  # a live process holds it: its heartbeat's age on this clock does not matter
-        assert effective_status(tmp_path) == "running"
+        assert view.status(tmp_path) == "running"
 
 
 def test_a_long_folder_name_is_shortened_in_the_line(tmp_path):

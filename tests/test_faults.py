@@ -31,8 +31,7 @@ from conftest import child_env, job_folders, processes_of_session
 from data_fixtures import a9a_files, leaf_files, mnist_files, write_idx
 
 from fedprox_cli.common.run_files import read_summary
-from fedprox_cli.runs import checkpoint
-from fedprox_cli.runs.outputs import effective_status
+from fedprox_cli.runs import checkpoint, view
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = child_env(OMP_NUM_THREADS="1")
@@ -520,7 +519,7 @@ def test_fault(name, faults):
     if case.code == 2:
         assert lines[0].startswith("fedrun: error: "), p.stderr
     for summary in work.rglob("summary.json"):  # a finished process leaves no "running"
-        assert effective_status(summary.parent) not in ("running", "dead"), summary
+        assert view.status(summary.parent) not in ("running", "dead"), summary
         if case.code:
             assert read_summary(summary.parent)["status"] != "finished" or before
     for f, content in before.items():
@@ -695,13 +694,13 @@ def test_a_killed_run_reads_dead_and_resumes(tmp_path):
     run = tmp_path / "run"
     proc = _start(tmp_path, *LONG, f"hydra.run.dir={run}")
     _wait_running(run, also="checkpoint.pt")
-    assert effective_status(run) == "running"
+    assert view.status(run) == "running"
     s = read_summary(run)
     assert s["pid"] == proc.pid and s["host"] and s["heartbeat"]
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert read_summary(run)["status"] == "running"  # what the file says ...
-    assert effective_status(run) == "dead"  # ... and the truth
+    assert view.status(run) == "dead"  # ... and the truth
     done = checkpoint.load(run / "checkpoint.pt", torch.device("cpu")).round
     p = fedrun(*LONG, f"T={done + 1}", f"hydra.run.dir={run}", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -1033,7 +1032,7 @@ def test_a_signal_at_any_phase_stops_the_sweep(phase, tmp_path):
     assert p.returncode == 130, (p.returncode, p.stderr)
     jobs = job_folders(sweep)  # none when the signal came while the sweep's jobs were checked
     assert len(jobs) in (0, 3), jobs
-    statuses = [effective_status(j) for j in jobs] or ["missing"] * 3
+    statuses = [view.status(j) for j in jobs] or ["missing"] * 3
     assert statuses[2] == "missing" and not {"running", "dead"} & set(statuses), statuses
 
 
@@ -1105,7 +1104,7 @@ def test_sigterm_to_a_joblib_sweep_stops_every_worker(tmp_path):
     start = time.time()
     proc.communicate(timeout=120)
     assert time.time() - start < 30
-    statuses = [effective_status(j) for j in job_folders(sweep)]
+    statuses = [view.status(j) for j in job_folders(sweep)]
     # a worker joblib's abort killed is recorded as interrupted by the sweep: no status says
     # running (or dead) where the sweep itself stopped it
     assert statuses[:2] == ["interrupted"] * 2 and statuses[2:] == ["missing"] * 2, statuses

@@ -17,9 +17,8 @@ import pytest
 from conftest import child_env, fedrun
 
 from fedprox_cli.common.errors import UserError
-from fedprox_cli.runs import lock, owner
+from fedprox_cli.runs import lock, owner, view
 from fedprox_cli.runs.lock import RunLock, holder
-from fedprox_cli.runs.outputs import effective_status
 
 HOLD = """
 import sys, time
@@ -70,7 +69,7 @@ def test_a_deleted_lock_lets_no_second_writer_in(held):
     assert "its lock file was deleted under it" in str(e.value)
     assert holder(folder).startswith(f"pid {pid} on host")  # fedrun-report: running, not dead
     (folder / "summary.json").write_text(json.dumps({"status": "running"}))
-    assert effective_status(folder) == "running"
+    assert view.status(folder) == "running"
 
 
 def test_a_flock_that_does_nothing_lets_no_second_writer_in(held, monkeypatch):

@@ -41,10 +41,7 @@ def run(tmp: Path, name: str, status="finished", **config) -> Run:
     )
     if status == "diverged":
         df.loc[df.index[-3:], ["train_loss", "objective", "stationarity"]] = np.nan
-    path = tmp / name
-    path.mkdir(parents=True)
-    (path / "summary.json").write_text('{"dimension": 100}')
-    return Run(path, {"T": 200, **config}, df, status)
+    return Run(tmp / name, {"T": 200, **config}, df, status, summary={"dimension": 100})
 
 
 def test_every_claim_with_runs_declares_its_figure_or_table():

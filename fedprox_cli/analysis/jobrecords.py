@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..common import guarded
 from ..common.files import atomic_write_text
+from ..runs import view
 
 RECORDS = Path(".fedrun") / "jobs"
 LAUNCH = "FEDRUN_SWEEP_LAUNCH"  # the launch's id, set by the launching process for its jobs
@@ -31,7 +32,7 @@ class JobRecord:
     overrides: list[str]
     folder: str  # absolute
     code: int | None = None  # None: planned, not ended (yet)
-    status: str = "not started"
+    status: str = view.NOT_STARTED
     reason: str = ""
     written: float = field(default_factory=time.time)
     launch: str = field(default_factory=lambda: os.environ.get(LAUNCH, ""))

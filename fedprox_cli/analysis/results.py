@@ -21,31 +21,29 @@ from ..common.errors import require
 from ..common.files import StrPath
 from ..common.flatten import flatten
 from ..config.keys import complete
+from ..runs import view
 from ..runs.code_record import mixed, mixed_line
-from ..runs.outputs import status_in
-from . import jobrecords, scan
+from . import jobrecords
 from .groups import config_key, is_run_control, matches, once
 from .run import CHOICE, Run, status_text
 
 PROGRESS_RUNS, PROGRESS_S = 100, 5.0  # more runs than this: a line every PROGRESS_S while read
 
 
-def _choices(run_dir: Path) -> dict[str, Any]:
+def _choices(run: view.RunView) -> dict[str, Any]:
     """The config groups chosen, as ``choice:<group>`` keys (a group with no option chosen, a
     Hydra group and a run-control group left out)."""
     return {
         f"{CHOICE}{g}": c
-        for g, c in run_files.read_choices(run_dir).items()
+        for g, c in run.choices().items()
         if c is not None and not g.startswith("hydra/") and not is_run_control(g)
     }
 
 
-PRUNE = (run_files.HYDRA, run_files.KEPT, ".fedrun", ".submitit")  # folders that hold no run
-
-
 class Skipped(NamedTuple):
     """A folder that :func:`load` leaves out: its path, why (a few words), and for a run that
-    wrote no ``metrics.csv`` its status (:func:`outputs.status_in`; None: it cannot be read)."""
+    wrote no ``metrics.csv`` its status (:attr:`runs.view.RunView.status`; None: it cannot be
+    read)."""
 
     path: Path
     why: str
@@ -60,31 +58,23 @@ def find_runs(
     warn: Callable[[str], None] = lambda _: None,
     skipped: Callable[[Skipped], None] | None = None,
 ) -> list[Path]:
-    """Run folders among ``paths``: each is a run folder or a folder searched recursively
-    (:func:`.scan.walk`: a folder that cannot be listed is named through ``warn`` and the others
-    read). A folder with a ``summary.json`` or ``config.yaml`` but no ``metrics.csv`` (a run that
-    stopped before its first evaluation) goes to ``skipped`` (default: its line through
-    ``warn``)."""
+    """Run folders among ``paths``, each a run folder or a folder searched recursively
+    (:func:`runs.view.find`: a folder that cannot be listed is named through ``warn`` and the
+    others read), a sweep's jobs in the order it launched them (:func:`launch_order`). A run
+    folder without a ``metrics.csv`` (a run that stopped before its first evaluation) goes to
+    ``skipped`` (default: its line through ``warn``)."""
     skip = skipped or (lambda s: warn(s.line()))
-    found = []
-    marks = {run_files.METRICS, run_files.SUMMARY}
+    found: list[Path] = []
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such results folder: {p}")
-        held = scan.walk([p], warn, PRUNE)
-        top = next(held, None)
-        if top is None:  # named in the line walk gave
-            continue
-        if top[1] & marks:
-            dirs = [top]
-        else:
-            below = [top, *held]
-            order = launch_order([d for d, names in below if ".fedrun" in names], warn)
-            dirs = sorted(((d, n) for d, n in below if n & marks), key=lambda dn: order(dn[0]))
-        for d, names in dirs:
+        held = list(view.find([p], warn))
+        order = launch_order([d for d, names in held if view.is_sweep(names)], warn)
+        runs = [(d, names) for d, names in held if view.is_run(names)]
+        for d, names in sorted(runs, key=lambda dn: order(dn[0])):
             if run_files.METRICS in names:
                 found.append(d)
             else:
-                status = _status(d)[0]
+                status = view.read(d).status
                 skip(Skipped(d, f"no metrics.csv (status: {status_text(status)})", status))
     found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
@@ -109,39 +99,24 @@ def launch_order(
     return key
 
 
-def _status(run_dir: Path) -> tuple[str, str, dict[str, Any], str]:
-    """The run's effective status (``dead`` for a recorded ``running`` whose process
-    is gone: :func:`outputs.status_in`), its error message, its code record and what
-    its record says of a change of code (:func:`code_record.mixed_line`);
-    :class:`run_files.RunFileError` for a summary.json that cannot be read."""
-    try:
-        summary = run_files.read_summary(run_dir, typed=True)
-    except run_files.RunFileError:
-        raise
-    except (OSError, ValueError):
-        summary = {}
-    return (
-        status_in(run_dir, summary),
-        str(summary.get("error", "")),
-        summary.get("code", {}),
-        mixed_line(summary.get("code_history")) or "",
-    )
-
-
 def load_run(run_dir: Path) -> Run:
-    """One run folder, a view of its files (:mod:`common.run_files`);
-    :class:`run_files.RunFileError` when its config or metrics cannot be read."""
-    cfg = run_files.read_config(run_dir)
-    metrics = run_files.read_metrics(run_dir)
-    status, error, code, mixed_code = _status(run_dir)
+    """One run folder, a view of its files (:mod:`runs.view`); :class:`run_files.RunFileError`
+    when its config, metrics or summary cannot be read (a summary holding a field of another
+    type included: corrupt)."""
+    run = view.read(run_dir)
+    cfg = run.config()
+    metrics = run.metrics()
+    if run.fault is not None:
+        raise run.fault
     return Run(
         run_dir,
-        {**complete(flatten(cfg)), **_choices(run_dir)},
+        {**complete(flatten(cfg)), **_choices(run)},
         metrics,
-        status,
-        error,
-        code,
-        mixed_code,
+        run.status,
+        run.error,
+        run.summary.get("code", {}),
+        mixed_line(run.summary.get("code_history")) or "",
+        run.summary,
     )
 
 

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..common import metric_table as mt
+from ..common.run_files import SummaryRecord
+from ..runs import view
 
 CHOICE = "choice:"  # prefix of config-group choice keys (choice:algorithm)
 TIME, BYTES = "time", "bytes"  # the x axes besides the round: derived from the counters
@@ -36,7 +38,7 @@ FINALS = ("last", "tail")  # final value: the last evaluation, or the mean of th
 
 def status_text(status: str) -> str:
     """A summary status as a cell shows it (``missing`` -> ``no summary``)."""
-    return "no summary" if status == "missing" else status
+    return "no summary" if status == view.MISSING else status
 
 
 def is_replicate(key: str) -> bool:
@@ -48,11 +50,12 @@ class Run:
     path: Path
     config: dict[str, Any]  # flat: dotted keys -> scalars, plus choice:<group> keys
     metrics: pd.DataFrame
-    status: str  # summary.json's status; "missing" without a readable summary
+    status: str  # the run's status (runs.view.RunView.status)
     error: str = ""  # summary.json's error message, if any
     # summary.json's code record (runs.code_record)
     code: dict[str, Any] = field(default_factory=dict)
     mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
+    summary: SummaryRecord = field(default_factory=SummaryRecord)  # its summary.json
 
     def column(self, name: str) -> np.ndarray:
         return np.asarray(sum(self.metrics[c] for c in X_COLUMNS.get(name, (name,))), float)

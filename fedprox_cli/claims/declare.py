@@ -118,6 +118,10 @@ class RunSet:
     # metric -> why a level's bound is out of reach on this stand-in, said where no run here
     # reaches it (then it decides nothing here)
     unreachable: dict[str, str] = field(default_factory=dict)
+    # a declared tuning protocol for the steps the paper does not give: seed, grid, steps
+    # (method -> its step's key), metric (.tuning)
+    tuning: dict[str, Any] = field(default_factory=dict)
+    role: str = "primary"  # primary (may decide the word) or supporting (shown, never deciding)
 
     def declared(self) -> list[tuple[Point, int]]:
         """Every declared run as ((key, value) pairs, seed)."""

@@ -129,14 +129,22 @@ def edited(report: str, now: dict[str, str]) -> list[str]:
     out = []
     for n, d in now.items():
         if was.get(n) != d:
-            what = (
-                "the digest file itself was edited (its own digest differs): differences of the "
-                "runs below may be edits of its lines"
-                if n.endswith(FILE)
-                else "changed"
+            what = "the digest file itself was edited" if n.endswith(FILE) else "changed"
+            out.append(
+                f"{n}: {what} since the report was written ({was.get(n, 'none')} -> {d})"
+                + (
+                    ": the runs are not compared with its lines (`fedrun-reproduce record` "
+                    "writes it from the runs)"
+                )
+                * n.endswith(FILE)
             )
-            out.append(f"{n}: {what} since the report was written ({was.get(n, 'none')} -> {d})")
     return out
+
+
+def self_edited(edits: list[str]) -> bool:
+    """Whether :func:`edited`'s lines name the digest file itself: then its lines are no record
+    to blame the runs by (:func:`changes` is not read)."""
+    return any(e.startswith(f"reproduction/{FILE}: ") for e in edits)
 
 
 def read(root: Path) -> dict[str, str]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..analysis.run import Run
 from ..common.errors import UserError
-from . import bench, sensitivity
+from . import bench, sensitivity, tuning
 from .declare import Claim, Point, RunSet, Test
 from .loading import (
     PRESENT,
@@ -27,6 +27,7 @@ from .loading import (
     where,
 )
 from .text import canon, num, value_name
+from .tuning import Pick
 from .units import Outcome, Unit, noise, read_noise, units
 
 
@@ -58,6 +59,7 @@ class Evidence:
     choices: list[tuple[Point, list[Outcome], int, int, int]] = field(default_factory=list)
     # with choices: the runs compared at every combination, and diverged
     reused: tuple[int, int] = (0, 0)
+    picks: list[Pick] = field(default_factory=list)  # with a tuning protocol: each method's Pick
 
 
 def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
@@ -176,6 +178,34 @@ def _choices(
         ev.choices.append((values, [o for o in found if o.units], len(at), len(want), diverged))
 
 
+def _tuned(
+    claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool
+) -> Evidence:
+    """The evidence of a run set with a tuning protocol (:mod:`.tuning`): its tuning runs
+    first; once all are here, each method's step by the rule, and the tests read on the run
+    set's seeds at the chosen steps (without the methods that have none). The counts are of
+    both; the seeds are the verdict's."""
+    trials, t = tuning.trials(rs), tuning.of(rs)
+    first = gather(claim, trials, root, warn, strict=False)
+    known = {t.seed, *(s for other in claim.ran for s in other.seeds)}  # the folders are shared
+    if first.missing:  # the verdict's runs are declared, at steps not chosen yet
+        first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
+        first.extra = [s for s in first.extra if s not in known]
+        return first
+    runs = load_runs(claim, trials, root, warn, strict=False)[0]
+    tried = [r for r in runs if r.config.get("seed") == t.seed and r.status in PRESENT]
+    picks = [tuning.pick(t, m, tried) for m in t.steps]
+    dropped = {p.method for p in picks if p.step is None}
+    tests = tuple(tuning.without(x, dropped) for x in claim.tests)
+    ev = gather(replace(claim, tests=tests), tuning.chosen(rs, picks), root, warn, strict)
+    ev.runset, ev.picks = rs, picks
+    ev.present, ev.declared = ev.present + first.present, ev.declared + first.declared
+    ev.minutes += first.minutes
+    ev.findings = first.findings + ev.findings
+    ev.extra = [s for s in ev.extra if s not in known]
+    return ev
+
+
 def gather(
     claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool = True
 ) -> Evidence:
@@ -183,6 +213,8 @@ def gather(
     (none while runs are missing). ``strict``: a folder without the claim's runs is a user error."""
     if not rs.folders:  # a benchmark file
         return _bench(claim, rs, root, strict)
+    if rs.tuning:
+        return _tuned(claim, rs, root, warn, strict)
     runs, findings = load_runs(claim, rs, root, warn, strict)
     seeds: set[Any] = {r.config.get("seed") for r in runs}  # a run's config has its seed
     extra = sorted(seeds - set(rs.seeds))

@@ -49,9 +49,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class Drawn:
-    """What a figure's panels drew: the runs drawn alone by (marker, why), a run counted once
-    however many panels hold it; whether bands were drawn, and clipped."""
+    """A claim's figure as its panels draw it: its declaration, the legend's entries, the runs
+    drawn alone by (marker, why) (a run counted once however many panels hold it), whether
+    bands were drawn, and clipped."""
 
+    fig: Figure
+    handles: dict[str, Artist] = field(default_factory=dict)
     alone: dict[tuple[str, str], set[int]] = field(default_factory=dict)
     clipped: bool = False
     banded: bool = False
@@ -217,14 +220,9 @@ def _axes(
 
 
 def _curves_panel(
-    ax: Axes,
-    claim: Claim,
-    fig: Figure,
-    panel: dict[str, Any],
-    runs: list[Run],
-    handles: dict[str, Artist],
-    state: Drawn,
+    ax: Axes, claim: Claim, panel: dict[str, Any], runs: list[Run], state: Drawn
 ) -> None:
+    fig, handles = state.fig, state.handles
     x, y, key = panel.get("x", fig.x), panel.get("y", fig.y), panel.get("curves", fig.curves)
     names = curve_names(fig, runs, key)
     styles = {v: style(i) for i, v in enumerate(_order(fig, list(names)))}
@@ -288,16 +286,11 @@ def _mark(
 
 
 def _slope_panel(
-    ax: Axes,
-    claim: Claim,
-    fig: Figure,
-    panel: dict[str, Any],
-    runs: list[Run],
-    handles: dict[str, Artist],
-    state: Drawn,
+    ax: Axes, claim: Claim, panel: dict[str, Any], runs: list[Run], state: Drawn
 ) -> None:
     """Final (tail) ``y`` against ``key`` on log-log axes: mean ± std per value, the least-squares
     line, and the paper's slope as a reference line through the same centre."""
+    fig, handles = state.fig, state.handles
     key, y, final = panel["key"], panel.get("y", fig.y), panel.get("final", "tail")
     by: dict[Any, list[float]] = {}  # a value of key -> the finals there
     for r in runs:
@@ -361,14 +354,14 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
         fig, axes = plt.subplots(
             rows, cols, figsize=(fig_decl.width or 3.4 * min(cols, 2), 2.3 * rows), squeeze=False
         )
-        handles: dict[str, Artist] = {}
-        state = Drawn()
+        state = Drawn(fig_decl)
+        handles = state.handles
         for ax, panel in zip(axes.flat, fig_decl.panels):
             mine = [r for r in runs if _matches(r, panel.get("where", {}))]
             if panel.get("kind") == "slope":
-                _slope_panel(ax, claim, fig_decl, panel, mine, handles, state)
+                _slope_panel(ax, claim, panel, mine, state)
             else:
-                _curves_panel(ax, claim, fig_decl, panel, mine, handles, state)
+                _curves_panel(ax, claim, panel, mine, state)
             ax.set_title(f"{panel['label']} {panel.get('title', '')}".strip(), fontsize="medium")
         for ax in axes.flat[len(fig_decl.panels) :]:
             ax.set_visible(False)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write_text
-from .declare import Claim, Test
+from .declare import Claim, RunSet, Test
 
 Version = tuple[str, str, list[Any]]  # a claims file's commit, its date, its parsed entries
 
@@ -67,11 +68,13 @@ class Declared:
     order: str
 
     def said(self) -> str:
-        """The order in the report's words."""
+        """The order in the report's words (test 0: a run set's tuning protocol and its tuning
+        runs)."""
         if self.order == "unknown":
             return "order unknown (the declaration or the runs are not in git)"
-        first = f"runs first committed {self.runs_at} ({self.runs})"
-        when = f"bounds declared {self.declared_at} ({self.declared})"
+        what, runs = ("protocol", "tuning runs") if self.test == 0 else ("bounds", "runs")
+        first = f"{runs} first committed {self.runs_at} ({self.runs})"
+        when = f"{what} declared {self.declared_at} ({self.declared})"
         if self.order == "pre-registered":
             return f"pre-registered: {when}, before its {first}"
         return f"post hoc: {when}, with or after its {first}"
@@ -82,6 +85,19 @@ def bounds(t: Test | dict[str, Any]) -> str:
     d = t if isinstance(t, dict) else t.__dict__
     fields = {k: _plain(d.get(k, getattr(Test, k, None))) for k in DECISIVE}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def protocol(rs: RunSet | dict[str, Any]) -> str:
+    """The fingerprint of a run set's tuning protocol (its ``tuning``, ``points`` and ``seeds``:
+    what it tunes, how, and which seeds the verdict reads; 12 hex digits)."""
+    d = rs if isinstance(rs, dict) else rs.__dict__
+    fields = {k: _plain(d.get(k)) for k in ("tuning", "points", "seeds")}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def tuned(claim: Claim) -> RunSet | None:
+    """The claim's run set with a tuning protocol (its record is test 0), None without one."""
+    return next((rs for rs in claim.ran if rs.tuning), None)
 
 
 def _plain(v: object) -> object:
@@ -128,23 +144,29 @@ def _versions(repo: Path, path: str) -> list[Version]:
     return out
 
 
-def _holds(entries: list[Any], claim_id: str, fingerprint: str) -> bool:
+def _holds(
+    entries: list[Any], claim_id: str, fingerprint: str, part: str, mark: Callable[[Any], str]
+) -> bool:
     for e in entries:
         if isinstance(e, dict) and e.get("id") == claim_id:
-            return any(
-                bounds(t) == fingerprint for t in e.get("tests") or [] if isinstance(t, dict)
-            )
+            return any(mark(t) == fingerprint for t in e.get(part) or [] if isinstance(t, dict))
     return False
 
 
 def declared(
-    repo: Path, versions: list[Version], claim_id: str, fingerprint: str
+    repo: Path,
+    versions: list[Version],
+    claim_id: str,
+    fingerprint: str,
+    part: str = "tests",
+    mark: Callable[[Any], str] = bounds,
 ) -> tuple[str, str]:
-    """(commit, date) from which the file holds the claim's test with these bounds without a
-    break ("", "" where its newest committed version does not)."""
+    """(commit, date) from which the file holds the claim's test with these bounds (``part``
+    "ran", ``mark`` :func:`protocol`: its run set with this protocol) without a break ("", ""
+    where its newest committed version does not)."""
     found = ("", "")
     for commit, date, entries in versions:
-        if not _holds(entries, claim_id, fingerprint):
+        if not _holds(entries, claim_id, fingerprint, part, mark):
             break
         found = (commit, date)
     return found
@@ -213,6 +235,12 @@ def read_from_git(claims: list[Claim], results: Path) -> list[Declared]:
             made = declared(repo, versions, c.id, fp)
             when = order(repo, made[0], runs[0])
             out.append(Declared(c.id, i, fp, made[0][:12], made[1], runs[0][:12], runs[1], when))
+        if (rs := tuned(c)) is not None:  # the protocol against its tuning runs' first commit
+            fp = protocol(rs)
+            made = declared(repo, versions, c.id, fp, "ran", protocol)
+            tried = first_runs(repo, [str((results / rs.into).resolve())])
+            when = order(repo, made[0], tried[0])
+            out.append(Declared(c.id, 0, fp, made[0][:12], made[1], tried[0][:12], tried[1], when))
     return out
 
 
@@ -258,12 +286,32 @@ def of(records: Records, claim: Claim, index: int, t: Test) -> str:
     return d.said()
 
 
+def protocol_of(records: Records, claim: Claim) -> str:
+    """What the report says of the claim's tuning protocol (test 0): its order, or that it is
+    not recorded for this protocol ("" without one)."""
+    rs = tuned(claim)
+    if rs is None:
+        return ""
+    d = records.get((claim.id, 0))
+    if d is None or d.bounds != protocol(rs):
+        return "order not recorded for this protocol (`fedrun-reproduce record` reads it from git)"
+    return d.said()
+
+
 def stale(records: Records, claims: list[Claim]) -> list[str]:
-    """One line per test whose bounds differ from those its record was read for (``check``)."""
-    return [
+    """One line per test whose bounds (per tuning protocol that) differ from those its record
+    was read for (``check``)."""
+    out = [
         f"{c.id}: test {i}'s bounds differ from those whose declaration {FILE} records "
         f"(`fedrun-reproduce record {c.id}` reads their order from git)"
         for c in claims
         for i, t in enumerate(c.tests, 1)
         if (d := records.get((c.id, i))) is None or d.bounds != bounds(t)
+    ]
+    return out + [
+        f"{c.id}: its tuning protocol differs from the one whose declaration {FILE} records "
+        f"(`fedrun-reproduce record {c.id}` reads its order from git)"
+        for c in claims
+        if (rs := tuned(c)) is not None
+        and ((d := records.get((c.id, 0))) is None or d.bounds != protocol(rs))
     ]

@@ -14,7 +14,6 @@ from ..analysis import groups, results
 from ..analysis.run import Run
 from ..common import metric_table as mt
 from ..common.errors import UserError, require
-from ..common.run_files import read_summary
 from . import validate
 from .declare import Claim, Point, RunSet
 from .text import canon
@@ -60,19 +59,16 @@ def declared_key(point: Point) -> tuple[tuple[str, str], ...]:
 def minutes(run: Run) -> float:
     """A run's job-minutes from its summary (started to ended), else its training time."""
     try:
-        s = read_summary(run.path)
+        s = run.summary
         return (
             datetime.fromisoformat(s["ended"]) - datetime.fromisoformat(s["started"])
         ).total_seconds() / 60
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError):
         return run.final(mt.TIME.name) / 60 if run.has(mt.TIME.name) else 0.0
 
 
 def device(run: Run) -> str:
-    try:
-        return str(read_summary(run.path).get("device", "cpu"))
-    except (OSError, ValueError):
-        return "cpu"
+    return run.summary.get("device", "cpu")
 
 
 def where(runs: list[Run], want: dict[str, Any]) -> list[Run]:

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from . import declare, sensitivity
+from ..analysis import groups
+from . import declare, sensitivity, tuning
 from .declare import Claim, RunSet
 from .evidence import Evidence
 from .sources import Source, facts
@@ -225,7 +226,8 @@ def others(r: Rendered) -> list[str]:
             for gone in [", ".join(dict.fromkeys(n for u in only for n in _beaten(u)))]
         ]
         if tests:
-            out.append(f"on {data_of(rs)}: {'; '.join(tests)}")
+            aside = " (a supporting run set, never deciding)" if rs.role != "primary" else ""
+            out.append(f"on {data_of(rs)}{aside}: {'; '.join(tests)}")
     return out
 
 
@@ -367,15 +369,18 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
     """The line saying where a run set's evidence comes from."""
     c, rs = r.claim, ev.runset
     first = owner.get(repr(rs), c)
+    aside = " A supporting run set: shown, never deciding the word." * (rs.role != "primary")
     if rs.folders and first.id != c.id:
-        return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id})."
+        return f"Ran on {data_of(rs)}: the runs of [{first.title}](#{first.id}).{aside}"
     if rs.folders:
+        new = (rs.into,) if rs.tuning and rs.into not in rs.folders else ()  # its new runs
         return (
             f"Ran on {data_of(rs)}: `{settings(rs)}` in "
-            + ", ".join(f"`{f}`" for f in rs.folders)
+            + ", ".join(f"`{f}`" for f in (*rs.folders, *new))
             + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
             + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
             + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
+            + aside
         )
     files = [rs.bench] if rs.bench else list(dict.fromkeys(t.file for t in c.tests))
     made = f" ({rs.provenance})" if rs.provenance else ""
@@ -440,6 +445,7 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         rs = ev.runset
         where = f" ({rs.data}, {rs.device})" if devices else f" ({rs.data})"
         out.append(_ran(r, ev, owner))
+        out += [picked(ev, r.declared.get(0, ""))] if ev.picks else []
         if ev.trained and not ev.runset.choices:
             out.append(trained(c, ev))
         if ev.runset.choices:
@@ -451,6 +457,22 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         out += lines + [""]
         table += rows + _choice_rows(c, ev)
     return out, table
+
+
+def picked(ev: Evidence, order: str) -> str:
+    """A tuned run set's protocol, what it chose (:mod:`.tuning`) and when it was declared
+    relative to its tuning runs (``order``, :func:`.history.protocol_of`)."""
+    t = tuning.of(ev.runset)
+    grid = ", ".join(groups.fmt(x) for x in t.grid)
+    return (
+        f"Tuned by the declared protocol: each tuned method's step on the grid {{{grid}}}, the one "
+        f"whose run on the tuning seed {t.seed} reached T without diverging with the best last "
+        f"{t.metric} (a tie to the larger step); the tests read seeds {seed_list(ev.runset.seeds)} "
+        f"at the chosen steps, never the tuning seed: "
+        + "; ".join(p.said(t.metric) for p in ev.picks)
+        + "."
+        + (f" Protocol {order}." if order else "")
+    )
 
 
 def reused(ev: Evidence) -> str:

@@ -33,6 +33,7 @@ CHOICES = {  # record field -> its allowed values
     ("Test", "kind"): declare.KINDS,
     ("Test", "at"): declare.AT,
     ("Test", "role"): declare.ROLES,
+    ("RunSet", "role"): declare.ROLES,
     ("Test", "mode"): MODES,
     ("Test", "source"): SOURCES,
     ("Figure", "x"): X,

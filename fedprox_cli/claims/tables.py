@@ -26,7 +26,7 @@ from ..analysis import groups as grouping
 from ..analysis.names import method_names
 from ..analysis.run import BYTES, Run
 from ..analysis.stats import Cell
-from ..common import guarded, run_files
+from ..common import guarded
 from ..common import metric_table as mt
 from ..common.files import atomic_write_text
 from .declare import Claim
@@ -89,7 +89,7 @@ def _counts(spec: dict[str, Any], runs: list[Run]) -> dict[str, list[str]]:
     for value, rs in _by(runs, spec["column"]).items():
         r = rs[0]
         T, n = r.final(mt.ROUND.name), r.config["n"]
-        d = run_files.read_summary(r.path, strict=False).get("dimension")
+        d = r.summary.get("dimension")
         prox = r.final(mt.PROX_CALLS.name) / T
         floats = r.final(BYTES) / (4 * n * T * d) if d else math.nan
         out[names.get(value, value)] = [

@@ -38,7 +38,6 @@ from ..common import guarded, run_files
 from ..common import metric_table as mt
 from ..common.errors import squeeze
 from ..common.flatten import flatten
-from ..common.run_files import read_summary
 from ..config.schedule import schedule
 from .declare import Claim, Point, RunSet
 
@@ -170,10 +169,7 @@ def forget() -> None:
 
 def summarized(run: Run) -> str | None:
     """A final metric of ``summary.json`` that is not the last row of ``metrics.csv``."""
-    try:
-        final = read_summary(run.path).get("final")
-    except (OSError, ValueError):
-        return None
+    final = run.summary.get("final")
     if not isinstance(final, dict):
         return None
     last = run.metrics.iloc[-1]

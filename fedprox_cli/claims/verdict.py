@@ -270,12 +270,15 @@ def of(claim: Claim, ev: Evidence | None) -> Verdict:
         claim.per_round,
         claim.no_seeds,
     )
+    if v.word == "not run" and ev.runset.tuning:
+        v = Verdict(v.word, "its tuning runs are not all made (`fedrun-reproduce plan`)")
     return as_check(v) if claim.implementation else v
 
 
 def across(claim: Claim, found: list[Evidence]) -> Verdict:
     """The word of ``claim`` on its run sets. Each device and dataset's deciding run set (its
-    first with runs that is not a sensitivity grid) gives a word; where they disagree the word
+    first with runs that is neither a sensitivity grid nor declared ``role: supporting``) gives
+    a word; where they disagree the word
     names each ("partly (cpu); not reproduced (NVIDIA H200)", "not reproduced (mnist5k); partly
     (FMNIST)") and says why. Where an open-choice grid reads the claim as holding at some values
     and as not reproduced at others, the word depends on what the paper leaves open:
@@ -294,7 +297,7 @@ def across(claim: Claim, found: list[Evidence]) -> Verdict:
 def _deciding(claim: Claim, found: list[Evidence]) -> Verdict:
     per: dict[tuple[str, str], Evidence] = {}  # (device, data) -> its evidence
     for ev in found:
-        if ev.present and not ev.runset.choices:
+        if ev.present and not ev.runset.choices and ev.runset.role == "primary":
             per.setdefault((ev.runset.device, ev.runset.data), ev)
     if len(per) < 2:
         first = next(iter(per.values()), found[0] if found else None)
@@ -324,7 +327,7 @@ def depends(claim: Claim, found: list[Evidence]) -> str:
     else ""."""
     out = []
     for ev in found:
-        if not (ev.present and ev.runset.choices):
+        if not (ev.present and ev.runset.choices and ev.runset.role == "primary"):
             continue
         got = [c for c in choices(claim, ev) if not c.supporting]
         words = {c.word for c in got}

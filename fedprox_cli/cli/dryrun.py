@@ -34,6 +34,7 @@ from ..common.package import CONF_DIR
 from ..config import extras, schedule
 from ..config.compose import reference_config
 from ..runs.progress import duration
+from ..runs.view import seed_folders
 from .jobtable import align, differing
 
 if TYPE_CHECKING:  # a job's config holds torch's types: torch loads when jobs are listed
@@ -95,16 +96,8 @@ def _batch(job: Job) -> tuple[str, dict[int, int]]:
 
     values = cast(dict, job.resolved.values)
     first, R, T = values["seed"], values["seeds"], values["T"]
-    on_disk = []
-    if job.folder.is_dir():
-        for p in job.folder.iterdir():
-            number = p.name.removeprefix(run_files.SEED_PREFIX)
-            if (
-                p.name.startswith(run_files.SEED_PREFIX)
-                and number.isdigit()
-                and first <= int(number) < first + R
-            ):
-                on_disk.append(int(number))
+    numbers = (int(p.name.removeprefix(run_files.SEED_PREFIX)) for p in seed_folders(job.folder))
+    on_disk = [n for n in numbers if first <= n < first + R]
     starts: dict[int, int]
     said, starts, last = [], {}, first
     for s in sorted(on_disk):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..common import metric_table as mt
 from ..common import run_files
-from ..common.run_files import read_summary
+from ..runs import view
 from ..runs.progress import duration
 from ..runs.recap import RunRecord, record, rounds
 
@@ -29,26 +29,10 @@ def differing(overrides: list[list[str]]) -> list[list[str]]:
     return [[o for k, o in p.items() if k in varied] for p in parsed]
 
 
-def seed_runs(folder: Path) -> list[Path]:
-    """The runs of a seed-batched job (``seeds=R``: ``folder/seed_<s>/``), by seed; [] for a
-    folder that is a run itself."""
-    if (folder / run_files.SUMMARY).exists() or not folder.is_dir():
-        return []
-    runs = [
-        p
-        for p in folder.iterdir()
-        if p.name.startswith(run_files.SEED_PREFIX)
-        and p.name[len(run_files.SEED_PREFIX) :].isdigit()
-        and p.is_dir()
-        and not p.is_symlink()
-    ]
-    return sorted(runs, key=lambda p: int(p.name[len(run_files.SEED_PREFIX) :]))
-
-
 def _records(folder: Path, status: str | None, overrides: list[str] | None) -> list[RunRecord]:
     """The row(s) of one job: a seed-batched job gives one row per seed run (each with its own
     status and ``seed=<s>`` added to the job's overrides)."""
-    runs = seed_runs(Path(folder))
+    runs = [] if view.holds_run(Path(folder)) else view.seed_folders(Path(folder))
     if not runs:
         r = record(folder, status)
         r.overrides = list(overrides) if overrides is not None else r.overrides
@@ -68,10 +52,7 @@ def gpu(folder: Path) -> str:
     number on its machine (its ``CUDA_VISIBLE_DEVICES`` entry where the process was given some,
     else its CUDA index) and name -- or ``cpu``; ``cpu (given GPU 1)`` for a run given a GPU it
     could not use (Ray told of GPUs that are not there); ``-`` when unrecorded."""
-    try:
-        hw = read_summary(folder).get("hardware")
-    except (OSError, ValueError):
-        return "-"
+    hw = view.read(folder).summary.get("hardware")
     if not isinstance(hw, dict) or "gpu" not in hw:
         return "-"
     given = str(hw.get("cuda_visible_devices") or "")
@@ -120,10 +101,10 @@ def table(
             [
                 name,
                 r.status,
-                rounds(r) if r.status != "not started" else "-",
+                rounds(r) if r.status != view.NOT_STARTED else "-",
                 *(m.number(f.get(m.name)) for m in mt.SHOWN),
                 duration(f[mt.TIME.name]) if mt.TIME.name in f else "-",
-                gpu(r.folder) if r.status != "not started" else "-",
+                gpu(r.folder) if r.status != view.NOT_STARTED else "-",
                 " ".join(diff),
             ]
         )

@@ -81,7 +81,10 @@ def build(
                 verdict.across(c, found),
                 table=table,
                 digest=digest(root.parent, c.figure),
-                declared={i: history.of(records, c, i, t) for i, t in enumerate(c.tests, 1)},
+                declared={
+                    **{i: history.of(records, c, i, t) for i, t in enumerate(c.tests, 1)},
+                    **({0: said} if (said := history.protocol_of(records, c)) else {}),
+                },
             )
         )
     return out

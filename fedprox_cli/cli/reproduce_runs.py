@@ -119,7 +119,10 @@ def record(args) -> int:
     orders = history.record(root, picked.claims)
     counts = {w: sum(d.order == w for d in orders) for w in history.ORDERS}
     streams.out(
-        f"{PROG}: recorded when each of {len(orders)} tests' bounds were declared relative to its "
-        f"runs in {root / history.FILE}: " + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
+        f"{PROG}: recorded when each of {sum(d.test > 0 for d in orders)} tests' bounds were "
+        f"declared relative to its runs"
+        + "".join(f" ({n} tuning protocols too)" for n in [sum(d.test == 0 for d in orders)] if n)
+        + f" in {root / history.FILE}: "
+        + ", ".join(f"{n} {w}" for w, n in counts.items() if n)
     )
     return 0

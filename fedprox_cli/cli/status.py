@@ -1,7 +1,7 @@
 """``fedrun-report RUNS_OR_SWEEPS... [--csv]``: where every run of a sweep stands.
 
-One row per run folder (a folder with ``summary.json`` or ``config.yaml``, found recursively
-under each argument): its status as :func:`outputs.effective_status` tells it (finished,
+One row per run folder (a folder with ``summary.json``, ``config.yaml`` or ``metrics.csv``,
+found recursively under each argument): its status as :mod:`..runs.view` derives it (finished,
 diverged, interrupted, error, running -- or dead when the summary says running but no process
 holds the run folder's lock; "not started" for a job of a
 sweep's job records without a summary yet, e.g. queued on SLURM), rounds done of T, the
@@ -17,14 +17,16 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from ..analysis import groups, jobrecords, results, scan
+from ..analysis import groups, jobrecords
 from ..common import guarded, run_files, streams
 from ..common import metric_table as mt
 from ..common.containers import as_dict
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
+from ..runs import view
 from ..runs.recap import record, rounds
 from . import usage
 from .jobtable import align
@@ -46,21 +48,19 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
     return {}
 
 
-def find(paths, warn: Callable[[str], None] = lambda _: None) -> list[Path]:
+def find(paths: list[Path], warn: Callable[[str], None] = lambda _: None) -> list[Path]:
     """Run folders under ``paths`` (each a run folder or a folder searched recursively,
-    :func:`..analysis.scan.walk`: a folder that cannot be listed is one ``warn`` line), and the
+    :func:`..runs.view.find`: a folder that cannot be listed is one ``warn`` line), and the
     jobs a sweep among them recorded or planned that have no folder yet."""
     found = []
-    marks = {run_files.SUMMARY, run_files.CONFIG}
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such run or sweep folder: {p}")
-        for d, names in scan.walk([p], warn, results.PRUNE):
-            if names & marks:
-                found.append(d)
-            if "multirun.yaml" in names:
-                found += _planned(d, warn)
+        for d, names in view.find([p], warn):
+            found += [d] if view.is_run(names) else []
+            found += _planned(d, warn) if view.is_sweep(names) else []
     require(
-        found, f"no run folders (summary.json or config.yaml) under {', '.join(map(str, paths))}"
+        found,
+        f"no run folders ({', '.join(sorted(view.MARKS))}) under {', '.join(map(str, paths))}",
     )
     return sorted(
         set(found), key=lambda d: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in d.parts]
@@ -100,10 +100,10 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
         r, cfg = record(d), configs[d]
         if r.T is None:
             r.T = cfg.get("T")
-        row = {
+        row: dict[str, Any] = {
             "run": str(d),
             "status": r.status,
-            "rounds": rounds(r) if r.status != "not started" else "-",
+            "rounds": rounds(r) if r.status != view.NOT_STARTED else "-",
         }
         row.update({m: r.final.get(m, "") for m in METRICS})
         row.update({name[k]: cfg.get(k, "") for k in keys})
@@ -111,7 +111,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
             row["error"] = r.error
         if r.mixed:
             row["code"] = r.mixed
-        if r.status == "unreadable":
+        if r.status == view.UNREADABLE:
             problems.append(r.error)
         out.append(row)
     columns = list(dict.fromkeys(k for r in out for k in r))

@@ -60,9 +60,7 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
     ended: its exit code and status, and why when it did not finish -- the error its runs'
     summaries recorded during the job, else the last error it ``said`` (a refused job leaves
     the folder's earlier run and its summary as they were)."""
-    from ..common.run_files import read_summary
-    from ..runs import lock
-    from ..runs.outputs import runs_in
+    from ..runs import lock, view
 
     reason, status = "", STATUS.get(code, "error")
     here = Path(os.path.abspath(folder))
@@ -72,14 +70,13 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
         status = HELD
     lock.refused.clear()
     if code != EXIT["finished"]:
-        for run in runs_in(folder):
+        for run in map(view.read, view.runs_in(folder)):
             try:
-                s = read_summary(run)
-                fresh = dt.datetime.fromisoformat(s["ended"]).timestamp() >= started - 1
-            except (OSError, ValueError, KeyError, TypeError):
+                ended = dt.datetime.fromisoformat(run.summary["ended"]).timestamp()
+            except (ValueError, KeyError):
                 continue
-            if fresh and s.get("status") != "finished" and s.get("error"):
-                reason = str(s["error"])
+            if ended >= started - 1 and run.recorded != "finished" and run.error:
+                reason = run.error
                 break
         reason = reason or said
     rec = JobRecord(
@@ -168,15 +165,9 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
 
 def _recorded_error(folder: Path) -> str:
     """The error a job's run recorded in its summary (its first run's, for ``seeds=R``)."""
-    from ..common.run_files import read_summary
-    from ..runs.outputs import runs_in
+    from ..runs import view
 
-    for run in runs_in(folder):
-        try:
-            return str(read_summary(run).get("error", ""))
-        except (OSError, ValueError):
-            continue
-    return ""
+    return next((view.read(run).error for run in view.runs_in(folder)), "")
 
 
 def _shown(folder: Path, sweep: Path) -> str:
@@ -188,20 +179,20 @@ def _stopped_with_the_sweep(folder: Path) -> str:
     its workers) before it could record its end: its summary says so -- ``interrupted``, and
     why -- rather than ``running`` (no process runs it). Its rows and last checkpoint stay:
     the same command resumes it. Returns the status its folder now records."""
-    from ..common.run_files import read_summary
-    from ..runs.outputs import Summary, effective_status, runs_in
+    from ..runs import view
+    from ..runs.outputs import Summary
 
-    for run in runs_in(folder):
-        if effective_status(run) == "dead":
+    for run in map(view.read, view.runs_in(folder)):
+        if run.status == view.DEAD:
             try:
-                Summary(run, **read_summary(run)).end(
+                Summary(run.path, **run.summary).end(
                     "interrupted",
                     exit_code=EXIT["interrupted"],
                     error="its worker process was ended when the sweep was interrupted",
                 )
             except (OSError, ValueError):
                 continue  # the folder cannot be written: it keeps saying what it said
-    return effective_status(folder)
+    return view.status(folder)
 
 
 def report(
@@ -217,7 +208,7 @@ def report(
     record, or from its folder when it has none (it never ended: not started, or its process
     died -- after an ``interrupted`` sweep, ended by it: :func:`_stopped_with_the_sweep`);
     None: the jobs recorded since ``since``."""
-    from ..runs.outputs import effective_status
+    from ..runs import view
     from .jobtable import table as job_table
 
     sweep = Path(sweep)
@@ -226,10 +217,10 @@ def report(
     for p in planned if planned is not None else sorted(done.values(), key=lambda r: r.num):
         r = done.get(p.folder, p)
         if r.code is None:  # no record of its end: its folder tells
-            st = effective_status(Path(r.folder))
-            if st == "dead" and interrupted:
+            st = view.status(r.folder)
+            if st == view.DEAD and interrupted:
                 st = _stopped_with_the_sweep(Path(r.folder))
-            r.status = "not started" if st == "missing" else st
+            r.status = view.NOT_STARTED if st == view.MISSING else st
             r.code = EXIT["finished"] if st == "finished" else EXIT.get(st, EXIT["error"])
             r.reason = r.reason or _recorded_error(Path(r.folder))
         jobs.append(r)

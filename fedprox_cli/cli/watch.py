@@ -24,15 +24,14 @@ from pathlib import Path
 
 from ..analysis.jobrecords import JobRecord
 from ..common import streams
-from ..common.run_files import SEED_PREFIX, SummaryRecord, read_summary
-from ..runs.outputs import runs_in
+from ..common.run_files import SEED_PREFIX, SummaryRecord
+from ..runs import view
 from ..runs.progress import WATCHED
 from ..runs.recap import closing_line
 from .jobtable import differing
 
 POLL_S = 0.5  # between two readings of the jobs' summaries (plus PER_JOB_S per job not ended)
 PER_JOB_S = 0.001
-_ENDED = {"finished", "diverged", "interrupted", "error"}
 
 
 def bars(launcher: str) -> bool:
@@ -55,7 +54,7 @@ def _started(summary: SummaryRecord) -> tuple:
 
 
 def _read(run: Path) -> SummaryRecord:
-    return read_summary(run, strict=False)
+    return view.read(run).summary
 
 
 class Watch:
@@ -71,7 +70,7 @@ class Watch:
         self.runs: dict[Path, _Run] = {}
         self.ended: set[Path] = set()
         for folder in self._folders():
-            for run in runs_in(folder):
+            for run in view.runs_in(folder):
                 s = _read(run)
                 self.runs[run] = _Run(_started(s), s.get("progress"))
         self._stop = threading.Event()
@@ -106,7 +105,7 @@ class Watch:
     def poll(self) -> None:
         """Read every job's runs not ended yet; print what is new."""
         for folder in self._folders():
-            runs = runs_in(folder)
+            runs = view.runs_in(folder)
             for run in runs:
                 self._news(folder, run)
             if self.planned and runs and all(r in self.ended for r in runs):
@@ -130,7 +129,7 @@ class Watch:
         if was.begun and s.get("progress") and s["progress"] != was.progress:
             was.progress = s["progress"]
             streams.err(f"fedrun: {label}: {s['progress']}")  # seed runs': "seed 3: round ..."
-        if was.begun and s.get("status") in _ENDED:
+        if was.begun and s.get("status") in view.ENDED:
             self.ended.add(run)
             streams.out(f"fedrun: {of_run}: summary: {closing_line(run, s['status'])}")
 

@@ -329,8 +329,7 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     the run's last metrics row, averaged over the runs of ``seeds=R``; for a diverged run the
     worst value (+inf when minimising, -inf when maximising); NaN when a run has no final row
     (interrupted, error)."""
-    from ..common.run_files import read_summary
-    from ..runs.outputs import runs_in
+    from ..runs import view
 
     metric = str(cfg.get("sweep_metric") or mt.OBJECTIVE.name)
     if isinstance(direction, Sequence) and not isinstance(
@@ -344,7 +343,7 @@ def sweep_value(cfg: Any, out: Path, code: int, direction: Any = None) -> float:
     if code == 1:
         return math.inf if direction.startswith("min") else -math.inf
     try:
-        values = [float((read_summary(run).get("final") or {})[metric]) for run in runs_in(out)]
-    except (OSError, ValueError, KeyError, TypeError):
+        values = [float((view.read(run).final or {})[metric]) for run in view.runs_in(out)]
+    except (ValueError, KeyError, TypeError):
         return math.nan
     return sum(values) / len(values) if values else math.nan

@@ -271,6 +271,32 @@ def _typed(key: str, value: Any) -> bool:
     return isinstance(value, classes) and not (isinstance(value, bool) and bool not in classes)
 
 
+def _summary(folder: str | os.PathLike[str]) -> tuple[SummaryRecord, RunFileError | None]:
+    """``summary.json``'s fields of the right types and, for a field of another type, the
+    :class:`RunFileError` saying so (``is corrupt: its field 'status' is a int, not a str``);
+    :class:`RunFileError` for a file that cannot be read as a JSON object, the OS's error for
+    one that is not there."""
+    path = Path(folder) / SUMMARY
+    try:
+        d = guarded.read_json(path)
+    except RunFileError:
+        raise
+    except guarded.Unreadable as e:
+        raise RunFileError.unreadable(path, e) from None
+    if not isinstance(d, dict):
+        why = f"not a JSON object (a {type(d).__name__})"
+        raise RunFileError(path, f"is unreadable: {why}", why)
+    corrupt = None
+    wrong = next((k for k in SUMMARY_TYPES if k in d and not _typed(k, d[k])), None)
+    if wrong is not None:
+        why = f"its field {wrong!r} is a {type(d[wrong]).__name__}, not a "
+        wanted = " or ".join(
+            "null" if c is type(None) else c.__name__ for c in SUMMARY_TYPES[wrong]
+        )
+        corrupt = RunFileError(path, f"is corrupt: {why}{wanted}")
+    return cast(SummaryRecord, {k: v for k, v in d.items() if _typed(k, v)}), corrupt
+
+
 def read_summary(
     folder: str | os.PathLike[str], strict: bool = True, typed: bool = False
 ) -> SummaryRecord:
@@ -281,29 +307,29 @@ def read_summary(
     report runs) for a field of another type too (``is corrupt: its field 'status' is a int,
     not a str``: never a run "not started"); lenient: ``{}`` for those and for a missing
     file."""
-    path = Path(folder) / SUMMARY
     try:
-        try:
-            d = guarded.read_json(path)
-        except RunFileError:
-            raise
-        except guarded.Unreadable as e:
-            raise RunFileError.unreadable(path, e) from None
-        if not isinstance(d, dict):
-            why = f"not a JSON object (a {type(d).__name__})"
-            raise RunFileError(path, f"is unreadable: {why}", why)
-        wrong = next((k for k in SUMMARY_TYPES if k in d and not _typed(k, d[k])), None)
-        if wrong is not None and strict and typed:
-            why = f"its field {wrong!r} is a {type(d[wrong]).__name__}, not a "
-            wanted = " or ".join(
-                "null" if c is type(None) else c.__name__ for c in SUMMARY_TYPES[wrong]
-            )
-            raise RunFileError(path, f"is corrupt: {why}{wanted}")
+        summary, corrupt = _summary(folder)
+        if corrupt is not None and strict and typed:
+            raise corrupt
     except (RunFileError, OSError):
         if strict:
             raise
         return {}
-    return cast(SummaryRecord, {k: v for k, v in d.items() if _typed(k, v)})
+    return summary
+
+
+def read_summary_checked(
+    folder: str | os.PathLike[str],
+) -> tuple[SummaryRecord, RunFileError | None]:
+    """``summary.json`` read once for a view of the run (``runs.view``): its fields of the right
+    types (``{}`` when it is missing or cannot be read) and the :class:`RunFileError` of a file
+    that cannot be read or holds a field of another type (None: none, or no file)."""
+    try:
+        return _summary(folder)
+    except RunFileError as e:
+        return {}, e
+    except OSError:
+        return {}, None
 
 
 def read_config(folder: str | os.PathLike[str], strict: bool = True) -> dict[str, Any]:

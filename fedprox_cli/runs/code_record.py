@@ -17,10 +17,12 @@ import inspect
 from collections.abc import Callable
 from importlib.metadata import packages_distributions, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import plugin_defaults
-from ..config.schema import RunConfig
+
+if TYPE_CHECKING:  # the schema loads torch; the analysis commands read code records without it
+    from ..config.schema import RunConfig
 
 GROUPS = tuple(plugin_defaults.GROUPS)  # algorithm, regularizer, compressor, model, dataset
 DIGEST_CHARS = 16

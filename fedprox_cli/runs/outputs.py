@@ -1,6 +1,6 @@
 """A run's record, ``summary.json`` (:class:`Summary`, rewritten atomically on every change;
-the run folder's other files: :mod:`common.run_files`), where it ran (:func:`provenance`) and
-what a job's folder holds (:func:`runs_in`, :func:`effective_status`).
+the run folder's other files: :mod:`common.run_files`) and where it ran (:func:`provenance`);
+read back through :mod:`view`.
 
 ``summary.json`` holds ``status`` (running / finished / diverged / interrupted / error),
 ``error`` (one line, unless finished), ``round`` (rounds done) of ``T``, ``started_round`` (the
@@ -15,7 +15,7 @@ run under SLURM), ``git_commit`` (of the package's checkout, when it is one), ``
 :mod:`engine.compile`), ``data_source``, ``data`` (the fingerprint of the data and partition it
 trained on: :mod:`provenance`), ``numerics`` (what its numbers depend on beyond the config,
 used again on resume: :mod:`numerics`). A run whose process died says ``running`` in its file;
-:func:`effective_status` tells the truth.
+its view's status (:attr:`view.RunView.status`) tells the truth.
 """
 
 from __future__ import annotations
@@ -31,12 +31,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Unpack
 
-from ..common import guarded, run_files
+from ..common import run_files
 from ..common.clock import now
 from ..common.files import write_text_in_place
 from ..common.package import PACKAGE, VERSION
 from ..common.run_files import SummaryRecord
-from .lock import is_held
 
 HEARTBEAT_S = 60.0  # the heartbeat is at most this old while a run is alive
 SLURM_VARS = {
@@ -115,47 +114,5 @@ class Summary:
         self.write(status, **record)
 
 
-def runs_in(folder: Path) -> list[Path]:
-    """The run folders a job wrote: ``folder`` itself, or its ``seed_<s>/`` folders (``seeds=R``)
-    -- those holding a ``summary.json``."""
-    folder = Path(folder)
-    if (folder / run_files.SUMMARY).exists():
-        return [folder]
-    return sorted(
-        (p.parent for p in folder.glob(f"{run_files.SEED_PREFIX}*/{run_files.SUMMARY}")),
-        key=lambda p: (
-            int(p.name[len(run_files.SEED_PREFIX) :])
-            if p.name[len(run_files.SEED_PREFIX) :].isdigit()
-            else -1
-        ),
-    )
-
-
 def is_fedrun_summary(s: run_files.SummaryRecord) -> bool:
     return isinstance(s, dict) and "status" in s and "fedprox_cli" in s.get("versions", {})
-
-
-def effective_status(run_dir: Path) -> str:
-    """The recorded status, except for a run recorded as ``running``: ``dead`` when no process
-    holds the folder's lock (it was killed, or its machine went down). The lock decides, never a
-    clock: a reader's clock may be skewed against the writer's (another node, a clock jump), so
-    a heartbeat's age says nothing a held lock does not. ``missing`` without a summary,
-    ``unreadable`` with one that cannot be read (:func:`run_files.read_summary`)."""
-    try:
-        summary = run_files.read_summary(run_dir)
-    except guarded.Unreadable:
-        return "unreadable"
-    except (OSError, ValueError):
-        return "missing"
-    return status_in(run_dir, summary)
-
-
-def status_in(run_dir: Path, summary: run_files.SummaryRecord) -> str:
-    """:func:`effective_status` of the run in ``run_dir`` whose summary.json, already read, is
-    ``summary`` (``{}``: none)."""
-    status = summary.get("status")
-    if status is None:
-        return "missing"
-    if status != "running":
-        return status
-    return "running" if is_held(Path(run_dir)) else "dead"

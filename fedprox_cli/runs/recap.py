@@ -1,80 +1,62 @@
 """One run, read from its folder: what it did (:class:`RunRecord`: status, rounds, the last
 metrics row, its overrides) and the closing line a run ends with (:func:`closing_line`).
-A view of the folder's files read leniently (:mod:`common.run_files`): ``summary.json``, the
-last row of ``metrics.csv`` and ``.hydra/overrides.yaml``; a folder lacking any of them still
-gets its record."""
+Built from the folder's view (:mod:`view`): its status, its summary, the last row of
+``metrics.csv`` and ``.hydra/overrides.yaml`` read leniently; a folder lacking any of them
+still gets its record."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..common import metric_table as mt
-from ..common import run_files
+from . import view
 from .code_record import mixed_line
-from .outputs import effective_status
 from .progress import duration
 
 
 @dataclass
 class RunRecord:
     folder: Path
-    status: str  # outputs.effective_status, "not started" without a summary
+    status: str  # view.RunView.status, "not started" without a summary
     round: int | None = None  # rounds done
     T: int | None = None
-    final: dict[str, Any] = field(default_factory=dict)  # the last metrics row
+    final: dict[str, float] = field(default_factory=dict)  # the last metrics row
     overrides: list[str] = field(default_factory=list)
     error: str = ""  # the summary's one-line reason, unless finished
     mixed: str = ""  # a run continued with other code: :func:`code_record.mixed_line`
 
 
-def _last_row(folder: Path) -> dict[str, Any]:
+def _last_row(run: view.RunView) -> dict[str, float]:
     """The last row of ``metrics.csv`` (``{}`` without a readable one)."""
-    table = run_files.read_metrics(folder, strict=False)
-    return {k: float(v) for k, v in table.iloc[-1].items()} if len(table) else {}
+    table = run.metrics(strict=False)
+    return {str(k): float(v) for k, v in table.iloc[-1].items()} if len(table) else {}
 
 
 def record(folder: Path, status: str | None = None) -> RunRecord:
-    """What ``folder`` holds (``status``: the caller's own, else the folder's effective one; a
-    status the folder's own record does not have, such as a job refused in the folder of an
-    earlier run, gets no numbers from the folder)."""
-    folder = Path(folder)
-    own = effective_status(folder)
-    if own == "missing" and _unreadable(folder):  # a summary of wrong types: corrupt
-        own = "unreadable"
+    """What ``folder`` holds (``status``: the caller's own, else the folder's; a status the
+    folder's own record does not have, such as a job refused in the folder of an earlier run,
+    gets no numbers from the folder)."""
+    run = view.read(folder)
+    own = run.status
     st = status or own
-    if st == "missing" or own == "missing":
-        return RunRecord(folder, "not started" if st == "missing" else st)
-    if own == "unreadable":
-        return RunRecord(folder, st, error=_unreadable(folder))
+    if view.MISSING in (st, own):
+        return RunRecord(run.path, view.NOT_STARTED if st == view.MISSING else st)
+    if own == view.UNREADABLE:
+        return RunRecord(run.path, st, error=run.error)
     if st != own:
-        return RunRecord(folder, st, overrides=run_files.read_overrides(folder, strict=False))
-    s = run_files.read_summary(folder, strict=False)
-    final = s["final"] if isinstance(s.get("final"), dict) else _last_row(folder)
-    overrides = run_files.read_overrides(folder, strict=False)
+        return RunRecord(run.path, st, overrides=run.overrides())
+    s = run.summary
     return RunRecord(
-        folder,
+        run.path,
         st,
         s.get("round"),
         s.get("T"),
-        final,
-        overrides,
-        str(s.get("error", "")),
+        run.final if run.final is not None else _last_row(run),
+        run.overrides(),
+        run.error,
         mixed_line(s.get("code_history")) or "",
     )
-
-
-def _unreadable(folder: Path) -> str:
-    """The line saying why ``folder``'s summary.json cannot be read (its fields' types
-    included), "" when it can or is not there."""
-    try:
-        run_files.read_summary(folder, typed=True)
-    except ValueError as e:
-        return str(e)
-    except OSError:
-        pass
-    return ""
 
 
 def rounds(r: RunRecord) -> str:

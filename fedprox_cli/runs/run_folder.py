@@ -23,27 +23,21 @@ from ..config.schema import RunConfig
 from ..engine import choice
 from ..engine import compile as compile_choice
 from ..engine.device import hardware
-from . import checkpoint, code_record, keep, provenance
+from . import checkpoint, code_record, keep, provenance, view
 from .experiment import Experiment, Record, split
 from .outputs import Summary, is_fedrun_summary
 
 
-@dataclass(frozen=True)
-class Held:
+@dataclass(frozen=True, eq=False)
+class Held(view.RunView):
     """What the run folder ``path`` holds, read once (:func:`read`; in a run's own folder after
-    :func:`recover`): its summary (``{}`` when missing or unreadable) and whether a config and
-    a checkpoint are there. A run's start decides on it; the folder is read again only for the
-    files a resume loads (the recorded config, the checkpoint)."""
+    :func:`recover`): its view (:class:`view.RunView`: the summary, ``{}`` when missing or
+    unreadable) and whether a config and a checkpoint are there. A run's start decides on it;
+    the folder is read again only for the files a resume loads (the recorded config, the
+    checkpoint)."""
 
-    path: Path
-    summary: run_files.SummaryRecord
-    has_config: bool
-    has_checkpoint: bool
-
-    @property
-    def status(self) -> str:
-        """The recorded status (``missing`` without a readable summary)."""
-        return str(self.summary.get("status", "missing"))
+    has_config: bool = False
+    has_checkpoint: bool = False
 
     @property
     def cut_short(self) -> bool:
@@ -52,7 +46,7 @@ class Held:
         no checkpoint. Nothing of it trained, so a run into it starts it over. (A start refused
         or failed, a full disk's included, says ``error``: no prior run either.)"""
         return (
-            self.status in ("running", "interrupted")
+            self.recorded in ("running", "interrupted")
             and not self.has_config
             and not self.has_checkpoint
         )
@@ -62,7 +56,7 @@ class Held:
         """Whether it holds a run to resume or keep: a checkpoint, or a summary whose status is
         not ``error`` of a start that was not cut short."""
         return self.has_checkpoint or (
-            self.status not in ("missing", "error") and not self.cut_short
+            self.recorded not in (view.MISSING, "error") and not self.cut_short
         )
 
     @property
@@ -79,13 +73,8 @@ class Held:
 
 def read(out: Path) -> Held:
     """What ``out`` holds now (:class:`Held`)."""
-    try:
-        summary = read_summary(out)
-    except (OSError, ValueError):
-        summary = {}
-    return Held(
-        out, summary, (out / run_files.CONFIG).exists(), (out / run_files.CHECKPOINT).exists()
-    )
+    v = view.read(out)
+    return Held(out, v.summary, v.fault, v.has(run_files.CONFIG), v.has(run_files.CHECKPOINT))
 
 
 SCAFFOLD = {
@@ -154,7 +143,7 @@ def resume_point(
         return None
     out = held.path
     prior = checkpoint.check_same_run(out, record.resolved)
-    finished = held.status == "finished"
+    finished = held.recorded == "finished"
     if finished and prior.get("T") == cfg.T:  # a checkpoint beside it is an extension's, stopped
         return True
     ckpt = (
@@ -277,7 +266,7 @@ def begin(
     """Record in the folder ``held`` read that the run starts (or resumes): summary,
     ``.hydra/``, config and partition; a previous run's leftovers go when starting over."""
     out = held.path
-    keep.protect(out, held.status == "finished")  # before the first write (see keep.py)
+    keep.protect(out, held.recorded == "finished")  # before the first write (see keep.py)
     if ckpt is not None and summary.fields.get("code"):
         history = code_history(held, summary.fields["code"], ckpt.round)
         if len(history) > 1:  # made by more than one code (mixed_code=true)

@@ -1,0 +1,128 @@
+"""A declared tuning protocol (claims/tuning.py): the rule picks each method's step on the tuning
+seed (never a diverged run; a tie to the larger step), a method that diverges at every step is
+left out and named, the verdict never reads the tuning seed, and git tells whether the protocol
+was declared before its tuning runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from fedprox_cli.analysis.run import Run
+from fedprox_cli.claims import declare, history, sources, tuning
+from fedprox_cli.common.errors import UserError
+from tests.test_claims_record import _commit, _git
+
+Check = declare.Test  # not named Test*: pytest would try to collect it
+KEYS = {"za2": "algorithm.alpha", "fedda": "algorithm.beta", "fedcanon": "algorithm.beta"}
+POINTS = (
+    {"algorithm": "fedcef", "algorithm.alpha": 0.1},
+    {"algorithm": "za2"},
+    {"algorithm": "fedda"},
+    {"algorithm": "fedcanon"},
+)
+PROTOCOL = {"seed": 3, "grid": [0.1, 0.05, 0.02], "steps": KEYS, "metric": "test_acc"}
+
+
+def _runset(**changes) -> declare.RunSet:
+    rs = declare.RunSet(
+        data="d", folders=("f",), into="f", points=POINTS, seeds=(0, 1), tuning=PROTOCOL
+    )
+    return dataclasses.replace(rs, **changes)
+
+
+def _tried(method: str, step: float, acc: float, status: str = "finished") -> Run:
+    curve = [0.1, acc] if status == "finished" else [0.1, math.nan]
+    m = pd.DataFrame({"round": [0, 65], "test_acc": np.asarray(curve, float)})
+    config = {"choice:algorithm": method, KEYS[method]: step, "seed": 3, "T": 65}
+    return Run(Path(f"/{method}/{step}"), config, m, status)
+
+
+RUNS = [
+    _tried("za2", 0.1, 0.0, "diverged"),
+    _tried("za2", 0.05, 0.95),
+    _tried("za2", 0.02, 0.93),
+    _tried("fedda", 0.1, 0.96),
+    _tried("fedda", 0.05, 0.96),  # a tie: the larger step
+    _tried("fedda", 0.02, 0.90),
+    *(_tried("fedcanon", s, 0.0, "diverged") for s in (0.1, 0.05, 0.02)),
+]
+
+
+def test_the_rule_picks_the_best_step_that_did_not_diverge_a_tie_to_the_larger():
+    t = tuning.of(_runset())
+    assert tuning.pick(t, "za2", RUNS).step == 0.05  # 0.1 diverged, 0.05 above 0.02
+    assert tuning.pick(t, "fedda", RUNS).step == 0.1
+    gone = tuning.pick(t, "fedcanon", RUNS)
+    assert gone.step is None
+    assert "diverged at every step of the grid: left out of every comparison" in gone.said(
+        "test_acc"
+    )
+    assert "0.1: diverged" in tuning.pick(t, "za2", RUNS).said("test_acc")
+
+
+def test_the_verdict_reads_the_chosen_steps_on_its_own_seeds_never_the_tuning_seed():
+    rs = _runset()
+    trials = tuning.trials(rs)
+    assert trials.seeds == (3,) and len(trials.points) == 3 * 3  # fedcef is fixed: not tuned
+    t = tuning.of(rs)
+    picks = [tuning.pick(t, m, RUNS) for m in KEYS]
+    verdict = tuning.chosen(rs, picks)
+    assert verdict.seeds == (0, 1) and not verdict.tuning
+    assert verdict.points == (
+        {"algorithm": "fedcef", "algorithm.alpha": 0.1},
+        {"algorithm": "za2", "algorithm.alpha": 0.05},
+        {"algorithm": "fedda", "algorithm.beta": 0.1},
+    )  # fedcanon, without a step, has no point
+    with pytest.raises(UserError, match="the tuning seed 3 is one of the verdict's seeds"):
+        tuning.of(_runset(seeds=(0, 3)))
+    with pytest.raises(UserError, match="fixes the step it tunes"):
+        tuning.of(_runset(points=({"algorithm": "za2", "algorithm.alpha": 0.1},)))
+
+
+def test_a_method_without_a_step_leaves_every_comparison():
+    order = Check(kind="order", metric="test_acc", says="", key="algorithm", values=("a", "b", "c"))
+    assert tuning.without(order, {"c"}).values == ("a", "b")
+    assert tuning.without(order, {"a"}).values == ("a", "b", "c")  # no first: no unit
+    assert tuning.without(order, set()) is order
+
+
+def test_fedcefs_figures_declare_one_grid_for_every_baseline_and_a_tuning_seed_apart():
+    for c in declare.select(sources.claims(), ["fedcef-fig3", "fedcef-fig4"]):
+        rs = c.ran[0]
+        t = tuning.of(rs)
+        assert t.seed not in rs.seeds and len(rs.seeds) >= 2
+        assert t.grid[0] == 0.1  # FedCEF's own local step (Sec. V-A) first
+        fixed = [p for p in rs.points if not tuning.tuned(t, p)]
+        assert [p["algorithm.alpha"] for p in fixed] == [0.1, 0.1]  # FedCEF: as the paper fixes
+        assert {p["algorithm.eta"] for p in fixed} == {0.1}  # Sec. IV's remark: a smaller eta
+        assert all(r.role == "supporting" for r in c.ran[1:])  # the declared steps: shown
+
+
+def _claims(grid: list) -> str:
+    ran = {"data": "d", "folders": ["runs"], "into": "runs", "points": list(POINTS)}
+    ran |= {"seeds": [0, 1], "tuning": {**PROTOCOL, "grid": grid}}
+    return yaml.safe_dump([{"id": "c", "ran": [ran], "tests": []}])
+
+
+def _order(repo: Path, grid: list) -> str:
+    rs = _runset(tuning={**PROTOCOL, "grid": grid}, folders=("runs",), into="runs")
+    versions = history._versions(repo, "claims.yaml")
+    made = history.declared(repo, versions, "c", history.protocol(rs), "ran", history.protocol)
+    runs = history.first_runs(repo, [str(repo / "runs")])
+    return history.order(repo, made[0], runs[0])
+
+
+def test_a_protocol_declared_before_its_tuning_runs_is_pre_registered(tmp_path):
+    _git(tmp_path, "init", "-q")
+    _commit(tmp_path, {"claims.yaml": _claims([0.1, 0.02])}, "the protocol first")
+    _commit(tmp_path, {"runs/a/metrics.csv": "round\n0\n"}, "then its tuning runs")
+    assert _order(tmp_path, [0.1, 0.02]) == "pre-registered"
+    _commit(tmp_path, {"claims.yaml": _claims([0.1, 0.05])}, "the grid moved after the runs")
+    assert _order(tmp_path, [0.1, 0.05]) == "post hoc"
