@@ -22,6 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--where",
         action="append",
         default=[],
+        type=streams.as_text,
         metavar="KEY=VALUE",
         help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
         "such as algorithm=fedcanon_fig2/fedavg), or one of KEY=V1,V2,...; repeatable",
@@ -52,6 +53,7 @@ def add_label_arguments(p: argparse.ArgumentParser, what: str) -> None:
         "--label",
         action="append",
         default=[],
+        type=streams.as_text,
         metavar="KEY=TEXT",
         help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
         "(algorithm.beta=β) or a whole legend label (split at the last '='); one that "
