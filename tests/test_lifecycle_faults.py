@@ -24,7 +24,7 @@ from conftest import child_env, fedrun, fedrun_process, job_folders
 from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
 from fedprox_cli.analysis.run_figures import draw
-from fedprox_cli.cli import main as cli_main
+from fedprox_cli.cli import threads_left
 from fedprox_cli.common import files, signals
 from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.config.compose import compose
@@ -412,7 +412,7 @@ def test_an_idle_pool_worker_is_not_a_leftover_thread(capfd):
     pool = ThreadPoolExecutor(2)
     pool.submit(int).result()
     try:
-        cli_main._leave_threads(before, 0, exit_now=False)
+        threads_left.leave_threads(before, 0, exit_now=False)
     finally:
         pool.shutdown()
     assert "still running" not in capfd.readouterr().err

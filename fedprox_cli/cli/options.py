@@ -21,6 +21,7 @@ def add_arguments(p) -> None:
         "--where",
         action="append",
         default=[],
+        type=streams.as_text,
         metavar="KEY=VALUE",
         help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
         "such as algorithm=fedcanon_fig2/fedavg), or one of KEY=V1,V2,...; repeatable",
@@ -51,6 +52,7 @@ def add_label_arguments(p, what: str) -> None:
         "--label",
         action="append",
         default=[],
+        type=streams.as_text,
         metavar="KEY=TEXT",
         help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
         "(algorithm.beta=β) or a whole legend label (split at the last '='); one that "

@@ -96,7 +96,12 @@ def parse(argv):
 
 def _figure_arguments(p: argparse.ArgumentParser) -> None:
     """How the figure looks: its title, labels, style, panel size and font size."""
-    p.add_argument("--title", default="", help="a title drawn above the figure (default none)")
+    p.add_argument(
+        "--title",
+        default="",
+        type=streams.as_text,
+        help="a title drawn above the figure (default none)",
+    )
     p.add_argument(
         "--caption",
         action=argparse.BooleanOptionalAction,

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from . import host
+
 ALWAYS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, n))
 
 
@@ -70,9 +72,22 @@ Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
-    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt``."""
+    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt`` -- or,
+    for a SIGINT the process raised on itself as a library failed to start its threads,
+    :class:`host.NoThread` with its line (:func:`not_a_stop`)."""
+    not_a_stop(signum)
     received.append(signum)
     raise KeyboardInterrupt
+
+
+def not_a_stop(signum: int) -> None:
+    """Raise :class:`host.NoThread` for a SIGINT while this process cannot start a thread:
+    OpenBLAS raises SIGINT on its own process when it cannot start its threads (a limit on
+    processes, ``ulimit -u``), which is no Ctrl-C and no reason to resume."""
+    if signum == signal.SIGINT:
+        line = host.no_thread_line()
+        if line is not None:
+            raise host.NoThread(line)
 
 
 def _free(handler: Handler) -> bool:
@@ -138,6 +153,7 @@ class StopAfterRound:
         return self.signum is not None
 
     def _note(self, signum: int, frame: FrameType | None) -> None:
+        not_a_stop(signum)
         received.append(signum)
         if self.requested:
             raise KeyboardInterrupt
