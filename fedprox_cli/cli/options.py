@@ -4,6 +4,7 @@ line per error, never a traceback)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from ..common.dependencies import missing
 from ..common.errors import UserError, describe, first_line, require
 
 
-def add_arguments(p) -> None:
+def add_arguments(p: argparse.ArgumentParser) -> None:
     """The arguments ``fedrun-plot`` and ``fedrun-table`` share (argparse parser ``p``)."""
     p.add_argument(
         "--where",
@@ -45,7 +46,7 @@ def metrics_help(default: mt.Metric) -> str:
     )
 
 
-def add_label_arguments(p, what: str) -> None:
+def add_label_arguments(p: argparse.ArgumentParser, what: str) -> None:
     """``--label KEY=TEXT`` and ``--labels FILE``: renames of ``what`` (see
     :class:`..analysis.renames.Renames`)."""
     p.add_argument(
@@ -66,7 +67,7 @@ def add_label_arguments(p, what: str) -> None:
     )
 
 
-def names(args) -> Renames:
+def names(args: argparse.Namespace) -> Renames:
     """The renames of ``--labels FILE`` and ``--label KEY=TEXT`` (these win; each must rename
     something: :class:`..analysis.renames.Renames`)."""
     loaded = {}
