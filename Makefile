@@ -41,7 +41,7 @@ test: setup data
 	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
 
 # Static checks: ruff's lint and format, mypy (pyproject.toml: strict on common/, engine/,
-# operators/, algorithms/, data/, config/, cluster/, api.py, runs/ and analysis/).
+# operators/, algorithms/, data/, config/, cluster/, api.py, runs/, analysis/ and claims/).
 lint: setup
 	$(VENV)/bin/ruff check fedprox_cli
 	$(VENV)/bin/ruff format --check fedprox_cli

@@ -388,13 +388,13 @@ def test_a_terminal_gets_a_bar_and_the_log_the_lines(tmp_path):
 def test_a_dry_runs_cost_does_not_grow_with_seeds(tmp_path, monkeypatch):
     """seeds=R: only the seeds whose folder exists are checked one by one; the rest are counted
     as new (their work summed by start round), so R = 10^6 costs what R = 2 does."""
-    from fedprox_cli.cli import dryrun
+    from fedprox_cli.runs import preview
 
     checked = []
-    plain = dryrun._state
+    plain = preview.state
     monkeypatch.setattr(
-        dryrun,
-        "_state",
+        preview,
+        "state",
         lambda config, folder, T: checked.append(folder) or plain(config, folder, T),
     )
     (tmp_path / "r" / "seed_7").mkdir(parents=True)

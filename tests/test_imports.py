@@ -187,6 +187,36 @@ def test_the_layer_check_ranks_the_package_root():
     ]
 
 
+def _reaches(graph: dict[str, set[str]], upper: str, lower: str) -> list[str]:
+    """``a -> b`` for each import of a module of ``lower`` by a module of ``upper``."""
+    return sorted(
+        f"{a} -> {b}"
+        for a, bs in graph.items()
+        for b in bs
+        if _place(a) == upper and _place(b) == lower
+    )
+
+
+def test_the_command_line_reaches_runs_through_its_face_only():
+    """cli/ imports runs/ through one module, runs/face.py (what the command line asks of the
+    runs layer), never another of its modules."""
+    assert [
+        e for e in _reaches(_graph(), "cli", "runs") if not e.endswith(" -> fedprox_cli.runs.face")
+    ] == []
+    assert "fedprox_cli.runs.face" in _graph()["fedprox_cli.cli.main"]
+
+
+def test_the_face_check_finds_a_reach_past_the_face():
+    graph = {
+        "fedprox_cli.cli.status": {"fedprox_cli.runs.face", "fedprox_cli.runs.view"},
+        "fedprox_cli.analysis.results": {"fedprox_cli.runs.view"},
+    }
+    assert _reaches(graph, "cli", "runs") == [
+        "fedprox_cli.cli.status -> fedprox_cli.runs.face",
+        "fedprox_cli.cli.status -> fedprox_cli.runs.view",
+    ]
+
+
 LOADS_TORCH = (
     "import atexit, sys; atexit.register(lambda: print('torch loaded:', 'torch' in sys.modules)); "
     "from fedprox_cli.cli import commands; sys.argv[0] = {prog!r}; commands.{command}()"

@@ -24,12 +24,12 @@ from conftest import child_env, fedrun, fedrun_process, job_folders
 from fedprox_cli import data
 from fedprox_cli.analysis import jobrecords
 from fedprox_cli.analysis.run_figures import draw
-from fedprox_cli.cli import main as cli_main
+from fedprox_cli.cli import threads_left
 from fedprox_cli.common import files, signals
 from fedprox_cli.common.run_files import read_summary
 from fedprox_cli.config.compose import compose
 from fedprox_cli.config.validate import typed
-from fedprox_cli.runs import provenance, runner
+from fedprox_cli.runs import provenance, runner, training
 from fedprox_cli.runs.lock import RunLock, is_held
 
 TINY = ["dataset=digits", "model=linear", "T=3", "K=2", "n=4"]
@@ -301,6 +301,69 @@ def test_a_signal_someone_else_handles_or_ignores_is_left_to_them():
             signal.signal(s, h)
 
 
+def _a_signal_before(monkeypatch, owner, attr: str, sig: int = signal.SIGTERM) -> None:
+    """``owner.attr`` gets signal ``sig`` before it does its work: a sweep's launching process
+    ending its workers an instant after the user's Ctrl-C reached them (cluster/pool.py)."""
+    plain = getattr(owner, attr)
+
+    def late(*args, **kwargs):
+        os.kill(os.getpid(), sig)
+        return plain(*args, **kwargs)
+
+    monkeypatch.setattr(owner, attr, late)
+
+
+def _stopped_in_process(out: Path, *overrides: str) -> int | str:
+    """:func:`run` with fedrun's handlers of the command (every stop signal raises or is noted,
+    SIGTERM too), put back afterwards; its exit code, or "escaped" for an interrupt it let out."""
+    with signals.held_by_fedrun():
+        signals.stops_interrupt()
+        try:
+            return run(out, *overrides)
+        except KeyboardInterrupt:
+            return "escaped"
+
+
+def test_a_signal_while_a_run_stopped_at_its_start_records_its_end_is_noted_only(
+    tmp_path, monkeypatch
+):
+    """The compile-trial race of a joblib sweep (tests/test_sweep_stop.py): a job stopped while
+    its run starts (a trial compile, or the wait for another job's) got the launcher's SIGTERM
+    while it recorded the user's Ctrl-C, and ended without summary.json."""
+    monkeypatch.setattr(signals, "received", [])
+
+    def build(*args, **kwargs):  # the run's start (its engine's compile trial): Ctrl-C
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(runner.experiment, "build", build)
+    _a_signal_before(monkeypatch, runner.ending, "end")
+    out = tmp_path / "run"
+    assert _stopped_in_process(out) == 130
+    s = read_summary(out)
+    assert (s["status"], s["error"]) == ("interrupted", "stopped by SIGINT before the run started")
+    assert signals.received == [signal.SIGINT, signal.SIGTERM]
+
+
+def test_a_signal_while_a_stopped_run_records_its_end_is_noted_only(tmp_path, monkeypatch):
+    """A run told to stop after its round (Ctrl-C) records its end whatever signal comes while
+    it does (the launcher's SIGTERM): not left saying ``running``."""
+    monkeypatch.setattr(signals, "received", [])
+    plain = training.Training.round
+
+    def round(self):
+        if self.t == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        plain(self)
+
+    monkeypatch.setattr(training.Training, "round", round)
+    _a_signal_before(monkeypatch, training.Training, "close")
+    out = tmp_path / "run"
+    assert _stopped_in_process(out, "T=6") == 130
+    s = read_summary(out)
+    assert (s["status"], s["round"], s["error"]) == ("interrupted", 2, "stopped by SIGINT")
+    assert signals.received == [signal.SIGINT, signal.SIGTERM]
+
+
 THREAD_DRIVER = """
 import signal, sys, threading, time
 from fedprox_cli.cli import main as cli
@@ -349,7 +412,7 @@ def test_an_idle_pool_worker_is_not_a_leftover_thread(capfd):
     pool = ThreadPoolExecutor(2)
     pool.submit(int).result()
     try:
-        cli_main._leave_threads(before, 0, exit_now=False)
+        threads_left.leave_threads(before, 0, exit_now=False)
     finally:
         pool.shutdown()
     assert "still running" not in capfd.readouterr().err

@@ -180,3 +180,41 @@ def test_a_metrics_csv_too_wide_is_refused_before_it_is_read(tmp_path, monkeypat
     with pytest.raises(run_files.RunFileError, match="its header is longer than 1,048,576 bytes"):
         run_files.read_metrics(d)
     assert read == []
+
+
+def test_the_jobs_of_a_sweep_that_never_started_are_named_by_every_analysis_command(
+    tmp_path, capsys
+):
+    """A job stopped before it started leaves a folder with a lock and a log but no
+    summary.json, or no folder at all: fedrun-table and fedrun-plot skip it with a line naming
+    it and why, fedrun-report shows it as a row ``not started``."""
+    from fedprox_cli.cli import plot, table
+
+    s = sweep(tmp_path / "S")
+    (s / "n=5").mkdir()
+    for name in (run_files.LOCK, run_files.LOG):
+        (s / "n=5" / name).write_text("")
+    jobrecords.write(s, JobRecord(2, ["n=5"], os.path.abspath(s / "n=5")))
+    jobrecords.write(s, JobRecord(3, ["n=6"], os.path.abspath(s / "n=6")))
+    skipped = [
+        f"skipped {s / 'n=5'}: not started: no summary.json (its folder holds .fedrun.lock, "
+        f"fedrun.log)",
+        f"skipped {s / 'n=6'}: not started: no summary.json (no folder)",
+    ]
+    warned: list[str] = []
+    assert [r.path for r in results.load([s], warn=warned.append)] == [s / "n=3", s / "n=4"]
+    assert warned == skipped
+    for command, main, args in (
+        ("fedrun-table", table.main, ["--column", "n"]),
+        ("fedrun-plot", plot.main, ["--out", str(tmp_path / "acc.png")]),
+    ):
+        assert main([str(s), *args]) == 0
+        assert capsys.readouterr().err.splitlines() == [f"{command}: {line}" for line in skipped]
+    rows, lines = report(s)
+    assert [(r["run"], r["status"]) for r in rows] == [
+        (str(s / "n=3"), "finished"),
+        (str(s / "n=4"), "finished"),
+        (str(s / "n=5"), "not started"),
+        (str(s / "n=6"), "not started"),
+    ]
+    assert lines == []

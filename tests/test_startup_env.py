@@ -99,3 +99,56 @@ def test_the_memory_check_is_sized_by_the_cgroup_limit(tmp_path, monkeypatch):
     import torch
 
     assert memory.available_bytes(torch.device("cpu")) == (2**30, "its cgroup's memory limit")
+
+
+ASCII_LOCALE = {  # a locale whose encoding is ASCII, and Python's UTF-8 mode kept off
+    "LANG": "C",
+    "LC_ALL": "C",
+    "PYTHONCOERCECLOCALE": "0",
+    "PYTHONUTF8": "0",
+}
+
+
+def command(name: str, *args, **env: str) -> subprocess.CompletedProcess:
+    """The console script ``name`` (``table``, ``plot``, ...) with ``args`` as a process."""
+    e = {k: v for k, v in child_env(**env).items() if k != "PYTHONIOENCODING"}
+    return subprocess.run(
+        [sys.executable, "-c", f"from fedprox_cli.cli import commands; commands.{name}()", *args],
+        capture_output=True,
+        env=e,
+        timeout=300,
+    )
+
+
+def test_non_ascii_text_under_an_ascii_locale(tmp_path):
+    """Labels, a title and a --where value typed in UTF-8 under an ASCII locale reach the
+    table file, the figure and the match as the text typed (UTF-8 in files), never exit 1."""
+    from conftest import fedrun
+
+    run = tmp_path / "run"
+    made = fedrun("dataset=digits", "model=linear", "n=4", "K=2", "T=2", f"hydra.run.dir={run}")
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "table.md"
+    p = command(
+        "table", str(run), "--label", "fedcanon=Méthode→1", "--out", str(out), **ASCII_LOCALE
+    )
+    assert p.returncode == 0, p.stderr
+    assert "| Méthode→1 |" in out.read_text(encoding="utf-8")
+    p = command(
+        "plot",
+        str(run),
+        "--label",
+        "fedcanon=Méthode→1",
+        "--title",
+        "Köln",
+        "--out",
+        str(tmp_path / "f.png"),
+        **ASCII_LOCALE,
+    )
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "f.png").is_file()
+    p = command(
+        "table", str(run), "--where", "dataset=digits", "--label", "fedcanon=Ä", **ASCII_LOCALE
+    )
+    assert p.returncode == 0, p.stderr
+    assert b"| \\xc4 |" in p.stdout  # the terminal's ASCII: escaped, as every line fedrun prints

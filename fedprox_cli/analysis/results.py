@@ -60,40 +60,73 @@ def find_runs(
 ) -> list[Path]:
     """Run folders among ``paths``, each a run folder or a folder searched recursively
     (:func:`runs.view.find`: a folder that cannot be listed is named through ``warn`` and the
-    others read), a sweep's jobs in the order it launched them (:func:`launch_order`). A run
-    folder without a ``metrics.csv`` (a run that stopped before its first evaluation) goes to
-    ``skipped`` (default: its line through ``warn``)."""
+    others read), a sweep's jobs in the order it launched them (:func:`launch_order`). Every
+    run folder without a ``metrics.csv`` (a run that stopped before its first evaluation) and
+    every job a sweep recorded that holds no run (not started: a lock and a log but no
+    ``summary.json``, or no folder) goes to ``skipped`` (default: its line through ``warn``,
+    :func:`_without_rows`)."""
     skip = skipped or (lambda s: warn(s.line()))
     found: list[Path] = []
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such results folder: {p}")
         held = list(view.find([p], warn))
-        order = launch_order([d for d, names in held if view.is_sweep(names)], warn)
-        runs = [(d, names) for d, names in held if view.is_run(names)]
+        recorded = [
+            (r.num, where)
+            for s, names in held
+            if view.is_sweep(names)
+            for r, where in jobrecords.held(s, warn)
+        ]
+        runs: list[tuple[Path, frozenset[str] | None]] = [
+            (d, names) for d, names in held if view.is_run(names)
+        ]
+        holding = {a for d, _ in runs for a in (_abs(d), *_abs(d).parents)}  # hold a run
+        runs += [(where, _listed(where)) for _, where in recorded if _abs(where) not in holding]
+        order = launch_order({_abs(where): num for num, where in recorded})
         for d, names in sorted(runs, key=lambda dn: order(dn[0])):
-            if run_files.METRICS in names:
+            if names is not None and run_files.METRICS in names:
                 found.append(d)
             else:
-                status = view.read(d).status
-                skip(Skipped(d, f"no metrics.csv (status: {status_text(status)})", status))
+                skip(_without_rows(d, names))
     found = list(dict.fromkeys(found))
     require(found, f"no run folders (config.yaml + metrics.csv) under {', '.join(map(str, paths))}")
     return found
 
 
-def launch_order(
-    sweeps: list[Path], warn: Callable[[str], None]
-) -> Callable[[Path], tuple[float, Path]]:
-    """A sort key for run folders: a sweep's jobs (of ``sweeps``) named by config in the order
-    its last command launched them (its job records, :func:`.jobrecords.held`; a ``seed_<s>``
-    run by its job's), the others after them by path."""
-    num = {
-        Path(os.path.abspath(where)): r.num for s in sweeps for r, where in jobrecords.held(s, warn)
-    }
+def _abs(p: Path) -> Path:
+    return Path(os.path.abspath(p))
+
+
+def _listed(folder: Path) -> frozenset[str] | None:
+    """What ``folder`` holds (None: no such folder, or one that cannot be listed)."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return None
+
+
+def _without_rows(run_dir: Path, names: frozenset[str] | None) -> Skipped:
+    """A run folder (``names``: what it holds; None: a recorded job without a folder) without
+    ``metrics.csv``, and why: a run that stopped before its first evaluation (its status), or
+    a sweep's job not started (stopped before it began, or not yet begun)."""
+    if names is not None and view.is_run(names):
+        status = view.read(run_dir).status
+        return Skipped(run_dir, f"no metrics.csv (status: {status_text(status)})", status)
+    holds = (
+        "no folder"
+        if names is None
+        else f"its folder holds {', '.join(sorted(names)) if names else 'nothing'}"
+    )
+    return Skipped(run_dir, f"{view.NOT_STARTED}: no summary.json ({holds})", view.MISSING)
+
+
+def launch_order(jobs: dict[Path, int]) -> Callable[[Path], tuple[float, Path]]:
+    """A sort key for run folders: a sweep's jobs (``jobs``: each job's folder, absolute, and
+    its number from its sweep's records, :func:`.jobrecords.held`; a ``seed_<s>`` run by its
+    job's) in the order its last command launched them, the others after them by path."""
 
     def key(run_dir: Path) -> tuple[float, Path]:
-        here = Path(os.path.abspath(run_dir))
-        n = next((num[a] for a in (here, *here.parents) if a in num), math.inf)
+        here = _abs(run_dir)
+        n = next((jobs[a] for a in (here, *here.parents) if a in jobs), math.inf)
         return (n, run_dir)
 
     return key

@@ -12,7 +12,10 @@ never changes the exit code). So from the first instant:
   signal's own exit status (143 for SIGTERM) -- a command's own handling (a run's checkpoint
   and status) takes over once it runs;
 - a package that is not installed is one line naming it and how to install it, exit code 2
-  (:func:`dependencies.missing`), as is memory that ran out while loading a library.
+  (:func:`dependencies.missing`), as is memory that ran out while loading a library, and a
+  library that could not start its threads (OpenBLAS's SIGINT: :func:`signals.not_a_stop`);
+- a command that runs (:data:`RUNS`) refuses a host whose clock does not advance or whose
+  environment leaves no room to start its processes, one line, exit code 2 (:mod:`host`).
 
 And its last, where the command is the process's (called by the top level of its main
 program, the console script or ``python -m fedprox_cli``, before any exit hook was
@@ -53,7 +56,12 @@ def _command(prog: str, module: str, function: str = "main") -> None:
         from ..common import streams
 
         streams.guard()
-        code = getattr(importlib.import_module(f"{__package__}.{module}"), function)()
+        refused = _host_refuses(prog)
+        code = (
+            _fault(prog, f"error: {refused}", "error")
+            if refused
+            else getattr(importlib.import_module(f"{__package__}.{module}"), function)()
+        )
     except SystemExit as e:  # the command's own exit (fedrun's main)
         code = e.code
     except KeyboardInterrupt:
@@ -61,14 +69,32 @@ def _command(prog: str, module: str, function: str = "main") -> None:
     except Exception as e:  # before the command's own handling: its imports
         from ..common.dependencies import missing
         from ..common.errors import exhausted, exhausted_line
+        from ..common.host import NoThread
 
-        line = missing(e) or (exhausted_line(e) if exhausted(e) else None)
+        line = (
+            missing(e)
+            or (exhausted_line(e) if exhausted(e) else None)
+            or (str(e) if isinstance(e, NoThread) else None)
+        )
         if line is None:
             raise  # a bug
         code = _fault(prog, f"error: {line}", "error")
     if process and (isinstance(code, int) or code is None):
         _CODE.append(code or 0)
     sys.exit(code)
+
+
+RUNS = ("fedrun", "fedrun-reproduce", "fedrun-check-algorithm")  # commands that run and time runs
+
+
+def _host_refuses(prog: str) -> str | None:
+    """For a command of :data:`RUNS`: the line of a host it cannot run on -- a clock that does
+    not advance, an environment that leaves no room to start its processes (:mod:`host`)."""
+    if prog not in RUNS:
+        return None
+    from ..common import host
+
+    return host.clock_stopped() or host.exec_room()
 
 
 def _end() -> None:

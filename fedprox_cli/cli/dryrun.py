@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from ..common import run_files, streams
+from ..common import streams
 from ..common.errors import EXIT, UserError
 from ..common.package import CONF_DIR
-from ..config import extras, schedule
-from ..config.compose import reference_config
-from ..runs.progress import duration
-from ..runs.view import seed_folders
+from ..config import schedule
+from ..runs import face
 from .jobtable import align, differing
 
 if TYPE_CHECKING:  # a job's config holds torch's types: torch loads when jobs are listed
@@ -64,95 +62,6 @@ def work(cfg, start: int | dict[int, int] = 0) -> tuple[float, int]:
     return steps, evals
 
 
-def check(job: Job, references: dict | None = None) -> tuple[str, int | dict[int, int]]:
-    """Validate a job like a real run (:func:`config.validate.typed_resolved` against the job's
-    reference, :func:`experiment.checks`, the folder checks); returns what the run would do in
-    its folder and the round it would start from (with ``seeds=R``: the state of each
-    ``seed_<s>/`` run and their start rounds counted, :func:`_batch`). Raises
-    :class:`UserError` (or Hydra's errors). ``references``: :class:`config.validate.Reference`
-    by group choices, reused across a sweep's jobs."""
-    from ..common.flatten import flatten
-    from ..config.validate import Reference, typed_resolved
-    from ..runs import experiment, seeds
-
-    references = {} if references is None else references
-    key = tuple(sorted((g, str(c)) for g, c in job.choices.items()))
-    if key not in references:
-        references[key] = Reference.of(reference_config(job.choices))
-    extras.check(job.choices)
-    experiment.checks(typed_resolved(flatten(job.plain), job.resolved, references[key]))
-    values = cast(dict, job.resolved.values)
-    if values["seeds"] == 1:
-        return _state(lambda: job.cfg, job.folder, values["T"])
-    seeds.check_container(job.folder)
-    return _batch(job)
-
-
-def _batch(job: Job) -> tuple[str, dict[int, int]]:
-    """The state of each run of a ``seeds=R`` job and their start rounds counted: the seeds whose
-    folder exists are checked one by one, the others are new runs (no folder: nothing to check),
-    so the cost grows with the runs on disk, not with R."""
-    from ..runs import seeds
-
-    values = cast(dict, job.resolved.values)
-    first, R, T = values["seed"], values["seeds"], values["T"]
-    numbers = (int(p.name.removeprefix(run_files.SEED_PREFIX)) for p in seed_folders(job.folder))
-    on_disk = [n for n in numbers if first <= n < first + R]
-    starts: dict[int, int]
-    said, starts, last = [], {}, first
-    for s in sorted(on_disk):
-        if s > last:
-            said.append(_new(last, s - 1))
-        state, start = _state(
-            cast(Callable[[], DictConfig], lambda s=s: seeds.with_seed(job.cfg, s)),
-            job.folder / run_files.seed_folder(s),
-            T,
-        )
-        said.append(f"seed {s} {state}")
-        starts[start] = starts.get(start, 0) + 1
-        last = s + 1
-    if last < first + R:
-        said.append(_new(last, first + R - 1))
-    new = first + R - len(on_disk) - first
-    if new:
-        starts[0] = starts.get(0, 0) + new
-    states = {x.split(" ", 2)[-1] for x in said}
-    return f"{R} runs: " + (states.pop() if len(states) == 1 else ", ".join(said)), starts
-
-
-def _new(a: int, b: int) -> str:
-    return f"seed {a} new" if a == b else f"seeds {a}-{b} new"
-
-
-def _state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str, int]:
-    """What a run of ``config()`` (made only for a folder that exists: a seed batch of many new
-    runs costs no config each) would do in ``folder``, and the round it would start from (T: no
-    work, as for a run another process holds, which this one would be refused)."""
-    from ..config.validate import typed
-    from ..runs import code_record, run_folder
-    from ..runs.experiment import Record
-    from ..runs.lock import holder
-
-    run_folder.check_owned(folder)
-    if not folder.exists():
-        return "new", 0
-    running = holder(folder)
-    if running is not None:  # the run would be refused: the folder is in use
-        return f"running now ({running}): refused", T
-    composed = config()
-    cfg = typed(composed)
-    held = run_folder.read(folder)
-    start = run_folder.resume_point(cfg, Record.of(composed), held)
-    if start is True:
-        why = code_record.stale(held.code, cfg)
-        return (
-            f"stale: made by other code ({'; '.join(why)}); resume=false re-runs it"
-            if why
-            else "finished already"
-        ), T
-    return (f"resumes from round {start.round}", start.round) if start is not None else ("new", 0)
-
-
 @dataclass
 class Checked:
     """What a dry run lists of a good job once its config is checked (the config itself is
@@ -173,10 +82,11 @@ PROGRESS_S = 5.0  # a line on stderr at most this often while a sweep's jobs are
 
 
 def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], list[str]]:
-    """:func:`check` of every job, taken one at a time: the good ones' :class:`Checked`, and one
-    ``fedrun: error: job N (...): why`` line per bad one -- a job that fails a check, or that
-    has the folder of an earlier job (the same config twice). A sweep that takes longer than
-    :data:`PROGRESS_S` says how far it is, every :data:`PROGRESS_S` seconds."""
+    """:func:`runs.preview.check` of every job, taken one at a time: the good ones'
+    :class:`Checked`, and one ``fedrun: error: job N (...): why`` line per bad one -- a job that
+    fails a check, or that has the folder of an earlier job (the same config twice). A sweep
+    that takes longer than :data:`PROGRESS_S` says how far it is, every :data:`PROGRESS_S`
+    seconds."""
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -188,7 +98,7 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
     started = last = time.monotonic()
     for job in listed:
         try:
-            state, start = check(job, references)
+            state, start = face.check(job, references)
             earlier = first.setdefault(job.folder, job_name(job, multirun))
             if earlier != job_name(job, multirun):
                 raise UserError(f"the same config as {earlier} (both would run in {job.folder})")
@@ -213,7 +123,7 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
         now = time.monotonic()
         if multirun and now - last >= PROGRESS_S:
             streams.err(
-                f"fedrun: checked {job.num + 1} jobs ({duration(now - started)}; "
+                f"fedrun: checked {job.num + 1} jobs ({face.duration(now - started)}; "
                 f"{len(bad)} invalid so far)"
             )
             last = now

@@ -14,9 +14,7 @@ from pathlib import Path
 
 from ..common import metric_table as mt
 from ..common import run_files
-from ..runs import view
-from ..runs.progress import duration
-from ..runs.recap import RunRecord, record, rounds
+from ..runs import face
 
 
 def differing(overrides: list[list[str]]) -> list[list[str]]:
@@ -29,17 +27,17 @@ def differing(overrides: list[list[str]]) -> list[list[str]]:
     return [[o for k, o in p.items() if k in varied] for p in parsed]
 
 
-def _records(folder: Path, status: str | None, overrides: list[str] | None) -> list[RunRecord]:
+def _records(folder: Path, status: str | None, overrides: list[str] | None) -> list[face.RunRecord]:
     """The row(s) of one job: a seed-batched job gives one row per seed run (each with its own
     status and ``seed=<s>`` added to the job's overrides)."""
-    runs = [] if view.holds_run(Path(folder)) else view.seed_folders(Path(folder))
+    runs = [] if face.holds_run(Path(folder)) else face.seed_folders(Path(folder))
     if not runs:
-        r = record(folder, status)
+        r = face.record(folder, status)
         r.overrides = list(overrides) if overrides is not None else r.overrides
         return [r]
     out = []
     for run in runs:
-        r = record(run)
+        r = face.record(run)
         known = list(overrides) if overrides is not None else r.overrides
         r.overrides = [o for o in known if o.split("=", 1)[0].lstrip("+~") not in ("seed", "seeds")]
         r.overrides.append(f"seed={run.name[len(run_files.SEED_PREFIX) :]}")
@@ -52,7 +50,7 @@ def gpu(folder: Path) -> str:
     number on its machine (its ``CUDA_VISIBLE_DEVICES`` entry where the process was given some,
     else its CUDA index) and name -- or ``cpu``; ``cpu (given GPU 1)`` for a run given a GPU it
     could not use (Ray told of GPUs that are not there); ``-`` when unrecorded."""
-    hw = view.read(folder).summary.get("hardware")
+    hw = face.read(folder).summary.get("hardware")
     if not isinstance(hw, dict) or "gpu" not in hw:
         return "-"
     given = str(hw.get("cuda_visible_devices") or "")
@@ -101,10 +99,10 @@ def table(
             [
                 name,
                 r.status,
-                rounds(r) if r.status != view.NOT_STARTED else "-",
+                face.rounds(r) if r.status != face.NOT_STARTED else "-",
                 *(m.number(f.get(m.name)) for m in mt.SHOWN),
-                duration(f[mt.TIME.name]) if mt.TIME.name in f else "-",
-                gpu(r.folder) if r.status != view.NOT_STARTED else "-",
+                face.duration(f[mt.TIME.name]) if mt.TIME.name in f else "-",
+                gpu(r.folder) if r.status != face.NOT_STARTED else "-",
                 " ".join(diff),
             ]
         )

@@ -1,4 +1,5 @@
-"""The ``fedrun`` command: Hydra composes the config, :func:`runner.run` does the work.
+"""The ``fedrun`` command: Hydra composes the config, the runs layer does the work
+(:func:`runs.face.run_job`).
 
 The fault contract (docs/robustness.md, "Faults and exit codes"): every fault is one line on stderr
 and an exit code
@@ -14,16 +15,14 @@ ended -- jobs may run in other processes (``hydra/launcher=joblib``) -- and the 
 from those records lists every job that did not finish, including those that never started,
 then the table of its jobs (:mod:`jobtable`); while the jobs run, this process prints their
 start, progress and closing lines (:mod:`watch`). A single run of a preset that defines a sweep
-says so (:func:`_run`).
+says so (:func:`runs.face.run_job`).
 
-Before Hydra starts, :func:`_preflight` answers ``--help`` (:mod:`help`), dry runs and
+Before Hydra starts, :func:`preflight.preflight` answers ``--help`` (:mod:`help`), dry runs and
 ``-m ... --cfg job`` (:mod:`dryrun`), so that nothing is written for them.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 import sys
@@ -31,7 +30,6 @@ import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from os import _exit  # os's documented exit without clean-up (nothing private of fedprox_cli)
 from pathlib import Path
 from typing import cast
 
@@ -52,10 +50,11 @@ from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
-from ..config import compose_once, launch, plugin_defaults, resolvers
-from ..config.compose import command, hydra_files, one_of_a_sweep, overrides, reference_for
-from . import drawer, sweep, watch
+from ..config import compose_once, launch, resolvers
+from ..runs import face
+from . import drawer, preflight, sweep, watch
 from .faults import crash, one_line
+from .threads_left import leave_threads
 
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
 # another (a joblib worker, a SLURM job) resolves each job's folder (${fedrun.job_dir:}) before
@@ -128,7 +127,7 @@ def _job_in(composed: DictConfig) -> float:
     noted = len(signals.received)
     with console.as_job(f"job {hc.job.num}" if multirun else ""):
         try:  # nothing leaves the job but KeyboardInterrupt: Hydra would add a line of its own
-            code = _run(hc, composed, out, progress=watch.bars(hc.launcher._target_))
+            code = face.run_job(hc, composed, out, watch.bars(hc.launcher._target_), drawer.figures)
         except Exception as e:  # outside the run's own handling: one line, the sweep goes on
             said = len(console.errors)
             code = fault(e)
@@ -208,35 +207,6 @@ def _remove_made(out: Path) -> None:
         pass  # another process wrote there meanwhile, or it cannot be removed: it stays
 
 
-def _run(hc, composed: DictConfig, out: Path, progress: bool) -> int:
-    """The job's run into ``out``: its config validated once (:func:`runner.validated`, bad
-    input ending by the run's own error ladder), then run (:func:`runner.run`). A run without
-    ``-m`` of a preset whose ``hydra.sweeper.params`` define a sweep first says, once its
-    config is valid, that it runs one config (the preset's own values) and what ``-m`` would
-    run."""
-    from ..runs import runner  # here, so that config errors are reported before torch loads
-
-    reference = reference_for(
-        composed, dict(hc.runtime.choices), overrides(hc), compose_once.reference()
-    )
-    ladder = runner.Ladder()
-    with ladder.guard():
-        runs = runner.validated(composed, reference)
-    if ladder.code is not None:
-        return ladder.code
-    note = one_of_a_sweep(hc) if hc.mode.name != "MULTIRUN" else None
-    if note:
-        say(note, "note")
-    return runner.run(
-        runs,
-        out,
-        progress=progress,
-        command=command(hc),
-        hydra_record=hydra_files(composed, hc),
-        plot=drawer.figures,
-    )
-
-
 class SweepReport(Callback):
     """Checks every job of a multirun before the first one runs (:func:`sweep.check_all`),
     records them as planned and remembers the sweep for its report (:func:`sweep.report`);
@@ -255,128 +225,6 @@ class SweepReport(Callback):
         with the configs that is ~0.1 MB a job (docs/performance.md, "Sweeps")."""
         if OmegaConf.select(config, "hydra.mode") == RunMode.MULTIRUN:
             job_return.cfg = job_return.hydra_cfg = None
-
-
-_NO_RUN = {"--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}  # Hydra's, nothing drawn
-_EMPTY_DIR = re.compile(r"^\+{0,2}hydra\.(run|sweep)\.dir=(''|\"\"|\s*)$")
-_PATH_KEY = re.compile(
-    r"^(\+{0,2}(?:hydra\.(?:run|sweep)\.dir|hydra\.sweep\.subdir|data\.root))=(.+)$"
-)
-
-
-def quote_paths(args: list[str]) -> list[str]:
-    """Folder overrides with characters Hydra's override grammar rejects unquoted (non-ASCII:
-    ``hydra.run.dir=results/résultats``) in Hydra's quotes, so such paths work as typed."""
-    out = []
-    for a in args:
-        m = _PATH_KEY.match(a)
-        if m and m.group(2)[0] not in "'\"" and not m.group(2).isascii():
-            a = f"{m.group(1)}='" + m.group(2).replace("\\", "\\\\").replace("'", "\\'") + "'"
-        out.append(a)
-    return out
-
-
-def _parsed(argv: list[str]):
-    """The command line as Hydra's argument parser reads it, or None where it does not parse
-    (silent here: Hydra's own parsing then says what is wrong)."""
-    from ..config.hydra_private import get_args_parser
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            return get_args_parser().parse_intermixed_args(argv)
-    except (ValueError, TypeError, SystemExit):
-        return None
-
-
-def _composed_group(group: str, chosen: list[list[str]]) -> dict:
-    """The config group ``group`` as a run of the ``chosen`` options composes it (their YAMLs
-    over the classes' defaults): the values ``--help`` shows as defaults."""
-    from omegaconf import OmegaConf
-
-    from ..config.compose import compose
-
-    composed = compose([f"{g}={n}" for g, n in chosen])
-    values = OmegaConf.to_container(composed[group], resolve=True)
-    return values if isinstance(values, dict) else {}
-
-
-def _preflight(argv: list[str]) -> int | None:
-    """What fedrun does before Hydra starts: ``--help`` (:mod:`help`; Hydra's page stays at
-    ``--hydra-help``), a dry run and ``-m ... --cfg job`` (:mod:`dryrun`: Hydra's multirun would
-    create the sweep folder first); ``--cfg job`` of one run gets ``--resolve``. Returns an
-    exit code, or None to go on with Hydra. An installed plugin named without a YAML gets its
-    defaults as its config first (:mod:`config.plugin_defaults`)."""
-    if "--help" in argv or "-h" in argv:
-        from .help import option_page, text
-
-        chosen = [
-            a.split("=", 1)
-            for a in argv
-            if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+$", a)
-        ]
-        try:
-            streams.out(
-                (
-                    "\n\n".join(option_page(g, n, _composed_group(g, chosen)) for g, n in chosen)
-                    if chosen
-                    else text()
-                ).rstrip("\n")
-            )
-        except UserError as e:
-            streams.err(f"fedrun: error: {e}")
-            return EXIT["error"]
-        return EXIT["finished"]
-    args = _parsed(argv)
-    if args is None:
-        return None
-    try:
-        plugin_defaults.store(args.overrides, args.config_dir)
-    except UserError as e:
-        streams.err(f"fedrun: error: {e}")
-        return EXIT["error"]
-    if (
-        args.config_name
-        or args.config_path
-        or args.config_dir
-        or args.info
-        or args.shell_completion
-    ):
-        return None
-    from .dryrun import dry_run, requested
-
-    if args.cfg == "job" and args.multirun:
-        return dry_run(args.overrides, multirun=True, show_cfg=True)
-    if args.cfg == "job" and not args.resolve:
-        sys.argv.append("--resolve")
-    if args.cfg is None and requested(args.overrides):
-        return dry_run(args.overrides, multirun=args.multirun)
-    return None
-
-
-def _deleted_cwd(args: list[str]) -> str | None:
-    """When the working folder was deleted (``os.getcwd`` fails; torch's libraries then fail to
-    load): with an absolute run or sweep folder given, the process moves to ``/`` and goes on
-    (None); otherwise the line naming the deleted folder."""
-    try:
-        os.getcwd()
-        return None
-    except FileNotFoundError:
-        pass
-    try:
-        where = os.readlink("/proc/self/cwd").removesuffix(" (deleted)")
-    except OSError:
-        where = os.environ.get("PWD", "(unknown)")
-    folders = [
-        a.split("=", 1)[1] for a in args if _PATH_KEY.match(a) and "hydra." in a.split("=", 1)[0]
-    ]
-    if folders and all(os.path.isabs(f.strip("'\"")) for f in folders):
-        os.chdir("/")
-        return None
-    return (
-        f"the working folder {squeeze(where, 200)} was deleted; cd to an existing folder, or give "
-        f"an "
-        f"absolute hydra.run.dir (hydra.sweep.dir with -m)"
-    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -400,46 +248,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         _CALL.reset(token)
         drawer.stop()
-    _leave_threads(before, code, exit_now=argv is None)
+    leave_threads(before, code, exit_now=argv is None)
     sys.exit(code)
-
-
-THREADS_GRACE_S = 5.0  # how long the threads a call left running get to end by themselves
-
-
-def _leave_threads(before: set[threading.Thread], code: int, exit_now: bool) -> None:
-    """Threads left running (a plugin's, a library's; not daemons, started during the call)
-    would keep the process from ending: after :data:`THREADS_GRACE_S`, one note naming them,
-    and for the ``fedrun`` command (``exit_now``) the process ends now with ``code`` rather
-    than wait for them. (A caller in Python keeps its process and its threads.)"""
-    left = [
-        t
-        for t in threading.enumerate()
-        if t not in before and t.is_alive() and not t.daemon and not _pool_worker(t)
-    ]
-    deadline = time.monotonic() + THREADS_GRACE_S  # a library's thread finishing its work ends now
-    for t in left:
-        t.join(max(0.0, deadline - time.monotonic()))
-    left = [t for t in left if t.is_alive()]
-    if not left:
-        return
-    names = ", ".join(squeeze(t.name, 60) for t in left[:3]) + (", ..." if len(left) > 3 else "")
-    say(
-        f"{len(left)} thread{'s' if len(left) > 1 else ''} started during the command still "
-        f"running ({names}); "
-        + ("fedrun exits without waiting for them" if exit_now else "left running"),
-        "note",
-    )
-    if exit_now:
-        _exit(code)  # os._exit; every line fedrun wrote is flushed already (streams.line)
-
-
-def _pool_worker(t: threading.Thread) -> bool:
-    """A ``concurrent.futures`` pool's worker (torch.compile's compile pool, a plugin's
-    executor): the pool's own exit hook ends it when the interpreter exits, so it holds
-    nothing up and is no one's leftover."""
-    target = getattr(t, "_target", None)
-    return getattr(target, "__module__", None) == "concurrent.futures.thread"
 
 
 def _fedrun(call: _Call) -> int:
@@ -447,28 +257,28 @@ def _fedrun(call: _Call) -> int:
     signals.received.clear()
     streams.guard()
     plain_output()  # Ray reads its settings at import, which a launcher plugin may do early
-    gone = _deleted_cwd(sys.argv[1:])  # before anything loads torch, whose libraries need it
+    gone = preflight.deleted_cwd(sys.argv[1:])  # before torch loads: its libraries need it
     if gone:
         streams.err(f"fedrun: error: {gone}")
         return EXIT["error"]
-    early = _preflight(sys.argv[1:])
+    early = preflight.preflight(sys.argv[1:])
     if early is not None:
         return early
-    if call.command and not _NO_RUN.intersection(sys.argv[1:]):
+    if call.command and not preflight.NO_RUN.intersection(sys.argv[1:]):
         drawer.start()  # its imports made while this process imports torch, composes, trains
-    empty = next((a for a in sys.argv[1:] if _EMPTY_DIR.match(a)), None)
+    empty = next((a for a in sys.argv[1:] if preflight.EMPTY_DIR.match(a)), None)
     if empty:
         streams.err(
             f"fedrun: error: {empty.split('=')[0].lstrip('+')} is empty; give a folder "
             f"(an empty one would write the run into the current folder)"
         )
         return EXIT["error"]
-    sys.argv[1:] = quote_paths(sys.argv[1:])
+    sys.argv[1:] = preflight.quote_paths(sys.argv[1:])
     os.environ["HYDRA_FULL_ERROR"] = "1"
     stops_interrupt()
     call.made = _parents(sys.argv[1:])
     code = 0
-    args = _parsed(sys.argv[1:])
+    args = preflight.parsed(sys.argv[1:])
     try:
         with compose_once.composed_once(multirun=args is None or args.multirun):
             _job()

@@ -26,8 +26,7 @@ from ..common.containers import as_dict
 from ..common.errors import UserError, require
 from ..common.flatten import flatten
 from ..config.keys import complete
-from ..runs import view
-from ..runs.recap import record, rounds
+from ..runs import face
 from . import usage
 from .jobtable import align
 
@@ -50,17 +49,17 @@ def _config(run_dir: Path, problems: list[str]) -> dict:
 
 def find(paths: list[Path], warn: Callable[[str], None] = lambda _: None) -> list[Path]:
     """Run folders under ``paths`` (each a run folder or a folder searched recursively,
-    :func:`..runs.view.find`: a folder that cannot be listed is one ``warn`` line), and the
+    :func:`..runs.face.find`: a folder that cannot be listed is one ``warn`` line), and the
     jobs a sweep among them recorded or planned that have no folder yet."""
     found = []
     for p in map(Path, paths):
         require(os.path.lexists(p), f"no such run or sweep folder: {p}")
-        for d, names in view.find([p], warn):
-            found += [d] if view.is_run(names) else []
-            found += _planned(d, warn) if view.is_sweep(names) else []
+        for d, names in face.find([p], warn):
+            found += [d] if face.is_run(names) else []
+            found += _planned(d, warn) if face.is_sweep(names) else []
     require(
         found,
-        f"no run folders ({', '.join(sorted(view.MARKS))}) under {', '.join(map(str, paths))}",
+        f"no run folders ({', '.join(sorted(face.MARKS))}) under {', '.join(map(str, paths))}",
     )
     return sorted(
         set(found), key=lambda d: [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in d.parts]
@@ -97,13 +96,13 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
     name = groups.columns(keys, reserved=OWN)
     out = []
     for d in runs:
-        r, cfg = record(d), configs[d]
+        r, cfg = face.record(d), configs[d]
         if r.T is None:
             r.T = cfg.get("T")
         row: dict[str, Any] = {
             "run": str(d),
             "status": r.status,
-            "rounds": rounds(r) if r.status != view.NOT_STARTED else "-",
+            "rounds": face.rounds(r) if r.status != face.NOT_STARTED else "-",
         }
         row.update({m: r.final.get(m, "") for m in METRICS})
         row.update({name[k]: cfg.get(k, "") for k in keys})
@@ -111,7 +110,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
             row["error"] = r.error
         if r.mixed:
             row["code"] = r.mixed
-        if r.status == view.UNREADABLE:
+        if r.status == face.UNREADABLE:
             problems.append(r.error)
         out.append(row)
     columns = list(dict.fromkeys(k for r in out for k in r))

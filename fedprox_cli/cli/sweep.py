@@ -9,8 +9,8 @@ first one trains, and the record the sweep's report and exit code are made from.
   interrupted ones resume, new ones start); no position decides a folder.
 - **Every job is checked first.** In the launching process, before Hydra's sweeper writes
   anything, every job of a basic sweep is composed and checked as a dry run checks it
-  (:func:`dryrun.check`: values, algorithm/regularizer pairs, the folder's prior run); two jobs
-  of one config are refused too (they would share a folder). Any bad job refuses the sweep: one
+  (:func:`runs.preview.check`: values, algorithm/regularizer pairs, the folder's prior run); two
+  jobs of one config are refused too (they would share a folder). Any bad job refuses the sweep: one
   ``fedrun: error: job N (...)`` line per bad job, exit code 2, nothing written.
 - **The record.** Each job, in whichever process ran it, writes ``SWEEP/.fedrun/jobs/<key>.json``
   when it ends: its number, overrides, folder (anywhere), exit code, status and reason; the key
@@ -60,17 +60,17 @@ def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
     ended: its exit code and status, and why when it did not finish -- the error its runs'
     summaries recorded during the job, else the last error it ``said`` (a refused job leaves
     the folder's earlier run and its summary as they were)."""
-    from ..runs import lock, view
+    from ..runs import face
 
     reason, status = "", STATUS.get(code, "error")
     here = Path(os.path.abspath(folder))
     if code == EXIT["error"] and any(
-        here in (p, *p.parents) for p in map(Path, map(os.path.abspath, lock.refused))
+        here in (p, *p.parents) for p in map(Path, map(os.path.abspath, face.refused))
     ):
         status = HELD
-    lock.refused.clear()
+    face.refused.clear()
     if code != EXIT["finished"]:
-        for run in map(view.read, view.runs_in(folder)):
+        for run in map(face.read, face.runs_in(folder)):
             try:
                 ended = dt.datetime.fromisoformat(run.summary["ended"]).timestamp()
             except (ValueError, KeyError):
@@ -165,9 +165,9 @@ def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord
 
 def _recorded_error(folder: Path) -> str:
     """The error a job's run recorded in its summary (its first run's, for ``seeds=R``)."""
-    from ..runs import view
+    from ..runs import face
 
-    return next((view.read(run).error for run in view.runs_in(folder)), "")
+    return next((face.read(run).error for run in face.runs_in(folder)), "")
 
 
 def _shown(folder: Path, sweep: Path) -> str:
@@ -179,20 +179,15 @@ def _stopped_with_the_sweep(folder: Path) -> str:
     its workers) before it could record its end: its summary says so -- ``interrupted``, and
     why -- rather than ``running`` (no process runs it). Its rows and last checkpoint stay:
     the same command resumes it. Returns the status its folder now records."""
-    from ..runs import view
-    from ..runs.outputs import Summary
+    from ..runs import face
 
-    for run in map(view.read, view.runs_in(folder)):
-        if run.status == view.DEAD:
+    for run in map(face.read, face.runs_in(folder)):
+        if run.status == face.DEAD:
             try:
-                Summary(run.path, **run.summary).end(
-                    "interrupted",
-                    exit_code=EXIT["interrupted"],
-                    error="its worker process was ended when the sweep was interrupted",
-                )
+                face.stopped(run, "its worker process was ended when the sweep was interrupted")
             except (OSError, ValueError):
                 continue  # the folder cannot be written: it keeps saying what it said
-    return view.status(folder)
+    return face.status(folder)
 
 
 def report(
@@ -208,7 +203,7 @@ def report(
     record, or from its folder when it has none (it never ended: not started, or its process
     died -- after an ``interrupted`` sweep, ended by it: :func:`_stopped_with_the_sweep`);
     None: the jobs recorded since ``since``."""
-    from ..runs import view
+    from ..runs import face
     from .jobtable import table as job_table
 
     sweep = Path(sweep)
@@ -217,10 +212,10 @@ def report(
     for p in planned if planned is not None else sorted(done.values(), key=lambda r: r.num):
         r = done.get(p.folder, p)
         if r.code is None:  # no record of its end: its folder tells
-            st = view.status(r.folder)
-            if st == view.DEAD and interrupted:
+            st = face.status(r.folder)
+            if st == face.DEAD and interrupted:
                 st = _stopped_with_the_sweep(Path(r.folder))
-            r.status = view.NOT_STARTED if st == view.MISSING else st
+            r.status = face.NOT_STARTED if st == face.MISSING else st
             r.code = EXIT["finished"] if st == "finished" else EXIT.get(st, EXIT["error"])
             r.reason = r.reason or _recorded_error(Path(r.folder))
         jobs.append(r)

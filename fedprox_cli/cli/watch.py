@@ -25,9 +25,7 @@ from pathlib import Path
 from ..analysis.jobrecords import JobRecord
 from ..common import streams
 from ..common.run_files import SEED_PREFIX, SummaryRecord
-from ..runs import view
-from ..runs.progress import WATCHED
-from ..runs.recap import closing_line
+from ..runs import face
 from .jobtable import differing
 
 POLL_S = 0.5  # between two readings of the jobs' summaries (plus PER_JOB_S per job not ended)
@@ -54,7 +52,7 @@ def _started(summary: SummaryRecord) -> tuple:
 
 
 def _read(run: Path) -> SummaryRecord:
-    return view.read(run).summary
+    return face.read(run).summary
 
 
 class Watch:
@@ -70,7 +68,7 @@ class Watch:
         self.runs: dict[Path, _Run] = {}
         self.ended: set[Path] = set()
         for folder in self._folders():
-            for run in view.runs_in(folder):
+            for run in face.runs_in(folder):
                 s = _read(run)
                 self.runs[run] = _Run(_started(s), s.get("progress"))
         self._stop = threading.Event()
@@ -105,7 +103,7 @@ class Watch:
     def poll(self) -> None:
         """Read every job's runs not ended yet; print what is new."""
         for folder in self._folders():
-            runs = view.runs_in(folder)
+            runs = face.runs_in(folder)
             for run in runs:
                 self._news(folder, run)
             if self.planned and runs and all(r in self.ended for r in runs):
@@ -129,9 +127,9 @@ class Watch:
         if was.begun and s.get("progress") and s["progress"] != was.progress:
             was.progress = s["progress"]
             streams.err(f"fedrun: {label}: {s['progress']}")  # seed runs': "seed 3: round ..."
-        if was.begun and s.get("status") in view.ENDED:
+        if was.begun and s.get("status") in face.ENDED:
             self.ended.add(run)
-            streams.out(f"fedrun: {of_run}: summary: {closing_line(run, s['status'])}")
+            streams.out(f"fedrun: {of_run}: summary: {face.closing_line(run, s['status'])}")
 
 
 def start(sweep: Path, planned: list[JobRecord] | None, launcher: str) -> Watch | None:
@@ -140,12 +138,12 @@ def start(sweep: Path, planned: list[JobRecord] | None, launcher: str) -> Watch 
     lines."""
     if bars(launcher):
         return None
-    os.environ[WATCHED] = streams.identity()
+    os.environ[face.WATCHED] = streams.identity()
     return Watch(sweep, planned).start()
 
 
 def stop(watch: Watch | None) -> None:
     """Print the jobs' last lines; the jobs of a later sweep of this process are not told."""
-    os.environ.pop(WATCHED, None)
+    os.environ.pop(face.WATCHED, None)
     if watch is not None:
         watch.stop()

@@ -11,11 +11,13 @@ truthful (docs/robustness.md, "Stopping a sweep").
   (:func:`signals.hold`): a worker starting or between jobs ignores Ctrl-C, and SIGTERM ends
   it at once, quietly.
 - **Workers are ended by fedrun, not killed.** When the sweep stops (joblib aborts, or the
-  sweep ends), each worker gets SIGTERM: a worker between jobs ends at once; one in a job stops
+  sweep ends), a worker between jobs gets SIGTERM and ends at once; one in a job gets the
+  signal the user sent (a Ctrl-C's SIGINT, a ``kill``'s SIGTERM: what its job records), stops
   it as any run stops (after its round, or at once for a second signal: status
-  ``interrupted``, rows and checkpoint kept) and is ended as soon as it is idle. Only a worker
-  still alive after :data:`GRACE_S` is killed (SIGKILL, with its own subprocesses where loky
-  can find them). Nothing here needs psutil, which loky asks for to kill process trees.
+  ``interrupted``, rows and checkpoint kept; a signal while it records that end is only
+  noted: :func:`signals.stopping`) and is ended by SIGTERM as soon as it is idle. Only a
+  worker still alive after :data:`GRACE_S` is killed (SIGKILL, with its own subprocesses
+  where loky can find them). Nothing here needs psutil, which loky asks for to kill process trees.
 """
 
 from __future__ import annotations
@@ -54,11 +56,15 @@ def _signal(pid: int, signum: int) -> None:
 
 
 def end_workers(processes: list[Any], kill_tree: Any = None, grace_s: float = GRACE_S) -> None:
-    """End pool workers (``multiprocessing.Process`` objects) together: SIGTERM to each, and
-    again to each once it is idle (its job recorded its end), within ``grace_s``; then
-    ``kill_tree(process)`` (loky's) or SIGKILL for any still alive. Joins them."""
+    """End pool workers (``multiprocessing.Process`` objects) together: to each in a job the
+    signal that stopped the sweep (the user's: SIGINT for a Ctrl-C, SIGTERM for a ``kill``;
+    SIGTERM where none came), so that its job records the user's signal, not fedrun's; SIGTERM
+    to each idle one, and again to each once it is idle (its job recorded its end), within
+    ``grace_s``; then ``kill_tree(process)`` (loky's) or SIGKILL for any still alive. Joins
+    them."""
+    told = signals.received[-1] if signals.received else signal.SIGTERM
     for p in processes:
-        _signal(p.pid, signal.SIGTERM)
+        _signal(p.pid, signal.SIGTERM if _idle(p.pid) is not False else told)
     deadline, idle_termed = time.monotonic() + grace_s, set()
     while time.monotonic() < deadline:
         alive = [p for p in processes if p.is_alive()]

@@ -14,7 +14,9 @@ locks, and every file it reads from a path a user controls, goes through this mo
   (:func:`signals.deferred`), so torch's and numpy's writers never see it.
 
 The content is written to a temp file created with :mod:`tempfile` in the destination folder
-(a unique name even across cluster nodes sharing a file system), fsync'ed, renamed over the
+(a unique name even across cluster nodes sharing a file system, :data:`TEMP`; ``flock``'ed by
+its writer until renamed, so that a temp file no process holds is one a killed writer left, and
+the next write of the same file deletes it: :func:`_clear_left`), fsync'ed, renamed over the
 destination, and the folder fsync'ed (:func:`sync_folder`): a reader sees the old file or the
 new one, never a half-written one, and after a crash of the machine the file is the old one
 or the new one too. On any failure (any ``OSError``: a full disk, a file-size limit, a
@@ -26,6 +28,7 @@ naming the destination; the destination is untouched.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import re
 import stat
@@ -39,6 +42,10 @@ from .signals import deferred
 
 StrPath = str | os.PathLike[str]
 """A path as the user may give it."""
+
+# How text is encoded into a file: UTF-8, and a character standing for a byte the locale could
+# not decode (surrogates: a command-line argument under an ASCII locale) as that byte.
+TEXT_BYTES = "surrogateescape"
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -64,6 +71,7 @@ def atomic_write(
     entry after it (cost: docs/robustness.md, "Durable writes")."""
     path = Path(path)
     check_replaceable(path)
+    _clear_left(path)
     with deferred():
         _write_replace(path, write, fsync, suffix)
 
@@ -95,22 +103,59 @@ def clear_temps(root: StrPath) -> list[Path]:
     return gone
 
 
+def _clear_left(path: Path) -> None:
+    """Delete the temp files of ``path`` (:data:`TEMP`) that writers killed while writing it
+    left beside it: those no process holds (a live writer ``flock``s its temp file until it is
+    renamed: :func:`_held_temp`). A file system without locks keeps them."""
+    try:
+        names = [e.name for e in os.scandir(path.parent) if temp_of(e.path) == path.name]
+    except OSError:
+        return
+    for name in names:
+        try:
+            fd = os.open(path.parent / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a live writer's
+            os.unlink(path.parent / name)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _held_temp(path: Path, suffix: str) -> tuple[int, str]:
+    """A new temp file for ``path``, ``flock``'ed: never taken for a killed writer's
+    (:func:`_clear_left`). One deleted by such a cleaner before the lock was taken is
+    replaced by another."""
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: a temp file left stays for clear_temps
+            return fd, tmp
+        if os.fstat(fd).st_nlink:
+            return fd, tmp
+        os.close(fd)
+
+
 def _write_replace(
     path: Path, write: Callable[[BinaryIO], object], fsync: bool, suffix: str
 ) -> None:
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".tmp{suffix}", dir=path.parent)
+        fd, tmp = _held_temp(path, suffix)
     except OSError as e:  # no room for the temp file's entry: named by the file the user knows
         raise OSError(e.errno, e.strerror or str(e), str(path)) from e
     f = _Watched(os.fdopen(fd, "wb"))
     try:
-        with f.raw:
+        with f.raw:  # closed, and its lock let go, once renamed
             write(cast(BinaryIO, f))  # f forwards every call but write to its BinaryIO
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0o600 -> what open() would give
-        os.replace(tmp, path)
+            os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp's 0o600 -> what open() would give
+            os.replace(tmp, path)
     except BaseException as e:
         _unlink_quietly(tmp)
         cause = e if isinstance(e, OSError) else f.error  # a writer may wrap the OSError
@@ -173,8 +218,10 @@ class _Watched:
 
 
 def atomic_write_text(path: StrPath, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    atomic_write(path, lambda f: f.write(text.encode()))
+    """Write ``text`` (UTF-8) to ``path`` atomically; a character that stands for a byte the
+    locale could not decode (a command-line argument under an ASCII locale) is written as that
+    byte (:data:`TEXT_BYTES`)."""
+    atomic_write(path, lambda f: f.write(text.encode("utf-8", TEXT_BYTES)))
 
 
 def write_text_in_place(path: StrPath, text: str) -> None:
@@ -188,7 +235,7 @@ def write_text_in_place(path: StrPath, text: str) -> None:
     except NotRegular:
         raise
     except OSError as e:
-        data = text.encode()
+        data = text.encode("utf-8", TEXT_BYTES)
         try:
             fd = open_regular(path, os.O_WRONLY)
         except OSError:

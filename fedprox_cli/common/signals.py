@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from . import host
+
 ALWAYS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGUSR2") if hasattr(signal, n))
 
 
@@ -70,9 +72,22 @@ Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
-    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt``."""
+    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt`` -- or,
+    for a SIGINT the process raised on itself as a library failed to start its threads,
+    :class:`host.NoThread` with its line (:func:`not_a_stop`)."""
+    not_a_stop(signum)
     received.append(signum)
     raise KeyboardInterrupt
+
+
+def not_a_stop(signum: int) -> None:
+    """Raise :class:`host.NoThread` for a SIGINT while this process cannot start a thread:
+    OpenBLAS raises SIGINT on its own process when it cannot start its threads (a limit on
+    processes, ``ulimit -u``), which is no Ctrl-C and no reason to resume."""
+    if signum == signal.SIGINT:
+        line = host.no_thread_line()
+        if line is not None:
+            raise host.NoThread(line)
 
 
 def _free(handler: Handler) -> bool:
@@ -138,6 +153,7 @@ class StopAfterRound:
         return self.signum is not None
 
     def _note(self, signum: int, frame: FrameType | None) -> None:
+        not_a_stop(signum)
         received.append(signum)
         if self.requested:
             raise KeyboardInterrupt
@@ -154,22 +170,44 @@ class StopAfterRound:
 
 
 @contextmanager
+def _only(handler: Callable[[int, FrameType | None], Any]) -> Iterator[None]:
+    """Inside the block ``handler`` handles :data:`SIGNALS` (:func:`_install`); the handlers in
+    force before come back as it ends (main thread only; elsewhere signals do not arrive in
+    Python)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = _install(handler)
+    try:
+        yield
+    finally:
+        for s, before in old.items():
+            signal.signal(s, signal.SIG_DFL if before is None else before)
+
+
+@contextmanager
 def deferred() -> Iterator[None]:
     """Hold :data:`SIGNALS` inside the block (a file being written) and deliver them, to the
     handlers in force before it, as it ends (main thread only; elsewhere signals do not
     arrive in Python)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     held: list[int] = []
-    old = _install(lambda signum, frame: held.append(signum))
     try:
-        yield
+        with _only(lambda signum, frame: held.append(signum)):
+            yield
     finally:
-        for s, handler in old.items():
-            signal.signal(s, signal.SIG_DFL if handler is None else handler)
         for s in held:
             signal.raise_signal(s)
+
+
+@contextmanager
+def stopping() -> Iterator[None]:
+    """A stop under way: inside the block (a stopped run recording its end) every stop signal
+    is noted in :data:`received` and nothing more -- the stop it asks for is being made, and a
+    ``KeyboardInterrupt`` raised in the middle would leave the run's folder without its end (a
+    sweep's worker gets the user's Ctrl-C and, an instant later, the launching process's own
+    signal: :mod:`cluster.pool`). The handlers in force before come back as it ends."""
+    with _only(lambda signum, frame: received.append(signum)):
+        yield
 
 
 HELD = (signal.SIGINT,)  # what a terminal's Ctrl-C sends to its whole process group

@@ -79,6 +79,17 @@ class Safe(io.TextIOBase):
         return getattr(self.stream, name)
 
 
+def as_text(arg: str) -> str:
+    """The text a command-line argument stands for: the bytes a locale could not decode (an
+    ASCII locale's ``→``: surrogates, :func:`os.fsdecode`) read as UTF-8, and those that are
+    no UTF-8 either as the bytes' ``\\xff``. For text only (a label, a value to match), never
+    for a path, which the file system takes as the locale decoded it."""
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no byte of a name
+        return arg.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def escaped(text: str, encoding: str | None = "utf-8") -> str:
     """``text`` with what ``encoding`` cannot encode as backslash escapes; the undecodable
     bytes of a file name (surrogates, :func:`os.fsdecode`) become the bytes' ``\\xff``."""
@@ -88,10 +99,7 @@ def escaped(text: str, encoding: str | None = "utf-8") -> str:
         return text
     except (UnicodeEncodeError, LookupError):
         pass
-    try:
-        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a lone surrogate that is no byte of a name
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    text = as_text(text)
     try:
         return text.encode(encoding, "backslashreplace").decode(encoding)
     except LookupError:

@@ -110,8 +110,9 @@ UNRECORDED = "an older version of fedprox_cli, which recorded no code"  # a fold
 
 def stale(recorded: dict[str, Any] | None, cfg: RunConfig) -> list[str]:
     """:func:`changed` between the code ``recorded`` in a run's summary.json and the code the
-    typed config ``cfg`` would run now: a finished run made by other code is stale."""
-    return changed(recorded, of_config(cfg)) if recorded else []
+    typed config ``cfg`` would run now: a finished run made by other code is stale, and so is
+    one without a record (made by an older version: :data:`UNRECORDED`)."""
+    return changed(recorded, of_config(cfg)) if recorded else [UNRECORDED]
 
 
 def stale_line(out: Path, why: list[str]) -> str:

@@ -9,8 +9,10 @@ is the worst of the runs'."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
+from ..common import signals
 from ..common.errors import EXIT
 from ..common.signals import StopAfterRound
 from ..engine.lockstep import Lockstep
@@ -67,14 +69,25 @@ class _Lives:
         ]
 
     def end(self, r: int, error: BaseException | None) -> None:
-        """Conclude run ``r`` (``error``: what stopped it; None: finished)."""
-        run = self.live.pop(r, None)
-        if run is not None:
-            run.close()
-        rows = run.rows if run is not None else None
-        self.codes.append(
-            ending.conclude(self.exps[r], self.outs[r], self.summaries[r], error, rows, self.plot)
-        )
+        """Conclude run ``r`` (``error``: what stopped it; None: finished). A stopped run's end
+        is recorded whatever signal follows (:func:`signals.stopping`)."""
+        stopped = isinstance(error, (training.Interrupted, KeyboardInterrupt))
+        with signals.stopping() if stopped else nullcontext():
+            run = self.live.pop(r, None)
+            if run is not None:
+                run.close()
+            rows = run.rows if run is not None else None
+            self.codes.append(
+                ending.conclude(
+                    self.exps[r], self.outs[r], self.summaries[r], error, rows, self.plot
+                )
+            )
+
+    def stop(self, e: KeyboardInterrupt) -> None:
+        """Conclude every live run, stopped by ``e`` (whatever signal follows)."""
+        with signals.stopping():
+            for r in list(self.live):
+                self.end(r, e)
 
     def begin(self, hydra_record: dict[str, str] | None, progress: bool) -> int | None:
         """Each run's folder records its start; a signal before training stops every run (those
@@ -93,9 +106,9 @@ class _Lives:
                 if self.live[r].done:
                     self.end(r, None)
             except KeyboardInterrupt as e:
-                self.end(r, e)
-                for q in list(self.live):
-                    self.end(q, e)
+                with signals.stopping():
+                    self.end(r, e)
+                    self.stop(e)
                 return max(self.codes + [EXIT["interrupted"]])
             except BaseException as e:  # noqa: BLE001
                 self.end(r, e)
@@ -111,8 +124,7 @@ class _Lives:
                     failed = self._round()
                     self.after(failed, time.perf_counter() - start, stop)
             except KeyboardInterrupt as e:
-                for r in list(self.live):
-                    self.end(r, e)
+                self.stop(e)
 
     def _round(self) -> dict[int, BaseException]:
         """One round of every live run (the batch's joined: :meth:`Lockstep.rounds`), the device's

@@ -170,9 +170,9 @@ def _same_code(held: Held, cfg: RunConfig, round: int) -> None:
     """Refuse to continue the run ``held`` from ``round`` with other code than made its rounds
     so far (:func:`code_record.stale`: an algorithm's, regularizer's, ... source changed), unless
     ``mixed_code=true``: then a note, and the run records both codes (:func:`code_history`)."""
-    out, why = held.path, code_record.stale(held.code, cfg)
-    if not held.code and round > 0:  # rounds made before runs recorded their code
-        why = [code_record.UNRECORDED]
+    out = held.path
+    # without a record, only rounds made (by an older version) count: a round-0 start is new
+    why = code_record.stale(held.code, cfg) if held.code or round > 0 else []
     if not why:
         return
     require(

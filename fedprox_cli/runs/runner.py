@@ -62,11 +62,12 @@ class Ladder:
         except KeyboardInterrupt:
             if folder is None:
                 raise
-            by = f" by {signals.name(signals.received[-1])}" if signals.received else ""
-            say(f"interrupted before {what} started")
-            for summary in fresh:  # each folder says so, not "running" or nothing
-                ending.end(summary, "interrupted", error=f"stopped{by} before {what} started")
-            self.code = EXIT["interrupted"]
+            with signals.stopping():  # a later signal cannot cut the record short
+                by = f" by {signals.name(signals.received[-1])}" if signals.received else ""
+                say(f"interrupted before {what} started")
+                for summary in fresh:  # each folder says so, not "running" or nothing
+                    ending.end(summary, "interrupted", error=f"stopped{by} before {what} started")
+                self.code = EXIT["interrupted"]
         except Exception as e:  # a bug
             if folder is None:
                 raise
