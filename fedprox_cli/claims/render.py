@@ -7,7 +7,9 @@ comes from a run folder or a benchmark file; nothing says who ran what when.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -66,11 +68,11 @@ class Rendered:
     """A claim's evidence (the run set that decides its word first) and its word."""
 
     claim: Claim
-    evidence: list  # Evidence per run set that ran
+    evidence: list[Evidence]  # per run set that ran
     verdict: Verdict
     table: str = ""  # the claim's table in the paper's layout, Markdown (claims.tables)
-    declared: dict = field(default_factory=dict)  # test number -> when its bounds were
-    # declared relative to its runs, in words (claims.history)
+    # test number -> when its bounds were declared relative to its runs, in words (claims.history)
+    declared: dict[int, str] = field(default_factory=dict)
     digest: str = ""  # of the figure or table the report links (sha256, 12 digits; "missing")
 
     @property
@@ -83,9 +85,9 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def seed_list(seeds) -> str:
+def seed_list(given: Iterable[int]) -> str:
     """``0-9`` for consecutive seeds, else ``0, 2, 5``."""
-    seeds = list(seeds)
+    seeds = list(given)
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}-{seeds[-1]}"
     return ", ".join(map(str, seeds))
@@ -293,7 +295,7 @@ def trained(c: Claim, ev: Evidence) -> str:
 
 def _rows(o: Outcome, name: str) -> list[str]:
     """Per-seed rows of one test: one per panel (units sharing all but the seed)."""
-    rows: dict[str, list] = {}
+    rows: dict[str, list[str]] = {}
     for u in o.units:  # a label's last part names the unit in its panel (a seed, a K, a model)
         panel = u.label.rpartition("seed " if "seed " in u.label else ", ")[0]
         within = u.label.rpartition(", ")[2] if "seed " not in u.label and panel else ""
@@ -386,7 +388,7 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
 
 
 def _test_lines(
-    ev: Evidence, where: str, last_shown: str, declared: dict
+    ev: Evidence, where: str, last_shown: str, declared: dict[int, str]
 ) -> tuple[list[str], list[str], str]:
     """A run set's numbered test lines, its rows of the per-seed table (each test's number
     followed by ``where``), and the last value word shown (one the test above shows is said
@@ -571,7 +573,7 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
-def stand_ins(rendered: list[Rendered], facts: dict | None = None) -> str:
+def stand_ins(rendered: list[Rendered], facts: dict[str, Any] | None = None) -> str:
     """What each stand-in a claim ran on is (``facts``, default :func:`.declare.stand_ins`),
     and what it stands for."""
     facts = declare.stand_ins() if facts is None else facts

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..analysis import groups
 from ..analysis.run import Run
@@ -27,8 +28,8 @@ from .text import num, value_name
 @dataclass(frozen=True)
 class Tuning:
     seed: int  # the tuning seed (never one of the verdict's seeds)
-    grid: tuple  # the steps tried, the same for every method (the paper's first)
-    steps: dict  # method (a value of ``key``) -> the config key of its step
+    grid: tuple[float, ...]  # the steps tried, the same for every method (the paper's first)
+    steps: dict[str, str]  # method (a value of ``key``) -> the config key of its step
     metric: str = mt.TEST_ACC.name
     key: str = "algorithm"  # the key whose values are the methods
 
@@ -61,7 +62,7 @@ def of(rs: RunSet) -> Tuning:
     return t
 
 
-def tuned(t: Tuning, p: dict) -> bool:
+def tuned(t: Tuning, p: dict[str, Any]) -> bool:
     return str(p.get(t.key)) in t.steps
 
 
@@ -83,7 +84,7 @@ class Pick:
     method: str
     key: str
     step: float | None
-    read: tuple
+    read: tuple[tuple[float, str, float], ...]  # per step: the step, its run's status, last metric
     of: int = 0  # the grid's steps (a pick over fewer runs chooses nothing yet)
 
     def said(self, metric: str) -> str:
