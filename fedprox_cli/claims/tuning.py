@@ -23,6 +23,7 @@ from .declare import RunSet, Test
 from .loading import is_ as is_value
 from .loading import key_of
 from .text import num, value_name
+from .units import diverged_after
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,9 @@ def pick(t: Tuning, method: str, runs: list[Run]) -> Pick:
     for step in t.grid:
         at = [r for r in mine if is_value(r.config.get(key_of(mine, key)), step)]
         for r in at[:1]:
-            read.append((step, r.status, _last(r, t.metric)))
+            gone = diverged_after(r, t.metric) if r.status == "diverged" else None
+            status = r.status + (f" (first non-finite at round {gone})" if gone is not None else "")
+            read.append((step, status, _last(r, t.metric)))
     sign = mt.metric(t.metric).direction.sign
     ok = [(s, v) for s, status, v in read if status == "finished" and math.isfinite(v)]
     best = min(ok, key=lambda sv: (sign * sv[1], -sv[0]), default=None)
