@@ -134,3 +134,4 @@ def test_a_method_whose_tuning_runs_are_not_all_made_has_no_step_yet():
     t = tuning.of(_runset())
     early = tuning.pick(t, "za2", RUNS[:1])
     assert "not chosen yet (1 of its 3 tuning runs made)" in early.said("test_acc")
+    assert early.step is None

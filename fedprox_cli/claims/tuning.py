@@ -123,6 +123,8 @@ def pick(t: Tuning, method: str, runs: list[Run]) -> Pick:
     sign = mt.metric(t.metric).direction.sign
     ok = [(s, v) for s, status, v in read if status == "finished" and math.isfinite(v)]
     best = min(ok, key=lambda sv: (sign * sv[1], -sv[0]), default=None)
+    if len(read) < len(t.grid):  # not every step ran: nothing chosen yet
+        best = None
     return Pick(method, key, None if best is None else best[0], tuple(read), len(t.grid))
 
 
