@@ -14,6 +14,7 @@ from fedprox_cli.analysis import plotting, results, table
 from fedprox_cli.analysis.names import algorithm_title, method_names
 from fedprox_cli.cli import plot as plot_cli
 from fedprox_cli.cli import table as table_cli
+from fedprox_cli.common import metric_table as mt
 
 
 @pytest.fixture
@@ -271,7 +272,7 @@ def test_bytes_read_in_a_unit_without_an_offset(tmp_path, kept):
 def test_table_bolds_a_best_mean_only_beyond_the_spread(tmp_path):
     two_methods(tmp_path, acc=(0.8, 0.7))  # 0.1 apart, std 0.001: bold
     rows = table_rows(table.render(results.load([tmp_path]), table.preset("table6")))
-    assert rows[0] == ["FedAvg", "FedMiD"] and rows[1][0].startswith("**0.8010")
+    assert rows[0] == ["FedAvg", "FedMiD"] and rows[1][0].startswith("**80.10 ± 0.10")
     noisy = tmp_path / "noisy"
     for seed, (a, b) in enumerate(
         ((0.9, 0.70), (0.6, 0.72), (0.75, 0.71))
@@ -292,6 +293,21 @@ def test_table_bolds_a_best_mean_only_beyond_the_spread(tmp_path):
     assert "beats the runner-up by more than the larger of their stds" in text
     assert table_cli.main([str(noisy), "--out", str(tmp_path / "t.tex")]) == 0
     assert "textbf" not in (tmp_path / "t.tex").read_text()
+
+
+@pytest.mark.parametrize(
+    "spread, decimals",
+    [(1.2, ".1f"), (0.43, ".2f"), (0.99999, ".1f"), (12.0, ".0f"), (1e-4, ".3f"), (np.nan, ".1f")],
+)
+def test_accuracy_is_a_percentage_at_the_digits_its_spread_supports(spread, decimals):
+    """One entry of the metric table (``percent``) decides it: shown x 100, ``(%)`` after its
+    name, the decimals that give the largest std over seeds two significant digits (one decimal
+    for a single seed); a metric that is no percentage keeps its format."""
+    acc = mt.TEST_ACC
+    assert (acc.percent, acc.shown(0.8253), acc.unit) == (True, pytest.approx(82.53), " (%)")
+    assert acc.format_for(spread) == decimals
+    assert mt.STATIONARITY.format_for(spread) == mt.STATIONARITY.fmt
+    assert (mt.STATIONARITY.shown(0.5), mt.STATIONARITY.unit) == (0.5, "")
 
 
 def test_a_subscripted_symbol_reads_as_text_outside_the_drawing(tmp_path, kept, capsys):

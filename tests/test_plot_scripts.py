@@ -128,16 +128,16 @@ def test_hyperparameter_sweep_with_one_seed_each_gives_one_cell_per_setting(tmp_
     assert p.returncode == 0, p.stderr
     assert table_rows(p.stdout) == [
         ["algorithm.beta", "FedCanon"],
-        ["0.01", "0.6000"],
-        ["0.05", "0.7000"],
-        ["0.1", "0.8000"],
-    ]
+        ["0.01", "60.0"],
+        ["0.05", "70.0"],
+        ["0.1", "80.0"],
+    ]  # accuracy in percent; one seed: one decimal
     assert (
-        "Test accuracy at the last evaluation per " in p.stdout
+        "Test accuracy (%) at the last evaluation per " in p.stdout
         and "one run (seed) per cell" in p.stdout
     )
     p = cli("tables.py", tmp_path, "--column", "algorithm.beta")
-    assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["0.6000", "0.7000", "**0.8000**"]]
+    assert table_rows(p.stdout) == [["0.01", "0.05", "0.1"], ["60.0", "70.0", "**80.0**"]]
 
 
 def test_an_alpha_beta_grid_keeps_every_cell(tmp_path):
@@ -153,8 +153,8 @@ def test_an_alpha_beta_grid_keeps_every_cell(tmp_path):
     rows = table_rows(cli("tables.py", tmp_path, "--column", "algorithm.beta").stdout)
     assert rows == [
         ["algorithm.alpha", "0.005", "0.05"],
-        ["0.01", "0.5000", "**0.5100**"],
-        ["0.1", "0.6000", "**0.6100**"],
+        ["0.01", "50.0", "**51.0**"],
+        ["0.1", "60.0", "**61.0**"],
     ]
 
 
@@ -172,7 +172,7 @@ def test_three_seeds_give_mean_pm_std_with_n3_and_run_control_keys_do_not_split(
     p = cli("tables.py", tmp_path)
     assert table_rows(p.stdout) == [
         ["FedCanon"],
-        [f"0.7100 ± {np.std([0, 0.01, 0.02], ddof=1):.4f}"],
+        [f"71.0 ± {np.std([0, 1, 2], ddof=1):.1f}"],  # in percent, std 1.0: one decimal
     ]
     assert "over 3 seeds per cell" in p.stdout
 
@@ -194,7 +194,7 @@ def test_a_diverged_run_is_reported_not_averaged(tmp_path):
     p = cli("tables.py", tmp_path)
     assert p.returncode == 0, p.stderr
     assert table_rows(p.stdout)[1:] == [
-        ["0.02", f"0.7100 ± {np.std([0.7, 0.72], ddof=1):.4f} (2 seeds; diverged 1 of 3)"],
+        ["0.02", f"71.0 ± {np.std([70, 72], ddof=1):.1f} (2 seeds; diverged 1 of 3)"],
         ["1000", "diverged (1 of 1)"],
     ]
     lines = p.stderr.splitlines()
@@ -219,7 +219,7 @@ def test_unfinished_and_non_finite_runs_are_left_out_and_counted(tmp_path):
     )
     p = cli("tables.py", tmp_path)
     # its summary says running but no process holds the folder's lock: it is reported dead
-    assert table_rows(p.stdout)[1] == ["0.7000 (1 seed; dead 1, non-finite 1 of 3)"]
+    assert table_rows(p.stdout)[1] == ["70.0 (1 seed; dead 1, non-finite 1 of 3)"]
     assert len([line for line in p.stderr.splitlines() if "left out of the mean" in line]) == 2
 
 
@@ -537,8 +537,8 @@ def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):
         test_acc=acc,
         stationarity=np.ones(20),
     )
-    assert table_rows(cli("tables.py", tmp_path).stdout)[1] == ["0.8000"]
-    assert table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)[1] == ["0.7000"]
+    assert table_rows(cli("tables.py", tmp_path).stdout)[1] == ["80.0"]
+    assert table_rows(cli("tables.py", tmp_path, "--final", "tail").stdout)[1] == ["70.0"]
 
 
 # ------------------------------------------------------------------------ one run's figure
@@ -668,13 +668,13 @@ def test_accuracy_table_numbers_and_bold_best(sweep):
     text = table.render(results.load([sweep]), table.preset("table6"))
     lines = text.splitlines()
     assert lines[0] == "| partition | FedCanon | FedAvg |"
-    sd = np.std([0, 0.01, 0.02], ddof=1)
-    assert f"| iid | **0.8100 ± {sd:.4f}** | 0.7100 ± {sd:.4f} |" in lines
-    assert f"| dirichlet | **0.6100 ± {sd:.4f}** | 0.5100 ± {sd:.4f} |" in lines
+    sd = np.std([0, 1, 2], ddof=1)  # in percent: 1.0, two digits at one decimal
+    assert f"| iid | **81.0 ± {sd:.1f}** | 71.0 ± {sd:.1f} |" in lines
+    assert f"| dirichlet | **61.0 ± {sd:.1f}** | 51.0 ± {sd:.1f} |" in lines
     assert lines[-1].startswith("FedCanon and FedAvg, K = 10 local steps. ")  # the shared setting
     assert (
-        "Test accuracy at the last evaluation per partition and algorithm: mean ± std over 3 seeds "
-        "per cell. Bold: the best" in lines[-1]
+        "Test accuracy (%) at the last evaluation per partition and algorithm: mean ± std over 3 "
+        "seeds per cell. Bold: the best" in lines[-1]
     )
 
 
@@ -714,22 +714,22 @@ def test_table_formats_metrics_rows_precision_and_bold_per_column(sweep, tmp_pat
         precision=2,
     )
     md = table.render(runs, spec).splitlines()
-    assert md[0] == "| algorithm | partition | test_acc | stationarity |"
+    assert md[0] == "| algorithm | partition | test_acc (%) | stationarity |"
     body = {tuple(r[:2]): r[2:] for r in table_rows("\n".join(md))[1:]}
     assert len(body) == 4
-    sd = np.std([0, 0.01, 0.02], ddof=1)
+    sd = np.std([0, 0.01, 0.02], ddof=1)  # of the fractions; 100 x in percent
     assert body[("FedCanon", "iid")] == [
-        f"**0.81 ± {sd:.2f}**",
+        f"**81.00 ± {100 * sd:.2f}**",
         "0.10 ± 0.00",
-    ]  # best per column, beyond the std
-    assert body[("FedAvg", "dirichlet")] == [f"0.51 ± {sd:.2f}", "0.10 ± 0.00"]  # a tie: none bold
+    ]  # best per column, beyond the std; --precision 2: decimals as shown
+    assert body[("FedAvg", "dirichlet")] == [f"51.00 ± {100 * sd:.2f}", "0.10 ± 0.00"]  # a tie
     assert sum(v[0].startswith("**") for v in body.values()) == 1
     tex = table.render(runs, spec, "latex")
     assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex
-    assert f"\\textbf{{0.81 $\\pm$ {sd:.2f}}}" in tex
+    assert f"\\textbf{{81.00 $\\pm$ {100 * sd:.2f}}}" in tex
     assert tex.count("\\textbf") == 1
     assert (
-        "Test accuracy and stationarity at the last evaluation per algorithm and partition: "
+        "Test accuracy (\\%) and stationarity at the last evaluation per algorithm and partition: "
         "mean $\\pm$ std over 3 seeds per cell." in tex
     )
     assert "\\label{tab:test_acc-stationarity}" in tex  # \ref-able, as a paper takes it

@@ -5,7 +5,11 @@ One mechanism, :class:`Spec`: any metrics (``metrics.csv`` columns) and any grou
 ``rows`` (config keys; by default the keys that tell the groups apart) and an optional
 ``column`` key whose values become columns (one per value and metric). Cells come from
 :func:`pivot` (a cell is exactly one group: nothing is pooled but seeds) and read
-``0.8100 ± 0.0100`` at ``precision`` decimals; how many runs a cell holds is said once below
+``0.8100 ± 0.0100`` in the metric's format (:mod:`common.metric_table`) or at ``precision``
+decimals; a fraction the table says in percent (accuracy) reads ``82.5 ± 1.2`` in Markdown and
+LaTeX, ``(%)`` after its name, with the decimals that give the metric's largest std over seeds
+two significant digits (:meth:`Metric.format_for`), and stays a fraction (0-1) in the CSV,
+which holds the numbers as the runs recorded them; how many runs a cell holds is said once below
 the table when every cell holds as many, else in every cell (``(n=2)``), and runs left out are
 always named in their cell (``(2 seeds; diverged 1 of 3)``). The best mean is bold -- the highest,
 or the lowest where lower is better (:mod:`common.metric_table`) -- down each column, or across the
@@ -64,9 +68,8 @@ class Spec:
     ratio_to: str | None = None  # append each mean's ratio to this column value's, same row
     ratio_prev: bool = False  # ... and to the same column's mean in the previous row
     final: str = "last"
-    names: dict[str, str] = field(
-        default_factory=dict
-    )  # renames of shown values, keys, metrics (not in CSV)
+    # renames of shown values, keys, metrics (not in CSV)
+    names: dict[str, str] = field(default_factory=dict)
 
 
 PRESETS = {  # the papers' layouts
@@ -160,17 +163,31 @@ class Built:
 
     index: pd.Index  # rows (a MultiIndex of the row keys' values, or one unnamed row)
     columns: pd.Index  # (metric, header) pairs, or the headers of one metric
-    cells: pd.DataFrame  # Cell objects (None: no such runs)
+    cells: pd.DataFrame  # Cell objects as shown: a fraction in percent (None: no such runs)
     text: pd.DataFrame  # the cells as text (without bold)
     bold: pd.DataFrame  # bool
     note: str
     tidy: pd.DataFrame  # one row per cell: row keys, column value, metric, mean, std, n, left out
 
 
-def _spec(metric: str, precision: int | None) -> str:
+def _spec(metric: str, precision: int | None, cells: list[Cell | None]) -> str:
+    """The format of ``metric``'s numbers, ``cells`` as shown: ``precision`` decimals where
+    given, else the metric's (:meth:`Metric.format_for`: for a percentage, the digits the
+    largest spread over seeds supports)."""
     if precision is not None:
         return f".{precision}f"
-    return mt.metric(metric).fmt
+    stds = [c.std for c in cells if c is not None and c.n > 1]
+    return mt.metric(metric).format_for(max(stds) if stds else math.nan)
+
+
+def _shown(cell: Cell | None, metric: str) -> Cell | None:
+    """``cell`` as a table for people shows it: a fraction in percent (:meth:`Metric.shown`)."""
+    m = mt.metric(metric)
+    return (
+        cell
+        if cell is None or not m.percent
+        else Cell(list(map(m.shown, cell.values)), cell.left_out)
+    )
 
 
 def _value(cell: Cell, spec: str, pm: str) -> str:
@@ -191,9 +208,10 @@ def _index(first: Table, say: Say) -> pd.Index:
 
 
 def _columns(first: Table, spec: Spec, say: Say) -> pd.Index:
-    """(metric, header) pairs, the headers of one metric, or the metrics (no column key)."""
+    """(metric, header) pairs, the headers of one metric, or the metrics (no column key), each
+    metric with its unit (``test_acc (%)``)."""
     headers = [say(fmt(c)) + h[len(fmt(c)) :] for c, h in zip(first.cols, first.headers)]
-    metrics = [say(m) for m in spec.metrics]
+    metrics = [say(m) + mt.metric(m).unit for m in spec.metrics]
     if not spec.column:
         return pd.Index(metrics)
     if len(spec.metrics) == 1:
@@ -202,27 +220,36 @@ def _columns(first: Table, spec: Spec, say: Say) -> pd.Index:
 
 
 def _texts(
-    cells: pd.DataFrame, first: Table, spec: Spec, means: pd.DataFrame, uniform: bool, pm: str
+    cells: pd.DataFrame,
+    first: Table,
+    spec: Spec,
+    means: pd.DataFrame,
+    uniform: bool,
+    pm: str,
+    specs: dict[str, str],
 ) -> pd.DataFrame:
-    """Each cell as text (``0.8100 ± 0.0100``, its runs said in it unless ``uniform``)."""
+    """Each cell as text (``0.8100 ± 0.0100``, its runs said in it unless ``uniform``), each
+    metric in its format (``specs``, :func:`_spec`)."""
     text = pd.DataFrame("", index=cells.index, columns=cells.columns)
     for j, (m, c) in enumerate((m, c) for m in spec.metrics for c in first.cols):
         for i in range(len(cells.index)):
             cell = cells.iat[i, j]
             if cell is None:
                 continue
-            f = _spec(m, spec.precision)
+            f = specs[m]
             t = _value(cell, f, pm) if uniform else cell.text(f).replace("±", pm)
             text.iat[i, j] = t + _ratios(spec, means, first.cols, i, j, c, m, first.row_keys)
     return text
 
 
-def _bold(cells: pd.DataFrame, means: pd.DataFrame, first: Table, spec: Spec) -> pd.DataFrame:
+def _bold(
+    cells: pd.DataFrame, means: pd.DataFrame, first: Table, spec: Spec, specs: dict[str, str]
+) -> pd.DataFrame:
     """Bold compares the means as printed: means equal to the precision shown are never bold."""
     stds = cells.map(lambda c: c.std if c is not None and c.n > 1 else 0.0)
     shown = means.copy()
     for j, (m, _) in enumerate((m, c) for m in spec.metrics for c in first.cols):
-        f = _spec(m, spec.precision)
+        f = specs[m]
         shown.iloc[:, j] = means.iloc[:, j].map(lambda v, f=f: float(f"{v:{f}}"))
     return _best(shown, stds, spec)
 
@@ -249,7 +276,11 @@ def caption(
     ]
     per = f" per {listing(keys)}" if keys else ""
     what = listing(  # a metric in words (test accuracy), not its column name, unless renamed
-        [spec.names.get(m) or (mt.metric(m).words if m in mt.names() else m) for m in spec.metrics]
+        [
+            (spec.names.get(m) or (mt.metric(m).words if m in mt.names() else m))
+            + mt.metric(m).unit
+            for m in spec.metrics
+        ]
     )
     what = what[0].upper() + what[1:] if what.split()[0].isalpha() else what  # not test_acc
     text = f"{what} at {final}{per}: {runs}."
@@ -277,19 +308,26 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
         return spec.names.get(v, printed.get(v, v))
 
     index, columns = _index(first, say), _columns(first, spec, say)
-    cells = pd.DataFrame(
+    cells = pd.DataFrame(  # as shown: a fraction in percent
         [
-            [tables[m].cells.get((i, c)) for m in spec.metrics for c in first.cols]
+            [_shown(tables[m].cells.get((i, c)), m) for m in spec.metrics for c in first.cols]
             for i in range(len(first.rows))
         ],
         index=index,
         columns=columns,
     )
+    width = len(first.cols)
+    specs = {
+        m: _spec(
+            m, spec.precision, list(cells.iloc[:, b * width : (b + 1) * width].to_numpy().ravel())
+        )
+        for b, m in enumerate(spec.metrics)
+    }
     every = [c for c in cells.to_numpy().ravel() if c is not None]
     ns = Counter(c.n for c in every)
     uniform = len(ns) == 1 and not any(c.left_out for c in every)
     means = cells.map(lambda c: c.mean if c is not None and c.n else math.nan)
-    text = _texts(cells, first, spec, means, uniform, pm)
+    text = _texts(cells, first, spec, means, uniform, pm, specs)
     note = caption(spec, first, ns, uniform, any(c.n == 1 for c in every), say)
     common = shared(runs)
     told = [NAME, *([config_key(runs, spec.column)] if spec.column else [])]
@@ -301,7 +339,13 @@ def build(runs: list[Run], spec: Spec, pm: str = "±") -> Built:
     )
     note = f"{where} {note}" if where else note  # the setting all cells share, then what they show
     return Built(
-        index, columns, cells, text, _bold(cells, means, first, spec), note, _tidy(tables, spec)
+        index,
+        columns,
+        cells,
+        text,
+        _bold(cells, means, first, spec, specs),
+        note,
+        _tidy(tables, spec),
     )
 
 

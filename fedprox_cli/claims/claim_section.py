@@ -54,7 +54,7 @@ def trained(c: Claim, ev: Evidence) -> str:
 
 def _rows(o: Outcome, name: str) -> list[str]:
     """Per-seed rows of one test: one per panel (units sharing all but the seed)."""
-    rows: dict[str, list] = {}
+    rows: dict[str, list[str]] = {}
     for u in o.units:  # a label's last part names the unit in its panel (a seed, a K, a model)
         panel = u.label.rpartition("seed " if "seed " in u.label else ", ")[0]
         within = u.label.rpartition(", ")[2] if "seed " not in u.label and panel else ""
@@ -102,7 +102,7 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
 
 
 def _test_lines(
-    ev: Evidence, where: str, last_shown: str, declared: dict
+    ev: Evidence, where: str, last_shown: str, declared: dict[int, str]
 ) -> tuple[list[str], list[str], str]:
     """A run set's numbered test lines, its rows of the per-seed table (each test's number
     followed by ``where``), and the last value word shown (one the test above shows is said

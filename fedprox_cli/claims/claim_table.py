@@ -8,6 +8,7 @@ benchmark file.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,11 +25,11 @@ class Rendered:
     """A claim's evidence (the run set that decides its word first) and its word."""
 
     claim: Claim
-    evidence: list  # Evidence per run set that ran
+    evidence: list[Evidence]  # per run set that ran
     verdict: Verdict
     table: str = ""  # the claim's table in the paper's layout, Markdown (claims.tables)
-    declared: dict = field(default_factory=dict)  # test number -> when its bounds were
-    # declared relative to its runs, in words (claims.history)
+    # test number -> when its bounds were declared relative to its runs, in words (claims.history)
+    declared: dict[int, str] = field(default_factory=dict)
     digest: str = ""  # of the figure or table the report links (sha256, 12 digits; "missing")
 
     @property
@@ -41,9 +42,9 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def seed_list(seeds) -> str:
+def seed_list(given: Iterable[int]) -> str:
     """``0-9`` for consecutive seeds, else ``0, 2, 5``."""
-    seeds = list(seeds)
+    seeds = list(given)
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}-{seeds[-1]}"
     return ", ".join(map(str, seeds))

@@ -7,6 +7,8 @@ folder or a benchmark file; nothing says who ran what when.
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import declare, sensitivity
 from .claim_section import section
 from .claim_table import Rendered, basis, data_of, row, settings
@@ -106,7 +108,7 @@ def elsewhere(rendered: list[Rendered]) -> str:
     )
 
 
-def stand_ins(rendered: list[Rendered], facts: dict | None = None) -> str:
+def stand_ins(rendered: list[Rendered], facts: dict[str, Any] | None = None) -> str:
     """What each stand-in a claim ran on is (``facts``, default :func:`.declare.stand_ins`),
     and what it stands for."""
     facts = declare.stand_ins() if facts is None else facts

@@ -10,9 +10,11 @@ Runs are pooled only across seeds: a cell is one group of runs whose configs dif
 seeds. Rows are named by --rows KEY... (default: the keys that, with --column, tell the groups
 apart); --column KEY (default algorithm.name; none: no column key) makes one column per value
 (and --metric, repeatable); methods read as the papers print them (FedCanon, ZA1: each
-algorithm's display_name). A cell reads 0.8100 ± 0.0100; how many seeds it holds is said below
-the table (or in each cell when they differ); a diverged or unfinished run is left out of the
-mean, counted in its cell ("(2 seeds; diverged 1 of 3)") and named on stderr. The best mean is
+algorithm's display_name). A cell reads 0.8100 ± 0.0100, and accuracy in percent, "82.5 ± 1.2"
+with "(%)" after its name: the decimals that give its largest std over seeds two significant
+digits, one decimal for a single seed (the CSV keeps the fraction 0-1). How many seeds a cell
+holds is said below the table (or in each cell when they differ); a diverged or unfinished run is
+left out of the mean, counted in its cell ("(2 seeds; diverged 1 of 3)") and named on stderr. The best mean is
 bold (the lowest for losses, stationarity and time) only where it beats the runner-up by more
 than the larger of their stds, as the note under the table says: across the column values of
 each row with a column key, else down each column (--bold). --format md|latex|csv (default: by the --out suffix
@@ -27,6 +29,7 @@ cannot be read is skipped with one line on stderr; bad input is one line and exi
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis import groups, results, stats, table
@@ -38,7 +41,7 @@ from . import options, usage
 PROG = "fedrun-table"
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     p = usage.parser(PROG, __doc__)
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
     mode = p.add_mutually_exclusive_group()
@@ -81,7 +84,8 @@ def _output_arguments(p: argparse.ArgumentParser) -> None:
         "--precision",
         type=int,
         metavar="P",
-        help="decimals of mean and std (default 4; 3 significant digits for stationarity)",
+        help="decimals of mean and std, as shown (default 4; 3 significant digits for "
+        "stationarity; accuracy in percent: the decimals its spread over seeds supports)",
     )
     p.add_argument(
         "--bold",
@@ -121,7 +125,7 @@ def slope_table(fits: list[stats.Fit], key: str, metric: str) -> str:
     )
 
 
-def spec(args) -> table.Spec:
+def spec(args: argparse.Namespace) -> table.Spec:
     s = table.preset(
         args.preset or "table6",
         metrics=args.metric,
@@ -136,7 +140,7 @@ def spec(args) -> table.Spec:
     return s
 
 
-def run(args, warn) -> int:
+def run(args: argparse.Namespace, warn: Callable[[str], None]) -> int:
     runs = results.load(args.results, args.where, warn)
     if args.slope:
         metric = (args.metric or [mt.STATIONARITY.name])[0]
@@ -162,6 +166,6 @@ def run(args, warn) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     return options.script(PROG, lambda warn: run(args, warn))

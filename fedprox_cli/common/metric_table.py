@@ -14,6 +14,7 @@ and ``sweep_metric`` take it by name.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -53,6 +54,7 @@ class Metric:
     lower_is_better: bool = False
     log: bool = False  # drawn on a log y axis, as the papers draw it
     fmt: str = ".4f"  # a number of it, as a table cell prints it
+    percent: bool = False  # a fraction (0-1) that tables for people show in percent (:meth:`shown`)
     help: str = ""
     kind: str = "model"
     compute: Compute | None = None  # a plugin's computation (the built-ins': engine.metrics)
@@ -65,6 +67,28 @@ class Metric:
     @property
     def direction(self) -> Direction:
         return LOWER if self.lower_is_better else HIGHER
+
+    @property
+    def unit(self) -> str:
+        """What a table for people says after its name: `` (%)`` for a percentage."""
+        return " (%)" if self.percent else ""
+
+    def shown(self, value: float) -> float:
+        """``value`` as a table for people shows it: a fraction in percent (0.8253 -> 82.53)."""
+        return 100 * value if self.percent else value
+
+    def format_for(self, spread: float) -> str:
+        """The format of a table's numbers of it (:meth:`shown`) whose largest std over seeds is
+        ``spread`` (as shown; NaN: no cell holds two seeds): for a percentage, the decimals that
+        give that std two significant digits (std 1.2: ``82.5 ± 1.2``; 0.43: ``82.53 ± 0.43``;
+        at most 3), one decimal without a spread (the digits a single run supports are
+        unknown); else :attr:`fmt`."""
+        if not self.percent:
+            return self.fmt
+        if not (spread > 0 and math.isfinite(spread)):
+            return ".1f"
+        order = int(f"{spread:.1e}".split("e")[1])  # of the std at two digits: 0.999 -> 1.0
+        return f".{min(3, max(0, 1 - order))}f"
 
     def number(self, value: object) -> str:
         """``value`` in its format; ``-`` when it is not a number."""
@@ -174,7 +198,13 @@ TEST_LOSS = _own(
     )
 )
 TEST_ACC = _own(
-    Metric("test_acc", "test accuracy", help="the accuracy of x on the test set (a fraction)")
+    Metric(
+        "test_acc",
+        "test accuracy",
+        percent=True,
+        help="the accuracy of x on the test set (a fraction; in percent in fedrun-table's "
+        "Markdown and LaTeX)",
+    )
 )
 STATIONARITY = _own(
     Metric(
@@ -216,9 +246,9 @@ WATCHED = (TEST_ACC, TRAIN_LOSS, OBJECTIVE, STATIONARITY)  # fedrun-status's col
 
 # clients.csv (metrics.per_client: engine.clients): each client's, of the model x
 CLIENT_TRAIN_LOSS = Metric("train_loss", "client train loss", lower_is_better=True, kind="loss")
-CLIENT_TRAIN_ACC = Metric("train_acc", "client train accuracy")
+CLIENT_TRAIN_ACC = Metric("train_acc", "client train accuracy", percent=True)
 CLIENT_TEST_LOSS_RW = Metric("test_loss_rw", "client test loss (reweighted)", lower_is_better=True)
-CLIENT_TEST_ACC_RW = Metric("test_acc_rw", "client test accuracy\n(reweighted)")
+CLIENT_TEST_ACC_RW = Metric("test_acc_rw", "client test accuracy\n(reweighted)", percent=True)
 CLIENT = (CLIENT_TRAIN_LOSS, CLIENT_TRAIN_ACC, CLIENT_TEST_LOSS_RW, CLIENT_TEST_ACC_RW)
 
 register, _names, _lookup, _ = _REGISTRY.calls()
