@@ -188,13 +188,14 @@ def _tuned(
     trials, t = tuning.trials(rs), tuning.of(rs)
     first = gather(claim, trials, root, warn, strict=False)
     known = {t.seed, *(s for other in claim.ran for s in other.seeds)}  # the folders are shared
-    if first.missing:  # the verdict's runs are declared, at steps not chosen yet
-        first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
-        first.extra = [s for s in first.extra if s not in known]
-        return first
     runs = load_runs(claim, trials, root, warn, strict=False)[0]
     tried = [r for r in runs if r.config.get("seed") == t.seed and r.status in PRESENT]
     picks = [tuning.pick(t, m, tried) for m in t.steps]
+    if first.missing:  # the verdict's runs are declared, at steps not chosen yet
+        first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
+        first.extra = [s for s in first.extra if s not in known]
+        first.picks = picks
+        return first
     dropped = {p.method for p in picks if p.step is None}
     tests = tuple(tuning.without(x, dropped) for x in claim.tests)
     ev = gather(replace(claim, tests=tests), tuning.chosen(rs, picks), root, warn, strict)

@@ -85,6 +85,7 @@ class Pick:
     key: str
     step: float | None
     read: tuple[tuple[float, str, float], ...]  # per step: the step, its run's status, last metric
+    of: int = 0  # the grid's steps (a pick over fewer runs chooses nothing yet)
 
     def said(self, metric: str) -> str:
         name = self.key.rsplit(".", 1)[-1]
@@ -93,11 +94,14 @@ class Pick:
             for s, status, v in self.read
         )
         chosen = (
-            f"{name} = {groups.fmt(self.step)}"
+            f"not chosen yet ({len(self.read)} of its {self.of} tuning runs made)"
+            if len(self.read) < self.of
+            else f"{name} = {groups.fmt(self.step)}"
             if self.step is not None
             else "diverged at every step of the grid: left out of every comparison"
         )
-        return f"{value_name('algorithm', self.method)}: {chosen} (last {metric}: {runs})"
+        runs = f" (last {metric}: {runs})" if runs else ""
+        return f"{value_name('algorithm', self.method)}: {chosen}{runs}"
 
 
 def _last(r: Run, metric: str) -> float:
@@ -116,7 +120,7 @@ def pick(t: Tuning, method: str, runs: list[Run]) -> Pick:
     sign = mt.metric(t.metric).direction.sign
     ok = [(s, v) for s, status, v in read if status == "finished" and math.isfinite(v)]
     best = min(ok, key=lambda sv: (sign * sv[1], -sv[0]), default=None)
-    return Pick(method, key, None if best is None else best[0], tuple(read))
+    return Pick(method, key, None if best is None else best[0], tuple(read), len(t.grid))
 
 
 def chosen(rs: RunSet, picks: list[Pick]) -> RunSet:
