@@ -40,8 +40,7 @@ test: setup data
 	@start=$$(date +%s); $(PY) -m pytest; status=$$?; \
 	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
 
-# Static checks: ruff's lint and format, mypy (pyproject.toml: strict on common/, engine/,
-# operators/, algorithms/, data/, config/, cluster/, api.py, runs/ and analysis/).
+# Static checks: ruff's lint and format, mypy (pyproject.toml: --strict on the whole package).
 lint: setup
 	$(VENV)/bin/ruff check fedprox_cli
 	$(VENV)/bin/ruff format --check fedprox_cli

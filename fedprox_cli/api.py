@@ -23,6 +23,7 @@ from .common import run_files
 from .common.errors import EXIT
 from .common.package import CONF_DIR
 from .common.streams import escaped
+from .config.forms import Composed
 from .runs import view
 
 _STATUS = {code: status for status, code in EXIT.items()}
@@ -78,7 +79,7 @@ def _result(folder: Path, code: int) -> Run:
     return Run(folder, status, code, {s: r.summary for s, r in zip(seeds, runs)}, metrics)
 
 
-def _default_folder(composed: DictConfig) -> Path:
+def _default_folder(composed: Composed) -> Path:
     """fedrun's run-folder pattern (``hydra.run.dir`` of conf/config.yaml) resolved for
     ``composed``."""
     pattern = OmegaConf.load(CONF_DIR / "config.yaml").hydra.run
@@ -89,7 +90,7 @@ def _default_folder(composed: DictConfig) -> Path:
 
 
 def run(
-    config: list[str] | tuple[str, ...] | dict[str, Any] | DictConfig = (),
+    config: list[str] | tuple[str, ...] | dict[str, Any] | Composed = (),
     folder: str | os.PathLike[str] | None = None,
     progress: bool = False,
 ) -> Run:
@@ -111,7 +112,7 @@ def run(
     return _run_overrides(overrides_of(config), folder, progress)
 
 
-def _run_composed(config: DictConfig, folder: str | os.PathLike[str] | None, progress: bool) -> Run:
+def _run_composed(config: Composed, folder: str | os.PathLike[str] | None, progress: bool) -> Run:
     """:func:`run` of a whole composed config, as it is."""
     from .analysis import run_figures
     from .runs import runner

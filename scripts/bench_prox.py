@@ -30,7 +30,18 @@ from fedprox_cli.operators import regularizers
 
 MODELS = ("resnet18", "resnet34", "resnet50", "resnet101")  # Table I's, from torchvision
 SHAPE = (1, 28, 28)  # MNIST images
-PROXES = {"l1": dict(name="l1"), "MCP": dict(name="mcp"), "SCAD": dict(name="scad")}
+
+
+def proxes(lam: float = 1e-5, scad_a: float = 3.7) -> dict:
+    """Table I's three proxes at penalty level ``lam`` (SCAD with shape ``scad_a``)."""
+    return {
+        "l1": dict(name="l1", lam=lam),
+        "MCP": dict(name="mcp", lam=lam),
+        "SCAD": dict(name="scad", lam=lam, a=scad_a),
+    }
+
+
+PROXES = proxes()
 
 
 def mnist_resnet(name: str) -> torch.nn.Module:
@@ -61,7 +72,9 @@ def median_ms(fn, device: torch.device, reps: int) -> float:
     return statistics.median(once() for _ in range(reps))
 
 
-def bench(name: str, device: torch.device, batch: int, reps: int, step: float) -> dict:
+def bench(
+    name: str, device: torch.device, batch: int, reps: int, step: float, specs: dict = PROXES
+) -> dict:
     torch.manual_seed(0)
     net = network(name).to(device).train()
     inputs = torch.randn(batch, *SHAPE, device=device)
@@ -73,9 +86,9 @@ def bench(name: str, device: torch.device, batch: int, reps: int, step: float) -
 
     x = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
     row = {"model": name, "d": x.numel(), "fwd_bwd": median_ms(fwd_bwd, device, reps)}
-    for label, spec in PROXES.items():
+    for label, spec in specs.items():
         h = regularizers.build(**spec)
-        row[label] = median_ms(lambda: h.prox(x, step), device, reps)
+        row[label] = median_ms(lambda h=h: h.prox(x, step), device, reps)
     return row
 
 
@@ -107,6 +120,10 @@ def main(argv=None):
     )
     p.add_argument("--reps", type=int, default=5, help="timed repetitions; the median is reported")
     p.add_argument("--step", type=float, default=0.2, help="prox step (FedCanon's alpha, 0.2)")
+    p.add_argument("--lam", type=float, default=1e-5, help="every prox's penalty level lam")
+    p.add_argument(
+        "--scad-a", type=float, default=3.7, help="SCAD's shape a (Fan and Li's 3.7; > 2)"
+    )
     args = p.parse_args(argv)
     names = args.models.split(",")
     known = set(MODELS) | set(models.names())
@@ -115,6 +132,9 @@ def main(argv=None):
         p.error(f"unknown model(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
     if args.batch < 1 or args.reps < 1:
         p.error("--batch and --reps must be >= 1")
+    if args.scad_a <= 2 or args.lam < 0:
+        p.error("--scad-a must be > 2 and --lam >= 0")
+    specs = proxes(args.lam, args.scad_a)
     try:
         device = resolve_device(args.device)
     except UserError as e:
@@ -128,11 +148,11 @@ def main(argv=None):
         f"# one prox on the flat parameter vector vs one forward+backward pass, milliseconds "
         f"(median of {args.reps}); {where}; float32; batch {args.batch} of 1x28x28; "
         f"prox step {args.step}; "
-        + ", ".join(repr(regularizers.build(**spec)) for spec in PROXES.values())
+        + ", ".join(repr(regularizers.build(**spec)) for spec in specs.values())
     )
     print(HEADER, flush=True)
     for name in names:
-        print(table_row(bench(name, device, args.batch, args.reps, args.step)), flush=True)
+        print(table_row(bench(name, device, args.batch, args.reps, args.step, specs)), flush=True)
 
 
 if __name__ == "__main__":

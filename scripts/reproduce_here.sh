@@ -163,7 +163,12 @@ for step in "${steps[@]}"; do
     prox)  # Table I (ResNets, batch 32), then Table V's CNN at its batch size 64
       { "$PY" scripts/bench_prox.py --device cpu --reps 3 --batch 32
         "$PY" scripts/bench_prox.py --device cpu --reps 20 --batch 64 --models cnn
-      } | tee results/reproduction/prox_bench.txt ;;
+      } | tee results/reproduction/prox_bench.txt
+      { echo "# uptime: $(uptime)"  # Table V's CNN at the runs' SCAD (lam 1e-4, a = 1000), then Table I's
+        "$PY" scripts/bench_prox.py --device cpu --reps 20 --batch 64 --models cnn --lam 1e-4 --scad-a 1000
+        "$PY" scripts/bench_prox.py --device cpu --reps 20 --batch 64 --models cnn
+        echo "# uptime: $(uptime)"
+      } | tee results/reproduction/prox_bench_a1000.txt ;;
     figures)  # the report: results/REPRODUCTION.md, its figures and tables (results/reproduction/figures/,
               # tables/) drawn from the claims in fedprox_cli/claims/, then the generic-command examples
               # of docs/reproducing.md (FedCanon Fig. 2, 3 seeds)

@@ -28,3 +28,15 @@ def test_unknown_model_is_a_usage_error(capsys):
         bench_prox.main(["--models", "resnet18,alexnet"])
     assert e.value.code == 2
     assert "unknown model(s) alexnet" in capsys.readouterr().err
+
+
+def test_the_penalty_and_scads_shape_are_the_runs_own_when_given(capsys):
+    bench_prox.main(
+        ["--models", "cnn", "--device", "cpu", "--batch", "2", "--reps", "1"]
+        + ["--lam", "1e-4", "--scad-a", "1000"]
+    )
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "SCAD(lam=0.0001, a=1000.0)" in first and "L1(lam=0.0001)" in first
+    with pytest.raises(SystemExit) as e:
+        bench_prox.main(["--models", "cnn", "--scad-a", "2"])
+    assert e.value.code == 2

@@ -14,7 +14,16 @@ import pytest
 import yaml
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, history, render, sources, units, verdict
+from fedprox_cli.claims import (
+    claim_section,
+    claim_table,
+    declare,
+    evidence,
+    history,
+    sources,
+    units,
+    verdict,
+)
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -143,7 +152,7 @@ def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
     v = verdict.word([out], "", 10, 200, 1, 1, 1, True, True)
     assert v.word == "inconclusive" and "inside the noise" in v.why
     assert verdict.state(out)[1] == "inside the noise in 1 pairs"
-    assert "spans 100-107 over its 3 runs (7.0%)" in render.noise(out)
+    assert "spans 100-107 over its 3 runs (7.0%)" in claim_section.noise(out)
     far = units.units(TIMED, [*runs, _timed("b", "iid", 80.0)], c, spread)  # 20% below: decides
     assert far[0].holds is False
     one = units.noise(TIMED, runs[:1])  # no repeats measured: 20% below decides nothing
@@ -152,7 +161,7 @@ def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
     assert alone[0].holds is None and alone[0].undecided == "unmeasured"
     assert alone[0].raw is False and alone[0].aside == "noise not measured"
     out = units.Outcome(TIMED, alone)
-    said = render.noise(out)
+    said = claim_section.noise(out)
     assert said == " Noise: not measured here (one of the base), so no ratio of it decides."
     assert verdict.state(out)[1] == "noise not measured in 1 pairs"
     v = verdict.word([out], "", 10, 200, 1, 1, 1, True, True)
@@ -204,14 +213,14 @@ def test_a_curve_ordering_reads_the_whole_curve_not_its_tail():
 
 def test_a_summary_number_pools_seeds_only_and_names_what_else_it_spans():
     seeds = units.Outcome(BEST, [units.Unit(f"seed {s}", v, True) for s, v in enumerate([1, 3])])
-    assert render.over_seeds(seeds) == "2 ± 1.41 over 2 seeds"
+    assert claim_table.over_seeds(seeds) == "2 ± 1.41 over 2 seeds"
     panels = [units.Unit(f"partition={p}, seed 0", v, True) for p, v in (("iid", 1), ("dir", 3))]
-    assert render.over_seeds(units.Outcome(BEST, panels)) == "1-3 over 2 partition values"
+    assert claim_table.over_seeds(units.Outcome(BEST, panels)) == "1-3 over 2 partition values"
     pairs = [units.Unit(f"{m}, seed 0", v, True) for m, v in (("fedmid", 0.9), ("za1", 0.95))]
-    assert render.over_seeds(units.Outcome(BEST, pairs)) == "0.9-0.95 over 2 methods"
+    assert claim_table.over_seeds(units.Outcome(BEST, pairs)) == "0.9-0.95 over 2 methods"
     grid = [  # 2 methods x 3 partitions: each key counted by its own values
         units.Unit(f"{m}, partition={p}, seed 0", 401, True)
         for m in ("fedmid", "fedda")
         for p in ("iid", "dir/1", "dir/0.2")
     ]
-    assert render.over_seeds(units.Outcome(BEST, grid)) == "401 over 2 methods x 3 partition values"
+    assert claim_table.over_seeds(units.Outcome(BEST, grid)) == "401 over 2 methods x 3 partition values"

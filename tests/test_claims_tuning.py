@@ -126,3 +126,9 @@ def test_a_protocol_declared_before_its_tuning_runs_is_pre_registered(tmp_path):
     assert _order(tmp_path, [0.1, 0.02]) == "pre-registered"
     _commit(tmp_path, {"claims.yaml": _claims([0.1, 0.05])}, "the grid moved after the runs")
     assert _order(tmp_path, [0.1, 0.05]) == "post hoc"
+
+
+def test_a_method_whose_tuning_runs_are_not_all_made_has_no_step_yet():
+    t = tuning.of(_runset())
+    early = tuning.pick(t, "za2", RUNS[:1])
+    assert "not chosen yet (1 of its 3 tuning runs made)" in early.said("test_acc")

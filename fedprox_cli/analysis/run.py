@@ -52,9 +52,8 @@ class Run:
     metrics: pd.DataFrame
     status: str  # the run's status (runs.view.RunView.status)
     error: str = ""  # summary.json's error message, if any
-    code: dict[str, Any] = field(
-        default_factory=dict
-    )  # summary.json's code record (runs.code_record)
+    # summary.json's code record (runs.code_record)
+    code: dict[str, Any] = field(default_factory=dict)
     mixed: str = ""  # continued with other code (mixed_code=true): runs.code_record.mixed_line
     summary: SummaryRecord = field(default_factory=SummaryRecord)  # its summary.json
 

@@ -68,9 +68,8 @@ class Spec:
     ratio_to: str | None = None  # append each mean's ratio to this column value's, same row
     ratio_prev: bool = False  # ... and to the same column's mean in the previous row
     final: str = "last"
-    names: dict[str, str] = field(
-        default_factory=dict
-    )  # renames of shown values, keys, metrics (not in CSV)
+    # renames of shown values, keys, metrics (not in CSV)
+    names: dict[str, str] = field(default_factory=dict)
 
 
 PRESETS = {  # the papers' layouts

@@ -41,7 +41,7 @@ def _prox_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Uni
 
 def _round_units(t: Test, lines: list[str], path: Path, claim: Claim) -> list[Unit]:
     require(t.metric in PER_ROUND, f"claim {claim.id}: {path} holds no {t.metric} (time per round)")
-    at: dict = {}
+    at: dict[tuple[str, int], float] = {}  # (method, K) -> seconds a round
     for line in lines:
         if m := ROUND_ROW.match(line):
             at[(m.group(1), int(m.group(2)))] = float(m.group(3))

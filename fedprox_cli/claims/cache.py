@@ -29,6 +29,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..common import guarded
 from ..common.errors import UserError
@@ -83,7 +84,7 @@ def _stats(folder: Path, files_only: bool = False) -> list[tuple[str, int, str]]
     return sorted(out)
 
 
-def _digest(*parts) -> str:
+def _digest(*parts: object) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()
 
 
@@ -101,7 +102,7 @@ class Cache:
             self.entries = {}
         if not isinstance(self.entries, dict):
             self.entries = {}
-        self.used: dict = {}
+        self.used: dict[str, Any] = {}
 
     def key(self, claim: Claim) -> str:
         """The digest of everything ``claim``'s text may depend on (module docstring)."""
@@ -139,7 +140,8 @@ class Cache:
             for m in entry.get("warnings", []):
                 warn(str(m).replace(ROOT, here))
         self.used[key] = entry
-        return entry["text"].replace(ROOT, here)
+        kept: str = entry["text"]
+        return kept.replace(ROOT, here)
 
     def save(self) -> None:
         """Add the entries this command computed to the file (the :data:`KEEP` computed last

@@ -94,6 +94,11 @@ def lines(
     return out
 
 
+def is_row(line: str) -> bool:
+    """A claim's summary row of the report."""
+    return line.startswith("| [")
+
+
 def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list[str]:
     """Differences of the report, for the claims ``ids`` (and its shared text when ``whole``)."""
     old, new = blocks(committed), blocks(recomputed)
@@ -108,7 +113,6 @@ def report(committed: str, recomputed: str, ids: list[str], whole: bool) -> list
         if not got:
             out.append(f"{i}: not in the committed report")
             continue
-        is_row = lambda line: line.startswith("| [")  # noqa: E731 -- the summary row
         out += lines(
             i, [l for l in got if is_row(l)], [l for l in new[i] if is_row(l)], header=header
         )

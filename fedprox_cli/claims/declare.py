@@ -11,8 +11,10 @@ where the paper is silent. Nothing here reads a run folder (:mod:`.evidence` doe
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from importlib import resources
+from typing import Any
 
 import yaml
 
@@ -22,6 +24,13 @@ from ..common.errors import UserError, require
 KINDS = ("order", "slope", "drop", "ratio", "level")
 ROLES = ("primary", "supporting")
 AT = ("last", "tail", "every", "bytes", "area")
+
+
+Point = tuple[tuple[str, Any], ...]  # a declared run's (key, value) pairs
+# what a primary test measures: folders, kind, metric, key, at, values, base, filters
+Measurement = tuple[
+    tuple[str, ...], str, str, str | None, str, tuple[str, ...], str, tuple[tuple[str, str], ...]
+]
 
 
 @dataclass(frozen=True)
@@ -47,15 +56,15 @@ class Test:
     metric: str
     says: str
     key: str | None = None
-    values: tuple = ()
+    values: tuple[Any, ...] = ()  # the key's values compared (YAML scalars)
     base: object = None
     mode: str = "best"
-    panels: tuple = ()
+    panels: tuple[str, ...] = ()
     at: str = "last"
     from_round: int = 0
     to_round: int | None = None  # with at: every, the last round read (None: to the end)
-    where: dict = field(default_factory=dict)
-    holds: dict = field(default_factory=dict)
+    where: dict[str, Any] = field(default_factory=dict)
+    holds: dict[str, Any] = field(default_factory=dict)
     paper: str = ""
     source: str = "runs"  # runs, or bench (a benchmark table under the results root)
     file: str = ""  # with source bench
@@ -65,7 +74,9 @@ class Test:
     same_as: str = ""
     no_seeds: bool = False
     per_round: bool = False
-    repeats: tuple = ()  # with ratio: config keys whose values repeat the base's measurement
+    repeats: tuple[
+        str, ...
+    ] = ()  # with ratio: config keys whose values repeat the base's measurement
     # (time per round does not depend on the partition): the spread of the base's own value
     # across them is the test's noise, and a ratio whose margin to its bound lies inside it
     # decides nothing (units.noise)
@@ -87,28 +98,32 @@ class RunSet:
 
     data: str
     preset: str = ""  # a preset of conf/experiment ("": the overrides say everything)
-    overrides: tuple = ()
+    overrides: tuple[str, ...] = ()
     stands_for: str = ""  # the paper's dataset this one stands in for ("": the paper's own)
-    folders: tuple = ()
+    folders: tuple[str, ...] = ()
     into: str = ""  # the folder new runs go to
-    fixed: dict = field(default_factory=dict)
-    where: dict = field(default_factory=dict)
-    grid: dict = field(default_factory=dict)
-    points: tuple = ()
-    seeds: tuple = ()
+    fixed: dict[str, Any] = field(default_factory=dict)
+    where: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    points: tuple[dict[str, Any], ...] = ()
+    seeds: tuple[int, ...] = ()
     T: int | None = None
     device: str = "cpu"
-    choices: tuple = ()  # grid keys the paper leaves open: a sensitivity run set, read per
+    choices: tuple[
+        str, ...
+    ] = ()  # grid keys the paper leaves open: a sensitivity run set, read per
     # combination of their values, never deciding (.sensitivity)
     bench: str = ""  # a benchmark run set's file under the results root (else each test's file)
     provenance: str = ""  # where a file measured elsewhere came from (commit, device, command)
-    unreachable: dict = field(default_factory=dict)  # metric -> why a level's bound is out of
-    # reach on this stand-in, said where no run here reaches it (then it decides nothing here)
-    tuning: dict = field(default_factory=dict)  # a declared tuning protocol for the steps the
-    # paper does not give: seed, grid, steps (method -> its step's key), metric (.tuning)
+    # metric -> why a level's bound is out of reach on this stand-in, said where no run here
+    # reaches it (then it decides nothing here)
+    unreachable: dict[str, str] = field(default_factory=dict)
+    # a declared tuning protocol for the steps the paper does not give: seed, grid, steps
+    # (method -> its step's key), metric (.tuning)
+    tuning: dict[str, Any] = field(default_factory=dict)
     role: str = "primary"  # primary (may decide the word) or supporting (shown, never deciding)
 
-    def declared(self) -> list[tuple[tuple, int]]:
+    def declared(self) -> list[tuple[Point, int]]:
         """Every declared run as ((key, value) pairs, seed)."""
         rest = [[(k, v) for v in vs] for k, vs in self.grid.items()]
         points = [tuple(p.items()) for p in self.points] or [()]
@@ -130,18 +145,18 @@ class Figure:
     figure shows), ``marks`` (the paper's numbers: ``hline`` y, ``below`` points, ``slope`` value;
     each with its ``text``), ``grid`` (rows, columns)."""
 
-    panels: tuple
+    panels: tuple[dict[str, Any], ...]
     curves: str
     caption: str
     x: str = mt.ROUND.name
     y: str = mt.TEST_ACC.name
     logy: bool = False
-    names: dict = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
     label: str = ""
-    order: tuple = ()
-    notation: dict = field(default_factory=dict)
-    marks: tuple = ()
-    grid: tuple = ()
+    order: tuple[Any, ...] = ()
+    notation: dict[str, str] = field(default_factory=dict)
+    marks: tuple[dict[str, Any], ...] = ()
+    grid: tuple[int, ...] = ()
     width: float = 0.0
     stationarity: str = "||G||²"
 
@@ -159,11 +174,11 @@ class Claim:
     paper_T: int | None = None
     paper_seeds: int | None = None
     paper_runs: RunSet | None = None
-    ran: tuple = ()  # RunSet, the first with runs decides the word
-    tests: tuple = ()  # Test
+    ran: tuple[RunSet, ...] = ()  # the first with runs decides the word
+    tests: tuple[Test, ...] = ()
     figure: str = ""
     figure_spec: Figure | None = None  # the figure drawn from the runs (figure: as a mapping)
-    table_spec: dict | None = None  # the paper's table (table: ; claims.tables)
+    table_spec: dict[str, Any] | None = None  # the paper's table (table: ; claims.tables)
     trained_metric: str = ""  # a unit whose finished runs end below trained_min on it is
     trained_min: float = 0.0  # no evidence (nothing trained): inconclusive
     per_round: bool = False  # the tested numbers do not depend on T
@@ -181,7 +196,7 @@ class Claim:
         return f"{self.paper} {self.where.split(', ')[-1]}"
 
 
-def _test(d: dict) -> Test:
+def _test(d: dict[str, Any]) -> Test:
     return Test(
         **{
             **d,
@@ -192,7 +207,7 @@ def _test(d: dict) -> Test:
     )
 
 
-def _runset(d: dict) -> RunSet:
+def _runset(d: dict[str, Any]) -> RunSet:
     require(
         all(k in d.get("grid", {}) for k in d.get("choices", ())),
         "a run set's choices must be keys of its grid",
@@ -210,7 +225,7 @@ def _runset(d: dict) -> RunSet:
     )
 
 
-def _figure(claim_id: str | None, d: dict) -> Figure:
+def _figure(claim_id: str | None, d: dict[str, Any]) -> Figure:
     require(
         isinstance(d.get("panels"), list) and d["panels"], f"claim {claim_id}: figure needs panels"
     )
@@ -229,7 +244,7 @@ def _figure(claim_id: str | None, d: dict) -> Figure:
         raise UserError(f"claim {claim_id}: figure: {e}") from None
 
 
-def _drawn(d: dict) -> dict:
+def _drawn(d: dict[str, Any]) -> dict[str, Any]:
     """A claim whose ``figure:`` is a mapping: the mapping as its :class:`Figure`, the link to
     the PNG drawn from it as ``figure``; ``table:`` kept as its spec."""
     out = dict(d)
@@ -242,7 +257,7 @@ def _drawn(d: dict) -> dict:
     return out
 
 
-def claim(d: dict, origin: str = "", file: str = "") -> Claim:
+def claim(d: dict[str, Any], origin: str = "", file: str = "") -> Claim:
     """The typed claim of one checked declaration (``origin``: its file and line, said in its
     errors; ``file``: the claims file's path)."""
     d = _drawn(d)
@@ -275,10 +290,13 @@ def stand_ins() -> dict[str, str]:
     """Each stand-in dataset's facts (size, split, what it stands for), from ``stand_ins.yaml``;
     every run set's data with a ``stands_for`` must have an entry (loading refuses otherwise;
     a claims folder's own ``stand_ins.yaml`` adds entries, :mod:`.sources`)."""
-    return yaml.safe_load(resources.files(__package__).joinpath("stand_ins.yaml").read_text())
+    facts: dict[str, str] = yaml.safe_load(
+        resources.files(__package__).joinpath("stand_ins.yaml").read_text()
+    )
+    return facts
 
 
-def _measurement(rs: RunSet, t: Test) -> tuple:
+def _measurement(rs: RunSet, t: Test) -> Measurement:
     """What a primary test measures: its runs' folders and settings, and the number it reads."""
     return (
         tuple(sorted(rs.folders or (rs.bench or t.file,))),
@@ -296,7 +314,7 @@ def shared(claims: list[Claim]) -> list[Claim]:
     """The claims, each test declared ``same_as`` an earlier claim given that claim's test of
     the same measurement's exemptions; a measurement two claims test without ``same_as`` (two
     words for one measurement) is an error in the declarations."""
-    seen: dict[tuple, tuple[Claim, Test]] = {}
+    seen: dict[Measurement, tuple[Claim, Test]] = {}
     out: list[Claim] = []
     for c in claims:
         tests = []
@@ -323,7 +341,7 @@ def shared(claims: list[Claim]) -> list[Claim]:
     return out
 
 
-def _devices(c: Claim, tests: list[Test], earlier: list[Claim]) -> tuple:
+def _devices(c: Claim, tests: list[Test], earlier: list[Claim]) -> tuple[RunSet, ...]:
     """The measurements on other devices (benchmark run sets) of the claims ``c``'s tests are
     ``same_as``, which ``c`` does not declare itself: a same_as claim reads every device its
     source reads."""
@@ -335,7 +353,7 @@ def _devices(c: Claim, tests: list[Test], earlier: list[Claim]) -> tuple:
     return tuple({repr(rs): rs for rs in found}.values())
 
 
-def select(claims: list[Claim], ids) -> list[Claim]:
+def select(claims: list[Claim], ids: Sequence[str]) -> list[Claim]:
     """The claims named by ``ids`` (all for none); an unknown id is a user error."""
     known = {c.id: c for c in claims}
     for i in ids:

@@ -227,7 +227,7 @@ def changes(root: Path, claims: list[Claim]) -> list[str]:
         return [f"no digests of the evidence in {root / FILE} (fedrun-reproduce record)"]
     linked = links(root, items)
     known = set(was) | set(now)
-    found: dict[tuple, list] = {}
+    found: dict[tuple[str, str], list[tuple[str, set[str]]]] = {}  # (run, cause) -> its files
     for p, cause, src in _causes(was, now):
         if cause == "deleted" and _under(p, list(linked)):
             continue  # said once, as the link that replaced it

@@ -13,7 +13,7 @@ from typing import Any
 from ..analysis.run import Run
 from ..common.errors import UserError
 from . import bench, sensitivity, tuning
-from .declare import Claim, RunSet, Test
+from .declare import Claim, Point, RunSet, Test
 from .loading import (
     PRESENT,
     declared_key,
@@ -27,6 +27,7 @@ from .loading import (
     where,
 )
 from .text import canon, num, value_name
+from .tuning import Pick
 from .units import Outcome, Unit, noise, read_noise, units
 
 
@@ -40,19 +41,25 @@ class Evidence:
     runset: RunSet
     present: int
     declared: int
-    missing: list = field(default_factory=list)  # (point, seed) of the declared runs not made
-    extra: list = field(default_factory=list)  # seeds of the claim's runs that it does not declare
-    seeds: tuple = ()
+    # (point, seed) of the declared runs not made
+    missing: list[tuple[Point, int]] = field(default_factory=list)
+    # seeds of the claim's runs that it does not declare
+    extra: list[int] = field(default_factory=list)
+    seeds: tuple[Any, ...] = ()  # the runs' values of seed
     T: int | None = None
-    devices: tuple = ()
+    devices: tuple[str, ...] = ()
     minutes: float = 0.0  # job-minutes of the runs present
-    outcomes: list = field(default_factory=list)
-    findings: list = field(default_factory=list)  # one line per run that is not evidence
-    diverged: dict = field(default_factory=dict)  # grid point (shown) -> (diverged, made)
-    trained: dict = field(default_factory=dict)  # grid point (shown) -> final trained_metric
-    choices: list = field(default_factory=list)  # (values, outcomes, present, declared, diverged)
-    reused: tuple = (0, 0)  # with choices: the runs compared at every combination, and diverged
-    picks: list = field(default_factory=list)  # with a tuning protocol: each method's Pick
+    outcomes: list[Outcome] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # one line per run that is not evidence
+    # grid point (shown) -> (diverged, made)
+    diverged: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # grid point (shown) -> final trained_metric
+    trained: dict[str, list[float]] = field(default_factory=dict)
+    # (values, outcomes, present, declared, diverged)
+    choices: list[tuple[Point, list[Outcome], int, int, int]] = field(default_factory=list)
+    # with choices: the runs compared at every combination, and diverged
+    reused: tuple[int, int] = (0, 0)
+    picks: list[Pick] = field(default_factory=list)  # with a tuning protocol: each method's Pick
 
 
 def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
@@ -117,7 +124,7 @@ def _bench(claim: Claim, rs: RunSet, root: Path, strict: bool) -> Evidence:
     return Evidence(rs, 1, 1, outcomes=found, devices=(rs.device,))
 
 
-def _name(p: tuple) -> str:
+def _name(p: Point) -> str:
     return ", ".join(value_name(k, v) for k, v in p) or "all"
 
 
@@ -131,7 +138,9 @@ def _tally(ev: Evidence, claim: Claim, made: list[Run], runs: list[Run]) -> None
             ev.trained.setdefault(name, []).append(r.final(claim.trained_metric))
 
 
-def reused(claim: Claim, rs: RunSet, root: Path, warn, strict: bool) -> list[Run]:
+def reused(
+    claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool
+) -> list[Run]:
     """For a sensitivity run set: the runs its open choices do not vary (outside its
     ``where``), from the claim's run set of the same data and preset at the declared setting;
     read at every combination of the choices."""
@@ -154,7 +163,9 @@ def reused(claim: Claim, rs: RunSet, root: Path, warn, strict: bool) -> list[Run
     ]
 
 
-def _choices(claim: Claim, ev: Evidence, made: list[Run], runs: list[Run], fixed: list[Run]):
+def _choices(
+    claim: Claim, ev: Evidence, made: list[Run], runs: list[Run], fixed: list[Run]
+) -> None:
     """Each combination of the open choices: (values, outcomes, present, declared, diverged)."""
     rs = ev.runset
     declared = {(declared_key(p), s) for p, s in rs.declared()}
@@ -167,7 +178,9 @@ def _choices(claim: Claim, ev: Evidence, made: list[Run], runs: list[Run], fixed
         ev.choices.append((values, [o for o in found if o.units], len(at), len(want), diverged))
 
 
-def _tuned(claim: Claim, rs: RunSet, root: Path, warn, strict: bool) -> Evidence:
+def _tuned(
+    claim: Claim, rs: RunSet, root: Path, warn: Callable[[str], None], strict: bool
+) -> Evidence:
     """The evidence of a run set with a tuning protocol (:mod:`.tuning`): its tuning runs
     first; once all are here, each method's step by the rule, and the tests read on the run
     set's seeds at the chosen steps (without the methods that have none). The counts are of
@@ -175,13 +188,14 @@ def _tuned(claim: Claim, rs: RunSet, root: Path, warn, strict: bool) -> Evidence
     trials, t = tuning.trials(rs), tuning.of(rs)
     first = gather(claim, trials, root, warn, strict=False)
     known = {t.seed, *(s for other in claim.ran for s in other.seeds)}  # the folders are shared
-    if first.missing:  # the verdict's runs are declared, at steps not chosen yet
-        first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
-        first.extra = [s for s in first.extra if s not in known]
-        return first
     runs = load_runs(claim, trials, root, warn, strict=False)[0]
     tried = [r for r in runs if r.config.get("seed") == t.seed and r.status in PRESENT]
     picks = [tuning.pick(t, m, tried) for m in t.steps]
+    if first.missing:  # the verdict's runs are declared, at steps not chosen yet
+        first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
+        first.extra = [s for s in first.extra if s not in known]
+        first.picks = picks
+        return first
     dropped = {p.method for p in picks if p.step is None}
     tests = tuple(tuning.without(x, dropped) for x in claim.tests)
     ev = gather(replace(claim, tests=tests), tuning.chosen(rs, picks), root, warn, strict)

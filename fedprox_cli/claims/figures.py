@@ -11,12 +11,14 @@ Written as PNG (for the report) and PDF with TrueType (Type 42) fonts (for a pap
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullFormatter
 
 from ..analysis import groups as grouping
 from ..analysis.curves import Style, mean_curve, style
@@ -37,6 +39,27 @@ from ..analysis.stats import fit_line, seeds
 from ..common import metric_table as mt
 from .declare import Claim, Figure, RunSet
 
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
+    from matplotlib.axes import Axes
+
+    from ..analysis.plotting import Band
+    from .evidence import Evidence
+
+
+@dataclass
+class Drawn:
+    """A claim's figure as its panels draw it: its declaration, the legend's entries, the runs
+    drawn alone by (marker, why) (a run counted once however many panels hold it), whether
+    bands were drawn, and clipped."""
+
+    fig: Figure
+    handles: dict[str, Artist] = field(default_factory=dict)
+    alone: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    clipped: bool = False
+    banded: bool = False
+
+
 FORMATS = ("png", "pdf")
 PNG_DPI = 150  # the report's PNGs: sharp on screen, small in the repository
 
@@ -53,11 +76,11 @@ def paths(claim: Claim, root: Path) -> list[Path]:
     return [root / "figures" / f"{claim.id}.{fmt}" for fmt in FORMATS]
 
 
-def _value(run: Run, key: str):
+def _value(run: Run, key: str) -> Any:  # a config value
     return run.config.get(grouping.config_key([run], key))
 
 
-def _matches(run: Run, where: dict) -> bool:
+def _matches(run: Run, where: dict[str, Any]) -> bool:
     return all(
         grouping.matches(_value(run, k), grouping.fmt(v) if isinstance(v, float) else str(v))
         for k, v in where.items()
@@ -114,14 +137,26 @@ def _num(v: str) -> bool:
         return False
 
 
-def _mean_curve(ax, ok: list[Run], x: str, y: str, scale: float, log: bool, st: Style):
+def _mean_curve(
+    ax: Axes, ok: list[Run], x: str, y: str, scale: float, log: bool, st: Style
+) -> tuple[Line2D, Band | None, tuple[np.ndarray, np.ndarray]]:
     """The mean curve of ``ok`` (its line; the band of one std where there are two or more;
     its x and mean), drawn as fedrun-plot draws one (:func:`analysis.curves.mean_curve`)."""
     line, xs, mean, spread = mean_curve(ax, ok, x, y, scale, log, st, marks=8, markersize=3)
     return line, spread, (xs, mean)
 
 
-def _alone(ax, claim: Claim, r: Run, x: str, y: str, scale: float, log: bool, st: Style, state):
+def _alone(
+    ax: Axes,
+    claim: Claim,
+    r: Run,
+    x: str,
+    y: str,
+    scale: float,
+    log: bool,
+    st: Style,
+    state: Drawn,
+) -> None:
     """A run outside the mean (diverged, collapsed, unfinished): dotted, its end marked."""
     why = (
         f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
@@ -152,10 +187,20 @@ def _alone(ax, claim: Claim, r: Run, x: str, y: str, scale: float, log: bool, st
             linestyle="none",
             zorder=5,
         )
-    state["alone"].setdefault((mark, why), set()).add(id(r))  # a run in two panels counts once
+    state.alone.setdefault((mark, why), set()).add(id(r))  # a run in two panels counts once
 
 
-def _axes(ax, fig: Figure, panel: dict, runs: list[Run], x: str, y: str, scale, unit, log):
+def _axes(
+    ax: Axes,
+    fig: Figure,
+    panel: dict[str, Any],
+    runs: list[Run],
+    x: str,
+    y: str,
+    scale: float,
+    unit: str,
+    log: bool,
+) -> None:
     """A curves panel's ticks and axis labels."""
     if log:
         readable_log_ticks(ax)
@@ -175,8 +220,9 @@ def _axes(ax, fig: Figure, panel: dict, runs: list[Run], x: str, y: str, scale, 
 
 
 def _curves_panel(
-    ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict, state: dict
+    ax: Axes, claim: Claim, panel: dict[str, Any], runs: list[Run], state: Drawn
 ) -> None:
+    fig, handles = state.fig, state.handles
     x, y, key = panel.get("x", fig.x), panel.get("y", fig.y), panel.get("curves", fig.curves)
     names = curve_names(fig, runs, key)
     styles = {v: style(i) for i, v in enumerate(_order(fig, list(names)))}
@@ -189,9 +235,10 @@ def _curves_panel(
     scale, unit = (
         byte_unit(max(float(np.nanmax(r.column(BYTES), initial=0)) for r in runs))
         if x == BYTES
-        else (1, "")
+        else (1.0, "")
     )
-    bands, finals = [], {}
+    bands: list[Band] = []
+    finals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for v in _order(fig, list(by)):
         st, name = styles[v], names[v]
         ok = [r for r in by[v] if r.problem() is None and not _collapsed(claim, r)]
@@ -203,15 +250,21 @@ def _curves_panel(
             handles.setdefault(name, Line2D([], [], **st, markersize=3))
         for r in by[v]:
             _alone(ax, claim, r, x, y, scale, log, st, state)
-    state["clipped"] = clip_bands(ax, bands) or state["clipped"]
-    state["banded"] = state["banded"] or bool(bands)
+    state.clipped = clip_bands(ax, bands) or state.clipped
+    state.banded = state.banded or bool(bands)
     for mark in fig.marks:
         if mark.get("panel", panel["label"]) == panel["label"]:
             _mark(ax, mark, finals, names, handles)
     _axes(ax, fig, panel, runs, x, y, scale, unit, log)
 
 
-def _mark(ax, mark: dict, finals: dict, names: dict, handles: dict) -> None:
+def _mark(
+    ax: Axes,
+    mark: dict[str, Any],
+    finals: dict[str, tuple[np.ndarray, np.ndarray]],
+    names: dict[str, str],
+    handles: dict[str, Artist],
+) -> None:
     """A paper's number on a curves panel: ``hline`` at ``y``, or ``below`` (``points`` below the
     best final mean of the curves but ``of``: where the paper puts ``of``'s curve)."""
     kind, text = mark["kind"], mark["text"]
@@ -233,12 +286,13 @@ def _mark(ax, mark: dict, finals: dict, names: dict, handles: dict) -> None:
 
 
 def _slope_panel(
-    ax, claim: Claim, fig: Figure, panel: dict, runs: list[Run], handles: dict, state: dict
+    ax: Axes, claim: Claim, panel: dict[str, Any], runs: list[Run], state: Drawn
 ) -> None:
     """Final (tail) ``y`` against ``key`` on log-log axes: mean ± std per value, the least-squares
     line, and the paper's slope as a reference line through the same centre."""
+    fig, handles = state.fig, state.handles
     key, y, final = panel["key"], panel.get("y", fig.y), panel.get("final", "tail")
-    by: dict = {}
+    by: dict[Any, list[float]] = {}  # a value of key -> the finals there
     for r in runs:
         if r.problem(y, final) is None and not _collapsed(claim, r):
             by.setdefault(_value(r, key), []).append(r.final(y, final))
@@ -263,7 +317,7 @@ def _slope_panel(
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(v, [grouping.fmt(int(x) if float(x).is_integer() else x) for x in v])
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
     readable_log_ticks(ax, "y")
     ax.set_xlabel(f"{_notation(fig, key)} (log scale)")
     ax.set_ylabel(f"final {_y_label(fig, y)}")
@@ -300,21 +354,21 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
         fig, axes = plt.subplots(
             rows, cols, figsize=(fig_decl.width or 3.4 * min(cols, 2), 2.3 * rows), squeeze=False
         )
-        handles: dict = {}
-        state: dict[str, Any] = {"alone": {}, "clipped": False, "banded": False}
+        state = Drawn(fig_decl)
+        handles = state.handles
         for ax, panel in zip(axes.flat, fig_decl.panels):
             mine = [r for r in runs if _matches(r, panel.get("where", {}))]
             if panel.get("kind") == "slope":
-                _slope_panel(ax, claim, fig_decl, panel, mine, handles, state)
+                _slope_panel(ax, claim, panel, mine, state)
             else:
-                _curves_panel(ax, claim, fig_decl, panel, mine, handles, state)
+                _curves_panel(ax, claim, panel, mine, state)
             ax.set_title(f"{panel['label']} {panel.get('title', '')}".strip(), fontsize="medium")
         for ax in axes.flat[len(fig_decl.panels) :]:
             ax.set_visible(False)
-        for (mark, why), ids in state["alone"].items():
+        for (mark, why), ids in state.alone.items():
             k = len(ids)
             end = "its last finite value" if mark == "x" else "its end"
-            handles[f"{why} ({k} run{'s' * (k > 1)}, not in the mean; {mark}: {end})"] = plt.Line2D(
+            handles[f"{why} ({k} run{'s' * (k > 1)}, not in the mean; {mark}: {end})"] = Line2D(
                 [],
                 [],
                 color="0.3",
@@ -335,13 +389,13 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
     return out
 
 
-def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure) -> str:
+def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure) -> str:
     """The figure's caption: the paper's figure and what it shows, then ours (:func:`facts`),
     what a line and a band are, and what the marks mean."""
     lines = (
         "lines: mean over the seeds"
-        + ("; bands: ± 1 std over the seeds" if state["banded"] else "")
-        + (" (clipped at the axis's bottom)" if state["clipped"] else "")
+        + ("; bands: ± 1 std over the seeds" if state.banded else "")
+        + (" (clipped at the axis's bottom)" if state.clipped else "")
     )
     if any(p.get("kind") == "slope" for p in fig.panels):
         lines += (
@@ -354,7 +408,7 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
         p.get("y", fig.y) == mt.STATIONARITY.name for p in fig.panels
     ):
         marks += "; ||G||² = ||G_s(x)||², the proximal gradient mapping at the algorithm's step s"
-    if state["alone"]:
+    if state.alone:
         marks += (
             "; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
             "drawn alone and left out of the mean"
@@ -362,7 +416,9 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: dict, fig: Figure)
     return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{marks}."
 
 
-def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
+def draw_claim(
+    claim: Claim, evidence: list[Evidence], root: Path, warn: Callable[[str], None]
+) -> list[Path]:
     """Draw ``claim``'s figure (if it declares one) from the first run set that ran (its
     ``evidence``, :func:`.evidence.gather`'s) into ``root``/figures; the files written."""
     from .loading import load_runs
@@ -375,7 +431,9 @@ def draw_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
     return []
 
 
-def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
+def stale(
+    claim: Claim, evidence: list[Evidence], root: Path, warn: Callable[[str], None]
+) -> list[str]:
     """One line per figure file of ``claim`` under ``root`` that differs from the one its runs
     draw now (or is missing): ``check`` redraws every figure into a scratch folder."""
     import tempfile

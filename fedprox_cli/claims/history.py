@@ -18,13 +18,17 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..common import guarded
 from ..common.errors import require
 from ..common.files import atomic_write_text
 from .declare import Claim, RunSet, Test
+
+Version = tuple[str, str, list[Any]]  # a claims file's commit, its date, its parsed entries
 
 FILE = "DECLARED.tsv"
 DECISIVE = (
@@ -76,14 +80,14 @@ class Declared:
         return f"post hoc: {when}, with or after its {first}"
 
 
-def bounds(t: Test | dict) -> str:
+def bounds(t: Test | dict[str, Any]) -> str:
     """The fingerprint of a test's decisive fields (12 hex digits)."""
     d = t if isinstance(t, dict) else t.__dict__
     fields = {k: _plain(d.get(k, getattr(Test, k, None))) for k in DECISIVE}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def protocol(rs: RunSet | dict) -> str:
+def protocol(rs: RunSet | dict[str, Any]) -> str:
     """The fingerprint of a run set's tuning protocol (its ``tuning``, ``points`` and ``seeds``:
     what it tunes, how, and which seeds the verdict reads; 12 hex digits)."""
     d = rs if isinstance(rs, dict) else rs.__dict__
@@ -96,7 +100,7 @@ def tuned(claim: Claim) -> RunSet | None:
     return next((rs for rs in claim.ran if rs.tuning), None)
 
 
-def _plain(v):
+def _plain(v: object) -> object:
     """A declared value in one form, whether read from YAML or from a :class:`Test`."""
     if isinstance(v, (list, tuple)) and v:
         return [_plain(x) for x in v]
@@ -118,11 +122,12 @@ def _git(repo: Path, *args: str) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def _versions(repo: Path, path: str) -> list[tuple[str, str, list]]:
+def _versions(repo: Path, path: str) -> list[Version]:
     """The claims file at ``path``, newest first: (commit, date, its parsed entries), following
     renames."""
     log = _git(repo, "log", "--follow", "--format=%H %cs", "--name-only", "--", path) or ""
-    out, head = [], None
+    out: list[Version] = []
+    head: list[str] | None = None
     for line in log.splitlines():
         if not line.strip():
             continue
@@ -139,7 +144,9 @@ def _versions(repo: Path, path: str) -> list[tuple[str, str, list]]:
     return out
 
 
-def _holds(entries: list, claim_id: str, fingerprint: str, part: str, mark) -> bool:
+def _holds(
+    entries: list[Any], claim_id: str, fingerprint: str, part: str, mark: Callable[[Any], str]
+) -> bool:
     for e in entries:
         if isinstance(e, dict) and e.get("id") == claim_id:
             return any(mark(t) == fingerprint for t in e.get(part) or [] if isinstance(t, dict))
@@ -147,7 +154,12 @@ def _holds(entries: list, claim_id: str, fingerprint: str, part: str, mark) -> b
 
 
 def declared(
-    repo: Path, versions: list, claim_id: str, fingerprint: str, part="tests", mark=bounds
+    repo: Path,
+    versions: list[Version],
+    claim_id: str,
+    fingerprint: str,
+    part: str = "tests",
+    mark: Callable[[Any], str] = bounds,
 ) -> tuple[str, str]:
     """(commit, date) from which the file holds the claim's test with these bounds (``part``
     "ran", ``mark`` :func:`protocol`: its run set with this protocol) without a break ("", ""
@@ -209,7 +221,7 @@ def evidence_paths(claim: Claim, results: Path) -> list[str]:
 def read_from_git(claims: list[Claim], results: Path) -> list[Declared]:
     """Every test's record, read from the history of its claims file and of its runs."""
     out = []
-    cache: dict[Path, tuple[Path, list]] = {}
+    cache: dict[Path, tuple[Path, list[Version]]] = {}
     for c in claims:
         path = source(c).resolve()
         if path not in cache:
@@ -232,7 +244,10 @@ def read_from_git(claims: list[Claim], results: Path) -> list[Declared]:
     return out
 
 
-def read(root: Path) -> dict[tuple[str, int], Declared]:
+Records = dict[tuple[str, int], "Declared"]  # (claim, test number) -> its record
+
+
+def read(root: Path) -> Records:
     """The records under the results root ``root`` ({} without the file)."""
     path = root / FILE
     if not path.is_file():
@@ -262,7 +277,7 @@ def record(root: Path, claims: list[Claim]) -> list[Declared]:
     return new
 
 
-def of(records: dict, claim: Claim, index: int, t: Test) -> str:
+def of(records: Records, claim: Claim, index: int, t: Test) -> str:
     """What the report says of test ``index`` (1-based) of ``claim``: its order, or that it is
     not recorded for these bounds."""
     d = records.get((claim.id, index))
@@ -271,7 +286,7 @@ def of(records: dict, claim: Claim, index: int, t: Test) -> str:
     return d.said()
 
 
-def protocol_of(records: dict, claim: Claim) -> str:
+def protocol_of(records: Records, claim: Claim) -> str:
     """What the report says of the claim's tuning protocol (test 0): its order, or that it is
     not recorded for this protocol ("" without one)."""
     rs = tuned(claim)
@@ -283,7 +298,7 @@ def protocol_of(records: dict, claim: Claim) -> str:
     return d.said()
 
 
-def stale(records: dict, claims: list[Claim]) -> list[str]:
+def stale(records: Records, claims: list[Claim]) -> list[str]:
     """One line per test whose bounds (per tuning protocol that) differ from those its record
     was read for (``check``)."""
     out = [

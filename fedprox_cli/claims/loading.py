@@ -8,13 +8,14 @@ import functools
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..analysis import groups, results
 from ..analysis.run import Run
 from ..common import metric_table as mt
 from ..common.errors import UserError, require
 from . import validate
-from .declare import Claim, RunSet
+from .declare import Claim, Point, RunSet
 from .text import canon
 
 PRESENT = ("finished", "diverged")  # a run that counts as made; others are resumed by `run`
@@ -24,14 +25,14 @@ def key_of(runs: list[Run], key: str) -> str:
     return groups.config_key(runs, key)
 
 
-def is_(value, want) -> bool:
+def is_(value: object, want: object) -> bool:
     """``value`` (a run's config) is ``want`` (a declared value, or any of a list of them)."""
     if isinstance(want, list):
         return any(is_(value, w) for w in want)
     return groups.matches(value, groups.fmt(want) if isinstance(want, float) else str(want))
 
 
-def point(run: Run, runs, rs: RunSet) -> tuple | None:
+def point(run: Run, runs: list[Run], rs: RunSet) -> Point | None:
     """The run's declared grid point (the keys of the first listed point it matches, then the
     grid's), or None when it is outside the declaration."""
     grid = tuple((k, run.config.get(key_of(runs, k))) for k in rs.grid)
@@ -44,14 +45,14 @@ def point(run: Run, runs, rs: RunSet) -> tuple | None:
     return None
 
 
-def placed(run: Run, runs: list[Run], rs: RunSet) -> tuple:
+def placed(run: Run, runs: list[Run], rs: RunSet) -> Point:
     """:func:`point` of a run that :func:`load_runs` kept (each is at a declared point)."""
     p = point(run, runs, rs)
     assert p is not None, f"{run.path} is at no declared point"
     return p
 
 
-def declared_key(point: tuple) -> tuple:
+def declared_key(point: Point) -> tuple[tuple[str, str], ...]:
     return tuple((k, canon(v)) for k, v in point)
 
 
@@ -70,7 +71,7 @@ def device(run: Run) -> str:
     return run.summary.get("device", "cpu")
 
 
-def where(runs: list[Run], want: dict) -> list[Run]:
+def where(runs: list[Run], want: dict[str, Any]) -> list[Run]:
     """The runs whose config has every value of ``want``."""
     for k, w in want.items():
         runs = [r for r in runs if is_(r.config.get(key_of(runs, k)), w)]
@@ -130,7 +131,7 @@ def fixed_runs(claim: Claim, rs: RunSet, root: Path) -> list[Run]:
 
 
 @functools.lru_cache(maxsize=32)
-def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
+def _cached(folders: tuple[Path, ...]) -> tuple[list[Run], list[str]]:
     skipped: list[str] = []
 
     def note(s: results.Skipped) -> None:  # a folder that cannot be read, or a run that ended
@@ -140,7 +141,7 @@ def _cached(folders: tuple) -> tuple[list[Run], list[str]]:
     return results.load(folders, count_once=False, skipped=note), skipped
 
 
-def _read(folders: tuple) -> tuple[list[Run], list[str]]:
+def _read(folders: tuple[Path, ...]) -> tuple[list[Run], list[str]]:
     """The runs under ``folders`` (every folder, duplicates too) and a line per folder that
     cannot be read, read once per process (claims share folders)."""
     runs, skipped = _cached(folders)

@@ -5,11 +5,16 @@ runs present (job-minutes on the device they ran on), scaled by T for the paper'
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .declare import Claim, RunSet
+from .declare import Claim, Point, RunSet
 from .evidence import Evidence
 from .text import canon
+
+if TYPE_CHECKING:
+    from .verdict import Verdict
 
 LAUNCHER = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 
@@ -17,7 +22,7 @@ LAUNCHER = ("hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
 @dataclass
 class Sweep:
     what: str  # "missing", "to the paper's seeds", "the paper's setting"
-    args: list  # fedrun -m arguments
+    args: list[str]  # fedrun -m arguments
     runs: int
     minutes: float | None
     basis: str  # where the cost comes from
@@ -26,7 +31,7 @@ class Sweep:
         return "fedrun -m " + " ".join(self.args)
 
 
-def _own(overrides, keys) -> list[str]:
+def _own(overrides: Iterable[str], keys: Container[str]) -> list[str]:
     """``overrides`` without those setting ``keys`` (the sweep sets them)."""
     return [o for o in overrides if o.split("=", 1)[0] not in keys]
 
@@ -36,13 +41,15 @@ def _preset(rs: RunSet) -> list[str]:
     return [f"experiment={rs.preset}"] if rs.preset else []
 
 
-def _sweeps_of(rs: RunSet, missing: list, root: str, device: str) -> list[tuple[list, int]]:
+def _sweeps_of(
+    rs: RunSet, missing: list[tuple[Point, int]], root: str, device: str
+) -> list[tuple[list[str], int]]:
     """fedrun arguments covering exactly ``missing`` ((point, seed) pairs): seeds with the same
     missing points share a sweep; a whole grid is swept, single points one by one."""
-    by_seed: dict[int, list] = {}
+    by_seed: dict[int, list[Point]] = {}
     for point, seed in missing:
         by_seed.setdefault(seed, []).append(point)
-    groups: dict[tuple, list] = {}
+    groups: dict[tuple[Point, ...], list[int]] = {}
     for seed, at in by_seed.items():
         groups.setdefault(tuple(sorted(at)), []).append(seed)
     keys = {k for p in rs.points for k in p} | set(rs.grid) | {"seed", "seeds"}
@@ -93,7 +100,7 @@ def _here(claim: Claim, ev: Evidence, root: str, device: str) -> list[Sweep]:
     return out
 
 
-def _paper(claim: Claim, pr: RunSet, evidence: list, device: str) -> Sweep:
+def _paper(claim: Claim, pr: RunSet, evidence: list[Evidence], device: str) -> Sweep:
     """The sweep of the paper's own setting (``pr``: the claim's ``paper_runs``), its time
     scaled from the runs here by T."""
     first = next((ev for ev in evidence if ev.runset.folders and per_run(ev)), None)
@@ -102,6 +109,7 @@ def _paper(claim: Claim, pr: RunSet, evidence: list, device: str) -> Sweep:
     minutes, basis = None, "no run here to estimate the time from"
     if first is not None:
         T = pr.T or claim.paper_T or first.T
+        assert T is not None and first.T  # (first: a run set whose runs ran, and say their T)
         scale = T / first.T
         each = per_run(first)
         assert each is not None  # (first: the first run set with a time per run)
@@ -122,7 +130,7 @@ def _paper(claim: Claim, pr: RunSet, evidence: list, device: str) -> Sweep:
     return Sweep(f"the paper's setting ({pr.data})", args, n, minutes, basis)
 
 
-def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
+def sweeps(claim: Claim, evidence: list[Evidence], root: str, device: str) -> list[Sweep]:
     """The sweeps ``fedrun-reproduce run`` launches for ``claim`` (the runs here) and, last, the
     paper's setting."""
     out = [s for ev in evidence if ev.runset.folders for s in _here(claim, ev, root, device)]
@@ -131,7 +139,7 @@ def sweeps(claim: Claim, evidence: list, root: str, device: str) -> list[Sweep]:
     return out
 
 
-def covered(claim: Claim, evidence: list) -> bool:
+def covered(claim: Claim, evidence: list[Evidence]) -> bool:
     """Whether the runs here are the paper's setting (its data, T and seeds) and complete."""
     return any(
         not ev.runset.stands_for
@@ -151,11 +159,11 @@ def duration(minutes: float) -> str:
     return f"{hours:.1f} hours" if hours < 48 else f"{hours / 24:.1f} days"
 
 
-def _same(value: str, want) -> bool:
+def _same(value: str, want: object) -> bool:
     if isinstance(want, (list, tuple)):
         return any(_same(value, w) for w in want)
     try:
-        return float(value) == float(want)
+        return float(value) == float(want)  # type: ignore[arg-type]  # a YAML scalar
     except (TypeError, ValueError):
         return value == str(want)
 
@@ -188,7 +196,7 @@ def contradicts(claim: Claim, override: str, paper: bool = False) -> str | None:
     return None
 
 
-def text(claim: Claim, found: list[Sweep], verdict=None) -> str:
+def text(claim: Claim, found: list[Sweep], verdict: Verdict | None = None) -> str:
     """The plan of ``claim``: each sweep with its runs, its time in plain words and its
     command; with nothing to run, why its word (``verdict``) is what it is."""
     lines = [f"{claim.id} ({claim.title}):"]

@@ -12,8 +12,12 @@ import difflib
 import re
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import MISSING, fields
 from importlib.metadata import entry_points
+from typing import Any, NoReturn
+
+import yaml
 
 from ..common import metric_table
 from ..common.errors import UserError
@@ -39,15 +43,18 @@ RENAMED = {  # field -> its YAML key (None: made from another key, or from where
 }
 YAML_TYPES = {("Claim", "figure"): str | declare.Figure}  # a link, or the figure to draw
 NAMED = {"algorithm": "algorithms", "dataset": "datasets"}  # config group -> plugin group
+# a field's type as typing.get_type_hints gives it (a class, a union, a generic alias): Any there
+Hint = Any
+KeyPath = tuple[str | int, ...]  # keys and indices into a claims file
 
 
-def suggest(word: str, known) -> str:
+def suggest(word: object, known: Iterable[object]) -> str:
     """`` (did you mean 'x'?)`` for the nearest of ``known``, else ""."""
     near = difflib.get_close_matches(str(word), [str(k) for k in known], n=1, cutoff=0.6)
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 
-def line(node, path: tuple) -> int:
+def line(node: yaml.Node | None, path: KeyPath) -> int:
     """The 1-based line of ``path`` (keys and indices) in the composed YAML ``node``, or of the
     deepest part of it that exists; a mapping key's own line for the last key."""
     at = node.start_mark.line + 1 if node is not None else 1
@@ -69,7 +76,7 @@ def line(node, path: tuple) -> int:
     return at
 
 
-def at(file: str, node, path: tuple) -> str:
+def at(file: str, node: yaml.Node | None, path: KeyPath) -> str:
     """``file:line`` of ``path`` (:func:`line`)."""
     return f"{file}:{line(node, path)}"
 
@@ -77,17 +84,17 @@ def at(file: str, node, path: tuple) -> str:
 class _Check:
     """The walk over one file, raising the first mistake as one line."""
 
-    def __init__(self, file: str, node):
+    def __init__(self, file: str, node: yaml.Node | None):
         self.file, self.node = file, node
         self.claim = ""
 
-    def fail(self, path: tuple, message: str):
+    def fail(self, path: KeyPath, message: str) -> NoReturn:
         who = f" claim {self.claim}:" if self.claim else ""
         shown = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in path[1:])
         shown = shown.replace(".[", "[") + ": " if len(path) > 1 else ""
         raise UserError(f"{at(self.file, self.node, path)}:{who} {shown}{message}")
 
-    def record(self, d, cls, path: tuple) -> None:
+    def record(self, d: object, cls: type[Any], path: KeyPath) -> None:
         """``d`` against the fields of the dataclass ``cls``: keys, required keys, types."""
         if not isinstance(d, dict):
             self.fail(path, f"must be a mapping (the keys of {cls.__name__}), got {_kind(d)}")
@@ -112,7 +119,7 @@ class _Check:
             field_id = (cls.__name__, f.name)
             self.typed(d[name], YAML_TYPES.get(field_id, hint), (*path, name), field_id)
 
-    def typed(self, value, hint, path: tuple, field_id: tuple) -> None:
+    def typed(self, value: object, hint: Hint, path: KeyPath, field_id: tuple[str, str]) -> None:
         options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
         if value is None and type(None) in options:
             return
@@ -127,7 +134,10 @@ class _Check:
             )
 
 
-def _fits(value, hint) -> bool:
+def _fits(value: object, hint: Hint) -> bool:
+    """Whether ``value`` (as YAML loaded it) is of the kind ``hint`` names: a container's
+    kind only (its items are checked where they are read)."""
+    hint = _kind_of(hint)
     if hint is typing.Any or hint is object:
         return True
     if hint is bool:
@@ -143,7 +153,13 @@ def _fits(value, hint) -> bool:
     return isinstance(value, hint)
 
 
-def _name(hint) -> str:
+def _kind_of(hint: Hint) -> Hint:
+    """``tuple`` for ``tuple[str, ...]``, ``dict`` for ``dict[str, Any]``: the container."""
+    return typing.get_origin(hint) or hint
+
+
+def _name(hint: Hint) -> str:
+    hint = _kind_of(hint)
     return {
         str: "text",
         int: "a whole number",
@@ -157,7 +173,7 @@ def _name(hint) -> str:
     }.get(hint, getattr(hint, "__name__", str(hint)))
 
 
-def _kind(value) -> str:
+def _kind(value: object) -> str:
     return {
         dict: "a mapping",
         list: "a list",
@@ -167,11 +183,11 @@ def _kind(value) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def _noun(cls) -> str:
+def _noun(cls: type[Any]) -> str:
     return {"Claim": "claim", "RunSet": "run set", "Test": "test", "Figure": "figure"}[cls.__name__]
 
 
-def check(data, node, file: str) -> None:
+def check(data: object, node: yaml.Node | None, file: str) -> None:
     """Raise one :class:`UserError` line for the first mistake of the claims file ``file``
     (``data`` as loaded, ``node`` as composed, for the lines)."""
     c = _Check(file, node)
@@ -180,7 +196,7 @@ def check(data, node, file: str) -> None:
     for i, d in enumerate(data):
         c.claim = str(d.get("id", "")) if isinstance(d, dict) else ""
         c.record(d, declare.Claim, (i,))
-        runsets: list[tuple[object, dict]] = (
+        runsets: list[tuple[object, dict[str, Any]]] = (
             [("paper_runs", d["paper_runs"])] if d.get("paper_runs") else []
         )
         runsets += [(("ran", j), rs) for j, rs in enumerate(d.get("ran") or ())]
@@ -199,13 +215,13 @@ def check(data, node, file: str) -> None:
     c.claim = ""
 
 
-def _metric(c: _Check, name, path: tuple) -> None:
+def _metric(c: _Check, name: object, path: KeyPath) -> None:
     known = metric_table.names()
     if name not in known:
         c.fail(path, f"unknown metric {name!r} (a column of metrics.csv)" + suggest(name, known))
 
 
-def _test(c: _Check, t: dict, ran: list, path: tuple) -> None:
+def _test(c: _Check, t: dict[str, Any], ran: list[dict[str, Any]], path: KeyPath) -> None:
     """A test of runs reads a metrics.csv column and compares values its runs' grid declares."""
     if t.get("source", "runs") != "runs":
         return
@@ -213,7 +229,7 @@ def _test(c: _Check, t: dict, ran: list, path: tuple) -> None:
     key = t.get("key")
     if key is None or not ran:
         return
-    declared: dict = {}
+    declared: dict[str, Any] = {}
     for rs in ran:
         for k, vs in (rs.get("grid") or {}).items():
             declared.setdefault(k, []).extend(vs if isinstance(vs, list) else [vs])
@@ -236,7 +252,7 @@ def _test(c: _Check, t: dict, ran: list, path: tuple) -> None:
             )
 
 
-def _figure(c: _Check, fig: dict, path: tuple) -> None:
+def _figure(c: _Check, fig: dict[str, Any], path: KeyPath) -> None:
     c.record(fig, declare.Figure, path)
     _metric(c, fig.get("y", "test_acc"), (*path, "y"))
     for j, panel in enumerate(fig.get("panels") or ()):
@@ -264,10 +280,10 @@ def options(group: str) -> list[str]:
     return sorted({*shipped, *plugins})
 
 
-def _names(c: _Check, rs: dict, path: tuple) -> None:
+def _names(c: _Check, rs: dict[str, Any], path: KeyPath) -> None:
     """The algorithms and datasets a run set names (its overrides, grid, points, fixed, where)
     are fedrun's options, installed plugins or dotted paths (``my_module.Mine``)."""
-    named: list[tuple[str, object, tuple]] = []
+    named: list[tuple[str, object, KeyPath]] = []
     for j, o in enumerate(rs.get("overrides") or ()):
         m = re.match(r"^\+?(\w+)=(.+)$", str(o))
         if m:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 from ..analysis import groups
-from .declare import Claim, RunSet
+from .declare import Claim, Point, RunSet
 
 
 @dataclass
 class Choice:
-    values: tuple  # ((key, value), ...) of the open choices
+    values: Point  # ((key, value), ...) of the open choices
     word: str  # the rule's word on the runs at these values ("not run": none made)
     present: int
     declared: int
@@ -31,17 +32,17 @@ def varied(rs: RunSet) -> list[str]:
     return [*rs.choices, *(k for k in fixed if len(rs.grid[k]) > 1)]
 
 
-def combos(rs: RunSet) -> list[tuple]:
+def combos(rs: RunSet) -> list[Point]:
     keys = varied(rs)
     return [tuple(zip(keys, vs)) for vs in itertools.product(*(rs.grid[k] for k in keys))]
 
 
-def supporting(rs: RunSet, values: tuple) -> bool:
+def supporting(rs: RunSet, values: Point) -> bool:
     """Whether ``values`` move a key the paper fixes off the paper's value (the grid's first)."""
     return any(k not in rs.choices and v != rs.grid[k][0] for k, v in values)
 
 
-def label(values: tuple) -> str:
+def label(values: Point) -> str:
     return ", ".join(f"{k.rsplit('.', 1)[-1]} = {groups.fmt(v)}" for k, v in values)
 
 
@@ -71,7 +72,7 @@ def _deciding(rs: RunSet, found: list[Choice]) -> str:
             f"robust: **{words.pop()}** at each of the {len(full)} combinations ({_diverged(full)})"
         )
     elif not missing and (key := _deciding_key(rs, full)) is not None:
-        per: dict = {}
+        per: dict[str, Any] = {}
         for c in full:
             per.setdefault(c.word, []).append(groups.fmt(dict(c.values)[key]))
         text = (

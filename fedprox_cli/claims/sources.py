@@ -17,6 +17,7 @@ import importlib.util
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import cast
 
 import yaml
 
@@ -42,13 +43,13 @@ class Source:
 
     name: str
     files: tuple[tuple[Path, str], ...]
-    stand_ins: dict
+    stand_ins: dict[str, str]
     runs_here: str = ""
     blocks: bool = False
     stand_ins_file: tuple[tuple[Path, str], ...] = ()  # its folder's stand_ins.yaml, if any
 
 
-def _folder(path: Path, shown: str, **more) -> Source:
+def _folder(path: Path, shown: str, runs_here: str = "", blocks: bool = False) -> Source:
     """The source of a folder of claims files (and its stand_ins.yaml), named ``shown``."""
     shown = shown.rstrip("/")
     files = sorted(p for p in path.glob("*.yaml") if p.name != STAND_INS)
@@ -57,8 +58,9 @@ def _folder(path: Path, shown: str, **more) -> Source:
         f"`{shown}/*.yaml`",
         tuple((p, f"{shown}/{p.name}") for p in files),
         _stand_ins(path / STAND_INS, f"{shown}/{STAND_INS}"),
+        runs_here,
+        blocks,
         stand_ins_file=_present(path / STAND_INS, f"{shown}/{STAND_INS}"),
-        **more,
     )
 
 
@@ -66,7 +68,7 @@ def _present(path: Path, shown: str) -> tuple[tuple[Path, str], ...]:
     return ((path, shown),) if path.is_file() else ()
 
 
-def _stand_ins(path: Path, shown: str) -> dict:
+def _stand_ins(path: Path, shown: str) -> dict[str, str]:
     if not path.is_file():
         return {}
     facts = guarded.read_yaml(path)
@@ -74,7 +76,7 @@ def _stand_ins(path: Path, shown: str) -> dict:
         isinstance(facts, dict) and all(isinstance(v, str) for v in facts.values()),
         f"{shown}: a mapping of stand-in dataset -> what it is (text)",
     )
-    return facts
+    return cast(dict[str, str], facts)  # checked just above
 
 
 def _package(name: str, module: str) -> Source:

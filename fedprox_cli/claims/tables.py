@@ -18,16 +18,23 @@ of the paper's cells as printed) what the paper states.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..analysis import groups as grouping
 from ..analysis.names import method_names
-from ..analysis.run import BYTES
+from ..analysis.run import BYTES, Run
 from ..analysis.stats import Cell
 from ..common import guarded
 from ..common import metric_table as mt
 from ..common.files import atomic_write_text
 from .declare import Claim
+
+if TYPE_CHECKING:
+    from .evidence import Evidence
+
+Warn = Callable[[str], None]
 
 FORMATS = ("md", "tex")
 
@@ -36,7 +43,7 @@ def paths(claim: Claim, root: Path) -> list[Path]:
     return [root / "tables" / f"{claim.id}.{fmt}" for fmt in FORMATS]
 
 
-def _bench(spec: dict, root: Path) -> list[list[str]]:
+def _bench(spec: dict[str, Any], root: Path) -> list[list[str]]:
     """The first block of the benchmark file: per model ``ms (ratio×)`` per column."""
     rows, started = [], False
     for line in guarded.read_text(root / spec["file"]).splitlines():
@@ -55,7 +62,7 @@ def _bench(spec: dict, root: Path) -> list[list[str]]:
     return rows
 
 
-def _runs(claim: Claim, evidence: list, root: Path, warn) -> list:
+def _runs(claim: Claim, evidence: list[Evidence], root: Path, warn: Warn) -> list[Run]:
     from .loading import load_runs
 
     for ev in evidence:
@@ -68,16 +75,16 @@ def _runs(claim: Claim, evidence: list, root: Path, warn) -> list:
     return []
 
 
-def _by(runs, key: str) -> dict:
-    out: dict = {}
+def _by(runs: list[Run], key: str) -> dict[str, list[Run]]:
+    out: dict[str, list[Run]] = {}
     for r in runs:
         out.setdefault(grouping.fmt(r.config.get(grouping.config_key([r], key))), []).append(r)
     return out
 
 
-def _counts(spec: dict, runs) -> dict[str, list[str]]:
+def _counts(spec: dict[str, Any], runs: list[Run]) -> dict[str, list[str]]:
     """Per method (its printed name): prox calls and floats per client per round, counted."""
-    out = {}
+    out: dict[str, list[str]] = {}
     names = method_names([r.config for r in runs], grouping.config_key(runs, spec["column"]))
     for value, rs in _by(runs, spec["column"]).items():
         r = rs[0]
@@ -92,7 +99,7 @@ def _counts(spec: dict, runs) -> dict[str, list[str]]:
     return out
 
 
-def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
+def _ours_rows(spec: dict[str, Any], runs: list[Run]) -> tuple[list[list[str]], list[list[bool]]]:
     """Ours in the paper's columns: one row per value of ``key`` (after the ``extra`` leading
     cells of that value), a cell per method of ``column`` (``values`` in the paper's order);
     with ``ratio``, the mean and its ratios to the first column and to the previous row."""
@@ -109,7 +116,8 @@ def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
         ),
     ):
         cells = {v: Cell.of(g, spec["metric"], at) for v, g in _by(rs, spec["column"]).items()}
-        row, means = [], []
+        row: list[str] = []
+        means: list[tuple[float, float]] = []
         for i, v in enumerate(spec["values"]):
             c = cells.get(v)
             if c is None or not c.n:
@@ -135,14 +143,14 @@ def _ours_rows(spec: dict, runs) -> tuple[list[list[str]], list[list[bool]]]:
     return rows, bold
 
 
-def _num(v: str):
+def _num(v: str) -> float | str:
     try:
         return float(v)
     except ValueError:
         return v
 
 
-def _best(means: list[tuple], metric: str) -> list[bool]:
+def _best(means: list[tuple[float, float]], metric: str) -> list[bool]:
     """Bold the best mean where it beats the runner-up by more than the larger of their stds
     (one run has no std: nothing bold)."""
     sign = -mt.metric(metric).direction.sign
@@ -159,7 +167,9 @@ def _best(means: list[tuple], metric: str) -> list[bool]:
     return out
 
 
-def _paired(spec: dict, paper: list, ours: list) -> tuple[list[str], list[list[str]]]:
+def _paired(
+    spec: dict[str, Any], paper: list[list[str]], ours: list[list[str]]
+) -> tuple[list[str], list[list[str]]]:
     """Header and rows with each column as (paper, ours) beside each other."""
     header = [
         spec["columns"][0],
@@ -170,10 +180,10 @@ def _paired(spec: dict, paper: list, ours: list) -> tuple[list[str], list[list[s
     ]
 
 
-def _counted(spec: dict, paper: list, runs: list) -> list[list[str]]:
+def _counted(spec: dict[str, Any], paper: list[list[str]], runs: list[Run]) -> list[list[str]]:
     """Ours per row of a ``counts`` table (a row naming several methods: theirs, joined)."""
     ours = _counts(spec, runs)
-    out = []
+    out: list[list[str]] = []
     for p in paper:
         found = [ours[m] for m in p[0].split(" / ") if m in ours]
         if not found:
@@ -186,7 +196,7 @@ def _counted(spec: dict, paper: list, runs: list) -> list[list[str]]:
 
 
 def build(
-    claim: Claim, evidence: list, root: Path, warn
+    claim: Claim, evidence: list[Evidence], root: Path, warn: Warn
 ) -> tuple[list[str], list[list[str]], list[list[bool]], str]:
     """The header, rows, bold marks and note of ``claim``'s table."""
     spec = claim.table_spec
@@ -217,8 +227,12 @@ def build(
     return header, rows, bold, note
 
 
-def markdown(header, rows, bold, note: str, caption: str) -> str:
-    esc = lambda s: s.replace("|", "\\|")  # noqa: E731
+def markdown(
+    header: list[str], rows: list[list[str]], bold: list[list[bool]], note: str, caption: str
+) -> str:
+    def esc(s: str) -> str:
+        return s.replace("|", "\\|")
+
     lines = [
         f"*{caption}*",
         "",
@@ -232,7 +246,9 @@ def markdown(header, rows, bold, note: str, caption: str) -> str:
     return "\n".join([*lines, "", note]) + "\n"
 
 
-def latex(header, rows, bold, note: str, caption: str) -> str:
+def latex(
+    header: list[str], rows: list[list[str]], bold: list[list[bool]], note: str, caption: str
+) -> str:
     def tex(s: str) -> str:
         s = s.replace("\\", r"\textbackslash{}")
         for a, b in (
@@ -274,7 +290,7 @@ def latex(header, rows, bold, note: str, caption: str) -> str:
     )
 
 
-def texts(claim: Claim, evidence: list, root: Path, warn) -> dict[str, str]:
+def texts(claim: Claim, evidence: list[Evidence], root: Path, warn: Warn) -> dict[str, str]:
     header, rows, bold, note = build(claim, evidence, root, warn)
     assert claim.table_spec is not None  # (build refuses a claim without one)
     caption = f"{claim.paper} {claim.where.split(', ')[-1]}: {claim.table_spec['caption']}"
@@ -284,7 +300,7 @@ def texts(claim: Claim, evidence: list, root: Path, warn) -> dict[str, str]:
     }
 
 
-def write_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
+def write_claim(claim: Claim, evidence: list[Evidence], root: Path, warn: Warn) -> list[Path]:
     """Write ``claim``'s table (if it declares one) as Markdown and LaTeX under ``root``/tables."""
     if not claim.table_spec:
         return []
@@ -296,7 +312,7 @@ def write_claim(claim: Claim, evidence: list, root: Path, warn) -> list[Path]:
     return out
 
 
-def stale(claim: Claim, evidence: list, root: Path, warn) -> list[str]:
+def stale(claim: Claim, evidence: list[Evidence], root: Path, warn: Warn) -> list[str]:
     """One line per table file that differs from the one the runs make now (or is missing)."""
     if not claim.table_spec:
         return []

@@ -4,11 +4,12 @@ and a number near the threshold its test reads it against (with the digits that 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ..analysis import groups
 
 
-def shown(v) -> str:
+def shown(v: object) -> str:
     """A config value as tables show it: a preset's algorithm choice by its method's name."""
     text = groups.fmt(v)
     return (
@@ -18,7 +19,7 @@ def shown(v) -> str:
     )
 
 
-def canon(v) -> str:
+def canon(v: object) -> str:
     """A declared value as a key: numbers in one format, the rest as text."""
     return (
         groups.fmt(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
@@ -30,12 +31,12 @@ def key_name(key: str) -> str:
     return groups.short(key).rsplit(".", 1)[-1]
 
 
-def value_name(key: str, v) -> str:
+def value_name(key: str, v: object) -> str:
     """A compared value with its key ("K=40"; a method by its name alone)."""
     return shown(v) if key == "algorithm" else f"{key_name(key)}={shown(v)}"
 
 
-def label(panel: tuple, seed) -> str:
+def label(panel: tuple[tuple[str, Any], ...], seed: object) -> str:
     """A unit's label: its panel's values, then its seed."""
     return ", ".join([*(f"{key_name(k)}={shown(v)}" for k, v in panel), f"seed {seed}"])
 
@@ -49,7 +50,7 @@ def num(v: float) -> str:
 NEAR = 0.01  # a value within 1% of a threshold is printed with the digits that decide it
 
 
-def against(v: float, holds: dict) -> str:
+def against(v: float, holds: dict[str, Any]) -> str:
     """``v`` as :func:`num` prints it, or, within 1% of a bound of ``holds`` (``min``, ``max``),
     with the digits that decide it and the bound beside it ("1.101 (max 1.1)"): the fewest (3 at
     least) whose rounding moves ``v`` by less than half its distance to the bound, so the printed

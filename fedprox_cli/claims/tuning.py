@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..analysis import groups
 from ..analysis.run import Run
@@ -27,8 +28,8 @@ from .text import num, value_name
 @dataclass(frozen=True)
 class Tuning:
     seed: int  # the tuning seed (never one of the verdict's seeds)
-    grid: tuple  # the steps tried, the same for every method (the paper's first)
-    steps: dict  # method (a value of ``key``) -> the config key of its step
+    grid: tuple[float, ...]  # the steps tried, the same for every method (the paper's first)
+    steps: dict[str, str]  # method (a value of ``key``) -> the config key of its step
     metric: str = mt.TEST_ACC.name
     key: str = "algorithm"  # the key whose values are the methods
 
@@ -61,7 +62,7 @@ def of(rs: RunSet) -> Tuning:
     return t
 
 
-def tuned(t: Tuning, p: dict) -> bool:
+def tuned(t: Tuning, p: dict[str, Any]) -> bool:
     return str(p.get(t.key)) in t.steps
 
 
@@ -83,7 +84,8 @@ class Pick:
     method: str
     key: str
     step: float | None
-    read: tuple
+    read: tuple[tuple[float, str, float], ...]  # per step: the step, its run's status, last metric
+    of: int = 0  # the grid's steps (a pick over fewer runs chooses nothing yet)
 
     def said(self, metric: str) -> str:
         name = self.key.rsplit(".", 1)[-1]
@@ -92,11 +94,14 @@ class Pick:
             for s, status, v in self.read
         )
         chosen = (
-            f"{name} = {groups.fmt(self.step)}"
+            f"not chosen yet ({len(self.read)} of its {self.of} tuning runs made)"
+            if len(self.read) < self.of
+            else f"{name} = {groups.fmt(self.step)}"
             if self.step is not None
             else "diverged at every step of the grid: left out of every comparison"
         )
-        return f"{value_name('algorithm', self.method)}: {chosen} (last {metric}: {runs})"
+        runs = f" (last {metric}: {runs})" if runs else ""
+        return f"{value_name('algorithm', self.method)}: {chosen}{runs}"
 
 
 def _last(r: Run, metric: str) -> float:
@@ -115,7 +120,7 @@ def pick(t: Tuning, method: str, runs: list[Run]) -> Pick:
     sign = mt.metric(t.metric).direction.sign
     ok = [(s, v) for s, status, v in read if status == "finished" and math.isfinite(v)]
     best = min(ok, key=lambda sv: (sign * sv[1], -sv[0]), default=None)
-    return Pick(method, key, None if best is None else best[0], tuple(read))
+    return Pick(method, key, None if best is None else best[0], tuple(read), len(t.grid))
 
 
 def chosen(rs: RunSet, picks: list[Pick]) -> RunSet:

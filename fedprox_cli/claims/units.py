@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -36,6 +38,10 @@ from .declare import Claim, Test
 from .loading import is_ as is_value
 from .loading import key_of, where
 from .text import label, num, shown, value_name
+
+Panel = tuple[tuple[str, Any], ...]  # a unit's panel: (config key, value) pairs
+Cell = tuple[Panel, Any]  # a unit's panel and seed
+Got = dict[int, Run]  # a cell's runs by the index of their value in a test's values (base: -1)
 
 
 @dataclass
@@ -142,23 +148,23 @@ def trained(claim: Claim, run: Run) -> bool:
     return not (math.isfinite(v) and v < claim.trained_min)
 
 
-def _cells(t: Test, runs: list[Run]) -> dict:
+def _cells(t: Test, runs: list[Run]) -> dict[Cell, Got]:
     """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
     runs = where(runs, t.where)
     key = key_of(runs, t.compared)
     panels = [key_of(runs, p) for p in t.panels]
     wanted = [*t.values, *([t.base] if t.base is not None else [])]
-    out: dict = {}
+    out: dict[Cell, Got] = {}
     for r in runs:
         idx = next((i for i, w in enumerate(wanted) if is_value(r.config.get(key), w)), None)
         if idx is None:
             continue
-        cell = (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed"))
+        cell: Cell = (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed"))
         out.setdefault(cell, {})[idx if idx < len(t.values) else -1] = r
     return dict(sorted(out.items(), key=_cell_order))
 
 
-def _cell_order(item) -> tuple:
+def _cell_order(item: tuple[Cell, object]) -> tuple[object, ...]:
     """Cells ((panel, seed), ...) by panel values, then seed."""
     (panel, seed), _ = item
     return (groups.order([v for _, v in panel]), seed)
@@ -246,7 +252,7 @@ def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
     return first, _ordered([_worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
 
 
-def _order_unit(t: Test, got: dict, claim: Claim, name: str) -> Unit:
+def _order_unit(t: Test, got: Got, claim: Claim, name: str) -> Unit:
     """One ordering unit, read over its trained runs (:func:`trained`)."""
     runs = [got[i] for i in range(len(t.values))]
     keep = [i for i, r in enumerate(runs) if trained(claim, r)]
@@ -278,13 +284,13 @@ def _measured(name: str, value: float, t: Test, is_trained: bool) -> Unit:
     return Unit(name, value, holds) if is_trained else Unit(name, value, None, raw=holds)
 
 
-def within(value: float, holds: dict) -> bool:
+def within(value: float, holds: dict[str, Any]) -> bool:
     return math.isfinite(value) and holds.get("min", -math.inf) <= value <= holds.get(
         "max", math.inf
     )
 
 
-def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -> Unit:
+def _drop_unit(t: Test, got: Got, others: list[Run], claim: Claim, name: str) -> Unit:
     """Points (x100) by which values[0] trails the best of the other (trained) values."""
     sign = mt.metric(t.metric).direction.sign
     kept = [r for r in others if trained(claim, r)] or others
@@ -296,7 +302,7 @@ def _drop_unit(t: Test, got: dict, others: list[Run], claim: Claim, name: str) -
     return _measured(name, value, t, is_trained)
 
 
-def _level_units(t: Test, got: dict, claim: Claim, name: str) -> list[Unit]:
+def _level_units(t: Test, got: Got, claim: Claim, name: str) -> list[Unit]:
     """Each value's final metric, one unit per run."""
     out = []
     for i, v in enumerate(t.values):
@@ -307,7 +313,7 @@ def _level_units(t: Test, got: dict, claim: Claim, name: str) -> list[Unit]:
     return out
 
 
-def _ratio_units(t: Test, got: dict, claim: Claim, name: str, spread: Noise | None) -> list[Unit]:
+def _ratio_units(t: Test, got: Got, claim: Claim, name: str, spread: Noise | None) -> list[Unit]:
     """Each value's final metric over the base's, one unit per compared pair; a pair whose
     margin to the bound lies inside the base's own spread (``spread``) decides nothing."""
     base = got[-1].final(t.metric, t.at)
@@ -392,7 +398,7 @@ def units(t: Test, runs: list[Run], claim: Claim, spread: Noise | None = None) -
     return out
 
 
-def _rest(t: Test, runs, panel, seed):
+def _rest(t: Test, runs: list[Run], panel: Panel, seed: object) -> Iterator[Run]:
     """For ``drop``: the runs of the same panel and seed at the other values of ``t.key``."""
     runs = where(runs, t.where)
     key = key_of(runs, t.compared)
@@ -412,12 +418,12 @@ def _slope(t: Test, key: str, runs: list[Run]) -> float:
     return stats.fit_line(np.log([x for x, _ in pts]), np.log([y for _, y in pts]))[0]
 
 
-def slope_units(t: Test, runs, claim: Claim) -> list[Unit]:
+def slope_units(t: Test, runs: list[Run], claim: Claim) -> list[Unit]:
     """Per panel and seed: the slope of log(final metric) on log(key), over its trained runs."""
     runs = where(runs, t.where)
     key = key_of(runs, t.compared)
     panels = [key_of(runs, p) for p in t.panels]
-    cells: dict = {}
+    cells: dict[Cell, list[Run]] = {}
     for r in runs:
         cells.setdefault(
             (tuple((p, r.config.get(p)) for p in panels), r.config.get("seed")), []

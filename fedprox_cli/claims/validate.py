@@ -26,24 +26,26 @@ from __future__ import annotations
 import functools
 import math
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..analysis import groups, jobrecords
+from ..analysis.jobrecords import JobRecord
 from ..analysis.run import CHOICE, Run, is_replicate
 from ..common import guarded, run_files
 from ..common import metric_table as mt
 from ..common.errors import squeeze
 from ..common.flatten import flatten
 from ..config.schedule import schedule
-from .declare import Claim, RunSet
+from .declare import Claim, Point, RunSet
 
 PRESENT = ("finished", "diverged")
 AUTO = "auto"  # a value the run resolves when it starts (config.yaml records the choice made)
 
 
-def _shown(v) -> str:
+def _shown(v: object) -> str:
     return squeeze(groups.fmt(v), 60)
 
 
@@ -84,7 +86,7 @@ def rows(run: Run) -> str | None:
     return None
 
 
-def _few(xs: list) -> str:
+def _few(xs: Sequence[float]) -> str:
     return ", ".join(map(str, xs[:5])) + (f" and {len(xs) - 5} more" if len(xs) > 5 else "")
 
 
@@ -155,7 +157,7 @@ def overridden(run: Run) -> str | None:
 
 
 @functools.lru_cache(maxsize=256)
-def _jobs(sweep: str) -> dict:
+def _jobs(sweep: str) -> dict[Path, JobRecord]:
     """Job folder (where it is now) -> its job record, of the sweep ``sweep``."""
     here = Path(os.path.abspath(sweep))
     return {where: r for r, where in jobrecords.held(here, lambda _: None)}
@@ -188,11 +190,11 @@ def unverified(runs: list[Run]) -> list[Run]:
     ]
 
 
-def _odd(point_runs: list[Run]) -> dict:
+def _odd(point_runs: list[Run]) -> dict[int, tuple[str, str, str]]:
     """Run -> (key, its value, the others' value) for runs differing from the other seeds of
     their point on a setting (the odd one of a majority; every one where none is)."""
-    out: dict = {}
-    keys = set().union(*(groups.settings(r) for r in point_runs))
+    out: dict[int, tuple[str, str, str]] = {}  # id(run) -> (key, its value, the others')
+    keys: set[str] = set().union(*(groups.settings(r) for r in point_runs))
     for k in sorted(keys):
         vals = [groups.fmt(r.config.get(k)) for r in point_runs]
         if len(set(vals)) < 2:
@@ -205,10 +207,13 @@ def _odd(point_runs: list[Run]) -> dict:
     return out
 
 
-def fixed(claim: Claim, rs: RunSet, runs: list[Run], held) -> tuple[list[Run], list[str]]:
+def fixed(
+    claim: Claim, rs: RunSet, runs: list[Run], held: Callable[[object, object], bool]
+) -> tuple[list[Run], list[str]]:
     """The runs holding every setting the run set fixes (``held(value, want)``), and a finding
     for each other run in its folders."""
-    kept, found = [], []
+    kept: list[Run] = []
+    found: list[str] = []
     for r in runs:
         bad = [
             (k, want)
@@ -227,7 +232,9 @@ def fixed(claim: Claim, rs: RunSet, runs: list[Run], held) -> tuple[list[Run], l
     return kept, found
 
 
-def check(claim: Claim, runs: list[Run], point) -> tuple[list[Run], list[str]]:
+def check(
+    claim: Claim, runs: list[Run], point: Callable[[Run], Point | None]
+) -> tuple[list[Run], list[str]]:
     """The runs of ``runs`` (those of one run set, holding its fixed settings) that are
     evidence, and one finding per run that is not. ``point(run)``: its declared grid point."""
     findings: dict[int, str] = {}
@@ -248,14 +255,14 @@ def check(claim: Claim, runs: list[Run], point) -> tuple[list[Run], list[str]]:
         ):
             if why:
                 find(r, why)
-    by_point: dict = {}
+    by_point: dict[Point | None, list[Run]] = {}
     for r in runs:
         by_point.setdefault(point(r), []).append(r)
     for same in by_point.values():
-        for r, (k, v, other) in _odd(same).items() if len(same) > 1 else ():
-            run = next(x for x in same if id(x) == r)
+        for odd, (k, v, other) in _odd(same).items() if len(same) > 1 else ():
+            run = next(x for x in same if id(x) == odd)
             find(run, f"{k}={v}, the other seeds of its setting have {k}={other}")
-    by_id: dict = {}
+    by_id: dict[tuple[object, ...], list[Run]] = {}
     for r in runs:
         by_id.setdefault(groups.identity(r), []).append(r)
     for same in by_id.values():

@@ -23,8 +23,10 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass
 
+from .declare import Claim, Test
 from .evidence import Evidence
 from .sensitivity import Choice, label, supporting
 from .units import Outcome
@@ -92,7 +94,7 @@ def _blind(o: Outcome) -> str:
     return "; ".join(x for x in said if x)
 
 
-def eventual(t) -> bool:
+def eventual(t: Test) -> bool:
     """Whether an ordering that holds from some round on only is a partial result of ``t``: it
     is read at every evaluation to the end (an eventual ordering). Over a window that ends
     (``to_round``: a speed test, "faster in rounds 5-50") an ordering that sets in late did not
@@ -100,7 +102,9 @@ def eventual(t) -> bool:
     return t.at == "every" and t.to_round is None
 
 
-def _gate(o: Outcome, T, paper_T, seeds: int, per_round: bool, no_seeds: bool) -> str:
+def _gate(
+    o: Outcome, T: int | None, paper_T: int | None, seeds: int, per_round: bool, no_seeds: bool
+) -> str:
     """Why a test cannot decide on this evidence ("" where it can): one seed where its numbers
     differ by seed, fewer rounds than the paper's T where they depend on T; a test the run set
     does not measure (a benchmark file of another number)."""
@@ -192,7 +196,7 @@ def word(
     return Verdict(v.word, "; ".join(x for x in (v.why, reasons) if x))
 
 
-def _tests(outcomes: list[Outcome], able) -> str:
+def _tests(outcomes: list[Outcome], able: Container[Outcome] | None) -> str:
     """ "test 2 holds" for the tests in ``able``; "test 1" for the others (``able`` None)."""
     if able is None:
         return "the others"
@@ -200,7 +204,7 @@ def _tests(outcomes: list[Outcome], able) -> str:
     return f"{' and '.join(names)} hold{'s' * (len(names) == 1)}"
 
 
-def choices(claim, ev: Evidence) -> list[Choice]:
+def choices(claim: Claim, ev: Evidence) -> list[Choice]:
     """The word at each combination of a sensitivity run set's open choices, by the same rule
     on the primary tests that have units there."""
     out = []
@@ -250,7 +254,7 @@ def as_check(v: Verdict) -> Verdict:
     return v
 
 
-def of(claim, ev: Evidence | None) -> Verdict:
+def of(claim: Claim, ev: Evidence | None) -> Verdict:
     """The word of ``claim`` on the evidence of one of its run sets (None: nothing ran); an
     implementation check's by :func:`as_check`."""
     if ev is None:
@@ -271,7 +275,7 @@ def of(claim, ev: Evidence | None) -> Verdict:
     return as_check(v) if claim.implementation else v
 
 
-def across(claim, found: list[Evidence]) -> Verdict:
+def across(claim: Claim, found: list[Evidence]) -> Verdict:
     """The word of ``claim`` on its run sets. Each device and dataset's deciding run set (its
     first with runs that is neither a sensitivity grid nor declared ``role: supporting``) gives
     a word; where they disagree the word
@@ -290,8 +294,8 @@ def across(claim, found: list[Evidence]) -> Verdict:
     )
 
 
-def _deciding(claim, found: list[Evidence]) -> Verdict:
-    per: dict = {}
+def _deciding(claim: Claim, found: list[Evidence]) -> Verdict:
+    per: dict[tuple[str, str], Evidence] = {}  # (device, data) -> its evidence
     for ev in found:
         if ev.present and not ev.runset.choices and ev.runset.role == "primary":
             per.setdefault((ev.runset.device, ev.runset.data), ev)
@@ -316,7 +320,7 @@ def _what(named: list[int]) -> str:
 HOLDS = ("reproduced", "reproduced on a stand-in", "partly")
 
 
-def depends(claim, found: list[Evidence]) -> str:
+def depends(claim: Claim, found: list[Evidence]) -> str:
     """Where a sensitivity grid, fully run, reads the claim as holding (reproduced, partly) at
     some combination of its open choices and as not reproduced at another: each such grid's
     words ("on mnist5k: partly at (alpha = 0.1, eta = 0.1), ...; not reproduced at ..."),
@@ -330,7 +334,7 @@ def depends(claim, found: list[Evidence]) -> str:
         if any(c.present < c.declared for c in got):
             continue
         if words & set(HOLDS) and "not reproduced" in words:
-            per: dict = {}
+            per: dict[str, list[str]] = {}  # a word -> where it is said
             for c in got:
                 per.setdefault(c.word, []).append(f"({label(c.values)})")
             out.append(

@@ -39,8 +39,14 @@ import sys
 import tempfile
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..common import guarded, run_files, streams
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..algorithms import Algorithm, Env, State
 from ..common import metric_table as mt
 from ..common.errors import EXIT, UserError
 from . import usage
@@ -125,7 +131,7 @@ class Checker:
         self.base = [*BASE, *choose, reg]
         self.runs = 0
 
-    def run(self, *overrides: str, folder: Path | None = None):
+    def run(self, *overrides: str, folder: Path | None = None) -> pd.DataFrame:
         """The metrics of a run (without time_s); a run that does not finish fails the contract."""
         import fedprox_cli
 
@@ -144,7 +150,7 @@ class Checker:
         return r.metrics.drop(columns=mt.TIME.name)
 
     @staticmethod
-    def same(a, b, what: str, rtol: float = 0.0) -> None:
+    def same(a: pd.DataFrame, b: pd.DataFrame, what: str, rtol: float = 0.0) -> None:
         """Fail with ``what`` and the first value that differs (its column and round) unless
         the metrics ``a`` and ``b`` are equal (within ``rtol``)."""
         import numpy as np
@@ -185,7 +191,7 @@ class Checker:
         )
 
     @cached_property
-    def reference(self):
+    def reference(self) -> pd.DataFrame:
         """The uninterrupted run (vmap engine) the contracts compare with."""
         return self.run("engine=vmap", folder=self.folder / "reference")
 
@@ -215,7 +221,7 @@ class Checker:
 
         plain = contract.round
 
-        def reseeded(alg, state, env, t):
+        def reseeded(alg: Algorithm[Any], state: State, env: Env, t: int) -> State:
             torch.manual_seed(1000 + t)
             np.random.seed(1000 + t)
             random.seed(1000 + t)
@@ -331,7 +337,7 @@ CONTRACTS = (
 )
 
 
-def _located(text: str, cls) -> str:
+def _located(text: str, cls: object) -> str:
     """A failure line that names the plugin's own file (its ``round`` and line added if not)."""
     from ..common.plugin_calls import builtin, source_line
 
@@ -344,7 +350,7 @@ def _located(text: str, cls) -> str:
     )
 
 
-def check(spec: str, out=None, only: tuple[str, ...] | None = None) -> int:
+def check(spec: str, out: TextIO | None = None, only: tuple[str, ...] | None = None) -> int:
     """Run every contract on ``spec`` (those titled in ``only``, if given); print one line each
     (to ``out``, default stdout, through the one console); the exit code: 0 all hold, 1 one
     fails (:data:`FAILED`)."""

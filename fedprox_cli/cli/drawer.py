@@ -16,11 +16,12 @@ import select
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 from ..analysis import run_figures
 from ..common import streams
-from ..common.containers import as_dict
 from ..common.errors import UserError
+from ..config.forms import Plain
 
 _PROCESS: list[subprocess.Popen[str]] = []  # the drawing process of this fedrun command, if any
 
@@ -64,30 +65,28 @@ def stop() -> None:
         p.wait()
 
 
-def figures(composed, out: Path) -> None:
+def figures(resolved: Plain, out: Path) -> None:
     """The figures of the run in ``out`` (:func:`analysis.run_figures.draw`), titled from its
-    config ``composed``: by the drawing process where one answers, else here. Raises what
-    drawing them raised."""
-    reply = _ask({"config": _plain(composed), "out": str(out)}) if _PROCESS else None
+    resolved config: by the drawing process where one answers, else here. Raises what drawing
+    them raised."""
+    reply = _ask({"config": resolved, "out": str(out)}) if _PROCESS else None
     if reply is None:
-        run_figures.draw(composed, out)
+        run_figures.draw(resolved, out)
     else:
         raise_fault(reply)
 
 
-def _plain(composed) -> dict:
-    """``composed`` as plain containers, resolved where it can be without Hydra."""
-    from omegaconf import DictConfig
+class Reply(TypedDict, total=False):
+    """The drawing process's reply to a request: ``{}``, or the fault that drawing raised."""
 
-    if not isinstance(composed, DictConfig):
-        return composed
-    try:
-        return as_dict(composed, resolve=True)
-    except Exception:  # noqa: BLE001 -- an interpolation that needs Hydra: shown unresolved
-        return as_dict(composed)
+    errno: int | None
+    strerror: str | None
+    filename: str | None
+    user_error: str
+    error: str
 
 
-def raise_fault(reply: dict) -> None:
+def raise_fault(reply: Reply) -> None:
     """Raise the fault a drawing process replied (nothing for ``{}``)."""
     if "errno" in reply:
         raise OSError(reply["errno"], reply["strerror"], reply["filename"])
@@ -97,7 +96,7 @@ def raise_fault(reply: dict) -> None:
         raise RuntimeError(f"drawing the run's figures: {reply['error']}")
 
 
-def _ask(request: dict) -> dict | None:
+def _ask(request: dict[str, object]) -> Reply | None:
     """The drawing process's reply to ``request``; None where it does not answer (it is
     then ended, and no longer asked)."""
     p = _PROCESS[0]
@@ -106,7 +105,8 @@ def _ask(request: dict) -> dict | None:
         p.stdin.write(json.dumps(request, default=str) + "\n")
         p.stdin.flush()
         line = p.stdout.readline()
-        return json.loads(line)
+        reply: Reply = json.loads(line)
+        return reply
     except (OSError, ValueError):
         stop()
         return None
@@ -131,7 +131,7 @@ def serve() -> None:
         request = json.loads(line)
         try:
             run_figures.draw(request["config"], Path(request["out"]))
-            reply: dict = {}
+            reply: Reply = {}
         except UserError as e:  # first: some are OSErrors too (files.NotRegular)
             reply = {"user_error": str(e)}
         except OSError as e:

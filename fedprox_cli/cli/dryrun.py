@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
@@ -37,6 +37,7 @@ from .jobtable import align, differing
 
 if TYPE_CHECKING:  # a job's config holds torch's types: torch loads when jobs are listed
     from ..config.composer import Job
+    from ..config.validate import Reference
 
 _DRY = re.compile(r"^\+{0,2}dry_run=(?P<value>.*)$")
 
@@ -48,7 +49,7 @@ def requested(overrides: list[str]) -> bool:
     return bool(values) and values[-1].lower() != "false"
 
 
-def work(cfg, start: int | dict[int, int] = 0) -> tuple[float, int]:
+def work(cfg: Mapping[str, Any], start: int | dict[int, int] = 0) -> tuple[float, int]:
     """(client steps, evaluations) of a run's rounds ``start``..T: ``T*K*n*participation`` and
     ``ceil(T/eval_every) + 1`` from round 0 (round 0 is evaluated too; ``eval_every=0``: 1,
     :mod:`config.schedule`; ``cfg``: the run's config or its resolved values); summed over the runs
@@ -93,7 +94,7 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
     from .faults import one_line
 
     first: dict[Path, str]
-    references: dict
+    references: dict[tuple[tuple[str, str], ...], Reference | None]
     good, bad, first, references = [], [], {}, {}
     started = last = time.monotonic()
     for job in listed:
@@ -102,6 +103,7 @@ def check_jobs(listed: Iterable[Job], multirun: bool) -> tuple[list[Checked], li
             earlier = first.setdefault(job.folder, job_name(job, multirun))
             if earlier != job_name(job, multirun):
                 raise UserError(f"the same config as {earlier} (both would run in {job.folder})")
+            assert job.resolved.values is not None  # (check refuses a job without them)
             steps, evals = work(job.resolved.values, start)
             good.append(
                 Checked(

@@ -31,7 +31,7 @@ import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -51,10 +51,14 @@ from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
 from ..common.signals import stops_interrupt
 from ..config import compose_once, launch, resolvers
+from ..config.forms import Composed
 from ..runs import face
 from . import drawer, preflight, sweep, watch
 from .faults import crash, one_line
 from .threads_left import leave_threads
+
+if TYPE_CHECKING:
+    from ..analysis.jobrecords import JobRecord
 
 # Before Hydra composes anything; at import, because a process that runs jobs composed in
 # another (a joblib worker, a SLURM job) resolves each job's folder (${fedrun.job_dir:}) before
@@ -69,7 +73,7 @@ class _Call:
     jobs' planned records or None, the start time; see :func:`sweep.report`)."""
 
     codes: list[int] = field(default_factory=list)
-    sweep: tuple[Path, list | None, float] | None = None
+    sweep: tuple[Path, list[JobRecord] | None, float] | None = None
     made: dict[Path, bool] = field(
         default_factory=dict
     )  # the run folder's parents: whether each was there
@@ -106,7 +110,7 @@ def _ran(code: int) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")
-def _job(composed: DictConfig) -> float:
+def _job(composed: Composed) -> float:
     # in whichever process runs the job (a joblib worker too): SIGTERM, SIGHUP... stop it
     stops_interrupt()
     try:
@@ -118,7 +122,7 @@ def _job(composed: DictConfig) -> float:
         signals.hold()  # a pool worker between jobs: signals wait for the next one
 
 
-def _job_in(composed: DictConfig) -> float:
+def _job_in(composed: Composed) -> float:
     hc = HydraConfig.get()
     out = Path(hc.runtime.output_dir)
     multirun = cast(RunMode, hc.mode).name == "MULTIRUN"
@@ -155,7 +159,7 @@ def _job_in(composed: DictConfig) -> float:
     )  # for sweepers
 
 
-def _say_written(composed: DictConfig, out: Path) -> None:
+def _say_written(composed: Composed, out: Path) -> None:
     """Where a run that finished without ``-m`` wrote: its seeds' folders, or its metrics and
     plot."""
     if composed.seeds > 1:
@@ -212,14 +216,16 @@ class SweepReport(Callback):
     records them as planned and remembers the sweep for its report (:func:`sweep.report`);
     lightens each job's return (:meth:`on_job_end`)."""
 
-    def on_multirun_start(self, config: DictConfig, config_name: str = "config", **kwargs) -> None:
+    def on_multirun_start(
+        self, config: DictConfig, config_name: str = "config", **kwargs: Any
+    ) -> None:
         call = _CALL.get()
         call.sweep = sweep.start(config, config_name or "config")
         if "joblib" in str(config.hydra.launcher._target_):
             take_over_pool_workers()
         call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
 
-    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs) -> None:
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         """A job's return keeps its value, status and overrides, not its two configs (its
         folder has them): Hydra's launchers keep every job's return until the sweep ends, and
         with the configs that is ~0.1 MB a job (docs/performance.md, "Sweeps")."""

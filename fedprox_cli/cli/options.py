@@ -4,6 +4,7 @@ line per error, never a traceback)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,15 +16,20 @@ from ..common.dependencies import missing
 from ..common.errors import UserError, describe, first_line, require
 
 
-def add_arguments(p) -> None:
-    """The arguments ``fedrun-plot`` and ``fedrun-table`` share (argparse parser ``p``)."""
+def _repeated(p: argparse.ArgumentParser, flag: str, metavar: str, help: str) -> None:
+    """A text option that may be given again and again (each value kept, in order)."""
     p.add_argument(
+        flag, action="append", default=[], type=streams.as_text, metavar=metavar, help=help
+    )
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The arguments ``fedrun-plot`` and ``fedrun-table`` share (argparse parser ``p``)."""
+    _repeated(
+        p,
         "--where",
-        action="append",
-        default=[],
-        type=streams.as_text,
-        metavar="KEY=VALUE",
-        help="keep runs whose config has KEY=VALUE (a dotted key, or a config group "
+        "KEY=VALUE",
+        "keep runs whose config has KEY=VALUE (a dotted key, or a config group "
         "such as algorithm=fedcanon_fig2/fedavg), or one of KEY=V1,V2,...; repeatable",
     )
     p.add_argument(
@@ -45,16 +51,14 @@ def metrics_help(default: mt.Metric) -> str:
     )
 
 
-def add_label_arguments(p, what: str) -> None:
+def add_label_arguments(p: argparse.ArgumentParser, what: str) -> None:
     """``--label KEY=TEXT`` and ``--labels FILE``: renames of ``what`` (see
     :class:`..analysis.renames.Renames`)."""
-    p.add_argument(
+    _repeated(
+        p,
         "--label",
-        action="append",
-        default=[],
-        type=streams.as_text,
-        metavar="KEY=TEXT",
-        help=f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
+        "KEY=TEXT",
+        f"rename {what}: KEY a value (fedcanon=FedCanon), a config key or metric "
         "(algorithm.beta=β) or a whole legend label (split at the last '='); one that "
         "renames nothing is an error; repeatable",
     )
@@ -66,7 +70,7 @@ def add_label_arguments(p, what: str) -> None:
     )
 
 
-def names(args) -> Renames:
+def names(args: argparse.Namespace) -> Renames:
     """The renames of ``--labels FILE`` and ``--label KEY=TEXT`` (these win; each must rename
     something: :class:`..analysis.renames.Renames`)."""
     loaded = {}

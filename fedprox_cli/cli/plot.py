@@ -27,6 +27,7 @@ on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis import results, stats
@@ -41,7 +42,7 @@ from . import options, usage
 PROG = "fedrun-plot"
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     p = usage.parser(PROG, __doc__)
     p.add_argument("results", nargs="*", type=Path, help="run folders or folders holding them")
     p.add_argument(
@@ -124,7 +125,7 @@ def _figure_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--font-size", type=float, metavar="PT", help="base font size in points")
 
 
-def panel_size(args) -> tuple[float, float] | None:
+def panel_size(args: argparse.Namespace) -> tuple[float, float] | None:
     if args.size:
         try:
             w, h = (float(v) for v in args.size.split(","))
@@ -146,12 +147,12 @@ def plot_partition(run: Path, out: Path) -> None:
     draw(run, out)
 
 
-def run(args, warn) -> int:
+def run(args: argparse.Namespace, warn: Callable[[str], None]) -> int:
     with styled(args.style, args.font_size):
         return draw(args, warn)
 
 
-def draw(args, warn) -> int:
+def draw(args: argparse.Namespace, warn: Callable[[str], None]) -> int:
     if args.partition is not None:
         out = args.out or args.partition / run_files.PARTITION_FIGURE
         plot_partition(args.partition, out)
@@ -205,6 +206,6 @@ def draw(args, warn) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     return options.script(PROG, lambda warn: run(args, warn))

@@ -8,11 +8,13 @@ characters its grammar rejects unquoted (:func:`quote_paths`).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import os
 import re
 import sys
+from typing import Any, cast
 
 from ..common import streams
 from ..common.errors import EXIT, UserError, squeeze
@@ -37,7 +39,7 @@ def quote_paths(args: list[str]) -> list[str]:
     return out
 
 
-def parsed(argv: list[str]):
+def parsed(argv: list[str]) -> argparse.Namespace | None:
     """The command line as Hydra's argument parser reads it, or None where it does not parse
     (silent here: Hydra's own parsing then says what is wrong)."""
     from ..config.hydra_private import get_args_parser
@@ -49,7 +51,7 @@ def parsed(argv: list[str]):
         return None
 
 
-def _composed_group(group: str, chosen: list[list[str]]) -> dict:
+def _composed_group(group: str, chosen: list[list[str]]) -> dict[str, Any]:
     """The config group ``group`` as a run of the ``chosen`` options composes it (their YAMLs
     over the classes' defaults): the values ``--help`` shows as defaults."""
     from omegaconf import OmegaConf
@@ -58,7 +60,7 @@ def _composed_group(group: str, chosen: list[list[str]]) -> dict:
 
     composed = compose([f"{g}={n}" for g, n in chosen])
     values = OmegaConf.to_container(composed[group], resolve=True)
-    return values if isinstance(values, dict) else {}
+    return cast(dict[str, Any], values) if isinstance(values, dict) else {}  # keys: strings
 
 
 def preflight(argv: list[str]) -> int | None:

@@ -45,7 +45,7 @@ from .faults import crash
 from .reproduce_read import PROG, warn
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     p = usage.parser(PROG, __doc__)
     sub = p.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="one of (COMMAND --help: its own)"
@@ -75,9 +75,13 @@ def parse(argv):
         "default: papers, the three papers' claims)",
     )
 
-    def command(name: str, about: str, **kwargs) -> argparse.ArgumentParser:
+    def command(
+        name: str, about: str, usage: str | None = None, epilog: str | None = None
+    ) -> argparse.ArgumentParser:
         """A subcommand whose ``--help`` says what it does (``about``), as the list does."""
-        return sub.add_parser(name, parents=[common], help=about, description=about, **kwargs)
+        return sub.add_parser(
+            name, parents=[common], help=about, description=about, usage=usage, epilog=epilog
+        )
 
     claim = "a claim's id (fedrun-reproduce list names them; none: every claim)"
     command("list", "every claim with its word, one line each")
@@ -125,7 +129,7 @@ COMMANDS = {
 }
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
     except SystemExit as e:

@@ -4,14 +4,17 @@ validation, and the one place its lines are said."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..claims import declare, sources
+from ..claims.sources import Source
 from ..common import streams
 
 if TYPE_CHECKING:  # the claims' rendering loads when a command renders
@@ -28,9 +31,9 @@ class Chosen:
     (``claims``), the results folder and the checkout whose README/docs blocks it compares or
     writes (``root``: None for none)."""
 
-    sources: list
-    every: list
-    claims: list
+    sources: list[Source]
+    every: list[declare.Claim]
+    claims: list[declare.Claim]
     results: Path
     root: Path | None
 
@@ -39,7 +42,7 @@ class Chosen:
         return self.results / "reproduction"
 
 
-def chosen(args) -> Chosen:
+def chosen(args: argparse.Namespace) -> Chosen:
     """The sources ``--claims`` names (the papers by default), loaded and checked, and the
     claims named among them; ``--root`` defaults to the current folder when every source
     writes the blocks there (the papers), else to none."""
@@ -58,7 +61,10 @@ def warn(message: str) -> None:
 
 
 def build(
-    claims: list[declare.Claim], root: Path, strict: bool, warn=None
+    claims: list[declare.Claim],
+    root: Path,
+    strict: bool,
+    warn: Callable[[str], None] | None = None,
 ) -> list[render.Rendered]:
     """Each claim's evidence (one per run set that ran) and its word (``warn``: where what the
     reading notes goes, default stderr)."""
@@ -106,7 +112,12 @@ def findings(rendered: list[render.Rendered]) -> list[str]:
     return list(dict.fromkeys(f for r in rendered for ev in r.evidence for f in ev.findings))
 
 
-def remembered(claims: list[declare.Claim], root: Path, command: str, make) -> None:
+def remembered(
+    claims: list[declare.Claim],
+    root: Path,
+    command: str,
+    make: Callable[[render.Rendered], str],
+) -> None:
     """Print each claim's text, ``make(rendered claim)``, recomputed only where its declaration,
     its run folders or the package's code changed since it was last printed
     (:mod:`claims.cache`)."""
@@ -115,7 +126,7 @@ def remembered(claims: list[declare.Claim], root: Path, command: str, make) -> N
     memo = Cache(root, command)
     relay = _Relay()  # one warn for every claim: the evidence's reads of shared folders are reused
 
-    def computed(c, said):
+    def computed(c: declare.Claim, said: Callable[[str], None]) -> str:
         relay.to = said
         r = build([c], root, strict=False, warn=relay)[0]
         for f in findings([r]):  # the validation's findings, remembered with the text
@@ -130,7 +141,8 @@ def remembered(claims: list[declare.Claim], root: Path, command: str, make) -> N
 class _Relay:
     """A warn function whose target changes (the claim being computed's own)."""
 
-    to = staticmethod(warn)
+    def __init__(self) -> None:
+        self.to: Callable[[str], None] = warn
 
     def __call__(self, message: str) -> None:
         self.to(message)

@@ -3,8 +3,10 @@ README/docs blocks written from the claims' evidence, and the same recomputed an
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..common import streams
 from ..common.errors import UserError, require
@@ -14,6 +16,7 @@ from .reproduce_read import (
     PROG,
     README,
     REPORT,
+    Chosen,
     build,
     chosen,
     digest,
@@ -22,13 +25,16 @@ from .reproduce_read import (
     warn,
 )
 
+if TYPE_CHECKING:
+    from ..claims import render
+
 
 def _read(path: Path) -> str:
     require(path.is_file(), f"no {path}")
     return path.read_text()
 
 
-def _blocks(picked) -> list[tuple[Path, Path, Callable]]:
+def _blocks(picked: Chosen) -> list[tuple[Path, Path, Callable[[list[render.Rendered]], str]]]:
     """Each README/docs block under ``--root`` (none without one): its name, file and maker."""
     from ..claims import render
 
@@ -37,7 +43,7 @@ def _blocks(picked) -> list[tuple[Path, Path, Callable]]:
     return [] if root is None else [(name, root / name, make) for name, make in made]
 
 
-def check(args) -> int:
+def check(args: argparse.Namespace) -> int:
     from ..claims import compare, digests, figures, history, render, tables
     from ..claims.evidence import NoUsableRun
 
@@ -93,7 +99,7 @@ def check(args) -> int:
     return 1 if diffs else 0
 
 
-def _written(picked) -> dict[str, str]:
+def _written(picked: Chosen) -> dict[str, str]:
     """The digests of what the report is written from beyond the runs (the digest file, the
     declaration record, the claims files and the stand-ins' descriptions)."""
     from ..claims import digests, sources
@@ -101,7 +107,7 @@ def _written(picked) -> dict[str, str]:
     return digests.sources(picked.reproduction, sources.written_from(picked.sources))
 
 
-def report(args) -> int:
+def report(args: argparse.Namespace) -> int:
     from ..claims import digests, figures, render, tables
 
     picked = chosen(args)

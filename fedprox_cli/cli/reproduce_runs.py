@@ -3,6 +3,7 @@ missing, launching them, and recording the digests of their evidence."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from .reproduce_read import PROG, build, chosen, findings, remembered, warn
 LIST_HEADER = ("claim", "figure or table", "word", "data / T / seeds / device")
 
 
-def list_claims(args) -> int:
+def list_claims(args: argparse.Namespace) -> int:
     from ..claims import render
 
     picked = chosen(args)
@@ -33,7 +34,7 @@ def list_claims(args) -> int:
     return 0
 
 
-def plan(args) -> int:
+def plan(args: argparse.Namespace) -> int:
     from ..claims import plan
 
     picked = chosen(args)
@@ -49,7 +50,7 @@ def plan(args) -> int:
     return 0
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..claims import plan
 
     picked = chosen(args)
@@ -105,7 +106,7 @@ def _made(root: Path, args: list[str]) -> None:
                 digests.record(root, [folder.resolve().relative_to(root.resolve()).as_posix()])
 
 
-def record(args) -> int:
+def record(args: argparse.Namespace) -> int:
     from ..claims import digests, history
 
     picked = chosen(args)

@@ -34,7 +34,7 @@ METRICS = tuple(m.name for m in mt.WATCHED)
 OWN = ("run", "status", "rounds", *METRICS, "error", "code")  # the report's columns, not keys
 
 
-def _config(run_dir: Path, problems: list[str]) -> dict:
+def _config(run_dir: Path, problems: list[str]) -> dict[str, Any]:
     """The run's config, flattened; {} when it has none yet, or (noted in ``problems``) one that
     cannot be read: the row shows what the summary has."""
     try:
@@ -84,7 +84,9 @@ def _planned(sweep: Path, warn: Callable[[str], None]) -> list[Path]:
     return [sweep / str(i) for i in range(len(jobs))] if jobs and numbered else []
 
 
-def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict]]:
+def rows(
+    paths: list[Path], problems: list[str] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
     """The table: column names and one dict per run; a file of a run that cannot be read is
     one line in ``problems`` (the run's row stays, its status ``unreadable`` when it is the
     summary)."""
@@ -117,7 +119,7 @@ def rows(paths, problems: list[str] | None = None) -> tuple[list[str], list[dict
     return columns, out
 
 
-def _cell(v) -> str:
+def _cell(v: object) -> str:
     if isinstance(v, str):
         try:
             v = float(v) if "." in v or "e" in v else v
@@ -126,7 +128,7 @@ def _cell(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = usage.parser("fedrun-report", __doc__, epilog=False)
     p.add_argument(
         "paths",

@@ -34,13 +34,16 @@ import os
 import socket
 import time
 from pathlib import Path
-
-from omegaconf import DictConfig
+from typing import TYPE_CHECKING
 
 from ..analysis.jobrecords import LAUNCH, JobRecord, records, write
 from ..common import streams
 from ..common.containers import as_list
 from ..common.errors import EXIT, UserError
+from ..config.forms import Composed
+
+if TYPE_CHECKING:
+    from hydra.conf import HydraConf
 
 # ------------------------------------------------------------------------------------- record
 
@@ -55,7 +58,7 @@ STATUS = {
 }
 
 
-def ended(hc, folder: Path, code: int, started: float, said: str = "") -> None:
+def ended(hc: HydraConf, folder: Path, code: int, started: float, said: str = "") -> None:
     """Record, from inside a job (``hc``: its Hydra config) that began at ``started``, how it
     ended: its exit code and status, and why when it did not finish -- the error its runs'
     summaries recorded during the job, else the last error it ``said`` (a refused job leaves
@@ -98,7 +101,7 @@ class SweepRefused(UserError):
 
 
 def start(
-    master: DictConfig, config_name: str = "config"
+    master: Composed, config_name: str = "config"
 ) -> tuple[Path, list[JobRecord] | None, float]:
     """What the launching process does before the first job: :func:`check_all`, then the
     planned records written; returns (sweep folder, planned records, start time) for
@@ -126,7 +129,7 @@ def start(
     return folder, planned, started
 
 
-def check_all(master: DictConfig, config_name: str = "config") -> list[JobRecord] | None:
+def check_all(master: Composed, config_name: str = "config") -> list[JobRecord] | None:
     """Compose and check every job of a basic sweep (``master``: the sweep's config) as a dry
     run does (:func:`dryrun.check_jobs`); the jobs' records, planned (None for other sweepers).
     Bad jobs: one line each on stderr, then :class:`SweepRefused`. Checked, the jobs are

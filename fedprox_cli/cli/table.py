@@ -29,6 +29,7 @@ cannot be read is skipped with one line on stderr; bad input is one line and exi
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis import groups, results, stats, table
@@ -40,7 +41,7 @@ from . import options, usage
 PROG = "fedrun-table"
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     p = usage.parser(PROG, __doc__)
     p.add_argument("results", nargs="+", type=Path, help="run folders or folders holding them")
     mode = p.add_mutually_exclusive_group()
@@ -124,7 +125,7 @@ def slope_table(fits: list[stats.Fit], key: str, metric: str) -> str:
     )
 
 
-def spec(args) -> table.Spec:
+def spec(args: argparse.Namespace) -> table.Spec:
     s = table.preset(
         args.preset or "table6",
         metrics=args.metric,
@@ -139,7 +140,7 @@ def spec(args) -> table.Spec:
     return s
 
 
-def run(args, warn) -> int:
+def run(args: argparse.Namespace, warn: Callable[[str], None]) -> int:
     runs = results.load(args.results, args.where, warn)
     if args.slope:
         metric = (args.metric or [mt.STATIONARITY.name])[0]
@@ -165,6 +166,6 @@ def run(args, warn) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     return options.script(PROG, lambda warn: run(args, warn))

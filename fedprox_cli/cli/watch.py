@@ -42,12 +42,12 @@ def bars(launcher: str) -> bool:
 class _Run:
     """What was last read of one run's summary."""
 
-    started: tuple | None = None  # when and by which process it started
+    started: tuple[str | None, int | None] | None = None  # when and by which process it started
     progress: str | None = None
     begun: bool = False  # started (or resumed) during the sweep
 
 
-def _started(summary: SummaryRecord) -> tuple:
+def _started(summary: SummaryRecord) -> tuple[str | None, int | None]:
     return summary.get("started"), summary.get("pid")
 
 

@@ -18,9 +18,9 @@ exit code 2 (the environment's fault; docs/robustness.md, "Start-up conditions")
 
 from __future__ import annotations
 
+import _thread
 import os
 import resource
-import threading
 import time
 from collections.abc import Callable
 
@@ -100,12 +100,15 @@ def _tasks_of(uid: int) -> int:
 
 
 def _can_start_thread() -> bool:
-    t = threading.Thread(target=lambda: None, name="fedrun-thread-probe", daemon=True)
+    """Whether a thread starts: one that ends at once, started with :mod:`_thread` -- from a
+    signal handler, which may run while this thread holds :mod:`threading`'s own locks."""
+    ended = _thread.allocate_lock()
+    ended.acquire()
     try:
-        t.start()
+        _thread.start_new_thread(ended.release, ())
     except RuntimeError:  # "can't start new thread"
         return False
-    t.join()
+    ended.acquire(timeout=5)
     return True
 
 

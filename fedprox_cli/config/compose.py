@@ -16,12 +16,13 @@ from ..common import run_files
 from ..common.containers import as_dict, as_list
 from ..common.errors import UserError
 from ..common.package import CONF_DIR
+from .forms import Composed
 
 if TYPE_CHECKING:
     from hydra.conf import HydraConf
 
 
-def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
+def compose(overrides: list[str] | tuple[str, ...] = ()) -> Composed:
     """The run config ``fedrun`` would compose from these overrides (for notebooks and tests),
     e.g. ``experiment.build(compose(["dataset=digits", "K=5"]))``."""
     from hydra import compose as hydra_compose
@@ -35,7 +36,7 @@ def compose(overrides: list[str] | tuple[str, ...] = ()) -> DictConfig:
         return hydra_compose("config", overrides=list(overrides))
 
 
-def reference_config(choices: dict[str, Any]) -> DictConfig | None:
+def reference_config(choices: dict[str, Any]) -> Composed | None:
     """The config of the same group choices without any other override: what a key's default
     and the set of valid keys are (:func:`config.validate.check_keys`)."""
     from hydra import compose
@@ -54,11 +55,11 @@ def reference_config(choices: dict[str, Any]) -> DictConfig | None:
 
 
 def reference_for(
-    cfg: DictConfig,
+    cfg: Composed,
     choices: dict[str, Any],
     overrides: list[str],
-    before_overrides: DictConfig | None = None,
-) -> DictConfig | None:
+    before_overrides: Composed | None = None,
+) -> Composed | None:
     """:func:`reference_config` for a config composed with ``overrides``, without composing
     again: ``cfg`` itself where it cannot differ in what the validation reads of it (the keys,
     and the values of the config groups): when no override adds or deletes a key (``+``, ``~``,
@@ -111,7 +112,7 @@ def overrides(hc: DictConfig | HydraConf) -> list[str]:
     return as_list(hc.overrides.task)
 
 
-def hydra_files(cfg: DictConfig, hc: DictConfig | HydraConf) -> dict[str, str]:
+def hydra_files(cfg: Composed, hc: DictConfig | HydraConf) -> dict[str, str]:
     """Hydra's ``.hydra/`` files (its ``output_subdir`` is off: the runner writes them once the
     run has started, so a refused re-run leaves the folder's record alone)."""
     return {
@@ -121,7 +122,7 @@ def hydra_files(cfg: DictConfig, hc: DictConfig | HydraConf) -> dict[str, str]:
     }
 
 
-def sweep_jobs(config: DictConfig) -> list[list[str]] | None:
+def sweep_jobs(config: Composed) -> list[list[str]] | None:
     """The overrides of every job of a basic-sweeper multirun (the sweeper's own expansion of
     ``hydra.sweeper.params`` and the command line), or None for other sweepers."""
     if not str(config.hydra.sweeper._target_).endswith("BasicSweeper"):
@@ -153,7 +154,7 @@ def one_of_a_sweep(hc: DictConfig) -> str | None:
     )
 
 
-def check_sweep(composed: DictConfig, jobs: list[list[str]] | None) -> None:
+def check_sweep(composed: Composed, jobs: list[list[str]] | None) -> None:
     """Refuse a sweep over ``seed`` whose jobs batch seeds (``seeds=R`` > 1): each job would run
     seed..seed+R-1, so the jobs' seeds would overlap (0-2, 1-3, 2-4): duplicate runs. ``jobs``:
     each job's overrides (None: a sweeper that chooses them itself)."""

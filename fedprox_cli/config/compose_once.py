@@ -19,8 +19,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from hydra.types import RunMode
-from omegaconf import DictConfig, open_dict
+from omegaconf import open_dict
 
+from .forms import Composed
 from .hydra_private import ConfigLoaderImpl, Hydra, replace
 
 if TYPE_CHECKING:
@@ -28,10 +29,10 @@ if TYPE_CHECKING:
     from hydra.core.override_parser.types import Override
 
 _MODE_OVERRIDE = "hydra.mode=RUN"  # what Hydra's _run_app appends for a run of no set mode
-_REFERENCE: list[DictConfig] = []  # the composed run's config before its overrides, in the block
+_REFERENCE: list[Composed] = []  # the composed run's config before its overrides, in the block
 
 
-def reference() -> DictConfig | None:
+def reference() -> Composed | None:
     """Within :func:`composed_once`'s block, once the run's config is composed there: that
     config as it stood before the command line's values were applied (the Hydra node
     removed, as Hydra's compose API removes it); else None."""
@@ -39,14 +40,14 @@ def reference() -> DictConfig | None:
 
 
 @contextmanager
-def _before_overrides() -> Iterator[list[DictConfig]]:
+def _before_overrides() -> Iterator[list[Composed]]:
     """Within the block, a composition keeps a copy of its config as it stands just before the
     overrides' values are applied (``ConfigLoaderImpl._apply_overrides_to_config``)."""
     apply = ConfigLoaderImpl._apply_overrides_to_config
-    kept: list[DictConfig] = []
+    kept: list[Composed] = []
     name = "_apply_overrides_to_config"
 
-    def keep_then_apply(overrides: list[Override], cfg: DictConfig) -> None:
+    def keep_then_apply(overrides: list[Override], cfg: Composed) -> None:
         before = copy.deepcopy(cfg)
         with open_dict(before):
             del before["hydra"]
@@ -100,13 +101,13 @@ def composed_once(multirun: bool = False) -> Iterator[None]:
 
 
 def _hand_over(
-    loader: ConfigLoader, config_name: str | None, overrides: list[str], cfg: DictConfig
+    loader: ConfigLoader, config_name: str | None, overrides: list[str], cfg: Composed
 ) -> None:
     """``loader``'s next ``load_configuration`` call, if it asks for ``overrides`` of
     ``config_name`` in run mode, returns ``cfg``; any call ends the hand-over."""
     compose = loader.load_configuration
 
-    def load_configuration(*args: Any, **kwargs: Any) -> DictConfig:
+    def load_configuration(*args: Any, **kwargs: Any) -> Composed:
         vars(loader).pop("load_configuration", None)
         if (
             not args

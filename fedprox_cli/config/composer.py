@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from ..common.containers import as_dict
 from . import jobdir
+from .forms import Composed
 from .jobdir import identity_of
 from .validate import Resolved, resolve
 
@@ -39,10 +40,10 @@ class Job:
     )
     where: str = ""  # the device it would run on, and why (:func:`where`)
     shown: Path | None = None  # the folder as a listing names it (:func:`.jobs.planned_folder`)
-    composed: DictConfig | None = None  # Hydra's composition itself, where the job was composed
+    composed: Composed | None = None  # Hydra's composition itself, where the job was composed
 
     @property
-    def cfg(self) -> DictConfig:
+    def cfg(self) -> Composed:
         """The job's config (without the hydra node): Hydra's composition where the job was
         composed whole, else made from :attr:`plain` (the same values)."""
         return self.composed if self.composed is not None else OmegaConf.create(self.plain)
@@ -67,7 +68,7 @@ def where(values: dict[str, Any], launcher: DictConfig, num: int | None) -> str:
     return placement(device, num)
 
 
-def compose_config(gh: Hydra, config_name: str, overrides: list[str], mode: RunMode) -> DictConfig:
+def compose_config(gh: Hydra, config_name: str, overrides: list[str], mode: RunMode) -> Composed:
     return gh.compose_config(config_name, overrides, run_mode=mode, with_log_configuration=False)
 
 
@@ -111,7 +112,7 @@ class _Base:
     where a ``${hydra:...}`` of the config or of the job may read it (``reads_hydra``);
     ``job.num``, which places a job on a GPU, always."""
 
-    def __init__(self, cfg: DictConfig, master: DictConfig | None):
+    def __init__(self, cfg: Composed, master: Composed | None):
         from hydra.core.hydra_config import HydraConfig
 
         self.cfg = cfg
@@ -172,9 +173,7 @@ class Composer:
     the values resolved there, its folder named from them (:func:`jobdir.name`). A job with
     an override Hydra treats otherwise (a Hydra key, a group, a dict value) is composed whole."""
 
-    def __init__(
-        self, gh: Hydra, config_name: str, pre: list[str], master: DictConfig | None = None
-    ):
+    def __init__(self, gh: Hydra, config_name: str, pre: list[str], master: Composed | None = None):
         from hydra.core.override_parser.overrides_parser import OverridesParser
 
         self.gh, self.config_name, self.pre, self.master = gh, config_name, pre, master
@@ -229,7 +228,7 @@ class Composer:
             exclude_keys=base.dirname["exclude_keys"],
         )
 
-    def __call__(self, job: list[str]) -> DictConfig:
+    def __call__(self, job: list[str]) -> Composed:
         from hydra.types import RunMode
 
         from .hydra_private import ConfigLoaderImpl

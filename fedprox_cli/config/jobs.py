@@ -8,13 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import OmegaConf, open_dict
 
 from ..common.containers import as_dict, as_list
 from ..common.errors import UserError
 from . import extras
 from .compose import check_sweep, one_of_a_sweep, sweep_jobs
 from .composer import Composer, Job, compose_config, planned, where
+from .forms import Composed
 from .slurm import check_time_limit
 from .validate import resolve
 
@@ -41,14 +42,14 @@ def jobs(overrides: list[str], multirun: bool, config_name: str = "config") -> I
     return compose_jobs(gh, config_name, master, task)
 
 
-def planned_folder(cfg: DictConfig, multirun: bool) -> Path:
+def planned_folder(cfg: Composed, multirun: bool) -> Path:
     """The folder a job of ``cfg`` runs in as a listing names it (:func:`.composer.planned`)."""
     if multirun:
         return planned(cfg.hydra.sweep) / str(cfg.hydra.sweep.subdir)
     return planned(cfg.hydra.run)
 
 
-def composer(gh: Hydra, config_name: str, master: DictConfig | None) -> Composer:
+def composer(gh: Hydra, config_name: str, master: Composed | None) -> Composer:
     """The :class:`Composer` of the jobs of sweep ``master`` (None: of one run): the sweep's
     Hydra overrides, unresolved, before each job's."""
     pre = [] if master is None else as_list(master.hydra.overrides.hydra)
@@ -58,7 +59,7 @@ def composer(gh: Hydra, config_name: str, master: DictConfig | None) -> Composer
 def compose_jobs(
     gh: Hydra,
     config_name: str,
-    master: DictConfig | None,
+    master: Composed | None,
     task: list[list[str]],
     compose: Composer | None = None,
 ) -> Iterator[Job]:
@@ -79,7 +80,7 @@ def compose_jobs(
     return _composed(gh, config_name, master, task, compose or composer(gh, config_name, master))
 
 
-def _current(cfg: DictConfig) -> None:
+def _current(cfg: Composed) -> None:
     """Make ``cfg`` (a job composed whole) Hydra's current config (``${hydra:...}``,
     ``HydraConfig.get()``)."""
     from hydra.core.hydra_config import HydraConfig
@@ -90,7 +91,7 @@ def _current(cfg: DictConfig) -> None:
 def _composed(
     gh: Hydra,
     config_name: str,
-    master: DictConfig | None,
+    master: Composed | None,
     task: list[list[str]],
     compose: Composer,
 ) -> Iterator[Job]:
@@ -102,7 +103,7 @@ def _composed(
 def _whole(
     gh: Hydra,
     config_name: str,
-    master: DictConfig | None,
+    master: Composed | None,
     job: list[str],
     num: int,
     compose: Composer,

@@ -14,20 +14,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
+from .forms import Composed
 from .hydra_private import ConfigLoaderImpl, replace
 
 if TYPE_CHECKING:  # its module loads torch: fedrun's import must not (a failure there is a run's)
     from .composer import Composer
 
 _HYDRAS = ConfigLoaderImpl.load_sweep_config
-_SWEEPS: list[tuple[DictConfig, Composer]] = []  # (master config, its jobs' composer)
+_SWEEPS: list[tuple[Composed, Composer]] = []  # (master config, its jobs' composer)
 
 
 def _load_sweep_config(
-    self: ConfigLoaderImpl, master_config: DictConfig, sweep_overrides: list[str]
-) -> DictConfig:
+    self: ConfigLoaderImpl, master_config: Composed, sweep_overrides: list[str]
+) -> Composed:
     """``load_sweep_config`` (Hydra's signature): the Composer's config for a checked sweep's
     job, then the master's resolver cache copied as Hydra copies it (``${now:}``)."""
     for master, composer in _SWEEPS:
@@ -38,7 +39,7 @@ def _load_sweep_config(
     return _HYDRAS(self, master_config, sweep_overrides)
 
 
-def use(master: DictConfig, composer: Composer) -> None:
+def use(master: Composed, composer: Composer) -> None:
     """From now on, the jobs of ``master`` are ``composer``'s (module docstring)."""
     _SWEEPS.append((master, composer))
     replace(ConfigLoaderImpl, "load_sweep_config", _load_sweep_config)

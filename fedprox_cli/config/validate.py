@@ -23,6 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..common.containers import as_dict
 from ..common.errors import UserError, did_you_mean, no_parameter, require
 from ..common.flatten import flatten
+from .forms import Composed
 from .schema import (
     GROUPS,
     Choice,
@@ -58,7 +59,7 @@ SECTIONS = {"data": Data, "oracle": Oracle, "metrics": Metrics}
 
 
 def resolved(
-    cfg: DictConfig, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None
+    cfg: Composed, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The whole config (but its ``skip`` keys) with every interpolation resolved; one that fails
     (``${calc:1/0}``, an unset ``${oc.env:...}``, a missing key) is a :class:`UserError` naming
@@ -95,7 +96,7 @@ class Resolved:
 
 
 def resolve(
-    cfg: DictConfig, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None
+    cfg: Composed, skip: tuple[str, ...] = (), given: dict[str, Any] | None = None
 ) -> Resolved:
     """:class:`Resolved` of ``cfg`` (but its ``skip`` keys; ``given``: :func:`resolved`)."""
     names = [k for k in RunConfig.__dataclass_fields__ if k not in GROUPS and k != "logger"]
@@ -109,7 +110,7 @@ def resolve(
     return Resolved({k: values[k] for k in names if k in values}, values)
 
 
-def _top_level(cfg: DictConfig, names: list[str]) -> dict[str, Any]:
+def _top_level(cfg: Composed, names: list[str]) -> dict[str, Any]:
     """The schema's top-level keys and sections, resolved (not the groups)."""
     try:
         return {
@@ -131,7 +132,7 @@ class Reference:
     after the config's own top-level keys are checked: where the reference is the config
     itself, ``K=0`` is named before its ``${calc:1/${K}}`` fails)."""
 
-    def __init__(self, cfg: DictConfig):
+    def __init__(self, cfg: Composed):
         self.cfg = cfg
 
     @cached_property
@@ -143,11 +144,11 @@ class Reference:
         return flatten(as_dict(self.cfg, resolve=True))
 
     @classmethod
-    def of(cls, reference: DictConfig | None) -> Reference | None:
+    def of(cls, reference: Composed | None) -> Reference | None:
         return None if reference is None else cls(reference)
 
 
-def typed(cfg: DictConfig, reference: DictConfig | None = None) -> RunConfig:
+def typed(cfg: Composed, reference: Composed | None = None) -> RunConfig:
     """``cfg`` checked (module docstring) and typed. ``reference``: the same group choices
     composed without overrides (:func:`compose.reference_config`): it gives the keys a config may
     have and the types of the groups' values."""

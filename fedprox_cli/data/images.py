@@ -30,14 +30,18 @@ def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
         return x, np.asarray(d[b"labels"], dtype=np.int64)
 
 
-def _from_uint8(
-    name: str,
-    d: Mapping[str, np.ndarray | torch.Tensor],
-    mean: Sequence[float],
-    std: Sequence[float],
-    num_classes: int,
-) -> Dataset:
-    """uint8 (N, C, H, W) arrays or tensors -> float (x/255 - mean)/std per channel."""
+# per data set: the per-channel mean and std it is normalized with, and its classes
+NORMALIZED: dict[str, tuple[Sequence[float], Sequence[float], int]] = {
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), 10),
+    "cinic10": ((0.4789, 0.4723, 0.4305), (0.2421, 0.2383, 0.2587), 10),
+    "tinyimagenet": ((0.4802, 0.4481, 0.3975), (0.2302, 0.2265, 0.2262), 200),
+}
+
+
+def _from_uint8(name: str, d: Mapping[str, np.ndarray | torch.Tensor]) -> Dataset:
+    """uint8 (N, C, H, W) arrays or tensors -> float (x/255 - mean)/std per channel, with
+    the data set's :data:`NORMALIZED` mean and std."""
+    mean, std, num_classes = NORMALIZED[name]
 
     def normalize(u8: torch.Tensor) -> torch.Tensor:
         return standardize(u8 / 255.0, u8[:0] / 255.0, mean, std)[0]
@@ -87,7 +91,7 @@ def cifar10(root: Path) -> Dataset:
         return {"train_x": tr_x, "train_y": tr_y, "test_x": parts[-1][0], "test_y": parts[-1][1]}
 
     u8 = decoded("cifar10", [d / b for b in _CIFAR_BATCHES], decode)
-    return _from_uint8("cifar10", u8, (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), 10)
+    return _from_uint8("cifar10", u8)
 
 
 def _decode(path: Path) -> np.ndarray:
@@ -168,13 +172,7 @@ def cinic10(root: Path) -> Dataset:
             "test_y": te_y,
         }
 
-    return _from_uint8(
-        "cinic10",
-        cached(d / "fedprox_uint8.pt", build),
-        (0.4789, 0.4723, 0.4305),
-        (0.2421, 0.2383, 0.2587),
-        10,
-    )
+    return _from_uint8("cinic10", cached(d / "fedprox_uint8.pt", build))
 
 
 @register("tinyimagenet")
@@ -216,10 +214,4 @@ def tinyimagenet(root: Path) -> Dataset:
             "test_y": labels([classes.index(r[1]) for r in rows]),
         }
 
-    return _from_uint8(
-        "tinyimagenet",
-        cached(d / "fedprox_uint8.pt", build),
-        (0.4802, 0.4481, 0.3975),
-        (0.2302, 0.2265, 0.2262),
-        200,
-    )
+    return _from_uint8("tinyimagenet", cached(d / "fedprox_uint8.pt", build))

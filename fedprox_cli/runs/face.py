@@ -21,6 +21,7 @@ from omegaconf import DictConfig
 
 from ..common.console import say
 from ..common.errors import EXIT
+from ..config.forms import Composed
 from .lock import holder, refused
 from .outputs import Summary
 from .preview import check
@@ -81,7 +82,7 @@ __all__ = [
 
 def run_job(
     hc: HydraConf,
-    composed: DictConfig,
+    composed: Composed,
     out: Path,
     progress: bool,
     plot: Plot,

@@ -10,11 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from omegaconf import DictConfig
-
 from ..common import run_files
 from ..config import extras
 from ..config.compose import reference_config
+from ..config.forms import Composed
 from .lock import holder
 from .view import seed_folders
 
@@ -65,7 +64,7 @@ def batch(job: Job) -> tuple[str, dict[int, int]]:
         if s > last:
             said.append(_new(last, s - 1))
         what, start = state(
-            cast(Callable[[], DictConfig], lambda s=s: seeds.with_seed(job.cfg, s)),
+            cast(Callable[[], Composed], lambda s=s: seeds.with_seed(job.cfg, s)),
             job.folder / run_files.seed_folder(s),
             T,
         )
@@ -85,7 +84,7 @@ def _new(a: int, b: int) -> str:
     return f"seed {a} new" if a == b else f"seeds {a}-{b} new"
 
 
-def state(config: Callable[[], DictConfig], folder: Path, T: int) -> tuple[str, int]:
+def state(config: Callable[[], Composed], folder: Path, T: int) -> tuple[str, int]:
     """What a run of ``config()`` (made only for a folder that exists: a seed batch of many new
     runs costs no config each) would do in ``folder``, and the round it would start from (T: no
     work, as for a run another process holds, which this one would be refused)."""
