@@ -20,6 +20,7 @@ from fedprox_cli.claims import (
     declare,
     evidence,
     history,
+    run_reading,
     sources,
     units,
     verdict,
@@ -196,11 +197,11 @@ def test_a_divergence_says_where_it_left_the_scale_and_where_it_became_non_finit
         }
     )
     gone = Run(Path("/b/0"), {"choice:algorithm": "b", "seed": 0, "T": 20}, m, "diverged")
-    assert units._note(gone, "test_acc") == (
+    assert run_reading.note(gone, "test_acc") == (
         "first non-finite at round 20; above 1e3 x its start from round 10"
     )
     sudden = Run(gone.path, gone.config, m.assign(train_loss=[2, 1, 1, 1, np.nan]), "diverged")
-    assert units._note(sudden, "test_acc") == "first non-finite at round 20"
+    assert run_reading.note(sudden, "test_acc") == "first non-finite at round 20"
 
 
 def test_a_curve_ordering_reads_the_whole_curve_not_its_tail():
@@ -208,7 +209,7 @@ def test_a_curve_ordering_reads_the_whole_curve_not_its_tail():
     late = [r for s in range(3) for r in (run("a", s, [1, 0.9, 0.1]), run("b", s, [1, 0.2, 0.2]))]
     assert verdict.of(claim([BEST]), _evidence(claim([BEST]), late)).word == "reproduced"
     assert verdict.of(claim([area]), _evidence(claim([area]), late)).word == "not reproduced"
-    assert units.area(area, late[0]) == pytest.approx(0.3)  # sqrt(0.9 x 0.1)
+    assert run_reading.area(area, late[0]) == pytest.approx(0.3)  # sqrt(0.9 x 0.1)
 
 
 def test_a_summary_number_pools_seeds_only_and_names_what_else_it_spans():
