@@ -13,7 +13,17 @@ import numpy as np
 import pandas as pd
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, render, sources, tables, units, verdict
+from fedprox_cli.claims import (
+    claim_section,
+    claim_table,
+    declare,
+    evidence,
+    render,
+    sources,
+    tables,
+    units,
+    verdict,
+)
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -92,10 +102,10 @@ def test_a_win_over_a_diverged_run_names_it():
     (u,) = units.units(t, runs, claim([t]))
     assert u.holds and u.aside == "over diverged c"
     o = units.Outcome(t, [u])
-    assert render._beaten(u) == ["c"] and render._over_diverged(o) == []  # b finished: beaten
+    assert claim_table.beaten(u) == ["c"] and claim_table.over_diverged(o) == []  # b finished: beaten
     runs[1] = _made("b", 0, [1, math.nan, math.nan], "diverged")
     (only,) = units.units(t, runs, claim([t]))
-    assert render._over_diverged(units.Outcome(t, [only])) == [only]  # every win over diverged
+    assert claim_table.over_diverged(units.Outcome(t, [only])) == [only]  # every win over diverged
     runs[1] = _made("b", 0, [1, 0.6, 0.3], "finished")
     runs[0] = _made("a", 0, [1, 0.5, 0.4], "finished")  # b ahead: no win to qualify
     (u,) = units.units(t, runs, claim([t]))
@@ -157,7 +167,7 @@ def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
     r = render.Rendered(both, [ev], verdict.Verdict("w", ""))
     assert (
         "| test 1, test_acc (last) at k=a: 0 ± 0 over 3 seeds; 3 of 3 seeds; bounds not recorded |"
-        in render.row(r)
+        in claim_table.row(r)
     )
 
 
@@ -165,10 +175,10 @@ def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim
     c = dataclasses.replace(claim([], "test_acc"), trained_min=0.2)
     ev = _ev("digits", [])
     ev.trained = {"n=20, a": [0.1, 0.098], "n=50, a": [0.1, 0.1]}
-    text = render.trained(c, ev)
+    text = claim_section.trained(c, ev)
     assert "on digits for MNIST no run trains" in text and "no control run here says" in text
     ev.trained["n=50, a"] = [0.9, 0.91]
-    text = render.trained(c, ev)
+    text = claim_section.trained(c, ev)
     assert "no run trains" not in text and "in every run: n=20, a -- a result" in text
 
 

@@ -14,7 +14,17 @@ import pytest
 import yaml
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, history, render, sources, units, verdict
+from fedprox_cli.claims import (
+    claim_section,
+    claim_table,
+    declare,
+    evidence,
+    history,
+    run_reading,
+    sources,
+    units,
+    verdict,
+)
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -143,7 +153,7 @@ def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
     v = verdict.word([out], "", 10, 200, 1, 1, 1, True, True)
     assert v.word == "inconclusive" and "inside the noise" in v.why
     assert verdict.state(out)[1] == "inside the noise in 1 pairs"
-    assert "spans 100-107 over its 3 runs (7.0%)" in render.noise(out)
+    assert "spans 100-107 over its 3 runs (7.0%)" in claim_section.noise(out)
     far = units.units(TIMED, [*runs, _timed("b", "iid", 80.0)], c, spread)  # 20% below: decides
     assert far[0].holds is False
     one = units.noise(TIMED, runs[:1])  # no repeats measured: 20% below decides nothing
@@ -152,7 +162,7 @@ def test_a_timing_inside_its_base_s_own_spread_decides_nothing():
     assert alone[0].holds is None and alone[0].undecided == "unmeasured"
     assert alone[0].raw is False and alone[0].aside == "noise not measured"
     out = units.Outcome(TIMED, alone)
-    said = render.noise(out)
+    said = claim_section.noise(out)
     assert said == " Noise: not measured here (one of the base), so no ratio of it decides."
     assert verdict.state(out)[1] == "noise not measured in 1 pairs"
     v = verdict.word([out], "", 10, 200, 1, 1, 1, True, True)
@@ -187,11 +197,11 @@ def test_a_divergence_says_where_it_left_the_scale_and_where_it_became_non_finit
         }
     )
     gone = Run(Path("/b/0"), {"choice:algorithm": "b", "seed": 0, "T": 20}, m, "diverged")
-    assert units._note(gone, "test_acc") == (
+    assert run_reading.note(gone, "test_acc") == (
         "first non-finite at round 20; above 1e3 x its start from round 10"
     )
     sudden = Run(gone.path, gone.config, m.assign(train_loss=[2, 1, 1, 1, np.nan]), "diverged")
-    assert units._note(sudden, "test_acc") == "first non-finite at round 20"
+    assert run_reading.note(sudden, "test_acc") == "first non-finite at round 20"
 
 
 def test_a_curve_ordering_reads_the_whole_curve_not_its_tail():
@@ -199,19 +209,19 @@ def test_a_curve_ordering_reads_the_whole_curve_not_its_tail():
     late = [r for s in range(3) for r in (run("a", s, [1, 0.9, 0.1]), run("b", s, [1, 0.2, 0.2]))]
     assert verdict.of(claim([BEST]), _evidence(claim([BEST]), late)).word == "reproduced"
     assert verdict.of(claim([area]), _evidence(claim([area]), late)).word == "not reproduced"
-    assert units.area(area, late[0]) == pytest.approx(0.3)  # sqrt(0.9 x 0.1)
+    assert run_reading.area(area, late[0]) == pytest.approx(0.3)  # sqrt(0.9 x 0.1)
 
 
 def test_a_summary_number_pools_seeds_only_and_names_what_else_it_spans():
     seeds = units.Outcome(BEST, [units.Unit(f"seed {s}", v, True) for s, v in enumerate([1, 3])])
-    assert render.over_seeds(seeds) == "2 ± 1.41 over 2 seeds"
+    assert claim_table.over_seeds(seeds) == "2 ± 1.41 over 2 seeds"
     panels = [units.Unit(f"partition={p}, seed 0", v, True) for p, v in (("iid", 1), ("dir", 3))]
-    assert render.over_seeds(units.Outcome(BEST, panels)) == "1-3 over 2 partition values"
+    assert claim_table.over_seeds(units.Outcome(BEST, panels)) == "1-3 over 2 partition values"
     pairs = [units.Unit(f"{m}, seed 0", v, True) for m, v in (("fedmid", 0.9), ("za1", 0.95))]
-    assert render.over_seeds(units.Outcome(BEST, pairs)) == "0.9-0.95 over 2 methods"
+    assert claim_table.over_seeds(units.Outcome(BEST, pairs)) == "0.9-0.95 over 2 methods"
     grid = [  # 2 methods x 3 partitions: each key counted by its own values
         units.Unit(f"{m}, partition={p}, seed 0", 401, True)
         for m in ("fedmid", "fedda")
         for p in ("iid", "dir/1", "dir/0.2")
     ]
-    assert render.over_seeds(units.Outcome(BEST, grid)) == "401 over 2 methods x 3 partition values"
+    assert claim_table.over_seeds(units.Outcome(BEST, grid)) == "401 over 2 methods x 3 partition values"

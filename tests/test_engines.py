@@ -269,6 +269,32 @@ def test_auto_times_the_algorithms_round_not_a_gradient_step(digits, tmp_path, m
     assert o.grad_evals == 0  # the timing leaves the counters as they were
 
 
+def test_timing_leaves_the_global_generators_as_they_were(digits, tmp_path, monkeypatch):
+    """A round that draws from the global generators (an algorithm breaking its contract)
+    does not shift the run's own draws by being timed."""
+    import random
+
+    import numpy as np
+
+    from fedprox_cli.engine import choice as engine_choice
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    class Noisy(engine_choice.LocalSGD):
+        def start(self, oracle, m, K):
+            go = super().start(oracle, m, K)
+            return lambda: (torch.rand(3), np.random.rand(), random.random(), go())
+
+    o = make_oracle(digits, "loop")
+    torch.manual_seed(5), np.random.seed(5), random.seed(5)
+    expected = torch.rand(2), np.random.rand(), random.random()
+    torch.manual_seed(5), np.random.seed(5), random.seed(5)
+    o = Oracle(o.model, o.data, 16, seed=3, engine="auto", probe=Noisy())
+    assert o.engine_choice["source"] == "measured"
+    got = torch.rand(2), np.random.rand(), random.random()
+    assert torch.equal(got[0], expected[0]) and got[1:] == expected[1:]
+
+
 def test_the_cache_key_holds_the_round_timed(digits):
     """Rounds of another algorithm, or of fewer local steps, are another measurement."""
     from fedprox_cli.engine import choice as engine_choice

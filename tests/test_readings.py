@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, evidence, sources, text, units, verdict
+from fedprox_cli.claims import declare, evidence, run_reading, sources, text, units, verdict
 from fedprox_cli.claims.declare import Claim, RunSet
 from fedprox_cli.common.errors import UserError
 
@@ -49,7 +49,7 @@ def test_a_diverged_baseline_never_cuts_the_bytes_budget():
     a = sent("a", 0, 2, [0.1, 0.3, 0.5, 0.8, 0.9])  # finishes at 40 bytes, slow start
     b = sent("b", 0, 2, [0.1, 0.4, 0.6, 0.7, 0.75])  # finishes at 40 bytes
     c = sent("c", 0, 2, [0.1, 0.5, float("nan")], status="diverged")  # diverged by 20 bytes
-    assert units.budget(BYTES, [a, b, c]) == 40  # over the runs that reached T
+    assert run_reading.budget(BYTES, [a, b, c]) == 40  # over the runs that reached T
     got = units.units(BYTES, [a, b, c], claim([BYTES]))
     assert [u.holds for u in got] == [True] and got[0].value == pytest.approx(0.9)
     # the smallest total any run sent (c's 20 bytes) would read a at 0.5 below b's 0.6

@@ -32,11 +32,21 @@ from typing import Any
 import numpy as np
 
 from ..analysis import groups, stats
-from ..analysis.run import BYTES, Run
+from ..analysis.run import Run
 from ..common import metric_table as mt
 from .declare import Claim, Test
 from .loading import is_ as is_value
 from .loading import key_of, where
+from .run_reading import (
+    area,
+    at_bytes,
+    budget,
+    final_of,
+    note,
+    read_at,
+    trained,
+    worst,
+)
 from .text import label, num, shown, value_name
 
 Panel = tuple[tuple[str, Any], ...]  # a unit's panel: (config key, value) pairs
@@ -97,57 +107,6 @@ class Outcome:
         return sum(bool(u.holds) for u in self.units)
 
 
-def diverged_after(run: Run, metric: str) -> int | None:
-    """The round of the run's first non-finite evaluation of ``metric`` or of its objective
-    (its divergence), None if every evaluation is finite."""
-    bad = ~np.isfinite(run.column(metric))
-    if run.has(mt.OBJECTIVE.name):
-        bad |= ~np.isfinite(run.column(mt.OBJECTIVE.name))
-    return int(run.column(mt.ROUND.name)[bad][0]) if bad.any() else None
-
-
-BLOWUP = 1e3  # a loss above this multiple of its start has left the scale of training
-
-
-def blown_up(run: Run, metric: str) -> int | None:
-    """The first round from which the run's loss (its objective, else its training loss, else
-    ``metric``) stays above :data:`BLOWUP` times its first value, finite or not (None: never)."""
-    losses = (mt.OBJECTIVE.name, mt.TRAIN_LOSS.name, metric)
-    name = next((m for m in losses if run.has(m)), metric)
-    v = np.abs(run.column(name))
-    if not len(v) or not math.isfinite(v[0]) or v[0] == 0:
-        return None
-    high = ~(v <= BLOWUP * v[0])  # non-finite counts as above
-    if not high[-1]:
-        return None
-    first = len(high) - int(np.argmin(high[::-1])) if not high.all() else 0
-    return int(run.column(mt.ROUND.name)[first])
-
-
-def _note(run: Run, metric: str) -> str:
-    """How a diverged run ended: "first non-finite at round r; above 1e3 x its start from
-    round r'" (the second where its loss left the scale before it was non-finite)."""
-    r = diverged_after(run, metric)
-    if r is None:
-        return ""
-    up = blown_up(run, metric)
-    return f"first non-finite at round {r}" + (
-        f"; above 1e3 x its start from round {up}" if up is not None and up < r else ""
-    )
-
-
-def _worst(v: float) -> float:
-    return v if math.isfinite(v) else math.inf
-
-
-def trained(claim: Claim, run: Run) -> bool:
-    """Whether ``run`` trained: it did not finish below the claim's ``trained_min``."""
-    if not claim.trained_metric or run.status != "finished":
-        return True
-    v = run.final(claim.trained_metric)
-    return not (math.isfinite(v) and v < claim.trained_min)
-
-
 def _cells(t: Test, runs: list[Run]) -> dict[Cell, Got]:
     """(panel, seed) -> {index of the run's value of t.key in t.values (or base: -1): run}."""
     runs = where(runs, t.where)
@@ -177,46 +136,6 @@ def _ordered(s: list[float], mode: str) -> bool:
     return all(a < b for a, b in itertools.pairwise(s))
 
 
-def budget(t: Test, runs: list[Run]) -> float:
-    """The bytes an ``at: bytes`` ordering reads every run at: the declared ``budget``, else the
-    smallest total a run that reached T sent (none did: the largest any sent)."""
-    if t.budget is not None:
-        return float(t.budget)
-    ends = [float(r.column(BYTES)[-1]) for r in runs if r.status == "finished"]
-    return min(ends) if ends else max(float(r.column(BYTES)[-1]) for r in runs)
-
-
-def read_at(t: Test, runs: list[Run]) -> str:
-    """The equal-bytes budget of ``runs`` and the round each was read at ("budget 2.19 GB:
-    fedcef_top10 at round 65, za2 at round 12")."""
-    sent = budget(t, runs)
-    key = key_of(runs, t.compared)
-    at = []
-    for r in runs:
-        within = r.column(mt.ROUND.name)[r.column(BYTES) <= sent]
-        where_ = f"round {int(within[-1])}" if len(within) else "no round"
-        at.append(f"{value_name(t.compared, r.config.get(key))} at {where_}")
-    return f"budget {sent / 1e9:.3g} GB: {', '.join(at)}"
-
-
-def at_bytes(run: Run, metric: str, sent_max: float) -> float:
-    """``metric`` at the run's last evaluation with at most ``sent_max`` bytes sent (up + down);
-    non-finite when it had diverged by then."""
-    sent, v = run.column(BYTES), run.column(metric)
-    return float(v[sent <= sent_max][-1]) if (sent <= sent_max).any() else math.nan
-
-
-def area(t: Test, run: Run) -> float:
-    """The run's metric over its curve from ``t.from_round`` on: the geometric mean of its
-    evaluations (the area under the curve on a log axis; the arithmetic mean where a value is not
-    positive); non-finite where it diverged."""
-    rows = run.column(mt.ROUND.name) >= t.from_round
-    v = run.column(t.metric)[rows]
-    if not len(v) or not np.isfinite(v).all():
-        return math.nan
-    return float(np.exp(np.mean(np.log(v)))) if (v > 0).all() else float(np.mean(v))
-
-
 def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
     """An ordering at every evaluation of the window, and its onset."""
     curves = []
@@ -230,7 +149,7 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
         for x in sorted(set.union(*(set(c) for c in curves)))
         if t.from_round <= x <= last and all(x in c or x > e for c, e in zip(curves, ends))
     ]
-    ok = [_ordered([_worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
+    ok = [_ordered([worst(c.get(x, math.inf)) for c in curves], t.mode) for x in rounds]
     onset = None
     for x, good in zip(reversed(rounds), reversed(ok)):
         if not good:
@@ -245,11 +164,11 @@ def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
     if t.at in ("bytes", "area"):
         sent = budget(t, runs) if t.at == "bytes" else 0.0
         at = [at_bytes(r, t.metric, sent) if t.at == "bytes" else area(t, r) for r in runs]
-        return at[0], _ordered([_worst(sign * v) for v in at], t.mode), None
+        return at[0], _ordered([worst(sign * v) for v in at], t.mode), None
     first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at == "every":
         return (first, *_every(t, runs, sign))
-    return first, _ordered([_worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
+    return first, _ordered([worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
 
 
 def _order_unit(t: Test, got: Got, claim: Claim, name: str) -> Unit:
@@ -270,12 +189,8 @@ def _order_unit(t: Test, got: Got, claim: Claim, name: str) -> Unit:
     if holds and gone and runs[0].status != "diverged":  # a win over these is the rule's alone
         aside = "; ".join(x for x in (aside, f"over diverged {', '.join(gone)}") if x)
     if not enough:
-        return Unit(name, value, None, None, _note(runs[0], t.metric), holds, aside)
-    return Unit(name, value, holds, onset, _note(runs[0], t.metric), None, aside)
-
-
-def final_of(t: Test, run: Run) -> float:
-    return run.final(t.metric, "last" if t.at in ("every", "bytes") else t.at)
+        return Unit(name, value, None, None, note(runs[0], t.metric), holds, aside)
+    return Unit(name, value, holds, onset, note(runs[0], t.metric), None, aside)
 
 
 def _measured(name: str, value: float, t: Test, is_trained: bool) -> Unit:
@@ -295,8 +210,8 @@ def _drop_unit(t: Test, got: Got, others: list[Run], claim: Claim, name: str) ->
     sign = mt.metric(t.metric).direction.sign
     kept = [r for r in others if trained(claim, r)] or others
     value = 100 * (
-        _worst(sign * got[0].final(t.metric, t.at))
-        - min(_worst(sign * r.final(t.metric, t.at)) for r in kept)
+        worst(sign * got[0].final(t.metric, t.at))
+        - min(worst(sign * r.final(t.metric, t.at)) for r in kept)
     )
     is_trained = trained(claim, got[0]) and any(trained(claim, r) for r in others)
     return _measured(name, value, t, is_trained)
@@ -308,7 +223,7 @@ def _level_units(t: Test, got: Got, claim: Claim, name: str) -> list[Unit]:
     for i, v in enumerate(t.values):
         if i in got:
             u = _measured(f"{shown(v)}, {name}", final_of(t, got[i]), t, trained(claim, got[i]))
-            u.note = _note(got[i], t.metric)
+            u.note = note(got[i], t.metric)
             out.append(u)
     return out
 

@@ -44,8 +44,7 @@ import io
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from types import UnionType
-from typing import TYPE_CHECKING, Any, TypedDict, Union, cast, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
@@ -53,6 +52,8 @@ from omegaconf import DictConfig, OmegaConf
 from . import guarded, metric_table, metrics_csv
 from .errors import first_line
 from .files import atomic_write_text, open_regular
+from .summary_record import SUMMARY_TYPES, typed
+from .summary_record import SummaryRecord as SummaryRecord  # the record its readers give
 
 if TYPE_CHECKING:  # pandas loads with the first table read
     import pandas as pd
@@ -219,58 +220,6 @@ def read_metric_columns(folder: str | os.PathLike[str]) -> dict[str, np.ndarray]
     return columns
 
 
-class SummaryRecord(TypedDict, total=False):
-    """``summary.json``, every field typed (what each means: ``runs.outputs``). A field that a
-    file holds with another type is left out by :func:`read_summary`, as if absent."""
-
-    status: str  # running, finished, diverged, interrupted, error (sweeps: planned)
-    error: str
-    exit_code: int
-    round: int
-    T: int
-    started_round: int
-    final: dict[str, float]
-    progress: str | None
-    pid: int
-    host: str
-    started: str
-    ended: str
-    heartbeat: str
-    slurm: dict[str, str]
-    git_commit: str | None
-    command: str
-    versions: dict[str, str]
-    device: str
-    hardware: dict[str, Any]
-    dimension: int
-    engine: dict[str, Any]
-    compile: dict[str, Any]
-    data_source: str
-    data: dict[str, Any]
-    numerics: dict[str, Any]
-    code: dict[str, Any]
-    code_history: list[dict[str, Any]]
-
-
-def _classes(hint: Any) -> tuple[type, ...]:
-    """The classes a value of the type ``hint`` is an instance of (``dict[str, int]``: dict)."""
-    if get_origin(hint) in (Union, UnionType):
-        return tuple(c for a in get_args(hint) for c in _classes(a))
-    return (get_origin(hint) or hint,)
-
-
-SUMMARY_TYPES = {k: _classes(t) for k, t in get_type_hints(SummaryRecord).items()}
-
-
-def _typed(key: str, value: Any) -> bool:
-    """Whether ``value`` has the type of summary field ``key`` (a bool is no int); a field not
-    of :class:`SummaryRecord` (another tool's) is kept as it is."""
-    classes = SUMMARY_TYPES.get(key)
-    if classes is None:
-        return True
-    return isinstance(value, classes) and not (isinstance(value, bool) and bool not in classes)
-
-
 def _summary(folder: str | os.PathLike[str]) -> tuple[SummaryRecord, RunFileError | None]:
     """``summary.json``'s fields of the right types and, for a field of another type, the
     :class:`RunFileError` saying so (``is corrupt: its field 'status' is a int, not a str``);
@@ -287,14 +236,14 @@ def _summary(folder: str | os.PathLike[str]) -> tuple[SummaryRecord, RunFileErro
         why = f"not a JSON object (a {type(d).__name__})"
         raise RunFileError(path, f"is unreadable: {why}", why)
     corrupt = None
-    wrong = next((k for k in SUMMARY_TYPES if k in d and not _typed(k, d[k])), None)
+    wrong = next((k for k in SUMMARY_TYPES if k in d and not typed(k, d[k])), None)
     if wrong is not None:
         why = f"its field {wrong!r} is a {type(d[wrong]).__name__}, not a "
         wanted = " or ".join(
             "null" if c is type(None) else c.__name__ for c in SUMMARY_TYPES[wrong]
         )
         corrupt = RunFileError(path, f"is corrupt: {why}{wanted}")
-    return cast(SummaryRecord, {k: v for k, v in d.items() if _typed(k, v)}), corrupt
+    return cast(SummaryRecord, {k: v for k, v in d.items() if typed(k, v)}), corrupt
 
 
 def read_summary(

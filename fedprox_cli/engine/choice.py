@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard
 
+import numpy as np
 import torch
 
 from ..common import guarded
@@ -156,7 +158,7 @@ def time_rounds(
     as :data:`BUDGET_S` allows, at least one), and the wall seconds of each variant's first,
     warm-up round of one local step (first-call costs: a compiled call compiles). Each round
     starts from the initial state, made before its clock starts. The oracle's engine and
-    counters are left as they were."""
+    counters and the global random generators are left as they were."""
     probe, clock = oracle.probe, _clock(oracle.device)
     sync: Callable[[], None] = (
         torch.cuda.synchronize if oracle.device.type == "cuda" else lambda: None
@@ -172,6 +174,7 @@ def time_rounds(
         sync()
         return clock() - start
 
+    generators = _global_generators()
     try:
         first = {
             v: run(v, 1, time.perf_counter) for v in variants
@@ -184,7 +187,29 @@ def time_rounds(
                 best[v] = min(best[v], run(v, probe.K))
     finally:
         oracle.engine, oracle.grad_evals = engine, grad_evals
+        _restore(generators)
     return {v: s / (clients * probe.K) for v, s in best.items()}, first
+
+
+Generators = tuple[torch.Tensor, list[torch.Tensor] | None, Any, Any]
+"""The states of torch's CPU and CUDA, numpy's and Python's global generators."""
+
+
+def _global_generators() -> Generators:
+    """The global generators' states: a timed round may draw from them (an algorithm that
+    should not, which fedrun-check-algorithm reports), and the run must start from them as they
+    were."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]  # torch: untyped
+    return torch.get_rng_state(), cuda, np.random.get_state(), random.getstate()
+
+
+def _restore(generators: Generators) -> None:
+    cpu, cuda, numpy_state, python_state = generators
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+    np.random.set_state(numpy_state)
+    random.setstate(python_state)
 
 
 def read_cache(path: Path) -> dict[str, Any]:
