@@ -22,8 +22,8 @@ from ..common.errors import require
 from .declare import RunSet, Test
 from .loading import is_ as is_value
 from .loading import key_of
+from .run_reading import diverged_after
 from .text import num, value_name
-from .units import diverged_after
 
 
 @dataclass(frozen=True)
