@@ -5,12 +5,14 @@ of the committed results (FedNMap Fig. 5's folders)."""
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from fedprox_cli.claims import declare, digests, history, sources
 from fedprox_cli.cli import reproduce
+from fedprox_cli.common import run_files
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "results"
@@ -247,3 +249,38 @@ def test_an_edited_digest_file_is_one_line_naming_it_and_blames_no_run(copy, cap
     code, out = check(copy, capsys)
     said = [x for x in out.splitlines() if ": check: " in x and ": check: note: " not in x]
     assert code == 1 and len(said) == 1 and EDITED in said[0], out
+
+
+def test_what_a_clone_lacks_is_no_evidence(copy, capsys, monkeypatch):
+    """A run's lock, owner, checkpoint, partition and metrics figure are not kept by the
+    repository (.gitignore): present but not recorded, or recorded but absent (a clone of
+    evidence recorded where the run was made), check is unmoved by them."""
+    d = run_dir(copy, 3)
+    for name in sorted(run_files.NOT_EVIDENCE):
+        (d / name).write_bytes(b"left by the run")
+    code, out = check(copy, capsys)
+    assert code == 0, out
+    rep = copy / "results" / "reproduction"
+    assert not set(digests.current(rep, ["fednmap_fig5"])) & {
+        f"fednmap_fig5/3/{n}" for n in run_files.NOT_EVIDENCE
+    }
+    for name in run_files.NOT_EVIDENCE:
+        (d / name).unlink()
+    recorded = digests.read(rep)
+    extra = {f"fednmap_fig5/3/{n}": "0123456789abcdef" for n in run_files.NOT_EVIDENCE}
+    monkeypatch.setattr(digests, "read", lambda root: {**recorded, **extra})
+    claims = declare.select(sources.claims(), [CLAIM])
+    assert digests.changes(rep, claims) == []
+
+
+def test_the_repository_ignores_what_is_no_evidence():
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        input="".join(
+            f"results/reproduction/any/run/{n}\n" for n in sorted(run_files.NOT_EVIDENCE)
+        ),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    ).stdout.split()
+    assert len(ignored) == len(run_files.NOT_EVIDENCE), ignored

@@ -44,9 +44,15 @@ def scope(claims: list[Claim]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def evidence(path: str) -> bool:
+    """A file a claim may read: not one of :data:`run_files.NOT_EVIDENCE`, which a clone lacks."""
+    return Path(path).name not in run_files.NOT_EVIDENCE
+
+
 def current(root: Path, items: list[str]) -> dict[str, str]:
-    """path -> digest of every file under ``items`` (folders or files) of ``root``; a symbolic
-    link is no evidence (:func:`links`), nor anything under it."""
+    """path -> digest of every file of the evidence (:func:`evidence`) under ``items`` (folders
+    or files) of ``root``; a symbolic link is no evidence (:func:`links`), nor anything under
+    it."""
     out = {}
     for item in items:
         p = root / item
@@ -58,7 +64,7 @@ def current(root: Path, items: list[str]) -> dict[str, str]:
             dirs.sort()
             for n in names:
                 f = Path(dirpath) / n
-                if not f.is_symlink():
+                if not f.is_symlink() and evidence(n):
                     out[f.relative_to(root).as_posix()] = digest(f)
     return out
 
@@ -221,7 +227,7 @@ def changes(root: Path, claims: list[Claim]) -> list[str]:
     """One line per run (or file outside a run) and cause whose evidence differs from its
     record, naming the files (and the run they came from); nothing recorded is one line too."""
     items = scope(claims)
-    was = {p: d for p, d in read(root).items() if _under(p, items)}
+    was = {p: d for p, d in read(root).items() if _under(p, items) and evidence(p)}
     now = current(root, items)
     if not was:
         return [f"no digests of the evidence in {root / FILE} (fedrun-reproduce record)"]

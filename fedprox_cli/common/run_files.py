@@ -76,6 +76,10 @@ LOCK = ".fedrun.lock"
 OWNER = ".fedrun.owner"
 KEPT = ".kept"
 HYDRA = ".hydra"
+NOT_EVIDENCE = frozenset({LOCK, OWNER, CHECKPOINT, PARTITION, METRICS_FIGURE})
+"""What a run leaves that no claim reads and the repository does not keep (.gitignore's
+results/reproduction rules): the lock and owner of a live run, the checkpoint, the partition
+(remade from the seed) and the metrics figure (redrawn from metrics.csv)."""
 HYDRA_CONFIG, HYDRA_RECORD, OVERRIDES = "config.yaml", "hydra.yaml", "overrides.yaml"
 SEED_PREFIX = "seed_"
 
