@@ -46,7 +46,7 @@ from fedprox_cli.engine.device import (  # noqa: E402
     resolve_device,  # noqa: E402
     set_matmul_precision,
 )
-from fedprox_cli.runs import bench  # noqa: E402
+from fedprox_cli.runs import bench, roofline  # noqa: E402
 
 
 def table(rows: list[dict]) -> str:
@@ -506,7 +506,7 @@ def main() -> int:
         )
         print("\n" + table(rows))
         return 0
-    peak = bench.peak_flops(device, a.peak_tflops and a.peak_tflops * 1e12)
+    peak = roofline.peak_flops(device, a.peak_tflops and a.peak_tflops * 1e12)
     print(
         f"# peak {peak / 1e12:.4g} TFLOP/s ({'given' if a.peak_tflops else 'data sheet'})"
         if peak

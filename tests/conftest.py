@@ -141,6 +141,15 @@ def fedrun(*args, cwd=None, timeout=600, env=None, path=()):
     )
 
 
+@pytest.fixture(autouse=True)
+def no_check_progress(monkeypatch):
+    """A sweep's check says how far it is every cli/dryrun.PROGRESS_S seconds: on a loaded
+    machine a check of two jobs takes that long, and its line would land among the lines a
+    test reads. In-process runs check without it (a test of the line sets its own);
+    subprocesses' stderr is read through :func:`said`."""
+    monkeypatch.setattr("fedprox_cli.cli.dryrun.PROGRESS_S", float("inf"))
+
+
 def said(stderr: str) -> list[str]:
     """The lines of ``stderr`` but the progress lines a slow check prints every few seconds
     (``fedrun: checked N jobs (...)``, cli/dryrun.PROGRESS_S): on a loaded machine they come."""

@@ -1,21 +1,21 @@
-"""The benchmark's accounting (fedprox_cli/runs/bench.py): the roofline replays exactly the step's
-products, and the sweep estimate counts rounds and evaluations."""
+"""The benchmark's accounting (fedprox_cli/runs/bench.py, roofline.py): the roofline replays
+exactly the step's products, and the sweep estimate counts rounds and evaluations."""
 
 import pytest
 import torch
 
 from fedprox_cli.common.errors import UserError
-from fedprox_cli.runs import bench
+from fedprox_cli.runs import bench, roofline
 
 
 def test_roofline_replays_the_steps_products():
     w = bench.custom_workload("mlp", ["fedcanon"], "digits", n=3, K=2, B=8)
     setup = bench.Setup(w, torch.device("cpu"))
-    step = bench.count_flops(setup.client_step)
+    step = roofline.count_flops(setup.client_step)
     # forward 2*B*(64*200 + 200*200 + 200*10); backward: weight grads (same) + input grads of
     # the two upper layers
     assert step == 2 * 8 * (2 * (64 * 200 + 200 * 200 + 200 * 10) + 200 * 200 + 200 * 10)
-    assert bench.Roofline(setup.client_step, times=6).flops == 6 * step
+    assert roofline.Roofline(setup.client_step, times=6).flops == 6 * step
 
 
 def test_fig2_estimate_counts_rounds_and_evaluations():
@@ -33,18 +33,18 @@ def test_peak_is_the_data_sheets_fp32_or_tf32_by_matmul_precision(monkeypatch):
     before = torch.get_float32_matmul_precision()
     try:
         torch.set_float32_matmul_precision("highest")
-        assert bench.peak_flops(cuda) == 67e12
+        assert roofline.peak_flops(cuda) == 67e12
         torch.set_float32_matmul_precision("high")
-        assert bench.peak_flops(cuda) == 494.5e12
+        assert roofline.peak_flops(cuda) == 494.5e12
     finally:
         torch.set_float32_matmul_precision(before)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 PCIe")
-    assert bench.peak_flops(cuda) == 51e12
+    assert roofline.peak_flops(cuda) == 51e12
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Some Other GPU")
-    assert bench.peak_flops(cuda) is None
+    assert roofline.peak_flops(cuda) is None
     assert (
-        bench.peak_flops(torch.device("cpu")) is None
-        and bench.peak_flops(torch.device("cpu"), 2e11) == 2e11
+        roofline.peak_flops(torch.device("cpu")) is None
+        and roofline.peak_flops(torch.device("cpu"), 2e11) == 2e11
     )
 
 

@@ -64,7 +64,9 @@ def test_the_rule_picks_the_best_step_that_did_not_diverge_a_tie_to_the_larger()
     assert "diverged at every step of the grid: left out of every comparison" in gone.said(
         "test_acc"
     )
-    assert "0.1: diverged" in tuning.pick(t, "za2", RUNS).said("test_acc")
+    assert "0.1: diverged (first non-finite at round 65)" in tuning.pick(t, "za2", RUNS).said(
+        "test_acc"
+    )
 
 
 def test_the_verdict_reads_the_chosen_steps_on_its_own_seeds_never_the_tuning_seed():
@@ -132,3 +134,4 @@ def test_a_method_whose_tuning_runs_are_not_all_made_has_no_step_yet():
     t = tuning.of(_runset())
     early = tuning.pick(t, "za2", RUNS[:1])
     assert "not chosen yet (1 of its 3 tuning runs made)" in early.said("test_acc")
+    assert early.step is None

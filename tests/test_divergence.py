@@ -57,6 +57,18 @@ def test_an_overflowing_step_is_divergence(tmp_path, overrides, round, where):
         )
 
 
+def test_engine_auto_times_local_sgd_where_the_runs_own_round_overflows(tmp_path):
+    """engine=auto times the run's own rounds (engine/choice.time_rounds); where they overflow
+    at the run's steps, it times plain local SGD rounds instead, says so and keys its cache on
+    them: the run itself then diverges in round 1."""
+    run = fedprox_cli.run(TINY + FEDAVG + ["algorithm.beta=1e300"], folder=tmp_path / "run")
+    assert run.status == "diverged"
+    assert run.summary["engine"]["timed"].startswith("local sgd rounds"), run.summary["engine"]
+    sane = fedprox_cli.run(TINY + FEDAVG, folder=tmp_path / "sane")
+    assert sane.status == "finished"
+    assert sane.summary["engine"]["timed"].startswith("fedavg"), sane.summary["engine"]
+
+
 def test_a_diverged_run_records_the_round_it_says(tmp_path, capsys):
     """NaN found at the first evaluation, after round 2 (eval_every=2): summary, closing line
     and the divergence line all say round 2."""

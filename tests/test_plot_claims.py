@@ -132,7 +132,8 @@ def test_table5_puts_ours_below_the_papers_rows_with_its_ratios(tmp_path):
             r.config["algorithm.name"] = alg
             r.metrics["time_s"] = r.metrics["round"] * K * slow / 100
             runs.append(r)
-    ev = type("Ev", (), {"present": 1, "runset": dataclasses.replace(c.ran[0], seeds=(0,))})()
+    rs = dataclasses.replace(c.ran[0], seeds=(0,))
+    ev = type("Ev", (), {"present": 1, "runset": rs, "read_as": rs})()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(
             "fedprox_cli.claims.loading.load_runs", lambda *a, **k: (runs, [])

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import fedrun
+from conftest import fedrun, said
 
 from fedprox_cli.analysis.jobrecords import JobRecord
 from fedprox_cli.cli import watch
@@ -97,7 +97,7 @@ def _check_lines(p, T: int) -> None:
     known = re.compile(
         rf"^fedrun: job \d: ({PROGRESS}|started, .*|resumed at .*|engine: .*|compile: .*)$"
     )
-    stray = [ln for ln in p.stderr.splitlines() if ln.strip() and not known.match(ln)]
+    stray = [ln for ln in said(p.stderr) if not known.match(ln)]
     assert not stray, p.stderr
 
 

@@ -32,13 +32,13 @@ class Sweep:
     """``fedrun -m`` in a session of its own (its workers in its process group, as in a
     terminal), its output (stdout and stderr, Hydra's lines on stdout) read as it comes."""
 
-    def __init__(self, tmp_path: Path, *args: str):
+    def __init__(self, tmp_path: Path, *args: str, env: dict[str, str] = ENV):
         tmp_path.mkdir(exist_ok=True)
         self.folder = tmp_path / "sweep"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "fedprox_cli", *JOBLIB, *args, f"hydra.sweep.dir={self.folder}"],
             cwd=tmp_path,
-            env=ENV,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -108,7 +108,9 @@ def test_ctrl_c_during_a_compile_trial_which_the_jobs_of_one_shape_share(tmp_pat
     trial once: the second waits for the first's record. Each job records its stop although the
     launcher's own signal follows the user's at once (signals.stopping; in-process:
     test_lifecycle_faults::test_a_signal_while_a_run_stopped_at_its_start_...)."""
-    sweep = Sweep(tmp_path, *LONG, "T=10000000", "seed=0,1")
+    # a cache of its own: the session's may hold the compile record of this shape already
+    fresh = {**ENV, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    sweep = Sweep(tmp_path, *LONG, "T=10000000", "seed=0,1", env=fresh)
     sweep.wait_for("compile: trying compiled rounds, about", "waiting for another run's trial")
     err = _stopped(sweep, signal.SIGINT)
     assert err.count("trying compiled rounds") == 1, err

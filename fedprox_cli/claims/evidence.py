@@ -60,6 +60,12 @@ class Evidence:
     # with choices: the runs compared at every combination, and diverged
     reused: tuple[int, int] = (0, 0)
     picks: list[Pick] = field(default_factory=list)  # with a tuning protocol: each method's Pick
+    reads: RunSet | None = None  # a tuned run set's runs at the chosen steps (figures, tables)
+
+    @property
+    def read_as(self) -> RunSet:
+        """The run set whose runs figures and tables draw: a tuned one's at its chosen steps."""
+        return self.reads or self.runset
 
 
 def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
@@ -194,12 +200,13 @@ def _tuned(
     if first.missing:  # the verdict's runs are declared, at steps not chosen yet
         first.runset, first.declared = rs, first.declared + len(rs.points) * len(rs.seeds)
         first.extra = [s for s in first.extra if s not in known]
-        first.picks = picks
+        first.picks, first.reads = picks, tuning.chosen(rs, picks)
         return first
     dropped = {p.method for p in picks if p.step is None}
     tests = tuple(tuning.without(x, dropped) for x in claim.tests)
-    ev = gather(replace(claim, tests=tests), tuning.chosen(rs, picks), root, warn, strict)
-    ev.runset, ev.picks = rs, picks
+    reads = tuning.chosen(rs, picks)
+    ev = gather(replace(claim, tests=tests), reads, root, warn, strict)
+    ev.runset, ev.picks, ev.reads = rs, picks, reads
     ev.present, ev.declared = ev.present + first.present, ev.declared + first.declared
     ev.minutes += first.minutes
     ev.findings = first.findings + ev.findings

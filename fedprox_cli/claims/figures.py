@@ -427,7 +427,7 @@ def draw_claim(
         return []
     for ev in evidence:
         if ev.present and ev.runset.folders:
-            return draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn)[0], root)
+            return draw(claim, ev.read_as, load_runs(claim, ev.read_as, root, warn)[0], root)
     return []
 
 
@@ -445,7 +445,7 @@ def stale(
 
         for ev in evidence:
             if ev.present and ev.runset.folders:
-                draw(claim, ev.runset, load_runs(claim, ev.runset, root, warn)[0], Path(scratch))
+                draw(claim, ev.read_as, load_runs(claim, ev.read_as, root, warn)[0], Path(scratch))
                 break
         out = []
         for new, old in zip(paths(claim, Path(scratch)), paths(claim, root)):

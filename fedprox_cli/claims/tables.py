@@ -69,8 +69,8 @@ def _runs(claim: Claim, evidence: list[Evidence], root: Path, warn: Warn) -> lis
         if ev.present and ev.runset.folders:
             return [
                 r
-                for r in load_runs(claim, ev.runset, root, warn)[0]
-                if r.config.get("seed") in ev.runset.seeds
+                for r in load_runs(claim, ev.read_as, root, warn)[0]
+                if r.config.get("seed") in ev.read_as.seeds
             ]
     return []
 

@@ -22,6 +22,7 @@ from ..common.errors import require
 from .declare import RunSet, Test
 from .loading import is_ as is_value
 from .loading import key_of
+from .run_reading import diverged_after
 from .text import num, value_name
 
 
@@ -116,10 +117,14 @@ def pick(t: Tuning, method: str, runs: list[Run]) -> Pick:
     for step in t.grid:
         at = [r for r in mine if is_value(r.config.get(key_of(mine, key)), step)]
         for r in at[:1]:
-            read.append((step, r.status, _last(r, t.metric)))
+            gone = diverged_after(r, t.metric) if r.status == "diverged" else None
+            status = r.status + (f" (first non-finite at round {gone})" if gone is not None else "")
+            read.append((step, status, _last(r, t.metric)))
     sign = mt.metric(t.metric).direction.sign
     ok = [(s, v) for s, status, v in read if status == "finished" and math.isfinite(v)]
     best = min(ok, key=lambda sv: (sign * sv[1], -sv[0]), default=None)
+    if len(read) < len(t.grid):  # not every step ran: nothing chosen yet
+        best = None
     return Pick(method, key, None if best is None else best[0], tuple(read), len(t.grid))
 
 

@@ -41,7 +41,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..common import guarded, run_files, streams
+from ..common import run_files, streams
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 from ..common import metric_table as mt
 from ..common.errors import EXIT, UserError
 from . import usage
+from .algorithm_spec import resolve
 
 BASE = [
     "dataset=digits",
@@ -71,52 +72,6 @@ FAILED = 1
 
 class Failed(Exception):
     """A contract that does not hold (the message says how)."""
-
-
-def _resolve(spec: str) -> tuple[str, list[str]]:
-    """The algorithm's config name and the overrides that choose it, by the rule ``fedrun``
-    follows (:func:`common.dotted.dotted`, :func:`config.plugin_defaults.store`): a registered
-    or installed name, a dotted path to its class, or an option's YAML (:func:`_from_yaml`)."""
-    from .. import algorithms
-    from ..common.dotted import dotted, located
-    from ..config import plugin_defaults
-
-    params: list[str] = []
-    if spec.endswith((".yaml", ".yml")):
-        spec, params = _from_yaml(Path(spec))
-    target = dotted(spec)
-    if target is None:
-        algorithms.base.lookup(spec)  # a UserError naming the options (did you mean) if unknown
-    plugin_defaults.store([f"algorithm={spec}"])
-    return (located(target).name if target else spec), [f"algorithm={spec}", *params]
-
-
-def _from_yaml(path: Path) -> tuple[str, list[str]]:
-    """An option's YAML (``name``, ``_target_`` if a class by dotted path, its parameters):
-    what chooses the class and the overrides giving its values; a key the class does not take
-    is the line ``fedrun`` says for it, naming the file."""
-    import json
-    from dataclasses import fields
-
-    from .. import algorithms
-    from ..common.errors import no_parameter, require
-
-    try:
-        node = guarded.read_yaml(path)
-    except (OSError, guarded.Unreadable) as e:
-        raise UserError(f"{path} cannot be read as YAML ({getattr(e, 'why', e)})") from None
-    require(
-        isinstance(node, dict) and isinstance(node.get("name"), str),
-        f"{path} is no option's YAML: it needs name: <the algorithm's name> (docs/extending.md)",
-    )
-    name, target = node.pop("name"), node.pop("_target_", None)
-    takes = [f.name for f in fields(algorithms.base.lookup(name, target))]
-    unknown = sorted(set(node) - set(takes))
-    if unknown:
-        raise UserError(
-            no_parameter("algorithm", name, unknown[0], takes, target) + f" (set in {path})"
-        )
-    return target or name, [f"algorithm.{k}={json.dumps(v)}" for k, v in node.items()]
 
 
 class Checker:
@@ -358,7 +313,7 @@ def check(spec: str, out: TextIO | None = None, only: tuple[str, ...] | None = N
     def say(text: str) -> None:
         streams.line(out, text) if out is not None else streams.out(text)
 
-    name, choose = _resolve(spec)
+    name, choose = resolve(spec)
     failed = []
     with tempfile.TemporaryDirectory(prefix="fedrun-check-") as tmp:
         checker = Checker(name, choose, Path(tmp))

@@ -52,6 +52,7 @@ from omegaconf import DictConfig, OmegaConf
 from . import guarded, metric_table, metrics_csv
 from .errors import first_line
 from .files import atomic_write_text, open_regular
+from .run_file_error import RunFileError as RunFileError  # the error its readers raise
 from .summary_record import SUMMARY_TYPES, typed
 from .summary_record import SummaryRecord as SummaryRecord  # the record its readers give
 
@@ -96,33 +97,6 @@ RECORD = (
 def seed_folder(seed: int) -> str:
     """The name of seed ``seed``'s run folder in a seed batch's folder."""
     return f"{SEED_PREFIX}{seed}"
-
-
-class RunFileError(guarded.Unreadable):
-    """A file of a run folder that is there but cannot be read as what it must be; the
-    message names the file by its full path and says what is wrong in a few words
-    (``/runs/a/metrics.csv is cut (...)``): made from ``path`` and ``what``, so that no
-    message can leave out where the file is."""
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        what: str,
-        why: str = "",
-        os_error: OSError | None = None,
-    ):
-        Exception.__init__(self, f"{path} {what}")
-        self.path = path
-        self.why, self.os_error = why or what, os_error
-
-    @classmethod
-    def unreadable(cls, path: str | os.PathLike[str], e: Exception) -> RunFileError:
-        """``PATH is unreadable: WHY`` for the failure ``e`` of reading ``path`` (a
-        :class:`guarded.Unreadable`'s reason, or the first line of any other error)."""
-        if isinstance(e, guarded.Unreadable):
-            return cls(path, f"is unreadable: {e.why}", e.why, e.os_error)
-        why = first_line(e)
-        return cls(path, f"is unreadable: {why}", why, e if isinstance(e, OSError) else None)
 
 
 MAX_COLUMNS = 10_000  # a metrics table has tens of columns; a wider file is refused unread

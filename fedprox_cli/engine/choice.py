@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from ..common import guarded
+from ..common.errors import is_overflow
 from ..common.files import atomic_write_text, cache_folder
 from .base import Batch, Engine
 from .client_data import ClientData
@@ -152,6 +153,22 @@ def time_engines(oracle: Timed, clients: int) -> dict[str, float]:
 def time_rounds(
     oracle: Timed, clients: int, variants: dict[str, Engine], repeats: int = REPEATS
 ) -> tuple[dict[str, float], dict[str, float]]:
+    """:func:`_time_rounds` of the oracle's probe; where the run's own round overflows the
+    run's number type at its steps (a step the run itself will diverge on, in round 1), the
+    oracle's probe becomes :class:`LocalSGD`'s rounds of as many steps, timed instead (the
+    record's ``timed`` and cache key say so)."""
+    try:
+        return _time_rounds(oracle, clients, variants, repeats)
+    except (RuntimeError, OverflowError) as e:
+        if not is_overflow(e) or isinstance(oracle.probe, LocalSGD):
+            raise
+    oracle.probe = LocalSGD(K=oracle.probe.K)
+    return _time_rounds(oracle, clients, variants, repeats)
+
+
+def _time_rounds(
+    oracle: Timed, clients: int, variants: dict[str, Engine], repeats: int
+) -> tuple[dict[str, float], dict[str, float]]:
     """Time the round ``oracle.probe`` runs on the first ``clients`` clients with each variant
     (an engine: eager, or vmap with a compiled call) as the oracle's engine, interleaved: the
     best seconds per client-step of ``repeats`` rounds of ``probe.K`` local steps (or as many
@@ -230,6 +247,7 @@ def choose(oracle: Timed, engine: str) -> Record:
     if _valid(hit):
         return {**hit, "source": "cache", "cache": str(path)}
     timings = time_engines(oracle, clients)
+    key = cache_key(oracle, clients)  # the probe timed (LocalSGD where the run's round overflows)
     record = {
         "engine": min(TIMED, key=timings.__getitem__),
         "s_per_client_step": timings,

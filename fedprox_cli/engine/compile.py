@@ -45,7 +45,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 import torch
 
@@ -173,9 +173,9 @@ def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record)
     they repay the compile (:func:`pays`); without one, a trial compile where it could repay
     itself (:func:`may_pay` on the run's eager step and :func:`prior`), kept where its
     compiled steps are faster (its compile is paid by then), and cached; else eager, untried."""
-    engine_key = json.loads(engine_choice.cache_key(oracle, clients))
-    key = json.dumps({"engine": engine_key, **record, "timed": _engines(oracle)}, sort_keys=True)
+    engine_key, key = _keys(oracle, clients, record)
     cache = engine_choice.read_cache(cache_file())
+    asked = dict(record)
     record.update(client_steps=client_steps, cache=str(cache_file()))
     eager = oracle.engine.name
     if _valid(cache.get(key)):
@@ -199,7 +199,7 @@ def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record)
         fast = _fast(oracle)
         record.update(_measure(oracle, fast, clients), source="measured")
         _store(
-            key,
+            _keys(oracle, clients, asked)[1],  # the probe timed (LocalSGD where a round overflows)
             {
                 k: record[k]
                 for k in ("s_per_client_step", "compile_s", "clients_timed", "measured_at")
@@ -209,6 +209,15 @@ def _auto(oracle: Timed, clients: int, client_steps: int | None, record: Record)
     if times["compiled"] < times[eager]:
         return _use(oracle, fast, {**record, "compiled": True})
     return {**record, "compiled": False}
+
+
+def _keys(oracle: Timed, clients: int, asked: Record) -> tuple[dict[str, Any], str]:
+    """The engine's cache key of the oracle's probe (parsed) and compile.json's key of the
+    ``asked`` compile settings on it."""
+    engine_key = json.loads(engine_choice.cache_key(oracle, clients))
+    return engine_key, json.dumps(
+        {"engine": engine_key, **asked, "timed": _engines(oracle)}, sort_keys=True
+    )
 
 
 def _recorded(oracle: Timed, clients: int, client_steps: int | None, record: Record) -> Record:
