@@ -95,16 +95,22 @@ def test_a_method_without_a_step_leaves_every_comparison():
     assert tuning.without(order, set()) is order
 
 
-def test_fedcefs_figures_declare_one_grid_for_every_baseline_and_a_tuning_seed_apart():
+def test_fedcefs_figures_decide_at_the_papers_steps_and_tune_the_baselines_as_support():
+    """Sec. V-A fixes alpha = 0.1 and eta_g = 1 for all algorithms: the first run set runs every
+    method there; the tuned set (one grid for every baseline, a tuning seed apart) supports."""
     for c in declare.select(sources.claims(), ["fedcef-fig3", "fedcef-fig4"]):
-        rs = c.ran[0]
+        paper, rs = c.ran[0], history.tuned(c)
+        assert paper.role == "primary" and not paper.tuning and rs is not None
+        assert all(set(p) == {"algorithm"} for p in paper.points[2:])  # the baselines' configs
         t = tuning.of(rs)
         assert t.seed not in rs.seeds and len(rs.seeds) >= 2
-        assert t.grid[0] == 0.1  # FedCEF's own local step (Sec. V-A) first
+        assert t.grid[0] == 0.1  # the paper's local step first
         fixed = [p for p in rs.points if not tuning.tuned(t, p)]
         assert [p["algorithm.alpha"] for p in fixed] == [0.1, 0.1]  # FedCEF: as the paper fixes
         assert {p["algorithm.eta"] for p in fixed} == {0.1}  # Sec. IV's remark: a smaller eta
-        assert all(r.role == "supporting" for r in c.ran[1:])  # the declared steps: shown
+        assert history.declared_post_hoc(rs)  # its history: chosen after runs were read
+        assert all(r.role == "supporting" for r in c.ran[1:])
+        assert c.revised
 
 
 def _claims(grid: list) -> str:
