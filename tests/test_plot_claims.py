@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, figures, sources, tables
+from fedprox_cli.claims import declare, figure_files, figures, sources, tables
 
 
 def claim(cid: str) -> declare.Claim:
@@ -97,7 +97,8 @@ def test_fednmap_fig3_draws_its_slope_panel_and_the_papers_slope(tmp_path):
     assert b.get_title() == "(b) final stationarity against log n"  # the paper's sub-captions
     assert b.get_xlabel() == "n (log scale)"
     # the same runs draw the same files: check compares bytes
-    assert figures.stale(c, [], tmp_path, print) == []  # no evidence: nothing redrawn, files kept
+    # no evidence: nothing redrawn, files kept
+    assert figure_files.stale(c, [], tmp_path, print) == []
     assert all(p.is_file() for p in figures.paths(c, tmp_path))
 
 

@@ -11,7 +11,6 @@ Written as PNG (for the report) and PDF with TrueType (Type 42) fonts (for a pap
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,13 +37,13 @@ from ..analysis.run import BYTES, TIME, X_AXES, Run
 from ..analysis.stats import fit_line, seeds
 from ..common import metric_table as mt
 from .declare import Claim, Figure, RunSet
+from .paper_marks import paper_mark
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
     from ..analysis.plotting import Band
-    from .evidence import Evidence
 
 
 @dataclass
@@ -254,35 +253,8 @@ def _curves_panel(
     state.banded = state.banded or bool(bands)
     for mark in fig.marks:
         if mark.get("panel", panel["label"]) == panel["label"]:
-            _mark(ax, mark, finals, names, handles)
+            paper_mark(ax, mark, finals, names, handles)
     _axes(ax, fig, panel, runs, x, y, scale, unit, log)
-
-
-def _mark(
-    ax: Axes,
-    mark: dict[str, Any],
-    finals: dict[str, tuple[np.ndarray, np.ndarray]],
-    names: dict[str, str],
-    handles: dict[str, Artist],
-) -> None:
-    """A paper's number on a curves panel: ``hline`` at ``y``, or ``below`` (``points`` below the
-    best final mean of the curves but ``of``: where the paper puts ``of``'s curve)."""
-    kind, text = mark["kind"], mark["text"]
-    if kind == "hline":
-        line = ax.axhline(mark["y"], color="0.3", linestyle=(0, (4, 2)), linewidth=0.9)
-    elif kind == "below":
-        others = [m[-1] for v, (_, m) in finals.items() if v != str(mark["of"]) and len(m)]
-        if not others:
-            return
-        level = max(others) - mark["points"] / 100
-        xs = next(iter(finals.values()))[0]
-        start = xs[int(0.6 * (len(xs) - 1))]
-        (line,) = ax.plot(
-            [start, xs[-1]], [level, level], color="0.2", linestyle=(0, (4, 2)), linewidth=1.0
-        )
-    else:
-        raise ValueError(f"unknown mark kind {kind!r}")
-    handles.setdefault(text, line)
 
 
 def _slope_panel(
@@ -414,43 +386,3 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure
             "drawn alone and left out of the mean"
         )
     return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{marks}."
-
-
-def draw_claim(
-    claim: Claim, evidence: list[Evidence], root: Path, warn: Callable[[str], None]
-) -> list[Path]:
-    """Draw ``claim``'s figure (if it declares one) from the first run set that ran (its
-    ``evidence``, :func:`.evidence.gather`'s) into ``root``/figures; the files written."""
-    from .loading import load_runs
-
-    if claim.figure_spec is None:
-        return []
-    for ev in evidence:
-        if ev.present and ev.runset.folders:
-            return draw(claim, ev.read_as, load_runs(claim, ev.read_as, root, warn)[0], root)
-    return []
-
-
-def stale(
-    claim: Claim, evidence: list[Evidence], root: Path, warn: Callable[[str], None]
-) -> list[str]:
-    """One line per figure file of ``claim`` under ``root`` that differs from the one its runs
-    draw now (or is missing): ``check`` redraws every figure into a scratch folder."""
-    import tempfile
-
-    if claim.figure_spec is None:
-        return []
-    with tempfile.TemporaryDirectory() as scratch:
-        from .loading import load_runs
-
-        for ev in evidence:
-            if ev.present and ev.runset.folders:
-                draw(claim, ev.read_as, load_runs(claim, ev.read_as, root, warn)[0], Path(scratch))
-                break
-        out = []
-        for new, old in zip(paths(claim, Path(scratch)), paths(claim, root)):
-            if not old.is_file():
-                out.append(f"{claim.id}: {old} is missing (fedrun-reproduce report draws it)")
-            elif new.is_file() and new.read_bytes() != old.read_bytes():
-                out.append(f"{claim.id}: {old} differs from the figure its runs draw now")
-        return out
