@@ -54,6 +54,21 @@ def test_a_level_no_run_on_a_stand_in_reaches_decides_nothing_there():
     assert not reached.moot and reached.held == 3 and len(reached.conclusive) == 6
 
 
+def test_a_diverged_run_fails_a_level_out_of_reach_on_a_stand_in_and_decides():
+    """The paper's "every method converges": on a stand-in where no finite run reaches the
+    level, the finite runs decide nothing, but a run that diverged reaches it on no data: it
+    decides (it does not hold), and the test is not moot."""
+    runs = [run(m, s, [1, 0.5], acc=0.96) for s in range(3) for m in "ab"]
+    for r in runs[1::2]:  # every run of b: non-finite from round 5
+        r.metrics["test_acc"] = [0.5, float("nan")]
+    rs = declare.RunSet(data="d", preset="p", stands_for="MNIST")
+    (out,) = evidence.outcomes(claim([LEVEL]), rs, runs)
+    assert not out.moot and "its 3 diverged runs reach the level on no data" in out.reach
+    assert out.reach.startswith("test_acc 0.98 is out of reach on d: the best run here reaches")
+    assert [u.holds for u in out.units] == [None, False] * 3
+    assert verdict.primary([out]) == [out] and verdict.state(out)[0] == "none"
+
+
 def _window(curves: dict, to_round) -> verdict.Verdict:
     t = Check(
         kind="order",

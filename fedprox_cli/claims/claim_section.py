@@ -115,6 +115,7 @@ def _test_lines(
         said = shown_ and shown_ != last_shown
         role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
         moot = f" Decides nothing here: {o.moot}." if o.moot else ""
+        moot += f" Diverged runs decide alone: {o.reach}." if o.reach else ""
         moot += f" Not measured here: {o.unmeasured}." if o.unmeasured else ""
         moot += noise(o)
         order = f" Bounds {declared.pop(i)}." if i in declared else ""
