@@ -186,6 +186,14 @@ def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
     )
 
 
+def test_a_summary_row_without_a_deciding_reading_still_says_when_its_bounds_were_set():
+    acc = Check(kind="order", metric="test_acc", says="s", key="k", values=("a", "b"))
+    c = claim([acc, dataclasses.replace(acc, role="supporting")])
+    said = {1: "post hoc: bounds declared 2026-11-25 (b), with or after its runs (a)"}
+    r = render.Rendered(c, [], verdict.Verdict("partly run (1 of 2 runs)", ""), declared=said)
+    assert "| — (bounds post hoc) |" in claim_table.row(r)  # its primary test's order alone
+
+
 def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim():
     c = dataclasses.replace(claim([], "test_acc"), trained_min=0.2)
     ev = _ev("digits", [])

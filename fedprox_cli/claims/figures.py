@@ -50,11 +50,15 @@ if TYPE_CHECKING:
 class Drawn:
     """A claim's figure as its panels draw it: its declaration, the legend's entries, the runs
     drawn alone by (marker, why) (a run counted once however many panels hold it), whether
-    bands were drawn, and clipped."""
+    bands were drawn, and clipped; the curves drawn with a mean, those whose every run was left
+    out of it, and the declared curves (``order``) no panel has a run of."""
 
     fig: Figure
     handles: dict[str, Artist] = field(default_factory=dict)
     alone: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    meaned: set[str] = field(default_factory=set)
+    unmeaned: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)  # values of the curves' key with a run
     clipped: bool = False
     banded: bool = False
 
@@ -241,12 +245,15 @@ def _curves_panel(
     for v in _order(fig, list(by)):
         st, name = styles[v], names[v]
         ok = [r for r in by[v] if r.problem() is None and not _collapsed(claim, r)]
+        state.seen.add(v)
         if ok:
             line, spread, finals[v] = _mean_curve(ax, ok, x, y, scale, log, st)
             handles.setdefault(name, line)
             bands += [spread] if spread else []
+            state.meaned.add(name)
         else:  # no run in the mean: the curve is still named, by its style
             handles.setdefault(name, Line2D([], [], **st, markersize=3))
+            state.unmeaned.add(name)
         for r in by[v]:
             _alone(ax, claim, r, x, y, scale, log, st, state)
     state.clipped = clip_bands(ax, bands) or state.clipped
@@ -361,9 +368,32 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
     return out
 
 
+def absent(state: Drawn) -> str:
+    """The declared curves the figure draws no mean line of, named, and why: every run of it
+    left out of the mean (diverged or collapsed: drawn alone), or no run of it here at all
+    ("" where every declared curve has a line)."""
+    fig = state.fig
+    listed = [grouping.fmt(v) if isinstance(v, float) else str(v) for v in fig.order]
+    unrun = [
+        fig.names.get(v) or (fig.label.format(v) if fig.label else v)
+        for v in listed
+        if v not in state.seen
+    ]
+    gone = sorted(state.unmeaned - state.meaned, key=list(state.handles).index)
+    said = [f"{_names(gone)}: no line, every run diverged or collapsed"] if gone else []
+    if unrun:
+        said.append(f"{_names(unrun)}: absent, no run of {'it' if len(unrun) == 1 else 'them'}")
+    return "; ".join(said)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
 def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure) -> str:
     """The figure's caption: the paper's figure and what it shows, then ours (:func:`facts`),
-    what a line and a band are, and what the marks mean."""
+    what a line and a band are, the declared curves without a line (:func:`absent`), and what
+    the marks mean."""
     lines = (
         "lines: mean over the seeds"
         + ("; bands: ± 1 std over the seeds" if state.banded else "")
@@ -385,4 +415,5 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure
             "; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
             "drawn alone and left out of the mean"
         )
-    return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{marks}."
+    missing = f"; {without}" if (without := absent(state)) else ""
+    return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{missing}{marks}."
