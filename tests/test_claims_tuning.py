@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, history, sources, tuning
+from fedprox_cli.claims import claim_section, declare, evidence, history, sources, tuning
 from fedprox_cli.common.errors import UserError
 from tests.test_claims_record import _commit, _git
 
@@ -141,3 +141,20 @@ def test_a_method_whose_tuning_runs_are_not_all_made_has_no_step_yet():
     early = tuning.pick(t, "za2", RUNS[:1])
     assert "not chosen yet (1 of its 3 tuning runs made)" in early.said("test_acc")
     assert early.step is None
+
+
+def test_a_tuned_run_sets_count_splits_its_tuning_runs_from_the_verdicts():
+    picks = [
+        tuning.Pick(
+            "za2", "algorithm.alpha", 0.02, ((0.1, "diverged", 0.1), (0.02, "finished", 0.9)), 2
+        ),
+        tuning.Pick("fedda", "algorithm.beta", None, ((0.1, "diverged", 0.1),), 2),
+    ]
+    ev = evidence.Evidence(_runset(), 7, 12, seeds=(0, 1), T=65, picks=picks)
+    said = claim_section.counted(ev)
+    assert (
+        said == "7 of 12 runs: 3 of 4 tuning runs on seed 3 and 4 of 8 verdict runs on seeds 0, 1"
+    )
+    assert claim_section.counted(evidence.Evidence(_runset(), 4, 4, seeds=(0, 1))) == (
+        "4 of 4 runs, seeds 0, 1"
+    )
