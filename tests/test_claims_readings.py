@@ -54,6 +54,21 @@ def test_a_level_no_run_on_a_stand_in_reaches_decides_nothing_there():
     assert not reached.moot and reached.held == 3 and len(reached.conclusive) == 6
 
 
+def test_a_diverged_run_fails_a_level_out_of_reach_on_a_stand_in_and_decides():
+    """The paper's "every method converges": on a stand-in where no finite run reaches the
+    level, the finite runs decide nothing, but a run that diverged reaches it on no data: it
+    decides (it does not hold), and the test is not moot."""
+    runs = [run(m, s, [1, 0.5], acc=0.96) for s in range(3) for m in "ab"]
+    for r in runs[1::2]:  # every run of b: non-finite from round 5
+        r.metrics["test_acc"] = [0.5, float("nan")]
+    rs = declare.RunSet(data="d", preset="p", stands_for="MNIST")
+    (out,) = evidence.outcomes(claim([LEVEL]), rs, runs)
+    assert not out.moot and "its 3 diverged runs reach the level on no data" in out.reach
+    assert out.reach.startswith("test_acc 0.98 is out of reach on d: the best run here reaches")
+    assert [u.holds for u in out.units] == [None, False] * 3
+    assert verdict.primary([out]) == [out] and verdict.state(out)[0] == "none"
+
+
 def _window(curves: dict, to_round) -> verdict.Verdict:
     t = Check(
         kind="order",
@@ -169,6 +184,14 @@ def test_the_summary_row_names_its_test_and_an_exemption_its_tests():
         "| test 1, test_acc (last) at k=a: 0 ± 0 over 3 seeds; 3 of 3 seeds; bounds not recorded |"
         in claim_table.row(r)
     )
+
+
+def test_a_summary_row_without_a_deciding_reading_still_says_when_its_bounds_were_set():
+    acc = Check(kind="order", metric="test_acc", says="s", key="k", values=("a", "b"))
+    c = claim([acc, dataclasses.replace(acc, role="supporting")])
+    said = {1: "post hoc: bounds declared 2026-11-25 (b), with or after its runs (a)"}
+    r = render.Rendered(c, [], verdict.Verdict("partly run (1 of 2 runs)", ""), declared=said)
+    assert "| — (bounds post hoc) |" in claim_table.row(r)  # its primary test's order alone
 
 
 def test_a_run_set_where_nothing_trained_says_the_stand_in_cannot_test_the_claim():

@@ -106,6 +106,37 @@ def test_bounds_set_after_the_runs_are_post_hoc_before_them_pre_registered(tmp_p
     assert _order(early, 1.1) == "unknown"  # bounds the file no longer declares
 
 
+def test_a_protocol_declared_post_hoc_is_marked_so_whatever_the_commit_order(tmp_path):
+    """A tuning run started, and read, before the commit declaring its protocol: the commit
+    order says pre-registered; the claim's ``post_hoc`` says why it is not, and the record and
+    the report's words follow it (the fingerprint is the protocol's, not its history's)."""
+    tuning = {"seed": 3, "grid": [0.1, 0.02], "steps": {"b": "alpha"}}
+    rs = {"data": "d", "into": "tuned", "points": [{"k": "a"}, {"k": "b"}], "seeds": [0]}
+    _git(tmp_path, "init", "-q")
+    _commit(
+        tmp_path,
+        {"claims.yaml": yaml.safe_dump([{"id": "c", "ran": [{**rs, "tuning": tuning}]}])},
+        "declared",
+    )
+    _commit(tmp_path, {"runs/tuned/metrics.csv": "round\n0\n"}, "then the tuning runs")
+
+    def claim_of(t: dict) -> declare.Claim:
+        made = declare.RunSet(**{**rs, "points": tuple(rs["points"]), "seeds": (0,), "tuning": t})
+        return declare.Claim(
+            "c", "p", "w", "s", "q", ran=(made,), file=str(tmp_path / "claims.yaml")
+        )
+
+    plain, late = claim_of(tuning), claim_of({**tuning, "post_hoc": "its first run was read"})
+    assert history.protocol(plain.ran[0]) == history.protocol(late.ran[0])
+    (first,) = history.read_from_git([plain], tmp_path / "runs")
+    assert (first.test, first.order) == (0, "pre-registered")
+    (marked,) = history.read_from_git([late], tmp_path / "runs")
+    assert marked.order == "post hoc" and marked.declared == first.declared
+    said = history.protocol_of({("c", 0): marked}, late)
+    assert said.startswith("post hoc, declared so: its first run was read")
+    assert history.protocol_of({("c", 0): first}, plain).startswith("pre-registered")
+
+
 def test_the_committed_record_marks_fig1s_band_post_hoc_and_check_names_a_moved_bound():
     records = history.read(RESULTS)
     fig1 = declare.select(sources.claims(), ["fedcanon-fig1"])[0]
@@ -224,4 +255,7 @@ def test_a_summary_number_pools_seeds_only_and_names_what_else_it_spans():
         for m in ("fedmid", "fedda")
         for p in ("iid", "dir/1", "dir/0.2")
     ]
-    assert claim_table.over_seeds(units.Outcome(BEST, grid)) == "401 over 2 methods x 3 partition values"
+    assert (
+        claim_table.over_seeds(units.Outcome(BEST, grid))
+        == "401 over 2 methods x 3 partition values"
+    )

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, history, sources, tuning
+from fedprox_cli.claims import claim_section, declare, evidence, history, sources, tuning
 from fedprox_cli.common.errors import UserError
 from tests.test_claims_record import _commit, _git
 
@@ -95,16 +95,22 @@ def test_a_method_without_a_step_leaves_every_comparison():
     assert tuning.without(order, set()) is order
 
 
-def test_fedcefs_figures_declare_one_grid_for_every_baseline_and_a_tuning_seed_apart():
+def test_fedcefs_figures_decide_at_the_papers_steps_and_tune_the_baselines_as_support():
+    """Sec. V-A fixes alpha = 0.1 and eta_g = 1 for all algorithms: the first run set runs every
+    method there; the tuned set (one grid for every baseline, a tuning seed apart) supports."""
     for c in declare.select(sources.claims(), ["fedcef-fig3", "fedcef-fig4"]):
-        rs = c.ran[0]
+        paper, rs = c.ran[0], history.tuned(c)
+        assert paper.role == "primary" and not paper.tuning and rs is not None
+        assert all(set(p) == {"algorithm"} for p in paper.points[2:])  # the baselines' configs
         t = tuning.of(rs)
         assert t.seed not in rs.seeds and len(rs.seeds) >= 2
-        assert t.grid[0] == 0.1  # FedCEF's own local step (Sec. V-A) first
+        assert t.grid[0] == 0.1  # the paper's local step first
         fixed = [p for p in rs.points if not tuning.tuned(t, p)]
         assert [p["algorithm.alpha"] for p in fixed] == [0.1, 0.1]  # FedCEF: as the paper fixes
         assert {p["algorithm.eta"] for p in fixed} == {0.1}  # Sec. IV's remark: a smaller eta
-        assert all(r.role == "supporting" for r in c.ran[1:])  # the declared steps: shown
+        assert history.declared_post_hoc(rs)  # its history: chosen after runs were read
+        assert all(r.role == "supporting" for r in c.ran[1:])
+        assert c.revised
 
 
 def _claims(grid: list) -> str:
@@ -135,3 +141,20 @@ def test_a_method_whose_tuning_runs_are_not_all_made_has_no_step_yet():
     early = tuning.pick(t, "za2", RUNS[:1])
     assert "not chosen yet (1 of its 3 tuning runs made)" in early.said("test_acc")
     assert early.step is None
+
+
+def test_a_tuned_run_sets_count_splits_its_tuning_runs_from_the_verdicts():
+    picks = [
+        tuning.Pick(
+            "za2", "algorithm.alpha", 0.02, ((0.1, "diverged", 0.1), (0.02, "finished", 0.9)), 2
+        ),
+        tuning.Pick("fedda", "algorithm.beta", None, ((0.1, "diverged", 0.1),), 2),
+    ]
+    ev = evidence.Evidence(_runset(), 7, 12, seeds=(0, 1), T=65, picks=picks)
+    said = claim_section.counted(ev)
+    assert (
+        said == "7 of 12 runs: 3 of 4 tuning runs on seed 3 and 4 of 8 verdict runs on seeds 0, 1"
+    )
+    assert claim_section.counted(evidence.Evidence(_runset(), 4, 4, seeds=(0, 1))) == (
+        "4 of 4 runs, seeds 0, 1"
+    )

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from fedprox_cli.analysis.run import Run
-from fedprox_cli.claims import declare, figures, sources, tables
+from fedprox_cli.claims import declare, figure_files, figures, sources, tables
 
 
 def claim(cid: str) -> declare.Claim:
@@ -97,7 +97,8 @@ def test_fednmap_fig3_draws_its_slope_panel_and_the_papers_slope(tmp_path):
     assert b.get_title() == "(b) final stationarity against log n"  # the paper's sub-captions
     assert b.get_xlabel() == "n (log scale)"
     # the same runs draw the same files: check compares bytes
-    assert figures.stale(c, [], tmp_path, print) == []  # no evidence: nothing redrawn, files kept
+    # no evidence: nothing redrawn, files kept
+    assert figure_files.stale(c, [], tmp_path, print) == []
     assert all(p.is_file() for p in figures.paths(c, tmp_path))
 
 
@@ -107,13 +108,23 @@ def test_collapsed_and_diverged_runs_are_marked_and_left_out(tmp_path):
     runs.append(run(tmp_path, "K20_0", n=30, K=20, seed=0, acc=0.1))  # chance accuracy
     runs.append(run(tmp_path, "K20_1", "diverged", n=30, K=20, seed=1))
     rs = dataclasses.replace(c.ran[0], seeds=(0, 1))
+    spec = c.figure_spec
+    assert spec is not None
+    c = dataclasses.replace(c, figure_spec=dataclasses.replace(spec, order=(5, 10, 20, 40)))
     import unittest.mock as mock
 
-    kept = []
-    with mock.patch.object(figures, "save_figure", lambda fig, path, **kw: kept.append(fig)):
+    kept, said = [], []
+    with mock.patch.object(
+        figures, "save_figure", lambda fig, path, **kw: (kept.append(fig), said.append(kw))
+    ):
         figures.draw(c, rs, runs, tmp_path)
     legend = [t.get_text().replace("\n", " ") for t in kept[0].legends[0].get_texts()]
     assert "Q = 20" in legend  # named though no run of it is in a mean
+    # and the caption names each declared curve without a line, and why
+    assert (
+        "; Q = 20: no line, every run diverged or collapsed; Q = 40: absent, no run of it;"
+        in (said[0]["caption"])
+    )
     assert (
         "collapsed to chance (test_acc < 0.2 at the end) (1 run, not in the mean; o: its end)"
         in legend

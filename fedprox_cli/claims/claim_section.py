@@ -91,8 +91,7 @@ def _ran(r: Rendered, ev: Evidence, owner: dict[str, Claim]) -> str:
         return (
             f"Ran on {data_of(rs)}: `{settings(rs)}` in "
             + ", ".join(f"`{f}`" for f in (*rs.folders, *new))
-            + f" ({ev.present} of {ev.declared} runs, seeds {seed_list(ev.seeds)}, "
-            + f"T = {ev.T}, {ev.minutes:.0f} job-minutes)"
+            + f" ({counted(ev)}, T = {ev.T}, {ev.minutes:.0f} job-minutes)"
             + (f"; {diverged(ev)}." if any(d for d, _ in ev.diverged.values()) else ".")
             + aside
         )
@@ -115,6 +114,7 @@ def _test_lines(
         said = shown_ and shown_ != last_shown
         role = " (supporting: shown, not deciding)" if o.test.role != "primary" else ""
         moot = f" Decides nothing here: {o.moot}." if o.moot else ""
+        moot += f" Diverged runs decide alone: {o.reach}." if o.reach else ""
         moot += f" Not measured here: {o.unmeasured}." if o.unmeasured else ""
         moot += noise(o)
         order = f" Bounds {declared.pop(i)}." if i in declared else ""
@@ -171,6 +171,19 @@ def _evidence(r: Rendered, owner: dict[str, Claim]) -> tuple[list[str], list[str
         out += lines + [""]
         table += rows + _choice_rows(c, ev)
     return out, table
+
+
+def counted(ev: Evidence) -> str:
+    """A run set's runs present of those declared, and its seeds; a tuned one's split into its
+    tuning runs (on the tuning seed) and the verdict's runs (at the chosen steps)."""
+    runs = f"{ev.present} of {ev.declared} runs"
+    if not ev.picks:
+        return f"{runs}, seeds {seed_list(ev.seeds)}"
+    made, of = sum(len(p.read) for p in ev.picks), sum(p.of for p in ev.picks)
+    return (
+        f"{runs}: {made} of {of} tuning runs on seed {tuning.of(ev.runset).seed} and "
+        f"{ev.present - made} of {ev.declared - of} verdict runs on seeds {seed_list(ev.seeds)}"
+    )
 
 
 def picked(ev: Evidence, order: str) -> str:

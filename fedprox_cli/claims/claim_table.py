@@ -154,6 +154,8 @@ def row(r: Rendered) -> str:
         ours += f"; {diverged(ev)}"
     if ev is not None and deciding:
         ours += f"; {post_hoc(r, [ev.outcomes.index(o) + 1 for o in deciding])}"
+    elif mine := [i for i, t in enumerate(c.tests, 1) if t.role == "primary"]:
+        ours += f" ({post_hoc(r, mine)})"  # no deciding reading: still when its bounds were set
     ours += "".join(f"; {other}" for other in others(r))
     if open_ := depends(c, r.evidence):  # the word the open-choice grid gives, per value
         ours += f"; by the open choice's grid (never deciding): {open_}"

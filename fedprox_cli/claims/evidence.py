@@ -68,26 +68,36 @@ class Evidence:
         return self.reads or self.runset
 
 
-def moot(rs: RunSet, t: Test, found: list[Unit]) -> str:
-    """Why a level test decides nothing on ``rs``: on a stand-in (``stands_for``) no run reaches
-    the paper's level (its best run stays below ``min``: the stand-in cannot show it), with that
-    best value and, where declared (``unreachable``), why; "" where it decides (the paper's own
-    data, or some run there reaches the level)."""
+def moot(rs: RunSet, t: Test, found: list[Unit]) -> tuple[str, str]:
+    """Why a level test decides nothing on ``rs``, and why its finite runs decide nothing there
+    while its diverged ones decide: on a stand-in (``stands_for``) no run reaches the paper's
+    level (its best run stays below ``min``: the stand-in cannot show it), with that best value
+    and, where declared (``unreachable``), why. A run that diverged (its unit's note) reaches no
+    level on any data: where some did, they decide (they do not hold) and the test is not moot,
+    the rest no evidence; the reason is then the second of the pair. ("", ""): it decides (the
+    paper's own data, or some run there reaches the level)."""
     if t.kind != "level" or "min" not in t.holds or not rs.stands_for or not found:
-        return ""
+        return "", ""
     best = max((u for u in found if math.isfinite(u.value)), key=lambda u: u.value, default=None)
     if best is not None and best.value >= t.holds["min"]:
-        return ""
+        return "", ""
+    gone = [u for u in found if u.note]
     for u in found:
-        u.raw, u.holds = u.holds, None
+        u.raw, u.holds = u.holds, (False if u.note else None)
     why = rs.unreachable.get(t.metric)
     reached = (
         f"the best run here reaches {num(best.value)} ({best.label})"
         if best
         else "no run is finite"
     )
-    return f"{t.metric} {t.holds['min']:g} is out of reach on {rs.data}: {reached}" + (
+    said = f"{t.metric} {t.holds['min']:g} is out of reach on {rs.data}: {reached}" + (
         f"; {why}" if why else ""
+    )
+    if not gone:
+        return said, ""
+    return "", (
+        f"{said}, so its runs that reached T decide nothing; its {len(gone)} diverged runs "
+        "reach the level on no data and decide (they do not hold)"
     )
 
 
@@ -100,7 +110,8 @@ def outcomes(
     for t in claim.tests:
         spread = noise(t, runs if peers is None else peers)
         found = read_noise(t, units(t, runs, claim, spread), spread)
-        out.append(Outcome(t, found, moot(rs, t, found), noise=spread))
+        why, reach = moot(rs, t, found)
+        out.append(Outcome(t, found, why, noise=spread, reach=reach))
     return out
 
 

@@ -11,7 +11,6 @@ Written as PNG (for the report) and PDF with TrueType (Type 42) fonts (for a pap
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,24 +37,28 @@ from ..analysis.run import BYTES, TIME, X_AXES, Run
 from ..analysis.stats import fit_line, seeds
 from ..common import metric_table as mt
 from .declare import Claim, Figure, RunSet
+from .paper_marks import paper_mark
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
     from ..analysis.plotting import Band
-    from .evidence import Evidence
 
 
 @dataclass
 class Drawn:
     """A claim's figure as its panels draw it: its declaration, the legend's entries, the runs
     drawn alone by (marker, why) (a run counted once however many panels hold it), whether
-    bands were drawn, and clipped."""
+    bands were drawn, and clipped; the curves drawn with a mean, those whose every run was left
+    out of it, and the declared curves (``order``) no panel has a run of."""
 
     fig: Figure
     handles: dict[str, Artist] = field(default_factory=dict)
     alone: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+    meaned: set[str] = field(default_factory=set)
+    unmeaned: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)  # values of the curves' key with a run
     clipped: bool = False
     banded: bool = False
 
@@ -242,47 +245,23 @@ def _curves_panel(
     for v in _order(fig, list(by)):
         st, name = styles[v], names[v]
         ok = [r for r in by[v] if r.problem() is None and not _collapsed(claim, r)]
+        state.seen.add(v)
         if ok:
             line, spread, finals[v] = _mean_curve(ax, ok, x, y, scale, log, st)
             handles.setdefault(name, line)
             bands += [spread] if spread else []
+            state.meaned.add(name)
         else:  # no run in the mean: the curve is still named, by its style
             handles.setdefault(name, Line2D([], [], **st, markersize=3))
+            state.unmeaned.add(name)
         for r in by[v]:
             _alone(ax, claim, r, x, y, scale, log, st, state)
     state.clipped = clip_bands(ax, bands) or state.clipped
     state.banded = state.banded or bool(bands)
     for mark in fig.marks:
         if mark.get("panel", panel["label"]) == panel["label"]:
-            _mark(ax, mark, finals, names, handles)
+            paper_mark(ax, mark, finals, names, handles)
     _axes(ax, fig, panel, runs, x, y, scale, unit, log)
-
-
-def _mark(
-    ax: Axes,
-    mark: dict[str, Any],
-    finals: dict[str, tuple[np.ndarray, np.ndarray]],
-    names: dict[str, str],
-    handles: dict[str, Artist],
-) -> None:
-    """A paper's number on a curves panel: ``hline`` at ``y``, or ``below`` (``points`` below the
-    best final mean of the curves but ``of``: where the paper puts ``of``'s curve)."""
-    kind, text = mark["kind"], mark["text"]
-    if kind == "hline":
-        line = ax.axhline(mark["y"], color="0.3", linestyle=(0, (4, 2)), linewidth=0.9)
-    elif kind == "below":
-        others = [m[-1] for v, (_, m) in finals.items() if v != str(mark["of"]) and len(m)]
-        if not others:
-            return
-        level = max(others) - mark["points"] / 100
-        xs = next(iter(finals.values()))[0]
-        start = xs[int(0.6 * (len(xs) - 1))]
-        (line,) = ax.plot(
-            [start, xs[-1]], [level, level], color="0.2", linestyle=(0, (4, 2)), linewidth=1.0
-        )
-    else:
-        raise ValueError(f"unknown mark kind {kind!r}")
-    handles.setdefault(text, line)
 
 
 def _slope_panel(
@@ -389,9 +368,32 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
     return out
 
 
+def absent(state: Drawn) -> str:
+    """The declared curves the figure draws no mean line of, named, and why: every run of it
+    left out of the mean (diverged or collapsed: drawn alone), or no run of it here at all
+    ("" where every declared curve has a line)."""
+    fig = state.fig
+    listed = [grouping.fmt(v) if isinstance(v, float) else str(v) for v in fig.order]
+    unrun = [
+        fig.names.get(v) or (fig.label.format(v) if fig.label else v)
+        for v in listed
+        if v not in state.seen
+    ]
+    gone = sorted(state.unmeaned - state.meaned, key=list(state.handles).index)
+    said = [f"{_names(gone)}: no line, every run diverged or collapsed"] if gone else []
+    if unrun:
+        said.append(f"{_names(unrun)}: absent, no run of {'it' if len(unrun) == 1 else 'them'}")
+    return "; ".join(said)
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+
+
 def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure) -> str:
     """The figure's caption: the paper's figure and what it shows, then ours (:func:`facts`),
-    what a line and a band are, and what the marks mean."""
+    what a line and a band are, the declared curves without a line (:func:`absent`), and what
+    the marks mean."""
     lines = (
         "lines: mean over the seeds"
         + ("; bands: ± 1 std over the seeds" if state.banded else "")
@@ -413,44 +415,5 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure
             "; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
             "drawn alone and left out of the mean"
         )
-    return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{marks}."
-
-
-def draw_claim(
-    claim: Claim, evidence: list[Evidence], root: Path, warn: Callable[[str], None]
-) -> list[Path]:
-    """Draw ``claim``'s figure (if it declares one) from the first run set that ran (its
-    ``evidence``, :func:`.evidence.gather`'s) into ``root``/figures; the files written."""
-    from .loading import load_runs
-
-    if claim.figure_spec is None:
-        return []
-    for ev in evidence:
-        if ev.present and ev.runset.folders:
-            return draw(claim, ev.read_as, load_runs(claim, ev.read_as, root, warn)[0], root)
-    return []
-
-
-def stale(
-    claim: Claim, evidence: list[Evidence], root: Path, warn: Callable[[str], None]
-) -> list[str]:
-    """One line per figure file of ``claim`` under ``root`` that differs from the one its runs
-    draw now (or is missing): ``check`` redraws every figure into a scratch folder."""
-    import tempfile
-
-    if claim.figure_spec is None:
-        return []
-    with tempfile.TemporaryDirectory() as scratch:
-        from .loading import load_runs
-
-        for ev in evidence:
-            if ev.present and ev.runset.folders:
-                draw(claim, ev.read_as, load_runs(claim, ev.read_as, root, warn)[0], Path(scratch))
-                break
-        out = []
-        for new, old in zip(paths(claim, Path(scratch)), paths(claim, root)):
-            if not old.is_file():
-                out.append(f"{claim.id}: {old} is missing (fedrun-reproduce report draws it)")
-            elif new.is_file() and new.read_bytes() != old.read_bytes():
-                out.append(f"{claim.id}: {old} differs from the figure its runs draw now")
-        return out
+    missing = f"; {without}" if (without := absent(state)) else ""
+    return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{missing}{marks}."

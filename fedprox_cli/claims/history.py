@@ -89,10 +89,23 @@ def bounds(t: Test | dict[str, Any]) -> str:
 
 def protocol(rs: RunSet | dict[str, Any]) -> str:
     """The fingerprint of a run set's tuning protocol (its ``tuning``, ``points`` and ``seeds``:
-    what it tunes, how, and which seeds the verdict reads; 12 hex digits)."""
+    what it tunes, how, and which seeds the verdict reads; 12 hex digits). The tuning's
+    ``post_hoc`` (:func:`declared_post_hoc`) is a record of its history, not of the protocol."""
     d = rs if isinstance(rs, dict) else rs.__dict__
     fields = {k: _plain(d.get(k)) for k in ("tuning", "points", "seeds")}
+    if isinstance(fields["tuning"], dict):
+        fields["tuning"] = {k: v for k, v in fields["tuning"].items() if k != POST_HOC} or None
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+POST_HOC = "post_hoc"  # a tuning's key: why its protocol is post hoc whatever the commit order
+
+
+def declared_post_hoc(rs: RunSet) -> str:
+    """Why the run set's protocol is declared post hoc ("" where it is not): what was read of the
+    runs, or run, before the protocol's declaring commit, which the commit order cannot show
+    (choices made on the verdict's seeds, a tuning run started before its commit)."""
+    return str(rs.tuning.get(POST_HOC) or "")
 
 
 def tuned(claim: Claim) -> RunSet | None:
@@ -239,7 +252,7 @@ def read_from_git(claims: list[Claim], results: Path) -> list[Declared]:
             fp = protocol(rs)
             made = declared(repo, versions, c.id, fp, "ran", protocol)
             tried = first_runs(repo, [str((results / rs.into).resolve())])
-            when = order(repo, made[0], tried[0])
+            when = "post hoc" if declared_post_hoc(rs) else order(repo, made[0], tried[0])
             out.append(Declared(c.id, 0, fp, made[0][:12], made[1], tried[0][:12], tried[1], when))
     return out
 
@@ -295,6 +308,12 @@ def protocol_of(records: Records, claim: Claim) -> str:
     d = records.get((claim.id, 0))
     if d is None or d.bounds != protocol(rs):
         return "order not recorded for this protocol (`fedrun-reproduce record` reads it from git)"
+    if why := declared_post_hoc(rs):
+        return (
+            f"post hoc, declared so: {why} (the commit order alone, protocol {d.declared_at} "
+            f"({d.declared}) before its tuning runs' first commit {d.runs_at} ({d.runs}), "
+            "cannot show it)"
+        )
     return d.said()
 
 

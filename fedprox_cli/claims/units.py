@@ -94,6 +94,7 @@ class Outcome:
     test: Test
     units: list[Unit]
     moot: str = ""  # why this test decides nothing on this run set ("" : it decides)
+    reach: str = ""  # why only its diverged runs decide (a level out of reach: .evidence.moot)
     unmeasured: str = ""  # why this run set does not measure the test (a benchmark file of
     # another number): it cannot decide here, and leaves the word to the others
     noise: Noise | None = None  # with repeats: the base's spread (None: not measured)

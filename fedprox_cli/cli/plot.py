@@ -31,9 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..analysis import results, stats
-from ..analysis.curves import plot_groups, plot_slope
+from ..analysis.curves import plot_groups
 from ..analysis.plotting import plt, styled
 from ..analysis.run import X_AXES
+from ..analysis.slope_figure import plot_slope
 from ..common import metric_table as mt
 from ..common import run_files, streams
 from ..common.errors import UserError, require

@@ -44,7 +44,7 @@ def _blocks(picked: Chosen) -> list[tuple[Path, Path, Callable[[list[render.Rend
 
 
 def check(args: argparse.Namespace) -> int:
-    from ..claims import compare, digests, figures, history, render, tables
+    from ..claims import compare, digests, figure_files, history, render, tables
     from ..claims.evidence import NoUsableRun
 
     picked = chosen(args)
@@ -85,7 +85,7 @@ def check(args: argparse.Namespace) -> int:
         if ev.extra
     ]
     for r in rendered:  # the figures and tables linked from the report, redrawn from the runs
-        diffs += figures.stale(r.claim, r.evidence, root, warn)
+        diffs += figure_files.stale(r.claim, r.evidence, root, warn)
         diffs += tables.stale(r.claim, r.evidence, root, warn)
     if not digests.self_edited(edits):  # an edited digest file blames no run
         diffs += digests.changes(root, claims)
@@ -108,13 +108,13 @@ def _written(picked: Chosen) -> dict[str, str]:
 
 
 def report(args: argparse.Namespace) -> int:
-    from ..claims import digests, figures, render, tables
+    from ..claims import digests, figure_files, render, tables
 
     picked = chosen(args)
     claims, root = picked.every, picked.reproduction
     rendered = build(claims, root, strict=True)
     for r in rendered:  # the figures and tables the report links, before the report digests them
-        figures.draw_claim(r.claim, r.evidence, root, warn)
+        figure_files.draw_claim(r.claim, r.evidence, root, warn)
         tables.write_claim(r.claim, r.evidence, root, warn)
         r.digest = digest(picked.results, r.claim.figure)  # of the file as drawn now
     said = digests.said(_written(picked))
