@@ -11,7 +11,6 @@ Written as PNG (for the report) and PDF with TrueType (Type 42) fonts (for a pap
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,36 +30,18 @@ from ..analysis.plotting import (
     readable_log_ticks,
     save_figure,
     styled,
-    symbol,
 )
 from ..analysis.run import BYTES, TIME, X_AXES, Run
-from ..analysis.stats import fit_line, seeds
+from ..analysis.stats import fit_line
 from ..common import metric_table as mt
 from .declare import Claim, Figure, RunSet
+from .figure_caption import Drawn, caption, notation, value
 from .paper_marks import paper_mark
 
 if TYPE_CHECKING:
-    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
 
     from ..analysis.plotting import Band
-
-
-@dataclass
-class Drawn:
-    """A claim's figure as its panels draw it: its declaration, the legend's entries, the runs
-    drawn alone by (marker, why) (a run counted once however many panels hold it), whether
-    bands were drawn, and clipped; the curves drawn with a mean, those whose every run was left
-    out of it, and the declared curves (``order``) no panel has a run of."""
-
-    fig: Figure
-    handles: dict[str, Artist] = field(default_factory=dict)
-    alone: dict[tuple[str, str], set[int]] = field(default_factory=dict)
-    meaned: set[str] = field(default_factory=set)
-    unmeaned: set[str] = field(default_factory=set)
-    seen: set[str] = field(default_factory=set)  # values of the curves' key with a run
-    clipped: bool = False
-    banded: bool = False
 
 
 FORMATS = ("png", "pdf")
@@ -79,13 +60,9 @@ def paths(claim: Claim, root: Path) -> list[Path]:
     return [root / "figures" / f"{claim.id}.{fmt}" for fmt in FORMATS]
 
 
-def _value(run: Run, key: str) -> Any:  # a config value
-    return run.config.get(grouping.config_key([run], key))
-
-
 def _matches(run: Run, where: dict[str, Any]) -> bool:
     return all(
-        grouping.matches(_value(run, k), grouping.fmt(v) if isinstance(v, float) else str(v))
+        grouping.matches(value(run, k), grouping.fmt(v) if isinstance(v, float) else str(v))
         for k, v in where.items()
     )
 
@@ -104,21 +81,17 @@ def curve_names(fig: Figure, runs: list[Run], key: str) -> dict[str, str]:
     printed = method_names([r.config for r in runs], grouping.config_key(runs, key))
     out = {}
     for r in runs:
-        v = grouping.fmt(_value(r, key))
+        v = grouping.fmt(value(r, key))
         out[v] = (
             fig.names.get(v)
             or printed.get(v)
             or (
                 fig.label.format(v)
                 if fig.label and key == fig.curves
-                else f"{_notation(fig, key)} = {v}"
+                else f"{notation(fig, key)} = {v}"
             )
         )
     return out
-
-
-def _notation(fig: Figure, key: str) -> str:
-    return fig.notation.get(key) or fig.notation.get(key.rsplit(".", 1)[-1]) or symbol(key)
 
 
 def _order(fig: Figure, values: list[str]) -> list[str]:
@@ -234,7 +207,7 @@ def _curves_panel(
         ax.set_yscale("log")
     by: dict[str, list[Run]] = {}
     for r in runs:
-        by.setdefault(grouping.fmt(_value(r, key)), []).append(r)
+        by.setdefault(grouping.fmt(value(r, key)), []).append(r)
     scale, unit = (
         byte_unit(max(float(np.nanmax(r.column(BYTES), initial=0)) for r in runs))
         if x == BYTES
@@ -274,7 +247,7 @@ def _slope_panel(
     by: dict[Any, list[float]] = {}  # a value of key -> the finals there
     for r in runs:
         if r.problem(y, final) is None and not _collapsed(claim, r):
-            by.setdefault(_value(r, key), []).append(r.final(y, final))
+            by.setdefault(value(r, key), []).append(r.final(y, final))
     v = np.array(sorted(by), float)
     m = np.array([np.mean(by[k]) for k in sorted(by)])
     s = np.array([np.std(by[k], ddof=1) if len(by[k]) > 1 else 0.0 for k in sorted(by)])
@@ -298,28 +271,8 @@ def _slope_panel(
     ax.set_xticks(v, [grouping.fmt(int(x) if float(x).is_integer() else x) for x in v])
     ax.xaxis.set_minor_formatter(NullFormatter())
     readable_log_ticks(ax, "y")
-    ax.set_xlabel(f"{_notation(fig, key)} (log scale)")
+    ax.set_xlabel(f"{notation(fig, key)} (log scale)")
     ax.set_ylabel(f"final {_y_label(fig, y)}")
-
-
-def facts(claim: Claim, rs: RunSet, runs: list[Run], fig: Figure) -> str:
-    """The caption's facts: the data (and what it stands in for), n, K (or Q), T, the seeds run."""
-
-    def one(key: str) -> str:
-        vals = sorted(
-            {_value(r, key) for r in runs if _value(r, key) is not None},
-            key=lambda v: grouping.order([v]),
-        )
-        name = _notation(fig, key) if key != "n" else "n"
-        return (
-            f"{name} = {grouping.fmt(vals[0])}"
-            if len(vals) == 1
-            else f"{name} ∈ {{{', '.join(map(grouping.fmt, vals))}}}"
-        )
-
-    data = f"{rs.data} (standing in for the paper's {rs.stands_for})" if rs.stands_for else rs.data
-    seed_text = seeds(len({r.config.get("seed") for r in runs}))
-    return f"Ours: {data}; {one('n')} clients, {one('K')}, T = {rs.T}; {seed_text}"
 
 
 def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
@@ -366,54 +319,3 @@ def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:
             plt.rcParams["savefig.dpi"] = keep
         plt.close(fig)
     return out
-
-
-def absent(state: Drawn) -> str:
-    """The declared curves the figure draws no mean line of, named, and why: every run of it
-    left out of the mean (diverged or collapsed: drawn alone), or no run of it here at all
-    ("" where every declared curve has a line)."""
-    fig = state.fig
-    listed = [grouping.fmt(v) if isinstance(v, float) else str(v) for v in fig.order]
-    unrun = [
-        fig.names.get(v) or (fig.label.format(v) if fig.label else v)
-        for v in listed
-        if v not in state.seen
-    ]
-    gone = sorted(state.unmeaned - state.meaned, key=list(state.handles).index)
-    said = [f"{_names(gone)}: no line, every run diverged or collapsed"] if gone else []
-    if unrun:
-        said.append(f"{_names(unrun)}: absent, no run of {'it' if len(unrun) == 1 else 'them'}")
-    return "; ".join(said)
-
-
-def _names(names: list[str]) -> str:
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
-
-
-def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure) -> str:
-    """The figure's caption: the paper's figure and what it shows, then ours (:func:`facts`),
-    what a line and a band are, the declared curves without a line (:func:`absent`), and what
-    the marks mean."""
-    lines = (
-        "lines: mean over the seeds"
-        + ("; bands: ± 1 std over the seeds" if state.banded else "")
-        + (" (clipped at the axis's bottom)" if state.clipped else "")
-    )
-    if any(p.get("kind") == "slope" for p in fig.panels):
-        lines += (
-            "; points: mean ± 1 std of the tail (last 10% of evaluations) per value, solid: "
-            "least-squares fit"
-        )
-    paper = f"{claim.paper} {claim.where.split(', ')[-1]}: {fig.caption}"
-    marks = "; dashed grey: the paper's number" if fig.marks else ""
-    if fig.stationarity == Figure.stationarity and any(
-        p.get("y", fig.y) == mt.STATIONARITY.name for p in fig.panels
-    ):
-        marks += "; ||G||² = ||G_s(x)||², the proximal gradient mapping at the algorithm's step s"
-    if state.alone:
-        marks += (
-            "; dotted, marked: a run that diverged (x) or collapsed to chance accuracy (o), "
-            "drawn alone and left out of the mean"
-        )
-    missing = f"; {without}" if (without := absent(state)) else ""
-    return f"{paper}. {facts(claim, rs, runs, fig)}; {lines}{missing}{marks}."

@@ -254,7 +254,7 @@ def _test(c: _Check, t: dict[str, Any], ran: list[dict[str, Any]], path: KeyPath
 
 def _figure(c: _Check, fig: dict[str, Any], path: KeyPath) -> None:
     c.record(fig, declare.Figure, path)
-    _metric(c, fig.get("y", "test_acc"), (*path, "y"))
+    _metric(c, fig.get("y", metric_table.TEST_ACC.name), (*path, "y"))
     for j, panel in enumerate(fig.get("panels") or ()):
         p = (*path, "panels", j)
         if not isinstance(panel, dict):
