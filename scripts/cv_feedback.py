@@ -49,7 +49,10 @@ def fresh(exp: experiment.Experiment, z: torch.Tensor, t: int, batches: int) -> 
     """G: row i is client i's gradient at z, the mean over ``batches`` unused mini-batches."""
     env = exp.env
     Z = z.expand(env.n, -1).contiguous()
-    return sum(env.grad(Z, t, env.K + 1 + j) for j in range(batches)) / batches
+    G = torch.zeros_like(Z)
+    for j in range(batches):
+        G += env.grad(Z, t, env.K + 1 + j)
+    return G / batches
 
 
 def rows(exp: experiment.Experiment, T: int, batches: int) -> list[str]:
