@@ -299,6 +299,53 @@ def test_composite_methods_reach_the_centralized_optimum(name, optimum):
     assert gaps[-1] <= gaps[0]
 
 
+# --- control-variate feedback (FedCEF Figs. 3-4: why ZA2 and FedCanon diverge at alpha K = 1) --
+
+# A ReLU MLP on digits, exact local gradients (B = full), n = 10 Dir(0.5) clients, K = 10, h = 0:
+# deterministic, so neither a stand-in's size nor mini-batch noise can cause what it shows.
+FEEDBACK = (
+    "model=mlp",
+    "model.init=default",
+    "model.hidden=32",
+    "n=10",
+    "K=10",
+    "partition=dir/0.5",
+    "regularizer=none",
+)
+
+
+def _feedback(*overrides: str, T: int = 16) -> tuple[list[float], list[float]]:
+    """Each round's objective and, where the method keeps control variates c and c_i, the
+    norm of the local correction c - c_i over all clients."""
+    exp, states = trajectory(*FEEDBACK, *overrides, T=T)
+    f = [objective(exp, s["z"]) for s in states]
+    corr = [(s["c"] - s["C"]).norm().item() for s in states if "c" in s and "C" in s]
+    return f, corr
+
+
+def test_previous_path_control_variates_feed_back_where_fresh_ones_and_momentum_do_not():
+    """The claim fedcef-fig3's named reason. ZA2 (= SCAFFOLD option II with server step 1,
+    above) forms c_i from the previous round's path, which the correction c - c_i itself
+    moved: at local step 0.3 (alpha K = 3) the correction grows round by round, far beyond
+    the gradients it corrects, until the objective blows up, as FedCanon's does at the same
+    steps. At the same step SCAFFOLD option I (c_i a fresh gradient at z), FedDA (no control
+    variate) and FedCEF at eta = 0.1 (c_i moved a tenth of the way a round) converge, and ZA2
+    converges at step 0.1."""
+    za2, za2_corr = _feedback("algorithm=za2", "algorithm.alpha=0.3", "algorithm.eta_g=1.0")
+    canon, _ = _feedback("algorithm=fedcanon", "algorithm.beta=0.3", "algorithm.alpha=3.0")
+    for f in (za2, canon):
+        assert not all(math.isfinite(v) and v < 1e6 for v in f), f  # blown up within 16 rounds
+    finite = [c for c in za2_corr if math.isfinite(c)]
+    assert max(finite) > 100 * finite[0]  # the correction feeds on itself
+    cef, cef_corr = _feedback("algorithm=fedcef", "algorithm.alpha=0.3", "algorithm.eta=0.1")
+    za2_small, small_corr = _feedback("algorithm=za2", "algorithm.alpha=0.1")
+    option_i, _ = _feedback("algorithm=scaffold1", "algorithm.beta=0.3", "algorithm.alpha=1.0")
+    fedda, _ = _feedback("algorithm=fedda", "algorithm.beta=0.3", "algorithm.alpha=1.0")
+    for f in (cef, za2_small, option_i, fedda):
+        assert all(math.isfinite(v) for v in f) and f[-1] < 0.5 * f[0], f
+    assert max(cef_corr) < 2 and max(small_corr) < 10 * small_corr[0]
+
+
 # --- stochastic descent, partial participation, validation ------------------------------------
 
 

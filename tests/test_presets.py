@@ -238,3 +238,35 @@ def test_calc_is_arithmetic_only():
     for bad in ("__import__('os')", "K/2", "1 if 1 else 2", "1/"):
         with pytest.raises(ValueError, match="calc"):
             resolvers.calc(bad)
+
+
+def test_the_papers_setting_runs_what_its_claims_decide_at(composer):
+    """`fedrun-reproduce run CLAIM --paper` runs the claim's preset with each value of its
+    sweep and nothing else: at every point of the claim's deciding run sets made
+    with that preset, the preset must compose the values the point declares (FedCEF Figs.
+    3-4 decide at eta = 0.1, so conf/algorithm/fedcef_fig3_4/fedcef_top*.yaml set it)."""
+    from fedprox_cli.claims import sources
+
+    checked = 0
+    for claim in sources.load(sources.resolve(None)):
+        pr = claim.paper_runs
+        if pr is None or not pr.preset:
+            continue
+        # the command is the preset's own sweep (:func:`fedprox_cli.claims.plan._paper`)
+        swept = set(sweep(composer([f"experiment={pr.preset}"])))
+        for rs in claim.ran:
+            if rs.role != "primary" or rs.preset != pr.preset:
+                continue
+            for point in rs.points:
+                at = [f"{k}={v}" for k, v in point.items() if k in swept]
+                c = job(composer([f"experiment={pr.preset}", *at]))
+                for k, want in point.items():
+                    if k in swept:
+                        continue
+                    got = OmegaConf.select(OmegaConf.create(c), k)
+                    assert got == pytest.approx(want), (
+                        f"{claim.id}: --paper runs {pr.preset} {' '.join(at)} at {k}={got}, "
+                        f"the claim decides at {k}={want}"
+                    )
+                    checked += 1
+    assert checked >= 8  # FedCEF Figs. 3-4: alpha and eta of both top-k ratios, each figure
