@@ -158,6 +158,9 @@ def _reachable(under: Path) -> str:
     return " && ".join([*lines, "true"])
 
 
+NOBODY = pytest.mark.xdist_group("nobody")  # one at a time: the room under the limit is shared
+
+
 @pytest.fixture
 def as_nobody():
     """Run a command of this checkout as nobody under ``ulimit -u LIMIT`` in a folder nobody
@@ -194,6 +197,7 @@ def _summary(folder: Path) -> dict:
     return json.loads((folder / "summary.json").read_text())
 
 
+@NOBODY
 def test_a_run_fits_a_limit_of_two(as_nobody):
     """``ulimit -u 2``: libgomp ended the process (``Thread creation failed``, exit 1), or
     OpenBLAS's SIGINT did (exit 2), as the drawing process took the one task left. The run
@@ -209,6 +213,7 @@ def test_a_run_fits_a_limit_of_two(as_nobody):
     assert (folder / "R" / "metrics.png").is_file()
 
 
+@NOBODY
 def test_no_room_at_all_is_one_line(as_nobody):
     """``ulimit -u 1``: OpenBLAS printed four lines of its own before fedrun's. One line, exit
     2, nothing written -- and an analysis command, which starts nothing, runs."""
@@ -225,6 +230,7 @@ def test_no_room_at_all_is_one_line(as_nobody):
         assert shown in p.stdout
 
 
+@NOBODY
 def test_a_joblib_sweep_without_room_is_one_line(as_nobody):
     """A joblib sweep whose workers do not fit: ``Resource temporarily unavailable``, an
     internal error with the workers' tracebacks, or a sweep that hangs. One line, exit 2,
