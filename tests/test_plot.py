@@ -349,3 +349,28 @@ def test_a_caption_gives_the_setting_in_words_one_meaning_per_symbol():
         "0.5, at least 10 samples a client)"
     )
     assert tex("FedCanon (α = 0.2), λ = 1e-05") == r"FedCanon ($\alpha$ = 0.2), $\lambda$ = 1e-05"
+
+
+@pytest.mark.parametrize("extra", [[], ["--logy"], ["--slope", "n"]])
+def test_accuracy_reads_in_percent_in_fedrun_plots_figures(tmp_path, kept, extra):
+    """The metric table's ``percent`` decides a figure's axis as it decides a table's
+    (plotting.metric_axis): fedrun-plot's accuracy axis, linear, log (its labels between the
+    decades too) and the slope figure's, reads 100 times its data, which stay metrics.csv's
+    fractions; a metric that is no percentage keeps its labels."""
+    from test_plot_scripts import acc_run, in_percent
+
+    for n in (10, 20):
+        for seed in range(2):
+            acc_run(tmp_path, f"n{n}_{seed}", 0.7 + n / 1000 + seed / 100, seed=seed, n=n)
+    args = [str(tmp_path), "--y", "test_acc", *extra, "--out", str(tmp_path / "f.png")]
+    assert plot_cli.main(args) == 0
+    ax = kept[0].axes[0]
+    assert ax.get_ylabel().endswith("test accuracy (%)") and ax.get_ylim()[1] < 1
+    assert in_percent(ax)
+    if extra:  # log y: the labels between the decades in percent too
+        minor = [t.get_text() for t in ax.get_yticklabels(minor=True) if t.get_text()]
+        assert minor and all(float(t) > 1 for t in minor)
+    assert (
+        plot_cli.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "g.png")]) == 0
+    )
+    assert kept[1].axes[0].get_ylabel() == "train loss f(x)" and not in_percent(kept[1].axes[0])

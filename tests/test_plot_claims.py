@@ -126,7 +126,7 @@ def test_collapsed_and_diverged_runs_are_marked_and_left_out(tmp_path):
         in (said[0]["caption"])
     )
     assert (
-        "collapsed to chance (test_acc < 0.2 at the end) (1 run, not in the mean; o: its end)"
+        "collapsed to chance (test accuracy < 20% at the end) (1 run, not in the mean; o: its end)"
         in legend
     )
     assert "diverged (1 run, not in the mean; x: its last finite value)" in legend
@@ -170,3 +170,27 @@ def test_table6_bolds_ours_only_beyond_the_spread(tmp_path):
     ]
     assert tables._best([(0.75, 0.15), (0.71, 0.01)], "test_acc") == [False, False]
     assert tables._best([(10.0, 0.0), (20.0, 0.0)], "time_s") == [True, False]  # lower is better
+
+
+def test_a_claims_accuracy_axis_reads_in_percent_beside_the_papers_number(tmp_path):
+    """FedCEF Fig. 3 (test accuracy against bytes): the axis in percent as the tables show it
+    (plotting.metric_axis), the paper's 98% drawn at the runs' fraction 0.98."""
+    from test_plot_scripts import in_percent
+
+    c = claim("fedcef-fig3")
+    runs = []
+    for alg in ("fedcef_fig3_4/fedda", "fedcef_fig3_4/za2"):
+        for s in (0, 1):
+            r = run(tmp_path, f"{alg}{s}", n=10, K=10, seed=s, acc=0.95 + s / 100)
+            r.config["choice:algorithm"] = alg
+            runs.append(r)
+    rs = dataclasses.replace(c.ran[0], seeds=(0, 1))
+    import unittest.mock as mock
+
+    kept = []
+    with mock.patch.object(figures, "save_figure", lambda fig, path, **kw: kept.append(fig)):
+        figures.draw(c, rs, runs, tmp_path)
+    ax = kept[0].axes[0]
+    assert ax.get_ylabel() == "test accuracy (%)" and in_percent(ax)
+    (paper,) = [line for line in ax.get_lines() if line.get_color() == "0.3"]  # its grey
+    assert paper.get_ydata()[0] == 0.98

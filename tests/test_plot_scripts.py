@@ -89,6 +89,29 @@ def real(seed=0, **dotted) -> dict:
     return c
 
 
+def in_percent(ax, which="y") -> bool:
+    """Whether every labelled tick of ``ax``'s axis (major, and minor where labelled) reads 100
+    times its value (a fraction's axis in percent), the major ones at one number of decimals."""
+    ax.figure.canvas.draw()
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    lo, hi = sorted(axis.get_view_interval())
+
+    def shown(ticks) -> list[tuple[float, str]]:
+        return [
+            (t.get_loc(), t.label1.get_text())
+            for t in ticks
+            if t.label1.get_text() and lo <= t.get_loc() <= hi
+        ]
+
+    major, minor = shown(axis.get_major_ticks()), shown(axis.get_minor_ticks())
+    decimals = {len(text.partition(".")[2]) for _, text in major}
+    return (
+        len(major + minor) > 1
+        and len(decimals) <= 1
+        and all(abs(float(text) - 100 * v) < 1e-6 for v, text in major + minor)
+    )
+
+
 def acc_run(root, name, acc, status="finished", **cfg):
     """A real-layout run whose test accuracy ends at ``acc`` (losses inf at the end if diverged)."""
     loss = [2.0, 1.0, np.inf if status == "diverged" else 0.5]
@@ -406,7 +429,8 @@ def test_one_legend_below_axes_caption_in_metadata_integer_round_ticks(tmp_path,
 
 def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys):
     """--label renames legend entries (by value, by key, whole labels from --labels YAML); x stops
-    at the last round; accuracy in 0-1 like metrics.csv; each entry has its own n."""
+    at the last round; accuracy in percent as the tables show it (the data: metrics.csv's
+    fractions); each entry has its own n."""
     for seed in range(3):
         acc_run(tmp_path, f"c{seed}", 0.7, seed=seed)
     for seed in range(2):
@@ -446,7 +470,8 @@ def test_figure_labels_limits_units_title_and_honest_n(tmp_path, figures, capsys
     assert (
         max(ax.get_xticks()[(ax.get_xticks() >= ax.get_xlim()[0]) & (ax.get_xticks() <= 10)]) == 10
     )
-    assert ax.get_ylabel() == "test accuracy" and ax.get_ylim()[1] < 1.0
+    assert ax.get_ylabel() == "test accuracy (%)" and ax.get_ylim()[1] < 1.0
+    assert in_percent(ax)
     assert fig._suptitle.get_text() == "Digits"
     out = capsys.readouterr().out
     assert (
@@ -572,9 +597,10 @@ def test_metrics_png_of_a_diverged_run(tmp_path, figures):
     loss, acc, stat = fig.axes
     assert [ax.get_ylabel() for ax in fig.axes] == [
         "loss",
-        "test accuracy",
+        "test accuracy (%)",
         "stationarity ||G_s(x)||²",
     ]
+    assert in_percent(acc) and not in_percent(stat)
     assert loss.get_yscale() == stat.get_yscale() == "log"
     marks = [tuple(line.get_xydata()[0]) for line in loss.get_lines() if line.get_marker() == "x"]
     assert marks == [(5.0, 1.0), (5.0, 1.1)]

@@ -12,8 +12,8 @@ papers' client count). Curves cycle colours, line styles and markers; curves ide
 precision are named as such; a run that did not finish (diverged, interrupted, ...) is left out
 of its curve's mean and drawn alone up to its last finite point, marked there (``x`` for
 diverged). On a log axis a band is clipped to the axis's range; bytes read in MB or GB; a round
-axis has its ticks at the evaluated rounds. Accuracies are fractions (0-1) as in
-``metrics.csv``, in every figure and table.
+axis has its ticks at the evaluated rounds; accuracy reads in percent, as in the tables
+(:func:`plotting.metric_axis`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from .plotting import (
     clip_bands,
     figure_legend,
     mark_end,
+    metric_axis,
     plain,
     plt,
     readable_log_ticks,
@@ -327,7 +328,7 @@ def plot_groups(
         heading = ", ".join(part(k, panel_runs[0].config.get(k, "-"), names) for k in panel_keys)
         _axes(ax, panel_runs, x, y, unit, scale, log, heading if panel else "")
     for ax in axes[:, 0]:
-        ax.set_ylabel(names.get(y) or mt.label(y))
+        metric_axis(ax, mt.metric(y), names.get(y))
     handles, labels, counts = _entries(drawn)
     text = figure_caption(
         runs, groups, entries, names, panel_keys, counts, drawn.banded, drawn.clipped

@@ -16,9 +16,16 @@ matplotlib.rcParams.update(
 )  # TrueType in PDFs: venues reject Type 3
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    Formatter,
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+)
 from numpy.typing import ArrayLike  # noqa: E402
 
+from ..common import metric_table as mt  # noqa: E402
 from ..common.files import atomic_write  # noqa: E402
 from ..common.flatten import flatten  # noqa: E402
 
@@ -223,6 +230,36 @@ def readable_log_ticks(ax: Axes, which: str = "y") -> None:
         axis.set_minor_formatter(plain)
     else:
         axis.set_minor_formatter(NullFormatter())
+
+
+class PercentTicks(Formatter):
+    """Tick labels of a fraction in percent (0.825 -> ``82.5``), each tick at the fewest
+    decimals (at most 3) that print every tick of the axis exactly."""
+
+    decimals = 0
+
+    def set_locs(self, locs: list[float]) -> None:
+        super().set_locs(locs)
+        shown = 100 * np.asarray(locs, float)
+        exact = (d for d in range(3) if np.allclose(shown, np.round(shown, d), rtol=0, atol=1e-6))
+        self.decimals = next(exact, 3)
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{100 * x:.{self.decimals}f}"
+
+
+def metric_axis(ax: Axes, m: mt.Metric, label: str | None = None, which: str = "y") -> None:
+    """``m``'s value axis as the tables show the metric (:mod:`common.metric_table`): its label
+    (``label``, else the metric's) followed by its unit, and a percentage's tick labels in
+    percent (``test accuracy (%)``, ticks ``80 82.5 85``). The data stay the fractions the runs
+    recorded, so every line, band, mark and reference value drawn in them is where it belongs.
+    Called once the axis's scale and ticks are set (its tick labels are replaced here)."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    axis.set_label_text((m.label() if label is None else label) + m.unit)
+    if m.percent:
+        axis.set_major_formatter(PercentTicks())
+        if not isinstance(axis.get_minor_formatter(), NullFormatter):
+            axis.set_minor_formatter(PercentTicks())
 
 
 def mark_end(

@@ -20,17 +20,19 @@ from .plotting import (
     at_data,
     integer_ticks,
     mark_end,
+    metric_axis,
     plt,
     readable_log_ticks,
     run_title,
     save_figure,
 )
 
-Panel = tuple[tuple[mt.Metric, ...], str, bool, int]  # metrics, y label, log y, first colour
+# metrics, y label (None: the first metric's), log y, first colour
+Panel = tuple[tuple[mt.Metric, ...], str | None, bool, int]
 RUN_PANELS: tuple[Panel, ...] = (  # the losses share a panel (legend)
     ((mt.TRAIN_LOSS, mt.OBJECTIVE), "loss", True, 0),
-    ((mt.TEST_ACC,), mt.TEST_ACC.label(), mt.TEST_ACC.log, 2),
-    ((mt.STATIONARITY,), mt.STATIONARITY.label(), mt.STATIONARITY.log, 0),
+    ((mt.TEST_ACC,), None, mt.TEST_ACC.log, 2),
+    ((mt.STATIONARITY,), None, mt.STATIONARITY.log, 0),
 )
 
 
@@ -103,7 +105,7 @@ def _run_panel(
     if not drawn:
         ax.text(0.5, 0.5, "no finite values", ha="center", va="center", transform=ax.transAxes)
     ax.set_xlabel(mt.ROUND.label())
-    ax.set_ylabel(ylabel)
+    metric_axis(ax, metrics[0], ylabel)
     at_data(ax, rounds)
     ax.grid(alpha=0.3)
 
@@ -162,7 +164,7 @@ def plot_clients(run_dir: Path, png_path: Path) -> None:
         band = ax.fill_between(r, mean - std, mean + std, color="C0", alpha=0.2, linewidth=0)
         (worst_line,) = ax.plot(r, df[f"{m.name}_worst10"], color="C3", linestyle="--")
         ax.set_xlabel(mt.ROUND.label())
-        ax.set_ylabel(m.label())
+        metric_axis(ax, m)
         at_data(ax, r)
         ax.grid(alpha=0.3)
     fig.legend(

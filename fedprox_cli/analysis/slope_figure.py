@@ -14,7 +14,7 @@ from ..common import metric_table as mt
 from .caption import common_keys, sentence, what_lines_are
 from .curves import new_figure, style, written
 from .groups import fmt, shared, short
-from .plotting import figure_legend, readable_log_ticks, symbol
+from .plotting import figure_legend, metric_axis, readable_log_ticks, symbol
 from .renames import Renames
 from .run import Run
 from .stats import Fit, seed_interval, slope
@@ -92,7 +92,7 @@ def _slope_axes(
     ax.xaxis.set_minor_formatter(NullFormatter())
     final_text = "mean of the last 10% of evaluations of" if final == "tail" else "final"
     ax.set_xlabel(f"{names.get(key) or symbol(key)} (log scale)")
-    ax.set_ylabel(f"{final_text} {mt.label(metric)}")
+    metric_axis(ax, mt.metric(metric), f"{final_text} {mt.label(metric)}")
     ax.grid(alpha=0.3, which="both")
 
 

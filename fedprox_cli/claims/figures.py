@@ -26,6 +26,7 @@ from ..analysis.plotting import (
     byte_unit,
     clip_bands,
     figure_legend,
+    metric_axis,
     plt,
     readable_log_ticks,
     save_figure,
@@ -134,8 +135,9 @@ def _alone(
     state: Drawn,
 ) -> None:
     """A run outside the mean (diverged, collapsed, unfinished): dotted, its end marked."""
+    trained = mt.metric(claim.trained_metric)
     why = (
-        f"collapsed to chance ({claim.trained_metric} < {claim.trained_min:g} at the end)"
+        f"collapsed to chance ({trained.words} < {trained.said(claim.trained_min)} at the end)"
         if _collapsed(claim, r)
         else r.problem()
     )
@@ -192,7 +194,7 @@ def _axes(
         if rounds
         else X_AXES[x]
     )
-    ax.set_ylabel(panel.get("ylabel") or _y_label(fig, y))
+    metric_axis(ax, mt.metric(y), panel.get("ylabel") or _y_label(fig, y))
 
 
 def _curves_panel(
@@ -272,7 +274,7 @@ def _slope_panel(
     ax.xaxis.set_minor_formatter(NullFormatter())
     readable_log_ticks(ax, "y")
     ax.set_xlabel(f"{notation(fig, key)} (log scale)")
-    ax.set_ylabel(f"final {_y_label(fig, y)}")
+    metric_axis(ax, mt.metric(y), f"final {_y_label(fig, y)}")
 
 
 def draw(claim: Claim, rs: RunSet, runs: list[Run], root: Path) -> list[Path]:

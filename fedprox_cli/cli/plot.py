@@ -18,7 +18,8 @@ error). The legend sits below the axes in as many columns as fit the width (--st
 in per panel); under it the caption, one sentence: each method with its own parameters, the
 settings all curves share, the seed count ("3 seeds") and what a band is (± 1 std; clipped to a
 log axis's range), also written into the file's metadata and beside it (fig.pdf ->
-fig.caption.txt); --no-caption leaves it out of the image. Round ticks sit at evaluations. Bytes read in MB or GB. PDFs embed TrueType fonts
+fig.caption.txt); --no-caption leaves it out of the image. Round ticks sit at evaluations. Bytes
+read in MB or GB; accuracy in percent, as fedrun-table shows it. PDFs embed TrueType fonts
 (Type 42). --out writes the format
 its extension names (.png, .pdf, .svg: vector) and creates missing folders. Bad input is one line
 on stderr and exit code 2.

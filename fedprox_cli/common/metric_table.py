@@ -54,7 +54,7 @@ class Metric:
     lower_is_better: bool = False
     log: bool = False  # drawn on a log y axis, as the papers draw it
     fmt: str = ".4f"  # a number of it, as a table cell prints it
-    percent: bool = False  # a fraction (0-1) that tables for people show in percent (:meth:`shown`)
+    percent: bool = False  # a fraction (0-1) figures and tables show in percent (:meth:`shown`)
     help: str = ""
     kind: str = "model"
     compute: Compute | None = None  # a plugin's computation (the built-ins': engine.metrics)
@@ -70,12 +70,17 @@ class Metric:
 
     @property
     def unit(self) -> str:
-        """What a table for people says after its name: `` (%)`` for a percentage."""
+        """What a table for people or a figure's axis says after its name: `` (%)`` for a
+        percentage."""
         return " (%)" if self.percent else ""
 
     def shown(self, value: float) -> float:
         """``value`` as a table for people shows it: a fraction in percent (0.8253 -> 82.53)."""
         return 100 * value if self.percent else value
+
+    def said(self, value: float) -> str:
+        """``value`` in a sentence: a fraction in percent (0.2 -> ``20%``), else ``0.2``."""
+        return f"{100 * value:g}%" if self.percent else f"{value:g}"
 
     def format_for(self, spread: float) -> str:
         """The format of a table's numbers of it (:meth:`shown`) whose largest std over seeds is
@@ -202,8 +207,8 @@ TEST_ACC = _own(
         "test_acc",
         "test accuracy",
         percent=True,
-        help="the accuracy of x on the test set (a fraction; in percent in fedrun-table's "
-        "Markdown and LaTeX)",
+        help="the accuracy of x on the test set (a fraction; in percent in figures and in "
+        "fedrun-table's Markdown and LaTeX)",
     )
 )
 STATIONARITY = _own(

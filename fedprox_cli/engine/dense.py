@@ -10,8 +10,10 @@ operands -- ``addmm`` forward, ``_log_softmax``, the ``gather`` backward's ``sca
 into zeros, ``_log_softmax_backward_data``, ``mm(dz.t(), h)`` for a weight, ``dz.sum(0)`` for a
 bias, ``mm(dz, W)`` and ``threshold_backward`` / ``sigmoid_backward`` for the layer below
 (torch's ``mm_mat1_backward`` / ``mm_mat2_backward`` for ``linear``'s ``addmm`` with a
-transposed weight) -- into buffers allocated once per mini-batch size, the gradient written
-straight into its destination: the same numbers, bit for bit (``tests/test_dense.py``).
+transposed weight) -- into buffers allocated once per mini-batch size, a client's K
+mini-batches gathered in one call and the loss's gradient w.r.t. the log-softmax made for all K
+at once (it reads no parameter), the gradient written straight into its destination: the same
+numbers, bit for bit (``tests/test_dense.py``).
 
 Any other module -- other layers, these layers' subclasses, a plugin's own ``forward`` --
 goes through autograd.
@@ -59,9 +61,19 @@ def dense_activations(module: nn.Module) -> list[type[nn.Module]] | None:
     return [type(a) for a in acts]
 
 
+ALIGN = 64
+"""Bytes to which the CPU allocator aligns a tensor: a client's mini-batches gathered in one
+call are taken as one buffer only where every one of them starts so aligned, as a mini-batch
+gathered alone does (a float32 product whose operand starts off it sums in another order here:
+docs/performance.md)."""
+
+
 class DenseNet:
     """Gradients of one client's weighted loss on a dense network (module docstring), its
-    mini-batch gathered from the training set ``x``, ``y`` into a buffer of its own."""
+    mini-batches gathered from the training set ``x``, ``y`` into buffers of its own:
+    :meth:`gather` takes all of a client's K mini-batches at once, :meth:`step` the gradient
+    on the k-th of them (one ``index_select`` of K B rows per client instead of one per step,
+    and no loss where no one reads it); :meth:`grad` is both for one mini-batch."""
 
     def __init__(
         self, model: FlatModel, acts: Sequence[type[nn.Module]], x: torch.Tensor, y: torch.Tensor
@@ -70,6 +82,8 @@ class DenseNet:
         self.x, self.y = x, y
         self.widths = [s[0] for s in model.shapes[0::2]]  # each linear layer's outputs
         self._b = -1  # the mini-batch size the buffers are allocated for
+        self._rows = self._slot_b = 0  # the gather buffers' samples, their mini-batches' size
+        self.row_bytes = x[0].numel() * x.element_size()
 
     def _new(self, *shape: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.empty(*shape, dtype=dtype or self.x.dtype, device=self.x.device)
@@ -79,28 +93,55 @@ class DenseNet:
         if b == self._b:
             return
         new, classes = self._new, self.widths[-1]
-        self.inputs = new(b, *self.x.shape[1:])
-        self.targets = new(b, 1, dtype=self.y.dtype)
+        self.inputs = new(b, *self.x.shape[1:])  # a mini-batch gathered alone
         self.outs = [new(b, o) for o in self.widths]  # z_l, activated in place (but the logits)
         self.dz = [new(b, o) for o in self.widths]  # gradients of the pre-activations
         self.dh = [new(b, o) for o in self.widths[:-1]]  # gradients of the activations
-        self.lsm, self.dlsm, self.neg_w = new(b, classes), new(b, classes), new(b, 1)
+        self.lsm = new(b, classes)
         self._b = b
 
-    def grad(
-        self,
-        params: Sequence[torch.Tensor],
-        ids: torch.Tensor,
-        w: torch.Tensor,
-        grads: Sequence[torch.Tensor],
-    ) -> None:
-        """The gradient of ``sum_s w_s CE(model(x_ids_s), y_ids_s)`` at the parameters
-        ``params`` (weight, bias, weight, ... : views), written into ``grads`` (views of the
-        same shapes)."""
-        self._buffers(len(ids))
-        torch.index_select(self.x, 0, ids, out=self.inputs)
-        torch.index_select(self.y, 0, ids, out=self.targets.view(-1))
-        h = self.inputs.view(len(ids), -1)
+    def gather(self, ids: torch.Tensor, w: torch.Tensor) -> None:
+        """Gather one client's mini-batches: sample ids (K, b) and weights (K, b), step k's in
+        row k; the samples' inputs in one call where each mini-batch's start stays aligned
+        (:data:`ALIGN`), else each at its :meth:`step`."""
+        K, b = ids.shape
+        self._buffers(b)
+        if K * b > self._rows or b != self._slot_b:
+            self._slots(K, b)
+        flat = ids.reshape(-1)
+        self.aligned = K == 1 or (b * self.row_bytes) % ALIGN == 0
+        if self.aligned:
+            torch.index_select(self.x, 0, flat, out=self.all_inputs[: K * b])
+        else:
+            self.ids = ids
+        targets = torch.index_select(self.y, 0, flat, out=self.all_targets[: K * b].view(-1))
+        neg_w = torch.neg(w.reshape(-1, 1), out=self.all_neg_w[: K * b])
+        # the loss's gradient w.r.t. the log-softmax: -w_s at y_s, else 0 (it reads no parameter)
+        self.all_dlsm[: K * b].zero_().scatter_add_(1, targets.view(-1, 1), neg_w)
+
+    def _slots(self, K: int, b: int) -> None:
+        """Buffers for K mini-batches of b samples gathered at once, and each mini-batch's
+        views of them (made once, not per step)."""
+        new = self._new
+        self.all_inputs = new(K * b, *self.x.shape[1:])
+        self.all_targets = new(K * b, 1, dtype=self.y.dtype)
+        self.all_neg_w = new(K * b, 1)
+        self.all_dlsm = new(K * b, self.widths[-1])
+        rows = [slice(k * b, (k + 1) * b) for k in range(K)]
+        self.input_slots = [self.all_inputs[r].view(b, -1) for r in rows]
+        self.target_slots = [self.all_targets[r] for r in rows]
+        self.dlsm_slots = [self.all_dlsm[r] for r in rows]
+        self._rows, self._slot_b = K * b, b
+
+    def step(self, params: Sequence[torch.Tensor], k: int, grads: Sequence[torch.Tensor]) -> None:
+        """The gradient of ``sum_s w_s CE(model(x_s), y_s)`` over the k-th mini-batch of the
+        last :meth:`gather` at the parameters ``params`` (weight, bias, weight, ... : views),
+        written into ``grads`` (views of the same shapes)."""
+        if self.aligned:
+            h = self.input_slots[k]
+        else:
+            h = torch.index_select(self.x, 0, self.ids[k], out=self.inputs).view(self._b, -1)
+        self.targets = self.target_slots[k]
         hs = [h]
         for l, z in enumerate(self.outs):
             torch.addmm(params[2 * l + 1], h, params[2 * l].t(), out=z)
@@ -109,10 +150,8 @@ class DenseNet:
             h = z
             hs.append(z)
         torch.ops.aten._log_softmax.out(h, -1, False, out=self.lsm)
-        torch.neg(w.view(-1, 1), out=self.neg_w)
-        dlsm = self.dlsm.zero_().scatter_add_(1, self.targets, self.neg_w)
         dz = torch.ops.aten._log_softmax_backward_data.out(
-            dlsm, self.lsm, -1, self.lsm.dtype, out=self.dz[-1]
+            self.dlsm_slots[k], self.lsm, -1, self.lsm.dtype, out=self.dz[-1]
         )
         for l in range(len(self.outs) - 1, -1, -1):
             torch.mm(dz.t(), hs[l], out=grads[2 * l])
@@ -120,6 +159,17 @@ class DenseNet:
             if l:
                 torch.mm(dz, params[2 * l], out=self.dh[l - 1])
                 dz = self.acts[l - 1][1](self.dh[l - 1], hs[l], self.dz[l - 1])
+
+    def grad(
+        self,
+        params: Sequence[torch.Tensor],
+        ids: torch.Tensor,
+        w: torch.Tensor,
+        grads: Sequence[torch.Tensor],
+    ) -> None:
+        """:meth:`step` on the one mini-batch of sample ids ``ids`` (b,), weights ``w`` (b,)."""
+        self.gather(ids[None], w[None])
+        self.step(params, 0, grads)
 
     def loss(self, w: torch.Tensor) -> torch.Tensor:
         """The weighted loss of the last :meth:`grad`'s mini-batch (its weights ``w``)."""

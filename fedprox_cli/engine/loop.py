@@ -21,7 +21,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-from .base import Batch, Engine, cross_entropy, per_row, shifted
+from .base import At, Batch, Engine, Update, cross_entropy, per_row, shifted
 from .client_data import ClientData
 from .dense import DenseNet, dense_activations
 from .models import FlatModel
@@ -51,6 +51,11 @@ class FlatModule:
         return loss.detach(), torch.autograd.grad(loss, self.params)
 
 
+def _stacked(batches: list[Batch]) -> Batch:
+    """The K mini-batches' ids and weights (m, b) stacked client-major: (m, K, b) each."""
+    return torch.stack([ids for ids, _ in batches], 1), torch.stack([w for _, w in batches], 1)
+
+
 def channels_last(module: nn.Module, x: torch.Tensor) -> bool:
     """Whether the loop engine feeds ``module`` its samples ``x`` channels-last: on the CPU,
     images (N, C, H, W) into a module with a 2-D convolution."""
@@ -76,7 +81,8 @@ class LoopEngine(Engine):
         self.dense = DenseNet(model, acts, data.x, data.y) if acts is not None and on_cpu else None
         self.views = list(model.params(work.w).values())  # the working parameters, no autograd
         self.g = torch.empty_like(work.w)  # a local step's gradient (dense networks)
-        self.g_views = list(model.params(self.g).values())
+        self._shapes = [torch.empty(s, device="meta") for s in model.shapes]  # sizes, no data
+        self.g_views = self._views(self.g)
         self.channels_last = self.dense is None and channels_last(model.module, data.x)
 
     @property
@@ -108,7 +114,11 @@ class LoopEngine(Engine):
         return G, L
 
     def _views(self, row: torch.Tensor) -> list[torch.Tensor]:
-        return list(self.model.params(row).values())
+        """Parameter views of a contiguous state ``row`` (d,), made in one C++ call (a third
+        of the time of :meth:`FlatModel.params`: it is made at every step of local steps whose
+        gradients are taken at a new vector, e.g. FedNMap's prox)."""
+        views = torch._utils._unflatten_dense_tensors(row, self._shapes)  # type: ignore[no-untyped-call]  # torch: untyped
+        return list(views)
 
     def _row(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Parameter views of the state ``x`` (d,) to read: its own where it is contiguous, else
@@ -123,29 +133,49 @@ class LoopEngine(Engine):
     ) -> None:
         """Client by client: x_i stays in the working module for all its steps, updated through
         its parameter views, so its state, gradient and shift stay in cache. A dense network's
-        step is its gradient by hand into one flat buffer and one update of the flat state."""
+        step is its gradient by hand into one flat buffer and one update of the flat state, its
+        K mini-batches gathered at once (:meth:`DenseNet.gather`)."""
         rows = shift if per_row(shift) else None  # one shift per row, or None: one for all
+        ids, w = _stacked(batches)
         for i in range(len(X)):
             si = rows[i] if rows is not None else shift
             self.work.load(X[i])
             if self.dense is not None:
-                for ids, w in batches:
-                    self.dense.grad(self.views, ids[i], w[i], self.g_views)
+                self.dense.gather(ids[i], w[i])
+                for k in range(len(batches)):
+                    self.dense.step(self.views, k, self.g_views)
                     self.work.w.sub_(shifted(self.g, si), alpha=beta)
             else:
-                self._autograd_steps(batches, i, beta, si)
+                self._autograd_steps(ids[i], w[i], beta, si)
             X[i].copy_(self.work.w)
 
+    def local_steps(self, X: torch.Tensor, batches: list[Batch], at: At, update: Update) -> None:
+        """:meth:`Engine.local_steps`; a dense network's client by client with its K
+        mini-batches gathered at once, each step's gradient by hand into one flat buffer (no
+        loss: no one reads it)."""
+        if self.dense is None:
+            return super().local_steps(X, batches, at, update)
+        ids, w = _stacked(batches)
+        G = self.g[None]  # (1, d): the gradient of one client's step, in place of its row
+        for i in range(len(X)):
+            rows = slice(i, i + 1)
+            Xb = X[rows]
+            self.dense.gather(ids[i], w[i])
+            for k in range(len(batches)):
+                self.dense.step(self._row(at(Xb, k)[0]), k, self.g_views)
+                update(Xb, G, rows, k)
+
     def _autograd_steps(
-        self, batches: list[Batch], i: int, beta: float, si: torch.Tensor | float
+        self, ids: torch.Tensor, w: torch.Tensor, beta: float, si: torch.Tensor | float
     ) -> None:
-        """Client i's steps on the working module with autograd, parameter by parameter."""
+        """One client's steps (its sample ids and weights (K, b)) on the working module with
+        autograd, parameter by parameter."""
         s_views: Iterable[torch.Tensor | float] = (
             self.model.params(si).values() if torch.is_tensor(si) else [si] * len(self.work.params)
         )
-        for ids, w in batches:
-            inputs, targets = self.samples(ids[i])
-            _, grads = self.work.loss_grad(self._inputs(inputs), targets, w[i])
+        for ids_k, w_k in zip(ids, w):
+            inputs, targets = self.samples(ids_k)
+            _, grads = self.work.loss_grad(self._inputs(inputs), targets, w_k)
             with torch.no_grad():
                 for p, g, sp in zip(self.work.params, grads, s_views):
                     p.sub_(shifted(g, sp), alpha=beta)
