@@ -4,9 +4,9 @@ a run's status is derived (:attr:`RunView.status`).
 
 A folder is a *run folder* when it holds one of :data:`MARKS`: ``summary.json``,
 ``config.yaml``, ``metrics.csv``, or the lock a run takes before it writes its log or summary,
-in its own folder and in no other (``.fedrun.lock``, :class:`.lock.RunLock`: not in a sweep's folder,
-nor in a seed batch's own folder, whose ``fedrun.log`` is therefore no mark), which alone marks
-a run stopped before its summary was written; a job of ``seeds=R`` holds one in each
+in its own folder and in no other (``.fedrun.lock``, :class:`.lock.RunLock`: not in a sweep's
+folder, nor in a seed batch's own folder, whose ``fedrun.log`` is therefore no mark), which
+alone marks a run stopped before its summary was written; a job of ``seeds=R`` holds one in each
 ``seed_<s>/`` folder. A view reads ``summary.json`` once, typed
 (:func:`run_files.read_summary_checked`), and the other files when asked
 (:meth:`RunView.config`, :meth:`RunView.metrics`, ...), each through its reader in
