@@ -85,15 +85,25 @@ def _command(prog: str, module: str, function: str = "main") -> None:
 
 
 RUNS = ("fedrun", "fedrun-reproduce", "fedrun-check-algorithm")  # commands that run and time runs
+TRAINS = ("fedrun", "fedrun-check-algorithm")  # commands that train in their own process
 
 
 def _host_refuses(prog: str) -> str | None:
-    """For a command of :data:`RUNS`: the line of a host it cannot run on -- a clock that does
-    not advance, an environment that leaves no room to start its processes (:mod:`host`)."""
+    """The line of a host ``prog`` cannot run on: a limit on the user's processes and threads
+    that leaves no room for what it must start -- else the libraries' thread counts fitted to
+    that room, before any of them is imported (:func:`thread_room.fit`, its note said) --; for a
+    command of :data:`RUNS`, a clock that does not advance, an environment that leaves no room
+    to start its processes (:mod:`host`)."""
+    from ..common import host, streams, thread_room
+
+    try:
+        note = thread_room.fit(prog, sys.argv[1:])
+    except thread_room.NoRoom as e:
+        return str(e)
+    if note and prog in TRAINS:
+        streams.err(f"{prog}: note: {note}")
     if prog not in RUNS:
         return None
-    from ..common import host
-
     return host.clock_stopped() or host.exec_room()
 
 

@@ -12,6 +12,7 @@ process that died)."""
 from __future__ import annotations
 
 import json
+import os
 import select
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from ..analysis import run_figures
-from ..common import streams
+from ..common import streams, thread_room
 from ..common.errors import UserError
 from ..config.forms import Plain
 
@@ -27,8 +28,11 @@ _PROCESS: list[subprocess.Popen[str]] = []  # the drawing process of this fedrun
 
 
 def start() -> None:
-    """Start this process's drawing process (once; nothing if it cannot be started)."""
-    if _PROCESS:
+    """Start this process's drawing process (once; nothing if it cannot be started, or where
+    a limit on the user's processes and threads leaves no room for it:
+    :func:`thread_room.drawing_process`). Its libraries run one thread each (it draws; it takes
+    one process of the user's limit, as :func:`thread_room.fit` counts it)."""
+    if _PROCESS or not thread_room.drawing_process():
         return
     try:
         _PROCESS.append(
@@ -39,6 +43,7 @@ def start() -> None:
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C is the run's to handle, not the drawer's
                 text=True,
+                env={**os.environ, **thread_room.ONE_THREAD},
             )
         )
     except OSError:

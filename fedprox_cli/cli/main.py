@@ -45,7 +45,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..cluster.launchers import sweep_value
 from ..cluster.pool import release_pool_workers, take_over_pool_workers
 from ..cluster.ray_jobs import plain_output
-from ..common import console, run_files, signals, streams
+from ..common import console, run_files, signals, streams, thread_room
 from ..common.console import say
 from ..common.errors import EXIT, Refusal, UserError, squeeze
 from ..common.package import CONF_DIR
@@ -220,8 +220,11 @@ class SweepReport(Callback):
         self, config: DictConfig, config_name: str = "config", **kwargs: Any
     ) -> None:
         call = _CALL.get()
+        joblib = "joblib" in str(config.hydra.launcher._target_)
+        if joblib:  # before anything is written: its workers' room, or one line
+            _fit_workers(config.hydra.launcher.get("n_jobs"))
         call.sweep = sweep.start(config, config_name or "config")
-        if "joblib" in str(config.hydra.launcher._target_):
+        if joblib:
             take_over_pool_workers()
         call.watching = watch.start(call.sweep[0], call.sweep[1], config.hydra.launcher._target_)
 
@@ -231,6 +234,16 @@ class SweepReport(Callback):
         with the configs that is ~0.1 MB a job (docs/performance.md, "Sweeps")."""
         if OmegaConf.select(config, "hydra.mode") == RunMode.MULTIRUN:
             job_return.cfg = job_return.hydra_cfg = None
+
+
+def _fit_workers(n_jobs: object) -> None:
+    """A joblib sweep's workers fitted to the limit on the user's processes and threads
+    (:func:`thread_room.fit_workers`); a sweep they do not fit is refused
+    (:class:`errors.Refusal`, one line)."""
+    try:
+        thread_room.fit_workers(n_jobs)
+    except thread_room.NoRoom as e:
+        raise Refusal(str(e)) from None
 
 
 def main(argv: list[str] | None = None) -> None:

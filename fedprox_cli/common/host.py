@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 
 from .errors import UserError
+from .thread_room import tasks_of
 
 READS = 100_000  # reads of a clock that never change it: it does not advance
 EXEC_ROOM = 32 * 1024  # bytes a program fedrun starts may need beyond the environment
@@ -83,22 +84,6 @@ def exec_room(env: dict[str, str] | None = None, room: int = EXEC_ROOM) -> str |
     )
 
 
-def _tasks_of(uid: int) -> int:
-    """The processes and threads of user ``uid`` (what RLIMIT_NPROC counts), from /proc."""
-    count = 0
-    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                fields = dict(line.split(":", 1) for line in f if ":" in line)
-        except OSError:
-            continue
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            count += int(fields.get("Threads", "1").strip() or 1)
-    return count
-
-
 def _can_start_thread() -> bool:
     """Whether a thread starts: one that ends at once, started with :mod:`_thread` -- from a
     signal handler, which may run while this thread holds :mod:`threading`'s own locks."""
@@ -119,7 +104,7 @@ def no_thread_line() -> str | None:
     if _can_start_thread():
         return None
     soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
-    running = _tasks_of(os.getuid())
+    running = tasks_of(os.getuid())
     limit = (
         f"the limit on this user's processes and threads is reached (ulimit -u: {soft:,}; "
         f"{running:,} running)"

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..common import thread_room
 from ..common.errors import UserError, require
 from ..common.files import read_text
 from .cache import decoded, lookup
@@ -109,8 +110,12 @@ def _decode(path: Path) -> np.ndarray:
 def decode_images(paths: list[Path]) -> torch.Tensor:
     """Decode image files (in parallel threads) into one uint8 tensor (N, 3, H, W)."""
     require(len(paths) > 0, "no image files found")
-    with ThreadPoolExecutor(max_workers=min(32, os.cpu_count() or 1)) as pool:
-        arrays = list(pool.map(_decode, paths, chunksize=256))
+    threads = thread_room.pool_threads(min(thread_room.POOL_MAX, os.cpu_count() or 1))
+    if threads == 1:  # a limit on the user's threads: in this thread
+        arrays = [_decode(p) for p in paths]
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            arrays = list(pool.map(_decode, paths, chunksize=256))
     shapes = {a.shape for a in arrays}
     if len(shapes) != 1:
         raise UserError(

@@ -17,7 +17,9 @@ from typing import Any
 
 import torch
 
+from ..common import thread_room
 from ..common.console import say
+from ..common.errors import UserError
 from ..config.schema import RunConfig
 from ..engine.device import device_name
 
@@ -43,6 +45,18 @@ def resume_with(recorded: dict[str, Any] | None, cfg: RunConfig, out: Path) -> s
     if not isinstance(recorded, dict):
         return None
     threads = recorded.get("threads")
+    room = (
+        thread_room.short_of(threads - 1)
+        if isinstance(threads, int) and threads > torch.get_num_threads()
+        else None
+    )
+    if room is not None:
+        raise UserError(
+            f"the run in {out} started with {threads} threads and resumes with as many, so that "
+            f"its numbers are those of a run never stopped; the limit on this user's processes "
+            f"and threads does not leave room for them ({room.said()}): raise it to resume "
+            f"(resume=false starts it over)"
+        )
     if isinstance(threads, int) and threads > 0 and threads != torch.get_num_threads():
         say(
             f"resuming {out} with {threads} thread{'s' if threads > 1 else ''}, as it started "
