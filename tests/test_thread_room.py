@@ -97,6 +97,20 @@ def test_a_joblib_sweep_fits_its_workers_or_is_refused(room):
         thread_room.fit_workers(-1, env)
 
 
+def test_reproduce_runs_one_thread_and_its_runs_fit_themselves(room, monkeypatch):
+    """``fedrun-reproduce`` launches runs: under a limit its own libraries run one thread, and
+    its runs start with the environment as it was, each fitting itself to the room it finds."""
+    monkeypatch.setattr(thread_room, "UNFITTED", {})
+    for name in thread_room.ONE_THREAD:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    room(100)
+    assert thread_room.fit("fedrun-reproduce", []) is None
+    assert all(os.environ[k] == v for k, v in thread_room.ONE_THREAD.items())
+    env = thread_room.unfitted_env()
+    assert env["OMP_NUM_THREADS"] == "2" and "OPENBLAS_NUM_THREADS" not in env
+
+
 def test_a_resume_whose_threads_do_not_fit_is_refused(monkeypatch, tmp_path):
     """A resume runs with the threads its run started with: where the room does not hold
     them, one line -- libgomp would have ended the process."""

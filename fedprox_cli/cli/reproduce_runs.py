@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..common import streams
+from ..common import streams, thread_room
 from ..common.errors import EXIT, require
 from .reproduce_read import PROG, build, chosen, findings, remembered, warn
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         streams.out(f"{PROG}: {s.what}: fedrun -m {' '.join([*fedrun, *args.overrides])}")
         if args.dry_run:
             continue
-        code = subprocess.run(cmd, check=False).returncode
+        code = subprocess.run(cmd, check=False, env=thread_room.unfitted_env()).returncode
         _made(root, s.args)
         if code > EXIT["diverged"]:  # a diverged job is a result; anything else stops here
             return code

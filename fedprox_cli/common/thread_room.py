@@ -15,7 +15,9 @@ is read once, at a command's start, before any library that starts threads is im
   the drawing change;
 - a command that cannot run without processes or threads of its own (``fedrun``'s short-lived
   programs such as git, a sweep's watch thread, ``fedrun-reproduce``'s runs) and finds no room
-  for them: one line, exit code 2 (:class:`NoRoom`).
+  for them: one line, exit code 2 (:class:`NoRoom`);
+- ``fedrun-reproduce``, which launches runs, runs one thread per library under any limit,
+  and starts its runs with the environment as it was (:func:`unfitted_env`): each fits itself.
 
 A process fedrun starts gets one thread per library (:data:`ONE_THREAD`: the drawing
 process), or the counts of the fit through the environment (a joblib sweep's workers,
@@ -72,6 +74,7 @@ class Room:
         return f"ulimit -u: {self.limit:,}; {self.running:,} running"
 
 
+UNFITTED: dict[str, str | None] = {}  # the variables a fit set, as they were (None: unset)
 FITTED: list[bool] = []  # a fit of this process, where a limit made one: a drawing process fits
 
 
@@ -146,6 +149,9 @@ def fit(prog: str, argv: list[str], env: MutableMapping[str, str] = os.environ) 
     room = read()
     if room is None:
         return None
+    if prog == "fedrun-reproduce":  # it launches runs, each fitted at its own start: all
+        UNFITTED.update({k: env.get(k) for k in ONE_THREAD})  # the room is theirs
+        env.update(ONE_THREAD)
     cpus = _cpus()
     torch, blas = _count(TORCH, env, cpus), _count(OPENBLAS, env, cpus)
     needed, drawer = _own(prog, argv)
@@ -161,6 +167,7 @@ def fit(prog: str, argv: list[str], env: MutableMapping[str, str] = os.environ) 
     left = room.free - needed
     threads = min(torch, 1 + left)
     drawing = drawer if left - (threads - 1) >= 1 else 0
+    UNFITTED.update({k: env.get(k) for k in ONE_THREAD if k not in UNFITTED})
     env.update({k: ONE_THREAD[k] for k in ("OPENBLAS_NUM_THREADS", "JE_ARROW_MALLOC_CONF")})
     if threads < torch:
         for name in TORCH:
@@ -175,6 +182,18 @@ def fit(prog: str, argv: list[str], env: MutableMapping[str, str] = os.environ) 
         f"the limit on this user's processes and threads leaves room for {room.free} more "
         f"({room.said()}): {', '.join(changed)} (raise ulimit -u for more)"
     )
+
+
+def unfitted_env() -> dict[str, str]:
+    """This process's environment with the variables a fit set as they were: for a run
+    ``fedrun-reproduce`` starts, which fits its own counts to the room it finds."""
+    env = dict(os.environ)
+    for name, value in UNFITTED.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
 
 
 def short_of(more: int) -> Room | None:
