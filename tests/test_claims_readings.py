@@ -100,31 +100,52 @@ def _made(method: str, seed: int, curve, status: str) -> Run:
     )
 
 
-def test_a_win_over_a_diverged_run_names_it():
-    t = Check(
+def _lowest(*values: str) -> declare.Test:
+    """The ordering "values[0] has the lowest last stationarity"."""
+    return Check(
         kind="order",
         metric="stationarity",
         says="a lowest",
         key="algorithm",
-        values=("a", "b", "c"),
+        values=values,
         at="last",
     )
+
+
+def test_a_one_point_ordering_names_the_runner_up_and_the_margin_with_deciding_digits():
+    """A referee: thin wins (3-5 test images in 1,000) read only from the first value. Each
+    unit names the best of the others and the first's margin (positive: the first is better),
+    with the digits that tell the two apart, and a tie as a tie."""
+    t = _lowest("a", "b")
+    a = _made("a", 0, [1, 0.5, 0.7841], "finished")
+    (u,) = units.units(t, [a, _made("b", 0, [1, 0.6, 0.7844], "finished")], claim([t]))
+    assert u.holds and u.aside == "next b 0.7844 against 0.7841, margin +0.0003"
+    (tie,) = units.units(t, [a, _made("b", 0, [1, 0.6, 0.7841], "finished")], claim([t]))
+    assert not tie.holds and tie.aside == "tied with b 0.7841"
+    (lost,) = units.units(t, [a, _made("b", 0, [1, 0.6, 0.7], "finished")], claim([t]))
+    assert not lost.holds and lost.aside == "next b 0.7 against 0.784, margin -0.084"
+
+
+def test_a_win_over_a_diverged_run_names_it():
+    t = _lowest("a", "b", "c")
     runs = [
         _made("a", 0, [1, 0.5, 0.2], "finished"),
         _made("b", 0, [1, 0.6, 0.3], "finished"),
         _made("c", 0, [1, math.nan, math.nan], "diverged"),
     ]
     (u,) = units.units(t, runs, claim([t]))
-    assert u.holds and u.aside == "over diverged c"
+    assert u.holds and u.aside == "next b 0.3 against 0.2, margin +0.1; over diverged c"
     o = units.Outcome(t, [u])
-    assert claim_table.beaten(u) == ["c"] and claim_table.over_diverged(o) == []  # b finished: beaten
+    assert (
+        claim_table.beaten(u) == ["c"] and claim_table.over_diverged(o) == []
+    )  # b finished: beaten
     runs[1] = _made("b", 0, [1, math.nan, math.nan], "diverged")
     (only,) = units.units(t, runs, claim([t]))
     assert claim_table.over_diverged(units.Outcome(t, [only])) == [only]  # every win over diverged
     runs[1] = _made("b", 0, [1, 0.6, 0.3], "finished")
     runs[0] = _made("a", 0, [1, 0.5, 0.4], "finished")  # b ahead: no win to qualify
     (u,) = units.units(t, runs, claim([t]))
-    assert not u.holds and u.aside == ""
+    assert not u.holds and u.aside == "next b 0.3 against 0.4, margin -0.1"  # no "over diverged"
 
 
 def _ev(data: str, holds: list, choices=()) -> evidence.Evidence:

@@ -322,3 +322,26 @@ def test_a_resume_compiles_as_the_run_started():
     assert numerics.compiled_on_resume({"compiled": False}, auto) is False
     assert numerics.compiled_on_resume({"engine": "vmap"}, auto) is None  # recorded before
     assert numerics.compiled_on_resume({"compiled": True}, off) is None  # the config decides
+
+
+def test_torchs_trace_recorder_mending_an_interrupted_compile_says_nothing():
+    """A compile stopped by Ctrl-C leaves torch's trace recorder saying ``ChromiumEventLogger:
+    Detected overlapping events, fixing stack``: once fedrun compiles, that line is dropped at
+    its logger (torch._dynamo.utils); the logger's other lines still come."""
+    import logging
+
+    compile_choice.compiled(lambda *a: a, torch.device("cpu"))  # compiles nothing until called
+    compile_choice.compiled(lambda *a: a, torch.device("cpu"))  # the filter once, not twice
+    dynamo = logging.getLogger("torch._dynamo.utils")
+    assert dynamo.filters.count(compile_choice._not_trace_bookkeeping) == 1
+    seen: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    dynamo.addHandler(handler)
+    try:
+        dynamo.warning("ChromiumEventLogger: Detected overlapping events, fixing stack")
+        dynamo.warning("ChromiumEventLogger: Start event not in stack, ignoring")
+        dynamo.warning("another line of torch's")
+    finally:
+        dynamo.removeHandler(handler)
+    assert seen == ["another line of torch's"]

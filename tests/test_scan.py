@@ -218,3 +218,54 @@ def test_the_jobs_of_a_sweep_that_never_started_are_named_by_every_analysis_comm
         (str(s / "n=6"), "not started"),
     ]
     assert lines == []
+
+
+def test_a_run_stopped_before_its_summary_is_named_outside_any_sweep(tmp_path, capsys):
+    """A folder fedrun locked for a run that stopped before its summary.json (its lock and log
+    only; no sweep records it) is skipped by fedrun-table and fedrun-plot with a line saying
+    why, and is a row ``not started`` in fedrun-report (``running`` while a process holds its
+    lock: a run starting); a seed batch's own folder (its log and Hydra's record, its runs
+    below it) and a folder holding only a log are no runs, named nowhere."""
+    from fedprox_cli.cli import plot, table
+    from fedprox_cli.runs import view
+    from fedprox_cli.runs.lock import RunLock
+
+    root = tmp_path / "R"
+    a, b = run_folder(root / "a", 3), run_folder(root / "b", 4)
+    stopped = root / "stopped"
+    stopped.mkdir()
+    for name in (run_files.LOCK, run_files.LOG):
+        (stopped / name).write_text("")
+    batch = root / "batch"
+    (batch / run_files.HYDRA).mkdir(parents=True)
+    (batch / run_files.LOG).write_text("")
+    seed = run_folder(batch / "seed_0", 5)
+    (root / "notes").mkdir()
+    (root / "notes" / run_files.LOG).write_text("")
+    line = (
+        f"skipped {stopped}: not started: no summary.json (its folder holds .fedrun.lock, "
+        f"fedrun.log)"
+    )
+    warned: list[str] = []
+    assert [r.path for r in results.load([root], warn=warned.append)] == [a, b, seed]
+    assert warned == [line]
+    for command, main, args in (
+        ("fedrun-table", table.main, ["--column", "n"]),
+        ("fedrun-plot", plot.main, ["--out", str(tmp_path / "acc.png")]),
+    ):
+        assert main([str(root), *args]) == 0
+        assert capsys.readouterr().err.splitlines() == [f"{command}: {line}"]
+    rows, lines = report(root)
+    assert [(r["run"], r["status"]) for r in rows] == [
+        (str(a), "finished"),
+        (str(b), "finished"),
+        (str(seed), "finished"),
+        (str(stopped), "not started"),
+    ]
+    assert lines == []
+    with RunLock(stopped):
+        assert view.status(stopped) == view.RUNNING
+        assert [r["status"] for r in report(stopped)[0]] == [view.RUNNING]
+        warned.clear()
+        results.load([root], warn=warned.append)
+        assert warned == [f"skipped {stopped}: no metrics.csv (status: running)"]

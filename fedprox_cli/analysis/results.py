@@ -107,9 +107,10 @@ def _listed(folder: Path) -> frozenset[str] | None:
 def _without_rows(run_dir: Path, names: frozenset[str] | None) -> Skipped:
     """A run folder (``names``: what it holds; None: a recorded job without a folder) without
     ``metrics.csv``, and why: a run that stopped before its first evaluation (its status), or
-    a sweep's job not started (stopped before it began, or not yet begun)."""
-    if names is not None and view.is_run(names):
-        status = view.read(run_dir).status
+    one not started, without a summary (a sweep's job stopped before it began or not yet
+    begun, a run stopped before its summary was written: only its lock and log)."""
+    status = view.read(run_dir).status if names is not None and view.is_run(names) else None
+    if status not in (None, view.MISSING):
         return Skipped(run_dir, f"no metrics.csv (status: {status_text(status)})", status)
     holds = (
         "no folder"

@@ -158,7 +158,7 @@ def row(r: Rendered) -> str:
         ours += f" ({post_hoc(r, mine)})"  # no deciding reading: still when its bounds were set
     ours += "".join(f"; {other}" for other in others(r))
     if open_ := depends(c, r.evidence):  # the word the open-choice grid gives, per value
-        ours += f"; by the open choice's grid (never deciding): {open_}"
+        ours += f"; by the open choice's grid (the word depends on it: inconclusive): {open_}"
     kind = "figure" if c.figure.endswith(".png") else "table"
     fig = f"[{kind}]({c.figure})" if c.figure and ev is not None else "—"
     return (

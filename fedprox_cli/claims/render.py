@@ -38,17 +38,24 @@ rounds than the paper's T where they depend on T; the claim's other primary test
 left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
 of evaluations. Per-seed tables: ✓ holds, ✗ not, "✗ from r" from round r on only, – no evidence
 (result in brackets); a value within 1% of its bound shows the digits that decide it and the
-bound. A diverged run ("first non-finite at round r; above 1e3 x its start from round r'": its
+bound, and a one-point ordering names the best of the other runs and the margin, with the digits
+that tell the two apart ("next fedda 0.956 against 0.96, margin +0.004"). A diverged run ("first non-finite at round r; above 1e3 x its start from round r'": its
 first non-finite evaluation, and from where its loss stayed above 1e3 times its first value) is
 the worst in every comparison beyond its last finite evaluation and never shortens the window the
 others are read over (an equal-bytes budget comes from the runs that reached T). A run that did
-not train (chance accuracy) is left out of each compared pair it is in. Orderings compare each
+not train (finite, at chance accuracy) is left out of each compared pair it is in, and a level
+it misses is no evidence, where a diverged run fails it: a choice of this report, since both are
+a method failing at the declared steps; divergence is read as the method's outcome (its iterates
+left every bound, which the papers' "all converge" speaks to), a collapse as no reading (an
+untrained model orders nothing). Both are named where they occur. Orderings compare each
 seed's runs (per-seed curves, not the mean curve the papers plot); a win over a diverged run
 names it ("over diverged za2"). A level no run on a stand-in reaches (its best method stays
 below) decides nothing on it; the claim says what the best run reaches. A claim read on several
 devices or stand-ins gets a word for each where they differ; one whose word changes with a
-choice the paper leaves open (a sensitivity grid: holds at some values, not reproduced at
-others) is **inconclusive**, saying at which values it holds. An implementation check (the
+choice the paper leaves open (a sensitivity grid of a primary run set: holds at some values, not
+reproduced at others) is **inconclusive**, saying at which values it holds; a supporting grid
+(values off what the paper fixes, or a reading of this report's own) is shown and decides
+nothing. An implementation check (the
 code's own counters against the formulas it implements, not a measurement of what the paper
 claims) is **checked** when every test holds in every unit, **check failed** otherwise, and is
 never counted as reproduced. Each test says when its bounds (what it compares, where, and the

@@ -50,6 +50,15 @@ def num(v: float) -> str:
 NEAR = 0.01  # a value within 1% of a threshold is printed with the digits that decide it
 
 
+def apart(a: float, b: float) -> tuple[str, str]:
+    """``a`` and ``b`` with the fewest significant digits (3 at least, 6 at most) at which they
+    print differently: equal strings only where they agree to 6 digits (a tie)."""
+    digits = 3
+    while digits < 6 and f"{a:.{digits}g}" == f"{b:.{digits}g}":
+        digits += 1
+    return f"{a:.{digits}g}", f"{b:.{digits}g}"
+
+
 def against(v: float, holds: dict[str, Any]) -> str:
     """``v`` as :func:`num` prints it, or, within 1% of a bound of ``holds`` (``min``, ``max``),
     with the digits that decide it and the bound beside it ("1.101 (max 1.1)"): the fewest (3 at

@@ -47,7 +47,7 @@ from .run_reading import (
     trained,
     worst,
 )
-from .text import label, num, shown, value_name
+from .text import apart, label, num, shown, value_name
 
 Panel = tuple[tuple[str, Any], ...]  # a unit's panel: (config key, value) pairs
 Cell = tuple[Panel, Any]  # a unit's panel and seed
@@ -159,17 +159,40 @@ def _every(t: Test, runs: list[Run], sign: float) -> tuple[bool, int | None]:
     return all(ok), onset
 
 
+def _compared(t: Test, runs: list[Run]) -> list[float]:
+    """Each run's number an ordering ``t`` (not ``at: every``) compares."""
+    if t.at in ("bytes", "area"):
+        sent = budget(t, runs) if t.at == "bytes" else 0.0
+        return [at_bytes(r, t.metric, sent) if t.at == "bytes" else area(t, r) for r in runs]
+    return [r.final(t.metric, t.at) for r in runs]
+
+
 def _order(t: Test, runs: list[Run]) -> tuple[float, bool, int | None]:
     """The first run's number, whether ``runs`` (best first) hold the ordering, its onset."""
     sign = mt.metric(t.metric).direction.sign
-    if t.at in ("bytes", "area"):
-        sent = budget(t, runs) if t.at == "bytes" else 0.0
-        at = [at_bytes(r, t.metric, sent) if t.at == "bytes" else area(t, r) for r in runs]
-        return at[0], _ordered([worst(sign * v) for v in at], t.mode), None
-    first = runs[0].final(t.metric, "last" if t.at == "every" else t.at)
     if t.at == "every":
-        return (first, *_every(t, runs, sign))
-    return first, _ordered([worst(sign * r.final(t.metric, t.at)) for r in runs], t.mode), None
+        return (runs[0].final(t.metric, "last"), *_every(t, runs, sign))
+    at = _compared(t, runs)
+    return at[0], _ordered([worst(sign * v) for v in at], t.mode), None
+
+
+def _runner_up(t: Test, runs: list[Run], names: list[str]) -> str:
+    """The best of the others at the point a one-point ordering reads and the first run's
+    margin over it (positive: the first is better), both with the digits that tell them apart
+    ("next za1 0.7835 against 0.7844, margin +0.0009"; "tied with fedda 0.951"); "" when no
+    other run, or not the first, has a finite number there."""
+    if t.at == "every" or len(runs) < 2:
+        return ""
+    sign = mt.metric(t.metric).direction.sign
+    at = _compared(t, runs)
+    others = [(v, n) for v, n in zip(at[1:], names[1:]) if math.isfinite(v)]
+    if not others or not math.isfinite(at[0]):
+        return ""
+    v, name = min(others, key=lambda o: sign * o[0])
+    first, other = apart(at[0], v)
+    if first == other:
+        return f"tied with {name} {other}"
+    return f"next {name} {other} against {first}, margin {-sign * (at[0] - v):+.2g}"
 
 
 def _order_unit(t: Test, got: Got, claim: Claim, name: str) -> Unit:
@@ -186,6 +209,10 @@ def _order_unit(t: Test, got: Got, claim: Claim, name: str) -> Unit:
         aside = "; ".join(
             x for x in (aside, read_at(t, [runs[i] for i in keep] if enough else runs)) if x
         )
+    if enough:
+        kept = [runs[i] for i in keep]
+        next_ = _runner_up(t, kept, [value_name(t.compared, t.values[i]) for i in keep])
+        aside = "; ".join(x for x in (aside, next_) if x)
     gone = [value_name(t.compared, t.values[i]) for i in keep[1:] if runs[i].status == "diverged"]
     if holds and gone and runs[0].status != "diverged":  # a win over these is the rule's alone
         aside = "; ".join(x for x in (aside, f"over diverged {', '.join(gone)}") if x)

@@ -1,10 +1,11 @@
 """``fedrun-report RUNS_OR_SWEEPS... [--csv]``: where every run of a sweep stands.
 
-One row per run folder (a folder with ``summary.json``, ``config.yaml`` or ``metrics.csv``,
-found recursively under each argument): its status as :mod:`..runs.view` derives it (finished,
-diverged, interrupted, error, running -- or dead when the summary says running but no process
-holds the run folder's lock; "not started" for a job of a
-sweep's job records without a summary yet, e.g. queued on SLURM), rounds done of T, the
+One row per run folder (a folder with ``summary.json``, ``config.yaml``, ``metrics.csv`` or
+fedrun's ``.fedrun.lock``, found recursively under each argument): its status as
+:mod:`..runs.view` derives it (finished, diverged, interrupted, error, running -- or dead when
+the summary says running but no process holds the run folder's lock; "not started" for a job of
+a sweep's job records without a summary yet, e.g. queued on SLURM, and for a run stopped before
+its summary was written: its folder holds only its lock and log), rounds done of T, the
 final metrics, and the config keys that tell the runs apart. It reads only the run folders, so
 it works while a sweep runs and after its launcher died or was backgrounded.
 """

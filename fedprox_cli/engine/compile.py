@@ -67,12 +67,22 @@ def mode(device: torch.device) -> str:
     return "reduce-overhead" if device.type == "cuda" else "default"
 
 
+def _not_trace_bookkeeping(record: logging.LogRecord) -> bool:
+    """False for a line of torch's compile-trace recorder (``ChromiumEventLogger: Detected
+    overlapping events, fixing stack``): it mends its own record of compile events after a
+    compile was interrupted (a stopped run), which is nothing a user can act on."""
+    return not record.getMessage().startswith("ChromiumEventLogger:")
+
+
 def compiled(fn: GradCall, device: torch.device) -> GradCall:
     """``fn`` compiled for ``device`` with static shapes (see module docstring)."""
     m = mode(device)
     # On a CPU-only torch beside a CUDA toolkit, inductor's C++ build warns once that it found no
     # CUDA runtime: true and of no use to a CPU run, and a line the user did not ask for.
     logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    dynamo = logging.getLogger("torch._dynamo.utils")  # the trace recorder's logger, its lines
+    if _not_trace_bookkeeping not in dynamo.filters:
+        dynamo.addFilter(_not_trace_bookkeeping)
     fast = torch.compile(fn, dynamic=False, mode=m)
 
     def call(*args: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

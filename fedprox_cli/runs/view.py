@@ -2,19 +2,24 @@
 folders are (:func:`find` below the paths given, :func:`runs_in` a job's), and the one place
 a run's status is derived (:attr:`RunView.status`).
 
-A folder is a *run folder* when it holds one of :data:`MARKS` (``summary.json``,
-``config.yaml``, ``metrics.csv``); a job of ``seeds=R`` holds one in each ``seed_<s>/``
-folder. A view reads ``summary.json`` once, typed (:func:`run_files.read_summary_checked`),
-and the other files when asked (:meth:`RunView.config`, :meth:`RunView.metrics`, ...), each
-through its reader in :mod:`common.run_files`. The status:
+A folder is a *run folder* when it holds one of :data:`MARKS`: ``summary.json``,
+``config.yaml``, ``metrics.csv``, or the lock a run takes before it writes its log or summary,
+in its own folder and in no other (``.fedrun.lock``, :class:`.lock.RunLock`: not in a sweep's
+folder, nor in a seed batch's own folder, whose ``fedrun.log`` is therefore no mark), which
+alone marks a run stopped before its summary was written; a job of ``seeds=R`` holds one in each
+``seed_<s>/`` folder. A view reads ``summary.json`` once, typed
+(:func:`run_files.read_summary_checked`), and the other files when asked
+(:meth:`RunView.config`, :meth:`RunView.metrics`, ...), each through its reader in
+:mod:`common.run_files`. The status:
 
 - the recorded one: ``finished``, ``diverged``, ``interrupted``, ``error``;
 - ``running`` while a process holds the folder's lock, ``dead`` for a summary that says
   ``running`` when none does (it was killed, or its machine went down). The lock decides,
   never a clock: a reader's clock may be skewed against the writer's (another node, a clock
   jump), so a heartbeat's age says nothing a held lock does not;
-- ``missing`` without a summary (a job's table says ``not started``, :data:`NOT_STARTED`),
-  ``unreadable`` for one that cannot be read or whose status is not a word
+- ``missing`` without a summary (a job's table says ``not started``, :data:`NOT_STARTED`), but
+  ``running`` while a process holds the folder's lock (a run starting, its summary not yet
+  written); ``unreadable`` for one that cannot be read or whose status is not a word
   (:attr:`RunView.fault` says why).
 """
 
@@ -36,7 +41,7 @@ if TYPE_CHECKING:  # pandas loads with the first table read
 RUNNING, DEAD, MISSING, UNREADABLE = "running", "dead", "missing", "unreadable"
 NOT_STARTED = "not started"  # a job's status while its folder holds no summary
 ENDED = frozenset({"finished", "diverged", "interrupted", "error"})  # what a run ends with
-MARKS = frozenset({run_files.SUMMARY, run_files.CONFIG, run_files.METRICS})
+MARKS = frozenset({run_files.SUMMARY, run_files.CONFIG, run_files.METRICS, run_files.LOCK})
 SWEEP_MARKS = frozenset({"multirun.yaml", ".fedrun"})  # Hydra's plan, fedrun's job records
 PRUNE = (run_files.HYDRA, run_files.KEPT, ".fedrun", ".submitit")  # folders that hold no run
 
@@ -60,11 +65,11 @@ class RunView:
     def status(self) -> str:
         """The status every command shows (the module's list): derived here only."""
         recorded = self.recorded
-        if recorded == MISSING:
-            return UNREADABLE if self.fault is not None else MISSING
-        if recorded != RUNNING:
+        if recorded == MISSING and self.fault is not None:
+            return UNREADABLE
+        if recorded not in (RUNNING, MISSING):
             return recorded
-        return RUNNING if is_held(self.path) else DEAD
+        return RUNNING if is_held(self.path) else DEAD if recorded == RUNNING else MISSING
 
     @property
     def error(self) -> str:
