@@ -444,6 +444,23 @@ def test_an_options_help_gives_the_composed_defaults_and_each_parameters_meaning
             assert not [f.name for f in fields(cls) if f.init and f.name not in meanings], option
 
 
+def test_a_presets_option_has_its_help_and_an_unknown_option_is_one_line(tmp_path):
+    """``fedrun algorithm=fedcef_fig3_4/fedcef_top1 --help`` (an option of a preset's, listed in
+    the group's options) is its method's page with the preset's values (eta 0.1 where the class
+    says 0.3); an unknown option under --help is one line and exit 2, never an internal error."""
+    p = fedrun("algorithm=fedcef_fig3_4/fedcef_top1", "--help", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("algorithm fedcef_fig3_4/fedcef_top1 (fedprox_cli.algorithms.")
+    rows = {line.split()[0]: line for line in p.stdout.splitlines() if "algorithm." in line}
+    assert "default 0.1 " in rows["algorithm.eta"], rows
+    for bad in ("algorithm=fedcanonn", "algorithm=nosuch/x"):
+        p = fedrun(bad, "--help", cwd=tmp_path)
+        assert p.returncode == 2 and p.stdout == "", (bad, p.stdout)
+        assert p.stderr.startswith("fedrun: error: unknown algorithm") and len(
+            p.stderr.splitlines()
+        ) == 1, p.stderr
+
+
 def test_help_lists_the_launchers():
     names = [name for name, _ in help.launchers()]
     assert names[:2] == ["basic", "joblib"] and {"slurm", "local", "ray"} <= set(names)

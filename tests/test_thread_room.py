@@ -119,7 +119,12 @@ def test_a_resume_whose_threads_do_not_fit_is_refused(monkeypatch, tmp_path):
     from fedprox_cli.common.errors import UserError
     from fedprox_cli.runs import numerics
 
-    monkeypatch.setattr(thread_room, "short_of", lambda more: thread_room.Room(3, 2))
+    monkeypatch.setattr(thread_room, "read", lambda: thread_room.Room(3, 2))
+    monkeypatch.setattr(thread_room, "RESERVED", [1])  # fedrun's short-lived program
+    assert thread_room.short_of(1) == thread_room.Room(3, 2)  # one free, for the program
+    monkeypatch.setattr(thread_room, "RESERVED", [])
+    assert thread_room.short_of(1) is None
+    monkeypatch.setattr(thread_room, "RESERVED", [1])
     recorded = {"threads": torch.get_num_threads() + 1}
     with pytest.raises(UserError, match=r"does not leave room for them \(ulimit -u: 3; 2 run"):
         numerics.resume_with(recorded, None, tmp_path)  # the config: read after the threads

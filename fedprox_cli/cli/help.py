@@ -302,7 +302,8 @@ def option_page(group: str, name: str, values: Mapping[str, object] | None = Non
     ranges (:mod:`common.ranges`), their defaults -- ``values``, the composed config's group
     (what a run of ``GROUP=NAME`` takes: the option's YAML over the class's defaults), else the
     class's -- and their meanings (:func:`field_meanings`), and, for an algorithm, what it
-    declares."""
+    declares. A preset's option (``fedcanon_fig2/fedavg``) is its method's class with the
+    preset's values: the class the composed group names."""
     from dataclasses import MISSING, fields
 
     from ..common import ranges
@@ -310,8 +311,9 @@ def option_page(group: str, name: str, values: Mapping[str, object] | None = Non
     from ..common.plugin_calls import origin
     from ..config.plugin_defaults import lookup
 
-    target = dotted(name)
-    cls = lookup(group)(located(target).name, target) if target else lookup(group)(name)
+    plain = str((values or {}).get("name", name)) if "/" in name else name
+    target = dotted(plain)
+    cls = lookup(group)(located(target).name, target) if target else lookup(group)(plain)
     doc = (
         (cls.__doc__ or "").split("\n\n")[0]
         if not (cls.__doc__ or "").startswith(cls.__name__ + "(")

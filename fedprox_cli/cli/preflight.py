@@ -70,12 +70,16 @@ def preflight(argv: list[str]) -> int | None:
     exit code, or None to go on with Hydra. An installed plugin named without a YAML gets its
     defaults as its config first (:mod:`config.plugin_defaults`)."""
     if "--help" in argv or "-h" in argv:
+        from hydra.errors import HydraException
+        from omegaconf.errors import OmegaConfBaseException
+
+        from .faults import one_line
         from .help import option_page, text
 
         chosen = [
             a.split("=", 1)
             for a in argv
-            if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+$", a)
+            if re.match(r"^(algorithm|regularizer|compressor)=[\w.]+(/[\w.]+)*$", a)
         ]
         try:
             streams.out(
@@ -85,8 +89,8 @@ def preflight(argv: list[str]) -> int | None:
                     else text()
                 ).rstrip("\n")
             )
-        except UserError as e:
-            streams.err(f"fedrun: error: {e}")
+        except (UserError, HydraException, OmegaConfBaseException) as e:  # an unknown option
+            streams.err(f"fedrun: error: {one_line(e)}")
             return EXIT["error"]
         return EXIT["finished"]
     args = parsed(argv)

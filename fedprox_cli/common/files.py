@@ -263,6 +263,13 @@ class NotRegular(UserError, OSError):
         )
 
 
+def as_mkdir(folder: StrPath) -> None:
+    """Give ``folder``, made by :func:`tempfile.mkdtemp` (mode 0o700: its maker's alone), the
+    mode ``mkdir`` gives under this process's umask, so that a folder it is renamed to is as
+    readable as any other (a shared cache read by another user)."""
+    os.chmod(folder, 0o777 & ~_UMASK)
+
+
 def _what(mode: int) -> str:
     for test, what in (
         (stat.S_ISLNK, "a symbolic link"),

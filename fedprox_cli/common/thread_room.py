@@ -74,6 +74,7 @@ class Room:
         return f"ulimit -u: {self.limit:,}; {self.running:,} running"
 
 
+RESERVED: list[int] = []  # the processes and threads this command must start (:func:`_own`)
 UNFITTED: dict[str, str | None] = {}  # the variables a fit set, as they were (None: unset)
 FITTED: list[bool] = []  # a fit of this process, where a limit made one: a drawing process fits
 
@@ -155,6 +156,7 @@ def fit(prog: str, argv: list[str], env: MutableMapping[str, str] = os.environ) 
     cpus = _cpus()
     torch, blas = _count(TORCH, env, cpus), _count(OPENBLAS, env, cpus)
     needed, drawer = _own(prog, argv)
+    RESERVED[:] = [needed]
     pool = min(POOL_MAX, cpus) if prog == "fedrun" else 0
     if room.free >= needed + drawer + (torch - 1) + (blas - 1) + cpus + pool:
         return None
@@ -198,9 +200,9 @@ def unfitted_env() -> dict[str, str]:
 
 def short_of(more: int) -> Room | None:
     """The room, where a limit applies and it holds fewer than ``more`` threads more than run
-    now; None where they fit."""
+    now beside what the command must start (:data:`RESERVED`); None where they fit."""
     room = read()
-    return room if room is not None and room.free < more else None
+    return room if room is not None and room.free < more + sum(RESERVED) else None
 
 
 def drawing_process() -> bool:

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..common.console import say
-from ..common.files import cache_folder
+from ..common.files import as_mkdir, cache_folder
 
 VERSION = 1  # bump when a loader decodes differently
 
@@ -74,8 +74,7 @@ def decoded(
     if entry.is_dir():
         try:
             out = Decoded(
-                (f.stem, np.load(f, mmap_mode="r", allow_pickle=False))
-                for f in sorted(entry.glob("*.npy"))
+                (f.stem, np.load(f, mmap_mode="r", allow_pickle=False)) for f in _arrays(entry)
             )
             out.origin = _origin(entry)
             return out
@@ -95,11 +94,21 @@ def decoded(
     return out
 
 
+def _arrays(entry: Path) -> list[Path]:
+    """The ``.npy`` files of the cache entry ``entry``. Raises ``OSError`` where it cannot be
+    listed (another user's entry, say: ``Path.glob`` would find nothing there) and
+    ``ValueError`` where it holds none."""
+    found = sorted(entry / n for n in os.listdir(entry) if n.endswith(".npy"))
+    if not found:
+        raise ValueError(f"{entry} holds no arrays")
+    return found
+
+
 def _origin(entry: Path) -> str:
     """:attr:`Decoded.origin` of the arrays in ``entry``."""
     return entry.name + "".join(
         f"\0{f.name}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
-        for f, st in ((f, f.stat()) for f in sorted(entry.glob("*.npy")))
+        for f, st in ((f, f.stat()) for f in _arrays(entry))
     )
 
 
@@ -107,6 +116,7 @@ def _store(entry: Path, arrays: dict[str, np.ndarray]) -> None:
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
     try:
+        as_mkdir(tmp)  # readable as the cache folder is: it may be shared
         for k, a in arrays.items():
             np.save(tmp / f"{k}.npy", np.ascontiguousarray(a), allow_pickle=False)
         os.rename(tmp, entry)
