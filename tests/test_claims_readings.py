@@ -233,3 +233,18 @@ def test_every_stand_in_has_its_facts_declared_and_the_report_lists_them():
     ev = _ev("mnist5k", [True] * 3)
     text = render.stand_ins([render.Rendered(claim([]), [ev], verdict.Verdict("w", ""))])
     assert text == f"- **mnist5k** (for MNIST): {facts['mnist5k']}."
+
+
+def test_list_says_why_a_setting_diverged_where_its_run_set_declares_it():
+    """FedCEF Figs. 3-4: `fedrun-reproduce list` names the named reason for each baseline that
+    diverged (the run set's ``diverges``), and only for a setting whose runs did diverge."""
+    rs = declare.RunSet(
+        data="mnist5k",
+        stands_for="MNIST",
+        diverges={"za2": "its correction feeds on itself", "fedda": "never said"},
+    )
+    ev = evidence.Evidence(rs, 6, 6, diverged={"za2": (3, 3), "fedda": (0, 3)})
+    r = claim_table.Rendered(claim([]), [ev], verdict.Verdict("inconclusive", ""))
+    assert render.reasons(r) == [
+        "on mnist5k for MNIST: za2 diverged in 3 of 3 runs: its correction feeds on itself"
+    ]

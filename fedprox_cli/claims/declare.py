@@ -118,6 +118,9 @@ class RunSet:
     # metric -> why a level's bound is out of reach on this stand-in, said where no run here
     # reaches it (then it decides nothing here)
     unreachable: dict[str, str] = field(default_factory=dict)
+    # a setting as the report names it (za2) -> why its runs here diverge (the named reason and
+    # the test that shows it), said under the claim by `list` where they do
+    diverges: dict[str, str] = field(default_factory=dict)
     # a declared tuning protocol for the steps the paper does not give: seed, grid, steps
     # (method -> its step's key), metric (.tuning)
     tuning: dict[str, Any] = field(default_factory=dict)

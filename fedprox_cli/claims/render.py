@@ -130,13 +130,19 @@ def stand_ins(rendered: list[Rendered], facts: dict[str, Any] | None = None) -> 
 
 
 def reasons(r: Rendered) -> list[str]:
-    """Why the claim has its word (the rule's reason), and each sensitivity grid's reading:
-    the lines `fedrun-reproduce list` prints under a claim."""
+    """Why the claim has its word (the rule's reason), each sensitivity grid's reading and
+    each setting that diverged where its run set says why (``diverges``): the lines
+    `fedrun-reproduce list` prints under a claim."""
     out = [f"why: {r.verdict.why}"] if r.verdict.why else []
     for ev in r.evidence:
         if ev.runset.choices and ev.present:
             said = sensitivity.summary(r.claim, ev.runset, verdict_choices(r.claim, ev))
             out.append(f"on {data_of(ev.runset)}: {said}")
+        out += [
+            f"on {data_of(ev.runset)}: {k} diverged in {d} of {n} runs: {why}"
+            for k, (d, n) in ev.diverged.items()
+            if d and (why := ev.runset.diverges.get(k))
+        ]
     return out
 
 
