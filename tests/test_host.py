@@ -128,3 +128,16 @@ def test_openblas_that_cannot_start_its_threads_is_named(tmp_path, name):
     prog = "fedrun" if name == "fedrun" else "fedrun-report"
     assert last.startswith(f"{prog}: error: this process cannot start a thread: "), p.stderr
     assert "interrupted" not in p.stderr
+
+
+def test_a_matplotlib_cache_that_cannot_be_written_says_nothing(tmp_path):
+    """matplotlib draws with a temporary folder where its own cannot be made, and logs it (two
+    lines on stderr; three under fedrun's logging where a run draws its figures in its own
+    process, with the font list it rebuilt): a command's output is its own lines."""
+    (tmp_path / "a-file").write_text("")
+    unwritable = str(tmp_path / "a-file" / "matplotlib")  # not a folder, even for root
+    p = command([*TINY, "hydra.run.dir=R"], tmp_path, MPLCONFIGDIR=unwritable)
+    assert p.returncode == 0, p.stderr
+    p = command(["R", "--out", "r.png"], tmp_path, name="plot", MPLCONFIGDIR=unwritable)
+    assert p.returncode == 0 and (tmp_path / "r.png").is_file(), p.stderr
+    assert "atplotlib" not in p.stderr, p.stderr

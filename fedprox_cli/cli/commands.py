@@ -15,7 +15,12 @@ never changes the exit code). So from the first instant:
   (:func:`dependencies.missing`), as is memory that ran out while loading a library, and a
   library that could not start its threads (OpenBLAS's SIGINT: :func:`signals.not_a_stop`);
 - a command that runs (:data:`RUNS`) refuses a host whose clock does not advance or whose
-  environment leaves no room to start its processes, one line, exit code 2 (:mod:`host`).
+  environment leaves no room to start its processes, one line, exit code 2 (:mod:`host`);
+- every command fits its libraries' threads to a limit on the user's processes and threads
+  (``ulimit -u``), or refuses in one line where what it must start does not fit
+  (:mod:`thread_room`);
+- matplotlib's own log (a cache folder it cannot write, the font list it rebuilds) is kept
+  to its errors.
 
 And its last, where the command is the process's (called by the top level of its main
 program, the console script or ``python -m fedprox_cli``, before any exit hook was
@@ -56,6 +61,11 @@ def _command(prog: str, module: str, function: str = "main") -> None:
         from ..common import streams
 
         streams.guard()
+        import logging  # after _end's hook: logging's own (its shutdown) runs before it
+
+        # matplotlib logs a cache folder it cannot write (it draws with a temporary one) and
+        # the font list it rebuilt there: a command's output is its own lines
+        logging.getLogger("matplotlib").setLevel(logging.ERROR)
         refused = _host_refuses(prog)
         code = (
             _fault(prog, f"error: {refused}", "error")
