@@ -80,12 +80,14 @@ FITTED: list[bool] = []  # a fit of this process, where a limit made one: a draw
 
 
 def tasks_of(uid: int) -> int:
-    """The processes and threads of user ``uid`` (what RLIMIT_NPROC counts), from /proc."""
+    """The processes and threads of user ``uid`` (what RLIMIT_NPROC counts), from /proc: the
+    status of each process whose /proc folder the user owns (its effective user; the real one,
+    which the limit counts, read from the status)."""
     count = 0
     for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not pid.isdigit():
-            continue
         try:
+            if not pid.isdigit() or os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
             with open(f"/proc/{pid}/status") as f:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
