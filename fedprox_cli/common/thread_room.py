@@ -28,6 +28,7 @@ program's) can still take the room: the reading is a snapshot of the user's task
 from __future__ import annotations
 
 import os
+import re
 import resource
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ ONE_THREAD = {
     "OPENBLAS_NUM_THREADS": "1",
     "JE_ARROW_MALLOC_CONF": "background_thread:false",  # pyarrow's jemalloc: a thread a CPU
 }
+# fedrun's arguments that start nothing: its help and Hydra's pages, a dry run
+PAGES = {"-h", "--help", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}
+NO_TRAINING = re.compile(r"^\+{0,2}dry_run=(?!false$)", re.IGNORECASE)
 EXEMPT_CAPS = (21, 24)  # CAP_SYS_ADMIN, CAP_SYS_RESOURCE: the kernel does not apply the limit
 POOL_MAX = 32  # threads decoding images at most (data.images)
 
@@ -139,6 +143,8 @@ def _own(prog: str, argv: list[str]) -> tuple[int, int]:
     """The processes and threads ``prog`` starts besides its libraries' threads: those it needs
     (a short-lived program: git, or a run of ``fedrun-reproduce``, which fits its own; the
     watch thread of a sweep), and the drawing process (``fedrun``)."""
+    if prog == "fedrun" and any(a in PAGES or NO_TRAINING.match(a) for a in argv):
+        return 0, 0  # a page, a config or a dry run: nothing started
     if prog == "fedrun":
         return 1 + bool({"-m", "--multirun"}.intersection(argv)), 1
     return int(prog == "fedrun-reproduce"), 0
