@@ -35,8 +35,14 @@ data:
 run: setup data
 	$(VENV)/bin/fedrun
 
+# The example plugin (examples/fedprox_server), installed as a user installs a package: the
+# suite runs its algorithm, config and claims from there.
+$(VENV)/.example: $(VENV)/.installed $(wildcard examples/fedprox_server/pyproject.toml examples/fedprox_server/*/*.py examples/fedprox_server/*/*/*.yaml)
+	$(PY) -m pip install -q --no-deps --no-build-isolation examples/fedprox_server
+	touch $@
+
 # The suite, and its wall time at the end.
-test: setup data
+test: setup data $(VENV)/.example
 	@start=$$(date +%s); $(PY) -m pytest; status=$$?; \
 	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
 

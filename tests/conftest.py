@@ -1,3 +1,4 @@
+import importlib.util
 import os
 import re
 import runpy
@@ -103,6 +104,15 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{len(skipped)} skipped:")
         for n, why in skip_reasons(skipped):
             terminalreporter.write_line(f"  {n:4d}  {why}")
+
+
+# Tests of the example package (examples/fedprox_server: a user's plugin with its own claims);
+# `make test` installs it.
+needs_example = pytest.mark.skipif(
+    importlib.util.find_spec("fedprox_server") is None,
+    reason="the example plugin is not installed: pip install --no-deps examples/fedprox_server "
+    "(make test installs it)",
+)
 
 
 def child_env(**extra: str) -> dict[str, str]:

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import needs_example
 
 from fedprox_cli.claims import declare, sources
 from fedprox_cli.cli import reproduce
@@ -96,6 +97,7 @@ BAD = {  # an edit of the tutorial's claims file -> the one line it gives
 }  # fmt: skip
 
 
+@needs_example
 @pytest.mark.parametrize("case", BAD)
 def test_a_mistake_in_a_claims_file_is_one_line_naming_file_line_and_key(
     case, tmp_path, capsys
@@ -108,6 +110,7 @@ def test_a_mistake_in_a_claims_file_is_one_line_naming_file_line_and_key(
     assert mine.exists()
 
 
+@needs_example
 def test_sources_by_name_file_and_folder_and_ids_unique_across_them(tmp_path, capsys):
     folder = tmp_path / "paper"
     folder.mkdir()
@@ -134,6 +137,7 @@ def test_sources_by_name_file_and_folder_and_ids_unique_across_them(tmp_path, ca
     )
 
 
+@needs_example
 def test_a_package_ships_claims_through_its_entry_point(tmp_path, monkeypatch, capsys):
     site = tmp_path / "site"
     (site / "mypaper" / "claims").mkdir(parents=True)

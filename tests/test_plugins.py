@@ -6,13 +6,12 @@ The plugin distribution is written to a temporary folder: a module plus a ``.dis
 ``entry_points.txt``, which ``importlib.metadata`` finds on ``sys.path`` as it finds an
 installed package's."""
 
-import importlib.util
 import math
 import sys
 
 import pandas as pd
 import pytest
-from conftest import fedrun
+from conftest import fedrun, needs_example
 
 from fedprox_cli import algorithms
 from fedprox_cli.cli import plot as plot_cli
@@ -284,13 +283,6 @@ def test_a_broken_plugin_is_one_line_and_exit_2(plugin):
 
 
 # ----------------------------------------------------------- the example package (examples/)
-
-needs_example = pytest.mark.skipif(
-    importlib.util.find_spec("fedprox_server") is None,
-    reason="the example plugin is not installed: pip install --no-deps examples/fedprox_server "
-    "(.ci/run installs it)",
-)
-
 
 @needs_example
 def test_example_fedprox_server_counts_and_descent(tmp_path):

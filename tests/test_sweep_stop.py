@@ -115,3 +115,39 @@ def test_ctrl_c_during_a_compile_trial_which_the_jobs_of_one_shape_share(tmp_pat
     err = _stopped(sweep, signal.SIGINT)
     assert err.count("trying compiled rounds") == 1, err
     assert err.count("interrupted before the run started") == 2, err
+
+
+def _a_worker_whose_job_takes_two_sigterms(ready) -> None:
+    """A pool worker as fedrun makes one (SIGINT blocked: it reads idle) whose job, just
+    handed to it, takes SIGTERMs for its stop while it records its end (0.3 s), then is idle
+    (SIGTERM's default action back) and waits for its next job."""
+    import signal
+    import time
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    ready.set()
+    time.sleep(0.3)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    time.sleep(60)
+
+
+def test_a_worker_idle_after_its_stop_is_ended_at_once_not_after_the_grace():
+    """A worker handed a job as the sweep stopped took the launcher's first SIGTERMs in its
+    job's start and then went idle: it gets SIGTERM again as soon as it is seen idle, and ends
+    by it, not by SIGKILL after the grace period (a joblib sweep's exit 8 s late)."""
+    import multiprocessing
+    import signal
+    import time
+
+    from fedprox_cli.cluster import pool
+
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    worker = ctx.Process(target=_a_worker_whose_job_takes_two_sigterms, args=(ready,))
+    worker.start()
+    assert ready.wait(30)
+    started = time.monotonic()
+    pool.end_workers([worker], grace_s=5.0)
+    took = time.monotonic() - started
+    assert worker.exitcode == -signal.SIGTERM and took < 2.0, (worker.exitcode, took)

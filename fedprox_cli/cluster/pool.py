@@ -22,6 +22,7 @@ truthful (docs/robustness.md, "Stopping a sweep").
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -35,6 +36,7 @@ from ..common import signals
 QUIET_TRACKER = "ignore::UserWarning:multiprocessing.resource_tracker"
 GRACE_S = 8.0  # how long a worker in a job gets to record its end before it is killed
 POLL_S = 0.05
+RESEND_S = 0.5  # a worker seen idle gets SIGTERM again at most this often
 
 
 def _idle(pid: int) -> bool | None:
@@ -59,21 +61,27 @@ def end_workers(processes: list[Any], kill_tree: Any = None, grace_s: float = GR
     """End pool workers (``multiprocessing.Process`` objects) together: to each in a job the
     signal that stopped the sweep (the user's: SIGINT for a Ctrl-C, SIGTERM for a ``kill``;
     SIGTERM where none came), so that its job records the user's signal, not fedrun's; SIGTERM
-    to each idle one, and again to each once it is idle (its job recorded its end), within
-    ``grace_s``; then ``kill_tree(process)`` (loky's) or SIGKILL for any still alive. Joins
-    them."""
+    to each idle one, and again, at most every :data:`RESEND_S`, to each seen idle within
+    ``grace_s`` (its job recorded its end; or a job just handed to it, whose start, SIGINT still
+    blocked, took a SIGTERM for its stop and then went idle: once is not enough); then
+    ``kill_tree(process)`` (loky's) or SIGKILL for any still alive. Joins them."""
     told = signals.received[-1] if signals.received else signal.SIGTERM
+    termed: dict[int, float] = {}  # pid -> when it was last sent SIGTERM as idle
     for p in processes:
-        _signal(p.pid, signal.SIGTERM if _idle(p.pid) is not False else told)
-    deadline, idle_termed = time.monotonic() + grace_s, set()
+        idle = _idle(p.pid) is not False
+        _signal(p.pid, signal.SIGTERM if idle else told)
+        if idle:
+            termed[p.pid] = time.monotonic()
+    deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         alive = [p for p in processes if p.is_alive()]
         if not alive:
             break
         for p in alive:
-            if p.pid not in idle_termed and _idle(p.pid):  # its job is over: SIGTERM ends it
+            due = time.monotonic() - termed.get(p.pid, -math.inf) >= RESEND_S
+            if due and _idle(p.pid):  # its job is over: SIGTERM ends it
                 _signal(p.pid, signal.SIGTERM)
-                idle_termed.add(p.pid)
+                termed[p.pid] = time.monotonic()
         alive[0].join(POLL_S)
     for p in processes:
         if p.is_alive():
