@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from fedprox_cli import algorithms, data
-from fedprox_cli.engine import models
+from fedprox_cli.engine import dense, models
 from fedprox_cli.engine.client_data import ClientData
 from fedprox_cli.engine.dense import dense_activations
 from fedprox_cli.engine.models import FlatModel
@@ -122,18 +122,22 @@ def test_every_algorithm_and_regularizer_runs_the_same_numbers(digits, name, reg
 
 
 @pytest.mark.parametrize("model", DENSE)
-@pytest.mark.parametrize("B", [3, 16])
-def test_mini_batches_gathered_at_once_or_step_by_step_give_autograds_numbers(model, B):
+@pytest.mark.parametrize("B,cap,at_once", [(16, None, True), (3, None, False), (16, 1000, False)])
+def test_mini_batches_gathered_at_once_or_step_by_step_give_autograds_numbers(
+    model, B, cap, at_once, monkeypatch
+):
     """A client's K mini-batches are gathered in one call where each one's start stays aligned
-    (30 float32 features: B = 16 is 1,920 bytes, 30 x 64), else step by step (B = 3: 360
-    bytes): both paths give autograd's rounds, local steps with a prox (FedNMap) and fused
-    SGD steps (FedCanon), bit for bit."""
+    (30 float32 features: B = 16 is 1,920 bytes, 30 x 64) and they fit ``GATHER_BYTES``, else
+    step by step (B = 3: 360 bytes; or a cap below 2 x 1,920): each path gives autograd's
+    rounds, local steps with a prox (FedNMap) and fused SGD steps (FedCanon), bit for bit."""
+    if cap is not None:
+        monkeypatch.setattr(dense, "GATHER_BYTES", cap)
     gen = torch.Generator().manual_seed(0)
     x, y = torch.randn(120, 30, generator=gen), torch.randint(0, 10, (120,), generator=gen)
     clients = [np.arange(i, 120, N_CLIENTS) for i in range(N_CLIENTS)]
     for name in ("fednmap", "fedcanon"):
         hand, auto = oracles_of(x, y, clients, model, B=B)
         got, ref = (rounds(o, name, regularizers.build("l1", lam=0.01)) for o in (hand, auto))
-        assert hand.engine.dense.aligned == (B == 16)
+        assert (hand.engine.dense.ids is None) == at_once
         for key in ref:
             assert torch.equal(torch.as_tensor(got[key]), torch.as_tensor(ref[key])), key

@@ -75,6 +75,8 @@ def test_no_room_for_what_a_command_must_start_is_one_line(room):
     room(1)
     with pytest.raises(thread_room.NoRoom, match=r"\(ulimit -u: 1; 1 running; it needs 1 more\)"):
         thread_room.fit("fedrun", [], {})
+    for pages in (["--help"], ["dataset=digits", "dry_run=true"], ["-m", "--cfg", "job"]):
+        thread_room.fit("fedrun", pages, {})  # starts nothing
     env: dict[str, str] = {}
     thread_room.fit("fedrun-report", [], env)  # starts nothing: it runs, on one thread
     assert env["OPENBLAS_NUM_THREADS"] == env["OMP_NUM_THREADS"] == "1"

@@ -28,6 +28,7 @@ program's) can still take the room: the reading is a snapshot of the user's task
 from __future__ import annotations
 
 import os
+import re
 import resource
 from collections.abc import MutableMapping
 from dataclasses import dataclass
@@ -42,6 +43,9 @@ ONE_THREAD = {
     "OPENBLAS_NUM_THREADS": "1",
     "JE_ARROW_MALLOC_CONF": "background_thread:false",  # pyarrow's jemalloc: a thread a CPU
 }
+# fedrun's arguments that start nothing: its help and Hydra's pages, a dry run
+PAGES = {"-h", "--help", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion", "-sc"}
+NO_TRAINING = re.compile(r"^\+{0,2}dry_run=(?!false$)", re.IGNORECASE)
 EXEMPT_CAPS = (21, 24)  # CAP_SYS_ADMIN, CAP_SYS_RESOURCE: the kernel does not apply the limit
 POOL_MAX = 32  # threads decoding images at most (data.images)
 
@@ -80,12 +84,14 @@ FITTED: list[bool] = []  # a fit of this process, where a limit made one: a draw
 
 
 def tasks_of(uid: int) -> int:
-    """The processes and threads of user ``uid`` (what RLIMIT_NPROC counts), from /proc."""
+    """The processes and threads of user ``uid`` (what RLIMIT_NPROC counts), from /proc: the
+    status of each process whose /proc folder the user owns (its effective user; the real one,
+    which the limit counts, read from the status)."""
     count = 0
     for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not pid.isdigit():
-            continue
         try:
+            if not pid.isdigit() or os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
             with open(f"/proc/{pid}/status") as f:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
@@ -137,6 +143,8 @@ def _own(prog: str, argv: list[str]) -> tuple[int, int]:
     """The processes and threads ``prog`` starts besides its libraries' threads: those it needs
     (a short-lived program: git, or a run of ``fedrun-reproduce``, which fits its own; the
     watch thread of a sweep), and the drawing process (``fedrun``)."""
+    if prog == "fedrun" and any(a in PAGES or NO_TRAINING.match(a) for a in argv):
+        return 0, 0  # a page, a config or a dry run: nothing started
     if prog == "fedrun":
         return 1 + bool({"-m", "--multirun"}.intersection(argv)), 1
     return int(prog == "fedrun-reproduce"), 0

@@ -67,6 +67,11 @@ call are taken as one buffer only where every one of them starts so aligned, as 
 gathered alone does (a float32 product whose operand starts off it sums in another order here:
 docs/performance.md)."""
 
+GATHER_BYTES = 16 * 2**20
+"""The most input bytes of one client's K mini-batches gathered in one call (K up to 83 at
+B = 64 on MNIST's shape); beyond, each step gathers its own, so that the buffer stays one
+mini-batch's (e.g. ``B=full``: a client's whole data at every step)."""
+
 
 class DenseNet:
     """Gradients of one client's weighted loss on a dense network (module docstring), its
@@ -82,8 +87,9 @@ class DenseNet:
         self.x, self.y = x, y
         self.widths = [s[0] for s in model.shapes[0::2]]  # each linear layer's outputs
         self._b = -1  # the mini-batch size the buffers are allocated for
-        self._rows = self._slot_b = 0  # the gather buffers' samples, their mini-batches' size
+        self._rows = self._input_rows = self._slot_b = 0  # what the gather buffers hold
         self.row_bytes = x[0].numel() * x.element_size()
+        self.ids: torch.Tensor | None = None  # the ids (K, b) each step gathers, or None
 
     def _new(self, *shape: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.empty(*shape, dtype=dtype or self.x.dtype, device=self.x.device)
@@ -93,7 +99,6 @@ class DenseNet:
         if b == self._b:
             return
         new, classes = self._new, self.widths[-1]
-        self.inputs = new(b, *self.x.shape[1:])  # a mini-batch gathered alone
         self.outs = [new(b, o) for o in self.widths]  # z_l, activated in place (but the logits)
         self.dz = [new(b, o) for o in self.widths]  # gradients of the pre-activations
         self.dh = [new(b, o) for o in self.widths[:-1]]  # gradients of the activations
@@ -103,44 +108,47 @@ class DenseNet:
     def gather(self, ids: torch.Tensor, w: torch.Tensor) -> None:
         """Gather one client's mini-batches: sample ids (K, b) and weights (K, b), step k's in
         row k; the samples' inputs in one call where each mini-batch's start stays aligned
-        (:data:`ALIGN`), else each at its :meth:`step`."""
+        (:data:`ALIGN`) and they fit :data:`GATHER_BYTES`, else each at its :meth:`step`."""
         K, b = ids.shape
         self._buffers(b)
-        if K * b > self._rows or b != self._slot_b:
-            self._slots(K, b)
+        at_once = K == 1 or (
+            (b * self.row_bytes) % ALIGN == 0 and K * b * self.row_bytes <= GATHER_BYTES
+        )
+        input_rows = K * b if at_once else b
+        if b != self._slot_b or K * b > self._rows or input_rows > self._input_rows:
+            self._slots(K, b, input_rows)
         flat = ids.reshape(-1)
-        self.aligned = K == 1 or (b * self.row_bytes) % ALIGN == 0
-        if self.aligned:
+        self.ids = None if at_once else ids
+        if at_once:
             torch.index_select(self.x, 0, flat, out=self.all_inputs[: K * b])
-        else:
-            self.ids = ids
         targets = torch.index_select(self.y, 0, flat, out=self.all_targets[: K * b].view(-1))
         neg_w = torch.neg(w.reshape(-1, 1), out=self.all_neg_w[: K * b])
         # the loss's gradient w.r.t. the log-softmax: -w_s at y_s, else 0 (it reads no parameter)
         self.all_dlsm[: K * b].zero_().scatter_add_(1, targets.view(-1, 1), neg_w)
 
-    def _slots(self, K: int, b: int) -> None:
-        """Buffers for K mini-batches of b samples gathered at once, and each mini-batch's
-        views of them (made once, not per step)."""
+    def _slots(self, K: int, b: int, input_rows: int) -> None:
+        """Buffers for K mini-batches of b samples (the inputs of ``input_rows`` of them), and
+        each mini-batch's views of them (made once, not per step)."""
         new = self._new
-        self.all_inputs = new(K * b, *self.x.shape[1:])
+        self.all_inputs = new(input_rows, *self.x.shape[1:])
         self.all_targets = new(K * b, 1, dtype=self.y.dtype)
         self.all_neg_w = new(K * b, 1)
         self.all_dlsm = new(K * b, self.widths[-1])
         rows = [slice(k * b, (k + 1) * b) for k in range(K)]
-        self.input_slots = [self.all_inputs[r].view(b, -1) for r in rows]
+        self.input_slots = [self.all_inputs[r].view(b, -1) for r in rows[: input_rows // b]]
         self.target_slots = [self.all_targets[r] for r in rows]
         self.dlsm_slots = [self.all_dlsm[r] for r in rows]
-        self._rows, self._slot_b = K * b, b
+        self._rows, self._input_rows, self._slot_b = K * b, input_rows, b
 
     def step(self, params: Sequence[torch.Tensor], k: int, grads: Sequence[torch.Tensor]) -> None:
         """The gradient of ``sum_s w_s CE(model(x_s), y_s)`` over the k-th mini-batch of the
         last :meth:`gather` at the parameters ``params`` (weight, bias, weight, ... : views),
         written into ``grads`` (views of the same shapes)."""
-        if self.aligned:
+        if self.ids is None:
             h = self.input_slots[k]
-        else:
-            h = torch.index_select(self.x, 0, self.ids[k], out=self.inputs).view(self._b, -1)
+        else:  # into the first mini-batch's buffer, aligned as the allocator aligns it
+            torch.index_select(self.x, 0, self.ids[k], out=self.all_inputs[: self._b])
+            h = self.input_slots[0]
         self.targets = self.target_slots[k]
         hs = [h]
         for l, z in enumerate(self.outs):
