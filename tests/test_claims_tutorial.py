@@ -70,8 +70,10 @@ def test_the_tutorial_from_claims_to_a_checked_report(paper, capsys):
     for name in ("fedprox-mu0", "fedprox-slower"):
         assert (paper / "results" / "reproduction" / "figures" / f"{name}.pdf").is_file()
     assert reproduce.main(["check", *mine]) == 0
+    code = Path(reproduce.__file__).resolve().parents[1]
     assert capsys.readouterr().out.strip() == (
-        "fedrun-reproduce: check: 2 claims, every word and number as committed"
+        "fedrun-reproduce: check: 2 claims, every word and number as committed "
+        f"(recomputed by the fedprox_cli at {code})"
     )
     # a damaged copy: one number of one run edited
     shutil.copytree(paper / "results", paper / "damaged")

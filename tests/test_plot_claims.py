@@ -194,3 +194,17 @@ def test_a_claims_accuracy_axis_reads_in_percent_beside_the_papers_number(tmp_pa
     assert ax.get_ylabel() == "test accuracy (%)" and in_percent(ax)
     (paper,) = [line for line in ax.get_lines() if line.get_color() == "0.3"]  # its grey
     assert paper.get_ydata()[0] == 0.98
+
+
+def test_a_figure_of_one_seed_says_its_lines_are_that_seeds_runs(tmp_path):
+    """A referee: FedCanon Fig. 3's caption said "lines: mean over the seeds" of one seed."""
+    c = claim("fednmap-fig5b")
+    runs = [run(tmp_path, f"K{K}_0", n=30, K=K, seed=0) for K in (5, 10)]
+    rs = dataclasses.replace(c.ran[0], seeds=(0,))
+    import unittest.mock as mock
+
+    said = []
+    with mock.patch.object(figures, "save_figure", lambda fig, path, **kw: said.append(kw)):
+        figures.draw(c, rs, runs, tmp_path)
+    assert "lines: that seed's runs" in said[0]["caption"]
+    assert "mean over the seeds" not in said[0]["caption"]

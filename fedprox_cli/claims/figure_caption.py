@@ -89,8 +89,9 @@ def caption(claim: Claim, rs: RunSet, runs: list[Run], state: Drawn, fig: Figure
     """The figure's caption: the paper's figure and what it shows, then ours (:func:`facts`),
     what a line and a band are, the declared curves without a line (:func:`absent`), and what
     the marks mean."""
+    one_seed = len({r.config.get("seed") for r in runs}) == 1
     lines = (
-        "lines: mean over the seeds"
+        ("lines: that seed's runs" if one_seed else "lines: mean over the seeds")
         + ("; bands: ± 1 std over the seeds" if state.banded else "")
         + (" (clipped at the axis's bottom)" if state.clipped else "")
     )

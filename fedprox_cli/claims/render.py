@@ -12,7 +12,7 @@ from typing import Any
 from . import declare, sensitivity
 from .claim_section import section
 from .claim_table import Rendered, basis, data_of, row, settings
-from .declare import Claim
+from .declare import Claim, RunSet
 from .sources import Source, facts
 from .verdict import choices as verdict_choices
 
@@ -31,8 +31,12 @@ marked so, never deciding). The word, from the primary tests alone, by one rule:
 unit, **not reproduced** when in none, **partly** in between or when an ordering read to the end
 holds from some round on only, in every unit (over a window that ends, a speed test, it then does not hold; where some unit never holds, a unit holding from some round on only, "✗ from r", counts as not holding); **partly run (k of m runs)** with declared runs missing; **not run** when nothing
 ran here. A timing decides only outside its noise: a ratio whose margin to its bound lies inside
-the spread of its base's own repeated measurement, or whose noise is not measured (one
-measurement per setting, a benchmark file's single median), is no evidence. A test cannot decide with one seed where its numbers differ by seed, nor with fewer
+the spread of its base's own value over runs that differ only in a setting the measurement
+does not depend on (`repeats`: FedCanon's time per round at three partitions, each timed beside
+another job: a spread of like measurements, not a repeated timing of one setting), or whose noise
+is not measured (one measurement per setting, a benchmark file's single median), is no evidence
+however far it misses: so where one device has such runs and another a single measurement, the
+words differ by what was measured, not by what the devices do (FedCanon Table V). A test cannot decide with one seed where its numbers differ by seed, nor with fewer
 rounds than the paper's T where they depend on T; the claim's other primary tests then decide
 (**not reproduced** if they hold in no unit, **inconclusive** if in every unit), and with none
 left, or no unit that trained, the word is **inconclusive**. *Tail*: the mean of a run's last 10%
@@ -64,7 +68,8 @@ claims) is **checked** when every test holds in every unit, **check failed** oth
 never counted as reproduced. Each test says when its bounds (what it compares, where, and the
 bounds it reads against) were declared relative to the claim's runs, as git records them
 (`fedrun-reproduce record` reads it into `reproduction/DECLARED.tsv`): **pre-registered** when
-the commit declaring them precedes every commit of the runs, **post hoc** when some runs were
+the commit declaring them (the first whose declaration has the test's present bounds: the last
+that changed them) precedes every commit of the runs, **post hoc** when some runs were
 committed before or with it (the bound could have been set after reading them).{runs_here}"""
 
 
@@ -202,13 +207,18 @@ def docs(rendered: list[Rendered]) -> str:
         here = (
             "; ".join(
                 f"{data_of(ev.runset)}: "
-                + (", ".join(f"`{f}`" for f in ev.runset.folders) or ev.runset.data)
+                + ", ".join(f"`{f}`" for f in (ev.runset.folders or _files(c, ev.runset)))
                 for ev in r.evidence
             )
             or "—"
         )
         lines.append(f"| {c.title} (`{c.id}`) | {paper} | {here} | **{r.verdict.word}** |")
     return "\n".join([*lines, END])
+
+
+def _files(c: Claim, rs: RunSet) -> tuple[str, ...]:
+    """A benchmark run set's files under the results root: its own, else its tests'."""
+    return (rs.bench,) if rs.bench else tuple(dict.fromkeys(t.file for t in c.tests if t.file))
 
 
 def between(text: str) -> str | None:

@@ -94,8 +94,13 @@ def check(args: argparse.Namespace) -> int:
         streams.out(f"{PROG}: check: {d}")
     if unchecked := unverified(claims, root):
         streams.out(f"{PROG}: check: note: {unchecked}")
+    code = f"recomputed by the fedprox_cli at {Path(__file__).resolve().parents[1]}"
     if not diffs:
-        streams.out(f"{PROG}: check: {len(claims)} claims, every word and number as committed")
+        streams.out(
+            f"{PROG}: check: {len(claims)} claims, every word and number as committed ({code})"
+        )
+    else:  # a checkout's report checked by another checkout's code differs: say whose
+        streams.out(f"{PROG}: check: note: {code}")
     return 1 if diffs else 0
 
 
