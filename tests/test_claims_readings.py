@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from fedprox_cli.analysis.run import Run
 from fedprox_cli.claims import (
@@ -18,12 +19,16 @@ from fedprox_cli.claims import (
     claim_table,
     declare,
     evidence,
+    history,
+    mean_curve,
     render,
+    schema,
     sources,
     tables,
     units,
     verdict,
 )
+from fedprox_cli.common.errors import UserError
 from tests.test_claims import claim, run
 
 Check = declare.Test  # not named Test*: pytest would try to collect it
@@ -248,3 +253,96 @@ def test_list_says_why_a_setting_diverged_where_its_run_set_declares_it():
     assert render.reasons(r) == [
         "on mnist5k for MNIST: za2 diverged in 3 of 3 runs: its correction feeds on itself"
     ]
+
+
+def _swept(seed: int, k: int, tail: float, status: str = "finished") -> Run:
+    """A run at K = ``k`` whose stationarity ends at ``tail`` (rounds 0-45, its tail the last)."""
+    curve = np.r_[np.full(9, 2.0), tail]
+    m = pd.DataFrame({"round": np.arange(10) * 5, "stationarity": curve})
+    return Run(Path(f"/K{k}/{seed}"), {"K": k, "seed": seed, "T": 45}, m, status)
+
+
+def _slope_test(curve: str) -> declare.Test:
+    return Check(
+        kind="slope",
+        metric="stationarity",
+        says="flat in K",
+        key="K",
+        at="tail",
+        holds={"min": -0.1, "max": 0.1},
+        curve=curve,
+    )
+
+
+def test_a_slope_on_the_seeds_mean_curve_is_fitted_to_the_mean_as_a_paper_fits_it():
+    """A referee: FedNMap Fig. 4's slope passed in 2 of 10 seeds, while the paper fits one line
+    to the mean of its trials and that slope (-0.676) is outside the band. Seeds whose slopes
+    are -2 and +2 have a flat mean: per seed the band holds in no unit, on the mean curve in its
+    one unit, and the word follows the reading declared."""
+    runs = [_swept(0, 1, 1.0), _swept(0, 4, 1 / 16), _swept(1, 1, 1 / 16), _swept(1, 4, 1.0)]
+    per_seed = units.units(_slope_test("seed"), runs, claim([]))
+    assert [round(u.value, 6) for u in per_seed] == [-2.0, 2.0]
+    assert not any(u.holds for u in per_seed)
+    t = _slope_test("mean")
+    (mean,) = units.units(t, runs, claim([t]))
+    assert mean.label == "mean of 2 seeds" and mean.holds and abs(mean.value) < 1e-12
+    out = units.Outcome(t, [mean])
+    assert verdict.word([out], "stand-in", 45, None, 2, 4, 4).word == "reproduced on a stand-in"
+    assert verdict.state(out) == ("all", "1 of 1 mean curves")
+    assert claim_table.value_word(out).endswith("on the seeds' mean curve")
+    seeds = units.Outcome(_slope_test("seed"), per_seed)
+    assert verdict.word([seeds], "stand-in", 45, None, 2, 4, 4).word == "not reproduced"
+
+
+def test_a_mean_curve_is_the_seeds_mean_at_each_evaluation_and_a_diverged_seed_ends_it():
+    a, b = _swept(0, 1, 1.0), _swept(1, 1, 3.0)
+    (m,) = mean_curve.mean_runs([a, b])
+    assert m.config["seed"] == "mean of 2 seeds" and m.status == "finished"
+    assert m.column("stationarity").tolist() == [2.0] * 9 + [2.0]
+    gone = _made("a", 1, [2.0, math.nan], "diverged")  # ends at round 5
+    (d,) = mean_curve.mean_runs([_made("a", 0, [2.0, 1.0, 0.5], "finished"), gone])
+    assert d.status == "diverged" and d.column("round").tolist() == [0, 5, 10]
+    assert d.column("stationarity")[0] == 2.0 and np.isnan(d.column("stationarity")[1:]).all()
+    t = _slope_test("mean")  # the diverged seed's point makes the mean slope fail
+    runs = [_swept(0, 1, 1.0), _swept(0, 4, 1.0), _swept(1, 1, 1.0)]
+    runs.append(_made("x", 1, [2.0, math.nan], "diverged"))
+    runs[-1].config.update({"K": 4, "seed": 1, "T": 45})
+    del runs[-1].config["choice:algorithm"]
+    (u,) = units.units(t, runs, claim([t]))
+    assert u.holds is False and math.isnan(u.value)
+
+
+def test_a_test_declares_which_curve_it_reads_and_its_fingerprint_keeps_the_default_out():
+    with pytest.raises(UserError, match=r"curve: must be one of seed, mean, got 'means'"):
+        schema.check(
+            [
+                {
+                    "id": "x",
+                    "paper": "P",
+                    "where": "w",
+                    "short": "s",
+                    "quote": "q",
+                    "numbers": "",
+                    "setting": "",
+                    "chosen": "",
+                    "paper_T": None,
+                    "paper_seeds": None,
+                    "paper_runs": None,
+                    "ran": [],
+                    "tests": [
+                        {
+                            "kind": "slope",
+                            "metric": "stationarity",
+                            "says": "s",
+                            "key": "K",
+                            "curve": "means",
+                        }
+                    ],
+                }
+            ],
+            None,
+            "c.yaml",
+        )
+    seed, mean = _slope_test("seed"), _slope_test("mean")
+    plain = {k: v for k, v in seed.__dict__.items() if k != "curve"}
+    assert history.bounds(seed) == history.bounds(plain) != history.bounds(mean)

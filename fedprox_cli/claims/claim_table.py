@@ -231,6 +231,12 @@ def report_key(key: str) -> str:
 
 
 def value_word(o: Outcome) -> str:
+    """What a test's number is, and where it reads the seeds' mean curves, so."""
+    said = _value_word(o)
+    return f"{said}, on the seeds' mean curve" if said and o.test.curve == "mean" else said
+
+
+def _value_word(o: Outcome) -> str:
     t = o.test
     if t.kind == "order":
         if t.at == "every":

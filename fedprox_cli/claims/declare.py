@@ -24,6 +24,7 @@ from ..common.errors import UserError, require
 KINDS = ("order", "slope", "drop", "ratio", "level")
 ROLES = ("primary", "supporting")
 AT = ("last", "tail", "every", "bytes", "area")
+CURVES = ("seed", "mean")  # a test reads each seed's curve, or the seeds' mean curve
 
 
 Point = tuple[tuple[str, Any], ...]  # a declared run's (key, value) pairs
@@ -46,7 +47,9 @@ class Test:
     default the smallest total (up + down) a compared run that reached T sent. ``at: area`` reads an
     ordering over the whole curve from ``from_round`` on: each run's geometric mean of the metric
     over its evaluations (the area under the curve on a log axis; a diverged run the worst).
-    ``same_as``: the
+    ``curve: mean`` reads the seeds' mean curve a paper plots (each setting's metric averaged
+    over its seeds at every evaluation, :mod:`.mean_curve`), one unit per panel, instead of each
+    seed's curve (``curve: seed``, the default). ``same_as``: the
     id of an earlier claim whose test of the same measurement this one is (one measurement, one
     word: its units and exemptions are that claim's). ``no_seeds`` / ``per_round``: the tested
     number is the same at every seed / per round (one seed, or fewer rounds than the paper's T,
@@ -63,6 +66,7 @@ class Test:
     at: str = "last"
     from_round: int = 0
     to_round: int | None = None  # with at: every, the last round read (None: to the end)
+    curve: str = "seed"  # seed (a unit per seed) or mean (the seeds' mean curve, a unit per panel)
     where: dict[str, Any] = field(default_factory=dict)
     holds: dict[str, Any] = field(default_factory=dict)
     paper: str = ""

@@ -49,6 +49,9 @@ DECISIVE = (
     "file",
     "repeats",
 )
+# decisive fields added after tests were first declared -> their default: in a fingerprint only
+# where they differ from it, so an earlier declaration's fingerprint stays its own
+LATER = {"curve": "seed"}
 ORDERS = ("pre-registered", "post hoc", "unknown")
 HEADER = "claim\ttest\tbounds\tdeclared\tdeclared_at\truns\truns_at\torder"
 
@@ -84,6 +87,7 @@ def bounds(t: Test | dict[str, Any]) -> str:
     """The fingerprint of a test's decisive fields (12 hex digits)."""
     d = t if isinstance(t, dict) else t.__dict__
     fields = {k: _plain(d.get(k, getattr(Test, k, None))) for k in DECISIVE}
+    fields |= {k: d[k] for k, default in LATER.items() if d.get(k, default) != default}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

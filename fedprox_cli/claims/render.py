@@ -47,9 +47,12 @@ not train (finite, at chance accuracy) is left out of each compared pair it is i
 it misses is no evidence, where a diverged run fails it: a choice of this report, since both are
 a method failing at the declared steps; divergence is read as the method's outcome (its iterates
 left every bound, which the papers' "all converge" speaks to), a collapse as no reading (an
-untrained model orders nothing). Both are named where they occur. Orderings compare each
-seed's runs (per-seed curves, not the mean curve the papers plot); a win over a diverged run
-names it ("over diverged za2"). A level no run on a stand-in reaches (its best method stays
+untrained model orders nothing). Both are named where they occur. A test reads each seed's
+curves (a unit per seed), or, marked "on the seeds' mean curve", the mean over the seeds at
+every evaluation that a paper plots and fits (a unit per panel; a seed that diverged makes the
+mean non-finite from there): FedNMap Figs. 3-4, whose papers' orderings and slopes are read on
+the mean of 10 trials, decide on it, each seed's reading shown beside it (read on the mean, no
+other claim's word changes). A win over a diverged run names it ("over diverged za2"). A level no run on a stand-in reaches (its best method stays
 below) decides nothing on it; the claim says what the best run reaches. A claim read on several
 devices or stand-ins gets a word for each where they differ; one whose word changes with a
 choice the paper leaves open (a sensitivity grid of a primary run set: holds at some values, not

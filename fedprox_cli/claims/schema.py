@@ -32,6 +32,7 @@ X = ("round", "time", "bytes")
 CHOICES = {  # record field -> its allowed values
     ("Test", "kind"): declare.KINDS,
     ("Test", "at"): declare.AT,
+    ("Test", "curve"): declare.CURVES,
     ("Test", "role"): declare.ROLES,
     ("RunSet", "role"): declare.ROLES,
     ("Test", "mode"): MODES,

@@ -37,8 +37,10 @@ def value_name(key: str, v: object) -> str:
 
 
 def label(panel: tuple[tuple[str, Any], ...], seed: object) -> str:
-    """A unit's label: its panel's values, then its seed."""
-    return ", ".join([*(f"{key_name(k)}={shown(v)}" for k, v in panel), f"seed {seed}"])
+    """A unit's label: its panel's values, then its seed (or "mean of N seeds": a mean curve's
+    unit, :mod:`.mean_curve`)."""
+    said = str(seed) if str(seed).startswith("mean of ") else f"seed {seed}"
+    return ", ".join([*(f"{key_name(k)}={shown(v)}" for k, v in panel), said])
 
 
 def num(v: float) -> str:

@@ -10,6 +10,9 @@ Definitions used by every claim (docs/reproducing.md, "Readings"):
   a round a run lacks without having diverged is not compared (:mod:`.validate` names the run);
   an ordering that holds over diverged runs names them in its unit ("over diverged za2": that
   part of the win compares nothing that converged);
+- ``curve: mean`` reads each setting's mean over its seeds at every evaluation (the curve a
+  paper plots) as one run, a unit per panel ("mean of 10 seeds"); a seed that diverged makes
+  the mean non-finite from its first non-finite evaluation;
 - ``at: every`` holds when the ordering holds at every evaluation from ``from_round`` on (to
   ``to_round``); the *onset* is the first round from which it holds at every later evaluation;
 - ``at: bytes`` reads each run at its last evaluation within one budget of transmitted bytes (up
@@ -37,6 +40,7 @@ from ..common import metric_table as mt
 from .declare import Claim, Test
 from .loading import is_ as is_value
 from .loading import key_of, where
+from .mean_curve import mean_runs
 from .run_reading import (
     area,
     at_bytes,
@@ -319,7 +323,10 @@ def noise(t: Test, runs: list[Run]) -> Noise | None:
 
 def units(t: Test, runs: list[Run], claim: Claim, spread: Noise | None = None) -> list[Unit]:
     """The units of test ``t`` over ``runs`` (a unit missing one of the compared runs is left
-    out; ``spread``: a ratio's noise, :func:`noise`)."""
+    out; ``spread``: a ratio's noise, :func:`noise`; ``curve: mean``: over the seeds' mean
+    curves, :func:`.mean_curve.mean_runs`)."""
+    if t.curve == "mean":
+        runs = mean_runs(where(runs, t.where))
     if t.kind == "slope":
         return slope_units(t, runs, claim)
     need = {"order": range(len(t.values)), "drop": range(len(t.values)), "level": []}

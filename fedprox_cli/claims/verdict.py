@@ -23,6 +23,7 @@ to its primary tests alone (a supporting test is shown, never deciding: :func:`o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container
 from dataclasses import dataclass
 
@@ -56,6 +57,8 @@ def units_noun(o: Outcome) -> str:
         return "pairs"
     if o.test.kind == "level":
         return "runs"
+    if o.test.curve == "mean":
+        return "panels' mean curves" if o.test.panels else "mean curves"
     return "panel-seeds" if o.test.panels else "seeds"
 
 
@@ -215,7 +218,7 @@ def choices(claim: Claim, ev: Evidence) -> list[Choice]:
                 ev.runset.stands_for,
                 ev.T,
                 claim.paper_T,
-                len({u.label.rsplit("seed ", 1)[-1] for o in outcomes for u in o.units}),
+                _seeds([u.label for o in outcomes for u in o.units]),
                 present,
                 declared,
                 claim.per_round,
@@ -235,6 +238,13 @@ def choices(claim: Claim, ev: Evidence) -> list[Choice]:
             )
         )
     return out
+
+
+def _seeds(labels: list[str]) -> int:
+    """How many seeds units with these labels span: their distinct seeds ("..., seed 3"), or
+    the N of a mean curve's unit ("mean of N seeds")."""
+    means = [int(m.group(1)) for x in labels if (m := re.search(r"mean of (\d+) seeds$", x))]
+    return max([len({x.rsplit("seed ", 1)[-1] for x in labels}) if not means else 0, *means])
 
 
 def primary(outcomes: list[Outcome]) -> list[Outcome]:
