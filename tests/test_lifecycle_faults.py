@@ -750,3 +750,33 @@ def test_a_run_folder_renamed_mid_run_records_its_end_where_it_is(tmp_path, monk
     assert f"fedrun: note: the run folder {out} was moved to {moved} while the run ran" in err
     s = read_summary(moved)
     assert s["status"] == "error" and str(out) in s["error"], s
+
+
+def test_the_signal_that_stopped_a_run_is_recorded_not_the_launchers_after_it(
+    tmp_path, monkeypatch
+):
+    """A job stopped at its start by the user's Ctrl-C gets the launcher's SIGTERM an instant
+    later, noted (only) as the stop is recorded: the record names the first, SIGINT, which
+    stopped it (signals.first), not the last noted."""
+    from contextlib import contextmanager
+
+    monkeypatch.setattr(signals, "received", [signal.SIGTERM])  # a run before it: not its own
+    plain = signals.stopping
+
+    @contextmanager
+    def late():  # the launcher's signal as the stop begins to be recorded
+        with plain():
+            os.kill(os.getpid(), signal.SIGTERM)
+            yield
+
+    monkeypatch.setattr(signals, "stopping", late)
+
+    def build(*args, **kwargs):  # the run's start: Ctrl-C
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(runner.experiment, "build", build)
+    out = tmp_path / "run"
+    assert _stopped_in_process(out) == 130
+    s = read_summary(out)
+    assert (s["status"], s["error"]) == ("interrupted", "stopped by SIGINT before the run started")
+    assert signals.received == [signal.SIGINT, signal.SIGTERM]

@@ -55,6 +55,14 @@ SIGNALS = _stop_signals()
 received: list[int] = []  # signals noted in this process, in order
 
 
+def first() -> int | None:
+    """The signal that stopped this process's run: the first one noted (a run begins with none:
+    ``runs.runner.run``). Those noted after it -- a sweep's launcher ends its workers an instant
+    after the user's Ctrl-C reached them (:mod:`cluster.pool`) -- are not what stopped it.
+    None: no signal was noted."""
+    return received[0] if received else None
+
+
 def name(signum: int) -> str:
     """``SIGHUP``; ``SIGRTMIN+3`` for a real-time signal."""
     try:

@@ -217,7 +217,7 @@ def _interrupted(out: Path, summary: Summary, e: Interrupted | KeyboardInterrupt
     """An interrupted run: the round it stopped after and the signal that stopped it, how to go
     on; status interrupted, exit code 130."""
     record: SummaryRecord = {"round": e.round} if isinstance(e, Interrupted) else {}
-    signum = e.signum if isinstance(e, Interrupted) else (signals.received or [0])[-1]
+    signum = e.signum if isinstance(e, Interrupted) else signals.first()
     by = signals.name(signum) if signum else None
     at = f" after round {record['round']}" if "round" in record else ""
     if by:

@@ -63,7 +63,8 @@ class Ladder:
             if folder is None:
                 raise
             with signals.stopping():  # a later signal cannot cut the record short
-                by = f" by {signals.name(signals.received[-1])}" if signals.received else ""
+                first = signals.first()
+                by = f" by {signals.name(first)}" if first is not None else ""
                 say(f"interrupted before {what} started")
                 for summary in fresh:  # each folder says so, not "running" or nothing
                     ending.end(summary, "interrupted", error=f"stopped{by} before {what} started")
@@ -88,7 +89,9 @@ def run(
     the worst of its runs'). ``composed``: the config as composed, or its runs validated
     already (:func:`validated`, by a caller that raises on bad input). ``reference``: see
     :func:`experiment.validate`; ``plot``: draws a finished or diverged run's figures
-    (:func:`ending.conclude`; default: none)."""
+    (:func:`ending.conclude`; default: none). A signal noted before it (a run before it in this
+    process) is none of its own: :func:`signals.first` names what stops it."""
+    signals.received.clear()
     out, ladder = Path(out), Ladder()
     if isinstance(composed, list):
         runs = composed
