@@ -346,3 +346,15 @@ def test_a_test_declares_which_curve_it_reads_and_its_fingerprint_keeps_the_defa
     seed, mean = _slope_test("seed"), _slope_test("mean")
     plain = {k: v for k, v in seed.__dict__.items() if k != "curve"}
     assert history.bounds(seed) == history.bounds(plain) != history.bounds(mean)
+
+
+def test_partly_from_a_late_ordering_beside_a_failing_test_says_where_the_ordering_holds():
+    late = {"a": [1, 0.7, 0.3, 0.1], "b": [1, 0.6, 0.4, 0.2]}  # a lower from round 10 on
+    t = dataclasses.replace(_slope_test("seed"), kind="order", key="algorithm", values=("a", "b"))
+    t = dataclasses.replace(t, at="every", from_round=5, holds={})
+    runs = [run(m, s, c) for s in range(3) for m, c in late.items()]
+    ordering = units.Outcome(t, units.units(t, runs, claim([t])))
+    lowest = _lowest("b", "a")  # b lowest at the end: holds in no seed
+    failing = units.Outcome(lowest, units.units(lowest, runs, claim([lowest])))
+    v = verdict.word([ordering, failing], "stand-in", 20, None, 3, 6, 6)
+    assert (v.word, v.why) == ("partly", "an ordering holds from round 10 on only")

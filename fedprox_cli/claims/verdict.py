@@ -151,6 +151,8 @@ def _decided(outcomes: list[Outcome], stand_in: str) -> Verdict:
     if kinds <= {"all", "late"} and late:
         return Verdict("partly", f"holds from round {max(late)} on only")
     only_blind = kinds <= {"all", "undecided"}  # it holds wherever there is evidence
+    if late:  # an ordering that sets in late beside a test that fails: say where it holds
+        return Verdict("partly", f"an ordering holds from round {max(late)} on only")
     return Verdict(
         "partly", f"{blind} unit{'s' * (blind > 1)} without evidence" if only_blind else ""
     )
