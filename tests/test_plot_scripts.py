@@ -549,6 +549,8 @@ def test_slope_has_r2_and_a_seed_interval(tmp_path):
     assert 0.99 < float(row[2]) <= 1.0
     p = cli("plot.py", tmp_path, "--slope", "n", "--out", tmp_path / "s.png")
     assert "per seed -1.500 ± 0.100" in p.stdout and "R² " in p.stdout
+    p = cli("plot.py", tmp_path, "--slope", "n", "--y", "test_acc", "--out", tmp_path / "a.png")
+    assert "slope of log final test accuracy vs log n" in p.stdout, p.stdout  # words, not test_acc
 
 
 def test_final_tail_averages_the_last_tenth_of_evaluations(tmp_path):

@@ -181,7 +181,8 @@ def draw(args: argparse.Namespace, warn: Callable[[str], None]) -> int:
         for f in fits:
             seeds = stats.seed_interval(f)
             streams.out(
-                f"{f['label']}: slope of log final {metric} vs log {args.slope} = {f['slope']:.3f}"
+                f"{f['label']}: slope of log final {mt.metric(metric).words} vs log {args.slope} = "
+                f"{f['slope']:.3f}"
                 f" (R² {f['r2']:.3f}" + (f"; per seed {seeds})" if seeds else ")")
             )
     else:
