@@ -374,3 +374,11 @@ def test_accuracy_reads_in_percent_in_fedrun_plots_figures(tmp_path, kept, extra
         plot_cli.main([str(tmp_path), "--y", "train_loss", "--out", str(tmp_path / "g.png")]) == 0
     )
     assert kept[1].axes[0].get_ylabel() == "train loss f(x)" and not in_percent(kept[1].axes[0])
+
+
+def test_what_a_line_is_says_one_seed_as_one_seed():
+    from fedprox_cli.analysis.caption import what_lines_are
+
+    assert what_lines_are({1}, False, False) == "Lines: one seed each."
+    assert what_lines_are({3}, True, False) == "Lines: mean of 3 seeds; bands: ± 1 std over the seeds."
+    assert what_lines_are({1, 3}, False, False) == "Lines: mean over each curve's seeds."

@@ -115,11 +115,14 @@ def setting(shared: dict[str, Any]) -> list[str]:
 
 
 def what_lines_are(given: Iterable[int], banded: bool, clipped: bool, points: bool = False) -> str:
-    """``Lines: mean of 3 seeds; bands: ± 1 std`` (``points``: a slope figure's words)."""
+    """``Lines: mean of 3 seeds; bands: ± 1 std``, ``Lines: one seed each`` (``points``: a
+    slope figure's words)."""
     counts = set(given)
     noun = "Points" if points else "Lines"
     text = (
-        f"{noun}: mean of {seeds(min(counts))}"
+        f"{noun}: one seed each"
+        if counts == {1}
+        else f"{noun}: mean of {seeds(min(counts))}"
         if len(counts) == 1
         else f"{noun}: mean over each curve's seeds"
     )
