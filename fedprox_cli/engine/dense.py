@@ -90,6 +90,7 @@ class DenseNet:
         self._rows = self._input_rows = self._slot_b = 0  # what the gather buffers hold
         self.row_bytes = x[0].numel() * x.element_size()
         self.ids: torch.Tensor | None = None  # the ids (K, b) each step gathers, or None
+        self._transposed_of: Sequence[torch.Tensor] | None = None  # see _transposed
 
     def _new(self, *shape: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.empty(*shape, dtype=dtype or self.x.dtype, device=self.x.device)
@@ -101,6 +102,7 @@ class DenseNet:
         new, classes = self._new, self.widths[-1]
         self.outs = [new(b, o) for o in self.widths]  # z_l, activated in place (but the logits)
         self.dz = [new(b, o) for o in self.widths]  # gradients of the pre-activations
+        self.dz_t = [d.t() for d in self.dz]
         self.dh = [new(b, o) for o in self.widths[:-1]]  # gradients of the activations
         self.lsm = new(b, classes)
         self._b = b
@@ -150,23 +152,31 @@ class DenseNet:
             torch.index_select(self.x, 0, self.ids[k], out=self.all_inputs[: self._b])
             h = self.input_slots[0]
         self.targets = self.target_slots[k]
-        hs = [h]
-        for l, z in enumerate(self.outs):
-            torch.addmm(params[2 * l + 1], h, params[2 * l].t(), out=z)
-            if l < len(self.acts):
-                self.acts[l][0](z)
-            h = z
-            hs.append(z)
-        torch.ops.aten._log_softmax.out(h, -1, False, out=self.lsm)
-        dz = torch.ops.aten._log_softmax_backward_data.out(
-            self.dlsm_slots[k], self.lsm, -1, self.lsm.dtype, out=self.dz[-1]
+        outs, dz, dz_t, acts = self.outs, self.dz, self.dz_t, self.acts
+        weights_t = self._transposed(params)
+        below = [h, *outs]  # each layer's input
+        for l, z in enumerate(outs):
+            torch.addmm(params[2 * l + 1], below[l], weights_t[l], out=z)
+            if l < len(acts):
+                acts[l][0](z)
+        torch._log_softmax(outs[-1], -1, False, out=self.lsm)
+        torch._log_softmax_backward_data(
+            self.dlsm_slots[k], self.lsm, -1, self.lsm.dtype, out=dz[-1]
         )
-        for l in range(len(self.outs) - 1, -1, -1):
-            torch.mm(dz.t(), hs[l], out=grads[2 * l])
-            torch.sum(dz, 0, out=grads[2 * l + 1])
+        for l in range(len(outs) - 1, -1, -1):
+            torch.mm(dz_t[l], below[l], out=grads[2 * l])
+            torch.sum(dz[l], 0, out=grads[2 * l + 1])
             if l:
-                torch.mm(dz, params[2 * l], out=self.dh[l - 1])
-                dz = self.acts[l - 1][1](self.dh[l - 1], hs[l], self.dz[l - 1])
+                torch.mm(dz[l], params[2 * l], out=self.dh[l - 1])
+                acts[l - 1][1](self.dh[l - 1], outs[l - 1], dz[l - 1])
+
+    def _transposed(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        """The weights of ``params`` transposed (views), made again only for another
+        ``params`` object: a client's local SGD steps pass the same views at every step."""
+        if params is not self._transposed_of:
+            self._weights_t = [w.t() for w in params[0::2]]
+            self._transposed_of = params
+        return self._weights_t
 
     def grad(
         self,
