@@ -10,10 +10,11 @@
     python scripts/bench_engine.py --threads 1 --profile    # one local step, op by op
 
 Prints one line per measurement, then markdown tables (docs/performance.md): per workload and
-engine steps/s, GFLOP/s, the fraction of the same-shape products' rate ("of roofline") and of
-the device's FP32/TF32 peak ("of peak": known GPUs, or --peak-tflops), and the compile seconds
-of ``vmap+compile`` (compile=true: torch.compile, CUDA graphs on CUDA), eager and compiled
-timed in turn in the same run.
+engine steps/s, GFLOP/s, the fraction of the same-shape products' rate ("of roofline": replayed
+on contiguous operands; "of step's layout": on operands of the strides the step passes, e.g.
+a weight transposed as a view) and of the device's FP32/TF32 peak ("of peak": known GPUs, or
+--peak-tflops), and the compile seconds of ``vmap+compile`` (compile=true: torch.compile, CUDA
+graphs on CUDA), eager and compiled timed in turn in the same run.
 
 ``--baseline``: FedCanon on the MLP (fmnist-shaped, n = 10, K = 20, B = 64, l1) run by fedrun's
 engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher would write

@@ -18,6 +18,19 @@ def test_roofline_replays_the_steps_products():
     assert roofline.Roofline(setup.client_step, times=6).flops == 6 * step
 
 
+def test_roofline_replays_on_the_steps_strides_or_contiguous_operands():
+    W, h = torch.randn(5, 7), torch.randn(3, 7)
+    step = lambda: torch.mm(h, W.t())  # noqa: E731  # a weight transposed as a view
+    own = roofline.Roofline(step, layout="step")
+    flat = roofline.Roofline(step, layout="contiguous")
+    (_, (a, b), _), (_, (c, d), _) = own.calls[0], flat.calls[0]
+    assert (a.stride(), b.stride()) == ((7, 1), (1, 7))
+    assert (c.stride(), d.stride()) == ((7, 1), (5, 1))
+    assert own.flops == flat.flops == 2 * 3 * 7 * 5
+    with pytest.raises(ValueError, match="layout"):
+        roofline.Roofline(step, layout="channels_last")
+
+
 def test_fig2_estimate_counts_rounds_and_evaluations():
     # T=200, every 10 rounds: evaluations at 0, 10, ..., 200 = 21
     assert bench.fig2_estimate(1.0, 2.0, 10, runs=1, T=200) == (200 + 21 * 2) / 60

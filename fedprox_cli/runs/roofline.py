@@ -4,6 +4,7 @@ alone, FLOPs counted, and the device's peak FLOP/s."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch._ops import OpOverload
@@ -16,7 +17,7 @@ _Call = tuple[OpOverload, tuple[object, ...], dict[str, object]]
 
 class _RecordProducts(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch: untyped
     """Records every FLOP-counted aten call (matrix products, convolutions) with its arguments'
-    shapes, to replay them alone."""
+    shapes and strides, to replay them alone."""
 
     def __init__(self) -> None:
         super().__init__()  # type: ignore[no-untyped-call]  # torch: untyped
@@ -31,20 +32,27 @@ class _RecordProducts(TorchDispatchMode):  # type: ignore[no-untyped-call]  # to
     ) -> object:
         kwargs = kwargs or {}
         if func.overloadpacket in flop_registry:
-            spec = lambda a: (a.shape, a.dtype, a.device) if isinstance(a, torch.Tensor) else a  # noqa: E731
+            spec = lambda a: (  # noqa: E731
+                (a.shape, a.dtype, a.device, a.stride()) if isinstance(a, torch.Tensor) else a
+            )
             self.calls.append((func, tree_map(spec, args), tree_map(spec, kwargs)))
         return func(*args, **kwargs)
 
 
 class Roofline:
     """The products of one client step (forward + backward), replayed ``times`` times on random
-    operands."""
+    operands: contiguous ones (``layout="contiguous"``), or ones of the strides the step passed
+    (``layout="step"``: e.g. a weight transposed as a view, as ``addmm(b, h, W.t())`` takes it).
+    Strided tensors go through the aten call as recorded, so a kernel that runs at another pace
+    on another layout is timed on the step's own."""
 
-    def __init__(self, step_fn: Callable[[], object], times: int = 1):
+    def __init__(self, step_fn: Callable[[], object], times: int = 1, layout: str = "contiguous"):
+        if layout not in ("contiguous", "step"):
+            raise ValueError(f"layout must be 'contiguous' or 'step', got {layout!r}")
         self.times = times
         with _RecordProducts() as rec:
             step_fn()
-        make = lambda a: torch.randn(a[0], dtype=a[1], device=a[2]) if _is_spec(a) else a  # noqa: E731
+        make = _contiguous if layout == "contiguous" else _strided
         self.calls = [
             (f, tree_map(make, a, is_leaf=_is_spec), tree_map(make, k, is_leaf=_is_spec))
             for f, a, k in rec.calls
@@ -60,8 +68,21 @@ class Roofline:
                 f(*a, **k)
 
 
+def _contiguous(a: object) -> object:
+    """A random contiguous tensor of the recorded spec's shape (anything else as it is)."""
+    return torch.randn(a[0], dtype=a[1], device=a[2]) if _is_spec(a) else a  # type: ignore[index]
+
+
+def _strided(a: object) -> object:
+    """A random tensor of the recorded spec's shape and strides (anything else as it is)."""
+    if not _is_spec(a):
+        return a
+    spec = cast(tuple[torch.Size, torch.dtype, torch.device, tuple[int, ...]], a)
+    return torch.empty_strided(spec[0], spec[3], dtype=spec[1], device=spec[2]).normal_()
+
+
 def _is_spec(a: object) -> bool:
-    return isinstance(a, tuple) and len(a) == 3 and isinstance(a[0], torch.Size)
+    return isinstance(a, tuple) and len(a) == 4 and isinstance(a[0], torch.Size)
 
 
 def count_flops(fn: Callable[[], object]) -> int:
