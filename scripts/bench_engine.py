@@ -11,10 +11,11 @@
 
 Prints one line per measurement, then markdown tables (docs/performance.md): per workload and
 engine steps/s, GFLOP/s, the fraction of the same-shape products' rate ("of roofline": replayed
-on contiguous operands; "of step's layout": on operands of the strides the step passes, e.g.
-a weight transposed as a view) and of the device's FP32/TF32 peak ("of peak": known GPUs, or
---peak-tflops), and the compile seconds of ``vmap+compile`` (compile=true: torch.compile, CUDA
-graphs on CUDA), eager and compiled timed in turn in the same run.
+on contiguous operands; with ``--step-layout`` also "of step's layout": on operands of the
+strides the step passes, e.g. a weight transposed as a view) and of the device's FP32/TF32
+peak ("of peak": known GPUs, or --peak-tflops), and the compile seconds of ``vmap+compile``
+(compile=true: torch.compile, CUDA graphs on CUDA), eager and compiled timed in turn in the
+same run.
 
 ``--baseline``: FedCanon on the MLP (fmnist-shaped, n = 10, K = 20, B = 64, l1) run by fedrun's
 engines and by :func:`plain_fedcanon`, the per-client PyTorch loop a researcher would write
@@ -410,6 +411,11 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="rounds per timing")
     p.add_argument("--no-eval", action="store_true", help="skip the evaluation benchmark")
     p.add_argument(
+        "--step-layout",
+        action="store_true",
+        help="also replay the products on the step's own strides (\"of step's layout\")",
+    )
+    p.add_argument(
         "--matmul-precision",
         default="highest",
         choices=MATMUL_PRECISIONS,
@@ -522,6 +528,7 @@ def main() -> int:
         not a.no_eval,
         report=lambda r: print(r, flush=True),
         peak=peak,
+        step_layout=a.step_layout,
     )
     print("\n" + table(rows))
     if a.csv and rows:

@@ -204,16 +204,18 @@ def bench_workload(
     rounds: int,
     report: Callable[[Row], object],
     peak: float | None = None,
+    step_layout: bool = False,
 ) -> list[Row]:
     """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s, the
-    fraction of the roofline (the products replayed on contiguous operands), of the products
-    replayed on operands of the step's own strides, and of the device's peak
-    (:func:`peak_flops`), and the compile seconds of a compiled engine."""
+    fraction of the roofline (the products replayed on contiguous operands), with
+    ``step_layout`` of the products replayed on operands of the step's own strides too (timed
+    in turn with the rest: a second replay in the process, so off unless asked), and of the
+    device's peak (:func:`peak_flops`), and the compile seconds of a compiled engine."""
     setup = Setup(w, device)
     step_flops = count_flops(setup.client_step)
+    layouts = ("contiguous", "step") if step_layout else ("contiguous",)
     roofs = {
-        layout: Roofline(setup.client_step, times=w.n * w.K, layout=layout)
-        for layout in ("contiguous", "step")
+        layout: Roofline(setup.client_step, times=w.n * w.K, layout=layout) for layout in layouts
     }
     rows: list[Row] = []
     for alg_name in w.algorithms:
@@ -228,7 +230,8 @@ def bench_workload(
                 best[e] = min(best[e], best_time(timer) / rounds)
             for layout, roof in roofs.items():
                 best_roof[layout] = min(best_roof[layout], best_time(roof.replay))
-        roof_rate, own_rate = (roofs[k].flops / best_roof[k] for k in ("contiguous", "step"))
+        rate = {k: roofs[k].flops / best_roof[k] for k in roofs}
+        roof_rate = rate["contiguous"]
         for e in engines:
             steps = w.n * w.K / best[e]
             compile_s = timers[e].env.oracle.compile_choice.get("compile_s")
@@ -242,7 +245,11 @@ def bench_workload(
                     "GFLOP/s": steps * step_flops / 1e9,
                     "roofline GFLOP/s": roof_rate / 1e9,
                     "of roofline": steps * step_flops / roof_rate,
-                    "of step's layout": steps * step_flops / own_rate,
+                    **(
+                        {"of step's layout": steps * step_flops / rate["step"]}
+                        if step_layout
+                        else {}
+                    ),
                     "of peak": steps * step_flops / peak if peak else "-",
                     "compile s": compile_s if compile_s is not None else "-",
                 }
@@ -328,6 +335,7 @@ def run(
     report: Callable[[Row], object] = print,
     note: Callable[[str], object] = print,
     peak: float | None = None,
+    step_layout: bool = False,
 ) -> tuple[list[Row], list[Row]]:
     rows: list[Row] = []
     evals: list[Row] = []
@@ -336,7 +344,7 @@ def run(
         if why:
             note(f"skipped {w.name} ({w.model}, {', '.join(w.algorithms)}): {why}")
             continue
-        rows += bench_workload(w, device, engines, repeats, rounds, report, peak)
+        rows += bench_workload(w, device, engines, repeats, rounds, report, peak, step_layout)
         if with_eval:
             evals.append(bench_eval(w, device, repeats, report))
     return rows, evals
