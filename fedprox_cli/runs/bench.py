@@ -209,7 +209,7 @@ def bench_workload(
     """One row per (algorithm, engine): rounds/s, steps/s, achieved and roofline FLOP/s, the
     fraction of the roofline (the products replayed on contiguous operands), with
     ``step_layout`` of the products replayed on operands of the step's own strides too (timed
-    in turn with the rest: a second replay in the process, so off unless asked), and of the
+    in turn with the rest; off unless asked, so that the default run times what it did), and of the
     device's peak (:func:`peak_flops`), and the compile seconds of a compiled engine."""
     setup = Setup(w, device)
     step_flops = count_flops(setup.client_step)
