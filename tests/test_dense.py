@@ -1,6 +1,7 @@
-"""The loop engine's hand-written dense networks (engine/dense.py) compute what autograd
-computes, bit for bit: gradients, losses, fused local steps, and every algorithm's rounds under
-every regularizer."""
+"""The hand-written dense networks compute what autograd computes, bit for bit: the loop
+engine's (engine/dense.py) what autograd gives client by client, the vmap engine's
+(engine/dense_vmap.py) what ``vmap(grad_and_value(...))`` gives chunk by chunk: gradients,
+losses, fused local steps, and every algorithm's rounds under every regularizer."""
 
 import numpy as np
 import pytest
@@ -13,10 +14,13 @@ from fedprox_cli.engine.client_data import ClientData
 from fedprox_cli.engine.dense import dense_activations
 from fedprox_cli.engine.models import FlatModel
 from fedprox_cli.engine.oracle import Oracle
+from fedprox_cli.engine.vmap import VmapEngine
 from fedprox_cli.operators import compressors, regularizers
 
 N_CLIENTS = 5
 DENSE = ("linear", "mlp", "sigmoid_mlp")
+ENGINES = ("loop", "vmap")
+CHUNK = 2  # the vmap engine's rows per call: 5 clients in calls of 2, 2 and 1
 
 
 @pytest.fixture(scope="module")
@@ -26,13 +30,13 @@ def digits():
     return ds, clients
 
 
-def oracles(digits, model, dtype=torch.float32, B=16):
-    """Two loop-engine oracles of the same model: the hand-written path and autograd."""
+def oracles(digits, model, dtype=torch.float32, B=16, engine="loop"):
+    """Two oracles of the same model and engine: the hand-written path and autograd."""
     ds, clients = digits
-    return oracles_of(ds.train_x, ds.train_y, clients, model, dtype, B)
+    return oracles_of(ds.train_x, ds.train_y, clients, model, dtype, B, engine)
 
 
-def oracles_of(x, y, clients, model, dtype=torch.float32, B=16):
+def oracles_of(x, y, clients, model, dtype=torch.float32, B=16, engine="loop"):
     """:func:`oracles` on the samples ``x``, labels ``y`` (10 classes) split as ``clients``."""
     made = []
     for _ in range(2):
@@ -40,10 +44,13 @@ def oracles_of(x, y, clients, model, dtype=torch.float32, B=16):
         width = {} if model == "linear" else {"hidden": 24}
         flat = FlatModel(models.build(model, tuple(x.shape[1:]), 10, **width).to(dtype))
         cd = ClientData.build(x.to(dtype), y, clients, "cpu")
-        made.append(Oracle(flat, cd, B, seed=3, engine="loop"))
+        made.append(Oracle(flat, cd, B, seed=3, engine=engine, chunk=CHUNK))
     hand, auto = made
     assert hand.engine.kind == "dense"
-    auto.engine.dense = None  # the autograd path of the same engine
+    if engine == "loop":
+        auto.engine.dense = None  # the autograd path of the same engine
+    else:  # the transform's engine
+        auto.engine = VmapEngine(auto.model, auto.data.samples, CHUNK)
     assert auto.engine.kind == "autograd"
     return hand, auto
 
@@ -74,11 +81,14 @@ def test_only_exactly_the_dense_layers_are_taken_by_hand(module, dense):
     assert (dense_activations(module) is not None) == dense
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("model", DENSE)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("B", [16, None])  # None: full local data, zero weights on the padding
-def test_gradients_losses_and_local_steps_are_autograds_bit_for_bit(digits, model, dtype, B):
-    hand, auto = oracles(digits, model, dtype, B)
+def test_gradients_losses_and_local_steps_are_autograds_bit_for_bit(
+    digits, engine, model, dtype, B
+):
+    hand, auto = oracles(digits, model, dtype, B, engine)
     gen = torch.Generator().manual_seed(1)
     X = hand.model.flat() + 0.1 * torch.randn(N_CLIENTS, hand.model.d, generator=gen, dtype=dtype)
     for k in range(2):
@@ -110,10 +120,11 @@ def rounds(oracle, name, h, T=2, K=2):
     return state
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", algorithms.names())
 @pytest.mark.parametrize("reg", regularizers.names())
-def test_every_algorithm_and_regularizer_runs_the_same_numbers(digits, name, reg):
-    hand, auto = oracles(digits, "mlp")
+def test_every_algorithm_and_regularizer_runs_the_same_numbers(digits, engine, name, reg):
+    hand, auto = oracles(digits, "mlp", engine=engine)
     flat = {"mcp": {"theta": 100.0}, "scad": {"a": 100.0}}.get(reg, {})  # 1/rho above any step
     got, ref = (rounds(o, name, regularizers.build(reg, **flat)) for o in (hand, auto))
     assert got.keys() == ref.keys()
@@ -141,3 +152,19 @@ def test_mini_batches_gathered_at_once_or_step_by_step_give_autograds_numbers(
         assert (hand.engine.dense.ids is None) == at_once
         for key in ref:
             assert torch.equal(torch.as_tensor(got[key]), torch.as_tensor(ref[key])), key
+
+
+def test_a_wrapped_vmap_engine_wraps_the_hand_written_call_or_the_transforms(digits):
+    """Joined seed batches wrap the engine's own call (by hand for a dense network); a compile
+    wraps the transform's call, which it traces."""
+    hand, _ = oracles(digits, "mlp", engine="vmap")
+    vmap = hand.engine
+    got = []
+    joined = vmap.wrapped(lambda call: got.append(call) or call)
+    compiled = vmap.wrapped(lambda call: got.append(call) or call, transform=True)
+    assert got == [vmap.dense, vmap.transform] and vmap.dense is not None
+    assert joined.kind == compiled.kind == "autograd" and vmap.kind == "dense"
+    X = hand.model.flat().expand(N_CLIENTS, -1).contiguous()
+    ref = hand.sgd_steps(X.clone(), 0, 2, 0.05)
+    hand.engine = joined  # the flat call's steps, as a seed batch takes them
+    assert torch.equal(hand.sgd_steps(X.clone(), 0, 2, 0.05), ref)

@@ -312,7 +312,7 @@ def _fast(oracle: Timed) -> VmapEngine:
     """The vmap engine with its call compiled (torch.compile loads only here)."""
     vmap = oracle.engines["vmap"]
     assert isinstance(vmap, VmapEngine)  # the oracle's engines by name
-    return vmap.wrapped(lambda call: compiled(call, oracle.device))
+    return vmap.wrapped(lambda call: compiled(call, oracle.device), transform=True)
 
 
 def _engines(oracle: Timed) -> list[str]:

@@ -82,7 +82,7 @@ class Oracle:
         )  # the evaluation passes' (and the loop engine's) working module
         self.engines: dict[str, Engine] = {
             "loop": LoopEngine(model, data, self.work),
-            "vmap": VmapEngine(model, data.samples, self.chunk),
+            "vmap": VmapEngine(model, data.samples, self.chunk, dense=self.device.type == "cpu"),
         }
         self.probe = probe or engine_choice.LocalSGD()  # the round engine=auto times
         self.engine: Engine = self.engines["vmap"]  # until chosen

@@ -1,9 +1,11 @@
 """The ``vmap`` engine: chunks of clients at once, with ``torch.func.vmap(grad_and_value(...))``
-of the loss of a flat parameter vector (:mod:`batched`); the gradients come out as one
+of the loss of a flat parameter vector (:mod:`batched`), or, for a dense network on the CPU,
+the same kernels by hand (:mod:`dense_vmap`: the same numbers); the gradients come out as one
 (chunk, d) tensor.
 
-The batched call can be replaced by a compiled one (:mod:`compile`) or one joined with other
-runs' calls (:mod:`lockstep`): :meth:`VmapEngine.wrapped`.
+The batched call can be replaced by a compiled one (:mod:`compile`, which compiles the
+transform's call) or one joined with other runs' calls (:mod:`lockstep`):
+:meth:`VmapEngine.wrapped`.
 """
 
 from __future__ import annotations
@@ -15,28 +17,39 @@ import torch
 
 from .base import Batch, Engine, GradCall, Samples, cross_entropy, per_row, shifted
 from .batched import batched_grad
+from .dense import dense_activations
+from .dense_vmap import DenseVmap
 from .models import FlatModel
 
 
 class VmapEngine(Engine):
-    """Chunks of at most ``chunk`` clients per batched call."""
+    """Chunks of at most ``chunk`` clients per batched call; a dense network's call by hand
+    where ``dense`` (the CPU: it is tested bit for bit against the transform there)."""
 
     name = "vmap"
 
-    def __init__(self, model: FlatModel, samples: Samples, chunk: int) -> None:
+    def __init__(self, model: FlatModel, samples: Samples, chunk: int, dense: bool = False):
         self.model, self.samples, self.chunk = model, samples, chunk
         self.block = chunk  # local_steps: one batched call's rows at a time
-        self.call: GradCall = batched_grad(
-            self._flat_loss
-        )  # (X, inputs, targets, w) -> G (m, d), losses (m,)
-        self.by_parameter = True  # local steps take the gradient parameter by parameter
+        self.transform: GradCall = batched_grad(self._flat_loss)
+        acts = dense_activations(model.module) if dense else None
+        self.dense = DenseVmap(model, acts) if acts is not None else None
+        # (X, inputs, targets, w) -> G (m, d), losses (m,)
+        self.call: GradCall = self.dense or self.transform
+        self.by_parameter = True  # the transform's local steps: parameter by parameter
         self._param_grads = batched_grad(self._param_loss)
 
-    def wrapped(self, wrap: Callable[[GradCall], GradCall]) -> VmapEngine:
-        """This engine with its batched call replaced by ``wrap(call)``; its local steps go
-        through that call too."""
+    @property
+    def kind(self) -> str:
+        return "dense" if self.dense is not None else "autograd"
+
+    def wrapped(self, wrap: Callable[[GradCall], GradCall], transform: bool = False) -> VmapEngine:
+        """This engine with its batched call replaced by ``wrap(call)`` (of the transform's
+        call where ``transform``, e.g. to compile it, else of the engine's own); its local
+        steps go through that call too."""
         engine = copy.copy(self)
-        engine.call, engine.by_parameter = wrap(self.call), False
+        engine.call = wrap(self.transform if transform else self.call)
+        engine.dense, engine.by_parameter = None, False
         return engine
 
     def _flat_loss(
@@ -63,8 +76,23 @@ class VmapEngine(Engine):
         L = X.new_empty(len(ids))
         for s in range(0, len(ids), self.chunk):
             e = s + self.chunk
-            G[s:e], L[s:e] = self.call(X[s:e], inputs[s:e], targets[s:e], w[s:e])
+            L[s:e] = self._grads(X[s:e], inputs[s:e], targets[s:e], w[s:e], G[s:e])
         return G, L
+
+    def _grads(
+        self,
+        X: torch.Tensor,
+        inputs: torch.Tensor,
+        targets: torch.Tensor,
+        w: torch.Tensor,
+        G: torch.Tensor,
+    ) -> torch.Tensor:
+        """The batched call's gradients into ``G`` (by hand: written there directly); its
+        losses."""
+        if self.dense is not None:
+            return self.dense(X, inputs, targets, w, out=G)[1]
+        G[:], L = self.call(X, inputs, targets, w)
+        return L
 
     def sgd_steps(
         self, X: torch.Tensor, batches: list[Batch], beta: float, shift: torch.Tensor | float
@@ -72,12 +100,16 @@ class VmapEngine(Engine):
         """Chunk by chunk, all steps of a chunk before the next, so a chunk's states, gradients
         and shifts stay in cache, with no (m, d) temporaries."""
         rows = shift if per_row(shift) else None  # one shift per row, or None: one for all
+        G = X.new_empty(min(self.chunk, len(X)), X.shape[1]) if self.dense is not None else None
         for a in range(0, len(X), self.chunk):
             e = a + self.chunk
             Xc, Sc = X[a:e], rows[a:e] if rows is not None else shift
             for ids, w in batches:
                 inputs, targets = self.samples(ids[a:e])
-                if self.by_parameter:
+                if G is not None:  # by hand, into one buffer
+                    self._grads(Xc, inputs, targets, w[a:e], G[: len(Xc)])
+                    Xc.sub_(shifted(G[: len(Xc)], Sc), alpha=beta)
+                elif self.by_parameter:
                     self._param_step(Xc, Sc, inputs, targets, w[a:e], beta)
                 else:
                     Xc.sub_(shifted(self.call(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
