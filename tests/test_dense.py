@@ -36,13 +36,13 @@ def oracles(digits, model, dtype=torch.float32, B=16, engine="loop"):
     return oracles_of(ds.train_x, ds.train_y, clients, model, dtype, B, engine)
 
 
-def oracles_of(x, y, clients, model, dtype=torch.float32, B=16, engine="loop"):
-    """:func:`oracles` on the samples ``x``, labels ``y`` (10 classes) split as ``clients``."""
+def oracles_of(x, y, clients, model, dtype=torch.float32, B=16, engine="loop", classes=10):
+    """:func:`oracles` on the samples ``x``, labels ``y`` split as ``clients``."""
     made = []
     for _ in range(2):
         torch.manual_seed(0)
         width = {} if model == "linear" else {"hidden": 24}
-        flat = FlatModel(models.build(model, tuple(x.shape[1:]), 10, **width).to(dtype))
+        flat = FlatModel(models.build(model, tuple(x.shape[1:]), classes, **width).to(dtype))
         cd = ClientData.build(x.to(dtype), y, clients, "cpu")
         made.append(Oracle(flat, cd, B, seed=3, engine=engine, chunk=CHUNK))
     hand, auto = made
@@ -107,6 +107,28 @@ def test_gradients_losses_and_local_steps_are_autograds_bit_for_bit(
         got = hand.sgd_steps(X[clients].clone(), 2, 3, 0.05, shift, clients)
         ref = auto.sgd_steps(X[clients].clone(), 2, 3, 0.05, shift, clients)
         assert torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("model", DENSE)
+@pytest.mark.parametrize("features,classes", [(30, 2), (5, 3), (64, 10)])
+def test_the_gradients_are_autograds_at_other_shapes(engine, model, features, classes):
+    """Other widths take other kernels (e.g. a batched product written into a strided view of
+    a row sums in another order than into its own tensor at 2 x 30 but not at 10 x 64): the
+    numbers stay autograd's at each."""
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(90, features, generator=gen)
+    y = torch.randint(0, classes, (90,), generator=gen)
+    clients = [np.arange(i, 90, N_CLIENTS) for i in range(N_CLIENTS)]
+    hand, auto = oracles_of(x, y, clients, model, engine=engine, classes=classes)
+    X = hand.model.flat() + 0.1 * torch.randn(N_CLIENTS, hand.model.d, generator=gen)
+    for k in range(2):
+        G, L = hand.grad(X, 0, k)
+        G_ref, L_ref = auto.grad(X, 0, k)
+        assert torch.equal(G, G_ref) and torch.equal(L, L_ref)
+    shift = torch.randn(hand.model.d, generator=gen)
+    got = hand.sgd_steps(X.clone(), 1, 3, 0.05, shift)
+    assert torch.equal(got, auto.sgd_steps(X.clone(), 1, 3, 0.05, shift))
 
 
 def rounds(oracle, name, h, T=2, K=2):

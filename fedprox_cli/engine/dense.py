@@ -62,10 +62,15 @@ def dense_activations(module: nn.Module) -> list[type[nn.Module]] | None:
 
 
 ALIGN = 64
-"""Bytes to which the CPU allocator aligns a tensor: a client's mini-batches gathered in one
-call are taken as one buffer only where every one of them starts so aligned, as a mini-batch
-gathered alone does (a float32 product whose operand starts off it sums in another order here:
-docs/performance.md)."""
+"""Bytes to which the CPU allocator aligns a tensor. A float32 product's last bits depend on
+where its operands and its result start (here: an input or a result off a 16-byte boundary
+sums in another order for some shapes, e.g. a (2, 30) weight's gradient: docs/performance.md),
+so every product reads and writes tensors that start where autograd's do: a client's
+mini-batches gathered in one call are taken as one buffer only where every one of them starts
+so aligned, as a mini-batch gathered alone does; parameters are read from a row only where it
+starts so aligned, as the working buffer autograd reads does (:meth:`LoopEngine._row`); a
+gradient is written into its destination only where that starts so aligned, as autograd's
+fresh gradient does, else into a buffer of its own and copied (:meth:`DenseNet.step`)."""
 
 GATHER_BYTES = 16 * 2**20
 """The most input bytes of one client's K mini-batches gathered in one call (K up to 83 at
@@ -91,6 +96,7 @@ class DenseNet:
         self.row_bytes = x[0].numel() * x.element_size()
         self.ids: torch.Tensor | None = None  # the ids (K, b) each step gathers, or None
         self._transposed_of: Sequence[torch.Tensor] | None = None  # see _transposed
+        self._aligned_of: Sequence[torch.Tensor] | None = None  # see _aligned
 
     def _new(self, *shape: int, dtype: torch.dtype | None = None) -> torch.Tensor:
         return torch.empty(*shape, dtype=dtype or self.x.dtype, device=self.x.device)
@@ -154,6 +160,7 @@ class DenseNet:
         self.targets = self.target_slots[k]
         outs, dz, dz_t, acts = self.outs, self.dz, self.dz_t, self.acts
         weights_t = self._transposed(params)
+        dests, grads = grads, self._aligned(grads)
         below = [h, *outs]  # each layer's input
         for l, z in enumerate(outs):
             torch.addmm(params[2 * l + 1], below[l], weights_t[l], out=z)
@@ -169,6 +176,20 @@ class DenseNet:
             if l:
                 torch.mm(dz[l], params[2 * l], out=self.dh[l - 1])
                 acts[l - 1][1](self.dh[l - 1], outs[l - 1], dz[l - 1])
+        for dest, g in zip(dests, grads):
+            if g is not dest:
+                dest.copy_(g)
+
+    def _aligned(self, grads: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
+        """Where :meth:`step` computes each gradient of ``grads``: the view itself where it
+        starts on :data:`ALIGN`, else a buffer of its own (made again only for another
+        ``grads`` object: local SGD passes the same views at every step)."""
+        if grads is not self._aligned_of:
+            self._aligned_to = [
+                g if g.data_ptr() % ALIGN == 0 else torch.empty_like(g) for g in grads
+            ]
+            self._aligned_of = grads
+        return self._aligned_to
 
     def _transposed(self, params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         """The weights of ``params`` transposed (views), made again only for another

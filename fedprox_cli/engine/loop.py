@@ -23,7 +23,7 @@ from torch import nn
 
 from .base import At, Batch, Engine, Update, cross_entropy, per_row, shifted
 from .client_data import ClientData
-from .dense import DenseNet, dense_activations
+from .dense import ALIGN, DenseNet, dense_activations
 from .models import FlatModel
 
 
@@ -121,9 +121,10 @@ class LoopEngine(Engine):
         return list(views)
 
     def _row(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Parameter views of the state ``x`` (d,) to read: its own where it is contiguous, else
-        of the working buffer, loaded with it."""
-        if x.is_contiguous():
+        """Parameter views of the state ``x`` (d,) to read: its own where it is contiguous and
+        starts as the working buffer does (:data:`dense.ALIGN`), else of the working buffer,
+        loaded with it."""
+        if x.is_contiguous() and x.data_ptr() % ALIGN == 0:
             return self._views(x)
         self.work.load(x)
         return self.views

@@ -36,8 +36,10 @@ class VmapEngine(Engine):
         self.dense = DenseVmap(model, acts) if acts is not None else None
         # (X, inputs, targets, w) -> G (m, d), losses (m,)
         self.call: GradCall = self.dense or self.transform
-        self.by_parameter = True  # the transform's local steps: parameter by parameter
-        self._param_grads = batched_grad(self._param_loss)
+        self.by_parameter = True  # local steps take the gradient parameter by parameter
+        self._param_grads = (
+            self.dense.param_grads if self.dense is not None else batched_grad(self._param_loss)
+        )
 
     @property
     def kind(self) -> str:
@@ -87,8 +89,8 @@ class VmapEngine(Engine):
         w: torch.Tensor,
         G: torch.Tensor,
     ) -> torch.Tensor:
-        """The batched call's gradients into ``G`` (by hand: written there directly); its
-        losses."""
+        """The batched call's gradients into ``G`` (by hand: concatenated there directly);
+        its losses."""
         if self.dense is not None:
             return self.dense(X, inputs, targets, w, out=G)[1]
         G[:], L = self.call(X, inputs, targets, w)
@@ -100,16 +102,12 @@ class VmapEngine(Engine):
         """Chunk by chunk, all steps of a chunk before the next, so a chunk's states, gradients
         and shifts stay in cache, with no (m, d) temporaries."""
         rows = shift if per_row(shift) else None  # one shift per row, or None: one for all
-        G = X.new_empty(min(self.chunk, len(X)), X.shape[1]) if self.dense is not None else None
         for a in range(0, len(X), self.chunk):
             e = a + self.chunk
             Xc, Sc = X[a:e], rows[a:e] if rows is not None else shift
             for ids, w in batches:
                 inputs, targets = self.samples(ids[a:e])
-                if G is not None:  # by hand, into one buffer
-                    self._grads(Xc, inputs, targets, w[a:e], G[: len(Xc)])
-                    Xc.sub_(shifted(G[: len(Xc)], Sc), alpha=beta)
-                elif self.by_parameter:
+                if self.by_parameter:
                     self._param_step(Xc, Sc, inputs, targets, w[a:e], beta)
                 else:
                     Xc.sub_(shifted(self.call(Xc, inputs, targets, w[a:e])[0], Sc), alpha=beta)
