@@ -160,7 +160,7 @@ class DenseNet:
         self.targets = self.target_slots[k]
         outs, dz, dz_t, acts = self.outs, self.dz, self.dz_t, self.acts
         weights_t = self._transposed(params)
-        dests, grads = grads, self._aligned(grads)
+        grads = self._aligned(grads)
         below = [h, *outs]  # each layer's input
         for l, z in enumerate(outs):
             torch.addmm(params[2 * l + 1], below[l], weights_t[l], out=z)
@@ -176,18 +176,19 @@ class DenseNet:
             if l:
                 torch.mm(dz[l], params[2 * l], out=self.dh[l - 1])
                 acts[l - 1][1](self.dh[l - 1], outs[l - 1], dz[l - 1])
-        for dest, g in zip(dests, grads):
-            if g is not dest:
-                dest.copy_(g)
+        for dest, g in self._copies:
+            dest.copy_(g)
 
     def _aligned(self, grads: Sequence[torch.Tensor]) -> Sequence[torch.Tensor]:
         """Where :meth:`step` computes each gradient of ``grads``: the view itself where it
-        starts on :data:`ALIGN`, else a buffer of its own (made again only for another
-        ``grads`` object: local SGD passes the same views at every step)."""
+        starts on :data:`ALIGN`, else a buffer of its own, copied into the view after the
+        step (:attr:`_copies`; made again only for another ``grads`` object: local SGD passes
+        the same views at every step)."""
         if grads is not self._aligned_of:
             self._aligned_to = [
                 g if g.data_ptr() % ALIGN == 0 else torch.empty_like(g) for g in grads
             ]
+            self._copies = [(g, a) for g, a in zip(grads, self._aligned_to) if a is not g]
             self._aligned_of = grads
         return self._aligned_to
 
