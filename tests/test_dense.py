@@ -185,7 +185,7 @@ def test_a_wrapped_vmap_engine_wraps_the_hand_written_call_or_the_transforms(dig
     joined = vmap.wrapped(lambda call: got.append(call) or call)
     compiled = vmap.wrapped(lambda call: got.append(call) or call, transform=True)
     assert got == [vmap.dense, vmap.transform] and vmap.dense is not None
-    assert joined.kind == compiled.kind == "autograd" and vmap.kind == "dense"
+    assert joined.kind == vmap.kind == "dense" and compiled.kind == "autograd"
     X = hand.model.flat().expand(N_CLIENTS, -1).contiguous()
     ref = hand.sgd_steps(X.clone(), 0, 2, 0.05)
     hand.engine = joined  # the flat call's steps, as a seed batch takes them

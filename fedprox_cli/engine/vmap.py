@@ -51,7 +51,9 @@ class VmapEngine(Engine):
         steps go through that call too."""
         engine = copy.copy(self)
         engine.call = wrap(self.transform if transform else self.call)
-        engine.dense, engine.by_parameter = None, False
+        engine.by_parameter = False
+        if transform:
+            engine.dense = None  # it computes as the transform does
         return engine
 
     def _flat_loss(
@@ -89,9 +91,9 @@ class VmapEngine(Engine):
         w: torch.Tensor,
         G: torch.Tensor,
     ) -> torch.Tensor:
-        """The batched call's gradients into ``G`` (by hand: concatenated there directly);
-        its losses."""
-        if self.dense is not None:
+        """The batched call's gradients into ``G`` (the call by hand concatenates them there
+        directly); its losses."""
+        if self.dense is not None and self.call is self.dense:
             return self.dense(X, inputs, targets, w, out=G)[1]
         G[:], L = self.call(X, inputs, targets, w)
         return L
