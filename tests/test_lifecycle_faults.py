@@ -783,3 +783,54 @@ def test_the_signal_that_stopped_a_run_is_recorded_not_the_launchers_after_it(
     s = read_summary(out)
     assert (s["status"], s["error"]) == ("interrupted", "stopped by SIGINT before the run started")
     assert signals.received == [signal.SIGINT, signal.SIGTERM]
+
+
+UNRAISABLE_DRIVER = """
+import signal, sys, time, weakref
+from fedprox_cli.common import signals
+
+class Held:
+    pass
+
+def collected(_):  # a weakref callback: Python cannot raise out of it
+    signal.raise_signal(int(sys.argv[1]))
+    return None  # the handler runs here, inside the callback
+
+with signals.held_by_fedrun():
+    signals.stops_interrupt()
+    held = Held()
+    ref = weakref.ref(held, collected)
+    try:
+        del held
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            pass
+        print("not stopped")
+    except KeyboardInterrupt:
+        print("stopped", signals.received)
+
+class Other:
+    def __del__(self):
+        raise ValueError("not a stop")
+
+Other()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_inside_a_callback_python_cannot_raise_from_still_stops(sig):
+    """A handler runs wherever the main thread is: inside a weakref callback (an import's module
+    lock: the race tests/test_sweep_stop.py met) its ``KeyboardInterrupt`` could not be raised,
+    Python printed "Exception ignored" with a traceback and the stop was lost. It is sent again
+    once the callback is over, noted once; another exception where Python cannot raise it is
+    still reported as before."""
+    p = subprocess.run(
+        [sys.executable, "-c", UNRAISABLE_DRIVER, str(int(sig))],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.stdout.splitlines() == [f"stopped [{int(sig)}]"], (p.stdout, p.stderr)
+    assert "KeyboardInterrupt" not in p.stderr and "Stop" not in p.stderr, p.stderr
+    assert "Exception ignored" in p.stderr and "ValueError: not a stop" in p.stderr, p.stderr

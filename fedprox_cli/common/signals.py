@@ -15,12 +15,14 @@ cluster job can tell afterwards why it stopped (see :mod:`cluster`).
 
 from __future__ import annotations
 
+import _thread
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 from . import host
 
@@ -79,13 +81,51 @@ Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 """What ``signal.signal`` installs and ``signal.getsignal`` returns."""
 
 
+class Stop(KeyboardInterrupt):
+    """The ``KeyboardInterrupt`` a stop signal ``signum`` raises."""
+
+    def __init__(self, signum: int = 0) -> None:
+        super().__init__()  # no args: it prints and unpickles as a plain interrupt
+        self.signum = signum
+
+
+def interrupt(signum: int) -> NoReturn:
+    """Raise :class:`Stop` for ``signum`` from a handler, with :func:`_delivered_again` as
+    ``sys.unraisablehook``: a handler runs wherever the main thread is, and inside a weakref
+    callback or a ``__del__`` (an import's module lock, an object collected) Python cannot
+    raise it: it would print "Exception ignored" with a traceback and the stop would be lost."""
+    global _before_hook
+    if sys.unraisablehook is not _delivered_again:
+        _before_hook, sys.unraisablehook = sys.unraisablehook, _delivered_again
+    raise Stop(signum)
+
+
+_before_hook = sys.unraisablehook  # the hook in force before :func:`interrupt` set its own
+
+
+def _delivered_again(unraisable: Any) -> None:
+    """``sys.unraisablehook``: a :class:`Stop` that Python could not raise is sent again, as
+    its signal, to the main thread from a thread of its own, which runs once this hook and the
+    callback are over (the handler in force then takes it, and notes it in :data:`received`
+    again, so its first note goes); anything else goes to the hook in force before."""
+    stop = unraisable.exc_value
+    if not isinstance(stop, Stop):
+        _before_hook(unraisable)
+        return
+    if received and received[-1] == stop.signum:
+        received.pop()
+    # to this thread (the main one: handlers run there); _thread's start does not wait for the
+    # thread as threading's does, a wait the signal would interrupt here again
+    _thread.start_new_thread(signal.pthread_kill, (threading.get_ident(), stop.signum))
+
+
 def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
-    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt`` -- or,
-    for a SIGINT the process raised on itself as a library failed to start its threads,
-    :class:`host.NoThread` with its line (:func:`not_a_stop`)."""
+    """A handler: note the signal in :data:`received` and raise ``KeyboardInterrupt``
+    (:func:`interrupt`) -- or, for a SIGINT the process raised on itself as a library failed
+    to start its threads, :class:`host.NoThread` with its line (:func:`not_a_stop`)."""
     not_a_stop(signum)
     received.append(signum)
-    raise KeyboardInterrupt
+    interrupt(signum)
 
 
 def not_a_stop(signum: int) -> None:
@@ -164,7 +204,7 @@ class StopAfterRound:
         not_a_stop(signum)
         received.append(signum)
         if self.requested:
-            raise KeyboardInterrupt
+            interrupt(signum)
         self.signum = signum
 
     def __enter__(self) -> StopAfterRound:
