@@ -112,11 +112,17 @@ def _delivered_again(unraisable: Any) -> None:
     if not isinstance(stop, Stop):
         _before_hook(unraisable)
         return
-    if received and received[-1] == stop.signum:
+    noted = bool(received) and received[-1] == stop.signum
+    if noted:
         received.pop()
-    # to this thread (the main one: handlers run there); _thread's start does not wait for the
-    # thread as threading's does, a wait the signal would interrupt here again
-    _thread.start_new_thread(signal.pthread_kill, (threading.get_ident(), stop.signum))
+    # to this thread (the main one: handlers run there), as the hook's last step; _thread's
+    # start does not wait for the thread as threading's does, a wait the signal would interrupt
+    try:
+        _thread.start_new_thread(signal.pthread_kill, (threading.get_ident(), stop.signum))
+    except RuntimeError:  # no thread can start (ulimit -u): noted and reported, as before
+        if noted:
+            received.append(stop.signum)
+        _before_hook(unraisable)
 
 
 def note_and_interrupt(signum: int, frame: FrameType | None) -> None:
