@@ -89,6 +89,9 @@ class Stop(KeyboardInterrupt):
         self.signum = signum
 
 
+_before_hook = sys.unraisablehook  # the hook in force before :func:`interrupt` set its own
+
+
 def interrupt(signum: int) -> NoReturn:
     """Raise :class:`Stop` for ``signum`` from a handler, with :func:`_delivered_again` as
     ``sys.unraisablehook``: a handler runs wherever the main thread is, and inside a weakref
@@ -100,10 +103,7 @@ def interrupt(signum: int) -> NoReturn:
     raise Stop(signum)
 
 
-_before_hook = sys.unraisablehook  # the hook in force before :func:`interrupt` set its own
-
-
-def _delivered_again(unraisable: Any) -> None:
+def _delivered_again(unraisable: sys.UnraisableHookArgs) -> None:
     """``sys.unraisablehook``: a :class:`Stop` that Python could not raise is sent again, as
     its signal, to the main thread from a thread of its own, which runs once this hook and the
     callback are over (the handler in force then takes it, and notes it in :data:`received`
